@@ -1,0 +1,31 @@
+/**
+ * createApp(services): the middleware order and nothing else.
+ *
+ *   request id → access log → error boundary → routes → 404/405
+ *
+ * The access log sits outside the boundary so it sees every final status; the boundary sits
+ * outside everything that can throw, so every answer, errors included, is the envelope.
+ */
+import Koa from 'koa';
+import { errorBoundary } from './errors/boundary.js';
+import { logAccess } from './http/middleware/access-log.js';
+import { assignRequestId } from './http/middleware/request-id.js';
+import { answerUnmatched, createRouter } from './http/router.js';
+import type { Services } from './services.js';
+
+export const REALM = 'gateway';
+
+export function createApp(services: Services): Koa {
+  const app = new Koa();
+  const router = createRouter(services);
+
+  app.use(assignRequestId());
+  app.use(logAccess(services.log));
+  app.use(errorBoundary({ realm: REALM, log: services.log }));
+  app.use(router.routes());
+  app.use(answerUnmatched());
+
+  // Reached only for failures after the response started (the boundary answers the rest).
+  app.on('error', (err: Error) => services.log.warn({ err: { name: err.name, message: err.message } }, 'response failed after it started'));
+  return app;
+}

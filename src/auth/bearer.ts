@@ -1,0 +1,61 @@
+/**
+ * Reading `Authorization: Bearer <token>` (RFC 6750 §2.1) and the guard that requires it.
+ *
+ * - no Authorization header, or another scheme (Basic …): 401 without an error attribute,
+ *   the challenge tells the client to use Bearer (§3.1);
+ * - the Bearer scheme (any case, RFC 9110 §11.1) with a missing or non-b64token credential,
+ *   or the header repeated: 400 invalid_request;
+ * - a well-formed token that does not verify: 401 invalid_token (signer.ts).
+ * test/unit/bearer.test.ts holds the grammar; test/http/protected-routes.test.ts the guard.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Context, Next } from 'koa';
+import { MalformedAuthorization, MissingToken } from '../errors/errors.js';
+import type { Signer } from './signer.js';
+
+const CREDENTIALS = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+)(?: +(.*))?$/;
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
+/** The bearer token of the request, or undefined when it presents no bearer credentials. */
+export function readBearerToken(req: IncomingMessage): string | undefined {
+  const header = req.headers.authorization;
+  if (header === undefined) return undefined;
+  // Node keeps only the first of repeated Authorization headers; an ambiguous request is refused.
+  if (countHeader(req.rawHeaders, 'authorization') > 1) throw new MalformedAuthorization('The Authorization header may be sent once.');
+  const match = CREDENTIALS.exec(header);
+  if (match === null) throw new MalformedAuthorization();
+  if (match[1]!.toLowerCase() !== 'bearer') return undefined;
+  const token = match[2];
+  if (token === undefined || !B64TOKEN.test(token)) throw new MalformedAuthorization();
+  return token;
+}
+
+function countHeader(rawHeaders: string[], lowerName: string): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === lowerName.length && name.toLowerCase() === lowerName) count++;
+  }
+  return count;
+}
+
+/** Who is calling, as the verified access token says; set on ctx.state.identity by the guard. */
+export interface Identity {
+  accountId: string;
+  keyId: string;
+  tokenId: string;
+  /** Seconds since the epoch. */
+  issuedAt: number;
+  expiresAt: number;
+}
+
+export function requireBearer(signer: Signer) {
+  return async function requireBearer(ctx: Context, next: Next): Promise<void> {
+    const token = readBearerToken(ctx.req);
+    if (token === undefined) throw new MissingToken();
+    const claims = await signer.verifyAccessToken(token);
+    const identity: Identity = { accountId: claims.sub, keyId: claims.client_id, tokenId: claims.jti, issuedAt: claims.iat, expiresAt: claims.exp };
+    ctx.state.identity = identity;
+    await next();
+  };
+}

@@ -1,0 +1,51 @@
+/**
+ * API key + secret checking. The client sends apiSecret = SHA-256(secret), in hex (either case)
+ * or base64/base64url; the directory keeps only SHA-256 of those 32 decoded bytes, so neither
+ * the secret nor the value a client sends is ever stored. A fast hash is enough because
+ * secrets are 256 random bits made by `npm run keys:create`, not passwords a person chose.
+ *
+ * An unknown key and a wrong secret take the same path (a digest comparison against a dummy)
+ * and give the same answer, so neither timing nor the reply tells which keys exist.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { InvalidRequest } from '../errors/errors.js';
+import type { ApiKeyRecord, KeyDirectory } from '../stores/key-directory.js';
+
+const HEX_64 = /^[0-9a-fA-F]{64}$/;
+const BASE64_32 = /^[A-Za-z0-9+/]{43}=?$|^[A-Za-z0-9_-]{43}=?$/;
+
+/** The 32 bytes of a SHA-256 given as hex or base64(url); undefined for anything else. */
+export function decodeSecretHash(apiSecret: string): Buffer | undefined {
+  if (HEX_64.test(apiSecret)) return Buffer.from(apiSecret, 'hex');
+  // Either base64 alphabet; both decode to the same 32 bytes, and so to the same digest.
+  if (BASE64_32.test(apiSecret)) return Buffer.from(apiSecret, 'base64url');
+  return undefined;
+}
+
+/** What the directory stores for a secret: "sha256:" + hex SHA-256 of the client's 32 bytes. */
+export function secretDigest(secretHash: Buffer): string {
+  return `sha256:${createHash('sha256').update(secretHash).digest('hex')}`;
+}
+
+/** SHA-256 of the plain secret, as a client computes it before sign-in. */
+export function hashSecret(secret: string): Buffer {
+  return createHash('sha256').update(secret, 'utf8').digest();
+}
+
+const DUMMY_DIGEST = secretDigest(randomBytes(32));
+
+/**
+ * The key record when apiKey and apiSecret match an enabled key, else undefined.
+ * A malformed apiSecret (not a SHA-256 in a known encoding) is the caller's format mistake: 400.
+ */
+export async function verifyApiCredentials(keys: KeyDirectory, apiKey: string, apiSecret: string): Promise<ApiKeyRecord | undefined> {
+  const secretHash = decodeSecretHash(apiSecret);
+  if (secretHash === undefined) {
+    throw new InvalidRequest('apiSecret must be the SHA-256 of the API secret, as 64 hex digits or base64.');
+  }
+  const record = await keys.findByApiKey(apiKey);
+  const expected = Buffer.from(record?.secretDigest ?? DUMMY_DIGEST);
+  const actual = Buffer.from(secretDigest(secretHash));
+  const matches = expected.length === actual.length && timingSafeEqual(expected, actual);
+  return matches && record !== undefined && !record.disabled ? record : undefined;
+}

@@ -1,0 +1,96 @@
+/**
+ * Sign-in and refresh as plain calls: no ctx, no HTTP. Expected failures are results; the
+ * routes turn them into errors at one visible point.
+ */
+import type { Config } from '../config/schema.js';
+import type { KeyDirectory } from '../stores/key-directory.js';
+import type { RefreshTokenStore } from '../stores/token-store.js';
+import type { Logger } from '../telemetry/log.js';
+import type { Clock } from '../util/clock.js';
+import { verifyApiCredentials } from './credentials.js';
+import { hashRefreshSecret, mintRefreshToken, newId, parseRefreshToken, sealPair, unsealPair, type TokenPair } from './refresh.js';
+import type { Signer } from './signer.js';
+
+export type IssueResult =
+  | { outcome: 'issued'; pair: TokenPair }
+  | { outcome: 'rejected'; reason: 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' };
+
+export interface AuthService {
+  /** Checks apiKey and apiSecret (SHA-256 of the secret) and starts a refresh-token family. */
+  signIn(apiKey: string, apiSecret: string): Promise<IssueResult>;
+  /** Rotates a refresh token (see stores/token-store.ts for the outcomes). */
+  refresh(refreshToken: string): Promise<IssueResult>;
+}
+
+export interface AuthServiceDeps {
+  keys: KeyDirectory;
+  tokens: RefreshTokenStore;
+  signer: Signer;
+  clock: Clock;
+  log: Logger;
+  settings: Config['tokens'];
+}
+
+export function createAuthService({ keys, tokens, signer, clock, log, settings }: AuthServiceDeps): AuthService {
+  const refreshTtlMs = settings.refreshTokenTtlSeconds * 1000;
+  const familyMaxMs = settings.refreshFamilyMaxSeconds * 1000;
+  const graceMs = settings.refreshGraceSeconds * 1000;
+
+  return {
+    async signIn(apiKey, apiSecret) {
+      const key = await verifyApiCredentials(keys, apiKey, apiSecret);
+      if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
+
+      const now = clock.now();
+      const refresh = mintRefreshToken(key.accountId, key.keyId);
+      const accessToken = await signer.issueAccessToken(key);
+      await tokens.createFamily({
+        familyId: newId(),
+        accountId: key.accountId,
+        keyId: key.keyId,
+        familyExpiresAt: now + familyMaxMs,
+        token: { tokenId: refresh.tokenId, secretHash: refresh.secretHash, expiresAt: now + refreshTtlMs },
+      }, now);
+      return { outcome: 'issued', pair: { accessToken, refreshToken: refresh.token } };
+    },
+
+    async refresh(refreshToken) {
+      const presented = parseRefreshToken(refreshToken);
+      if (presented === undefined) return { outcome: 'rejected', reason: 'invalid' };
+
+      // A key removed or disabled in the directory mints nothing more, even from a live family.
+      const key = await keys.findByKeyId(presented.keyId);
+      if (key === undefined || key.disabled || key.accountId !== presented.accountId) {
+        return { outcome: 'rejected', reason: key?.disabled ? 'key_disabled' : 'invalid' };
+      }
+
+      const now = clock.now();
+      const successor = mintRefreshToken(presented.accountId, presented.keyId);
+      const pair = { accessToken: await signer.issueAccessToken(key), refreshToken: successor.token };
+      const result = await tokens.rotate({
+        tokenId: presented.tokenId,
+        accountId: presented.accountId,
+        keyId: presented.keyId,
+        secretHash: hashRefreshSecret(presented.secret),
+        successor: { tokenId: successor.tokenId, secretHash: successor.secretHash, expiresAt: now + refreshTtlMs },
+        sealedPair: sealPair(pair, presented.secret),
+        now,
+        graceMs,
+      });
+
+      switch (result.outcome) {
+        case 'rotated':
+          return { outcome: 'issued', pair };
+        case 'replayed': {
+          const earlier = unsealPair(result.sealedPair, presented.secret);
+          return earlier === undefined ? { outcome: 'rejected', reason: 'invalid' } : { outcome: 'issued', pair: earlier };
+        }
+        case 'reused':
+          log.warn({ accountId: presented.accountId, keyId: presented.keyId, familyId: result.familyId }, 'refresh token reused: family revoked');
+          return { outcome: 'rejected', reason: 'reused' };
+        case 'invalid':
+          return { outcome: 'rejected', reason: 'invalid' };
+      }
+    },
+  };
+}

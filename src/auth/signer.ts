@@ -1,0 +1,157 @@
+/**
+ * Access tokens: JWTs signed and verified with jose (RFC 9068 profile, `typ: at+jwt`).
+ *
+ * Several keys may be configured; one signs, all verify, and all public halves are published
+ * in the JWKS, so a key is rotated by adding the new one, making it active, and removing the
+ * old one after the access-token lifetime. Verification pins everything a forger could vary:
+ * the algorithm list (so `alg: none` and HMAC-with-the-public-key confusions fail), `kid`
+ * lookup in our own key set only, issuer, audience, `typ`, and required claims. jose's
+ * JOSEError is turned into InvalidToken here and nowhere else.
+ */
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { SignJWT, createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWK } from 'jose';
+import type { Config, SigningKeyConfig } from '../config/schema.js';
+import { InvalidToken } from '../errors/errors.js';
+import type { Clock } from '../util/clock.js';
+
+export const ACCESS_TOKEN_TYPE = 'at+jwt';
+/** Longest compact JWS we will parse; ours are a few hundred bytes. */
+const MAX_TOKEN_LENGTH = 4096;
+
+export interface AccessTokenClaims {
+  /** Account id. */
+  sub: string;
+  /** API key id (RFC 9068 §2.2: the client the token was issued to). */
+  client_id: string;
+  jti: string;
+  /** Seconds since the epoch. */
+  iat: number;
+  exp: number;
+}
+
+export interface Signer {
+  /** Signs a new access token for the key's account; `jti`, `iat`, `exp` are set here. */
+  issueAccessToken(subject: { accountId: string; keyId: string }): Promise<string>;
+  /** The verified claims, or InvalidToken for anything else. */
+  verifyAccessToken(token: string): Promise<AccessTokenClaims>;
+  /** The public keys, for /.well-known/jwks.json. */
+  readonly jwks: JSONWebKeySet;
+  /** True when the signing key was made at start-up and dies with the process. */
+  readonly isEphemeral: boolean;
+}
+
+interface LoadedKey {
+  kid: string;
+  alg: SigningKeyConfig['alg'];
+  privateKey?: KeyObject;
+  publicJwk: JWK;
+}
+
+export function createSigner(config: Pick<Config, 'signing' | 'tokens'>, clock: Clock): Signer {
+  const { keys, isEphemeral } = loadKeys(config.signing.keys);
+  const signing = pickSigningKey(keys, config.signing.activeKid);
+  const jwks: JSONWebKeySet = { keys: keys.map((k) => k.publicJwk) };
+  const keySet = createLocalJWKSet(jwks);
+  const algorithms = [...new Set(keys.map((k) => k.alg))];
+  const { issuer, audience, accessTokenTtlSeconds, clockSkewSeconds } = config.tokens;
+
+  return {
+    jwks,
+    isEphemeral,
+
+    async issueAccessToken({ accountId, keyId }) {
+      const iat = Math.floor(clock.now() / 1000);
+      return new SignJWT({ client_id: keyId })
+        .setProtectedHeader({ alg: signing.alg, kid: signing.kid, typ: ACCESS_TOKEN_TYPE })
+        .setIssuer(issuer)
+        .setAudience(audience)
+        .setSubject(accountId)
+        .setJti(randomBytes(16).toString('base64url'))
+        .setIssuedAt(iat)
+        .setExpirationTime(iat + accessTokenTtlSeconds)
+        .sign(signing.privateKey!);
+    },
+
+    async verifyAccessToken(token) {
+      if (token.length > MAX_TOKEN_LENGTH) throw new InvalidToken();
+      try {
+        const { payload } = await jwtVerify(token, keySet, {
+          algorithms,
+          issuer,
+          audience,
+          typ: ACCESS_TOKEN_TYPE,
+          clockTolerance: clockSkewSeconds,
+          currentDate: new Date(clock.now()),
+          requiredClaims: ['sub', 'client_id', 'jti', 'iat', 'exp'],
+        });
+        if (typeof payload.sub !== 'string' || typeof payload.client_id !== 'string' || typeof payload.jti !== 'string') {
+          throw new InvalidToken();
+        }
+        return payload as unknown as AccessTokenClaims;
+      } catch (err) {
+        if (err instanceof joseErrors.JOSEError) {
+          throw new InvalidToken(err instanceof joseErrors.JWTExpired ? 'The access token has expired.' : undefined, { cause: err });
+        }
+        throw err;
+      }
+    },
+  };
+}
+
+/** Key type each algorithm requires; a mismatch is a configuration error, found at start-up. */
+const KEY_TYPE: Record<SigningKeyConfig['alg'], (k: KeyObject) => boolean> = {
+  EdDSA: (k) => k.asymmetricKeyType === 'ed25519',
+  ES256: (k) => k.asymmetricKeyType === 'ec' && k.asymmetricKeyDetails?.namedCurve === 'prime256v1',
+  ES384: (k) => k.asymmetricKeyType === 'ec' && k.asymmetricKeyDetails?.namedCurve === 'secp384r1',
+  PS256: (k) => (k.asymmetricKeyType === 'rsa' || k.asymmetricKeyType === 'rsa-pss') && (k.asymmetricKeyDetails?.modulusLength ?? 0) >= 2048,
+  RS256: (k) => k.asymmetricKeyType === 'rsa' && (k.asymmetricKeyDetails?.modulusLength ?? 0) >= 2048,
+};
+
+export class SigningKeyError extends Error {
+  override name = 'SigningKeyError';
+}
+
+function loadKeys(configured: readonly SigningKeyConfig[]): { keys: LoadedKey[]; isEphemeral: boolean } {
+  if (configured.length === 0) {
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const kid = `ephemeral-${randomBytes(6).toString('hex')}`;
+    return { keys: [{ kid, alg: 'EdDSA', privateKey, publicJwk: publicJwk(publicKey, kid, 'EdDSA') }], isEphemeral: true };
+  }
+  const keys = configured.map((entry, i): LoadedKey => {
+    const where = `signing.keys.${i} (kid "${entry.kid}")`;
+    let pem: string;
+    try {
+      pem = entry.pem ?? readFileSync(entry.pemFile!, 'utf8');
+    } catch (err) {
+      throw new SigningKeyError(`${where}: cannot read pemFile (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+    let privateKey: KeyObject | undefined;
+    let publicKey: KeyObject;
+    try {
+      if (pem.includes('PRIVATE KEY')) {
+        privateKey = createPrivateKey(pem);
+        publicKey = createPublicKey(privateKey);
+      } else {
+        publicKey = createPublicKey(pem);
+      }
+    } catch {
+      throw new SigningKeyError(`${where}: expected a PEM private key (PKCS#8) or public key (SPKI)`);
+    }
+    if (!KEY_TYPE[entry.alg](publicKey)) throw new SigningKeyError(`${where}: the key does not fit alg ${entry.alg}`);
+    return { kid: entry.kid, alg: entry.alg, privateKey, publicJwk: publicJwk(publicKey, entry.kid, entry.alg) };
+  });
+  return { keys, isEphemeral: false };
+}
+
+function pickSigningKey(keys: LoadedKey[], activeKid: string | undefined): LoadedKey & { privateKey: KeyObject } {
+  const candidates = keys.filter((k) => k.privateKey !== undefined && (activeKid === undefined || k.kid === activeKid));
+  if (activeKid !== undefined && candidates.length === 0) throw new SigningKeyError(`signing.activeKid: key "${activeKid}" has no private key`);
+  if (candidates.length === 0) throw new SigningKeyError('signing.keys: no private key to sign with');
+  if (candidates.length > 1) throw new SigningKeyError('signing.activeKid: required when several private keys are configured');
+  return candidates[0] as LoadedKey & { privateKey: KeyObject };
+}
+
+function publicJwk(key: KeyObject, kid: string, alg: string): JWK {
+  return Object.freeze({ ...(key.export({ format: 'jwk' }) as JWK), kid, alg, use: 'sig' });
+}

@@ -1,0 +1,147 @@
+/**
+ * Builds the one frozen Config: schema defaults, then the JSON file named by GATEWAY_CONFIG,
+ * then environment variables (the env names are declared in schema.ts). Any problem, from any
+ * source, ends in a ConfigError listing every field at fault; main.ts prints it and exits
+ * before listening.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { configSchema, describeSettings, type Config } from './schema.js';
+
+export class ConfigError extends Error {
+  readonly problems: readonly string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+export interface LoadOptions {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Settings layered over the file and under the environment; tests use it instead of files. */
+  overrides?: Record<string, unknown>;
+}
+
+export function loadConfig({ env = process.env, cwd = process.cwd(), overrides }: LoadOptions = {}): Config {
+  const problems: string[] = [];
+  const raw: Record<string, unknown> = {};
+
+  const file = env.GATEWAY_CONFIG;
+  if (file !== undefined && file !== '') {
+    const path = resolve(cwd, file);
+    const fromFile = readConfigFile(path, problems);
+    if (fromFile !== undefined) {
+      resolvePaths(fromFile, dirname(path));
+      deepMerge(raw, fromFile);
+    }
+  }
+  if (overrides !== undefined) deepMerge(raw, structuredClone(overrides));
+
+  const fromEnv = readEnv(env, problems);
+  resolvePaths(fromEnv, cwd);
+  deepMerge(raw, fromEnv);
+
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    const envByPath = new Map(describeSettings().map((s) => [s.path, s.env]));
+    for (const issue of parsed.error.issues) {
+      const path = issue.path.join('.') || '(top level)';
+      const leaf = issue.path.filter((p) => typeof p === 'string').join('.');
+      const envName = envByPath.get(leaf);
+      const source = envName !== undefined && env[envName] !== undefined ? ` (from env ${envName})` : '';
+      problems.push(`${path}${source}: ${issue.message}`);
+    }
+  }
+  if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
+
+  const config = parsed.data;
+  if (!isAbsolute(config.data.file)) config.data.file = resolve(cwd, config.data.file);
+  return deepFreeze(config);
+}
+
+function readConfigFile(path: string, problems: string[]): Record<string, unknown> | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    problems.push(`GATEWAY_CONFIG: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    return undefined;
+  }
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+    problems.push(`GATEWAY_CONFIG: ${path} must hold a JSON object`);
+  } catch (err) {
+    problems.push(`GATEWAY_CONFIG: ${path} is not valid JSON (${(err as Error).message})`);
+  }
+  return undefined;
+}
+
+/** Environment values are strings; turn each into the type its setting expects. */
+function readEnv(env: NodeJS.ProcessEnv, problems: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const row of describeSettings()) {
+    if (row.env === undefined) continue;
+    const text = env[row.env];
+    if (text === undefined || text === '') continue;
+    let value: unknown = text;
+    if (row.type === 'number') {
+      value = /^-?\d+(\.\d+)?$/.test(text.trim()) ? Number(text) : text;
+    } else if (row.type === 'boolean') {
+      value = text === 'true' ? true : text === 'false' ? false : text;
+    } else if (row.type === 'array' || row.type === 'object') {
+      try {
+        value = JSON.parse(text);
+      } catch {
+        problems.push(`${row.path} (from env ${row.env}): expected JSON`);
+        continue;
+      }
+    }
+    setPath(out, row.path.split('.'), value);
+  }
+  return out;
+}
+
+/** Relative file paths are taken from where they were written: the config file's folder, or cwd. */
+function resolvePaths(raw: Record<string, unknown>, base: string): void {
+  const data = raw.data as Record<string, unknown> | undefined;
+  if (typeof data?.file === 'string') data.file = resolve(base, data.file);
+  const keys = (raw.signing as Record<string, unknown> | undefined)?.keys;
+  if (Array.isArray(keys)) {
+    for (const key of keys) {
+      if (typeof key?.pemFile === 'string') key.pemFile = resolve(base, key.pemFile);
+    }
+  }
+}
+
+function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    if (typeof node[key] !== 'object' || node[key] === null) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[path[path.length - 1]!] = value;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Objects merge key by key; anything else (arrays included) is replaced whole. */
+function deepMerge(target: Record<string, unknown>, source: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(source)) {
+    if (key === '__proto__' || key === 'constructor' || key === 'prototype') continue;
+    if (isPlainObject(value) && isPlainObject(target[key])) deepMerge(target[key] as Record<string, unknown>, value);
+    else target[key] = value;
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,210 @@
+/**
+ * Every setting of the gateway, in one place: type, default, environment name and one line of
+ * documentation. The `Config` type is inferred from this schema and never written twice; the
+ * README's settings table is checked against `describeSettings()` by test/unit/config.test.ts.
+ *
+ * Unknown keys are errors (a misspelt setting must not be silently ignored), and every problem
+ * is reported with its path by load.ts before the process listens.
+ */
+import { z } from 'zod';
+
+/** Metadata attached to a leaf setting: its doc line and, where operators need one, an env name. */
+export interface SettingMeta {
+  description: string;
+  env?: string;
+  /** true for values that must never be printed (config dumps redact them). */
+  secret?: boolean;
+}
+
+function setting<T extends z.ZodType>(schema: T, meta: SettingMeta): T {
+  return schema.meta(meta as unknown as Record<string, unknown>) as T;
+}
+
+const seconds = () => z.number().int().positive();
+
+export const SIGNING_ALGORITHMS = ['EdDSA', 'ES256', 'ES384', 'PS256', 'RS256'] as const;
+
+const signingKeySchema = z.strictObject({
+  kid: z.string().min(1).max(128).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" or "-"'),
+  alg: z.enum(SIGNING_ALGORITHMS),
+  /** PEM text: a PKCS#8 private key (signs and verifies) or an SPKI public key (verifies only). */
+  pem: z.string().min(1).optional(),
+  /** Path to a PEM file, the alternative to `pem`. */
+  pemFile: z.string().min(1).optional(),
+}).refine((k) => (k.pem === undefined) !== (k.pemFile === undefined), {
+  message: 'exactly one of "pem" or "pemFile" is required',
+});
+
+export const configSchema = z.strictObject({
+  server: z.strictObject({
+    host: setting(z.string().min(1).default('127.0.0.1'), {
+      env: 'HOST',
+      description: 'Address to listen on (the Docker image sets 0.0.0.0).',
+    }),
+    port: setting(z.number().int().min(0).max(65535).default(8080), {
+      env: 'PORT',
+      description: 'TCP port to listen on (0 picks a free one).',
+    }),
+    bodyLimitBytes: setting(z.number().int().min(64).max(1_048_576).default(4096), {
+      env: 'BODY_LIMIT_BYTES',
+      description: 'Largest request body the gateway reads itself (sign-in, refresh); larger gets 413.',
+    }),
+    shutdownTimeoutMs: setting(z.number().int().positive().default(10_000), {
+      description: 'On SIGTERM/SIGINT, how long open requests may finish before the process exits.',
+    }),
+  }).prefault({}),
+
+  tokens: z.strictObject({
+    issuer: setting(z.string().min(1).default('auth-gateway'), {
+      env: 'TOKEN_ISSUER',
+      description: 'The `iss` of access tokens, required on validation.',
+    }),
+    audience: setting(z.string().min(1).default('auth-gateway'), {
+      env: 'TOKEN_AUDIENCE',
+      description: 'The `aud` of access tokens, required on validation.',
+    }),
+    accessTokenTtlSeconds: setting(seconds().default(900), {
+      env: 'ACCESS_TOKEN_TTL_SECONDS',
+      description: 'Lifetime of an access token.',
+    }),
+    refreshTokenTtlSeconds: setting(seconds().default(1_209_600), {
+      env: 'REFRESH_TOKEN_TTL_SECONDS',
+      description: 'Idle lifetime of a refresh token: unused this long, it expires.',
+    }),
+    refreshFamilyMaxSeconds: setting(seconds().default(2_592_000), {
+      env: 'REFRESH_FAMILY_MAX_SECONDS',
+      description: 'Absolute lifetime of a refresh-token family, counted from sign-in; then sign in again.',
+    }),
+    refreshGraceSeconds: setting(z.number().int().min(0).max(300).default(10), {
+      env: 'REFRESH_GRACE_SECONDS',
+      description: 'A rotated refresh token presented again this soon gets the same successor pair back; later it revokes the family (0 disables).',
+    }),
+    memoryStoreMaxTokens: setting(z.number().int().min(1000).default(1_000_000), {
+      description: 'Without Redis: most refresh tokens kept in memory; past it the least recently used expire early.',
+    }),
+    clockSkewSeconds: setting(z.number().int().min(0).max(300).default(5), {
+      env: 'CLOCK_SKEW_SECONDS',
+      description: 'Tolerance for `exp`, `iat` and `nbf` when validating access tokens.',
+    }),
+  }).prefault({}),
+
+  signing: z.strictObject({
+    keys: setting(z.array(signingKeySchema).default([]), {
+      env: 'SIGNING_KEYS',
+      secret: true,
+      description: 'Signing keys as a JSON array of {kid, alg, pem | pemFile}; empty: one EdDSA key is made at start-up.',
+    }),
+    activeKid: setting(z.string().min(1).optional(), {
+      env: 'SIGNING_ACTIVE_KID',
+      description: 'The `kid` that signs new tokens; the others only verify. Required when several private keys are given.',
+    }),
+  }).prefault({}),
+
+  data: z.strictObject({
+    file: setting(z.string().min(1).default('config/demo-data.json'), {
+      env: 'GATEWAY_DATA_FILE',
+      description: 'Data file with accounts, API keys, roles and sign records (relative paths: from the config file, else the working directory).',
+    }),
+    timeZone: setting(z.string().min(1).default('UTC'), {
+      env: 'TIME_ZONE',
+      description: 'IANA time zone in which `signedAt` and `signedExpiredAt` are written.',
+    }),
+  }).prefault({}),
+
+  roles: z.strictObject({
+    defaultLimit: setting(z.number().int().min(1).default(10), {
+      description: '`limit` of GET /api/roles when the caller gives none.',
+    }),
+    maxLimit: setting(z.number().int().min(1).max(1000).default(100), {
+      description: 'Largest `limit` accepted by GET /api/roles; larger gets 400.',
+    }),
+  }).prefault({}),
+
+  log: z.strictObject({
+    level: setting(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), {
+      env: 'LOG_LEVEL',
+      description: 'Lowest level written to standard output (JSON lines).',
+    }),
+  }).prefault({}),
+}).superRefine((c, ctx) => {
+  const t = c.tokens;
+  if (t.accessTokenTtlSeconds >= t.refreshTokenTtlSeconds) {
+    ctx.addIssue({ code: 'custom', path: ['tokens', 'accessTokenTtlSeconds'], message: 'must be shorter than tokens.refreshTokenTtlSeconds' });
+  }
+  if (t.refreshTokenTtlSeconds > t.refreshFamilyMaxSeconds) {
+    ctx.addIssue({ code: 'custom', path: ['tokens', 'refreshTokenTtlSeconds'], message: 'must not exceed tokens.refreshFamilyMaxSeconds' });
+  }
+  if (c.roles.defaultLimit > c.roles.maxLimit) {
+    ctx.addIssue({ code: 'custom', path: ['roles', 'defaultLimit'], message: 'must not exceed roles.maxLimit' });
+  }
+  if (!isKnownTimeZone(c.data.timeZone)) {
+    ctx.addIssue({ code: 'custom', path: ['data', 'timeZone'], message: 'expected an IANA time zone such as "UTC" or "Europe/Berlin"' });
+  }
+  const kids = c.signing.keys.map((k) => k.kid);
+  kids.forEach((kid, i) => {
+    if (kids.indexOf(kid) !== i) ctx.addIssue({ code: 'custom', path: ['signing', 'keys', i, 'kid'], message: `duplicate kid "${kid}"` });
+  });
+  if (c.signing.activeKid !== undefined && !kids.includes(c.signing.activeKid)) {
+    ctx.addIssue({ code: 'custom', path: ['signing', 'activeKid'], message: 'must name one of signing.keys' });
+  }
+});
+
+function isKnownTimeZone(timeZone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export type Config = z.infer<typeof configSchema>;
+export type SigningKeyConfig = z.infer<typeof signingKeySchema>;
+
+export interface SettingRow {
+  path: string;
+  type: string;
+  default: unknown;
+  env: string | undefined;
+  secret: boolean;
+  description: string;
+}
+
+/**
+ * The leaf settings of the schema, in declaration order: the source of the README table and of
+ * the environment names load.ts reads.
+ */
+export function describeSettings(): SettingRow[] {
+  const rows: SettingRow[] = [];
+  walk(configSchema, []);
+  return rows;
+
+  function walk(schema: z.ZodType, path: string[]): void {
+    const def = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })._zod.def;
+    const meta = schema.meta() as SettingMeta | undefined;
+    if (meta?.description !== undefined) {
+      rows.push({
+        path: path.join('.'),
+        type: leafType(schema),
+        default: def.type === 'default' ? def.defaultValue : undefined,
+        env: meta.env,
+        secret: meta.secret === true,
+        description: meta.description,
+      });
+      return;
+    }
+    if (def.type === 'object') {
+      for (const [key, child] of Object.entries((schema as unknown as z.ZodObject).shape)) walk(child as z.ZodType, [...path, key]);
+      return;
+    }
+    const inner = (def.innerType ?? def.in) as z.ZodType | undefined;
+    if (inner !== undefined) walk(inner, path);
+  }
+}
+
+/** The JSON type of a leaf ("number", "string", "boolean", "array", "enum"), through wrappers. */
+export function leafType(schema: z.ZodType): string {
+  let def = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })._zod.def;
+  while (def.innerType !== undefined) def = (def.innerType as { _zod: { def: typeof def } })._zod.def;
+  return def.type;
+}

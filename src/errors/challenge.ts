@@ -1,0 +1,30 @@
+/**
+ * The only formatter of WWW-Authenticate. RFC 6750 §3: a request without credentials gets the
+ * realm alone; otherwise `error` and a description are added. `realm` is an RFC 9110
+ * quoted-string, so quotes and backslashes are escaped; `error_description` may not contain
+ * them at all (RFC 6750 §3: %x20-21 / %x23-5B / %x5D-7E), so anything else is dropped from it.
+ * test/unit/challenge.test.ts parses the output back for arbitrary inputs.
+ */
+import type { ChallengeError } from './errors.js';
+
+export interface Challenge {
+  realm: string;
+  error?: ChallengeError;
+  description?: string;
+  scope?: string;
+}
+
+export function formatBearerChallenge({ realm, error, description, scope }: Challenge): string {
+  const params = [`realm=${quote(realm)}`];
+  if (error !== undefined) {
+    params.push(`error="${error}"`);
+    if (description !== undefined) params.push(`error_description="${description.replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, '')}"`);
+    if (scope !== undefined) params.push(`scope="${scope.replace(/[^\x21\x23-\x5b\x5d-\x7e ]/g, '')}"`);
+  }
+  return `Bearer ${params.join(', ')}`;
+}
+
+/** RFC 9110 §5.6.4 quoted-string: escape `"` and `\`, drop control characters. */
+function quote(value: string): string {
+  return `"${value.replace(/[\x00-\x08\x0a-\x1f\x7f]/g, '').replace(/["\\]/g, '\\$&')}"`;
+}

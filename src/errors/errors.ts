@@ -1,0 +1,117 @@
+/**
+ * The one error family of the gateway. Anything thrown below the error boundary that is not a
+ * GatewayError is a bug or an unexpected failure and is answered as a generic 500; a
+ * GatewayError carries everything the boundary needs to answer: status, a stable snake_case
+ * code (RFC 6750 words where they exist), a sentence safe to show, and an optional bearer
+ * challenge or extra headers.
+ */
+
+/** The `error` attribute of a Bearer challenge (RFC 6750 §3.1); absent for a missing token. */
+export type ChallengeError = 'invalid_request' | 'invalid_token' | 'insufficient_scope';
+
+export interface GatewayErrorOptions {
+  cause?: unknown;
+  headers?: Record<string, string>;
+  /** Set on errors that answer a bearer-protected request: the boundary writes WWW-Authenticate. */
+  challenge?: { error?: ChallengeError; scope?: string };
+}
+
+export class GatewayError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly headers: Record<string, string>;
+  readonly challenge: GatewayErrorOptions['challenge'];
+
+  constructor(status: number, code: string, message: string, options: GatewayErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.status = status;
+    this.code = code;
+    this.headers = options.headers ?? {};
+    this.challenge = options.challenge;
+  }
+
+  /** Below 500 the sentence is the caller's to read; from 500 up it stays in the log. */
+  get expose(): boolean {
+    return this.status < 500;
+  }
+}
+
+export class InvalidRequest extends GatewayError {
+  constructor(message: string, options?: GatewayErrorOptions) {
+    super(400, 'invalid_request', message, options);
+  }
+}
+
+/** 401 without an `error` attribute: the request carried no credentials at all (RFC 6750 §3.1). */
+export class MissingToken extends GatewayError {
+  constructor(message = 'This call requires an access token: send "Authorization: Bearer <token>".') {
+    super(401, 'missing_token', message, { challenge: {} });
+  }
+}
+
+export class InvalidToken extends GatewayError {
+  constructor(message = 'The access token is invalid, expired or revoked.', options: Omit<GatewayErrorOptions, 'challenge'> = {}) {
+    super(401, 'invalid_token', message, { ...options, challenge: { error: 'invalid_token' } });
+  }
+}
+
+/** A malformed Authorization header: 400 with a challenge (RFC 6750 §3.1 invalid_request). */
+export class MalformedAuthorization extends GatewayError {
+  constructor(message = 'The Authorization header is malformed: expected "Bearer <token>".') {
+    super(400, 'invalid_request', message, { challenge: { error: 'invalid_request' } });
+  }
+}
+
+/** Sign-in failed. Same answer for an unknown key and a wrong secret, so keys cannot be probed. */
+export class InvalidCredentials extends GatewayError {
+  constructor() {
+    super(401, 'invalid_credentials', 'The API key or API secret is not valid.', { challenge: {} });
+  }
+}
+
+/** Refresh failed: unknown, expired, revoked or reused refresh token (RFC 6749 §5.2 word). */
+export class InvalidGrant extends GatewayError {
+  constructor() {
+    super(401, 'invalid_grant', 'The refresh token is invalid, expired or revoked; sign in again.', { challenge: {} });
+  }
+}
+
+export class NotFound extends GatewayError {
+  constructor(message = 'There is nothing at this path.', code = 'not_found') {
+    super(404, code, message);
+  }
+}
+
+export class MethodNotAllowed extends GatewayError {
+  constructor(allowed: string) {
+    super(405, 'method_not_allowed', 'This method is not allowed on this path.', { headers: { Allow: allowed } });
+  }
+}
+
+export class PayloadTooLarge extends GatewayError {
+  constructor(limit: number) {
+    super(413, 'payload_too_large', `The request body is larger than ${limit} bytes.`);
+  }
+}
+
+export class UnsupportedMediaType extends GatewayError {
+  constructor(message: string) {
+    super(415, 'unsupported_media_type', message);
+  }
+}
+
+export class StoreUnavailable extends GatewayError {
+  constructor(cause?: unknown, retryAfterSeconds = 1) {
+    super(503, 'store_unavailable', 'A store the gateway depends on is unavailable; try again shortly.', {
+      cause,
+      headers: { 'Retry-After': String(retryAfterSeconds) },
+    });
+  }
+}
+
+export class InternalError extends GatewayError {
+  constructor(cause?: unknown) {
+    super(500, 'internal_error', 'The gateway failed to answer this request.', { cause });
+  }
+}

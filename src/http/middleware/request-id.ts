@@ -1,0 +1,19 @@
+/**
+ * Gives every request an id, echoed as X-Request-Id and written in every log line about it.
+ * An incoming X-Request-Id is kept when it is short and plain (so a caller's or an upstream
+ * proxy's id correlates), otherwise replaced: it ends up in logs and must not inject into them.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Context, Next } from 'koa';
+
+const PLAIN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function assignRequestId() {
+  return async function assignRequestId(ctx: Context, next: Next): Promise<void> {
+    const incoming = ctx.get('x-request-id');
+    const id = PLAIN_ID.test(incoming) ? incoming : randomUUID();
+    ctx.state.requestId = id;
+    ctx.set('X-Request-Id', id);
+    await next();
+  };
+}

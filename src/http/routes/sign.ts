@@ -1,0 +1,37 @@
+/**
+ * GET or POST /api/sign?address=0x…: the caller's account's sign record for an address
+ * (interface §4.3). `did` echoes the address exactly as the caller spelt it; the lookup itself
+ * is case-insensitive. A POST body is read (bounded) and ignored: the example sends none.
+ */
+import type { Context } from 'koa';
+import type { Identity } from '../../auth/bearer.js';
+import { InvalidRequest, NotFound } from '../../errors/errors.js';
+import { ADDRESS_PATTERN } from '../../stores/data-file.js';
+import type { Directory } from '../../stores/directory.js';
+import type { TimestampFormatter } from '../../util/time.js';
+import { discardBody } from '../body.js';
+import { ok } from '../envelope.js';
+import { singleQueryParam } from '../query.js';
+
+export function lookUpSignRecord({ directory, formatTimestamp, bodyLimitBytes }: {
+  directory: Directory;
+  formatTimestamp: TimestampFormatter;
+  bodyLimitBytes: number;
+}) {
+  return async function lookUpSignRecord(ctx: Context): Promise<void> {
+    if (ctx.method === 'POST') await discardBody(ctx, bodyLimitBytes);
+    const address = singleQueryParam(ctx, 'address');
+    if (address === undefined || address === '') throw new InvalidRequest('The query parameter "address" is required.');
+    if (!ADDRESS_PATTERN.test(address)) throw new InvalidRequest('The query parameter "address" must be 0x followed by 40 hexadecimal digits.');
+
+    const { accountId } = ctx.state.identity as Identity;
+    const record = await directory.findSignRecord(accountId, address.toLowerCase());
+    if (record === undefined) throw new NotFound('There is no sign record for this address.', 'sign_record_not_found');
+    ctx.body = ok({
+      did: address,
+      signedNonce: record.signedNonce,
+      signedAt: formatTimestamp(record.signedAt),
+      signedExpiredAt: formatTimestamp(record.signedExpiredAt),
+    });
+  };
+}

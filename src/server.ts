@@ -1,0 +1,69 @@
+/**
+ * The HTTP server around the Koa app. Requests Node's parser refuses never reach Koa
+ * (malformed request line, both Content-Length and Transfer-Encoding, oversized headers): they
+ * are answered here, still in the envelope, and the connection is closed.
+ */
+import { createServer, STATUS_CODES, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { createApp } from './app.js';
+import { failure } from './http/envelope.js';
+import type { Services } from './services.js';
+
+export interface RunningServer {
+  server: Server;
+  /** e.g. http://127.0.0.1:8080 */
+  url: string;
+  /** Stops accepting, lets open requests finish up to the timeout, then closes the services. */
+  close(): Promise<void>;
+}
+
+export async function startServer(services: Services): Promise<RunningServer> {
+  const { host, port, shutdownTimeoutMs } = services.config.server;
+  const app = createApp(services);
+  const server = createServer({ headersTimeout: 10_000, maxHeaderSize: 16_384 }, app.callback());
+  server.on('clientError', answerClientError);
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+
+  let closing: Promise<void> | undefined;
+  return {
+    server,
+    url,
+    close() {
+      closing ??= (async () => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const timer = setTimeout(() => server.closeAllConnections(), shutdownTimeoutMs);
+        await closed;
+        clearTimeout(timer);
+        await services.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, description] =
+    err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'headers_too_large', 'The request headers are too large.']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'request_timeout', 'The request took too long to arrive.']
+        : [400, 'invalid_request', 'The request is not valid HTTP/1.1.'];
+  const body = JSON.stringify(failure({ code, description }));
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+  );
+}

@@ -1,0 +1,91 @@
+/**
+ * The data file of the embedded default (config/demo-data.json): accounts with their API keys,
+ * roles and sign records. Validated as strictly as the config; a bad file stops start-up with
+ * every problem listed by path.
+ */
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+export const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/;
+export const SECRET_DIGEST_PATTERN = /^sha256:[0-9a-f]{64}$/;
+
+const apiKeySchema = z.strictObject({
+  id: z.string().min(1).max(128),
+  apiKey: z.string().min(8).max(256),
+  secretDigest: z.string().regex(SECRET_DIGEST_PATTERN, 'expected "sha256:" and 64 lowercase hex digits (see npm run keys:create)'),
+  disabled: z.boolean().default(false),
+});
+
+const roleSchema = z.strictObject({
+  id: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+  slug: z.string().min(1).max(256),
+  name: z.string().min(1).max(256),
+  description: z.string().max(4096).default(''),
+  public: z.boolean(),
+});
+
+const signRecordSchema = z.strictObject({
+  address: z.string().regex(ADDRESS_PATTERN, 'expected 0x and 40 hex digits'),
+  signedNonce: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+  signedAt: z.iso.datetime({ offset: true }),
+  signedExpiredAt: z.iso.datetime({ offset: true }),
+});
+
+const accountSchema = z.strictObject({
+  id: z.string().min(1).max(128),
+  name: z.string().max(256).optional(),
+  apiKeys: z.array(apiKeySchema).default([]),
+  roles: z.array(roleSchema).default([]),
+  signRecords: z.array(signRecordSchema).default([]),
+});
+
+export const dataFileSchema = z.strictObject({
+  accounts: z.array(accountSchema),
+}).superRefine((data, ctx) => {
+  const seen = { account: new Set<string>(), apiKey: new Set<string>(), keyId: new Set<string>() };
+  data.accounts.forEach((account, a) => {
+    if (seen.account.has(account.id)) ctx.addIssue({ code: 'custom', path: ['accounts', a, 'id'], message: `duplicate account id "${account.id}"` });
+    seen.account.add(account.id);
+    account.apiKeys.forEach((key, k) => {
+      if (seen.keyId.has(key.id)) ctx.addIssue({ code: 'custom', path: ['accounts', a, 'apiKeys', k, 'id'], message: `duplicate key id "${key.id}"` });
+      if (seen.apiKey.has(key.apiKey)) ctx.addIssue({ code: 'custom', path: ['accounts', a, 'apiKeys', k, 'apiKey'], message: 'duplicate apiKey' });
+      seen.keyId.add(key.id);
+      seen.apiKey.add(key.apiKey);
+    });
+    const roleIds = new Set<number>();
+    account.roles.forEach((role, r) => {
+      if (roleIds.has(role.id)) ctx.addIssue({ code: 'custom', path: ['accounts', a, 'roles', r, 'id'], message: `duplicate role id ${role.id}` });
+      roleIds.add(role.id);
+    });
+    const addresses = new Set<string>();
+    account.signRecords.forEach((record, s) => {
+      const address = record.address.toLowerCase();
+      if (addresses.has(address)) ctx.addIssue({ code: 'custom', path: ['accounts', a, 'signRecords', s, 'address'], message: 'duplicate address (addresses compare case-insensitively)' });
+      addresses.add(address);
+    });
+  });
+});
+
+export type DataFile = z.infer<typeof dataFileSchema>;
+export type AccountData = DataFile['accounts'][number];
+
+export class DataFileError extends Error {
+  constructor(file: string, problems: string[]) {
+    super(`invalid data file ${file}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'DataFileError';
+  }
+}
+
+export function readDataFile(file: string): DataFile {
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new DataFileError(file, [(err as Error).message]);
+  }
+  const parsed = dataFileSchema.safeParse(value);
+  if (!parsed.success) {
+    throw new DataFileError(file, parsed.error.issues.map((i) => `${i.path.join('.') || '(top level)'}: ${i.message}`));
+  }
+  return parsed.data;
+}

@@ -1,0 +1,16 @@
+/** Accounts' API keys. Only a digest of the secret's hash is kept (see auth/credentials.ts). */
+export interface ApiKeyRecord {
+  /** Stable id of the key; goes into tokens as `client_id`. Not secret. */
+  keyId: string;
+  accountId: string;
+  /** "sha256:" + hex SHA-256 of the 32 raw bytes of the client's apiSecret (itself SHA-256 of the secret). */
+  secretDigest: string;
+  disabled: boolean;
+}
+
+export interface KeyDirectory {
+  /** The key a client names at sign-in, by its apiKey value; undefined when there is none. */
+  findByApiKey(apiKey: string): Promise<ApiKeyRecord | undefined>;
+  /** The key behind an issued token, by key id; undefined once the key is gone. */
+  findByKeyId(keyId: string): Promise<ApiKeyRecord | undefined>;
+}

@@ -1,0 +1,133 @@
+/**
+ * Starts a real gateway on 127.0.0.1 with an ephemeral port, in this process, with a manual
+ * clock and a log captured in memory (so tests can prove what is and is not written there).
+ * Closed in t.after.
+ */
+import { createHash } from 'node:crypto';
+import { connect } from 'node:net';
+import type { TestContext } from 'node:test';
+import { loadConfig } from '../../src/config/load.js';
+import { createServices, type Services } from '../../src/services.js';
+import { startServer } from '../../src/server.js';
+import { createLogger } from '../../src/telemetry/log.js';
+import { ManualClock } from '../../src/util/clock.js';
+
+export const DEMO = {
+  alice: { apiKey: 'ak_demo_alice', secret: 'sk_demo_alice_secret', accountId: 'acct_alice', keyId: 'key_alice_1' },
+  aliceDisabled: { apiKey: 'ak_demo_alice_disabled', secret: 'sk_demo_alice_disabled_secret', accountId: 'acct_alice', keyId: 'key_alice_off' },
+  bob: { apiKey: 'ak_demo_bob', secret: 'sk_demo_bob_secret', accountId: 'acct_bob', keyId: 'key_bob_1' },
+} as const;
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+export interface TestGateway {
+  url: string;
+  clock: ManualClock;
+  services: Services;
+  /** Every log line written so far, raw JSON text. */
+  logs: string[];
+  close(): Promise<void>;
+}
+
+export interface GatewayOptions {
+  /** Config settings over the defaults (deep-merged; arrays replace). */
+  overrides?: Record<string, unknown>;
+  clock?: ManualClock;
+}
+
+export async function startGateway(t: TestContext | undefined, { overrides = {}, clock = new ManualClock(Date.now()) }: GatewayOptions = {}): Promise<TestGateway> {
+  const config = loadConfig({
+    env: {},
+    overrides: mergeDeep({ server: { host: '127.0.0.1', port: 0 }, log: { level: 'info' } }, overrides),
+  });
+  const logs: string[] = [];
+  const log = createLogger(config.log.level, { write: (line: string) => void logs.push(line) });
+  const services = createServices(config, { log, clock });
+  const running = await startServer(services);
+  const gateway = { url: running.url, clock, services, logs, close: () => running.close() };
+  t?.after(() => gateway.close());
+  return gateway;
+}
+
+function mergeDeep(base: Record<string, unknown>, extra: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(extra)) {
+    const b = out[k];
+    out[k] = v !== null && typeof v === 'object' && !Array.isArray(v) && b !== null && typeof b === 'object' && !Array.isArray(b)
+      ? mergeDeep(b as Record<string, unknown>, v as Record<string, unknown>)
+      : v;
+  }
+  return out;
+}
+
+export interface JsonResponse {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON body; undefined when there is none. */
+  body: any;
+}
+
+/** fetch + JSON parse; the raw text is kept when it is not JSON so assertions can show it. */
+export async function call(url: string, init: RequestInit & { token?: string } = {}): Promise<JsonResponse> {
+  const headers = new Headers(init.headers);
+  if (init.token !== undefined) headers.set('authorization', `Bearer ${init.token}`);
+  const res = await fetch(url, { ...init, headers });
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    body = { unparsed: text };
+  }
+  return { status: res.status, headers: res.headers, body };
+}
+
+export function postJson(url: string, value: unknown, init: RequestInit = {}): Promise<JsonResponse> {
+  return call(url, { ...init, method: 'POST', headers: { 'content-type': 'application/json', ...(init.headers as Record<string, string>) }, body: JSON.stringify(value) });
+}
+
+export interface TokenPair {
+  accessToken: string;
+  refreshToken: string;
+}
+
+/** Signs in with a demo account and returns the pair; fails the test on anything else. */
+export async function signIn(gateway: { url: string }, who: { apiKey: string; secret: string } = DEMO.alice): Promise<TokenPair> {
+  const res = await postJson(`${gateway.url}/api/signin`, { apiKey: who.apiKey, apiSecret: sha256Hex(who.secret) });
+  if (res.status !== 200) throw new Error(`sign-in failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.message as TokenPair;
+}
+
+/**
+ * Sends bytes as they are over a fresh TCP connection and returns what came back before the
+ * server closed it (or `waitMs` passed): for requests fetch refuses to send.
+ */
+export function rawRequest(url: string, payload: string, waitMs = 2000): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => socket.destroy(), waitMs);
+    socket.on('data', (c) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks).toString('latin1'));
+    });
+    socket.write(payload);
+  });
+}
+
+/** Status line and JSON body of the first response in a raw HTTP/1.1 answer. */
+export function parseRawResponse(raw: string): { status: number; headers: string; body: any } {
+  const end = raw.indexOf('\r\n\r\n');
+  const head = raw.slice(0, end);
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]);
+  const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+  const text = raw.slice(end + 4, end + 4 + length);
+  let body: unknown;
+  try { body = JSON.parse(text); } catch { body = { unparsed: text }; }
+  return { status, headers: head, body };
+}
