@@ -71,7 +71,7 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     }
 
     const successor = token.successorId === undefined ? undefined : this.#tokens.get(token.successorId);
-    if (req.now - token.rotatedAt <= req.graceMs && successor !== undefined && successor.rotatedAt === undefined && token.sealedPair !== undefined) {
+    if (req.now - token.rotatedAt < req.graceMs && successor !== undefined && successor.rotatedAt === undefined && token.sealedPair !== undefined) {
       return { outcome: 'replayed', sealedPair: token.sealedPair };
     }
     family.revoked = true;

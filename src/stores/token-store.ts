@@ -35,7 +35,8 @@ export interface RotateRequest {
   successor: NewToken;
   /**
    * The successor pair, encrypted under a key only the presented token's secret yields. Kept
-   * with the consumed token for `graceMs`, so a duplicate of this refresh gets the same pair.
+   * with the consumed token, so that a duplicate of this refresh arriving less than `graceMs`
+   * later (0: never) gets the same pair back.
    */
   sealedPair: string;
   now: number;
