@@ -82,6 +82,8 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens'>, clock: 
           audience,
           typ: ACCESS_TOKEN_TYPE,
           clockTolerance: clockSkewSeconds,
+          // Also refuses an `iat` in the future, and any token older than our own lifetime.
+          maxTokenAge: accessTokenTtlSeconds,
           currentDate: new Date(clock.now()),
           requiredClaims: ['sub', 'client_id', 'jti', 'iat', 'exp'],
         });

@@ -84,7 +84,7 @@ export const configSchema = z.strictObject({
     }),
     clockSkewSeconds: setting(z.number().int().min(0).max(300).default(5), {
       env: 'CLOCK_SKEW_SECONDS',
-      description: 'Tolerance for `exp`, `iat` and `nbf` when validating access tokens.',
+      description: 'Tolerance for `exp`, `nbf` and `iat` when validating access tokens.',
     }),
   }).prefault({}),
 
@@ -92,7 +92,7 @@ export const configSchema = z.strictObject({
     keys: setting(z.array(signingKeySchema).default([]), {
       env: 'SIGNING_KEYS',
       secret: true,
-      description: 'Signing keys as a JSON array of {kid, alg, pem | pemFile}; empty: one EdDSA key is made at start-up.',
+      description: 'Signing keys as a JSON array of {kid, alg, pem or pemFile}; empty: one EdDSA key is made at start-up.',
     }),
     activeKid: setting(z.string().min(1).optional(), {
       env: 'SIGNING_ACTIVE_KID',
