@@ -1,0 +1,45 @@
+/** The contract of KeyDirectory (src/stores/key-directory.ts), run once per implementation. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { DataFile } from '../../src/stores/data-file.js';
+import type { KeyDirectory } from '../../src/stores/key-directory.js';
+
+const DIGEST = `sha256:${'ab'.repeat(32)}`;
+
+export const KEY_FIXTURE: DataFile = {
+  accounts: [
+    {
+      id: 'acct_a',
+      apiKeys: [
+        { id: 'key_1', apiKey: 'ak_first_key', secretDigest: DIGEST, disabled: false },
+        { id: 'key_2', apiKey: 'ak_second_key', secretDigest: DIGEST, disabled: true },
+      ],
+      roles: [],
+      signRecords: [],
+    },
+  ],
+};
+
+export function runKeyDirectoryContract(name: string, makeKeys: (data: DataFile) => Promise<{ keys: KeyDirectory; close(): Promise<void> }>): void {
+  test(`KeyDirectory contract: ${name}`, async (t) => {
+    const { keys, close } = await makeKeys(KEY_FIXTURE);
+    t.after(close);
+
+    await t.test('finds a key by its apiKey and by its id', async () => {
+      const expected = { keyId: 'key_1', accountId: 'acct_a', secretDigest: DIGEST, disabled: false };
+      assert.deepEqual(await keys.findByApiKey('ak_first_key'), expected);
+      assert.deepEqual(await keys.findByKeyId('key_1'), expected);
+    });
+
+    await t.test('reports a disabled key as disabled', async () => {
+      assert.equal((await keys.findByApiKey('ak_second_key'))?.disabled, true);
+    });
+
+    await t.test('finds nothing for unknown values, ids passed as keys, or near misses', async () => {
+      for (const apiKey of ['ak_nope', 'key_1', 'AK_FIRST_KEY', 'ak_first_key ', '', '__proto__', 'constructor']) {
+        assert.equal(await keys.findByApiKey(apiKey), undefined, apiKey);
+      }
+      for (const keyId of ['key_9', 'ak_first_key', '__proto__']) assert.equal(await keys.findByKeyId(keyId), undefined, keyId);
+    });
+  });
+}
