@@ -19,9 +19,16 @@ export interface RunningServer {
 }
 
 export async function startServer(services: Services): Promise<RunningServer> {
-  const { host, port, shutdownTimeoutMs } = services.config.server;
+  const { host, port, shutdownTimeoutMs, requestTimeoutMs } = services.config.server;
   const app = createApp(services);
-  const server = createServer({ headersTimeout: 10_000, maxHeaderSize: 16_384 }, app.callback());
+  const server = createServer({
+    // Slow-loris bounds: headers within 10 s, the whole request within requestTimeoutMs.
+    headersTimeout: Math.min(10_000, requestTimeoutMs),
+    requestTimeout: requestTimeoutMs,
+    // How often Node checks those two timeouts (its default, 30 s, would let them overrun).
+    connectionsCheckingInterval: 1000,
+    maxHeaderSize: 16_384,
+  }, app.callback());
   server.on('clientError', answerClientError);
 
   await new Promise<void>((resolve, reject) => {

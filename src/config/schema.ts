@@ -49,6 +49,10 @@ export const configSchema = z.strictObject({
       env: 'BODY_LIMIT_BYTES',
       description: 'Largest request body the gateway reads itself (sign-in, refresh); larger gets 413.',
     }),
+    requestTimeoutMs: setting(z.number().int().min(1000).default(60_000), {
+      env: 'REQUEST_TIMEOUT_MS',
+      description: 'A request whose headers and body have not all arrived by then is answered 408 and closed.',
+    }),
     shutdownTimeoutMs: setting(z.number().int().positive().default(10_000), {
       description: 'On SIGTERM/SIGINT, how long open requests may finish before the process exits.',
     }),
