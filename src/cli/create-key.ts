@@ -6,6 +6,8 @@
  * the line holds only the digest the gateway compares against.
  */
 import { randomBytes } from 'node:crypto';
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { hashSecret, secretDigest } from '../auth/credentials.js';
 
@@ -49,4 +51,5 @@ function run(): void {
   ].join('\n'));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) run();
+// Run when executed, not when imported (tests import createApiKey).
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) run();

@@ -48,9 +48,8 @@ export function loadConfig({ env = process.env, cwd = process.cwd(), overrides }
     const envByPath = new Map(describeSettings().map((s) => [s.path, s.env]));
     for (const issue of parsed.error.issues) {
       const path = issue.path.join('.') || '(top level)';
-      const leaf = issue.path.filter((p) => typeof p === 'string').join('.');
-      const envName = envByPath.get(leaf);
-      const source = envName !== undefined && env[envName] !== undefined ? ` (from env ${envName})` : '';
+      const envName = envNameFor(issue.path.map(String), envByPath);
+      const source = envName !== undefined && (env[envName] ?? '') !== '' ? ` (from env ${envName})` : '';
       problems.push(`${path}${source}: ${issue.message}`);
     }
   }
@@ -59,6 +58,15 @@ export function loadConfig({ env = process.env, cwd = process.cwd(), overrides }
   const config = parsed.data;
   if (!isAbsolute(config.data.file)) config.data.file = resolve(cwd, config.data.file);
   return deepFreeze(config);
+}
+
+/** The env name of the setting that holds `path` (a problem may lie deep inside an array setting). */
+function envNameFor(path: string[], envByPath: Map<string, string | undefined>): string | undefined {
+  for (let end = path.length; end > 0; end--) {
+    const setting = path.slice(0, end).join('.');
+    if (envByPath.has(setting)) return envByPath.get(setting);
+  }
+  return undefined;
 }
 
 function readConfigFile(path: string, problems: string[]): Record<string, unknown> | undefined {

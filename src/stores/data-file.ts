@@ -7,10 +7,12 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 export const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/;
+/** Account and key ids travel inside tokens and log lines: plain characters only. */
+const ID = z.string().regex(/^[A-Za-z0-9._:@-]{1,128}$/, 'expected 1 to 128 of A-Z a-z 0-9 . _ : @ -');
 export const SECRET_DIGEST_PATTERN = /^sha256:[0-9a-f]{64}$/;
 
 const apiKeySchema = z.strictObject({
-  id: z.string().min(1).max(128),
+  id: ID,
   apiKey: z.string().min(8).max(256),
   secretDigest: z.string().regex(SECRET_DIGEST_PATTERN, 'expected "sha256:" and 64 lowercase hex digits (see npm run keys:create)'),
   disabled: z.boolean().default(false),
@@ -32,7 +34,7 @@ const signRecordSchema = z.strictObject({
 });
 
 const accountSchema = z.strictObject({
-  id: z.string().min(1).max(128),
+  id: ID,
   name: z.string().max(256).optional(),
   apiKeys: z.array(apiKeySchema).default([]),
   roles: z.array(roleSchema).default([]),

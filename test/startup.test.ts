@@ -1,0 +1,254 @@
+/**
+ * The real process: `node --import tsx src/main.ts` (and the key CLI) started as an operator
+ * would, read through its stdout JSON lines, stderr and exit code. Every child has a time
+ * limit and is killed in t.after, so a hung process fails its test instead of the run.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { decodeJwt } from 'jose';
+import { describeSettings } from '../src/config/schema.js';
+import { SECRET_DIGEST_PATTERN } from '../src/stores/data-file.js';
+import { postJson, sha256Hex, startGateway } from './helpers/gateway.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** Generous: the first start compiles TypeScript through tsx. */
+const PROCESS_LIMIT_MS = 30_000;
+
+interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+interface Child {
+  process: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves once the process has exited and its output is closed. */
+  exited: Promise<Exit>;
+}
+
+/** The environment of the test run without any gateway setting, plus `extra`. */
+function gatewayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.GATEWAY_CONFIG;
+  delete env.NODE_TEST_CONTEXT;
+  for (const row of describeSettings()) if (row.env !== undefined) delete env[row.env];
+  return { ...env, ...extra };
+}
+
+/** Starts `node --import tsx <args>`; the child is killed when the test ends or the limit passes. */
+function startNode(t: TestContext, args: string[], { env = gatewayEnv(), cwd = ROOT } = {}): Child {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: PROCESS_LIMIT_MS,
+    killSignal: 'SIGKILL',
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
+  const exited = new Promise<Exit>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code, signal }));
+  });
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return { process: child, stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+/** The stdout lines parsed as JSON; a line that is not JSON fails the test. */
+function logLines(child: Child): Record<string, unknown>[] {
+  return child.stdout().split('\n').filter((line) => line !== '').map((line) => {
+    try {
+      return JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      assert.fail(`stdout line is not JSON: ${line}`);
+    }
+  });
+}
+
+/** The first log line matching `predicate`, waiting for it at most `limitMs`. */
+function waitForLog(child: Child, predicate: (line: Record<string, unknown>) => boolean, limitMs = PROCESS_LIMIT_MS): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const found = logLines(child).find(predicate);
+      if (found === undefined) return false;
+      finish();
+      resolve(found);
+      return true;
+    };
+    const onExit = () => {
+      if (check()) return;
+      finish();
+      reject(new Error(`process ended before the expected log line\nstdout:\n${child.stdout()}\nstderr:\n${child.stderr()}`));
+    };
+    const timer = setTimeout(() => {
+      finish();
+      reject(new Error(`no such log line within ${limitMs} ms\nstdout:\n${child.stdout()}\nstderr:\n${child.stderr()}`));
+    }, limitMs);
+    const finish = () => {
+      clearTimeout(timer);
+      child.process.stdout!.off('data', check);
+      child.process.off('close', onExit);
+    };
+    child.process.stdout!.on('data', check);
+    child.process.once('close', onExit);
+    check();
+  });
+}
+
+/** The exit of the child, failing if it takes longer than `limitMs`. */
+async function exitWithin(child: Child, limitMs = PROCESS_LIMIT_MS): Promise<Exit> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`process still running after ${limitMs} ms\nstderr:\n${child.stderr()}`)), limitMs);
+  });
+  try {
+    return await Promise.race([child.exited, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function tempDir(t: TestContext, prefix = 'gateway-startup-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+const LISTENING = (line: Record<string, unknown>) => line.level === 30 && typeof line.url === 'string';
+const STACK_FRAME = /^\s+at /m;
+
+test('the gateway process starts, serves and stops on SIGTERM', async (t) => {
+  const gateway = startNode(t, ['src/main.ts'], { env: gatewayEnv({ PORT: '0', HOST: '127.0.0.1' }) });
+  const listening = await waitForLog(gateway, LISTENING);
+
+  const url = listening.url as string;
+  const match = /^http:\/\/127\.0\.0\.1:(\d+)$/.exec(url);
+  assert.ok(match, url);
+  assert.ok(Number(match[1]) > 0, 'PORT=0 picked a real port');
+
+  const warnings = logLines(gateway).filter((line) => line.level === 40);
+  assert.equal(warnings.length, 1, JSON.stringify(warnings));
+  assert.match(String(warnings[0]!.msg), /\bsigning\.keys\b/, 'the warning names the setting that would make the key last');
+
+  const health = await fetch(`${url}/healthz`);
+  assert.equal(health.status, 200);
+  assert.deepEqual(await health.json(), { success: true, message: { status: 'ok' } });
+
+  const jwks = await fetch(`${url}/.well-known/jwks.json`);
+  assert.equal(jwks.status, 200);
+  const { keys } = await jwks.json() as { keys: { kid: string; alg: string }[] };
+  assert.equal(keys.length, 1);
+  assert.equal(keys[0]!.alg, 'EdDSA');
+  assert.match(keys[0]!.kid, /^ephemeral-/);
+
+  assert.ok(gateway.process.kill('SIGTERM'));
+  assert.deepEqual(await exitWithin(gateway), { code: 0, signal: null });
+  assert.doesNotMatch(gateway.stderr(), STACK_FRAME);
+});
+
+test('a bad configuration stops the process before it listens', async (t) => {
+  /** Runs main.ts with `env`, expecting a non-zero exit whose stderr names `field`. */
+  async function expectRefusal(t: TestContext, env: Record<string, string>, fields: string[]): Promise<void> {
+    const gateway = startNode(t, ['src/main.ts'], { env: gatewayEnv({ PORT: '0', HOST: '127.0.0.1', ...env }) });
+    const exit = await exitWithin(gateway);
+    assert.equal(exit.signal, null);
+    assert.ok(exit.code !== null && exit.code !== 0, `exit code ${exit.code}`);
+    const stderr = gateway.stderr();
+    for (const field of fields) assert.ok(stderr.includes(field), `stderr names ${field}:\n${stderr}`);
+    assert.doesNotMatch(stderr, STACK_FRAME, 'no stack trace');
+    assert.deepEqual(logLines(gateway).filter(LISTENING), [], 'it never listened');
+  }
+
+  await t.test('PORT=abc', async (t) => {
+    await expectRefusal(t, { PORT: 'abc' }, ['server.port', 'PORT']);
+  });
+
+  await t.test('an unknown key in the GATEWAY_CONFIG file', async (t) => {
+    const file = join(tempDir(t), 'gateway.json');
+    writeFileSync(file, JSON.stringify({ server: { prot: 1 } }));
+    await expectRefusal(t, { GATEWAY_CONFIG: file }, ['server', 'prot']);
+  });
+
+  await t.test('a data file with a malformed secretDigest', async (t) => {
+    const file = join(tempDir(t), 'data.json');
+    writeFileSync(file, JSON.stringify({
+      accounts: [{ id: 'acct_x', apiKeys: [{ id: 'key_x', apiKey: 'ak_test_key_x', secretDigest: 'sha256:not-hex' }] }],
+    }));
+    await expectRefusal(t, { GATEWAY_DATA_FILE: file }, ['accounts.0.apiKeys.0.secretDigest']);
+  });
+});
+
+test('the key CLI', async (t) => {
+  await t.test('prints a data-file entry whose secret signs in', async (t) => {
+    const cli = startNode(t, ['src/cli/create-key.ts', '--account', 'acct_x']);
+    assert.deepEqual(await exitWithin(cli), { code: 0, signal: null }, cli.stderr());
+    const out = cli.stdout();
+    const entryLine = out.split('\n').filter((line) => line.startsWith('{'));
+    assert.equal(entryLine.length, 1, out);
+    const entry = JSON.parse(entryLine[0]!) as { id: string; apiKey: string; secretDigest: string };
+    assert.deepEqual(Object.keys(entry).sort(), ['apiKey', 'id', 'secretDigest']);
+    assert.match(entry.secretDigest, SECRET_DIGEST_PATTERN);
+    assert.equal(/^API key: +(\S+)$/m.exec(out)?.[1], entry.apiKey);
+    const secret = /^API secret: +(\S+)$/m.exec(out)?.[1];
+    assert.ok(secret !== undefined, out);
+    assert.ok(out.includes(sha256Hex(secret)), 'the SHA-256 a client sends is printed');
+
+    const dir = tempDir(t);
+    const file = join(dir, 'data.json');
+    writeFileSync(file, JSON.stringify({ accounts: [{ id: 'acct_x', apiKeys: [entry] }] }));
+    const gw = await startGateway(t, { overrides: { data: { file } } });
+
+    const res = await postJson(`${gw.url}/api/signin`, { apiKey: entry.apiKey, apiSecret: sha256Hex(secret) });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const claims = decodeJwt(res.body.message.accessToken);
+    assert.equal(claims.sub, 'acct_x');
+    assert.equal(claims.client_id, entry.id);
+
+    const wrong = await postJson(`${gw.url}/api/signin`, { apiKey: entry.apiKey, apiSecret: sha256Hex(`${secret}x`) });
+    assert.equal(wrong.status, 401);
+    assert.equal(wrong.body.message.code, 'invalid_credentials');
+  });
+
+  await t.test('--key-id names the key', async (t) => {
+    const cli = startNode(t, ['src/cli/create-key.ts', '--account', 'acct_x', '--key-id', 'key_custom']);
+    assert.deepEqual(await exitWithin(cli), { code: 0, signal: null }, cli.stderr());
+    const entryLine = cli.stdout().split('\n').find((line) => line.startsWith('{'));
+    assert.equal((JSON.parse(entryLine ?? '{}') as { id?: string }).id, 'key_custom');
+  });
+
+  await t.test('without --account it prints usage to stderr and exits 2', async (t) => {
+    const cli = startNode(t, ['src/cli/create-key.ts']);
+    assert.deepEqual(await exitWithin(cli), { code: 2, signal: null });
+    assert.equal(cli.stdout(), '');
+    assert.match(cli.stderr(), /--account/);
+  });
+
+  await t.test('an unknown option exits 2', async (t) => {
+    const cli = startNode(t, ['src/cli/create-key.ts', '--acount', 'acct_x']);
+    assert.deepEqual(await exitWithin(cli), { code: 2, signal: null });
+    assert.equal(cli.stdout(), '');
+  });
+
+  await t.test('works from a checkout whose path contains a space', async (t) => {
+    // The entry-point check compares import.meta.url with "file://" + argv[1]; a URL
+    // percent-encodes the space, so the two differ unless argv[1] is converted properly.
+    const checkout = join(tempDir(t), 'my gateway');
+    mkdirSync(checkout);
+    cpSync(join(ROOT, 'src'), join(checkout, 'src'), { recursive: true });
+    cpSync(join(ROOT, 'package.json'), join(checkout, 'package.json'));
+    symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'), 'dir');
+    const cli = startNode(t, ['src/cli/create-key.ts', '--account', 'acct_x'], { cwd: checkout });
+    assert.deepEqual(await exitWithin(cli), { code: 0, signal: null }, cli.stderr());
+    assert.match(cli.stdout(), /^\{"id":"key_[^"]+","apiKey":"ak_[^"]+","secretDigest":"sha256:[0-9a-f]{64}"\}$/m);
+  });
+});

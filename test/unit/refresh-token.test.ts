@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { hashRefreshSecret, mintRefreshToken, parseRefreshToken, sealPair, unsealPair } from '../../src/auth/refresh.js';
+
+const SECRET = 'A'.repeat(43);
+
+/** A token with the given handle value (JSON, then base64url) and secret. */
+function tokenWith(handle: unknown, secret = SECRET): string {
+  return `${Buffer.from(JSON.stringify(handle)).toString('base64url')}.${secret}`;
+}
+
+test('mintRefreshToken and parseRefreshToken', async (t) => {
+  await t.test('round trip: the parts come back as minted', () => {
+    for (const [accountId, keyId] of [
+      ['acct_alice', 'key_alice_1'],
+      ['acct.with.dots', 'key.1'],
+      ['アカウント', 'clé-🔑'],
+      ['say "hi"', 'back\\slash'],
+      ['.', '..'],
+    ] as const) {
+      const minted = mintRefreshToken(accountId, keyId);
+      assert.equal(minted.accountId, accountId);
+      assert.equal(minted.keyId, keyId);
+      assert.equal(minted.token.split('.').length, 2, minted.token);
+      assert.deepEqual(parseRefreshToken(minted.token), { accountId, keyId, tokenId: minted.tokenId, secret: minted.secret });
+    }
+  });
+
+  await t.test('round trip for arbitrary ids (property)', () => {
+    const id = fc.string({ unit: 'binary', minLength: 1, maxLength: 40 });
+    fc.assert(fc.property(id, id, (accountId, keyId) => {
+      const minted = mintRefreshToken(accountId, keyId);
+      assert.deepEqual(parseRefreshToken(minted.token), { accountId, keyId, tokenId: minted.tokenId, secret: minted.secret });
+    }), { numRuns: 300 });
+  });
+
+  await t.test('a token minted for ids at the data file limit (128 characters) parses back', () => {
+    // stores/data-file.ts allows account and key ids of up to 128 plain characters.
+    const id = 'a:b@c.d-e_'.repeat(13).slice(0, 128);
+    const minted = mintRefreshToken(id, id);
+    assert.deepEqual(parseRefreshToken(minted.token), { accountId: id, keyId: id, tokenId: minted.tokenId, secret: minted.secret });
+  });
+
+  await t.test('the secret is 256 random bits in 43 base64url characters, hashed with SHA-256', () => {
+    const a = mintRefreshToken('acct', 'key');
+    const b = mintRefreshToken('acct', 'key');
+    for (const minted of [a, b]) {
+      assert.match(minted.secret, /^[A-Za-z0-9_-]{43}$/);
+      const bytes = Buffer.from(minted.secret, 'base64url');
+      assert.equal(bytes.length, 32);
+      assert.equal(bytes.toString('base64url'), minted.secret);
+      assert.ok(minted.token.endsWith(`.${minted.secret}`));
+      assert.equal(minted.secretHash, createHash('sha256').update(minted.secret).digest('hex'));
+      assert.equal(hashRefreshSecret(minted.secret), minted.secretHash);
+    }
+    assert.notEqual(a.secret, b.secret);
+    assert.notEqual(a.tokenId, b.tokenId);
+    assert.notEqual(a.token, b.token);
+    assert.notEqual(a.secretHash, b.secretHash);
+  });
+
+  await t.test('parse refuses malformed tokens', () => {
+    const good = tokenWith(['acct', 'key', 'tid']);
+    assert.deepEqual(parseRefreshToken(good), { accountId: 'acct', keyId: 'key', tokenId: 'tid', secret: SECRET });
+    const handle = good.split('.')[0]!;
+
+    const cases: [string, string][] = [
+      ['empty', ''],
+      ['no dot', `${handle}${SECRET}`],
+      ['two dots', `${handle}.${SECRET}.${SECRET}`],
+      ['two dots in the handle', `${handle}.x.${SECRET}`],
+      ['empty handle', `.${SECRET}`],
+      ['empty secret', `${handle}.`],
+      ['42-character secret', `${handle}.${SECRET.slice(1)}`],
+      ['44-character secret', `${handle}.${SECRET}A`],
+      ['secret with "+"', `${handle}.${SECRET.slice(1)}+`],
+      ['secret with "/"', `${handle}.${SECRET.slice(1)}/`],
+      ['secret with "="', `${handle}.${SECRET.slice(1)}=`],
+      ['handle not JSON', `${Buffer.from('not json').toString('base64url')}.${SECRET}`],
+      ['handle a JSON object', tokenWith({ accountId: 'acct', keyId: 'key', tokenId: 'tid' })],
+      ['handle a JSON string', tokenWith('acct')],
+      ['handle null', tokenWith(null)],
+      ['handle of two', tokenWith(['acct', 'key'])],
+      ['handle of four', tokenWith(['acct', 'key', 'tid', 'x'])],
+      ['handle with a number', tokenWith(['acct', 1, 'tid'])],
+      ['handle with null', tokenWith(['acct', 'key', null])],
+      ['handle with a nested array', tokenWith([['acct'], 'key', 'tid'])],
+      ['handle with an empty account', tokenWith(['', 'key', 'tid'])],
+      ['handle with an empty key', tokenWith(['acct', '', 'tid'])],
+      ['handle with an empty token id', tokenWith(['acct', 'key', ''])],
+    ];
+    for (const [name, token] of cases) assert.equal(parseRefreshToken(token), undefined, name);
+  });
+
+  await t.test('parse refuses tokens longer than 1024 characters', () => {
+    // JSON ["<a × n>","k","t"] is n + 12 bytes; 735 bytes make exactly 980 base64url characters.
+    const atLimit = tokenWith(['a'.repeat(723), 'k', 't']);
+    assert.equal(atLimit.length, 1024);
+    assert.equal(parseRefreshToken(atLimit)?.accountId, 'a'.repeat(723));
+    const overLimit = tokenWith(['a'.repeat(724), 'k', 't']);
+    assert.ok(overLimit.length > 1024);
+    assert.equal(parseRefreshToken(overLimit), undefined);
+    assert.equal(parseRefreshToken(`${'a'.repeat(100_000)}.${SECRET}`), undefined);
+  });
+});
+
+test('sealPair and unsealPair', async (t) => {
+  const pair = { accessToken: 'eyJhbGciOiJFZERTQSJ9.e30.sig', refreshToken: 'aGFuZGxl.secret-ü' };
+  const secret = mintRefreshToken('acct', 'key').secret;
+
+  await t.test('round trip with the same secret', () => {
+    const sealed = sealPair(pair, secret);
+    assert.match(sealed, /^[A-Za-z0-9_-]+$/);
+    assert.ok(!sealed.includes(pair.accessToken));
+    assert.deepEqual(unsealPair(sealed, secret), pair);
+  });
+
+  await t.test('two seals of the same pair differ (fresh IV)', () => {
+    assert.notEqual(sealPair(pair, secret), sealPair(pair, secret));
+  });
+
+  await t.test('a different secret opens nothing', () => {
+    const sealed = sealPair(pair, secret);
+    assert.equal(unsealPair(sealed, mintRefreshToken('acct', 'key').secret), undefined);
+    assert.equal(unsealPair(sealed, ''), undefined);
+  });
+
+  await t.test('a changed byte anywhere opens nothing', () => {
+    const bytes = Buffer.from(sealPair(pair, secret), 'base64url');
+    // IV (0-11), tag (12-27), ciphertext (28-).
+    for (const at of [0, 11, 12, 27, 28, bytes.length - 1]) {
+      const tampered = Buffer.from(bytes);
+      tampered[at]! ^= 0x01;
+      assert.equal(unsealPair(tampered.toString('base64url'), secret), undefined, `byte ${at}`);
+    }
+    assert.equal(unsealPair(bytes.subarray(0, bytes.length - 1).toString('base64url'), secret), undefined, 'truncated');
+    assert.equal(unsealPair('', secret), undefined, 'empty');
+    assert.equal(unsealPair('not base64url at all!', secret), undefined, 'garbage');
+  });
+});
