@@ -3,12 +3,14 @@
  * (malformed request line, both Content-Length and Transfer-Encoding, oversized headers): they
  * are answered here, still in the envelope, and the connection is closed.
  */
+import { randomUUID } from 'node:crypto';
 import { createServer, STATUS_CODES, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createApp } from './app.js';
 import { failure } from './http/envelope.js';
 import type { Services } from './services.js';
+import type { Logger } from './telemetry/log.js';
 
 export interface RunningServer {
   server: Server;
@@ -29,7 +31,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
     connectionsCheckingInterval: 1000,
     maxHeaderSize: 16_384,
   }, app.callback());
-  server.on('clientError', answerClientError);
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, services.log));
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -59,18 +61,23 @@ export async function startServer(services: Services): Promise<RunningServer> {
   };
 }
 
-function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) {
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, log: Logger): void {
+  // Never interleave with a response that has started on this connection (the request's body
+  // turned out malformed after its headers were answered): cut the connection instead.
+  const inProgress = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || inProgress?.headersSent === true) {
     socket.destroy();
     return;
   }
+  const requestId = randomUUID();
   const [status, code, description] =
     err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'headers_too_large', 'The request headers are too large.']
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'request_timeout', 'The request took too long to arrive.']
         : [400, 'invalid_request', 'The request is not valid HTTP/1.1.'];
+  log.info({ requestId, status, reason: err.code }, 'refused a request Node could not parse');
   const body = JSON.stringify(failure({ code, description }));
   socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nX-Request-Id: ${requestId}\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
   );
 }
