@@ -3,7 +3,7 @@
  * A bad config, data file or signing key stops the process here, before it listens, with a
  * message naming what is wrong.
  */
-import { ConfigError, loadConfig } from './config/load.js';
+import { ConfigError, describeConfig, loadConfig } from './config/load.js';
 import { SigningKeyError } from './auth/signer.js';
 import { createServices } from './services.js';
 import { startServer } from './server.js';
@@ -18,6 +18,7 @@ async function main(): Promise<void> {
     return fail(err);
   }
   const log = createLogger(config.log.level);
+  log.debug({ settings: describeConfig(config) }, 'configuration');
   let running;
   try {
     running = await startServer(createServices(config, { log }));

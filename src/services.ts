@@ -5,7 +5,6 @@
 import { createAuthService, type AuthService } from './auth/service.js';
 import { createSigner, type Signer } from './auth/signer.js';
 import type { Config } from './config/schema.js';
-import type { ReadinessCheck } from './http/routes/health.js';
 import { readDataFile } from './stores/data-file.js';
 import { MemoryDirectory } from './stores/directory.memory.js';
 import type { Directory } from './stores/directory.js';
@@ -16,6 +15,12 @@ import type { RefreshTokenStore } from './stores/token-store.js';
 import type { Logger } from './telemetry/log.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createTimestampFormatter, type TimestampFormatter } from './util/time.js';
+
+/** A dependency that can say whether it is usable right now (GET /readyz). */
+export interface ReadinessCheck {
+  name: string;
+  isReady(): Promise<boolean>;
+}
 
 export interface Services {
   config: Config;

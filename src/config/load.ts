@@ -69,6 +69,16 @@ function envNameFor(path: string[], envByPath: Map<string, string | undefined>):
   return undefined;
 }
 
+/** Every setting's effective value by path, for the start-up log; secrets are redacted. */
+export function describeConfig(config: Config): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const row of describeSettings()) {
+    const value = row.path.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], config);
+    out[row.path] = row.secret && value !== undefined ? '[redacted]' : value;
+  }
+  return out;
+}
+
 function readConfigFile(path: string, problems: string[]): Record<string, unknown> | undefined {
   let text: string;
   try {

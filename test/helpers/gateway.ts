@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { createServices, type Services } from '../../src/services.js';
 import { startServer } from '../../src/server.js';
 import { createLogger } from '../../src/telemetry/log.js';
-import { ManualClock } from '../../src/util/clock.js';
+import { ManualClock } from './clock.js';
 
 export const DEMO = {
   alice: { apiKey: 'ak_demo_alice', secret: 'sk_demo_alice_secret', accountId: 'acct_alice', keyId: 'key_alice_1' },

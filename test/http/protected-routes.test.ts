@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { createPublicKey, generateKeyPairSync, randomBytes, sign as signBytes, type KeyObject } from 'node:crypto';
 import { test, type TestContext } from 'node:test';
 import { base64url, decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT, type JWK, type JWTPayload } from 'jose';
-import { ManualClock } from '../../src/util/clock.js';
+import { ManualClock } from '../helpers/clock.js';
 import { call, DEMO, parseRawResponse, rawRequest, signIn, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 
 const ADDRESS = '0x52908400098527886E0F7030069857D2E4169EE7';

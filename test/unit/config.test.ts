@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { ConfigError, loadConfig, type LoadOptions } from '../../src/config/load.js';
+import { ConfigError, describeConfig, loadConfig, type LoadOptions } from '../../src/config/load.js';
 import { describeSettings } from '../../src/config/schema.js';
 
 /** A fresh temporary folder, removed when the test ends. */
@@ -386,4 +386,14 @@ test('describeSettings', async (t) => {
     assert.equal(rows.find((r) => r.path === 'signing.keys')?.secret, true);
     assert.deepEqual(rows.filter((r) => r.secret).map((r) => r.path), ['signing.keys']);
   });
+});
+
+test('describeConfig lists every setting for the start-up log and redacts secrets', () => {
+  const pem = '-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIK\n-----END PRIVATE KEY-----\n';
+  const config = loadConfig({ env: { PORT: '9001' }, overrides: { signing: { keys: [{ kid: 'k1', alg: 'EdDSA', pem }] } } });
+  const described = describeConfig(config);
+  assert.deepEqual(Object.keys(described), describeSettings().map((s) => s.path));
+  assert.equal(described['server.port'], 9001);
+  assert.equal(described['signing.keys'], '[redacted]');
+  assert.ok(!JSON.stringify(described).includes('PRIVATE KEY'));
 });

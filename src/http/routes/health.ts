@@ -3,13 +3,8 @@
  * depends on answers). A load balancer should route on /readyz and restart on /healthz.
  */
 import type { Context } from 'koa';
+import type { ReadinessCheck } from '../../services.js';
 import { ok } from '../envelope.js';
-
-/** A dependency that can say whether it is usable right now. */
-export interface ReadinessCheck {
-  name: string;
-  isReady(): Promise<boolean>;
-}
 
 export function reportLiveness() {
   return async function reportLiveness(ctx: Context): Promise<void> {
