@@ -1,7 +1,6 @@
 /**
  * The gateway's own routes. Each is a short list of named steps: guard, then handler.
- * Anything the router does not match falls through to the NotFound at the end of app.ts;
- * a matched path with another method is a 405 with Allow, answered here.
+ * Anything the router does not answer falls through to answerUnmatched, last in app.ts.
  */
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
