@@ -1,7 +1,7 @@
 /**
  * createApp(services): the middleware order and nothing else.
  *
- *   request id → access log → error boundary → routes → 404/405
+ *   request id → access log → error boundary → ambiguous requests refused → routes → 404/405
  *
  * The access log sits outside the boundary so it sees every final status; the boundary sits
  * outside everything that can throw, so every answer, errors included, is the envelope.
@@ -10,6 +10,7 @@ import Koa from 'koa';
 import { errorBoundary } from './errors/boundary.js';
 import { logAccess } from './http/middleware/access-log.js';
 import { assignRequestId } from './http/middleware/request-id.js';
+import { refuseAmbiguousRequests } from './http/middleware/request-head.js';
 import { answerUnmatched, createRouter } from './http/router.js';
 import type { Services } from './services.js';
 
@@ -22,6 +23,7 @@ export function createApp(services: Services): Koa {
   app.use(assignRequestId());
   app.use(logAccess(services.log));
   app.use(errorBoundary({ realm: REALM, log: services.log }));
+  app.use(refuseAmbiguousRequests());
   app.use(router.routes());
   app.use(answerUnmatched());
 

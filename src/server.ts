@@ -4,7 +4,7 @@
  * are answered here, still in the envelope, and the connection is closed.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, STATUS_CODES, type Server } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createApp } from './app.js';
@@ -30,8 +30,25 @@ export async function startServer(services: Services): Promise<RunningServer> {
     // How often Node checks those two timeouts (its default, 30 s, would let them overrun).
     connectionsCheckingInterval: 1000,
     maxHeaderSize: 16_384,
+    // Checked by the app (http/middleware/request-head.ts), so that the answer is the envelope.
+    requireHostHeader: false,
   }, app.callback());
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, services.log));
+  // Without these listeners Node answers an unknown Expect with a bare 417 and drops CONNECT
+  // without a word; both get the envelope instead.
+  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
+    const body = JSON.stringify(failure({ code: 'expectation_failed', description: 'The only expectation supported is 100-continue.' }));
+    const requestId = randomUUID();
+    services.log.info({ requestId, status: 417 }, 'refused a request before the app');
+    res.writeHead(417, {
+      'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body),
+      'X-Request-Id': requestId, 'Cache-Control': 'no-store', Connection: 'close',
+    });
+    res.end(body);
+  });
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    writeRawError(socket, 405, 'method_not_allowed', 'CONNECT is not served here.', services.log, 'CONNECT');
+  });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -65,16 +82,22 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, log: Logg
   // Never interleave with a response that has started on this connection (the request's body
   // turned out malformed after its headers were answered): cut the connection instead.
   const inProgress = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (err.code === 'ECONNRESET' || !socket.writable || inProgress?.headersSent === true) {
+  // HPE_INVALID_EOF_STATE: the client closed mid-request; there is no one left to answer.
+  if (err.code === 'ECONNRESET' || err.code === 'HPE_INVALID_EOF_STATE' || !socket.writable || inProgress?.headersSent === true) {
     socket.destroy();
     return;
   }
-  const requestId = randomUUID();
   const [status, code, description] =
     err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'headers_too_large', 'The request headers are too large.']
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'request_timeout', 'The request took too long to arrive.']
         : [400, 'invalid_request', 'The request is not valid HTTP/1.1.'];
-  log.info({ requestId, status, reason: err.code }, 'refused a request Node could not parse');
+  writeRawError(socket, status, code, description, log, err.code);
+}
+
+/** An envelope written straight to a socket Koa never saw, which is then closed. */
+function writeRawError(socket: Duplex, status: number, code: string, description: string, log: Logger, reason: string | undefined): void {
+  const requestId = randomUUID();
+  log.info({ requestId, status, reason }, 'refused a request before the app');
   const body = JSON.stringify(failure({ code, description }));
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nX-Request-Id: ${requestId}\r\n` +

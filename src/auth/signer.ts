@@ -74,7 +74,7 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens'>, clock: 
     },
 
     async verifyAccessToken(token) {
-      if (token.length > MAX_TOKEN_LENGTH) throw new InvalidToken();
+      if (token.length > MAX_TOKEN_LENGTH || !hasCanonicalSignature(token)) throw new InvalidToken();
       try {
         const { payload } = await jwtVerify(token, keySet, {
           algorithms,
@@ -99,6 +99,16 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens'>, clock: 
       }
     },
   };
+}
+
+/**
+ * base64url decoding is lenient (spare low bits, `=` padding), so one signature has several
+ * spellings that all verify. Only the canonical one is accepted, so that a token has one
+ * string form: anything keyed on it (logs, deny lists, caches) cannot be sidestepped.
+ */
+function hasCanonicalSignature(token: string): boolean {
+  const signature = token.slice(token.lastIndexOf('.') + 1);
+  return Buffer.from(signature, 'base64url').toString('base64url') === signature;
 }
 
 /** Key type each algorithm requires; a mismatch is a configuration error, found at start-up. */

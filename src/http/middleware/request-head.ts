@@ -1,0 +1,47 @@
+/**
+ * Refuses requests whose framing or target is ambiguous, before any route sees them. Node's
+ * parser already refuses Content-Length together with Transfer-Encoding and repeated lengths;
+ * these are the cases it lets through, where two HTTP implementations could disagree about
+ * where a request ends or whom it is for (the root of request smuggling):
+ *
+ * - Transfer-Encoding other than exactly `chunked`: Node reads `gzip, chunked` as plain
+ *   chunked and ignores the rest; RFC 9112 §6.1 asks for 501 for a coding we do not apply.
+ * - Transfer-Encoding on an HTTP/1.0 request: RFC 9112 §6.1 says to treat the framing as
+ *   faulty, so 400 and the connection closes.
+ * - Host missing (HTTP/1.1), repeated, or not a host[:port]: RFC 9112 §3.2 requires 400.
+ *   (Node's own missing-Host check is turned off in server.ts so that this answer, too, is
+ *   the envelope.)
+ *
+ * test/http/request-head.test.ts holds these rules.
+ */
+import type { Context, Next } from 'koa';
+import { GatewayError, InvalidRequest } from '../../errors/errors.js';
+
+/** reg-name or IPv4, or a bracketed IPv6 literal, then an optional port. */
+const HOST = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=%]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
+
+export function refuseAmbiguousRequests() {
+  return async function refuseAmbiguousRequests(ctx: Context, next: Next): Promise<void> {
+    const { req } = ctx;
+    const transferEncoding = req.headers['transfer-encoding'];
+    if (transferEncoding !== undefined) {
+      if (req.httpVersionMinor === 0 && req.httpVersionMajor === 1) {
+        throw new InvalidRequest('Transfer-Encoding is not allowed in an HTTP/1.0 request.');
+      }
+      if (transferEncoding.trim().toLowerCase() !== 'chunked') {
+        throw new GatewayError(501, 'unsupported_transfer_coding', 'The only transfer coding accepted is chunked.');
+      }
+    }
+    let hosts = 0;
+    for (let i = 0; i < req.rawHeaders.length; i += 2) {
+      const name = req.rawHeaders[i]!;
+      if (name.length === 4 && name.toLowerCase() === 'host') hosts++;
+    }
+    const host = req.headers.host;
+    if (hosts > 1) throw new InvalidRequest('The Host header may be sent once.');
+    if (hosts === 0 ? req.httpVersionMinor >= 1 : !HOST.test(host ?? '')) {
+      throw new InvalidRequest(hosts === 0 ? 'An HTTP/1.1 request needs a Host header.' : 'The Host header is not a valid host[:port].');
+    }
+    await next();
+  };
+}
