@@ -47,7 +47,7 @@ test('plain chunked bodies, HTTP/1.0 without Host, and IPv6 or port Hosts are se
 test('an access token is accepted in its one canonical spelling only', async (t) => {
   const gw = await startGateway(t);
   const res = await fetch(`${gw.url}/api/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-  const { accessToken } = (await res.json()).message as { accessToken: string };
+  const { accessToken } = ((await res.json()) as { message: { accessToken: string } }).message;
   const last = accessToken.at(-1)!;
   // An Ed25519 signature is 64 bytes: its last base64url character carries 2 bits and 4 spare ones.
   const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
@@ -58,6 +58,6 @@ test('an access token is accepted in its one canonical spelling only', async (t)
   for (const variant of [...sameBits.map((c) => accessToken.slice(0, -1) + c), `${accessToken}==`]) {
     const answer = await call(variant);
     assert.equal(answer.status, 401, variant.slice(-4));
-    assert.equal((await answer.json()).message.code, 'invalid_token');
+    assert.equal(((await answer.json()) as { message: { code: string } }).message.code, 'invalid_token');
   }
 });
