@@ -11,6 +11,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 import { MalformedAuthorization, MissingToken } from '../errors/errors.js';
+import { countHeader } from '../http/raw-headers.js';
 import type { Signer } from './signer.js';
 
 const CREDENTIALS = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+)(?: +(.*))?$/;
@@ -28,15 +29,6 @@ export function readBearerToken(req: IncomingMessage): string | undefined {
   const token = match[2];
   if (token === undefined || !B64TOKEN.test(token)) throw new MalformedAuthorization();
   return token;
-}
-
-function countHeader(rawHeaders: string[], lowerName: string): number {
-  let count = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]!;
-    if (name.length === lowerName.length && name.toLowerCase() === lowerName) count++;
-  }
-  return count;
 }
 
 /** Who is calling, as the verified access token says; set on ctx.state.identity by the guard. */

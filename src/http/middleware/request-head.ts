@@ -16,6 +16,7 @@
  */
 import type { Context, Next } from 'koa';
 import { GatewayError, InvalidRequest } from '../../errors/errors.js';
+import { countHeader } from '../raw-headers.js';
 
 /** reg-name or IPv4, or a bracketed IPv6 literal, then an optional port. */
 const HOST = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=%]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
@@ -32,11 +33,7 @@ export function refuseAmbiguousRequests() {
         throw new GatewayError(501, 'unsupported_transfer_coding', 'The only transfer coding accepted is chunked.');
       }
     }
-    let hosts = 0;
-    for (let i = 0; i < req.rawHeaders.length; i += 2) {
-      const name = req.rawHeaders[i]!;
-      if (name.length === 4 && name.toLowerCase() === 'host') hosts++;
-    }
+    const hosts = countHeader(req.rawHeaders, 'host');
     const host = req.headers.host;
     if (hosts > 1) throw new InvalidRequest('The Host header may be sent once.');
     if (hosts === 0 ? req.httpVersionMinor >= 1 : !HOST.test(host ?? '')) {
