@@ -20,12 +20,15 @@ async function main(): Promise<void> {
   const log = createLogger(config.log.level);
   log.debug({ settings: describeConfig(config) }, 'configuration');
   let running;
+  let services;
   try {
-    running = await startServer(createServices(config, { log }));
+    services = createServices(config, { log });
+    running = await startServer(services);
   } catch (err) {
+    await services?.close();
     return fail(err);
   }
-  log.info({ url: running.url, dataFile: config.data.file, state: 'memory' }, `gateway listening on ${running.url}`);
+  log.info({ url: running.url, dataFile: config.data.file, state: services.state, keySource: config.data.keySource }, `gateway listening on ${running.url}`);
 
   const stop = (signal: string) => {
     log.info({ signal }, 'shutting down');

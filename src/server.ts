@@ -50,6 +50,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
     writeRawError(socket, 405, 'method_not_allowed', 'CONNECT is not served here.', services.log, 'CONNECT');
   });
 
+  await services.warmUp();
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -10,8 +10,9 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
-import { MalformedAuthorization, MissingToken } from '../errors/errors.js';
+import { InvalidToken, MalformedAuthorization, MissingToken } from '../errors/errors.js';
 import { countHeader } from '../http/raw-headers.js';
+import type { Revocations } from './revocation.js';
 import type { Signer } from './signer.js';
 
 const CREDENTIALS = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+)(?: +(.*))?$/;
@@ -38,15 +39,24 @@ export interface Identity {
   tokenId: string;
   /** Seconds since the epoch. */
   issuedAt: number;
+  /** Milliseconds since the epoch (compared with token resets). */
+  issuedAtMs: number;
   expiresAt: number;
 }
 
-export function requireBearer(signer: Signer) {
+/** Verifies the bearer token, then refuses it if a reset of its account or key came after it. */
+export function requireBearer(signer: Signer, revocations: Revocations) {
   return async function requireBearer(ctx: Context, next: Next): Promise<void> {
     const token = readBearerToken(ctx.req);
     if (token === undefined) throw new MissingToken();
     const claims = await signer.verifyAccessToken(token);
-    const identity: Identity = { accountId: claims.sub, keyId: claims.client_id, tokenId: claims.jti, issuedAt: claims.iat, expiresAt: claims.exp };
+    const identity: Identity = {
+      accountId: claims.sub, keyId: claims.client_id, tokenId: claims.jti,
+      issuedAt: claims.iat, issuedAtMs: claims.iat_ms, expiresAt: claims.exp,
+    };
+    // Usually answered from the cache without a promise; awaited only on a miss.
+    const revoked = revocations.isRevoked(identity);
+    if (revoked === true || (revoked !== false && await revoked)) throw new InvalidToken('The access token was revoked by a token reset; sign in again.');
     ctx.state.identity = identity;
     await next();
   };

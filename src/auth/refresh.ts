@@ -1,9 +1,11 @@
 /**
  * Refresh tokens: `<handle>.<secret>`. The handle is base64url of the JSON array
- * [accountId, keyId, tokenId] and only locates the record: it tells its holder nothing the
- * access token does not already say in clear. The secret is 256 random bits; the store keeps
- * only its SHA-256. Carrying the account and key in the handle lets a refresh sign the new
- * access token before its single atomic store call, instead of reading the record first.
+ * [accountId, keyId, familyId, tokenId] and only locates the record: it tells its holder
+ * nothing the access token does not already say in clear, besides two random ids. The secret is
+ * 256 random bits; the store keeps only its SHA-256. Carrying the account and key in the handle
+ * lets a refresh sign the new access token before its single atomic store call, instead of
+ * reading the record first; carrying the family lets a Redis store name every key that call
+ * touches up front (all under the account's hash tag, so it also runs on Redis Cluster).
  *
  * For the grace window, the successor pair is sealed (AES-256-GCM) under a key derived from
  * the presented token's secret: whoever holds that token may read its successor again for a
@@ -16,10 +18,16 @@ const SECRET_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 /** Bounds the work done on a hostile string before it is rejected. */
 const MAX_TOKEN_LENGTH = 1024;
 const SEAL_INFO = 'gateway refresh grace v1';
+/**
+ * Ids in a handle: what the data file allows for account and key ids, and base64url for ours.
+ * A handle is client input that becomes part of store key names, so nothing else gets through.
+ */
+const HANDLE_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 export interface RefreshTokenParts {
   accountId: string;
   keyId: string;
+  familyId: string;
   tokenId: string;
   secret: string;
 }
@@ -33,11 +41,11 @@ export function newId(): string {
   return randomBytes(16).toString('base64url');
 }
 
-export function mintRefreshToken(accountId: string, keyId: string): MintedRefreshToken {
+export function mintRefreshToken(accountId: string, keyId: string, familyId: string): MintedRefreshToken {
   const tokenId = newId();
   const secret = randomBytes(SECRET_BYTES).toString('base64url');
-  const handle = Buffer.from(JSON.stringify([accountId, keyId, tokenId])).toString('base64url');
-  return { token: `${handle}.${secret}`, accountId, keyId, tokenId, secret, secretHash: hashRefreshSecret(secret) };
+  const handle = Buffer.from(JSON.stringify([accountId, keyId, familyId, tokenId])).toString('base64url');
+  return { token: `${handle}.${secret}`, accountId, keyId, familyId, tokenId, secret, secretHash: hashRefreshSecret(secret) };
 }
 
 /** The parts of a well-formed token; undefined for anything else (the caller answers 401). */
@@ -53,11 +61,11 @@ export function parseRefreshToken(token: string): RefreshTokenParts | undefined 
   } catch {
     return undefined;
   }
-  if (!Array.isArray(handle) || handle.length !== 3 || !handle.every((part) => typeof part === 'string' && part.length > 0)) {
+  if (!Array.isArray(handle) || handle.length !== 4 || !handle.every((part) => typeof part === 'string' && HANDLE_ID.test(part))) {
     return undefined;
   }
-  const [accountId, keyId, tokenId] = handle as [string, string, string];
-  return { accountId, keyId, tokenId, secret };
+  const [accountId, keyId, familyId, tokenId] = handle as [string, string, string, string];
+  return { accountId, keyId, familyId, tokenId, secret };
 }
 
 export function hashRefreshSecret(secret: string): string {

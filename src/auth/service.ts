@@ -9,29 +9,40 @@ import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
 import { verifyApiCredentials } from './credentials.js';
 import { hashRefreshSecret, mintRefreshToken, newId, parseRefreshToken, sealPair, unsealPair, type TokenPair } from './refresh.js';
+import type { Revocations } from './revocation.js';
 import type { Signer } from './signer.js';
 
 export type IssueResult =
   | { outcome: 'issued'; pair: TokenPair }
   | { outcome: 'rejected'; reason: 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' };
 
+export type ResetResult =
+  | { outcome: 'reset'; accountId: string; keyId?: string; at: number }
+  | { outcome: 'rejected'; reason: 'bad_credentials' };
+
 export interface AuthService {
   /** Checks apiKey and apiSecret (SHA-256 of the secret) and starts a refresh-token family. */
   signIn(apiKey: string, apiSecret: string): Promise<IssueResult>;
   /** Rotates a refresh token (see stores/token-store.ts for the outcomes). */
   refresh(refreshToken: string): Promise<IssueResult>;
+  /**
+   * The owner's token reset (interface §5.6): with the key's own credentials, kills every token
+   * issued so far to that key, or to every key of its account.
+   */
+  resetTokens(apiKey: string, apiSecret: string, scope: 'key' | 'account'): Promise<ResetResult>;
 }
 
 export interface AuthServiceDeps {
   keys: KeyDirectory;
   tokens: RefreshTokenStore;
   signer: Signer;
+  revocations: Revocations;
   clock: Clock;
   log: Logger;
   settings: Config['tokens'];
 }
 
-export function createAuthService({ keys, tokens, signer, clock, log, settings }: AuthServiceDeps): AuthService {
+export function createAuthService({ keys, tokens, signer, revocations, clock, log, settings }: AuthServiceDeps): AuthService {
   const refreshTtlMs = settings.refreshTokenTtlSeconds * 1000;
   const familyMaxMs = settings.refreshFamilyMaxSeconds * 1000;
   const graceMs = settings.refreshGraceSeconds * 1000;
@@ -42,10 +53,11 @@ export function createAuthService({ keys, tokens, signer, clock, log, settings }
       if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
 
       const now = clock.now();
-      const refresh = mintRefreshToken(key.accountId, key.keyId);
+      const familyId = newId();
+      const refresh = mintRefreshToken(key.accountId, key.keyId, familyId);
       const accessToken = await signer.issueAccessToken(key);
       await tokens.createFamily({
-        familyId: newId(),
+        familyId,
         accountId: key.accountId,
         keyId: key.keyId,
         familyExpiresAt: now + familyMaxMs,
@@ -65,12 +77,13 @@ export function createAuthService({ keys, tokens, signer, clock, log, settings }
       }
 
       const now = clock.now();
-      const successor = mintRefreshToken(presented.accountId, presented.keyId);
+      const successor = mintRefreshToken(presented.accountId, presented.keyId, presented.familyId);
       const pair = { accessToken: await signer.issueAccessToken(key), refreshToken: successor.token };
       const result = await tokens.rotate({
         tokenId: presented.tokenId,
         accountId: presented.accountId,
         keyId: presented.keyId,
+        familyId: presented.familyId,
         secretHash: hashRefreshSecret(presented.secret),
         successor: { tokenId: successor.tokenId, secretHash: successor.secretHash, expiresAt: now + refreshTtlMs },
         sealedPair: sealPair(pair, presented.secret),
@@ -91,6 +104,15 @@ export function createAuthService({ keys, tokens, signer, clock, log, settings }
         case 'invalid':
           return { outcome: 'rejected', reason: 'invalid' };
       }
+    },
+
+    async resetTokens(apiKey, apiSecret, scope) {
+      const key = await verifyApiCredentials(keys, apiKey, apiSecret);
+      if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
+      const target = scope === 'key' ? { accountId: key.accountId, keyId: key.keyId } : { accountId: key.accountId };
+      const at = await revocations.reset(target);
+      log.info({ ...target, scope }, 'tokens reset');
+      return { outcome: 'reset', ...target, at };
     },
   };
 }

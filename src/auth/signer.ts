@@ -27,6 +27,11 @@ export interface AccessTokenClaims {
   jti: string;
   /** Seconds since the epoch. */
   iat: number;
+  /**
+   * The issue time in milliseconds (the same instant as `iat`): what a token reset compares
+   * against, since a reset and a sign-in may fall in the same second.
+   */
+  iat_ms: number;
   exp: number;
 }
 
@@ -61,8 +66,9 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens'>, clock: 
     isEphemeral,
 
     async issueAccessToken({ accountId, keyId }) {
-      const iat = Math.floor(clock.now() / 1000);
-      return new SignJWT({ client_id: keyId })
+      const now = clock.now();
+      const iat = Math.floor(now / 1000);
+      return new SignJWT({ client_id: keyId, iat_ms: now })
         .setProtectedHeader({ alg: signing.alg, kid: signing.kid, typ: ACCESS_TOKEN_TYPE })
         .setIssuer(issuer)
         .setAudience(audience)
@@ -85,9 +91,10 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens'>, clock: 
           // Also refuses an `iat` in the future, and any token older than our own lifetime.
           maxTokenAge: accessTokenTtlSeconds,
           currentDate: new Date(clock.now()),
-          requiredClaims: ['sub', 'client_id', 'jti', 'iat', 'exp'],
+          requiredClaims: ['sub', 'client_id', 'jti', 'iat', 'iat_ms', 'exp'],
         });
-        if (typeof payload.sub !== 'string' || typeof payload.client_id !== 'string' || typeof payload.jti !== 'string') {
+        if (typeof payload.sub !== 'string' || typeof payload.client_id !== 'string' || typeof payload.jti !== 'string'
+          || !Number.isSafeInteger(payload.iat_ms) || Math.floor((payload.iat_ms as number) / 1000) !== payload.iat) {
           throw new InvalidToken();
         }
         return payload as unknown as AccessTokenClaims;

@@ -109,9 +109,66 @@ export const configSchema = z.strictObject({
       env: 'GATEWAY_DATA_FILE',
       description: 'Data file with accounts, API keys, roles and sign records (relative paths: from the config file, else the working directory).',
     }),
+    keySource: setting(z.enum(['file', 'redis']).default('file'), {
+      env: 'KEY_SOURCE',
+      description: 'Where API keys are looked up: the data file, or Redis (written by `npm run keys:create -- --redis` or `keys:import`; needs Redis).',
+    }),
     timeZone: setting(z.string().min(1).default('UTC'), {
       env: 'TIME_ZONE',
       description: 'IANA time zone in which `signedAt` and `signedExpiredAt` are written.',
+    }),
+  }).prefault({}),
+
+  redis: z.strictObject({
+    url: setting(z.string().regex(/^rediss?:\/\/./, 'expected a redis:// or rediss:// URL').optional(), {
+      env: 'REDIS_URL',
+      secret: true,
+      description: 'A standalone Redis (`redis://[user:password@]host:port[/db]`, `rediss://` for TLS). Setting it, or `sentinels` or `clusterNodes`, moves shared state to Redis.',
+    }),
+    sentinels: setting(z.array(z.string().regex(/^[^:\s]+:\d{1,5}$/, 'expected "host:port"')).default([]), {
+      env: 'REDIS_SENTINELS',
+      description: 'Redis Sentinel addresses as a JSON array of "host:port"; the master is found by `sentinelName`.',
+    }),
+    sentinelName: setting(z.string().min(1).default('mymaster'), {
+      env: 'REDIS_SENTINEL_NAME',
+      description: 'The master name the sentinels monitor.',
+    }),
+    clusterNodes: setting(z.array(z.string().regex(/^[^:\s]+:\d{1,5}$/, 'expected "host:port"')).default([]), {
+      env: 'REDIS_CLUSTER_NODES',
+      description: 'Redis Cluster seed nodes as a JSON array of "host:port".',
+    }),
+    username: setting(z.string().min(1).optional(), {
+      env: 'REDIS_USERNAME',
+      description: 'ACL user for Redis (standalone, the Sentinel-chosen master, or Cluster nodes; sentinels themselves are asked without one).',
+    }),
+    password: setting(z.string().min(1).optional(), {
+      env: 'REDIS_PASSWORD',
+      secret: true,
+      description: 'Password for Redis, as for `username`; overrides one in the URL.',
+    }),
+    tls: setting(z.boolean().default(false), {
+      env: 'REDIS_TLS',
+      description: 'TLS to Sentinel and Cluster nodes (a `rediss://` URL turns it on for standalone).',
+    }),
+    keyPrefix: setting(z.string().min(1).max(64).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" or "-"').default('gw'), {
+      env: 'REDIS_KEY_PREFIX',
+      description: 'First part of every key and channel name, so several gateways can share one Redis.',
+    }),
+    commandTimeoutMs: setting(z.number().int().min(10).max(60_000).default(500), {
+      env: 'REDIS_COMMAND_TIMEOUT_MS',
+      description: 'A Redis call not answered by then fails (503 for sign-in and refresh).',
+    }),
+    connectTimeoutMs: setting(z.number().int().min(100).max(60_000).default(2000), {
+      description: 'Longest wait for a TCP connection to Redis before retrying.',
+    }),
+    breakerFailures: setting(z.number().int().min(1).max(1000).default(3), {
+      description: 'Consecutive failed Redis calls that open the circuit breaker: calls then fail at once, without waiting on Redis.',
+    }),
+    breakerCooldownMs: setting(z.number().int().min(100).max(600_000).default(1000), {
+      description: 'How long the breaker stays open before one call tries Redis again; also the `Retry-After` of the 503.',
+    }),
+    resetCacheTtlMs: setting(z.number().int().min(50).max(60_000).default(1000), {
+      description: 'How long an instance trusts its cached copy of an account\'s token resets when no invalidation arrives (resets are also pushed to every instance at once).',
     }),
   }).prefault({}),
 
@@ -144,6 +201,13 @@ export const configSchema = z.strictObject({
   if (!isKnownTimeZone(c.data.timeZone)) {
     ctx.addIssue({ code: 'custom', path: ['data', 'timeZone'], message: 'expected an IANA time zone such as "UTC" or "Europe/Berlin"' });
   }
+  const redisModes = [c.redis.url !== undefined, c.redis.sentinels.length > 0, c.redis.clusterNodes.length > 0].filter(Boolean).length;
+  if (redisModes > 1) {
+    ctx.addIssue({ code: 'custom', path: ['redis'], message: 'give one of redis.url, redis.sentinels or redis.clusterNodes' });
+  }
+  if (c.data.keySource === 'redis' && redisModes === 0) {
+    ctx.addIssue({ code: 'custom', path: ['data', 'keySource'], message: '"redis" needs Redis: set redis.url (REDIS_URL), redis.sentinels or redis.clusterNodes' });
+  }
   const kids = c.signing.keys.map((k) => k.kid);
   kids.forEach((kid, i) => {
     if (kids.indexOf(kid) !== i) ctx.addIssue({ code: 'custom', path: ['signing', 'keys', i, 'kid'], message: `duplicate kid "${kid}"` });
@@ -163,6 +227,11 @@ function isKnownTimeZone(timeZone: string): boolean {
 }
 
 export type Config = z.infer<typeof configSchema>;
+
+/** True when shared state lives in Redis rather than process memory. */
+export function usesRedis(config: Pick<Config, 'redis'>): boolean {
+  return config.redis.url !== undefined || config.redis.sentinels.length > 0 || config.redis.clusterNodes.length > 0;
+}
 export type SigningKeyConfig = z.infer<typeof signingKeySchema>;
 
 export interface SettingRow {

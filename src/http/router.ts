@@ -10,19 +10,21 @@ import { MethodNotAllowed, NotFound } from '../errors/errors.js';
 import { reportLiveness, reportReadiness } from './routes/health.js';
 import { publishKeys } from './routes/jwks.js';
 import { refresh } from './routes/refresh.js';
+import { resetTokens } from './routes/reset.js';
 import { listRoles } from './routes/roles.js';
 import { lookUpSignRecord } from './routes/sign.js';
 import { signIn } from './routes/signin.js';
 
 export function createRouter(services: Services): Router {
-  const { auth, directory, signer, config, formatTimestamp, readiness } = services;
+  const { auth, directory, signer, revocations, config, formatTimestamp, readiness } = services;
   const bodyLimitBytes = config.server.bodyLimitBytes;
-  const bearer = requireBearer(signer);
+  const bearer = requireBearer(signer, revocations);
   const router = new Router({ sensitive: true });
 
   router.use(noStore);
   router.post('/api/signin', signIn({ auth, bodyLimitBytes }));
   router.post('/api/refresh', refresh({ auth, bodyLimitBytes }));
+  router.post('/api/reset', resetTokens({ auth, bodyLimitBytes, formatTimestamp }));
   const signRecord = lookUpSignRecord({ directory, formatTimestamp, bodyLimitBytes });
   router.get('/api/sign', bearer, signRecord);
   router.post('/api/sign', bearer, signRecord);

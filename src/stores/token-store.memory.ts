@@ -6,6 +6,8 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../util/clock.js';
+import { latestReset } from './revocation.js';
+import type { MemoryRevocationStore } from './revocation.memory.js';
 import type { NewFamily, RefreshTokenStore, RotateRequest, RotateResult } from './token-store.js';
 
 interface TokenEntry {
@@ -21,39 +23,48 @@ interface TokenEntry {
 }
 
 interface FamilyEntry {
+  createdAt: number;
   expiresAt: number;
   revoked: boolean;
+  /** The token id that may be rotated next. */
+  currentTokenId: string;
 }
 
 export interface MemoryTokenStoreOptions {
   clock: Clock;
   /** Most tokens kept; past it the least recently used go first (their holders sign in again). */
   maxTokens: number;
+  /** Where resets are recorded; rotate refuses families started at or before one. */
+  resets: MemoryRevocationStore;
 }
 
 export class MemoryRefreshTokenStore implements RefreshTokenStore {
   readonly #tokens: LRUCache<string, TokenEntry>;
   readonly #families: LRUCache<string, FamilyEntry>;
+  readonly #resets: MemoryRevocationStore;
 
-  constructor({ clock, maxTokens }: MemoryTokenStoreOptions) {
+  constructor({ clock, maxTokens, resets }: MemoryTokenStoreOptions) {
     const perf = { now: () => clock.now() };
     this.#tokens = new LRUCache({ max: maxTokens, ttl: 1, perf, ttlAutopurge: false });
     this.#families = new LRUCache({ max: maxTokens, ttl: 1, perf, ttlAutopurge: false });
+    this.#resets = resets;
   }
 
   async createFamily({ familyId, accountId, keyId, familyExpiresAt, token }: NewFamily, now: number): Promise<void> {
-    this.#families.set(familyId, { expiresAt: familyExpiresAt, revoked: false }, { ttl: ttlUntil(familyExpiresAt, now) });
+    this.#families.set(familyId, { createdAt: now, expiresAt: familyExpiresAt, revoked: false, currentTokenId: token.tokenId }, { ttl: ttlUntil(familyExpiresAt, now) });
     const expiresAt = Math.min(token.expiresAt, familyExpiresAt);
     this.#tokens.set(token.tokenId, { familyId, accountId, keyId, secretHash: token.secretHash, expiresAt }, { ttl: ttlUntil(expiresAt, now) });
   }
 
   async rotate(req: RotateRequest): Promise<RotateResult> {
     const token = this.#tokens.get(req.tokenId);
-    if (token === undefined || token.secretHash !== req.secretHash || token.accountId !== req.accountId || token.keyId !== req.keyId) {
+    if (token === undefined || token.secretHash !== req.secretHash || token.familyId !== req.familyId
+      || token.accountId !== req.accountId || token.keyId !== req.keyId) {
       return { outcome: 'invalid' };
     }
     const family = this.#families.get(token.familyId);
     if (family === undefined || family.revoked || family.expiresAt <= req.now) return { outcome: 'invalid' };
+    if (family.createdAt <= latestReset(this.#resets.readNow(token.accountId), token.keyId)) return { outcome: 'invalid' };
 
     if (token.rotatedAt === undefined) {
       if (token.expiresAt <= req.now) return { outcome: 'invalid' };
@@ -65,22 +76,17 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
       token.rotatedAt = req.now;
       token.successorId = req.successor.tokenId;
       token.sealedPair = req.sealedPair;
+      family.currentTokenId = req.successor.tokenId;
       // The consumed entry stays until its family ends, so a late replay is still recognised.
       this.#tokens.set(req.tokenId, token, { ttl: ttlUntil(family.expiresAt, req.now) });
       return { outcome: 'rotated' };
     }
 
-    const successor = token.successorId === undefined ? undefined : this.#tokens.get(token.successorId);
-    if (req.now - token.rotatedAt < req.graceMs && successor !== undefined && successor.rotatedAt === undefined && token.sealedPair !== undefined) {
+    if (req.now - token.rotatedAt < req.graceMs && family.currentTokenId === token.successorId && token.sealedPair !== undefined) {
       return { outcome: 'replayed', sealedPair: token.sealedPair };
     }
     family.revoked = true;
     return { outcome: 'reused', familyId: token.familyId };
-  }
-
-  async revokeFamily(familyId: string): Promise<void> {
-    const family = this.#families.get(familyId);
-    if (family !== undefined) family.revoked = true;
   }
 }
 

@@ -2,6 +2,8 @@
  * Refresh-token families (RFC 9700 §4.14.2). A family starts at sign-in; each refresh consumes
  * one token and stores its successor in one atomic step, so of many concurrent refreshes with
  * one token exactly one wins, whatever the implementation or the number of gateway instances.
+ * The same step honours token resets (stores/revocation.ts): a family started at or before a
+ * reset of its account or key is dead.
  *
  * The store never sees a token: only the SHA-256 of its secret part, compared in the store.
  * (Comparing digests of 256-bit random secrets leaks nothing useful through timing.)
@@ -31,6 +33,8 @@ export interface RotateRequest {
   accountId: string;
   keyId: string;
   secretHash: string;
+  /** The family the presented token's handle names; a token of another family is invalid. */
+  familyId: string;
   /** Stored only if the presented token is active: becomes the family's current token. */
   successor: NewToken;
   /**
@@ -50,14 +54,15 @@ export type RotateResult =
   | { outcome: 'replayed'; sealedPair: string }
   /** A consumed token presented again outside the window: the whole family is now revoked. */
   | { outcome: 'reused'; familyId: string }
-  /** Unknown, wrong secret, expired, or its family revoked or expired. Nothing changed. */
+  /** Unknown, wrong secret, expired, its family revoked, expired or reset. Nothing changed. */
   | { outcome: 'invalid' };
 
 export interface RefreshTokenStore {
-  /** Starts a family with its first token. */
+  /** Starts a family with its first token; `now` is the family's start, compared with resets. */
   createFamily(family: NewFamily, now: number): Promise<void>;
-  /** One atomic step; see RotateResult for the outcomes. */
+  /**
+   * One atomic step; see RotateResult for the outcomes. A duplicate is `replayed` only while
+   * the pair it would get back is still the family's newest (its refresh token unused).
+   */
   rotate(request: RotateRequest): Promise<RotateResult>;
-  /** Every token of the family stops working; idempotent, unknown ids are ignored. */
-  revokeFamily(familyId: string): Promise<void>;
 }

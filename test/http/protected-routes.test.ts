@@ -143,6 +143,8 @@ function accessClaims(gw: TestGateway, changes: Record<string, unknown> = {}): J
     exp: iat + ACCESS_TTL_MS / 1000,
     ...changes,
   };
+  // The gateway's millisecond issue time follows `iat` unless a case sets it.
+  if (!('iat_ms' in changes) && typeof claims.iat === 'number') claims.iat_ms = claims.iat * 1000 + 123;
   for (const [name, value] of Object.entries(claims)) if (value === undefined) delete claims[name];
   return claims;
 }
@@ -449,6 +451,11 @@ async function protectedRouteSuite(t: TestContext, route: ProtectedRoute, fx: Fi
       ['numeric sub', { sub: 1 }],
       ['string exp', { exp: String(Math.floor(gw.clock.now() / 1000) + 900) }],
       ['string iat', { iat: String(Math.floor(gw.clock.now() / 1000)) }],
+      ['no iat_ms', { iat_ms: undefined }],
+      ['string iat_ms', { iat_ms: String(gw.clock.now()) }],
+      ['fractional iat_ms', { iat_ms: Math.floor(gw.clock.now() / 1000) * 1000 + 0.5 }],
+      ['iat_ms a second before iat', { iat_ms: Math.floor(gw.clock.now() / 1000) * 1000 - 1 }],
+      ['iat_ms a second after iat', { iat_ms: Math.floor(gw.clock.now() / 1000) * 1000 + 1000 }],
     ];
     for (const [label, changes] of cases) {
       await expectRefused(fx, route, bearer(await signTrusted(trusted, accessClaims(gw, changes))), INVALID_TOKEN, label);

@@ -382,9 +382,9 @@ test('describeSettings', async (t) => {
     for (const expected of ['PORT', 'HOST', 'GATEWAY_DATA_FILE', 'SIGNING_KEYS', 'LOG_LEVEL']) assert.ok(names.includes(expected), expected);
   });
 
-  await t.test('signing keys are marked secret', () => {
+  await t.test('signing keys and Redis credentials are marked secret', () => {
     assert.equal(rows.find((r) => r.path === 'signing.keys')?.secret, true);
-    assert.deepEqual(rows.filter((r) => r.secret).map((r) => r.path), ['signing.keys']);
+    assert.deepEqual(rows.filter((r) => r.secret).map((r) => r.path), ['signing.keys', 'redis.url', 'redis.password']);
   });
 });
 

@@ -16,36 +16,36 @@ test('mintRefreshToken and parseRefreshToken', async (t) => {
     for (const [accountId, keyId] of [
       ['acct_alice', 'key_alice_1'],
       ['acct.with.dots', 'key.1'],
-      ['アカウント', 'clé-🔑'],
-      ['say "hi"', 'back\\slash'],
+      ['a:b@c', 'k-1_x'],
       ['.', '..'],
     ] as const) {
-      const minted = mintRefreshToken(accountId, keyId);
+      const minted = mintRefreshToken(accountId, keyId, 'fam_1');
       assert.equal(minted.accountId, accountId);
       assert.equal(minted.keyId, keyId);
+      assert.equal(minted.familyId, 'fam_1');
       assert.equal(minted.token.split('.').length, 2, minted.token);
-      assert.deepEqual(parseRefreshToken(minted.token), { accountId, keyId, tokenId: minted.tokenId, secret: minted.secret });
+      assert.deepEqual(parseRefreshToken(minted.token), { accountId, keyId, familyId: 'fam_1', tokenId: minted.tokenId, secret: minted.secret });
     }
   });
 
-  await t.test('round trip for arbitrary ids (property)', () => {
-    const id = fc.string({ unit: 'binary', minLength: 1, maxLength: 40 });
-    fc.assert(fc.property(id, id, (accountId, keyId) => {
-      const minted = mintRefreshToken(accountId, keyId);
-      assert.deepEqual(parseRefreshToken(minted.token), { accountId, keyId, tokenId: minted.tokenId, secret: minted.secret });
+  await t.test('round trip for arbitrary ids of the data file alphabet (property)', () => {
+    const id = fc.stringMatching(/^[A-Za-z0-9._:@-]{1,40}$/);
+    fc.assert(fc.property(id, id, id, (accountId, keyId, familyId) => {
+      const minted = mintRefreshToken(accountId, keyId, familyId);
+      assert.deepEqual(parseRefreshToken(minted.token), { accountId, keyId, familyId, tokenId: minted.tokenId, secret: minted.secret });
     }), { numRuns: 300 });
   });
 
   await t.test('a token minted for ids at the data file limit (128 characters) parses back', () => {
     // stores/data-file.ts allows account and key ids of up to 128 plain characters.
     const id = 'a:b@c.d-e_'.repeat(13).slice(0, 128);
-    const minted = mintRefreshToken(id, id);
-    assert.deepEqual(parseRefreshToken(minted.token), { accountId: id, keyId: id, tokenId: minted.tokenId, secret: minted.secret });
+    const minted = mintRefreshToken(id, id, id);
+    assert.deepEqual(parseRefreshToken(minted.token), { accountId: id, keyId: id, familyId: id, tokenId: minted.tokenId, secret: minted.secret });
   });
 
   await t.test('the secret is 256 random bits in 43 base64url characters, hashed with SHA-256', () => {
-    const a = mintRefreshToken('acct', 'key');
-    const b = mintRefreshToken('acct', 'key');
+    const a = mintRefreshToken('acct', 'key', 'fam');
+    const b = mintRefreshToken('acct', 'key', 'fam');
     for (const minted of [a, b]) {
       assert.match(minted.secret, /^[A-Za-z0-9_-]{43}$/);
       const bytes = Buffer.from(minted.secret, 'base64url');
@@ -62,8 +62,8 @@ test('mintRefreshToken and parseRefreshToken', async (t) => {
   });
 
   await t.test('parse refuses malformed tokens', () => {
-    const good = tokenWith(['acct', 'key', 'tid']);
-    assert.deepEqual(parseRefreshToken(good), { accountId: 'acct', keyId: 'key', tokenId: 'tid', secret: SECRET });
+    const good = tokenWith(['acct', 'key', 'fam', 'tid']);
+    assert.deepEqual(parseRefreshToken(good), { accountId: 'acct', keyId: 'key', familyId: 'fam', tokenId: 'tid', secret: SECRET });
     const handle = good.split('.')[0]!;
 
     const cases: [string, string][] = [
@@ -82,33 +82,38 @@ test('mintRefreshToken and parseRefreshToken', async (t) => {
       ['handle a JSON object', tokenWith({ accountId: 'acct', keyId: 'key', tokenId: 'tid' })],
       ['handle a JSON string', tokenWith('acct')],
       ['handle null', tokenWith(null)],
-      ['handle of two', tokenWith(['acct', 'key'])],
-      ['handle of four', tokenWith(['acct', 'key', 'tid', 'x'])],
-      ['handle with a number', tokenWith(['acct', 1, 'tid'])],
-      ['handle with null', tokenWith(['acct', 'key', null])],
-      ['handle with a nested array', tokenWith([['acct'], 'key', 'tid'])],
-      ['handle with an empty account', tokenWith(['', 'key', 'tid'])],
-      ['handle with an empty key', tokenWith(['acct', '', 'tid'])],
-      ['handle with an empty token id', tokenWith(['acct', 'key', ''])],
+      ['handle of three (the first format)', tokenWith(['acct', 'key', 'tid'])],
+      ['handle of five', tokenWith(['acct', 'key', 'fam', 'tid', 'x'])],
+      ['handle with a number', tokenWith(['acct', 1, 'fam', 'tid'])],
+      ['handle with null', tokenWith(['acct', 'key', 'fam', null])],
+      ['handle with a nested array', tokenWith([['acct'], 'key', 'fam', 'tid'])],
+      ['handle with an empty account', tokenWith(['', 'key', 'fam', 'tid'])],
+      ['handle with an empty key', tokenWith(['acct', '', 'fam', 'tid'])],
+      ['handle with an empty family', tokenWith(['acct', 'key', '', 'tid'])],
+      ['handle with an empty token id', tokenWith(['acct', 'key', 'fam', ''])],
+      // Ids become parts of store key names: braces would move a Redis Cluster hash tag.
+      ['account with braces', tokenWith(['}acct{', 'key', 'fam', 'tid'])],
+      ['account with a space', tokenWith(['acct x', 'key', 'fam', 'tid'])],
+      ['key with a colon and star', tokenWith(['acct', 'key*', 'fam', 'tid'])],
+      ['family with a newline', tokenWith(['acct', 'key', 'fam\n', 'tid'])],
+      ['non-ASCII account', tokenWith(['アカウント', 'key', 'fam', 'tid'])],
+      ['id of 129 characters', tokenWith(['a'.repeat(129), 'key', 'fam', 'tid'])],
     ];
     for (const [name, token] of cases) assert.equal(parseRefreshToken(token), undefined, name);
   });
 
-  await t.test('parse refuses tokens longer than 1024 characters', () => {
-    // JSON ["<a × n>","k","t"] is n + 12 bytes; 735 bytes make exactly 980 base64url characters.
-    const atLimit = tokenWith(['a'.repeat(723), 'k', 't']);
-    assert.equal(atLimit.length, 1024);
-    assert.equal(parseRefreshToken(atLimit)?.accountId, 'a'.repeat(723));
-    const overLimit = tokenWith(['a'.repeat(724), 'k', 't']);
-    assert.ok(overLimit.length > 1024);
-    assert.equal(parseRefreshToken(overLimit), undefined);
+  await t.test('parse refuses tokens longer than 1024 characters, and ids longer than 128', () => {
+    const longest = tokenWith(['a'.repeat(128), 'b'.repeat(128), 'c'.repeat(128), 'd'.repeat(128)]);
+    assert.ok(longest.length < 1024, 'a token of four ids at their limit fits');
+    assert.equal(parseRefreshToken(longest)?.tokenId, 'd'.repeat(128));
     assert.equal(parseRefreshToken(`${'a'.repeat(100_000)}.${SECRET}`), undefined);
+    assert.equal(parseRefreshToken(`${'a'.repeat(981)}.${SECRET}`), undefined);
   });
 });
 
 test('sealPair and unsealPair', async (t) => {
   const pair = { accessToken: 'eyJhbGciOiJFZERTQSJ9.e30.sig', refreshToken: 'aGFuZGxl.secret-ü' };
-  const secret = mintRefreshToken('acct', 'key').secret;
+  const secret = mintRefreshToken('acct', 'key', 'fam').secret;
 
   await t.test('round trip with the same secret', () => {
     const sealed = sealPair(pair, secret);
@@ -123,7 +128,7 @@ test('sealPair and unsealPair', async (t) => {
 
   await t.test('a different secret opens nothing', () => {
     const sealed = sealPair(pair, secret);
-    assert.equal(unsealPair(sealed, mintRefreshToken('acct', 'key').secret), undefined);
+    assert.equal(unsealPair(sealed, mintRefreshToken('acct', 'key', 'fam').secret), undefined);
     assert.equal(unsealPair(sealed, ''), undefined);
   });
 

@@ -1,0 +1,96 @@
+/**
+ * Honouring token resets on every call, although access tokens are JWTs checked without a
+ * store: each token carries its issue time in milliseconds (`iat_ms`), and a token is refused
+ * when a reset of its account or key is at or after that time.
+ *
+ * The resets of an account are read from the store once and cached (lru-cache, `ttlMs`, served
+ * stale while a fresh copy is fetched), and every reset is pushed to every instance: a notice
+ * drops the account's cached copy at once and is remembered on its own for as long as an access
+ * token lives, so a reset heard before a store outage keeps being honoured through it. When the
+ * store cannot be read and nothing is known, the token is accepted: an outage must not log
+ * everyone out (the README states this guarantee).
+ */
+import { LRUCache } from 'lru-cache';
+import { latestReset, type AccountResets, type ResetScope, type RevocationStore } from '../stores/revocation.js';
+import type { Clock } from '../util/clock.js';
+
+export interface IssuedToken {
+  accountId: string;
+  keyId: string;
+  /** Epoch ms. */
+  issuedAtMs: number;
+}
+
+export interface Revocations {
+  /** Records a reset at the current time; returns that time. */
+  reset(scope: ResetScope): Promise<number>;
+  /** True when a reset covers this token. Synchronous when the answer is cached. */
+  isRevoked(token: IssuedToken): boolean | Promise<boolean>;
+}
+
+export interface RevocationsOptions {
+  store: RevocationStore;
+  clock: Clock;
+  /** How long a cached copy is trusted without a notice. */
+  ttlMs: number;
+  /** How long a heard notice is remembered: the access-token lifetime plus clock skew. */
+  rememberMs: number;
+  /** Most accounts cached. */
+  max?: number;
+}
+
+interface HeardResets {
+  account?: number;
+  keys: Map<string, number>;
+}
+
+export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_000 }: RevocationsOptions): Revocations {
+  const perf = { now: () => clock.now() };
+  const cached = new LRUCache<string, AccountResets>({
+    max,
+    ttl: ttlMs,
+    perf,
+    ttlAutopurge: false,
+    // A stale copy is what an outage is answered from, so it is kept until replaced.
+    noDeleteOnStaleGet: true,
+    allowStaleOnFetchRejection: true,
+    noDeleteOnFetchRejection: true,
+    fetchMethod: (accountId) => store.read(accountId),
+  });
+  const heard = new LRUCache<string, HeardResets>({ max, ttl: rememberMs, perf, ttlAutopurge: false });
+
+  store.watch({
+    onReset({ accountId, keyId }, at) {
+      const entry = heard.get(accountId) ?? { keys: new Map<string, number>() };
+      if (keyId === undefined) entry.account = Math.max(entry.account ?? 0, at);
+      else entry.keys.set(keyId, Math.max(entry.keys.get(keyId) ?? 0, at));
+      heard.set(accountId, entry);
+      cached.delete(accountId);
+    },
+    onGap() {
+      cached.clear();
+    },
+  });
+
+  function covers(resets: AccountResets | undefined, token: IssuedToken): boolean {
+    return resets !== undefined && token.issuedAtMs <= latestReset(resets, token.keyId);
+  }
+
+  return {
+    async reset(scope) {
+      const at = clock.now();
+      await store.reset(scope, at);
+      return at;
+    },
+
+    isRevoked(token) {
+      if (covers(heard.get(token.accountId), token)) return true;
+      const fresh = cached.get(token.accountId);
+      if (fresh !== undefined) return covers(fresh, token);
+      return cached.fetch(token.accountId, { allowStale: true }).then(
+        (resets) => covers(resets, token),
+        () => false,
+      );
+    },
+  };
+}

@@ -1,0 +1,33 @@
+/**
+ * POST /api/reset: the owner's token reset (interface §5.6). Authenticated like sign-in, with
+ * the API key and the SHA-256 of its secret, not with a bearer token: a reset is what an owner
+ * does when a token may be in someone else's hands, so a token alone must not be enough.
+ */
+import type { Context } from 'koa';
+import { z } from 'zod';
+import type { AuthService } from '../../auth/service.js';
+import { InvalidCredentials } from '../../errors/errors.js';
+import type { TimestampFormatter } from '../../util/time.js';
+import { readObjectBody, validateFields } from '../body.js';
+import { ok } from '../envelope.js';
+
+const ResetBody = z.object({
+  apiKey: z.string().min(1).max(256),
+  apiSecret: z.string().min(1).max(256),
+  scope: z.enum(['key', 'account']).default('key'),
+});
+
+export function resetTokens({ auth, bodyLimitBytes, formatTimestamp }: { auth: AuthService; bodyLimitBytes: number; formatTimestamp: TimestampFormatter }) {
+  return async function resetTokens(ctx: Context): Promise<void> {
+    const body = await readObjectBody(ctx, { limit: bodyLimitBytes, accept: ['json'] });
+    const { apiKey, apiSecret, scope } = validateFields(ResetBody, body);
+    const result = await auth.resetTokens(apiKey, apiSecret, scope);
+    if (result.outcome !== 'reset') throw new InvalidCredentials();
+    ctx.body = ok({
+      scope,
+      accountId: result.accountId,
+      ...(result.keyId !== undefined ? { keyId: result.keyId } : {}),
+      resetAt: formatTimestamp(result.at),
+    });
+  };
+}

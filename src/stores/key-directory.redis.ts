@@ -1,0 +1,62 @@
+/**
+ * API keys in Redis, for keys managed while the gateway runs (a dashboard, or
+ * `npm run keys:create -- --redis`). Each key is two hashes with the same fields, one found by
+ * the apiKey clients send and one by key id:
+ *   keyId, accountId, secretDigest ("sha256:<64 hex>"), disabled ("0" or "1").
+ * A record with a missing or malformed field counts as absent, so a half-written key never
+ * signs anyone in.
+ */
+import type { DataFile } from './data-file.js';
+import type { ApiKeyRecord, KeyDirectory } from './key-directory.js';
+import type { RedisConnection } from './redis/client.js';
+
+const ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+export class RedisKeyDirectory implements KeyDirectory {
+  readonly #redis: RedisConnection;
+
+  constructor(redis: RedisConnection) {
+    this.#redis = redis;
+  }
+
+  async findByApiKey(apiKey: string): Promise<ApiKeyRecord | undefined> {
+    return toRecord(await this.#redis.run((c) => c.hgetall(this.#redis.keys.apiKey(apiKey))));
+  }
+
+  async findByKeyId(keyId: string): Promise<ApiKeyRecord | undefined> {
+    return toRecord(await this.#redis.run((c) => c.hgetall(this.#redis.keys.keyId(keyId))));
+  }
+
+  /** Writes (or overwrites) one key under both of its names. */
+  async putKey(apiKey: string, record: ApiKeyRecord): Promise<void> {
+    if (!ID.test(record.keyId) || !ID.test(record.accountId) || !DIGEST.test(record.secretDigest)) {
+      throw new TypeError('putKey: the key id and account id must be plain ids and the digest "sha256:<64 hex>"');
+    }
+    const fields = { keyId: record.keyId, accountId: record.accountId, secretDigest: record.secretDigest, disabled: record.disabled ? '1' : '0' };
+    const k = this.#redis.keys;
+    // Two keys in two Cluster slots: two commands. The id record goes first, so a reader that
+    // finds the apiKey record also finds the key it names.
+    await this.#redis.run((c) => c.hset(k.keyId(record.keyId), fields));
+    await this.#redis.run((c) => c.hset(k.apiKey(apiKey), fields));
+  }
+
+  /** Writes every key of a data file; returns how many. */
+  async importKeys(data: DataFile): Promise<number> {
+    let count = 0;
+    for (const account of data.accounts) {
+      for (const key of account.apiKeys) {
+        await this.putKey(key.apiKey, { keyId: key.id, accountId: account.id, secretDigest: key.secretDigest, disabled: key.disabled });
+        count++;
+      }
+    }
+    return count;
+  }
+}
+
+function toRecord(fields: Record<string, string>): ApiKeyRecord | undefined {
+  const { keyId, accountId, secretDigest, disabled } = fields;
+  if (keyId === undefined || accountId === undefined || secretDigest === undefined) return undefined;
+  if (!ID.test(keyId) || !ID.test(accountId) || !DIGEST.test(secretDigest) || (disabled !== '0' && disabled !== '1')) return undefined;
+  return { keyId, accountId, secretDigest, disabled: disabled === '1' };
+}

@@ -1,0 +1,163 @@
+/**
+ * The one Redis client factory: standalone, Sentinel or Cluster from the config, set up to
+ * fail fast. ioredis by default queues commands while disconnected and retries each up to 20
+ * times, so a down Redis would hold every caller for seconds; here a command is refused at
+ * once when there is no connection (no offline queue, no retries, nothing resent after a
+ * reconnect), times out after `commandTimeoutMs` when Redis stalls, and a circuit breaker
+ * (cockatiel) stops calling Redis at all after `breakerFailures` failures in a row, until one
+ * trial call succeeds after `breakerCooldownMs`. The connection itself is retried forever in
+ * the background, so the gateway recovers by itself.
+ *
+ * Every failure leaves here as StoreUnavailable (503 with Retry-After): a dependency failure
+ * must never read as a bad token or bad credentials.
+ */
+import { BrokenCircuitError, ConsecutiveBreaker, circuitBreaker, handleAll } from 'cockatiel';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { Config } from '../../config/schema.js';
+import { StoreUnavailable } from '../../errors/errors.js';
+import type { Logger } from '../../telemetry/log.js';
+import { redisKeys, type RedisKeys } from './keys.js';
+import { SCRIPTS, type ScriptCommands } from './scripts.js';
+
+export type RedisClient = (Redis | Cluster) & ScriptCommands;
+
+export interface RedisConnection {
+  readonly keys: RedisKeys;
+  /** Runs one call through the breaker; any failure (no connection, timeout, open breaker, error reply) is StoreUnavailable. */
+  run<T>(call: (client: RedisClient) => Promise<T>): Promise<T>;
+  /**
+   * Subscribes to a channel on a connection of its own, which waits and reconnects by itself.
+   * `onGap` runs each time that connection becomes ready: messages sent meanwhile are lost.
+   */
+  subscribe(channel: string, onMessage: (message: string) => void, onGap: () => void): void;
+  /** True when Redis answers a PING now. */
+  ping(): Promise<boolean>;
+  /** Resolves once connected, or after `timeoutMs` whatever the state (it never rejects). */
+  waitUntilReady(timeoutMs: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export function connectRedis(settings: Config['redis'], log: Logger): RedisConnection {
+  const client = createClient(settings);
+  for (const [name, script] of Object.entries(SCRIPTS)) client.defineCommand(name, script);
+  watchConnection(client, log, 'redis');
+
+  const retryAfterSeconds = Math.max(1, Math.ceil(settings.breakerCooldownMs / 1000));
+  const breaker = circuitBreaker(handleAll, {
+    halfOpenAfter: settings.breakerCooldownMs,
+    breaker: new ConsecutiveBreaker(settings.breakerFailures),
+  });
+  breaker.onBreak(() => log.warn({ cooldownMs: settings.breakerCooldownMs }, 'redis circuit breaker open: calls fail at once'));
+  breaker.onReset(() => log.info('redis circuit breaker closed'));
+
+  const subscribers: (Redis | Cluster)[] = [];
+
+  return {
+    keys: redisKeys(settings.keyPrefix),
+
+    async run(call) {
+      try {
+        return await breaker.execute(() => call(client as RedisClient));
+      } catch (err) {
+        if (!(err instanceof BrokenCircuitError)) log.debug({ err: describe(err) }, 'redis call failed');
+        throw new StoreUnavailable(err, retryAfterSeconds);
+      }
+    },
+
+    subscribe(channel, onMessage, onGap) {
+      // Commands wait for the connection here: a subscription must outlive any outage.
+      const patient = { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: 0 };
+      const subscriber = client instanceof Cluster
+        ? client.duplicate(undefined, { enableOfflineQueue: true, redisOptions: { ...client.options.redisOptions, ...patient } })
+        : client.duplicate(patient);
+      subscribers.push(subscriber);
+      watchConnection(subscriber, log, 'redis subscriber');
+      subscriber.on('ready', onGap);
+      subscriber.on('message', (from: string, message: string) => {
+        if (from === channel) onMessage(message);
+      });
+      subscriber.subscribe(channel).catch((err: unknown) => log.warn({ err: describe(err) }, 'redis subscribe failed'));
+    },
+
+    async ping() {
+      try {
+        await this.run((c) => c.ping());
+        return true;
+      } catch {
+        return false;
+      }
+    },
+
+    async waitUntilReady(timeoutMs) {
+      if (client.status === 'ready') return true;
+      return new Promise<boolean>((resolve) => {
+        const done = (ready: boolean) => {
+          clearTimeout(timer);
+          client.off('ready', onReady);
+          resolve(ready);
+        };
+        const onReady = () => done(true);
+        const timer = setTimeout(() => done(false), timeoutMs);
+        client.on('ready', onReady);
+      });
+    },
+
+    async close() {
+      for (const c of [client, ...subscribers]) c.disconnect();
+    },
+  };
+}
+
+function createClient(settings: Config['redis']): Redis | Cluster {
+  const options: RedisOptions = {
+    connectTimeout: settings.connectTimeoutMs,
+    commandTimeout: settings.commandTimeoutMs,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+    // Reconnect forever, backing off to one attempt a second.
+    retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 5), 1000),
+    ...(settings.username !== undefined ? { username: settings.username } : {}),
+    ...(settings.password !== undefined ? { password: settings.password } : {}),
+  };
+  if (settings.clusterNodes.length > 0) {
+    return new Cluster(settings.clusterNodes.map(hostPort), {
+      enableOfflineQueue: false,
+      clusterRetryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 5), 1000),
+      redisOptions: { ...options, ...(settings.tls ? { tls: {} } : {}) },
+    });
+  }
+  if (settings.sentinels.length > 0) {
+    return new Redis({
+      ...options,
+      sentinels: settings.sentinels.map(hostPort),
+      name: settings.sentinelName,
+      ...(settings.tls ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+    });
+  }
+  return new Redis(settings.url!, options);
+}
+
+function hostPort(address: string): { host: string; port: number } {
+  const at = address.lastIndexOf(':');
+  return { host: address.slice(0, at), port: Number(address.slice(at + 1)) };
+}
+
+/** Logs each loss and recovery once (not every failed reconnect), without the URL or password. */
+function watchConnection(client: Redis | Cluster, log: Logger, name: string): void {
+  let up = false;
+  client.on('ready', () => {
+    up = true;
+    log.info(`${name} connected`);
+  });
+  client.on('close', () => {
+    if (up) log.warn(`${name} connection lost: reconnecting`);
+    up = false;
+  });
+  // Without a listener ioredis prints every connection error to the console.
+  client.on('error', (err: unknown) => log.debug({ err: describe(err) }, `${name} error`));
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}

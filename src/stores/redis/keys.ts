@@ -1,0 +1,31 @@
+/**
+ * Every Redis key and channel name the gateway uses, in one place (the README lists them).
+ * Names are `<prefix>:<kind>:…`. Token state is hash-tagged by account (`{<accountId>}`), so
+ * that each Lua script's keys share one Cluster slot; ids are checked before they get here
+ * (auth/refresh.ts, the data file, key-directory.redis.ts), so a tag never holds `{` or `}`.
+ */
+export interface RedisKeys {
+  /** Hash: one refresh token (by its id). TTL: the token's expiry; once consumed, its family's. */
+  token(accountId: string, tokenId: string): string;
+  /** Hash: one refresh-token family. TTL: the family's absolute expiry. */
+  family(accountId: string, familyId: string): string;
+  /** Hash: the account's resets (`account`, `key:<keyId>`). TTL: as long as a token from before them can live. */
+  resets(accountId: string): string;
+  /** Hash: an API key record, by the apiKey clients send. No TTL: written by the operator. */
+  apiKey(apiKey: string): string;
+  /** Hash: the same record, by key id. No TTL. */
+  keyId(keyId: string): string;
+  /** Pub/sub channel on which every reset is announced. */
+  readonly resetChannel: string;
+}
+
+export function redisKeys(prefix: string): RedisKeys {
+  return {
+    token: (accountId, tokenId) => `${prefix}:rt:{${accountId}}:${tokenId}`,
+    family: (accountId, familyId) => `${prefix}:fam:{${accountId}}:${familyId}`,
+    resets: (accountId) => `${prefix}:reset:{${accountId}}`,
+    apiKey: (apiKey) => `${prefix}:apikey:${apiKey}`,
+    keyId: (keyId) => `${prefix}:key:${keyId}`,
+    resetChannel: `${prefix}:resets`,
+  };
+}

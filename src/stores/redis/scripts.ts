@@ -1,0 +1,108 @@
+/**
+ * The Lua scripts, one per multi-step change, registered with ioredis `defineCommand` (which
+ * sends EVALSHA and falls back to EVAL once per connection). Every KEYS and ARGV slot is named.
+ * Redis runs a script alone, so each one is atomic across every gateway instance; each touches
+ * only keys of one account's hash tag, so each runs on one Cluster node.
+ *
+ * Times are epoch milliseconds, exact in Lua's doubles. HMGET gives `false` for absent fields.
+ */
+
+/**
+ * Consumes a refresh token and stores its successor, or recognises a duplicate or a reuse.
+ *
+ * KEYS[1] the presented token     <prefix>:rt:{acct}:<tokenId>
+ * KEYS[2] its family              <prefix>:fam:{acct}:<familyId>
+ * KEYS[3] the successor token     <prefix>:rt:{acct}:<successorId>
+ * KEYS[4] the account's resets    <prefix>:reset:{acct}
+ * ARGV[1] family id named by the presented handle
+ * ARGV[2] key id named by the presented handle
+ * ARGV[3] hex SHA-256 of the presented secret
+ * ARGV[4] now
+ * ARGV[5] grace window in ms (a duplicate strictly sooner than this gets the pair back)
+ * ARGV[6] successor token id
+ * ARGV[7] hex SHA-256 of the successor's secret
+ * ARGV[8] successor idle expiry (capped here at the family's expiry)
+ * ARGV[9] the successor pair, sealed under the presented secret
+ * Returns {'rotated'} | {'replayed', sealedPair} | {'reused'} | {'invalid'}
+ */
+export const ROTATE = `
+local t = redis.call('HMGET', KEYS[1], 'fam', 'key', 'hash', 'exp', 'rot', 'next', 'sealed')
+if not t[3] or t[3] ~= ARGV[3] or t[1] ~= ARGV[1] or t[2] ~= ARGV[2] then return {'invalid'} end
+local f = redis.call('HMGET', KEYS[2], 'exp', 'created', 'revoked', 'current')
+local now = tonumber(ARGV[4])
+local famExp = tonumber(f[1])
+if not famExp or f[3] or famExp <= now then return {'invalid'} end
+local r = redis.call('HMGET', KEYS[4], 'account', 'key:' .. ARGV[2])
+local created = tonumber(f[2])
+if (r[1] and tonumber(r[1]) >= created) or (r[2] and tonumber(r[2]) >= created) then return {'invalid'} end
+if not t[5] then
+  if tonumber(t[4]) <= now then return {'invalid'} end
+  local exp = math.min(tonumber(ARGV[8]), famExp)
+  redis.call('HSET', KEYS[3], 'fam', ARGV[1], 'key', ARGV[2], 'hash', ARGV[7], 'exp', exp)
+  redis.call('PEXPIREAT', KEYS[3], exp)
+  -- The consumed token stays until its family ends, so that a late reuse is recognised.
+  redis.call('HSET', KEYS[1], 'rot', ARGV[4], 'next', ARGV[6], 'sealed', ARGV[9])
+  redis.call('PEXPIREAT', KEYS[1], famExp)
+  redis.call('HSET', KEYS[2], 'current', ARGV[6])
+  return {'rotated'}
+end
+if now - tonumber(t[5]) < tonumber(ARGV[5]) and f[4] == t[6] then return {'replayed', t[7]} end
+redis.call('HSET', KEYS[2], 'revoked', '1')
+return {'reused'}
+`;
+
+/**
+ * Starts a family with its first token.
+ *
+ * KEYS[1] the family              <prefix>:fam:{acct}:<familyId>
+ * KEYS[2] the first token         <prefix>:rt:{acct}:<tokenId>
+ * ARGV[1] family id
+ * ARGV[2] key id
+ * ARGV[3] now (the family's start, compared with resets)
+ * ARGV[4] the family's absolute expiry
+ * ARGV[5] token id
+ * ARGV[6] hex SHA-256 of the token's secret
+ * ARGV[7] the token's idle expiry (capped at the family's)
+ */
+export const CREATE_FAMILY = `
+local famExp = tonumber(ARGV[4])
+redis.call('HSET', KEYS[1], 'exp', famExp, 'created', ARGV[3], 'key', ARGV[2], 'current', ARGV[5])
+redis.call('PEXPIREAT', KEYS[1], famExp)
+local exp = math.min(tonumber(ARGV[7]), famExp)
+redis.call('HSET', KEYS[2], 'fam', ARGV[1], 'key', ARGV[2], 'hash', ARGV[6], 'exp', exp)
+redis.call('PEXPIREAT', KEYS[2], exp)
+return 1
+`;
+
+/**
+ * Records a reset (the later time wins), keeps it as long as a token from before it can live,
+ * and announces it on the reset channel.
+ *
+ * KEYS[1] the account's resets    <prefix>:reset:{acct}
+ * ARGV[1] field: 'account' or 'key:<keyId>'
+ * ARGV[2] the reset's time
+ * ARGV[3] how long to keep the record, in ms
+ * ARGV[4] the reset channel
+ * ARGV[5] the announcement (JSON)
+ */
+export const RESET = `
+local at = tonumber(ARGV[2])
+local current = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+if at > current then redis.call('HSET', KEYS[1], ARGV[1], at) end
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1
+`;
+
+/** The scripts as ioredis commands, and how they are called. */
+export const SCRIPTS = {
+  gwRotate: { numberOfKeys: 4, lua: ROTATE },
+  gwCreateFamily: { numberOfKeys: 2, lua: CREATE_FAMILY },
+  gwReset: { numberOfKeys: 1, lua: RESET },
+} as const;
+
+export interface ScriptCommands {
+  gwRotate(...keysThenArgs: (string | number)[]): Promise<[string, string?]>;
+  gwCreateFamily(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwReset(...keysThenArgs: (string | number)[]): Promise<number>;
+}

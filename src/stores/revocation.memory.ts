@@ -1,0 +1,43 @@
+/**
+ * Token resets in process memory, for a gateway that runs alone: listeners are called at once.
+ * An entry is kept as long as any token issued before it can live (`retainMs`), then dropped.
+ */
+import { LRUCache } from 'lru-cache';
+import type { Clock } from '../util/clock.js';
+import { NO_RESETS, type AccountResets, type ResetListener, type ResetScope, type RevocationStore } from './revocation.js';
+
+export class MemoryRevocationStore implements RevocationStore {
+  readonly #resets: LRUCache<string, { account?: number; keys: Map<string, number> }>;
+  readonly #listeners: ResetListener[] = [];
+  readonly #retainMs: number;
+  readonly #clock: Clock;
+
+  constructor({ clock, retainMs }: { clock: Clock; retainMs: number }) {
+    this.#clock = clock;
+    this.#retainMs = retainMs;
+    // Bounded by the number of accounts in the data file; `max` only guards the worst case.
+    this.#resets = new LRUCache({ max: 1_000_000, ttl: retainMs, perf: { now: () => clock.now() }, ttlAutopurge: false });
+  }
+
+  async reset(scope: ResetScope, at: number): Promise<void> {
+    const entry = this.#resets.get(scope.accountId) ?? { keys: new Map<string, number>() };
+    if (scope.keyId === undefined) entry.account = Math.max(entry.account ?? 0, at);
+    else entry.keys.set(scope.keyId, Math.max(entry.keys.get(scope.keyId) ?? 0, at));
+    this.#resets.set(scope.accountId, entry, { ttl: Math.max(1, at + this.#retainMs - this.#clock.now()) });
+    for (const listener of this.#listeners) listener.onReset(scope, at);
+  }
+
+  async read(accountId: string): Promise<AccountResets> {
+    const entry = this.#resets.get(accountId);
+    return entry === undefined ? NO_RESETS : { account: entry.account, keys: new Map(entry.keys) };
+  }
+
+  /** For the memory token store, which checks resets inside its own synchronous rotate. */
+  readNow(accountId: string): AccountResets {
+    return this.#resets.get(accountId) ?? NO_RESETS;
+  }
+
+  watch(listener: ResetListener): void {
+    this.#listeners.push(listener);
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * Token resets (interface §5.6: "a token suspected to be compromised must be reset by its
+ * owner"). A reset of an API key, or of a whole account, kills every token of that scope
+ * issued at or before the reset: refresh-token families started by then (the token store
+ * checks this in its rotate step) and access tokens whose issue time is not later (the bearer
+ * guard checks this through auth/revocation.ts, which caches what `read` returns).
+ *
+ * Times are epoch milliseconds from the gateway instances' clocks, which must agree (NTP).
+ */
+
+export interface ResetScope {
+  accountId: string;
+  /** One API key of the account; absent: every key of the account. */
+  keyId?: string;
+}
+
+/** The latest reset of an account and of each of its keys; empty when there was none. */
+export interface AccountResets {
+  /** Reset of the whole account, if any. */
+  account?: number;
+  /** Resets of single keys, by key id. */
+  keys: ReadonlyMap<string, number>;
+}
+
+export interface ResetListener {
+  /** A reset was recorded, by this instance or another. */
+  onReset(scope: ResetScope, at: number): void;
+  /** Notices may have been lost (the channel was down): anything cached may be stale. */
+  onGap(): void;
+}
+
+export interface RevocationStore {
+  /**
+   * Records the reset and tells every instance (the listeners of `watch`). A later reset
+   * of the same scope moves the time forward; an earlier one changes nothing.
+   */
+  reset(scope: ResetScope, at: number): Promise<void>;
+  /** The account's resets as stored now. */
+  read(accountId: string): Promise<AccountResets>;
+  /** Registers a listener for resets made anywhere from now on. */
+  watch(listener: ResetListener): void;
+}
+
+/** The time of the latest reset that covers a token of this key, or 0 when none does. */
+export function latestReset(resets: AccountResets, keyId: string): number {
+  return Math.max(resets.account ?? 0, resets.keys.get(keyId) ?? 0);
+}
+
+export const NO_RESETS: AccountResets = Object.freeze({ keys: new Map<string, number>() });

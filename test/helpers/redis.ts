@@ -1,0 +1,129 @@
+/**
+ * A real redis-server for the tests: started on a free port on 127.0.0.1 with nothing
+ * persisted (`--save '' --appendonly no`), stopped in t.after. It can be killed, paused and
+ * restarted on the same port, to test what the gateway does when Redis fails.
+ *
+ * Where no redis-server is installed, Redis suites skip with a loud message, except under CI
+ * (`CI` set), where a missing server fails the run: .ci/run installs it.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { connect, createServer } from 'node:net';
+import type { TestContext } from 'node:test';
+
+import { configSchema, type Config } from '../../src/config/schema.js';
+import { createLogger } from '../../src/telemetry/log.js';
+
+const BINARY = process.env.REDIS_SERVER_BIN ?? 'redis-server';
+
+export const redisAvailable: boolean = spawnSync(BINARY, ['--version'], { stdio: 'ignore' }).status === 0;
+
+let warned = false;
+
+/**
+ * Options for `test(name, redisSuite(), fn)`: skips the suite, loudly, when no redis-server is
+ * installed and CI is unset; under CI the suite runs and fails.
+ */
+export function redisSuite(): { skip: string | false } {
+  if (redisAvailable || process.env.CI) return { skip: false };
+  const message = `redis-server is not installed: Redis suites SKIPPED (install it, e.g. apt-get install redis-server; CI runs them)`;
+  if (!warned) {
+    warned = true;
+    process.stderr.write(`\n*** ${message} ***\n\n`);
+  }
+  return { skip: message };
+}
+
+export interface TestRedis {
+  url: string;
+  port: number;
+  /** SIGKILL: the server is gone, with everything in it. */
+  kill(): Promise<void>;
+  /** SIGSTOP: the server keeps its connections but answers nothing. */
+  pause(): void;
+  resume(): void;
+  /** Starts a new, empty server on the same port. */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+export async function startRedis(t?: TestContext, extraArgs: string[] = []): Promise<TestRedis> {
+  const port = await freePort();
+  let child = await launch(port, extraArgs);
+  const redis: TestRedis = {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    async kill() {
+      await terminate(child, 'SIGKILL');
+    },
+    pause() {
+      child.kill('SIGSTOP');
+    },
+    resume() {
+      child.kill('SIGCONT');
+    },
+    async restart() {
+      await terminate(child, 'SIGKILL');
+      child = await launch(port, extraArgs);
+    },
+    async stop() {
+      child.kill('SIGCONT');
+      await terminate(child, 'SIGKILL');
+    },
+  };
+  t?.after(() => redis.stop());
+  return redis;
+}
+
+export function redisArgs(port: number, extra: string[] = []): string[] {
+  return ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning', ...extra];
+}
+
+async function launch(port: number, extraArgs: string[]): Promise<ChildProcess> {
+  const child = spawn(BINARY, redisArgs(port, extraArgs), { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (c: Buffer) => { output += c.toString(); });
+  child.stderr!.on('data', (c: Buffer) => { output += c.toString(); });
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`redis-server exited (${child.exitCode}): ${output}`);
+    if (await answersPing(port)) return child;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`redis-server did not start on port ${port}: ${output}`);
+}
+
+/** A raw PING over TCP, so the helper does not depend on the client under test. */
+export function answersPing(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    const done = (ok: boolean) => { socket.destroy(); resolve(ok); };
+    socket.setTimeout(500, () => done(false));
+    socket.on('error', () => done(false));
+    socket.on('data', (d: Buffer) => done(d.toString().startsWith('+PONG')));
+    socket.write('PING\r\n');
+  });
+}
+
+function terminate(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill(signal);
+  });
+}
+
+/** The gateway's Redis settings for this URL (schema defaults otherwise), with `extra` over them. */
+export function redisSettings(url: string, extra: Partial<Config['redis']> = {}): Config['redis'] {
+  return { ...configSchema.parse({ redis: { url } }).redis, ...extra };
+}
+
+export const silentLog = createLogger('silent');
