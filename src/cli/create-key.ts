@@ -1,15 +1,16 @@
 /**
- * npm run keys:create -- --account <accountId> [--key-id <id>]
+ * npm run keys:create -- --account <accountId> [--key-id <id>] [--redis]
  *
  * Makes a new API key and secret (256 random bits each side) and prints the line to add to
- * the account's "apiKeys" in the data file. The secret is printed once and stored nowhere:
- * the line holds only the digest the gateway compares against.
+ * the account's "apiKeys" in the data file, or with --redis writes the key into the gateways'
+ * Redis (for `data.keySource` "redis"), where every instance finds it at once. The secret is
+ * printed once and stored nowhere: only the digest the gateway compares against is kept.
  */
 import { randomBytes } from 'node:crypto';
-import { realpathSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { hashSecret, secretDigest } from '../auth/credentials.js';
+import { RedisKeyDirectory } from '../stores/key-directory.redis.js';
+import { UsageError, runWhenExecuted, withRedis } from './redis.js';
 
 export function createApiKey(keyId?: string) {
   const apiKey = `ak_${randomBytes(18).toString('base64url')}`;
@@ -24,32 +25,41 @@ export function createApiKey(keyId?: string) {
   };
 }
 
-function run(): void {
+const USAGE = 'usage: npm run keys:create -- --account <accountId> [--key-id <id>] [--redis]';
+const ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+async function main(): Promise<void> {
   let values;
   try {
-    ({ values } = parseArgs({ options: { account: { type: 'string' }, 'key-id': { type: 'string' }, help: { type: 'boolean' } } }));
+    ({ values } = parseArgs({ options: { account: { type: 'string' }, 'key-id': { type: 'string' }, redis: { type: 'boolean' }, help: { type: 'boolean' } } }));
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n`);
-    process.exitCode = 2;
+    throw new UsageError(`${(err as Error).message}\n${USAGE}`);
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
     return;
   }
-  if (values.help || values.account === undefined) {
-    process.stderr.write('usage: npm run keys:create -- --account <accountId> [--key-id <id>]\n');
-    process.exitCode = values.help ? 0 : 2;
-    return;
+  if (values.account === undefined) throw new UsageError(USAGE);
+  for (const id of [values.account, values['key-id']]) {
+    if (id !== undefined && !ID.test(id)) throw new UsageError(`"${id}": ids are 1 to 128 of A-Z a-z 0-9 . _ : @ -`);
   }
   const key = createApiKey(values['key-id']);
-  process.stdout.write([
+  const lines = [
     `API key:    ${key.apiKey}`,
     `API secret: ${key.apiSecret}`,
     '            (shown this once; the gateway keeps only a digest of its SHA-256)',
     `Clients sign in with apiSecret = SHA-256 of the secret: ${key.apiSecretSha256}`,
     '',
-    `Add this to "apiKeys" of account "${values.account}" in the data file, then restart the gateway:`,
-    JSON.stringify(key.entry),
-    '',
-  ].join('\n'));
+  ];
+  if (values.redis) {
+    await withRedis((redis) => new RedisKeyDirectory(redis).putKey(key.apiKey, {
+      keyId: key.entry.id, accountId: values.account!, secretDigest: key.entry.secretDigest, disabled: false,
+    }));
+    lines.push(`Written to Redis as key "${key.entry.id}" of account "${values.account}": usable at once by gateways with data.keySource "redis".`, '');
+  } else {
+    lines.push(`Add this to "apiKeys" of account "${values.account}" in the data file, then restart the gateway:`, JSON.stringify(key.entry), '');
+  }
+  process.stdout.write(lines.join('\n'));
 }
 
-// Run when executed, not when imported (tests import createApiKey).
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) run();
+runWhenExecuted(import.meta.url, main);

@@ -40,7 +40,9 @@ export interface RedisConnection {
 export function connectRedis(settings: Config['redis'], log: Logger): RedisConnection {
   const client = createClient(settings);
   for (const [name, script] of Object.entries(SCRIPTS)) client.defineCommand(name, script);
-  watchConnection(client, log, 'redis');
+  let closed = false;
+  const isClosed = () => closed;
+  watchConnection(client, log, 'redis', isClosed);
 
   const retryAfterSeconds = Math.max(1, Math.ceil(settings.breakerCooldownMs / 1000));
   const breaker = circuitBreaker(handleAll, {
@@ -66,12 +68,12 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
 
     subscribe(channel, onMessage, onGap) {
       // Commands wait for the connection here: a subscription must outlive any outage.
-      const patient = { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: 0 };
+      const patient = { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined };
       const subscriber = client instanceof Cluster
         ? client.duplicate(undefined, { enableOfflineQueue: true, redisOptions: { ...client.options.redisOptions, ...patient } })
         : client.duplicate(patient);
       subscribers.push(subscriber);
-      watchConnection(subscriber, log, 'redis subscriber');
+      watchConnection(subscriber, log, 'redis subscriber', isClosed);
       subscriber.on('ready', onGap);
       subscriber.on('message', (from: string, message: string) => {
         if (from === channel) onMessage(message);
@@ -103,6 +105,7 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
     },
 
     async close() {
+      closed = true;
       for (const c of [client, ...subscribers]) c.disconnect();
     },
   };
@@ -144,14 +147,14 @@ function hostPort(address: string): { host: string; port: number } {
 }
 
 /** Logs each loss and recovery once (not every failed reconnect), without the URL or password. */
-function watchConnection(client: Redis | Cluster, log: Logger, name: string): void {
+function watchConnection(client: Redis | Cluster, log: Logger, name: string, isClosed: () => boolean): void {
   let up = false;
   client.on('ready', () => {
     up = true;
     log.info(`${name} connected`);
   });
   client.on('close', () => {
-    if (up) log.warn(`${name} connection lost: reconnecting`);
+    if (up && !isClosed()) log.warn(`${name} connection lost: reconnecting`);
     up = false;
   });
   // Without a listener ioredis prints every connection error to the console.

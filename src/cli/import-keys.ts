@@ -1,0 +1,27 @@
+/**
+ * npm run keys:import -- [--file <data file>]
+ *
+ * Copies the API keys of a data file (default: the configured `data.file`) into Redis, for
+ * gateways run with `data.keySource` "redis". Keys already there with the same apiKey or id
+ * are overwritten; no key is deleted.
+ */
+import { parseArgs } from 'node:util';
+import { readDataFile } from '../stores/data-file.js';
+import { RedisKeyDirectory } from '../stores/key-directory.redis.js';
+import { UsageError, runWhenExecuted, withRedis } from './redis.js';
+
+async function main(): Promise<void> {
+  let values;
+  try {
+    ({ values } = parseArgs({ options: { file: { type: 'string' } } }));
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\nusage: npm run keys:import -- [--file <data file>]`);
+  }
+  const { count, file } = await withRedis(async (redis, config) => {
+    const file = values.file ?? config.data.file;
+    return { count: await new RedisKeyDirectory(redis).importKeys(readDataFile(file)), file };
+  });
+  process.stdout.write(`Imported ${count} API key${count === 1 ? '' : 's'} from ${file} into Redis.\n`);
+}
+
+runWhenExecuted(import.meta.url, main);

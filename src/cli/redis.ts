@@ -1,0 +1,40 @@
+/**
+ * What the admin commands share: the gateway's own configuration (GATEWAY_CONFIG and the
+ * environment, as the gateway reads them) and a connection to its Redis. A command needs Redis
+ * because its effect must reach every running instance.
+ */
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { loadConfig } from '../config/load.js';
+import { usesRedis, type Config } from '../config/schema.js';
+import { connectRedis, type RedisConnection } from '../stores/redis/client.js';
+import { createLogger } from '../telemetry/log.js';
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/** Runs `fn` with the configured Redis, then closes it. */
+export async function withRedis<T>(fn: (redis: RedisConnection, config: Config) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  if (!usesRedis(config)) {
+    throw new UsageError('this command needs the Redis the gateways share: set REDIS_URL (or redis.* in GATEWAY_CONFIG)');
+  }
+  const redis = connectRedis(config.redis, createLogger('warn', process.stderr));
+  try {
+    if (!(await redis.waitUntilReady(config.redis.connectTimeoutMs))) throw new UsageError('cannot reach Redis');
+    return await fn(redis, config);
+  } finally {
+    await redis.close();
+  }
+}
+
+/** Runs a command's main when the file is executed, not imported; errors end in a message and exit code. */
+export function runWhenExecuted(moduleUrl: string, main: () => Promise<void>): void {
+  if (process.argv[1] === undefined || moduleUrl !== pathToFileURL(realpathSync(process.argv[1])).href) return;
+  main().catch((err: unknown) => {
+    const known = ['UsageError', 'ConfigError', 'DataFileError'].includes((err as Error).name);
+    process.stderr.write(`${known ? (err as Error).message : (err as Error).stack}\n`);
+    process.exitCode = err instanceof UsageError ? 2 : 1;
+  });
+}

@@ -1,0 +1,35 @@
+/**
+ * npm run tokens:reset -- --account <accountId> [--key <keyId>]
+ *
+ * The operator's token reset: every refresh token of the key (or of every key of the account)
+ * dies, and every access token issued until now is refused by every gateway instance within a
+ * second. Owners do the same through POST /api/reset with their key's credentials.
+ */
+import { parseArgs } from 'node:util';
+import { RedisRevocationStore } from '../stores/revocation.redis.js';
+import { createLogger } from '../telemetry/log.js';
+import { UsageError, runWhenExecuted, withRedis } from './redis.js';
+
+const USAGE = 'usage: npm run tokens:reset -- --account <accountId> [--key <keyId>]';
+
+async function main(): Promise<void> {
+  let values;
+  try {
+    ({ values } = parseArgs({ options: { account: { type: 'string' }, key: { type: 'string' } } }));
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n${USAGE}`);
+  }
+  if (values.account === undefined) throw new UsageError(USAGE);
+  const scope = values.key === undefined ? { accountId: values.account } : { accountId: values.account, keyId: values.key };
+  const at = await withRedis(async (redis, config) => {
+    const t = config.tokens;
+    const store = new RedisRevocationStore(redis, { retainMs: (t.refreshFamilyMaxSeconds + t.clockSkewSeconds) * 1000, log: createLogger('warn', process.stderr) });
+    const now = Date.now();
+    await store.reset(scope, now);
+    return now;
+  });
+  const what = scope.keyId === undefined ? `every key of account "${scope.accountId}"` : `key "${scope.keyId}" of account "${scope.accountId}"`;
+  process.stdout.write(`Reset the tokens of ${what} at ${new Date(at).toISOString()}: every token issued until then is dead.\n`);
+}
+
+runWhenExecuted(import.meta.url, main);
