@@ -59,14 +59,16 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
   });
   const heard = new LRUCache<string, HeardResets>({ max, ttl: rememberMs, perf, ttlAutopurge: false });
 
+  function remember({ accountId, keyId }: ResetScope, at: number): void {
+    const entry = heard.get(accountId) ?? { keys: new Map<string, number>() };
+    if (keyId === undefined) entry.account = Math.max(entry.account ?? 0, at);
+    else entry.keys.set(keyId, Math.max(entry.keys.get(keyId) ?? 0, at));
+    heard.set(accountId, entry);
+    cached.delete(accountId);
+  }
+
   store.watch({
-    onReset({ accountId, keyId }, at) {
-      const entry = heard.get(accountId) ?? { keys: new Map<string, number>() };
-      if (keyId === undefined) entry.account = Math.max(entry.account ?? 0, at);
-      else entry.keys.set(keyId, Math.max(entry.keys.get(keyId) ?? 0, at));
-      heard.set(accountId, entry);
-      cached.delete(accountId);
-    },
+    onReset: remember,
     onGap() {
       cached.clear();
     },
@@ -80,6 +82,8 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
     async reset(scope) {
       const at = clock.now();
       await store.reset(scope, at);
+      // This instance refuses the old tokens from now on, before its own notice comes back.
+      remember(scope, at);
       return at;
     },
 
