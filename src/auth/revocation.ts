@@ -50,6 +50,7 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
     max,
     ttl: ttlMs,
     perf,
+    ttlResolution: 0,
     ttlAutopurge: false,
     // A stale copy is what an outage is answered from, so it is kept until replaced.
     noDeleteOnStaleGet: true,
@@ -57,7 +58,7 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
     noDeleteOnFetchRejection: true,
     fetchMethod: (accountId) => store.read(accountId),
   });
-  const heard = new LRUCache<string, HeardResets>({ max, ttl: rememberMs, perf, ttlAutopurge: false });
+  const heard = new LRUCache<string, HeardResets>({ max, ttl: rememberMs, perf, ttlResolution: 0, ttlAutopurge: false });
 
   function remember({ accountId, keyId }: ResetScope, at: number): void {
     const entry = heard.get(accountId) ?? { keys: new Map<string, number>() };

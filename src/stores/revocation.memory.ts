@@ -16,14 +16,16 @@ export class MemoryRevocationStore implements RevocationStore {
     this.#clock = clock;
     this.#retainMs = retainMs;
     // Bounded by the number of accounts in the data file; `max` only guards the worst case.
-    this.#resets = new LRUCache({ max: 1_000_000, ttl: retainMs, perf: { now: () => clock.now() }, ttlAutopurge: false });
+    this.#resets = new LRUCache({ max: 1_000_000, ttl: retainMs, perf: { now: () => clock.now() }, ttlResolution: 0, ttlAutopurge: false });
   }
 
   async reset(scope: ResetScope, at: number): Promise<void> {
     const entry = this.#resets.get(scope.accountId) ?? { keys: new Map<string, number>() };
     if (scope.keyId === undefined) entry.account = Math.max(entry.account ?? 0, at);
     else entry.keys.set(scope.keyId, Math.max(entry.keys.get(scope.keyId) ?? 0, at));
-    this.#resets.set(scope.accountId, entry, { ttl: Math.max(1, at + this.#retainMs - this.#clock.now()) });
+    // Kept until the latest of its resets no longer matters: an earlier reset never shortens it.
+    const remaining = this.#resets.has(scope.accountId) ? this.#resets.getRemainingTTL(scope.accountId) : 0;
+    this.#resets.set(scope.accountId, entry, { ttl: Math.max(1, remaining, at + this.#retainMs - this.#clock.now()) });
     for (const listener of this.#listeners) listener.onReset(scope, at);
   }
 

@@ -44,9 +44,10 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
   readonly #resets: MemoryRevocationStore;
 
   constructor({ clock, maxTokens, resets }: MemoryTokenStoreOptions) {
+    // ttlResolution 0: read the injected clock on every check, not a copy up to 1 ms old.
     const perf = { now: () => clock.now() };
-    this.#tokens = new LRUCache({ max: maxTokens, ttl: 1, perf, ttlAutopurge: false });
-    this.#families = new LRUCache({ max: maxTokens, ttl: 1, perf, ttlAutopurge: false });
+    this.#tokens = new LRUCache({ max: maxTokens, ttl: 1, perf, ttlResolution: 0, ttlAutopurge: false });
+    this.#families = new LRUCache({ max: maxTokens, ttl: 1, perf, ttlResolution: 0, ttlAutopurge: false });
     this.#resets = resets;
   }
 
