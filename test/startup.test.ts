@@ -4,127 +4,14 @@
  * limit and is killed in t.after, so a hung process fails its test instead of the run.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { decodeJwt } from 'jose';
-import { describeSettings } from '../src/config/schema.js';
 import { SECRET_DIGEST_PATTERN } from '../src/stores/data-file.js';
 import { postJson, sha256Hex, startGateway } from './helpers/gateway.js';
+import { LISTENING, ROOT, exitWithin, gatewayEnv, logLines, startNode, tempDir, waitForLog } from './helpers/process.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-/** Generous: the first start compiles TypeScript through tsx. */
-const PROCESS_LIMIT_MS = 30_000;
-
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-interface Child {
-  process: ChildProcess;
-  stdout(): string;
-  stderr(): string;
-  /** Resolves once the process has exited and its output is closed. */
-  exited: Promise<Exit>;
-}
-
-/** The environment of the test run without any gateway setting, plus `extra`. */
-function gatewayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  delete env.GATEWAY_CONFIG;
-  delete env.NODE_TEST_CONTEXT;
-  for (const row of describeSettings()) if (row.env !== undefined) delete env[row.env];
-  return { ...env, ...extra };
-}
-
-/** Starts `node --import tsx <args>`; the child is killed when the test ends or the limit passes. */
-function startNode(t: TestContext, args: string[], { env = gatewayEnv(), cwd = ROOT } = {}): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
-    cwd,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    timeout: PROCESS_LIMIT_MS,
-    killSignal: 'SIGKILL',
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
-  const exited = new Promise<Exit>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code, signal) => resolve({ code, signal }));
-  });
-  t.after(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  return { process: child, stdout: () => stdout, stderr: () => stderr, exited };
-}
-
-/** The stdout lines parsed as JSON; a line that is not JSON fails the test. */
-function logLines(child: Child): Record<string, unknown>[] {
-  return child.stdout().split('\n').filter((line) => line !== '').map((line) => {
-    try {
-      return JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      assert.fail(`stdout line is not JSON: ${line}`);
-    }
-  });
-}
-
-/** The first log line matching `predicate`, waiting for it at most `limitMs`. */
-function waitForLog(child: Child, predicate: (line: Record<string, unknown>) => boolean, limitMs = PROCESS_LIMIT_MS): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      const found = logLines(child).find(predicate);
-      if (found === undefined) return false;
-      finish();
-      resolve(found);
-      return true;
-    };
-    const onExit = () => {
-      if (check()) return;
-      finish();
-      reject(new Error(`process ended before the expected log line\nstdout:\n${child.stdout()}\nstderr:\n${child.stderr()}`));
-    };
-    const timer = setTimeout(() => {
-      finish();
-      reject(new Error(`no such log line within ${limitMs} ms\nstdout:\n${child.stdout()}\nstderr:\n${child.stderr()}`));
-    }, limitMs);
-    const finish = () => {
-      clearTimeout(timer);
-      child.process.stdout!.off('data', check);
-      child.process.off('close', onExit);
-    };
-    child.process.stdout!.on('data', check);
-    child.process.once('close', onExit);
-    check();
-  });
-}
-
-/** The exit of the child, failing if it takes longer than `limitMs`. */
-async function exitWithin(child: Child, limitMs = PROCESS_LIMIT_MS): Promise<Exit> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`process still running after ${limitMs} ms\nstderr:\n${child.stderr()}`)), limitMs);
-  });
-  try {
-    return await Promise.race([child.exited, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-function tempDir(t: TestContext, prefix = 'gateway-startup-'): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-const LISTENING = (line: Record<string, unknown>) => line.level === 30 && typeof line.url === 'string';
 const STACK_FRAME = /^\s+at /m;
 
 test('the gateway process starts, serves and stops on SIGTERM', async (t) => {
