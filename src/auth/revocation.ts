@@ -44,9 +44,16 @@ interface HeardResets {
   keys: Map<string, number>;
 }
 
+interface CachedResets {
+  resets: AccountResets;
+  /** The notice epoch the read began in; a gap in the notices starts a new one. */
+  epoch: number;
+}
+
 export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_000 }: RevocationsOptions): Revocations {
   const perf = { now: () => clock.now() };
-  const cached = new LRUCache<string, AccountResets>({
+  let epoch = 0;
+  const cached = new LRUCache<string, CachedResets>({
     max,
     ttl: ttlMs,
     perf,
@@ -56,8 +63,13 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
     noDeleteOnStaleGet: true,
     allowStaleOnFetchRejection: true,
     noDeleteOnFetchRejection: true,
-    fetchMethod: (accountId) => store.read(accountId),
+    fetchMethod: async (accountId) => {
+      const started = epoch;
+      return { resets: await store.read(accountId), epoch: started };
+    },
   });
+  // Every notice, kept as long as a token from before it can live: with the cached copy (the
+  // resets from before the notices) this is the whole state, even while the store is down.
   const heard = new LRUCache<string, HeardResets>({ max, ttl: rememberMs, perf, ttlResolution: 0, ttlAutopurge: false });
 
   function remember({ accountId, keyId }: ResetScope, at: number): void {
@@ -65,13 +77,14 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
     if (keyId === undefined) entry.account = Math.max(entry.account ?? 0, at);
     else entry.keys.set(keyId, Math.max(entry.keys.get(keyId) ?? 0, at));
     heard.set(accountId, entry);
-    cached.delete(accountId);
   }
 
   store.watch({
     onReset: remember,
+    // Notices may have been lost: every cached copy must be read again before it is trusted,
+    // but stays the answer while the store cannot be read.
     onGap() {
-      cached.clear();
+      epoch++;
     },
   });
 
@@ -91,9 +104,14 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
     isRevoked(token) {
       if (covers(heard.get(token.accountId), token)) return true;
       const fresh = cached.get(token.accountId);
-      if (fresh !== undefined) return covers(fresh, token);
-      return cached.fetch(token.accountId, { allowStale: true }).then(
-        (resets) => covers(resets, token),
+      if (fresh !== undefined && fresh.epoch === epoch) return covers(fresh.resets, token);
+      // Expired copy of this epoch: answer from it while one read refreshes it. Copy from
+      // before a gap: wait for the read, and fall back to the copy only if the read fails.
+      const kept = fresh ?? cached.peek(token.accountId, { allowStale: true });
+      const current = kept === undefined || kept.epoch === epoch;
+      return cached.fetch(token.accountId, { allowStale: current, forceRefresh: !current }).then(
+        (entry) => covers(entry?.resets, token),
+        // Nothing known and the store unreadable: accept (see the README's revocation guarantee).
         () => false,
       );
     },

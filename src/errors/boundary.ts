@@ -10,7 +10,7 @@
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import { formatBearerChallenge } from './challenge.js';
-import { GatewayError, InternalError, InvalidRequest } from './errors.js';
+import { GatewayError, InternalError, InvalidRequest, StoreUnavailable } from './errors.js';
 import { failure } from '../http/envelope.js';
 
 export interface BoundaryOptions {
@@ -25,7 +25,12 @@ export function errorBoundary({ realm, log }: BoundaryOptions) {
     } catch (thrown) {
       const error = toGatewayError(thrown);
       const requestId = ctx.state.requestId as string | undefined;
-      if (error.status >= 500) log.error({ err: error.cause ?? error, requestId }, 'request failed');
+      if (error instanceof StoreUnavailable) {
+        // Expected during an outage, once per request: one line, no stack.
+        log.warn({ requestId, cause: error.cause instanceof Error ? error.cause.message : undefined }, 'store unavailable');
+      } else if (error.status >= 500) {
+        log.error({ err: error.cause ?? error, requestId }, 'request failed');
+      }
 
       if (ctx.headerSent || !ctx.writable) {
         // Too late for an envelope: the only honest signal left is to cut the connection.
@@ -47,7 +52,7 @@ export function errorBoundary({ realm, log }: BoundaryOptions) {
       ctx.body = failure({
         code: error.code,
         description: error.expose ? error.message : 'The gateway failed to answer this request.',
-        ...(error.expose ? {} : { requestId }),
+        ...(error.status >= 500 ? { requestId } : {}),
       });
     }
   };

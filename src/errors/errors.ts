@@ -14,6 +14,8 @@ export interface GatewayErrorOptions {
   headers?: Record<string, string>;
   /** Set on errors that answer a bearer-protected request: the boundary writes WWW-Authenticate. */
   challenge?: { error?: ChallengeError; scope?: string };
+  /** Show the message to the caller even from 500 up (it names no internals). */
+  expose?: boolean;
 }
 
 export class GatewayError extends Error {
@@ -21,6 +23,7 @@ export class GatewayError extends Error {
   readonly code: string;
   readonly headers: Record<string, string>;
   readonly challenge: GatewayErrorOptions['challenge'];
+  readonly #expose: boolean | undefined;
 
   constructor(status: number, code: string, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -29,11 +32,12 @@ export class GatewayError extends Error {
     this.code = code;
     this.headers = options.headers ?? {};
     this.challenge = options.challenge;
+    this.#expose = options.expose;
   }
 
-  /** Below 500 the sentence is the caller's to read; from 500 up it stays in the log. */
+  /** Below 500 the sentence is the caller's to read; from 500 up it stays in the log, unless set. */
   get expose(): boolean {
-    return this.status < 500;
+    return this.#expose ?? this.status < 500;
   }
 }
 
@@ -106,6 +110,7 @@ export class StoreUnavailable extends GatewayError {
     super(503, 'store_unavailable', 'A store the gateway depends on is unavailable; try again shortly.', {
       cause,
       headers: { 'Retry-After': String(retryAfterSeconds) },
+      expose: true,
     });
   }
 }

@@ -62,23 +62,44 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
         return await breaker.execute(() => call(client as RedisClient));
       } catch (err) {
         if (!(err instanceof BrokenCircuitError)) log.debug({ err: describe(err) }, 'redis call failed');
-        throw new StoreUnavailable(err, retryAfterSeconds);
+        // Only name and message go on: an ioredis error carries the command's arguments
+        // (digests, sealed pairs, whole scripts), which must not reach the log.
+        throw new StoreUnavailable(new Error(describe(err)), retryAfterSeconds);
       }
     },
 
     subscribe(channel, onMessage, onGap) {
+      const listen = (subscriber: Redis) => {
+        subscribers.push(subscriber);
+        watchConnection(subscriber, log, 'redis subscriber', isClosed);
+        // Each (re)connection is a gap: notices published while it was down are lost.
+        subscriber.on('ready', onGap);
+        subscriber.on('message', (from: string, message: string) => {
+          if (from === channel) onMessage(message);
+        });
+        subscriber.subscribe(channel).catch((err: unknown) => log.warn({ err: describe(err) }, 'redis subscribe failed'));
+      };
       // Commands wait for the connection here: a subscription must outlive any outage.
       const patient = { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined };
-      const subscriber = client instanceof Cluster
-        ? client.duplicate(undefined, { enableOfflineQueue: true, redisOptions: { ...client.options.redisOptions, ...patient } })
-        : client.duplicate(patient);
-      subscribers.push(subscriber);
-      watchConnection(subscriber, log, 'redis subscriber', isClosed);
-      subscriber.on('ready', onGap);
-      subscriber.on('message', (from: string, message: string) => {
-        if (from === channel) onMessage(message);
-      });
-      subscriber.subscribe(channel).catch((err: unknown) => log.warn({ err: describe(err) }, 'redis subscribe failed'));
+      if (!(client instanceof Cluster)) {
+        listen(client.duplicate(patient));
+        return;
+      }
+      // On a Cluster, PUBLISH reaches every node, so one plain connection to any node hears all.
+      // (ioredis's own Cluster subscriber replaces its connection without an event, which would
+      // hide the gap.) When that node goes away, the next known node is tried.
+      const seeds = settings.clusterNodes.map(hostPort);
+      let attempt = 0;
+      const connectNext = () => {
+        if (closed) return;
+        const known = client.nodes('master').map((n) => ({ host: n.options.host, port: n.options.port }));
+        const pool = known.length > 0 ? known : seeds;
+        const node = pool[attempt++ % pool.length]!;
+        const subscriber = new Redis({ ...clientOptions(settings), ...patient, ...node, ...(settings.tls ? { tls: {} } : {}), retryStrategy: () => null });
+        subscriber.once('end', () => setTimeout(connectNext, Math.min(50 * 2 ** Math.min(attempt, 5), 1000)).unref());
+        listen(subscriber);
+      };
+      connectNext();
     },
 
     async ping() {
@@ -111,8 +132,8 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
   };
 }
 
-function createClient(settings: Config['redis']): Redis | Cluster {
-  const options: RedisOptions = {
+function clientOptions(settings: Config['redis']): RedisOptions {
+  return {
     connectTimeout: settings.connectTimeoutMs,
     commandTimeout: settings.commandTimeoutMs,
     enableOfflineQueue: false,
@@ -123,6 +144,10 @@ function createClient(settings: Config['redis']): Redis | Cluster {
     ...(settings.username !== undefined ? { username: settings.username } : {}),
     ...(settings.password !== undefined ? { password: settings.password } : {}),
   };
+}
+
+function createClient(settings: Config['redis']): Redis | Cluster {
+  const options = clientOptions(settings);
   if (settings.clusterNodes.length > 0) {
     return new Cluster(settings.clusterNodes.map(hostPort), {
       enableOfflineQueue: false,
@@ -135,7 +160,8 @@ function createClient(settings: Config['redis']): Redis | Cluster {
       ...options,
       sentinels: settings.sentinels.map(hostPort),
       name: settings.sentinelName,
-      ...(settings.tls ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+      // `tls` is for the master; the sentinels have an option of their own.
+      ...(settings.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
     });
   }
   return new Redis(settings.url!, options);

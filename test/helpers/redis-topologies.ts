@@ -1,0 +1,192 @@
+/**
+ * Redis Cluster and Redis Sentinel for the tests, built from real redis-server processes on
+ * free ports of 127.0.0.1, with nothing persisted: cluster and sentinel config files (which
+ * both rewrite) live in a temporary directory removed on stop. Every process is killed in
+ * t.after (or by `stop()`), and on a failed start before the error is thrown.
+ *
+ * Use inside a test run with redisSuite() (test/helpers/redis.ts): without redis-server and
+ * redis-cli these cannot start.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { answersPing, freePort, redisArgs } from './redis.js';
+
+const SERVER = process.env.REDIS_SERVER_BIN ?? 'redis-server';
+const CLI = process.env.REDIS_CLI_BIN ?? 'redis-cli';
+const START_TIMEOUT_MS = 20_000;
+
+/** Anything with `after`: a TestContext, or a suite's own hook. */
+export interface Cleanup {
+  after(fn: () => Promise<void>): void;
+}
+
+export interface TestRedisCluster {
+  /** Seed addresses, '127.0.0.1:port', one per master. */
+  nodes: string[];
+  ports: number[];
+  /** Kills every node and removes the config directory. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+export interface TestRedisSentinel {
+  /** The master, directly: redis://127.0.0.1:port. */
+  url: string;
+  masterPort: number;
+  /** Sentinel addresses, '127.0.0.1:port'. */
+  sentinels: string[];
+  /** The master name the sentinels monitor. */
+  name: string;
+  /** Kills the sentinels and the master and removes the config directory. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/** Runs redis-cli against one port and resolves with what it printed (rejects on a non-zero exit). */
+export function redisCli(port: number, args: string[], timeoutMs = 10_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(CLI, ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: timeoutMs }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`redis-cli -p ${port} ${args.join(' ')}: ${err.message} ${stderr}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+/**
+ * A Cluster of `masters` masters (3 by default: the smallest redis-cli creates) and no replicas,
+ * every slot assigned and every node reporting cluster_state:ok.
+ */
+export async function startRedisCluster(t?: Cleanup, { masters = 3 }: { masters?: number } = {}): Promise<TestRedisCluster> {
+  const group = await processGroup('gw-redis-cluster-');
+  t?.after(group.stop);
+  try {
+    const ports = await distinctFreePorts(masters * 2);
+    const nodePorts = ports.slice(0, masters);
+    await Promise.all(nodePorts.map((port, i) => group.launch(port, redisArgs(port, [
+      '--cluster-enabled', 'yes',
+      '--cluster-config-file', join(group.dir, `nodes-${port}.conf`),
+      // The bus port is chosen too: port + 10000 (the default) may be taken or out of range.
+      '--cluster-port', String(ports[masters + i]),
+      '--cluster-node-timeout', '5000',
+      '--dir', group.dir,
+    ]))));
+    const nodes = nodePorts.map((port) => `127.0.0.1:${port}`);
+    await run(CLI, ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes'], START_TIMEOUT_MS);
+    await until(`cluster_state:ok on ${nodes.join(', ')}`, async () => {
+      const infos = await Promise.all(nodePorts.map((port) => redisCli(port, ['cluster', 'info']).catch(() => '')));
+      return infos.every((info) => /cluster_state:ok/.test(info) && new RegExp(`cluster_known_nodes:${masters}\\b`).test(info));
+    });
+    return { nodes, ports: nodePorts, stop: group.stop };
+  } catch (err) {
+    await group.stop();
+    throw err;
+  }
+}
+
+/**
+ * One master and `sentinelCount` sentinels (1 by default) monitoring it as `name` (quorum 1),
+ * each answering with the master's address.
+ */
+export async function startRedisSentinel(t?: Cleanup, { name = 'mymaster', sentinelCount = 1 }: { name?: string; sentinelCount?: number } = {}): Promise<TestRedisSentinel> {
+  const group = await processGroup('gw-redis-sentinel-');
+  t?.after(group.stop);
+  try {
+    const [masterPort, ...sentinelPorts] = await distinctFreePorts(1 + sentinelCount);
+    await group.launch(masterPort!, redisArgs(masterPort!, ['--dir', group.dir]));
+    await Promise.all(sentinelPorts.map(async (port) => {
+      const conf = join(group.dir, `sentinel-${port}.conf`);
+      await writeFile(conf, [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${group.dir}`,
+        'loglevel warning',
+        `sentinel monitor ${name} 127.0.0.1 ${masterPort} 1`,
+        `sentinel down-after-milliseconds ${name} 5000`,
+        `sentinel failover-timeout ${name} 10000`,
+        '',
+      ].join('\n'));
+      await group.launch(port, [conf, '--sentinel']);
+    }));
+    await until(`sentinels naming ${name} at 127.0.0.1:${masterPort}`, async () => {
+      const answers = await Promise.all(sentinelPorts.map((port) => redisCli(port, ['sentinel', 'get-master-addr-by-name', name]).catch(() => '')));
+      return answers.every((a) => a.split(/\s+/).filter(Boolean).join(':') === `127.0.0.1:${masterPort}`);
+    });
+    return {
+      url: `redis://127.0.0.1:${masterPort}`,
+      masterPort: masterPort!,
+      sentinels: sentinelPorts.map((port) => `127.0.0.1:${port}`),
+      name,
+      stop: group.stop,
+    };
+  } catch (err) {
+    await group.stop();
+    throw err;
+  }
+}
+
+/** redis-server processes sharing one temporary directory; `stop` kills them all and removes it. */
+async function processGroup(prefix: string) {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const children: ChildProcess[] = [];
+  let stopped = false;
+  return {
+    dir,
+    async launch(port: number, args: string[]): Promise<void> {
+      if (stopped) throw new Error('the group is stopped');
+      const child = spawn(SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      children.push(child);
+      let output = '';
+      child.stdout!.on('data', (c: Buffer) => { output += c.toString(); });
+      child.stderr!.on('data', (c: Buffer) => { output += c.toString(); });
+      child.on('error', (err) => { output += String(err); });
+      const deadline = Date.now() + START_TIMEOUT_MS;
+      while (Date.now() < deadline) {
+        if (child.exitCode !== null) throw new Error(`${SERVER} ${args.join(' ')} exited (${child.exitCode}): ${output}`);
+        if (await answersPing(port)) return;
+        await sleep(20);
+      }
+      throw new Error(`${SERVER} did not start on port ${port}: ${output}`);
+    },
+    stop: async (): Promise<void> => {
+      stopped = true;
+      await Promise.all(children.map(kill));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function kill(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  });
+}
+
+async function distinctFreePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) ports.add(await freePort());
+  return [...ports];
+}
+
+function run(command: string, args: string[], timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(command, args, { timeout: timeoutMs }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${command} ${args.join(' ')}: ${err.message}\n${stdout}\n${stderr}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = START_TIMEOUT_MS): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await sleep(50);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
