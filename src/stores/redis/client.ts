@@ -96,7 +96,10 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
         const pool = known.length > 0 ? known : seeds;
         const node = pool[attempt++ % pool.length]!;
         const subscriber = new Redis({ ...clientOptions(settings), ...patient, ...node, ...(settings.tls ? { tls: {} } : {}), retryStrategy: () => null });
-        subscriber.once('end', () => setTimeout(connectNext, Math.min(50 * 2 ** Math.min(attempt, 5), 1000)).unref());
+        subscriber.once('end', () => {
+          subscribers.splice(subscribers.indexOf(subscriber), 1);
+          setTimeout(connectNext, Math.min(50 * 2 ** Math.min(attempt, 5), 1000)).unref();
+        });
         listen(subscriber);
       };
       connectNext();
