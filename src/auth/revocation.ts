@@ -3,12 +3,14 @@
  * store: each token carries its issue time in milliseconds (`iat_ms`), and a token is refused
  * when a reset of its account or key is at or after that time.
  *
- * The resets of an account are read from the store once and cached (lru-cache, `ttlMs`, served
- * stale while a fresh copy is fetched), and every reset is pushed to every instance: a notice
- * drops the account's cached copy at once and is remembered on its own for as long as an access
- * token lives, so a reset heard before a store outage keeps being honoured through it. When the
- * store cannot be read and nothing is known, the token is accepted: an outage must not log
- * everyone out (the README states this guarantee).
+ * The resets of an account are read from the store and cached (lru-cache, `ttlMs`, served
+ * stale while one fresh copy is fetched), and every reset is pushed to every instance as a
+ * notice, remembered for as long as an access token lives: the cached copy and the notices
+ * together are the whole state, so a reset is honoured as soon as its notice arrives, and one
+ * known before a store outage keeps being honoured through it. After a gap in the notices
+ * every copy is read again before it is trusted, but still answers while the store cannot be
+ * read. When nothing is known and the store cannot be read, the token is accepted: an outage
+ * must not log everyone out (the README states this guarantee).
  */
 import { LRUCache } from 'lru-cache';
 import { latestReset, type AccountResets, type ResetScope, type RevocationStore } from '../stores/revocation.js';
