@@ -16,7 +16,7 @@ import type { KeyDirectory } from './stores/key-directory.js';
 import { connectRedis, type RedisConnection } from './stores/redis/client.js';
 import { MemoryRevocationStore } from './stores/revocation.memory.js';
 import { RedisRevocationStore } from './stores/revocation.redis.js';
-import type { RevocationStore } from './stores/revocation.js';
+import { resetRetentionMs, type RevocationStore } from './stores/revocation.js';
 import { MemoryRefreshTokenStore } from './stores/token-store.memory.js';
 import { RedisRefreshTokenStore } from './stores/token-store.redis.js';
 import type { RefreshTokenStore } from './stores/token-store.js';
@@ -58,9 +58,8 @@ export function createServices(config: Config, { log, clock = systemClock }: { l
     log.warn('no signing key configured: made one for this process; tokens will not survive a restart (set signing.keys)');
   }
   const { tokens: t } = config;
-  // A reset must outlive every token issued before it: refresh families end within
-  // refreshFamilyMaxSeconds, access tokens within their (shorter) lifetime plus the skew.
-  const retainMs = (t.refreshFamilyMaxSeconds + t.clockSkewSeconds) * 1000;
+  const retainMs = resetRetentionMs(t);
+  // A heard reset notice matters as long as an access token from before it can live.
   const rememberMs = (t.accessTokenTtlSeconds + t.clockSkewSeconds) * 1000;
 
   let redis: RedisConnection | undefined;

@@ -12,17 +12,15 @@
  * few seconds, and the store, which never sees the secret, cannot.
  */
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
+// Ids in a handle: what the data file allows for account and key ids (ours are base64url). A
+// handle is client input that becomes part of store key names, so nothing else gets through.
+import { ID_PATTERN } from '../stores/data-file.js';
 
 const SECRET_BYTES = 32;
 const SECRET_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 /** Bounds the work done on a hostile string before it is rejected. */
 const MAX_TOKEN_LENGTH = 1024;
 const SEAL_INFO = 'gateway refresh grace v1';
-/**
- * Ids in a handle: what the data file allows for account and key ids, and base64url for ours.
- * A handle is client input that becomes part of store key names, so nothing else gets through.
- */
-const HANDLE_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 export interface RefreshTokenParts {
   accountId: string;
@@ -61,7 +59,7 @@ export function parseRefreshToken(token: string): RefreshTokenParts | undefined 
   } catch {
     return undefined;
   }
-  if (!Array.isArray(handle) || handle.length !== 4 || !handle.every((part) => typeof part === 'string' && HANDLE_ID.test(part))) {
+  if (!Array.isArray(handle) || handle.length !== 4 || !handle.every((part) => typeof part === 'string' && ID_PATTERN.test(part))) {
     return undefined;
   }
   const [accountId, keyId, familyId, tokenId] = handle as [string, string, string, string];

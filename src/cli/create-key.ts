@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { hashSecret, secretDigest } from '../auth/credentials.js';
+import { ID_PATTERN } from '../stores/data-file.js';
 import { RedisKeyDirectory } from '../stores/key-directory.redis.js';
 import { UsageError, runWhenExecuted, withRedis } from './redis.js';
 
@@ -26,7 +27,6 @@ export function createApiKey(keyId?: string) {
 }
 
 const USAGE = 'usage: npm run keys:create -- --account <accountId> [--key-id <id>] [--redis]';
-const ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 async function main(): Promise<void> {
   let values;
@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   }
   if (values.account === undefined) throw new UsageError(USAGE);
   for (const id of [values.account, values['key-id']]) {
-    if (id !== undefined && !ID.test(id)) throw new UsageError(`"${id}": ids are 1 to 128 of A-Z a-z 0-9 . _ : @ -`);
+    if (id !== undefined && !ID_PATTERN.test(id)) throw new UsageError(`"${id}": ids are 1 to 128 of A-Z a-z 0-9 . _ : @ -`);
   }
   const key = createApiKey(values['key-id']);
   const lines = [

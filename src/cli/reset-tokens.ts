@@ -7,6 +7,7 @@
  */
 import { parseArgs } from 'node:util';
 import { RedisRevocationStore } from '../stores/revocation.redis.js';
+import { resetRetentionMs } from '../stores/revocation.js';
 import { createLogger } from '../telemetry/log.js';
 import { UsageError, runWhenExecuted, withRedis } from './redis.js';
 
@@ -22,8 +23,7 @@ async function main(): Promise<void> {
   if (values.account === undefined) throw new UsageError(USAGE);
   const scope = values.key === undefined ? { accountId: values.account } : { accountId: values.account, keyId: values.key };
   const at = await withRedis(async (redis, config) => {
-    const t = config.tokens;
-    const store = new RedisRevocationStore(redis, { retainMs: (t.refreshFamilyMaxSeconds + t.clockSkewSeconds) * 1000, log: createLogger('warn', process.stderr) });
+    const store = new RedisRevocationStore(redis, { retainMs: resetRetentionMs(config.tokens), log: createLogger('warn', process.stderr) });
     const now = Date.now();
     await store.reset(scope, now);
     return now;

@@ -10,7 +10,7 @@
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import { formatBearerChallenge } from './challenge.js';
-import { GatewayError, InternalError, InvalidRequest, StoreUnavailable } from './errors.js';
+import { GatewayError, InternalError, InvalidRequest } from './errors.js';
 import { failure } from '../http/envelope.js';
 
 export interface BoundaryOptions {
@@ -25,9 +25,9 @@ export function errorBoundary({ realm, log }: BoundaryOptions) {
     } catch (thrown) {
       const error = toGatewayError(thrown);
       const requestId = ctx.state.requestId as string | undefined;
-      if (error instanceof StoreUnavailable) {
-        // Expected during an outage, once per request: one line, no stack.
-        log.warn({ requestId, cause: error.cause instanceof Error ? error.cause.message : undefined }, 'store unavailable');
+      if (error.status >= 500 && error.expose) {
+        // A known condition the caller is told about (a store outage): one line, no stack.
+        log.warn({ requestId, code: error.code, cause: error.cause instanceof Error ? error.cause.message : undefined }, 'dependency unavailable');
       } else if (error.status >= 500) {
         log.error({ err: error.cause ?? error, requestId }, 'request failed');
       }

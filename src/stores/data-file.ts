@@ -8,7 +8,9 @@ import { z } from 'zod';
 
 export const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/;
 /** Account and key ids travel inside tokens and log lines: plain characters only. */
-const ID = z.string().regex(/^[A-Za-z0-9._:@-]{1,128}$/, 'expected 1 to 128 of A-Z a-z 0-9 . _ : @ -');
+/** Account and key ids, wherever they come from (data file, Redis, refresh-token handles, the CLI). */
+export const ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
+const ID = z.string().regex(ID_PATTERN, 'expected 1 to 128 of A-Z a-z 0-9 . _ : @ -');
 export const SECRET_DIGEST_PATTERN = /^sha256:[0-9a-f]{64}$/;
 
 const apiKeySchema = z.strictObject({

@@ -6,12 +6,10 @@
  * A record with a missing or malformed field counts as absent, so a half-written key never
  * signs anyone in.
  */
-import type { DataFile } from './data-file.js';
+import { ID_PATTERN as ID, SECRET_DIGEST_PATTERN as DIGEST, type DataFile } from './data-file.js';
 import type { ApiKeyRecord, KeyDirectory } from './key-directory.js';
 import type { RedisConnection } from './redis/client.js';
 
-const ID = /^[A-Za-z0-9._:@-]{1,128}$/;
-const DIGEST = /^sha256:[0-9a-f]{64}$/;
 
 export class RedisKeyDirectory implements KeyDirectory {
   readonly #redis: RedisConnection;

@@ -46,4 +46,12 @@ export function latestReset(resets: AccountResets, keyId: string): number {
   return Math.max(resets.account ?? 0, resets.keys.get(keyId) ?? 0);
 }
 
+/**
+ * How long a reset must be kept: as long as a token issued before it can live. Refresh
+ * families end within refreshFamilyMaxSeconds; access tokens sooner.
+ */
+export function resetRetentionMs(tokens: { refreshFamilyMaxSeconds: number; clockSkewSeconds: number }): number {
+  return (tokens.refreshFamilyMaxSeconds + tokens.clockSkewSeconds) * 1000;
+}
+
 export const NO_RESETS: AccountResets = Object.freeze({ keys: new Map<string, number>() });

@@ -6,11 +6,15 @@
  * Where no redis-server is installed, Redis suites skip with a loud message, except under CI
  * (`CI` set), where a missing server fails the run: .ci/run installs it.
  */
+import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import type { TestContext } from 'node:test';
 
 import { configSchema, type Config } from '../../src/config/schema.js';
+import { connectRedis, type RedisConnection } from '../../src/stores/redis/client.js';
+import { RedisRevocationStore } from '../../src/stores/revocation.redis.js';
+import type { RevocationStore } from '../../src/stores/revocation.js';
 import { createLogger } from '../../src/telemetry/log.js';
 
 const BINARY = process.env.REDIS_SERVER_BIN ?? 'redis-server';
@@ -93,12 +97,12 @@ async function launch(port: number, extraArgs: string[]): Promise<ChildProcess> 
   child.stderr!.on('data', (c: Buffer) => { output += c.toString(); });
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`redis-server exited (${child.exitCode}): ${output}`);
+    assert.equal(child.exitCode, null, `redis-server exited: ${output}`);
     if (await answersPing(port)) return child;
     await new Promise((r) => setTimeout(r, 20));
   }
   child.kill('SIGKILL');
-  throw new Error(`redis-server did not start on port ${port}: ${output}`);
+  assert.fail(`redis-server did not start on port ${port}: ${output}`);
 }
 
 /** A raw PING over TCP, so the helper does not depend on the client under test. */
@@ -127,3 +131,33 @@ export function redisSettings(url: string, extra: Partial<Config['redis']> = {})
 }
 
 export const silentLog = createLogger('silent');
+
+/** A connection of the gateway's own client, once it is ready. */
+export async function connectedRedis(settings: Config['redis'], timeoutMs = 10_000): Promise<RedisConnection> {
+  const redis = connectRedis(settings, silentLog);
+  if (!(await redis.waitUntilReady(timeoutMs))) {
+    await redis.close();
+    assert.fail('the Redis client did not become ready');
+  }
+  return redis;
+}
+
+/**
+ * Two connections, each with its own reset store: two gateway instances on one Redis, for the
+ * revocation contract. `close` closes both, then runs `after` (stopping a server, say).
+ */
+export async function twoRevocationStores(settings: Config['redis'], retainMs: number, after: () => Promise<void> = async () => {}): Promise<{ a: RevocationStore; b: RevocationStore; close(): Promise<void> }> {
+  const connections: RedisConnection[] = [];
+  const close = async () => {
+    for (const redis of connections) await redis.close();
+    await after();
+  };
+  try {
+    for (let i = 0; i < 2; i++) connections.push(await connectedRedis(settings));
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  const [a, b] = connections.map((redis) => new RedisRevocationStore(redis, { retainMs, log: silentLog }));
+  return { a: a!, b: b!, close };
+}

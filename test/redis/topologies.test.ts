@@ -20,12 +20,12 @@ import { decodeJwt } from 'jose';
 import type { Config } from '../../src/config/schema.js';
 import { readDataFile } from '../../src/stores/data-file.js';
 import { RedisKeyDirectory } from '../../src/stores/key-directory.redis.js';
-import { connectRedis, type RedisConnection } from '../../src/stores/redis/client.js';
+import { connectRedis } from '../../src/stores/redis/client.js';
 import { RedisRevocationStore } from '../../src/stores/revocation.redis.js';
 import { RedisRefreshTokenStore } from '../../src/stores/token-store.redis.js';
 import { ManualClock } from '../helpers/clock.js';
 import { call, DEMO, postJson, sha256Hex, signIn, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
-import { redisSettings, redisSuite, silentLog } from '../helpers/redis.js';
+import { connectedRedis, redisSettings, redisSuite, silentLog, twoRevocationStores } from '../helpers/redis.js';
 import { redisCli, startRedisCluster, startRedisSentinel, type TestRedisCluster } from '../helpers/redis-topologies.js';
 import { runRevocationContract } from '../contracts/revocation.contract.js';
 import { runTokenStoreContract } from '../contracts/token-store.contract.js';
@@ -47,14 +47,6 @@ function clusterSettings(nodes: string[], extra: Partial<Config['redis']> = {}):
   return redisSettings('redis://unused', { url: undefined, clusterNodes: nodes, ...extra });
 }
 
-async function connected(settings: Config['redis']): Promise<RedisConnection> {
-  const redis = connectRedis(settings, silentLog);
-  if (!(await redis.waitUntilReady(10_000))) {
-    await redis.close();
-    throw new Error('the Redis client did not become ready');
-  }
-  return redis;
-}
 
 /** Keys matching `pattern` on each node, by port (a Cluster node answers KEYS for its own slots only). */
 async function keysByNode(c: TestRedisCluster, pattern: string): Promise<Map<number, string[]>> {
@@ -194,7 +186,7 @@ test('Redis Sentinel: a gateway given the sentinels and the master name finds th
 
 runTokenStoreContract('redis cluster (3 masters)', async () => {
   const c = await sharedCluster();
-  const redis = await connected(clusterSettings(c.nodes, { keyPrefix: 'contract' }));
+  const redis = await connectedRedis(clusterSettings(c.nodes, { keyPrefix: 'contract' }));
   return {
     store: new RedisRefreshTokenStore(redis),
     resets: new RedisRevocationStore(redis, { retainMs: RETAIN_MS, log: silentLog }),
@@ -206,26 +198,12 @@ runTokenStoreContract('redis cluster (3 masters)', async () => {
 // from the node that ran the script to whichever node each subscriber picked.
 runRevocationContract('redis cluster (3 masters)', async () => {
   const c = await sharedCluster();
-  const connections: RedisConnection[] = [];
-  try {
-    for (let i = 0; i < 2; i++) connections.push(await connected(clusterSettings(c.nodes, { keyPrefix: 'revocation' })));
-  } catch (err) {
-    for (const redis of connections) await redis.close();
-    throw err;
-  }
-  const [a, b] = connections.map((redis) => new RedisRevocationStore(redis, { retainMs: RETAIN_MS, log: silentLog }));
-  return {
-    a: a!,
-    b: b!,
-    close: async () => {
-      for (const redis of connections) await redis.close();
-    },
-  };
+  return twoRevocationStores(clusterSettings(c.nodes, { keyPrefix: 'revocation' }), RETAIN_MS);
 }, redisSuite());
 
 test('Redis Cluster: each account\'s keys share one slot, and accounts spread over the masters', redisSuite(), async (t) => {
   const c = await sharedCluster();
-  const redis = await connected(clusterSettings(c.nodes, { keyPrefix: 'slots' }));
+  const redis = await connectedRedis(clusterSettings(c.nodes, { keyPrefix: 'slots' }));
   t.after(() => redis.close());
   const store = new RedisRefreshTokenStore(redis);
   const resets = new RedisRevocationStore(redis, { retainMs: RETAIN_MS, log: silentLog });
@@ -270,7 +248,7 @@ test('Redis Cluster: each account\'s keys share one slot, and accounts spread ov
 // subscriber replaces its connection silently, so the gateway keeps one of its own).
 test('Redis Cluster: the reset subscriber reports a gap when its connection is replaced', redisSuite(), async (t) => {
   const c = await sharedCluster();
-  const redis = await connected(clusterSettings(c.nodes, { keyPrefix: 'gap' }));
+  const redis = await connectedRedis(clusterSettings(c.nodes, { keyPrefix: 'gap' }));
   t.after(() => redis.close());
   let gaps = 0;
   const heard: string[] = [];

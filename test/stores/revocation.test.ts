@@ -1,11 +1,9 @@
-import { connectRedis } from '../../src/stores/redis/client.js';
 import { MemoryRevocationStore } from '../../src/stores/revocation.memory.js';
-import { RedisRevocationStore } from '../../src/stores/revocation.redis.js';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { runRevocationContract } from '../contracts/revocation.contract.js';
 import { ManualClock } from '../helpers/clock.js';
-import { redisSettings, redisSuite, silentLog, startRedis } from '../helpers/redis.js';
+import { redisSettings, redisSuite, startRedis, twoRevocationStores } from '../helpers/redis.js';
 
 const RETAIN_MS = 30 * 86_400_000;
 
@@ -19,23 +17,7 @@ runRevocationContract('memory', async () => {
 // Two connections to one server, each with its own store: two gateway instances.
 runRevocationContract('redis', async () => {
   const server = await startRedis();
-  const connections = [connectRedis(redisSettings(server.url), silentLog), connectRedis(redisSettings(server.url), silentLog)];
-  for (const redis of connections) {
-    if (!(await redis.waitUntilReady(5000))) {
-      for (const c of connections) await c.close();
-      await server.stop();
-      throw new Error(`no connection to ${server.url} within 5 s`);
-    }
-  }
-  const [a, b] = connections.map((redis) => new RedisRevocationStore(redis, { retainMs: RETAIN_MS, log: silentLog }));
-  return {
-    a: a!,
-    b: b!,
-    close: async () => {
-      for (const redis of connections) await redis.close();
-      await server.stop();
-    },
-  };
+  return twoRevocationStores(redisSettings(server.url), RETAIN_MS, () => server.stop());
 }, redisSuite());
 
 // An earlier reset (which must change nothing) must not shorten how long a later one is kept.

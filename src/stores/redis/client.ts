@@ -98,7 +98,7 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
         const subscriber = new Redis({ ...clientOptions(settings), ...patient, ...node, ...(settings.tls ? { tls: {} } : {}), retryStrategy: () => null });
         subscriber.once('end', () => {
           subscribers.splice(subscribers.indexOf(subscriber), 1);
-          setTimeout(connectNext, Math.min(50 * 2 ** Math.min(attempt, 5), 1000)).unref();
+          setTimeout(connectNext, backoffMs(attempt)).unref();
         });
         listen(subscriber);
       };
@@ -142,8 +142,7 @@ function clientOptions(settings: Config['redis']): RedisOptions {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
-    // Reconnect forever, backing off to one attempt a second.
-    retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 5), 1000),
+    retryStrategy: backoffMs,
     ...(settings.username !== undefined ? { username: settings.username } : {}),
     ...(settings.password !== undefined ? { password: settings.password } : {}),
   };
@@ -154,7 +153,7 @@ function createClient(settings: Config['redis']): Redis | Cluster {
   if (settings.clusterNodes.length > 0) {
     return new Cluster(settings.clusterNodes.map(hostPort), {
       enableOfflineQueue: false,
-      clusterRetryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 5), 1000),
+      clusterRetryStrategy: backoffMs,
       redisOptions: { ...options, ...(settings.tls ? { tls: {} } : {}) },
     });
   }
@@ -168,6 +167,11 @@ function createClient(settings: Config['redis']): Redis | Cluster {
     });
   }
   return new Redis(settings.url!, options);
+}
+
+/** Reconnect forever, backing off from 100 ms to one attempt a second. */
+function backoffMs(attempt: number): number {
+  return Math.min(50 * 2 ** Math.min(attempt, 5), 1000);
 }
 
 function hostPort(address: string): { host: string; port: number } {
