@@ -27,24 +27,31 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, generateKeyPairSync } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { describeSettings } from '../src/config/schema.js';
-import { formatProfileSummary, summarizeProfile, type CpuProfile, type ProfileSummary } from './cpuprofile.js';
+import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
+import { boundedInt, usage } from './lib/cli.js';
+import { cleanEnv, prepareRuntime, RESULTS, ROOT, sourceVersion, startGateway, type Gateway as AnyGateway, type Runtime } from './lib/gateway.js';
+import {
+  checkPrerequisites, CLIENT_CORE, contextSwitches, cpuModel, foreignCores, freePort, nproc, PIN, pinned, pinSelf, processCpuSeconds,
+  Quiet, QUIET_CORES, sampleLoad, SERVER_CORE, stolenCores, wrkVersion,
+} from './lib/machine.js';
+import { installCleanup, isRunning, Output, removeAtExit, startWatchdog, stopAll, stopChild, track } from './lib/processes.js';
+import { profileClockUs, readProfile, summarizeWindow } from './lib/profile.js';
+import { fmt, log, median, writeReadmeSection, type ReadmeSection } from './lib/report.js';
+import { runWrk, socketErrors, type WrkSummary } from './lib/wrk.js';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const RESULTS = join(ROOT, 'bench', 'results');
-const BUILD_DIR = join(RESULTS, 'dist');
-const README = join(ROOT, 'bench', 'README.md');
-const SECTION = '## Sign-in and refresh: memory vs Redis';
-const BEGIN = '<!-- bench:auth results: begin (written by npm run bench:auth) -->';
-const END = '<!-- bench:auth results: end -->';
+const NAME = 'bench:auth';
+const README: ReadmeSection = {
+  file: join(ROOT, 'bench', 'README.md'),
+  section: '## Sign-in and refresh: memory vs Redis',
+  begin: '<!-- bench:auth results: begin (written by npm run bench:auth) -->',
+  end: '<!-- bench:auth results: end -->',
+};
 
 const API_KEY = 'ak_demo_alice';
 const API_SECRET_HASH = createHash('sha256').update('sk_demo_alice_secret').digest('hex');
@@ -70,12 +77,12 @@ const { values: opt } = parseArgs({
     'quiet-wait': { type: 'string', default: '120' },
   },
 });
-const ROUNDS = boundedInt('rounds', opt.rounds, 1, 20);
-const SECONDS = boundedInt('seconds', opt.seconds, 1, 30);
-const WARMUP = boundedInt('warmup', opt.warmup, 0, 30);
-const CONNECTIONS = boundedInt('connections', opt.connections, 1, 512);
-const QUIET_WAIT = boundedInt('quiet-wait', opt['quiet-wait'], 0, 600);
-if (opt.runtime !== 'dist' && opt.runtime !== 'tsx') usage('--runtime is dist or tsx');
+const ROUNDS = boundedInt(NAME, 'rounds', opt.rounds, 1, 20);
+const SECONDS = boundedInt(NAME, 'seconds', opt.seconds, 1, 30);
+const WARMUP = boundedInt(NAME, 'warmup', opt.warmup, 0, 30);
+const CONNECTIONS = boundedInt(NAME, 'connections', opt.connections, 1, 512);
+const QUIET_WAIT = boundedInt(NAME, 'quiet-wait', opt['quiet-wait'], 0, 600);
+if (opt.runtime !== 'dist' && opt.runtime !== 'tsx') usage(NAME, '--runtime is dist or tsx');
 const STATES: StateName[] = opt['no-keys-variant'] ? ['memory', 'redis'] : ['memory', 'redis', 'redis+keys'];
 /** Chains per refresh run: more than connections, see bench/wrk/refresh.lua. */
 const CHAINS = 2 * CONNECTIONS + 1;
@@ -83,211 +90,9 @@ const PROBE_OPS = 200;
 /** Hard bound on the whole run, whatever happens. */
 const BUDGET_MS = (60 + QUIET_WAIT + STATES.length * OPS.length * (WARMUP + ROUNDS * (SECONDS + 2) + (opt.profile ? WARMUP + SECONDS + 5 : 0))) * 2 * 1000;
 
-function boundedInt(name: string, text: string | undefined, min: number, max: number): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < min || n > max) usage(`--${name} must be an integer from ${min} to ${max}`);
-  return n;
-}
-
-function usage(message: string): never {
-  process.stderr.write(`bench:auth: ${message}\n`);
-  process.exit(2);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Child processes: every one is tracked and stopped, whatever ends this script.
-
-const children = new Set<ChildProcess>();
-let stopping: Promise<void> | undefined;
-/** This run's scratch folder (tokens, redis dir, profiles), removed at exit. */
-let scratch: string | undefined;
-
-function track(child: ChildProcess): ChildProcess {
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return child;
-}
-
-function isRunning(child: ChildProcess): boolean {
-  return child.exitCode === null && child.signalCode === null;
-}
-
-async function stopChild(child: ChildProcess, graceMs = 5000): Promise<void> {
-  if (!isRunning(child)) return;
-  const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => {
-    if (isRunning(child)) child.kill('SIGKILL');
-  }, graceMs);
-  await exited;
-  clearTimeout(timer);
-}
-
-function stopAll(): Promise<void> {
-  stopping ??= Promise.all([...children].map((c) => stopChild(c))).then(() => undefined);
-  return stopping;
-}
-
-// Last resort (the event loop is gone): no grace, but nothing is left behind.
-process.on('exit', () => {
-  for (const child of children) if (isRunning(child) && child.pid !== undefined) {
-    try { process.kill(child.pid, 'SIGKILL'); } catch { /* already gone */ }
-  }
-  if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
-});
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  // Kept installed, so that a second Ctrl-C while stopping does not cut the clean-up short.
-  process.on(signal, () => {
-    if (stopping !== undefined) return;
-    process.stderr.write(`\nbench:auth: ${signal}: stopping ${children.size} process(es)\n`);
-    void stopAll().finally(() => process.exit(130));
-  });
-}
-
-/** The last lines a process wrote, and how many were warnings or errors (pino levels 40+). */
-class Output {
-  readonly lines: string[] = [];
-  problems = 0;
-  #partial = '';
-  constructor(stream: NodeJS.ReadableStream | null) {
-    stream?.setEncoding('utf8');
-    stream?.on('data', (chunk: string) => {
-      const parts = (this.#partial + chunk).split('\n');
-      this.#partial = parts.pop() ?? '';
-      for (const line of parts) {
-        if (/"level":\s*(4|5|6)\d/.test(line)) this.problems++;
-        this.lines.push(line);
-        if (this.lines.length > 40) this.lines.shift();
-      }
-    });
-  }
-  tail(n = 10): string {
-    return [...this.lines.slice(-n), this.#partial].filter((l) => l !== '').join('\n');
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Machine
-
-const nproc = cpus().length;
-const hasTaskset = spawnSync('taskset', ['-V']).status === 0;
-const PIN = hasTaskset && nproc >= 2;
-const GATEWAY_CORE = '1';
-const CLIENT_CORE = '0';
-const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
-
-function pinned(core: string, cmd: string, args: string[]): [string, string[]] {
-  return PIN ? ['taskset', ['-c', core, cmd, ...args]] : [cmd, args];
-}
-
-function firstLine(cmd: string, args: string[]): string {
-  const r = spawnSync(cmd, args, { encoding: 'utf8' });
-  return `${r.stdout ?? ''}${r.stderr ?? ''}`.split('\n')[0]!.trim();
-}
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
-}
-
-/** utime + stime of a whole process (every thread), in seconds; 0 once it is gone. */
-function processCpuSeconds(pid: number, withReapedChildren = false): number {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return 0;
-  }
-  // After "(name) ": stat(5) fields from 3 (state) on; utime is 14, stime 15, cutime 16, cstime 17.
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
-  return (f[11]! + f[12]! + (withReapedChildren ? f[13]! + f[14]! : 0)) / CLK_TCK;
-}
-
-/** Context switches of every thread of a process so far (voluntary and not). */
-function contextSwitches(pid: number): number {
-  let n = 0;
-  try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        for (const m of readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8').matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)/gm)) n += Number(m[1]);
-      } catch { /* the thread ended */ }
-    }
-  } catch { /* the process ended */ }
-  return n;
-}
-
-/** CPU seconds every core of the machine spent busy (idle, iowait and steal excluded), and stolen by the hypervisor. */
-function machineSeconds(): { busy: number; steal: number } {
-  let busy = 0;
-  let steal = 0;
-  for (const line of readFileSync('/proc/stat', 'utf8').split('\n')) {
-    if (!/^cpu\d+ /.test(line)) continue;
-    // user nice system idle iowait irq softirq steal (guest time is already in user)
-    const v = line.trim().split(/\s+/).slice(1, 9).map(Number);
-    busy += v[0]! + v[1]! + v[2]! + v[5]! + v[6]!;
-    steal += v[7] ?? 0;
-  }
-  return { busy: busy / CLK_TCK, steal: steal / CLK_TCK };
-}
-
-/**
- * CPU used by this benchmark (this script, the processes it waited for such as wrk, and the
- * live ones it started) and by everything else on the machine. Others may be running tests in
- * the same checkout: their load is measured, waited out where possible, and reported.
- */
-interface Load {
-  at: number;
-  machine: number;
-  steal: number;
-  self: number;
-  children: number;
-}
-
-function sampleLoad(): Load {
-  let live = 0;
-  for (const child of children) if (isRunning(child) && child.pid !== undefined) live += processCpuSeconds(child.pid);
-  const m = machineSeconds();
-  return { at: performance.now(), machine: m.busy, steal: m.steal, self: processCpuSeconds(process.pid, true), children: live };
-}
-
-/** Cores' worth of CPU that something other than this benchmark used between two samples. */
-function foreignCores(a: Load, b: Load): number {
-  const seconds = (b.at - a.at) / 1000;
-  const foreign = (b.machine - a.machine) - (b.self - a.self) - (b.children - a.children);
-  return seconds <= 0 ? 0 : Math.max(0, foreign / seconds);
-}
-
-/** Cores' worth of time the hypervisor took from this machine between two samples. */
-function stolenCores(a: Load, b: Load): number {
-  const seconds = (b.at - a.at) / 1000;
-  return seconds <= 0 ? 0 : (b.steal - a.steal) / seconds;
-}
-
-/** Foreign load above this many cores makes a run wait (up to the quiet-wait budget). */
-const QUIET_CORES = 0.15;
-let quietBudgetMs = 0;
-
-async function waitForQuiet(label: string): Promise<number> {
-  let waited = 0;
-  for (;;) {
-    const a = sampleLoad();
-    await sleep(500);
-    const load = foreignCores(a, sampleLoad());
-    if (load < QUIET_CORES || quietBudgetMs <= 0) {
-      if (waited > 0) log(`  (waited ${(waited / 1000).toFixed(1)} s for other load to pass before ${label}; now ${load.toFixed(2)} cores)`);
-      return load;
-    }
-    if (waited === 0) log(`  other processes use ${load.toFixed(2)} cores: waiting before ${label}…`);
-    waited += 500;
-    quietBudgetMs -= 500;
-  }
-}
+installCleanup(NAME);
+/** Waiting for other load to pass, within --quiet-wait seconds over the whole run. */
+const quiet = new Quiet(QUIET_WAIT);
 
 // ---------------------------------------------------------------------------------------------
 // Redis
@@ -358,62 +163,10 @@ function describeCalls(m: Map<string, number>, per: number): string {
 
 // ---------------------------------------------------------------------------------------------
 // Gateways
+type Gateway = AnyGateway<StateName>;
 
-interface Gateway {
-  state: StateName;
-  proc: ChildProcess;
-  pid: number;
-  url: string;
-  out: Output;
-  err: Output;
-}
-
-interface Runtime {
-  mode: 'dist' | 'tsx';
-  /** Node arguments before any extra flags, then the entry point. */
-  entry: string[];
-  cli: (name: string) => string[];
-  note: string;
-}
-
-function prepareRuntime(): Runtime {
-  const tsx: Runtime = {
-    mode: 'tsx',
-    entry: ['--import', 'tsx', join(ROOT, 'src', 'main.ts')],
-    cli: (name) => ['--import', 'tsx', join(ROOT, 'src', 'cli', `${name}.ts`)],
-    note: 'src/ run through tsx (`node --import tsx src/main.ts`)',
-  };
-  if (opt.runtime === 'tsx') return tsx;
-  rmSync(BUILD_DIR, { recursive: true, force: true });
-  const tsc = join(ROOT, 'node_modules', '.bin', 'tsc');
-  const r = spawnSync(tsc, ['-p', join(ROOT, 'tsconfig.build.json'), '--outDir', BUILD_DIR], { cwd: ROOT, encoding: 'utf8' });
-  if (r.status !== 0 || !existsSync(join(BUILD_DIR, 'main.js'))) {
-    log(`build failed (src/ may be mid-edit), falling back to tsx:\n${(r.stdout + r.stderr).split('\n').slice(0, 10).join('\n')}`);
-    return tsx;
-  }
+function gatewaySettings(state: StateName, signingKeys: string, redisUrl: string): Record<string, string> {
   return {
-    mode: 'dist',
-    entry: [join(BUILD_DIR, 'main.js')],
-    cli: (name) => [join(BUILD_DIR, 'cli', `${name}.js`)],
-    note: 'src/ compiled by `tsc -p tsconfig.build.json` into bench/results/dist and run as `node main.js` (as the Docker image runs dist/main.js; dist/ itself is not touched)',
-  };
-}
-
-/** The environment with every gateway setting removed, so nothing from the caller's shell leaks in. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const row of describeSettings()) if (row.env !== undefined) delete env[row.env];
-  delete env.GATEWAY_CONFIG;
-  delete env.NODE_OPTIONS;
-  return env;
-}
-
-function gatewayEnv(state: StateName, port: number, signingKeys: string, redisUrl: string): NodeJS.ProcessEnv {
-  return {
-    ...cleanEnv(),
-    NODE_ENV: 'production',
-    HOST: '127.0.0.1',
-    PORT: String(port),
     LOG_LEVEL: 'warn',
     SIGNING_KEYS: signingKeys,
     ...(state === 'memory' ? {} : { REDIS_URL: redisUrl }),
@@ -421,24 +174,8 @@ function gatewayEnv(state: StateName, port: number, signingKeys: string, redisUr
   };
 }
 
-async function startGateway(state: StateName, runtime: Runtime, signingKeys: string, redisUrl: string, nodeFlags: string[] = []): Promise<Gateway> {
-  // PORT=0 would pick a port, but the line that names it is logged at info, under LOG_LEVEL=warn.
-  const port = await freePort();
-  const [cmd, args] = pinned(GATEWAY_CORE, process.execPath, [...nodeFlags, ...runtime.entry]);
-  const proc = track(spawn(cmd, args, { cwd: ROOT, env: gatewayEnv(state, port, signingKeys, redisUrl), stdio: ['ignore', 'pipe', 'pipe'] }));
-  const gw: Gateway = { state, proc, pid: proc.pid!, url: `http://127.0.0.1:${port}`, out: new Output(proc.stdout), err: new Output(proc.stderr) };
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (!isRunning(proc)) throw new Error(`gateway ${state} exited before listening:\n${gw.err.tail()}\n${gw.out.tail()}`);
-    try {
-      const res = await fetch(`${gw.url}/readyz`);
-      await res.arrayBuffer();
-      if (res.status === 200) break;
-    } catch { /* not listening yet */ }
-    if (Date.now() > deadline) throw new Error(`gateway ${state} not ready on ${gw.url}:\n${gw.err.tail()}\n${gw.out.tail()}`);
-    await sleep(50);
-  }
-  return gw;
+function startStateGateway(state: StateName, runtime: Runtime, signingKeys: string, redisUrl: string, nodeFlags: string[] = []): Promise<Gateway> {
+  return startGateway({ name: state, runtime, settings: gatewaySettings(state, signingKeys, redisUrl), nodeFlags });
 }
 
 interface Pair {
@@ -457,13 +194,13 @@ async function post(url: string, body: string): Promise<{ status: number; pair?:
 
 async function signIn(gw: Gateway): Promise<Pair> {
   const r = await post(`${gw.url}/api/signin`, SIGNIN_BODY);
-  if (r.pair === undefined) throw new Error(`sign-in on ${gw.state} answered ${r.status}`);
+  if (r.pair === undefined) throw new Error(`sign-in on ${gw.name} answered ${r.status}`);
   return r.pair;
 }
 
 async function refresh(gw: Gateway, token: string): Promise<Pair> {
   const r = await post(`${gw.url}/api/refresh`, JSON.stringify({ refreshToken: token }));
-  if (r.pair === undefined) throw new Error(`refresh on ${gw.state} answered ${r.status}`);
+  if (r.pair === undefined) throw new Error(`refresh on ${gw.name} answered ${r.status}`);
   return r.pair;
 }
 
@@ -483,38 +220,14 @@ async function prepareChains(gw: Gateway, n: number, file: string): Promise<void
 // ---------------------------------------------------------------------------------------------
 // Load (wrk)
 
-interface WrkSummary {
-  requests: number;
-  duration_us: number;
-  status_errors: number;
-  connect_errors: number;
-  read_errors: number;
-  write_errors: number;
-  timeouts: number;
-  p50_us: number;
-  p90_us: number;
-  p99_us: number;
-  max_us: number;
-  mean_us: number;
-  /** refresh only (-1 for sign-in): answers 200 whose successor token was read. */
-  ok: number;
-  bad: number;
-  starved: number;
-}
-
-async function runWrk(gw: Gateway, op: Op, seconds: number, tokensFile: string): Promise<WrkSummary> {
-  const script = join(ROOT, 'bench', 'wrk', `${op}.lua`);
-  const tail = op === 'signin' ? [SIGNIN_BODY] : [tokensFile, '1'];
-  const [cmd, args] = pinned(CLIENT_CORE, 'wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--timeout', '5s', '-s', script, `${gw.url}/api/${op}`, '--', ...tail]);
-  const proc = track(spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
-  const out = new Output(proc.stdout);
-  const err = new Output(proc.stderr);
-  const killer = setTimeout(() => proc.kill('SIGKILL'), (seconds + 15) * 1000);
-  const code = await new Promise<number | null>((done) => proc.once('exit', (c) => done(c)));
-  clearTimeout(killer);
-  const line = out.lines.find((l) => l.startsWith('BENCHJSON '));
-  if (code !== 0 || line === undefined) throw new Error(`wrk failed (exit ${code}):\n${err.tail()}\n${out.tail()}`);
-  return JSON.parse(line.slice('BENCHJSON '.length)) as WrkSummary;
+function runOp(gw: Gateway, op: Op, seconds: number, tokensFile: string): Promise<WrkSummary> {
+  return runWrk({
+    script: join(ROOT, 'bench', 'wrk', `${op}.lua`),
+    url: `${gw.url}/api/${op}`,
+    connections: CONNECTIONS,
+    seconds,
+    args: op === 'signin' ? [SIGNIN_BODY] : [tokensFile, '1'],
+  });
 }
 
 interface Run {
@@ -563,14 +276,14 @@ interface Context {
 async function measure(ctx: Context, gw: Gateway, op: Op, seconds: number, round: number): Promise<Run> {
   const tokens = join(ctx.tmp, `tokens-${gw.pid}-${op}.txt`);
   if (op === 'refresh') await prepareChains(gw, CHAINS, tokens);
-  await waitForQuiet(`${gw.state} ${OP_NAME[op]}`);
-  const usesRedis = gw.state !== 'memory';
+  await quiet.wait(`${gw.name} ${OP_NAME[op]}`);
+  const usesRedis = gw.name !== 'memory';
   const callsBefore = usesRedis ? await commandCalls(ctx.redis.admin) : undefined;
   const redisCpuBefore = processCpuSeconds(ctx.redis.proc.pid!);
   const gwCpuBefore = processCpuSeconds(gw.pid);
   const switchesBefore = contextSwitches(gw.pid);
   const loadBefore = sampleLoad();
-  const w = await runWrk(gw, op, seconds, tokens);
+  const w = await runOp(gw, op, seconds, tokens);
   const loadAfter = sampleLoad();
   const gwCpuAfter = processCpuSeconds(gw.pid);
   const switchesAfter = contextSwitches(gw.pid);
@@ -578,15 +291,14 @@ async function measure(ctx: Context, gw: Gateway, op: Op, seconds: number, round
   await sleep(200);
   const redisCpuAfter = processCpuSeconds(ctx.redis.proc.pid!);
   const callsAfter = usesRedis ? await commandCalls(ctx.redis.admin) : undefined;
-  if (!isRunning(gw.proc)) throw new Error(`gateway ${gw.state} died during ${op}:\n${gw.err.tail()}\n${gw.out.tail()}`);
+  if (!isRunning(gw.proc)) throw new Error(`gateway ${gw.name} died during ${op}:\n${gw.err.tail()}\n${gw.out.tail()}`);
 
-  const socketErrors = w.connect_errors + w.read_errors + w.write_errors + w.timeouts;
   const ok = op === 'refresh' ? w.ok : w.requests - w.status_errors;
-  const errors = (op === 'refresh' ? w.bad : w.status_errors) + socketErrors;
+  const errors = (op === 'refresh' ? w.bad : w.status_errors) + socketErrors(w);
   const elapsed = w.duration_us / 1e6;
   const perOp = (cpuSeconds: number) => (cpuSeconds * 1e6) / Math.max(ok, 1);
   const run: Run = {
-    state: gw.state, op, round, ok, errors,
+    state: gw.name, op, round, ok, errors,
     opsPerSec: ok / elapsed,
     p50Ms: w.p50_us / 1000, p99Ms: w.p99_us / 1000, maxMs: w.max_us / 1000,
     gatewayCpuUsPerOp: perOp(gwCpuAfter - gwCpuBefore),
@@ -607,21 +319,11 @@ async function measure(ctx: Context, gw: Gateway, op: Op, seconds: number, round
     run.commandsPerOp = (sumCalls(calls) - background) / Math.max(ok, 1);
     run.redisCpuUsPerOp = perOp(redisCpuAfter - redisCpuBefore);
   }
-  if (w.starved > 0) log(`  note: ${gw.state} ${op}: ${w.starved} request(s) found no live token`);
+  if (w.starved > 0) log(`  note: ${gw.name} ${op}: ${w.starved} request(s) found no live token`);
   return run;
 }
 
 /** Runs still disturbed by other processes are repeated, at most twice, within the quiet-wait budget. */
-async function measureQuietly(ctx: Context, gw: Gateway, op: Op, round: number): Promise<Run> {
-  for (let attempt = 1; ; attempt++) {
-    const run = await measure(ctx, gw, op, SECONDS, round);
-    run.attempts = attempt;
-    if (run.foreignCores < QUIET_CORES || attempt === 3 || quietBudgetMs <= 0) return run;
-    log(`  ${gw.state} ${OP_NAME[op]}: other processes used ${run.foreignCores.toFixed(2)} cores during the run (${fmt(run.opsPerSec)} ops/s): repeating it`);
-    quietBudgetMs -= SECONDS * 1000;
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Round trips: an exact count over sequential calls
 
@@ -675,7 +377,7 @@ async function probeRoundTrips(ctx: Context, gw: Gateway): Promise<Probe> {
       for (let c = 0; c < chains; c++) heads[c] = (await refresh(gw, heads[c]!)).refreshToken;
     }
   });
-  return { state: gw.state, signin: { ok: PROBE_OPS, tally: signin }, refresh: { ok: PROBE_OPS, tally: refreshTally } };
+  return { state: gw.name, signin: { ok: PROBE_OPS, tally: signin }, refresh: { ok: PROBE_OPS, tally: refreshTally } };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -690,47 +392,27 @@ interface ProfileResult {
 async function profileState(ctx: Context, state: StateName, runtime: Runtime, signingKeys: string): Promise<ProfileResult[]> {
   const dir = join(ctx.tmp, `prof-${state.replace('+', '-')}`);
   mkdirSync(dir, { recursive: true });
-  const gw = await startGateway(state, runtime, signingKeys, ctx.redis.url, ['--cpu-prof', '--cpu-prof-dir', dir]);
+  const gw = await startStateGateway(state, runtime, signingKeys, ctx.redis.url, ['--cpu-prof', '--cpu-prof-dir', dir]);
   const windows: [Op, number, number][] = [];
   try {
     for (const op of OPS) if (WARMUP > 0) await measure(ctx, gw, op, WARMUP, -1);
     for (const op of OPS) {
       const tokens = join(ctx.tmp, `tokens-${gw.pid}-${op}.txt`);
       if (op === 'refresh') await prepareChains(gw, CHAINS, tokens);
-      await waitForQuiet(`profiling ${state} ${OP_NAME[op]}`);
-      const from = Number(process.hrtime.bigint() / 1000n);
-      await runWrk(gw, op, SECONDS, tokens);
-      windows.push([op, from, Number(process.hrtime.bigint() / 1000n)]);
+      await quiet.wait(`profiling ${state} ${OP_NAME[op]}`);
+      const from = profileClockUs();
+      await runOp(gw, op, SECONDS, tokens);
+      windows.push([op, from, profileClockUs()]);
     }
   } finally {
     await stopChild(gw.proc, 15_000);
   }
-  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
-  if (file === undefined) throw new Error(`no .cpuprofile written in ${dir}`);
-  const raw = readFileSync(join(dir, file), 'utf8');
-  mkdirSync(RESULTS, { recursive: true });
-  const kept = join(RESULTS, `auth-${state.replace('+', '-')}.cpuprofile`);
-  writeFileSync(kept, raw);
-  const profile = JSON.parse(raw) as CpuProfile;
-  return windows.map(([op, from, to]) => {
-    let summary = summarizeProfile(profile, [from, to], 10);
-    if (summary.busyMs === 0) {
-      log(`  note: no samples of ${state} ${op} in its time window; summarizing the whole profile`);
-      summary = summarizeProfile(profile, undefined, 10);
-    }
-    return { state, op, summary };
-  });
+  const profile = readProfile(dir, join(RESULTS, `auth-${state.replace('+', '-')}.cpuprofile`));
+  return windows.map(([op, from, to]) => ({ state, op, summary: summarizeWindow(profile, [from, to], `${state} ${op}`) }));
 }
 
 // ---------------------------------------------------------------------------------------------
 // Statistics and report
-
-function median(xs: number[]): number {
-  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
 
 interface Row {
   state: StateName;
@@ -792,7 +474,6 @@ function pairedRatio(runs: Run[], state: StateName, op: Op): { median: number; m
   return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) };
 }
 
-const fmt = (n: number | undefined, digits = 0) => (n === undefined || !Number.isFinite(n) ? '—' : n.toFixed(digits));
 const OP_NAME: Record<Op, string> = { signin: 'sign-in', refresh: 'refresh' };
 
 function resultsTable(rows: Row[], runs: Run[]): string {
@@ -830,61 +511,21 @@ function roundsTable(runs: Run[]): string {
   return lines.join('\n');
 }
 
-function log(message: string): void {
-  process.stderr.write(`${message}\n`);
-}
-
-// ---------------------------------------------------------------------------------------------
-// README
-
-function writeReadme(generated: string): void {
-  const block = `${BEGIN}\n${generated.trim()}\n${END}`;
-  let text = existsSync(README) ? readFileSync(README, 'utf8') : '# Benchmarks\n';
-  const begin = text.indexOf(BEGIN);
-  const end = text.indexOf(END);
-  if (begin >= 0 && end > begin) {
-    text = `${text.slice(0, begin)}${block}${text.slice(end + END.length)}`;
-  } else if (text.includes(SECTION)) {
-    // The section exists without markers: put the results at its end.
-    const start = text.indexOf(SECTION) + SECTION.length;
-    const next = text.slice(start).search(/\n## /);
-    const at = next < 0 ? text.length : start + next;
-    text = `${text.slice(0, at).trimEnd()}\n\n${block}\n${text.slice(at)}`;
-  } else {
-    text = `${text.trimEnd()}\n\n${SECTION}\n\n${block}\n`;
-  }
-  writeFileSync(README, text);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Main
 
 async function main(): Promise<void> {
   const started = new Date();
-  const watchdog = setTimeout(() => {
-    log(`bench:auth: over its time budget (${Math.round(BUDGET_MS / 1000)} s): stopping`);
-    void stopAll().finally(() => process.exit(1));
-  }, BUDGET_MS);
-  watchdog.unref();
-
-  const nodeMajor = Number(process.versions.node.split('.')[0]);
-  if (nodeMajor < 22) throw new Error(`Node ${process.version}: the gateway needs 22+ (run through npm run bench:auth, which uses node_modules/.bin/node)`);
-  for (const tool of ['wrk', 'redis-server']) {
-    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) throw new Error(`${tool} is not installed`);
-  }
+  startWatchdog(NAME, BUDGET_MS);
+  checkPrerequisites(NAME, ['wrk', 'redis-server']);
   checkDemoCredentials();
-  quietBudgetMs = QUIET_WAIT * 1000;
-  if (PIN) spawnSync('taskset', ['-a', '-p', '-c', CLIENT_CORE, String(process.pid)], { stdio: 'ignore' });
-  else log('note: not pinning processes to cores (needs taskset and 2+ cores)');
+  if (!pinSelf(CLIENT_CORE)) log('note: not pinning processes to cores (needs taskset and 2+ cores)');
 
   const tmp = mkdtempSync(join(tmpdir(), 'bench-auth-'));
-  scratch = tmp;
+  removeAtExit(tmp);
   try {
-    // What is measured: src/ as it is when the run starts (others may be committing meanwhile).
-    const head = firstLine('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']);
-    const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src'], { encoding: 'utf8' }).stdout.trim() !== '';
-    const sourceVersion = `commit ${head}${dirty ? ' with uncommitted changes in src/' : ''}`;
-    const runtime = prepareRuntime();
+    const source = sourceVersion();
+    const runtime = prepareRuntime(opt.runtime as 'dist' | 'tsx');
     const { privateKey } = generateKeyPairSync('ed25519');
     const signingKeys = JSON.stringify([{ kid: 'bench-1', alg: 'EdDSA', pem: privateKey.export({ type: 'pkcs8', format: 'pem' }) }]);
 
@@ -894,7 +535,7 @@ async function main(): Promise<void> {
       if (r.status !== 0) throw new Error(`keys:import failed: ${r.stderr}`);
     }
     const gateways = new Map<StateName, Gateway>();
-    for (const state of STATES) gateways.set(state, await startGateway(state, runtime, signingKeys, redis.url));
+    for (const state of STATES) gateways.set(state, await startStateGateway(state, runtime, signingKeys, redis.url));
     for (const gw of gateways.values()) await refresh(gw, (await signIn(gw)).refreshToken);
 
     // Background: what reaches Redis while the gateways idle.
@@ -905,13 +546,13 @@ async function main(): Promise<void> {
 
     const env = {
       date: started.toISOString(),
-      commit: sourceVersion,
-      cpu: `${nproc} × ${cpus()[0]?.model ?? 'unknown'}`,
+      commit: source,
+      cpu: cpuModel(),
       node: process.version,
       redis: redis.version,
-      wrk: firstLine('wrk', ['--version']).replace(/ Copyright.*/, ''),
+      wrk: wrkVersion(),
       runtime: runtime.note,
-      pinning: PIN ? `gateways on core ${GATEWAY_CORE} (\`taskset -c ${GATEWAY_CORE}\`, all their threads); wrk, redis-server and this script on core ${CLIENT_CORE}` : 'none (needs taskset and 2+ cores)',
+      pinning: PIN ? `gateways on core ${SERVER_CORE} (\`taskset -c ${SERVER_CORE}\`, all their threads); wrk, redis-server and this script on core ${CLIENT_CORE}` : 'none (needs taskset and 2+ cores)',
     };
     log(`bench:auth: ${env.cpu}; node ${env.node}; redis ${env.redis}; ${env.wrk}; runtime ${runtime.mode}`);
     log(`bench:auth: ${STATES.join(', ')}; ${ROUNDS} rounds of ${SECONDS} s per operation and state, ${CONNECTIONS} connections; pinning: ${env.pinning}`);
@@ -934,13 +575,14 @@ async function main(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? STATES : [...STATES].reverse();
       for (const op of OPS) for (const state of order) {
-        const run = await measureQuietly(ctx, gateways.get(state)!, op, round);
+        const gw = gateways.get(state)!;
+        const run = await quiet.repeatDisturbed(`${state} ${OP_NAME[op]}`, SECONDS, () => measure(ctx, gw, op, SECONDS, round), (r) => `${fmt(r.opsPerSec)} ops/s`);
         runs.push(run);
         log(`round ${round + 1}/${ROUNDS} ${OP_NAME[op].padEnd(7)} ${state.padEnd(10)} ${fmt(run.opsPerSec).padStart(6)} ops/s  p50 ${fmt(run.p50Ms, 2)} ms  p99 ${fmt(run.p99Ms, 2)} ms`
           + `  gw ${fmt(run.gatewayCpuUsPerOp)} µs/op ${fmt(run.gatewaySwitchesPerOp, 1)} cs/op${run.roundTripsPerOp === undefined ? '' : `  redis ${fmt(run.roundTripsPerOp, 2)} rt/op`}  wrk ${fmt(run.clientCpuUsPerOp)} µs/op  core use gw ${fmt(100 * run.gatewayCoreUse)} % client ${fmt(100 * run.clientCoreUse)} %  other load ${fmt(run.foreignCores, 2)} cores  steal ${fmt(run.stolenCores, 2)}${run.errors > 0 ? `  ERRORS ${run.errors}` : ''}`);
       }
     }
-    const problems = [...gateways.values()].map((g) => ({ state: g.state, count: g.out.problems + g.err.problems, tail: g.out.tail(5) }));
+    const problems = [...gateways.values()].map((g) => ({ state: g.name, count: g.out.problems + g.err.problems, tail: g.out.tail(5) }));
     for (const gw of gateways.values()) await stopChild(gw.proc);
 
     const profiles: ProfileResult[] = [];
@@ -1008,8 +650,8 @@ async function main(): Promise<void> {
     }, null, 2));
     log(`\nraw figures: ${json}`);
     if (!opt['no-readme']) {
-      writeReadme(generated);
-      log(`results written to ${README}`);
+      writeReadmeSection(README, generated);
+      log(`results written to ${README.file}`);
     }
     redis.admin.disconnect();
   } finally {

@@ -1,7 +1,7 @@
 /**
  * Summaries of a V8 .cpuprofile (as written by `node --cpu-prof`): where the samples of a time
  * window went, by function (self time), by area (a package, a Node subsystem, a gateway source
- * file) and, for the gateway's own functions, inclusive time. Used by bench/auth.ts --profile;
+ * file) and, for the gateway's own functions, inclusive time. Used by the benchmarks' --profile;
  * also runnable on its own:
  *
  *   node --import tsx bench/cpuprofile.ts <file.cpuprofile> [top]

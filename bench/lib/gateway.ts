@@ -1,0 +1,116 @@
+/**
+ * The gateway as the benchmarks run it: src/ compiled into bench/results/dist and started as
+ * `node main.js` (as the Docker image runs dist/main.js), pinned to the server core, with a
+ * clean environment plus the settings a benchmark gives.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { describeSettings } from '../../src/config/schema.js';
+import { firstLine, freePort, pinned, SERVER_CORE } from './machine.js';
+import { isRunning, Output, track } from './processes.js';
+import { log } from './report.js';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const RESULTS = join(ROOT, 'bench', 'results');
+const BUILD_DIR = join(RESULTS, 'dist');
+
+export interface Runtime {
+  mode: 'dist' | 'tsx';
+  /** Node arguments before any extra flags, then the entry point. */
+  entry: string[];
+  cli: (name: string) => string[];
+  note: string;
+}
+
+/** Compiles src/ (falling back to tsx if it does not compile, as while someone is mid-edit). */
+export function prepareRuntime(mode: 'dist' | 'tsx'): Runtime {
+  const tsx: Runtime = {
+    mode: 'tsx',
+    entry: ['--import', 'tsx', join(ROOT, 'src', 'main.ts')],
+    cli: (name) => ['--import', 'tsx', join(ROOT, 'src', 'cli', `${name}.ts`)],
+    note: 'src/ run through tsx (`node --import tsx src/main.ts`)',
+  };
+  if (mode === 'tsx') return tsx;
+  rmSync(BUILD_DIR, { recursive: true, force: true });
+  const tsc = join(ROOT, 'node_modules', '.bin', 'tsc');
+  const r = spawnSync(tsc, ['-p', join(ROOT, 'tsconfig.build.json'), '--outDir', BUILD_DIR], { cwd: ROOT, encoding: 'utf8' });
+  if (r.status !== 0 || !existsSync(join(BUILD_DIR, 'main.js'))) {
+    log(`build failed (src/ may be mid-edit), falling back to tsx:\n${(r.stdout + r.stderr).split('\n').slice(0, 10).join('\n')}`);
+    return tsx;
+  }
+  return {
+    mode: 'dist',
+    entry: [join(BUILD_DIR, 'main.js')],
+    cli: (name) => [join(BUILD_DIR, 'cli', `${name}.js`)],
+    note: 'src/ compiled by `tsc -p tsconfig.build.json` into bench/results/dist and run as `node main.js` (as the Docker image runs dist/main.js; dist/ itself is not touched)',
+  };
+}
+
+/** What is measured: src/ as it is when the run starts (others may be committing meanwhile). */
+export function sourceVersion(): string {
+  const head = firstLine('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']);
+  const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src'], { encoding: 'utf8' }).stdout.trim() !== '';
+  return `commit ${head}${dirty ? ' with uncommitted changes in src/' : ''}`;
+}
+
+/** The environment with every gateway setting removed, so nothing from the caller's shell leaks in. */
+export function cleanEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const row of describeSettings()) if (row.env !== undefined) delete env[row.env];
+  delete env.GATEWAY_CONFIG;
+  delete env.NODE_OPTIONS;
+  return env;
+}
+
+export interface Gateway<N extends string = string> {
+  name: N;
+  proc: ChildProcess;
+  pid: number;
+  url: string;
+  /** Empty when stdout was discarded. */
+  out: Output;
+  err: Output;
+}
+
+export interface GatewayStart<N extends string> {
+  name: N;
+  runtime: Runtime;
+  /** Gateway settings (environment variables) on top of NODE_ENV=production, HOST and PORT. */
+  settings: Record<string, string>;
+  nodeFlags?: string[];
+  /**
+   * 'ignore' sends stdout (the log) to /dev/null, as cheap a sink as any: under LOG_LEVEL=info
+   * a pipe read by this script would put part of the logging cost on the client core.
+   */
+  stdout?: 'pipe' | 'ignore';
+}
+
+/** Starts a gateway on a free port of 127.0.0.1 and waits until /readyz answers 200. */
+export async function startGateway<N extends string>({ name, runtime, settings, nodeFlags = [], stdout = 'pipe' }: GatewayStart<N>): Promise<Gateway<N>> {
+  // PORT=0 would pick a port, but the line that names it is logged at info, which may be off.
+  const port = await freePort();
+  const env = { ...cleanEnv(), NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port), ...settings };
+  const [cmd, args] = pinned(SERVER_CORE, process.execPath, [...nodeFlags, ...runtime.entry]);
+  const proc = track(spawn(cmd, args, { cwd: ROOT, env, stdio: ['ignore', stdout, 'pipe'] }));
+  const gw: Gateway<N> = { name, proc, pid: proc.pid!, url: `http://127.0.0.1:${port}`, out: new Output(proc.stdout), err: new Output(proc.stderr) };
+  await waitReady(gw.url, '/readyz', proc, `gateway ${name}`, () => `${gw.err.tail()}\n${gw.out.tail()}`);
+  return gw;
+}
+
+/** Polls `path` until it answers 200; throws if the process exits or 20 s pass. */
+export async function waitReady(url: string, path: string, proc: ChildProcess, what: string, tail: () => string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (!isRunning(proc)) throw new Error(`${what} exited before listening:\n${tail()}`);
+    try {
+      const res = await fetch(`${url}${path}`);
+      await res.arrayBuffer();
+      if (res.status === 200) return;
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) throw new Error(`${what} not ready on ${url}:\n${tail()}`);
+    await sleep(50);
+  }
+}
