@@ -4,11 +4,13 @@
  * are answered here, still in the envelope, and the connection is closed.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createApp } from './app.js';
+import { GatewayError, InvalidRequest } from './errors/errors.js';
 import { failure } from './http/envelope.js';
+import { answerSocket } from './http/raw-response.js';
 import type { Services } from './services.js';
 import type { Logger } from './telemetry/log.js';
 
@@ -32,7 +34,11 @@ export async function startServer(services: Services): Promise<RunningServer> {
     maxHeaderSize: 16_384,
     // Checked by the app (http/middleware/request-head.ts), so that the answer is the envelope.
     requireHostHeader: false,
+    // Only a WebSocket handshake on a WebSocket route becomes an 'upgrade' event; any other
+    // Upgrade header is ignored and the request served (or refused) by the app as usual.
+    shouldUpgradeCallback: (req: IncomingMessage) => services.proxy.wantsUpgrade(req),
   }, app.callback());
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => services.proxy.upgrade(req, socket, head));
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, services.log));
   // Without these listeners Node answers an unknown Expect with a bare 417 and drops CONNECT
   // without a word; both get the envelope instead.
@@ -47,7 +53,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
     res.end(body);
   });
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
-    writeRawError(socket, 405, 'method_not_allowed', 'CONNECT is not served here.', services.log, 'CONNECT');
+    refuseBeforeApp(socket, new GatewayError(405, 'method_not_allowed', 'CONNECT is not served here.'), services.log, 'CONNECT');
   });
 
   await services.warmUp();
@@ -88,20 +94,14 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, log: Logg
     socket.destroy();
     return;
   }
-  const [status, code, description] =
-    err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'headers_too_large', 'The request headers are too large.']
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'request_timeout', 'The request took too long to arrive.']
-        : [400, 'invalid_request', 'The request is not valid HTTP/1.1.'];
-  writeRawError(socket, status, code, description, log, err.code);
+  const error = err.code === 'HPE_HEADER_OVERFLOW' ? new GatewayError(431, 'headers_too_large', 'The request headers are too large.')
+    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new GatewayError(408, 'request_timeout', 'The request took too long to arrive.')
+      : new InvalidRequest('The request is not valid HTTP/1.1.');
+  refuseBeforeApp(socket, error, log, err.code);
 }
 
-/** An envelope written straight to a socket Koa never saw, which is then closed. */
-function writeRawError(socket: Duplex, status: number, code: string, description: string, log: Logger, reason: string | undefined): void {
+function refuseBeforeApp(socket: Duplex, error: GatewayError, log: Logger, reason: string | undefined): void {
   const requestId = randomUUID();
-  log.info({ requestId, status, reason }, 'refused a request before the app');
-  const body = JSON.stringify(failure({ code, description }));
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nX-Request-Id: ${requestId}\r\n` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
-  );
+  log.info({ requestId, status: error.status, reason }, 'refused a request before the app');
+  answerSocket(socket, error, requestId);
 }

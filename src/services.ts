@@ -3,10 +3,12 @@
  * memory by default, Redis when one is configured). Callers get interfaces and never import a
  * store's module.
  */
+import { createAuthenticator, type Authenticate } from './auth/bearer.js';
 import { createAuthService, type AuthService } from './auth/service.js';
 import { createRevocations, type Revocations } from './auth/revocation.js';
 import { createSigner, type Signer } from './auth/signer.js';
 import { usesRedis, type Config } from './config/schema.js';
+import { createProxy, type Proxy } from './proxy/proxy.js';
 import { readDataFile } from './stores/data-file.js';
 import { MemoryDirectory } from './stores/directory.memory.js';
 import type { Directory } from './stores/directory.js';
@@ -40,6 +42,10 @@ export interface Services {
   directory: Directory;
   tokens: RefreshTokenStore;
   revocations: Revocations;
+  /** The bearer-token check every protected path shares. */
+  authenticate: Authenticate;
+  /** The configured routes to backends. */
+  proxy: Proxy;
   formatTimestamp: TimestampFormatter;
   readiness: ReadinessCheck[];
   /** Where shared state lives, for the start-up log. */
@@ -82,6 +88,8 @@ export function createServices(config: Config, { log, clock = systemClock }: { l
   }
   const revocations = createRevocations({ store: revocationStore, clock, ttlMs: config.redis.resetCacheTtlMs, rememberMs });
   const auth = createAuthService({ keys, tokens, signer, revocations, clock, log, settings: t });
+  const authenticate = createAuthenticator(signer, revocations);
+  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations });
 
   return {
     config,
@@ -93,6 +101,8 @@ export function createServices(config: Config, { log, clock = systemClock }: { l
     directory,
     tokens,
     revocations,
+    authenticate,
+    proxy,
     formatTimestamp: createTimestampFormatter(config.data.timeZone),
     readiness,
     state: redis === undefined ? 'memory' : 'redis',
@@ -102,6 +112,7 @@ export function createServices(config: Config, { log, clock = systemClock }: { l
       }
     },
     async close() {
+      proxy.close();
       await redis?.close();
     },
   };

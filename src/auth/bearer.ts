@@ -42,22 +42,36 @@ export interface Identity {
   /** Milliseconds since the epoch (compared with token resets). */
   issuedAtMs: number;
   expiresAt: number;
+  /** The key's scopes, from the `scope` claim. */
+  scopes: readonly string[];
 }
 
-/** Verifies the bearer token, then refuses it if a reset of its account or key came after it. */
-export function requireBearer(signer: Signer, revocations: Revocations) {
-  return async function requireBearer(ctx: Context, next: Next): Promise<void> {
-    const token = readBearerToken(ctx.req);
+export type Authenticate = (token: string | undefined) => Promise<Identity>;
+
+/**
+ * The one check of a bearer token, for the gateway's routes, proxied routes and WebSocket
+ * upgrades alike: verified, then refused if a reset of its account or key came after it.
+ */
+export function createAuthenticator(signer: Signer, revocations: Revocations): Authenticate {
+  return async function authenticate(token) {
     if (token === undefined) throw new MissingToken();
     const claims = await signer.verifyAccessToken(token);
     const identity: Identity = {
       accountId: claims.sub, keyId: claims.client_id, tokenId: claims.jti,
       issuedAt: claims.iat, issuedAtMs: claims.iat_ms, expiresAt: claims.exp,
+      scopes: claims.scope === undefined || claims.scope === '' ? [] : claims.scope.split(' '),
     };
     // Usually answered from the cache without a promise; awaited only on a miss.
     const revoked = revocations.isRevoked(identity);
     if (revoked === true || (revoked !== false && await revoked)) throw new InvalidToken('The access token was revoked by a token reset; sign in again.');
-    ctx.state.identity = identity;
+    return identity;
+  };
+}
+
+/** Koa guard: sets ctx.state.identity, or throws the 400/401 the request deserves. */
+export function requireBearer(authenticate: Authenticate) {
+  return async function requireBearer(ctx: Context, next: Next): Promise<void> {
+    ctx.state.identity = await authenticate(readBearerToken(ctx.req));
     await next();
   };
 }

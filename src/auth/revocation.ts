@@ -13,7 +13,7 @@
  * must not log everyone out (the README states this guarantee).
  */
 import { LRUCache } from 'lru-cache';
-import { latestReset, type AccountResets, type ResetScope, type RevocationStore } from '../stores/revocation.js';
+import { latestReset, type AccountResets, type ResetListener, type ResetScope, type RevocationStore } from '../stores/revocation.js';
 import type { Clock } from '../util/clock.js';
 
 export interface IssuedToken {
@@ -28,6 +28,11 @@ export interface Revocations {
   reset(scope: ResetScope): Promise<number>;
   /** True when a reset covers this token. Synchronous when the answer is cached. */
   isRevoked(token: IssuedToken): boolean | Promise<boolean>;
+  /**
+   * Told of every reset this instance learns of (its own or another's notice) and of every gap
+   * in the notices: for what holds a token longer than one request (an open WebSocket).
+   */
+  watch(listener: ResetListener): void;
 }
 
 export interface RevocationsOptions {
@@ -74,11 +79,15 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
   // resets from before the notices) this is the whole state, even while the store is down.
   const heard = new LRUCache<string, HeardResets>({ max, ttl: rememberMs, perf, ttlResolution: 0, ttlAutopurge: false });
 
-  function remember({ accountId, keyId }: ResetScope, at: number): void {
+  const listeners: ResetListener[] = [];
+
+  function remember(scope: ResetScope, at: number): void {
+    const { accountId, keyId } = scope;
     const entry = heard.get(accountId) ?? { keys: new Map<string, number>() };
     if (keyId === undefined) entry.account = Math.max(entry.account ?? 0, at);
     else entry.keys.set(keyId, Math.max(entry.keys.get(keyId) ?? 0, at));
     heard.set(accountId, entry);
+    for (const listener of listeners) listener.onReset(scope, at);
   }
 
   store.watch({
@@ -87,6 +96,7 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
     // but stays the answer while the store cannot be read.
     onGap() {
       epoch++;
+      for (const listener of listeners) listener.onGap();
     },
   });
 
@@ -101,6 +111,10 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
       // This instance refuses the old tokens from now on, before its own notice comes back.
       remember(scope, at);
       return at;
+    },
+
+    watch(listener) {
+      listeners.push(listener);
     },
 
     isRevoked(token) {

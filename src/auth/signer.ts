@@ -33,11 +33,31 @@ export interface AccessTokenClaims {
    */
   iat_ms: number;
   exp: number;
+  /** Space-separated scopes of the key (RFC 9068 §2.2.3); absent when it has none. */
+  scope?: string;
 }
+
+/** What a backend behind a route learns about the caller, signed (see issueAssertion). */
+export interface AssertionSubject {
+  accountId: string;
+  keyId: string;
+  tokenId: string;
+  scopes: readonly string[];
+  /** The route's name: the assertion's `aud`, so one route's assertion is no good at another. */
+  audience: string;
+  requestId: string;
+}
+
+export const ASSERTION_TYPE = 'gateway-assertion+jwt';
 
 export interface Signer {
   /** Signs a new access token for the key's account; `jti`, `iat`, `exp` are set here. */
-  issueAccessToken(subject: { accountId: string; keyId: string }): Promise<string>;
+  issueAccessToken(subject: { accountId: string; keyId: string; scopes?: readonly string[] }): Promise<string>;
+  /**
+   * A short-lived JWT for a backend (typ `gateway-assertion+jwt`, signed by the same keys, so
+   * the JWKS verifies it): who called, through which route, for which request.
+   */
+  issueAssertion(subject: AssertionSubject): Promise<string>;
   /** The verified claims, or InvalidToken for anything else. */
   verifyAccessToken(token: string): Promise<AccessTokenClaims>;
   /** The public keys, for /.well-known/jwks.json. */
@@ -53,22 +73,23 @@ interface LoadedKey {
   publicJwk: JWK;
 }
 
-export function createSigner(config: Pick<Config, 'signing' | 'tokens'>, clock: Clock): Signer {
+export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'>, clock: Clock): Signer {
   const { keys, isEphemeral } = loadKeys(config.signing.keys);
   const signing = pickSigningKey(keys, config.signing.activeKid);
   const jwks: JSONWebKeySet = { keys: keys.map((k) => k.publicJwk) };
   const keySet = createLocalJWKSet(jwks);
   const algorithms = [...new Set(keys.map((k) => k.alg))];
   const { issuer, audience, accessTokenTtlSeconds, clockSkewSeconds } = config.tokens;
+  const assertionTtlSeconds = config.proxy.assertionTtlSeconds;
 
   return {
     jwks,
     isEphemeral,
 
-    async issueAccessToken({ accountId, keyId }) {
+    async issueAccessToken({ accountId, keyId, scopes = [] }) {
       const now = clock.now();
       const iat = Math.floor(now / 1000);
-      return new SignJWT({ client_id: keyId, iat_ms: now })
+      return new SignJWT({ client_id: keyId, iat_ms: now, ...(scopes.length > 0 ? { scope: scopes.join(' ') } : {}) })
         .setProtectedHeader({ alg: signing.alg, kid: signing.kid, typ: ACCESS_TOKEN_TYPE })
         .setIssuer(issuer)
         .setAudience(audience)
@@ -76,6 +97,19 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens'>, clock: 
         .setJti(randomBytes(16).toString('base64url'))
         .setIssuedAt(iat)
         .setExpirationTime(iat + accessTokenTtlSeconds)
+        .sign(signing.privateKey!);
+    },
+
+    async issueAssertion({ accountId, keyId, tokenId, scopes, audience: routeName, requestId }) {
+      const iat = Math.floor(clock.now() / 1000);
+      return new SignJWT({ client_id: keyId, token_jti: tokenId, request_id: requestId, ...(scopes.length > 0 ? { scope: scopes.join(' ') } : {}) })
+        .setProtectedHeader({ alg: signing.alg, kid: signing.kid, typ: ASSERTION_TYPE })
+        .setIssuer(issuer)
+        .setAudience(routeName)
+        .setSubject(accountId)
+        .setJti(randomBytes(16).toString('base64url'))
+        .setIssuedAt(iat)
+        .setExpirationTime(iat + assertionTtlSeconds)
         .sign(signing.privateKey!);
     },
 
@@ -94,7 +128,8 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens'>, clock: 
           requiredClaims: ['sub', 'client_id', 'jti', 'iat', 'iat_ms', 'exp'],
         });
         if (typeof payload.sub !== 'string' || typeof payload.client_id !== 'string' || typeof payload.jti !== 'string'
-          || !Number.isSafeInteger(payload.iat_ms) || Math.floor((payload.iat_ms as number) / 1000) !== payload.iat) {
+          || !Number.isSafeInteger(payload.iat_ms) || Math.floor((payload.iat_ms as number) / 1000) !== payload.iat
+          || (payload.scope !== undefined && typeof payload.scope !== 'string')) {
           throw new InvalidToken();
         }
         return payload as unknown as AccessTokenClaims;

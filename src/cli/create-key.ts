@@ -1,5 +1,5 @@
 /**
- * npm run keys:create -- --account <accountId> [--key-id <id>] [--redis]
+ * npm run keys:create -- --account <accountId> [--key-id <id>] [--scope <scope>]… [--redis]
  *
  * Makes a new API key and secret (256 random bits each side) and prints the line to add to
  * the account's "apiKeys" in the data file, or with --redis writes the key into the gateways'
@@ -9,11 +9,11 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { hashSecret, secretDigest } from '../auth/credentials.js';
-import { ID_PATTERN } from '../stores/data-file.js';
+import { ID_PATTERN, SCOPE_PATTERN } from '../stores/data-file.js';
 import { RedisKeyDirectory } from '../stores/key-directory.redis.js';
 import { UsageError, runWhenExecuted, withRedis } from './redis.js';
 
-export function createApiKey(keyId?: string) {
+export function createApiKey(keyId?: string, scopes: readonly string[] = []) {
   const apiKey = `ak_${randomBytes(18).toString('base64url')}`;
   const apiSecret = `sk_${randomBytes(32).toString('base64url')}`;
   const secretHash = hashSecret(apiSecret);
@@ -22,16 +22,19 @@ export function createApiKey(keyId?: string) {
     apiSecret,
     /** What a client sends as `apiSecret` at sign-in. */
     apiSecretSha256: secretHash.toString('hex'),
-    entry: { id: keyId ?? `key_${randomBytes(9).toString('base64url')}`, apiKey, secretDigest: secretDigest(secretHash) },
+    entry: {
+      id: keyId ?? `key_${randomBytes(9).toString('base64url')}`, apiKey, secretDigest: secretDigest(secretHash),
+      ...(scopes.length > 0 ? { scopes: [...scopes] } : {}),
+    },
   };
 }
 
-const USAGE = 'usage: npm run keys:create -- --account <accountId> [--key-id <id>] [--redis]';
+const USAGE = 'usage: npm run keys:create -- --account <accountId> [--key-id <id>] [--scope <scope>]... [--redis]';
 
 async function main(): Promise<void> {
   let values;
   try {
-    ({ values } = parseArgs({ options: { account: { type: 'string' }, 'key-id': { type: 'string' }, redis: { type: 'boolean' }, help: { type: 'boolean' } } }));
+    ({ values } = parseArgs({ options: { account: { type: 'string' }, 'key-id': { type: 'string' }, scope: { type: 'string', multiple: true }, redis: { type: 'boolean' }, help: { type: 'boolean' } } }));
   } catch (err) {
     throw new UsageError(`${(err as Error).message}\n${USAGE}`);
   }
@@ -43,7 +46,11 @@ async function main(): Promise<void> {
   for (const id of [values.account, values['key-id']]) {
     if (id !== undefined && !ID_PATTERN.test(id)) throw new UsageError(`"${id}": ids are 1 to 128 of A-Z a-z 0-9 . _ : @ -`);
   }
-  const key = createApiKey(values['key-id']);
+  const scopes = values.scope ?? [];
+  for (const scope of scopes) {
+    if (!SCOPE_PATTERN.test(scope)) throw new UsageError(`"${scope}": a scope is 1 to 128 printable characters without spaces, quotes or backslashes`);
+  }
+  const key = createApiKey(values['key-id'], scopes);
   const lines = [
     `API key:    ${key.apiKey}`,
     `API secret: ${key.apiSecret}`,
@@ -53,7 +60,7 @@ async function main(): Promise<void> {
   ];
   if (values.redis) {
     await withRedis((redis) => new RedisKeyDirectory(redis).putKey(key.apiKey, {
-      keyId: key.entry.id, accountId: values.account!, secretDigest: key.entry.secretDigest, disabled: false,
+      keyId: key.entry.id, accountId: values.account!, secretDigest: key.entry.secretDigest, disabled: false, scopes,
     }));
     lines.push(`Written to Redis as key "${key.entry.id}" of account "${values.account}": usable at once by gateways with data.keySource "redis".`, '');
   } else {

@@ -7,6 +7,7 @@
  * is reported with its path by load.ts before the process listens.
  */
 import { z } from 'zod';
+import { SCOPE_PATTERN } from '../stores/data-file.js';
 
 /** Metadata attached to a leaf setting: its doc line and, where operators need one, an env name. */
 export interface SettingMeta {
@@ -33,6 +34,41 @@ const signingKeySchema = z.strictObject({
   pemFile: z.string().min(1).optional(),
 }).refine((k) => (k.pem === undefined) !== (k.pemFile === undefined), {
   message: 'exactly one of "pem" or "pemFile" is required',
+});
+
+const HEADER_NAME = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/, 'expected an HTTP header name');
+const IDENTITY_PARTS = ['account', 'key', 'token', 'request'] as const;
+
+/**
+ * One proxied route. Documented field by field in the README ("Routes"); the defaults are the
+ * careful ones: authentication required, the caller's Authorization removed, the backend's
+ * own Host name sent, every identity header sent.
+ */
+const routeSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, ".", "_" or "-"').optional(),
+  prefix: z.string().regex(/^\/(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]+(?:\/[A-Za-z0-9\-._~!$&'()*+,;=:@]+)*)?$/,
+    'expected "/" or "/segment[/segment…]" without "//", a trailing "/", or percent-escapes')
+    .refine((p) => !p.split('/').some((seg) => seg === '.' || seg === '..'), 'must not contain "." or ".." segments'),
+  targets: z.array(z.url({ protocol: /^https?$/, normalize: true })
+    .refine((u) => !/[?#]/.test(u) && new URL(u).username === '', 'a target is scheme://host[:port][/base path], without credentials, query or fragment'))
+    .min(1),
+  auth: z.enum(['required', 'public']).default('required'),
+  stripPrefix: z.boolean().default(false),
+  host: z.enum(['target', 'preserve']).default('target'),
+  forwardAuthorization: z.boolean().default(false),
+  identity: z.array(z.enum(IDENTITY_PARTS)).default([...IDENTITY_PARTS]),
+  assertion: z.boolean().default(false),
+  requiredScope: z.string().regex(SCOPE_PATTERN, 'expected one scope token').optional(),
+  websocket: z.boolean().default(false),
+  connectTimeoutMs: z.number().int().min(10).max(60_000).default(3000),
+  responseTimeoutMs: z.number().int().min(10).max(3_600_000).default(30_000),
+  idleTimeoutMs: z.number().int().min(10).max(86_400_000).default(300_000),
+  ejectAfterFailures: z.number().int().min(1).max(1000).default(2),
+  ejectMs: z.number().int().min(100).max(3_600_000).default(10_000),
+}).refine((r) => r.auth === 'required' || r.requiredScope === undefined, {
+  message: 'a public route cannot require a scope', path: ['requiredScope'],
+}).refine((r) => r.auth === 'required' || !r.assertion, {
+  message: 'a public route has no caller to assert', path: ['assertion'],
 });
 
 export const configSchema = z.strictObject({
@@ -181,6 +217,41 @@ export const configSchema = z.strictObject({
     }),
   }).prefault({}),
 
+  proxy: z.strictObject({
+    trustedProxies: setting(z.array(z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()])).default([]), {
+      env: 'TRUSTED_PROXIES',
+      description: 'JSON array of addresses or CIDR ranges of proxies in front of the gateway; only from these are incoming X-Forwarded-* / Forwarded kept (extended), from anyone else they are replaced.',
+    }),
+    forwardedHeaders: setting(z.enum(['x-forwarded', 'forwarded', 'both']).default('x-forwarded'), {
+      env: 'FORWARDED_HEADERS',
+      description: 'Which forwarding headers backends get: `X-Forwarded-For/-Proto/-Host`, RFC 7239 `Forwarded`, or both.',
+    }),
+    // The same names sent by a client are always removed, whatever the route sends.
+    identityHeaders: z.strictObject({
+      account: setting(HEADER_NAME.default('X-Account-Id'), { description: 'Header that tells a backend the caller\'s account id.' }),
+      key: setting(HEADER_NAME.default('X-Key-Id'), { description: 'Header that tells a backend the caller\'s API key id.' }),
+      token: setting(HEADER_NAME.default('X-Token-Id'), { description: 'Header that tells a backend the access token\'s `jti`.' }),
+      request: setting(HEADER_NAME.default('X-Request-Id'), { description: 'Header that tells a backend the request id (also sent on public routes).' }),
+      assertion: setting(HEADER_NAME.default('X-Gateway-Assertion'), { description: 'Header carrying the signed identity assertion of routes with `assertion: true`.' }),
+    }).prefault({}),
+    assertionTtlSeconds: setting(z.number().int().min(5).max(3600).default(60), {
+      description: 'Lifetime of the signed identity assertion sent to routes with `assertion: true`.',
+    }),
+    maxSocketsPerTarget: setting(z.number().int().min(1).max(65_536).default(256), {
+      description: 'Keep-alive pool size per backend target; requests beyond it wait for a free connection.',
+    }),
+  }).prefault({}),
+
+  routes: setting(z.array(routeSchema).default([]), {
+    env: 'ROUTES',
+    description: 'Proxied routes as a JSON array of {prefix, targets, …}; see "Routes" for every field.',
+  }),
+
+  workers: setting(z.number().int().min(0).max(256).default(1), {
+    env: 'WORKERS',
+    description: 'Processes serving the one port (0: one per CPU). More than 1 needs Redis and configured signing keys.',
+  }),
+
   log: z.strictObject({
     level: setting(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), {
       env: 'LOG_LEVEL',
@@ -208,6 +279,13 @@ export const configSchema = z.strictObject({
   if (c.data.keySource === 'redis' && redisModes === 0) {
     ctx.addIssue({ code: 'custom', path: ['data', 'keySource'], message: '"redis" needs Redis: set redis.url (REDIS_URL), redis.sentinels or redis.clusterNodes' });
   }
+  const prefixes = c.routes.map((r) => r.prefix.toLowerCase());
+  prefixes.forEach((prefix, i) => {
+    if (prefixes.indexOf(prefix) !== i) ctx.addIssue({ code: 'custom', path: ['routes', i, 'prefix'], message: `duplicate prefix "${c.routes[i]!.prefix}" (prefixes compare without case)` });
+  });
+  if (c.workers !== 1 && (redisModes === 0 || c.signing.keys.length === 0)) {
+    ctx.addIssue({ code: 'custom', path: ['workers'], message: 'several workers need Redis (shared state) and signing.keys (one key for all of them)' });
+  }
   const kids = c.signing.keys.map((k) => k.kid);
   kids.forEach((kid, i) => {
     if (kids.indexOf(kid) !== i) ctx.addIssue({ code: 'custom', path: ['signing', 'keys', i, 'kid'], message: `duplicate kid "${kid}"` });
@@ -233,6 +311,8 @@ export function usesRedis(config: Pick<Config, 'redis'>): boolean {
   return config.redis.url !== undefined || config.redis.sentinels.length > 0 || config.redis.clusterNodes.length > 0;
 }
 export type SigningKeyConfig = z.infer<typeof signingKeySchema>;
+export type RouteConfig = z.infer<typeof routeSchema>;
+export type IdentityPart = (typeof IDENTITY_PARTS)[number];
 
 export interface SettingRow {
   path: string;

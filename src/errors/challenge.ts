@@ -7,6 +7,9 @@
  */
 import type { ChallengeError } from './errors.js';
 
+/** The realm of every challenge the gateway writes. */
+export const REALM = 'gateway';
+
 export interface Challenge {
   realm: string;
   error?: ChallengeError;

@@ -81,6 +81,13 @@ export class InvalidGrant extends GatewayError {
   }
 }
 
+/** The token is valid but lacks what the route requires (RFC 6750 §3.1 insufficient_scope). */
+export class InsufficientScope extends GatewayError {
+  constructor(scope: string) {
+    super(403, 'insufficient_scope', `This route requires the scope "${scope}".`, { challenge: { error: 'insufficient_scope', scope } });
+  }
+}
+
 export class NotFound extends GatewayError {
   constructor(message = 'There is nothing at this path.', code = 'not_found') {
     super(404, code, message);
@@ -112,6 +119,20 @@ export class StoreUnavailable extends GatewayError {
       headers: { 'Retry-After': String(retryAfterSeconds) },
       expose: true,
     });
+  }
+}
+
+/** The backend refused, reset or broke the connection before answering. */
+export class BadGateway extends GatewayError {
+  constructor(cause?: unknown) {
+    super(502, 'bad_gateway', 'The backend behind this route could not be reached or did not answer properly.', { cause, expose: true });
+  }
+}
+
+/** The backend did not answer within the route's timeout. */
+export class GatewayTimeout extends GatewayError {
+  constructor(cause?: unknown) {
+    super(504, 'gateway_timeout', 'The backend behind this route did not answer in time.', { cause, expose: true });
   }
 }
 

@@ -16,9 +16,9 @@ import { lookUpSignRecord } from './routes/sign.js';
 import { signIn } from './routes/signin.js';
 
 export function createRouter(services: Services): Router {
-  const { auth, directory, signer, revocations, config, formatTimestamp, readiness } = services;
+  const { auth, directory, signer, authenticate, config, formatTimestamp, readiness } = services;
   const bodyLimitBytes = config.server.bodyLimitBytes;
-  const bearer = requireBearer(signer, revocations);
+  const bearer = requireBearer(authenticate);
   const router = new Router({ sensitive: true });
 
   router.use(noStore);

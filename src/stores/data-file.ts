@@ -12,12 +12,16 @@ export const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/;
 export const ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
 const ID = z.string().regex(ID_PATTERN, 'expected 1 to 128 of A-Z a-z 0-9 . _ : @ -');
 export const SECRET_DIGEST_PATTERN = /^sha256:[0-9a-f]{64}$/;
+/** A scope token (RFC 6749 §3.3): printable ASCII without space, quote or backslash. */
+export const SCOPE_PATTERN = /^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/;
 
 const apiKeySchema = z.strictObject({
   id: ID,
   apiKey: z.string().min(8).max(256),
   secretDigest: z.string().regex(SECRET_DIGEST_PATTERN, 'expected "sha256:" and 64 lowercase hex digits (see npm run keys:create)'),
   disabled: z.boolean().default(false),
+  /** What tokens of this key may do; routes may require one (`requiredScope`). */
+  scopes: z.array(z.string().regex(SCOPE_PATTERN, 'expected a scope token (no spaces or quotes)')).max(64).default([]),
 });
 
 const roleSchema = z.strictObject({

@@ -14,6 +14,7 @@ export class MemoryKeyDirectory implements KeyDirectory {
           accountId: account.id,
           secretDigest: key.secretDigest,
           disabled: key.disabled,
+          scopes: Object.freeze([...key.scopes]),
         });
         this.#byApiKey.set(key.apiKey, record);
         this.#byKeyId.set(key.id, record);

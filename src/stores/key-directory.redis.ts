@@ -2,11 +2,12 @@
  * API keys in Redis, for keys managed while the gateway runs (a dashboard, or
  * `npm run keys:create -- --redis`). Each key is two hashes with the same fields, one found by
  * the apiKey clients send and one by key id:
- *   keyId, accountId, secretDigest ("sha256:<64 hex>"), disabled ("0" or "1").
+ *   keyId, accountId, secretDigest ("sha256:<64 hex>"), disabled ("0" or "1"), and optionally
+ *   scopes (scope tokens separated by single spaces; absent or empty: none).
  * A record with a missing or malformed field counts as absent, so a half-written key never
  * signs anyone in.
  */
-import { ID_PATTERN as ID, SECRET_DIGEST_PATTERN as DIGEST, type DataFile } from './data-file.js';
+import { ID_PATTERN as ID, SCOPE_PATTERN as SCOPE, SECRET_DIGEST_PATTERN as DIGEST, type DataFile } from './data-file.js';
 import type { ApiKeyRecord, KeyDirectory } from './key-directory.js';
 import type { RedisConnection } from './redis/client.js';
 
@@ -28,10 +29,10 @@ export class RedisKeyDirectory implements KeyDirectory {
 
   /** Writes (or overwrites) one key under both of its names. */
   async putKey(apiKey: string, record: ApiKeyRecord): Promise<void> {
-    if (!ID.test(record.keyId) || !ID.test(record.accountId) || !DIGEST.test(record.secretDigest)) {
-      throw new TypeError('putKey: the key id and account id must be plain ids and the digest "sha256:<64 hex>"');
+    if (!ID.test(record.keyId) || !ID.test(record.accountId) || !DIGEST.test(record.secretDigest) || !record.scopes.every((s) => SCOPE.test(s))) {
+      throw new TypeError('putKey: the key id and account id must be plain ids, the digest "sha256:<64 hex>" and scopes scope tokens');
     }
-    const fields = { keyId: record.keyId, accountId: record.accountId, secretDigest: record.secretDigest, disabled: record.disabled ? '1' : '0' };
+    const fields = { keyId: record.keyId, accountId: record.accountId, secretDigest: record.secretDigest, disabled: record.disabled ? '1' : '0', scopes: record.scopes.join(' ') };
     const k = this.#redis.keys;
     // Two keys in two Cluster slots: two commands. The id record goes first, so a reader that
     // finds the apiKey record also finds the key it names.
@@ -44,7 +45,7 @@ export class RedisKeyDirectory implements KeyDirectory {
     let count = 0;
     for (const account of data.accounts) {
       for (const key of account.apiKeys) {
-        await this.putKey(key.apiKey, { keyId: key.id, accountId: account.id, secretDigest: key.secretDigest, disabled: key.disabled });
+        await this.putKey(key.apiKey, { keyId: key.id, accountId: account.id, secretDigest: key.secretDigest, disabled: key.disabled, scopes: key.scopes });
         count++;
       }
     }
@@ -53,8 +54,10 @@ export class RedisKeyDirectory implements KeyDirectory {
 }
 
 function toRecord(fields: Record<string, string>): ApiKeyRecord | undefined {
-  const { keyId, accountId, secretDigest, disabled } = fields;
+  const { keyId, accountId, secretDigest, disabled, scopes: scopeText = '' } = fields;
   if (keyId === undefined || accountId === undefined || secretDigest === undefined) return undefined;
   if (!ID.test(keyId) || !ID.test(accountId) || !DIGEST.test(secretDigest) || (disabled !== '0' && disabled !== '1')) return undefined;
-  return { keyId, accountId, secretDigest, disabled: disabled === '1' };
+  const scopes = scopeText === '' ? [] : scopeText.split(' ');
+  if (!scopes.every((s) => SCOPE.test(s))) return undefined;
+  return { keyId, accountId, secretDigest, disabled: disabled === '1', scopes };
 }

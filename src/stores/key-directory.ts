@@ -6,6 +6,8 @@ export interface ApiKeyRecord {
   /** "sha256:" + hex SHA-256 of the 32 raw bytes of the client's apiSecret (itself SHA-256 of the secret). */
   secretDigest: string;
   disabled: boolean;
+  /** Granted to the key's tokens (the `scope` claim). */
+  scopes: readonly string[];
 }
 
 export interface KeyDirectory {

@@ -11,8 +11,8 @@ export const KEY_FIXTURE: DataFile = {
     {
       id: 'acct_a',
       apiKeys: [
-        { id: 'key_1', apiKey: 'ak_first_key', secretDigest: DIGEST, disabled: false },
-        { id: 'key_2', apiKey: 'ak_second_key', secretDigest: DIGEST, disabled: true },
+        { id: 'key_1', apiKey: 'ak_first_key', secretDigest: DIGEST, disabled: false, scopes: ['orders:read', 'orders:write'] },
+        { id: 'key_2', apiKey: 'ak_second_key', secretDigest: DIGEST, disabled: true, scopes: [] },
       ],
       roles: [],
       signRecords: [],
@@ -26,13 +26,14 @@ export function runKeyDirectoryContract(name: string, makeKeys: (data: DataFile)
     t.after(close);
 
     await t.test('finds a key by its apiKey and by its id', async () => {
-      const expected = { keyId: 'key_1', accountId: 'acct_a', secretDigest: DIGEST, disabled: false };
+      const expected = { keyId: 'key_1', accountId: 'acct_a', secretDigest: DIGEST, disabled: false, scopes: ['orders:read', 'orders:write'] };
       assert.deepEqual(await keys.findByApiKey('ak_first_key'), expected);
       assert.deepEqual(await keys.findByKeyId('key_1'), expected);
     });
 
     await t.test('reports a disabled key as disabled', async () => {
       assert.equal((await keys.findByApiKey('ak_second_key'))?.disabled, true);
+      assert.deepEqual((await keys.findByApiKey('ak_second_key'))?.scopes, []);
     });
 
     await t.test('finds nothing for unknown values, ids passed as keys, or near misses', async () => {

@@ -26,8 +26,9 @@ function allowedMethods(res: JsonResponse): string[] {
 }
 
 /** A GET sent byte for byte, for paths fetch would normalise (dot segments, %2e). */
-async function rawGet(url: string, target: string, token: string) {
-  const answer = await rawRequest(url, `GET ${target} HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`);
+async function rawGet(url: string, target: string, token: string | undefined) {
+  const authorization = token === undefined ? '' : `Authorization: Bearer ${token}\r\n`;
+  const answer = await rawRequest(url, `GET ${target} HTTP/1.1\r\nHost: gateway.test\r\n${authorization}Connection: close\r\n\r\n`);
   return parseRawResponse(answer);
 }
 
@@ -67,7 +68,7 @@ test('gateway envelope answers', async (t) => {
 
   await t.test('unknown paths are the 404 not_found envelope', async () => {
     const paths = ['/', '/nope', '/api', '/api/', '/api/unknown', '/API/SIGNIN', '/API/ROLES', '/api/ROLES', '/Healthz',
-      '//api/roles', '/api/roles%2f..', '/api/roles%2F', '/api/roles;x', '/api/roles.json', '/api/%E0%A4%A', '/%', '/api/sign/x'];
+      '/api/roles;x', '/api/roles.json', '/api/sign/x', '/api/roles/..', '/api/%72oles%3B'];
     for (const path of paths) {
       assertEnvelopeError(await call(`${gw.url}${path}`, { token: accessToken }), 404, 'not_found', `GET ${path}`);
     }
@@ -76,13 +77,25 @@ test('gateway envelope answers', async (t) => {
     assertEnvelopeError(await call(`${gw.url}/nope`, { method: 'DELETE' }), 404, 'not_found', 'DELETE /nope');
   });
 
-  await t.test('dot segments sent raw are not resolved into a route', async () => {
-    for (const target of ['/api/sign/../roles', '/%2e%2e/api/roles', '/api/%2e%2e/api/roles', '/api/./roles', '/api/roles/..', '/api/roles/.', '/x/../healthz']) {
+  await t.test('dot segments, escaped unreserved characters and doubled slashes are resolved before routing', async () => {
+    const roles = await call(`${gw.url}/api/roles`, { token: accessToken });
+    for (const target of ['/api/sign/../roles', '/api/%2e%2e/api/roles', '/api/%2E/roles', '/api/./roles', '/api/roles/.', '//api//roles', '/api/%72%6Fles', '/x/../api/roles']) {
       const res = await rawGet(gw.url, target, accessToken);
-      assert.equal(res.status, 404, `${target}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.status, 200, `${target}: ${JSON.stringify(res.body)}`);
+      assert.deepEqual(res.body, roles.body, target);
+    }
+    // Resolved onto a protected route, the route's guard applies.
+    const anonymous = await rawGet(gw.url, '/x/../api/roles', undefined);
+    assert.equal(anonymous.status, 401);
+  });
+
+  await t.test('paths that backends read differently are refused 400 before any route', async () => {
+    for (const target of ['/%2e%2e/api/roles', '/api/roles%2f..', '/api/roles%2F', '/api%5croles', '/api\\roles', '/api/%00', '/api/%E0%A4%A', '/%',
+      '/api/..;/roles', '/api/.;x/roles', 'http://127.0.0.1/api/roles']) {
+      const res = await rawGet(gw.url, target, accessToken);
+      assert.equal(res.status, 400, `${target}: ${JSON.stringify(res.body)}`);
       assert.match(res.headers, /\r\ncontent-type: application\/json/i, target);
-      assert.equal(res.body.success, false, target);
-      assert.equal(res.body.message.code, 'not_found', target);
+      assert.equal(res.body.message.code, 'invalid_request', target);
     }
   });
 

@@ -53,11 +53,13 @@ test('RedisKeyDirectory: a hand-written malformed record counts as absent', redi
 
   await t.test('the well-formed control record written the same way is found by both names', async () => {
     await write('ak_control', good);
-    const expected = { keyId: 'key_ok', accountId: 'acct_a', secretDigest: good.secretDigest, disabled: false };
+    const expected = { keyId: 'key_ok', accountId: 'acct_a', secretDigest: good.secretDigest, disabled: false, scopes: [] };
     assert.deepEqual(await keys.findByApiKey('ak_control'), expected);
     assert.deepEqual(await keys.findByKeyId('key_ok'), expected);
     await write('ak_control_off', { ...good, keyId: 'key_ok_off', disabled: '1' });
     assert.equal((await keys.findByApiKey('ak_control_off'))?.disabled, true);
+    await write('ak_control_scoped', { ...good, keyId: 'key_ok_scoped', scopes: 'orders:read reports' });
+    assert.deepEqual((await keys.findByKeyId('key_ok_scoped'))?.scopes, ['orders:read', 'reports']);
   });
 
   const { keyId: _k, ...noKeyId } = good;
@@ -79,6 +81,8 @@ test('RedisKeyDirectory: a hand-written malformed record counts as absent', redi
     ['key id with a space', { ...good, keyId: 'key 1' }],
     ['account id with a space', { ...good, keyId: 'key_space_acct', accountId: 'acct a' }],
     ['empty key id', { ...good, keyId: '' }],
+    ['scopes with a double space', { ...good, keyId: 'key_scope_gap', scopes: 'a  b' }],
+    ['scope with a quote', { ...good, keyId: 'key_scope_quote', scopes: 'a "b"' }],
   ];
 
   await t.test('missing field, bad digest, disabled other than 0/1, id with a space: absent by apiKey and by id', async () => {
@@ -94,8 +98,9 @@ test('RedisKeyDirectory: a hand-written malformed record counts as absent', redi
   });
 
   await t.test('putKey refuses to write what findBy* would not read back', async () => {
-    await assert.rejects(keys.putKey('ak_refused', { keyId: 'key 2', accountId: 'acct_a', secretDigest: good.secretDigest, disabled: false }), TypeError);
-    await assert.rejects(keys.putKey('ak_refused', { keyId: 'key_2', accountId: 'acct_a', secretDigest: 'sha256:nope', disabled: false }), TypeError);
+    await assert.rejects(keys.putKey('ak_refused', { keyId: 'key 2', accountId: 'acct_a', secretDigest: good.secretDigest, disabled: false, scopes: [] }), TypeError);
+    await assert.rejects(keys.putKey('ak_refused', { keyId: 'key_2', accountId: 'acct_a', secretDigest: 'sha256:nope', disabled: false, scopes: [] }), TypeError);
+    await assert.rejects(keys.putKey('ak_refused', { keyId: 'key_2', accountId: 'acct_a', secretDigest: good.secretDigest, disabled: false, scopes: ['two words'] }), TypeError);
     assert.equal(await keys.findByApiKey('ak_refused'), undefined);
   });
 });

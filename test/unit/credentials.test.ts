@@ -92,7 +92,7 @@ test('verifyApiCredentials', async (t) => {
     const hash = hashSecret('secret-one');
     for (const apiSecret of [hash.toString('hex'), hash.toString('hex').toUpperCase(), hash.toString('base64'), hash.toString('base64url')]) {
       const record = await verifyApiCredentials(keys, 'ak_test_one', apiSecret);
-      assert.deepEqual(record, { keyId: 'key_one', accountId: 'acct_one', secretDigest: secretDigest(hash), disabled: false }, apiSecret);
+      assert.deepEqual(record, { keyId: 'key_one', accountId: 'acct_one', secretDigest: secretDigest(hash), disabled: false, scopes: [] }, apiSecret);
     }
   });
 

@@ -14,6 +14,7 @@
  *
  * test/http/request-head.test.ts holds these rules.
  */
+import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 import { GatewayError, InvalidRequest } from '../../errors/errors.js';
 import { countHeader } from '../raw-headers.js';
@@ -23,22 +24,26 @@ const HOST = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=%]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5
 
 export function refuseAmbiguousRequests() {
   return async function refuseAmbiguousRequests(ctx: Context, next: Next): Promise<void> {
-    const { req } = ctx;
-    const transferEncoding = req.headers['transfer-encoding'];
-    if (transferEncoding !== undefined) {
-      if (req.httpVersionMinor === 0 && req.httpVersionMajor === 1) {
-        throw new InvalidRequest('Transfer-Encoding is not allowed in an HTTP/1.0 request.');
-      }
-      if (transferEncoding.trim().toLowerCase() !== 'chunked') {
-        throw new GatewayError(501, 'unsupported_transfer_coding', 'The only transfer coding accepted is chunked.');
-      }
-    }
-    const hosts = countHeader(req.rawHeaders, 'host');
-    const host = req.headers.host;
-    if (hosts > 1) throw new InvalidRequest('The Host header may be sent once.');
-    if (hosts === 0 ? req.httpVersionMinor >= 1 : !HOST.test(host ?? '')) {
-      throw new InvalidRequest(hosts === 0 ? 'An HTTP/1.1 request needs a Host header.' : 'The Host header is not a valid host[:port].');
-    }
+    checkRequestHead(ctx.req);
     await next();
   };
+}
+
+/** Throws the 400/501 for a request head with ambiguous framing or target (also for upgrades). */
+export function checkRequestHead(req: IncomingMessage): void {
+  const transferEncoding = req.headers['transfer-encoding'];
+  if (transferEncoding !== undefined) {
+    if (req.httpVersionMinor === 0 && req.httpVersionMajor === 1) {
+      throw new InvalidRequest('Transfer-Encoding is not allowed in an HTTP/1.0 request.');
+    }
+    if (transferEncoding.trim().toLowerCase() !== 'chunked') {
+      throw new GatewayError(501, 'unsupported_transfer_coding', 'The only transfer coding accepted is chunked.');
+    }
+  }
+  const hosts = countHeader(req.rawHeaders, 'host');
+  const host = req.headers.host;
+  if (hosts > 1) throw new InvalidRequest('The Host header may be sent once.');
+  if (hosts === 0 ? req.httpVersionMinor >= 1 : !HOST.test(host ?? '')) {
+    throw new InvalidRequest(hosts === 0 ? 'An HTTP/1.1 request needs a Host header.' : 'The Host header is not a valid host[:port].');
+  }
 }

@@ -4,16 +4,22 @@
  * proxy's id correlates), otherwise replaced: it ends up in logs and must not inject into them.
  */
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 
 const PLAIN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function assignRequestId() {
   return async function assignRequestId(ctx: Context, next: Next): Promise<void> {
-    const incoming = ctx.get('x-request-id');
-    const id = PLAIN_ID.test(incoming) ? incoming : randomUUID();
+    const id = requestIdOf(ctx.req);
     ctx.state.requestId = id;
     ctx.set('X-Request-Id', id);
     await next();
   };
+}
+
+/** The request's id: the caller's when plain, else a new one. */
+export function requestIdOf(req: IncomingMessage): string {
+  const incoming = req.headers['x-request-id'];
+  return typeof incoming === 'string' && PLAIN_ID.test(incoming) ? incoming : randomUUID();
 }

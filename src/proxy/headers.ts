@@ -1,0 +1,166 @@
+/**
+ * What crosses the gateway in headers, in both directions. http-proxy-3 copies every header
+ * it is given and removes only `Trailer`; the policy is ours, computed from the raw header
+ * list (every copy of every header, whatever its case) rather than Node's folded view.
+ *
+ * Never forwarded, either way: hop-by-hop headers (RFC 9110 §7.6.1) and every header named in
+ * `Connection`. Towards the backend also: `Expect` (the gateway already answered it), the
+ * client's framing (re-declared below), forwarding headers from untrusted peers, the identity
+ * header names (so a client cannot speak for the gateway), and `Authorization` unless the route
+ * forwards it. Then the gateway adds its own: identity, forwarding, Host, and framing.
+ *
+ * Framing is re-declared from what Node's parser read, never copied: a chunked request stays
+ * chunked whatever its method. (http-proxy-3's `deleteLength` pass turns a chunked DELETE or
+ * OPTIONS into `Content-Length: 0` while still piping its body, so a pooled backend connection
+ * would read that body as a second request; the proxy re-applies these headers after it.)
+ */
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import type { Config } from '../config/schema.js';
+
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
+  'proxy-authenticate', 'proxy-authorization'];
+/** Set by the gateway itself, never copied from the client. */
+const REPLACED = ['host', 'content-length', 'expect', 'forwarded', 'x-forwarded-for', 'x-forwarded-proto',
+  'x-forwarded-host', 'x-forwarded-port', 'x-real-ip'];
+const HOP_BY_HOP_SET: ReadonlySet<string> = new Set(HOP_BY_HOP);
+const FORWARDING = ['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host'];
+
+export interface Caller {
+  accountId: string;
+  keyId: string;
+  tokenId: string;
+}
+
+export interface UpstreamHeaderInput {
+  /** The route sends identity headers for these parts (already narrowed to what it may send). */
+  identity: { account: boolean; key: boolean; token: boolean; request: boolean };
+  caller: Caller | undefined;
+  requestId: string;
+  assertion: string | undefined;
+  forwardAuthorization: boolean;
+  /** The Host to send. */
+  host: string;
+  /** A WebSocket handshake: Connection/Upgrade are kept as `upgrade`/`websocket`. */
+  websocket: boolean;
+  /** Sec-WebSocket-Protocol without the browser token entry, or undefined to drop it. */
+  webSocketProtocol?: string | undefined;
+}
+
+export type HeaderPolicy = ReturnType<typeof createHeaderPolicy>;
+
+export function createHeaderPolicy(proxy: Config['proxy']) {
+  const names = proxy.identityHeaders;
+  const identityNames = Object.values(names).map((name) => name.toLowerCase());
+  const baseDrop = new Set([...HOP_BY_HOP, ...REPLACED, ...identityNames]);
+  const trusted = new BlockList();
+  for (const entry of proxy.trustedProxies) {
+    const [address, bits] = entry.split('/') as [string, string | undefined];
+    const type = isIPv6(address) ? 'ipv6' : 'ipv4';
+    if (bits === undefined) trusted.addAddress(address, type);
+    else trusted.addSubnet(address, Number(bits), type);
+  }
+  const anyTrusted = proxy.trustedProxies.length > 0;
+  const xForwarded = proxy.forwardedHeaders !== 'forwarded';
+  const forwarded = proxy.forwardedHeaders !== 'x-forwarded';
+
+  function isTrusted(peer: string): boolean {
+    if (!anyTrusted || peer === '') return false;
+    const mapped = peer.startsWith('::ffff:') && isIPv4(peer.slice(7)) ? peer.slice(7) : peer;
+    return trusted.check(mapped, isIPv6(mapped) ? 'ipv6' : 'ipv4');
+  }
+
+  return {
+    /** The headers the backend gets for this request. */
+    upstream(req: IncomingMessage, input: UpstreamHeaderInput): OutgoingHttpHeaders {
+      const peer = req.socket.remoteAddress ?? '';
+      const trustPeer = isTrusted(peer);
+      const named = connectionNames(req.headers.connection);
+
+      const out: OutgoingHttpHeaders = {};
+      const kept: Record<string, string[]> = {};
+      const raw = req.rawHeaders;
+      for (let i = 0; i < raw.length; i += 2) {
+        const name = raw[i]!.toLowerCase();
+        if (baseDrop.has(name) ? !(trustPeer && FORWARDING.includes(name))
+          : named?.has(name) === true || (name === 'authorization' && !input.forwardAuthorization)
+            || (name === 'sec-websocket-protocol' && input.websocket)) continue;
+        (kept[name] ??= []).push(raw[i + 1]!);
+      }
+      for (const name in kept) {
+        const values = kept[name]!;
+        if (!FORWARDING.includes(name)) out[name] = values.length === 1 ? values[0] : values;
+      }
+
+      out.host = input.host;
+      if (req.headers['transfer-encoding'] !== undefined) out['transfer-encoding'] = 'chunked';
+      else if (req.headers['content-length'] !== undefined) out['content-length'] = req.headers['content-length'];
+      if (input.websocket) {
+        out.connection = 'upgrade';
+        out.upgrade = 'websocket';
+        if (input.webSocketProtocol !== undefined) out['sec-websocket-protocol'] = input.webSocketProtocol;
+      }
+
+      const clientHost = req.headers.host ?? '';
+      const proto = input.websocket ? 'ws' : 'http';
+      if (xForwarded) {
+        out['x-forwarded-for'] = append(kept['x-forwarded-for'], peer.startsWith('::ffff:') ? peer.slice(7) : peer);
+        out['x-forwarded-proto'] = kept['x-forwarded-proto']?.[0] ?? proto;
+        out['x-forwarded-host'] = kept['x-forwarded-host']?.[0] ?? clientHost;
+      }
+      if (forwarded) {
+        out.forwarded = append(kept.forwarded, `for=${forwardedNode(peer)};host=${quote(clientHost)};proto=${proto}`);
+      }
+
+      const { caller, identity } = input;
+      if (identity.request) out[names.request.toLowerCase()] = input.requestId;
+      if (caller !== undefined) {
+        if (identity.account) out[names.account.toLowerCase()] = caller.accountId;
+        if (identity.key) out[names.key.toLowerCase()] = caller.keyId;
+        if (identity.token) out[names.token.toLowerCase()] = caller.tokenId;
+      }
+      if (input.assertion !== undefined) out[names.assertion.toLowerCase()] = input.assertion;
+      return out;
+    },
+
+    /** The backend's response headers as the client gets them (raw order and repeats kept). */
+    downstream(headers: IncomingHttpHeaders, rawHeaders: readonly string[]): Record<string, string | string[]> {
+      const named = connectionNames(headers.connection);
+      const out: Record<string, string | string[]> = {};
+      for (let i = 0; i < rawHeaders.length; i += 2) {
+        const lower = rawHeaders[i]!.toLowerCase();
+        if (HOP_BY_HOP_SET.has(lower) || named?.has(lower) === true) continue;
+        const value = rawHeaders[i + 1]!;
+        const previous = out[lower];
+        out[lower] = previous === undefined ? value : Array.isArray(previous) ? [...previous, value] : [previous, value];
+      }
+      return out;
+    },
+  };
+}
+
+/** The headers named in Connection (RFC 9110 §7.6.1), when it names any beyond the usual. */
+function connectionNames(connection: string | undefined): Set<string> | undefined {
+  if (connection === undefined || /^\s*(?:keep-alive|close)\s*$/i.test(connection)) return undefined;
+  const out = new Set<string>();
+  for (const token of connection.split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name !== '') out.add(name);
+  }
+  return out;
+}
+
+function append(previous: string[] | undefined, value: string): string {
+  return previous === undefined ? value : `${previous.join(', ')}, ${value}`;
+}
+
+/** An RFC 7239 node: IPv6 in brackets and quotes. */
+function forwardedNode(peer: string): string {
+  if (peer.startsWith('::ffff:') && isIPv4(peer.slice(7))) return peer.slice(7);
+  return isIPv6(peer) ? `"[${peer}]"` : peer || 'unknown';
+}
+
+/** A token, or a quoted-string when it holds anything else (a port's ":", for one). */
+function quote(value: string): string {
+  return /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(value) ? value : `"${value.replace(/["\\]/g, '\\$&')}"`;
+}

@@ -1,0 +1,227 @@
+/**
+ * The configured routes, proxied with http-proxy-3. The way through, for one request:
+ *
+ *   route match (normalised path) → bearer check (unless public) → scope → target (round-robin,
+ *   healthy) → header policy → http-proxy-3 → response head filtered, body streamed
+ *
+ * Nothing reaches a backend before the token is verified. Bodies stream both ways with
+ * backpressure (pipes, never buffers). Failures before the response head become the envelope:
+ * 502 when the backend refused, reset or broke the exchange, 504 when it stayed silent past
+ * the route's timeout; after the head has gone out the only honest signal is to cut the
+ * connection. A client that goes away releases the backend request (http-proxy-3 destroys it
+ * when the response closes unfinished).
+ *
+ * The response is written here (`selfHandleResponse`), not by http-proxy-3's outgoing passes,
+ * which would copy hop-by-hop headers and add their own `Connection`.
+ */
+import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import { pipeline } from 'node:stream';
+import type { Duplex } from 'node:stream';
+import { ProxyServer, type ServerOptions } from 'http-proxy-3';
+import type { Context, Next } from 'koa';
+import { readBearerToken, type Authenticate, type Identity } from '../auth/bearer.js';
+import type { Revocations } from '../auth/revocation.js';
+import type { Signer } from '../auth/signer.js';
+import type { Config } from '../config/schema.js';
+import { BadGateway, GatewayTimeout, InsufficientScope } from '../errors/errors.js';
+import type { Logger } from '../telemetry/log.js';
+import type { Clock } from '../util/clock.js';
+import { createHeaderPolicy } from './headers.js';
+import { RouteTable, type Route, type RouteMatch } from './routes.js';
+import { Agents, type Target } from './targets.js';
+import { createWebSockets, type WebSockets } from './websocket.js';
+
+/** One attempt at one backend, handed to our http-proxy-3 hooks through its options. */
+export interface Flight {
+  route: Route;
+  target: Target;
+  headers: OutgoingHttpHeaders;
+  /** The backend's response head arrived (or, for a WebSocket, its 101). */
+  responded: boolean;
+  /** The route's response timeout fired before that. */
+  timedOut: boolean;
+  /** Called with the backend's response (plain HTTP only). */
+  onResponse?: (proxyRes: IncomingMessage) => void;
+  /** Called once the backend switched protocols, before its 101 is relayed (WebSocket only). */
+  onUpgrade?: (proxyRes: IncomingMessage) => void;
+}
+
+type FlightOptions = ServerOptions & { flight: Flight };
+
+export interface Proxy {
+  readonly routes: RouteTable;
+  /** Koa middleware: proxies a request whose path is a configured route, else passes it on. */
+  middleware(): (ctx: Context, next: Next) => Promise<void>;
+  /** For the HTTP server's shouldUpgradeCallback: true for a WebSocket handshake on a WebSocket route. */
+  wantsUpgrade(req: IncomingMessage): boolean;
+  /** For the HTTP server's 'upgrade' event. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** Open WebSockets, for tests and metrics. */
+  readonly openWebSockets: () => number;
+  close(): void;
+}
+
+export interface ProxyDeps {
+  config: Config;
+  log: Logger;
+  clock: Clock;
+  signer: Signer;
+  authenticate: Authenticate;
+  revocations: Revocations;
+}
+
+/** Codes of failures that happened before a byte reached the backend: safe to try another target. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ECONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN']);
+const TIMEOUT_CODES = new Set(['ECONNECT_TIMEOUT', 'ERESPONSE_TIMEOUT']);
+
+export function createProxy(deps: ProxyDeps): Proxy {
+  const { config, log, clock, signer, authenticate } = deps;
+  const agents = new Agents(config.proxy.maxSocketsPerTarget);
+  const routes = new RouteTable(config.routes, agents);
+  const policy = createHeaderPolicy(config.proxy);
+  const server = new ProxyServer({ xfwd: false, selfHandleResponse: true, prependPath: true });
+
+  // Our header policy, applied as the last step before http-proxy-3 sends the request: it
+  // overrides whatever the earlier passes did to req.headers (deleteLength's CL.TE rewrite).
+  const applyHeaders = (req: IncomingMessage, _res: unknown, options: unknown) => {
+    req.headers = (options as FlightOptions).flight.headers as IncomingMessage['headers'];
+  };
+  server.before('web', 'stream', applyHeaders);
+  server.before('ws', 'stream', applyHeaders);
+
+  // Emitted once the backend request has a socket (never with an Expect header, which the
+  // policy always removes).
+  server.on('proxyReq', (proxyReq, _req, _res, options) => {
+    const flight = (options as FlightOptions).flight;
+    watchSilence(proxyReq, flight);
+    proxyReq.once('response', (proxyRes) => {
+      flight.responded = true;
+      flight.onResponse?.(proxyRes);
+    });
+  });
+  server.on('proxyReqWs', (proxyReq, _req, _socket, options) => {
+    const flight = (options as FlightOptions).flight;
+    watchSilence(proxyReq, flight);
+    // Registered before http-proxy-3's own listener, so the 101 it relays can still be edited.
+    proxyReq.once('upgrade', (proxyRes) => {
+      flight.responded = true;
+      proxyReq.setTimeout(0);
+      flight.onUpgrade?.(proxyRes);
+    });
+  });
+  // http-proxy-3 also reports client-socket errors here; each request's own callback handles
+  // the rest. Without a listener it would throw.
+  server.on('error', (err) => log.debug({ err: { code: (err as NodeJS.ErrnoException).code, message: err.message } }, 'proxy socket error'));
+
+  function watchSilence(proxyReq: ClientRequest, flight: Flight): void {
+    const { responseTimeoutMs, idleTimeoutMs } = flight.route;
+    proxyReq.setTimeout(responseTimeoutMs, () => {
+      flight.timedOut = !flight.responded;
+      proxyReq.destroy(Object.assign(new Error(flight.responded ? 'backend idle' : 'backend silent'), { code: 'ERESPONSE_TIMEOUT' }));
+    });
+    proxyReq.once('response', () => proxyReq.setTimeout(idleTimeoutMs));
+  }
+
+  const webSockets: WebSockets = createWebSockets({ ...deps, routes, policy, server });
+
+  function forward(ctx: Context, match: RouteMatch, identity: Identity | undefined, assertion: string | undefined): Promise<void> {
+    const { req, res } = ctx;
+    const { route } = match;
+    const requestId = ctx.state.requestId as string;
+    const headers = policy.upstream(req, {
+      identity: identityParts(route, identity !== undefined),
+      caller: identity,
+      requestId,
+      assertion,
+      forwardAuthorization: route.forwardAuthorization,
+      host: route.host === 'preserve' ? req.headers.host ?? '' : '',
+      websocket: false,
+    });
+    req.url = match.upstreamUrl;
+    const bodiless = req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0';
+
+    return new Promise<void>((resolve, reject) => {
+      let attempts = 0;
+      const attempt = (exclude?: Target) => {
+        attempts++;
+        const target = route.pool.pick(clock.now(), exclude);
+        if (route.host === 'target') headers.host = target.url.host;
+        const flight: Flight = {
+          route, target, headers, responded: false, timedOut: false,
+          onResponse(proxyRes) {
+            route.pool.succeeded(target);
+            res.writeHead(proxyRes.statusCode ?? 502, policy.downstream(proxyRes.headers, proxyRes.rawHeaders));
+            // A failure on either side ends both: the client sees a cut, never a short body
+            // that looks complete.
+            pipeline(proxyRes, res, (err) => {
+              if (err !== undefined && err !== null) res.destroy();
+            });
+          },
+        };
+        const options: FlightOptions = { target: target.url, agent: target.agent, connectTimeout: route.connectTimeoutMs, flight };
+        server.web(req, res, options, (err) => {
+          const code = (err as NodeJS.ErrnoException).code ?? '';
+          if (flight.responded) {
+            res.destroy();
+            return;
+          }
+          // The client went away first: not the backend's fault.
+          if (res.destroyed || req.socket.destroyed) return resolve();
+          const ejected = route.pool.failed(target, clock.now());
+          log.warn({ requestId, route: route.name, target: target.origin, code, ejected }, 'backend failed');
+          if (NOT_CONNECTED.has(code) && bodiless && attempts < 2 && route.pool.targets.length > 1) return attempt(target);
+          reject(flight.timedOut || TIMEOUT_CODES.has(code) ? new GatewayTimeout(err) : new BadGateway(err));
+        });
+      };
+      res.once('close', () => resolve());
+      attempt();
+    }).then(() => {
+      // The response went out through res directly (or the client left): Koa writes nothing.
+      if (res.headersSent || res.destroyed) ctx.respond = false;
+    });
+  }
+
+  return {
+    routes,
+    middleware() {
+      return async function proxyRoutes(ctx: Context, next: Next): Promise<void> {
+        // A path the gateway answers itself (under any method) never goes to a backend.
+        if (isOwnPath(ctx)) return next();
+        const match = routes.match(ctx.req.url ?? '/');
+        if (match === undefined) return next();
+        const { route } = match;
+        let identity: Identity | undefined;
+        let assertion: string | undefined;
+        if (route.auth === 'required') {
+          identity = await authenticate(readBearerToken(ctx.req));
+          ctx.state.identity = identity;
+          if (route.requiredScope !== undefined && !identity.scopes.includes(route.requiredScope)) throw new InsufficientScope(route.requiredScope);
+          if (route.assertion) {
+            assertion = await signer.issueAssertion({ ...identity, audience: route.name, requestId: ctx.state.requestId as string });
+          }
+        }
+        ctx.state.route = route.name;
+        await forward(ctx, match, identity, assertion);
+      };
+    },
+    wantsUpgrade: webSockets.wantsUpgrade,
+    upgrade: webSockets.upgrade,
+    openWebSockets: webSockets.open,
+    close() {
+      webSockets.closeAll();
+      agents.destroy();
+    },
+  };
+}
+
+/** Which identity headers a route sends: on a public route, only the request id. */
+export function identityParts(route: Route, authenticated: boolean): { account: boolean; key: boolean; token: boolean; request: boolean } {
+  const has = (part: 'account' | 'key' | 'token' | 'request') => route.identity.includes(part);
+  return { account: authenticated && has('account'), key: authenticated && has('key'), token: authenticated && has('token'), request: has('request') };
+}
+
+function isOwnPath(ctx: Context): boolean {
+  const matched = (ctx as Context & { matched?: { methods: string[] }[] }).matched;
+  return matched !== undefined && matched.some((layer) => layer.methods.length > 0);
+}
+
