@@ -2,13 +2,21 @@
  * Start-up: load the config, build the services, listen, and stop cleanly on SIGTERM/SIGINT.
  * A bad config, data file or signing key stops the process here, before it listens, with a
  * message naming what is wrong.
+ *
+ * With `workers` above 1 this process becomes the primary of node:cluster: it forks that many
+ * copies of itself, which share the one port (the primary hands out connections round-robin)
+ * and share state through Redis (the schema requires it, and one signing key for all). A
+ * worker that dies after it was listening is replaced; one that dies before ever listening
+ * stops the whole gateway, since its siblings would fail the same way.
  */
+import cluster from 'node:cluster';
+import { availableParallelism } from 'node:os';
 import { ConfigError, describeConfig, loadConfig } from './config/load.js';
 import { SigningKeyError } from './auth/signer.js';
 import { createServices } from './services.js';
 import { startServer } from './server.js';
 import { DataFileError } from './stores/data-file.js';
-import { createLogger } from './telemetry/log.js';
+import { createLogger, type Logger } from './telemetry/log.js';
 
 async function main(): Promise<void> {
   let config;
@@ -17,7 +25,10 @@ async function main(): Promise<void> {
   } catch (err) {
     return fail(err);
   }
-  const log = createLogger(config.log.level);
+  const workers = config.workers === 0 ? availableParallelism() : config.workers;
+  const root = createLogger(config.log.level);
+  if (workers > 1 && cluster.isPrimary) return superviseWorkers(workers, root);
+  const log = cluster.isWorker ? root.child({ worker: cluster.worker!.id }) : root;
   log.debug({ settings: describeConfig(config) }, 'configuration');
   let running;
   let services;
@@ -36,6 +47,43 @@ async function main(): Promise<void> {
       log.error({ err }, 'shutdown failed');
       process.exit(1);
     });
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+function superviseWorkers(count: number, log: Logger): void {
+  const listening = new Set<number>();
+  let stopping = false;
+  const fork = () => {
+    const worker = cluster.fork();
+    worker.once('listening', () => listening.add(worker.id));
+  };
+  cluster.on('exit', (worker, code, signal) => {
+    const wasListening = listening.delete(worker.id);
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      return;
+    }
+    if (!wasListening) {
+      log.error({ worker: worker.id, code, signal }, 'a worker failed to start: stopping the gateway');
+      stopping = true;
+      process.exitCode = 1;
+      for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGTERM');
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(1);
+      return;
+    }
+    log.error({ worker: worker.id, code, signal }, 'a worker died: starting another');
+    fork();
+  });
+  for (let i = 0; i < count; i++) fork();
+  log.info({ workers: count }, `gateway started ${count} workers`);
+
+  const stop = (signal: string) => {
+    log.info({ signal }, 'shutting down');
+    stopping = true;
+    // Each worker closes itself as on its own SIGTERM: open requests finish first.
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);

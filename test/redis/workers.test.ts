@@ -1,0 +1,62 @@
+/**
+ * WORKERS=2: one gateway process forks two workers that share one port and one real
+ * redis-server. Connections spread over both, state issued by one is honoured by the other,
+ * and SIGTERM to the primary stops them all. Without Redis, several workers are refused at
+ * start-up (each would hold its own refresh tokens).
+ */
+import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import { get } from 'node:http';
+import { test } from 'node:test';
+import { DEMO, postJson, sha256Hex } from '../helpers/gateway.js';
+import { exitWithin, runCommand, gatewayEnv, startGatewayProcess } from '../helpers/process.js';
+import { redisSuite, startRedis } from '../helpers/redis.js';
+
+/** One request on its own connection, so the primary hands each to the next worker. */
+function getFresh(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    get(url, { agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    }).on('error', reject);
+  });
+}
+
+test('several workers share one port and one Redis', redisSuite(), async (t) => {
+  const redis = await startRedis(t);
+  const pem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const gw = await startGatewayProcess(t, {
+    WORKERS: '2', REDIS_URL: redis.url, SIGNING_KEYS: JSON.stringify([{ kid: 'workers-1', alg: 'EdDSA', pem }]), LOG_LEVEL: 'info',
+  });
+
+  await t.test('connections reach both workers', async () => {
+    for (let i = 0; i < 20; i++) assert.equal(await getFresh(`${gw.url}/healthz`), 200);
+    const workers = new Set(gw.logs().filter((line) => line.msg === 'request').map((line) => line.worker));
+    assert.deepEqual([...workers].sort(), [1, 2], 'both workers answered');
+  });
+
+  await t.test('a token pair issued by one worker refreshes on whichever answers next', async () => {
+    const signedIn = await postJson(`${gw.url}/api/signin`, { apiKey: DEMO.alice.apiKey, apiSecret: sha256Hex(DEMO.alice.secret) });
+    assert.equal(signedIn.status, 200);
+    let refreshToken = signedIn.body.message.refreshToken as string;
+    for (let i = 0; i < 4; i++) {
+      const refreshed = await postJson(`${gw.url}/api/refresh`, { refreshToken });
+      assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body));
+      refreshToken = refreshed.body.message.refreshToken;
+    }
+  });
+
+  await t.test('SIGTERM to the primary stops every worker and exits 0', async () => {
+    gw.child.process.kill('SIGTERM');
+    const exit = await exitWithin(gw.child, 15_000);
+    assert.equal(exit.code, 0, gw.child.stderr());
+    const stops = gw.logs().filter((line) => line.msg === 'shutting down' && line.worker !== undefined);
+    assert.equal(stops.length, 2, 'each worker shut down');
+  });
+});
+
+test('several workers without Redis are refused at start-up', async (t) => {
+  const result = await runCommand(t, ['src/main.ts'], { env: gatewayEnv({ WORKERS: '2', PORT: '0' }) });
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /workers \(from env WORKERS\): several workers need Redis/);
+});
