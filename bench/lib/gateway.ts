@@ -100,15 +100,15 @@ export async function startGateway<N extends string>({ name, runtime, settings, 
   return gw;
 }
 
-/** Polls `path` until it answers 200; throws if the process exits or 20 s pass. */
-export async function waitReady(url: string, path: string, proc: ChildProcess, what: string, tail: () => string): Promise<void> {
+/** Polls `path` until it answers `status`; throws if the process exits or 20 s pass. */
+export async function waitReady(url: string, path: string, proc: ChildProcess, what: string, tail: () => string, status = 200): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (!isRunning(proc)) throw new Error(`${what} exited before listening:\n${tail()}`);
     try {
       const res = await fetch(`${url}${path}`);
       await res.arrayBuffer();
-      if (res.status === 200) return;
+      if (res.status === status) return;
     } catch { /* not listening yet */ }
     if (Date.now() > deadline) throw new Error(`${what} not ready on ${url}:\n${tail()}`);
     await sleep(50);

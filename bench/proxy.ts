@@ -1,0 +1,579 @@
+/**
+ * Proxy throughput: the gateway's authenticated, proxied route under load, next to the same
+ * load on the backend alone, on the floor of the gateway's stack, and on a Fastify peer.
+ * Results: a table on stdout, the section "Proxy: gateway vs floor vs Fastify" of
+ * bench/README.md, and bench/results/proxy-<time>.json.
+ *
+ *   npm run bench [-- --rounds 5 --seconds 5 --warmup 2 --connections 64 --tokens 20000
+ *                     --quiet-wait 120 --runtime dist|tsx --profile --no-warn-variant --no-readme]
+ *
+ * What runs (everything on 127.0.0.1, every process started here is stopped here):
+ * - `direct`: bench/servers/backend.ts, node:http answering ~100 bytes of JSON;
+ * - `floor`: bench/servers/floor.ts, a bare http-proxy-3 server that verifies the bearer token
+ *   with jose as the gateway does and proxies over a keep-alive agent: what this stack costs
+ *   at the least;
+ * - `fastify`: bench/servers/fastify.ts, fastify + @fastify/jwt + @fastify/http-proxy;
+ * - `gateway`: the product, built from src/, with one route `/bench` to the backend (a bearer
+ *   token required, the default) and LOG_LEVEL=info, its production default, the log going
+ *   to /dev/null; `gateway (log warn)` is the same with LOG_LEVEL=warn (what the access log costs).
+ * The proxies share one backend instance; `direct` gets its own instance of the same server,
+ * on the core the servers under test use. With two or more cores the server under test is
+ * pinned to core 1, and wrk, the proxies' backend and this script to core 0.
+ *
+ * Every request carries a different valid token (--tokens distinct ones, made at the start by
+ * jose's SignJWT exactly as the gateway signs, cycled by bench/wrk/bearer.lua), so no cache of
+ * verified tokens can flatter a server. Rounds run every server once, the order rotated by one
+ * each round; figures are medians over rounds, ratios medians of the per-round ratios.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { SignJWT } from 'jose';
+import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
+import { boundedInt, usage } from './lib/cli.js';
+import { prepareRuntime, RESULTS, ROOT, sourceVersion, startGateway, waitReady, type Runtime } from './lib/gateway.js';
+import {
+  checkPrerequisites, CLIENT_CORE, cpuModel, foreignCores, freePort, nproc, PIN, pinned, pinSelf, processCpuSeconds,
+  Quiet, QUIET_CORES, sampleLoad, SERVER_CORE, stolenCores, wrkVersion,
+} from './lib/machine.js';
+import { installCleanup, isRunning, Output, removeAtExit, startWatchdog, stopAll, stopChild, track } from './lib/processes.js';
+import { profileClockUs, readProfile, summarizeWindow } from './lib/profile.js';
+import { fmt, log, median, writeReadmeSection, type ReadmeSection } from './lib/report.js';
+import { runWrk, socketErrors, type WrkSummary } from './lib/wrk.js';
+
+const NAME = 'bench';
+const README: ReadmeSection = {
+  file: join(ROOT, 'bench', 'README.md'),
+  section: '## Proxy: gateway vs floor vs Fastify',
+  begin: '<!-- bench:proxy results: begin (written by npm run bench) -->',
+  end: '<!-- bench:proxy results: end -->',
+};
+/** What every client asks every server for: under the gateway's route prefix, as it reaches the backend. */
+const PATH = '/bench/items/42';
+const ISSUER = 'auth-gateway';
+const KID = 'bench';
+/** The gateway refuses tokens older than this (its access-token lifetime, the default). */
+const TOKEN_LIFETIME_S = 900;
+
+type Target = 'direct' | 'floor' | 'fastify' | 'gateway' | 'gateway-warn';
+const LABEL: Record<Target, string> = { direct: 'direct', floor: 'floor', fastify: 'fastify', gateway: 'gateway', 'gateway-warn': 'gateway (log warn)' };
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+const { values: opt } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '5' },
+    seconds: { type: 'string', default: '5' },
+    warmup: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '64' },
+    tokens: { type: 'string', default: '20000' },
+    runtime: { type: 'string', default: 'dist' },
+    profile: { type: 'boolean', default: false },
+    'no-warn-variant': { type: 'boolean', default: false },
+    'no-readme': { type: 'boolean', default: false },
+    'quiet-wait': { type: 'string', default: '120' },
+  },
+});
+const ROUNDS = boundedInt(NAME, 'rounds', opt.rounds, 1, 20);
+const SECONDS = boundedInt(NAME, 'seconds', opt.seconds, 1, 30);
+const WARMUP = boundedInt(NAME, 'warmup', opt.warmup, 0, 30);
+const CONNECTIONS = boundedInt(NAME, 'connections', opt.connections, 1, 512);
+const TOKENS = boundedInt(NAME, 'tokens', opt.tokens, 100, 200_000);
+const QUIET_WAIT = boundedInt(NAME, 'quiet-wait', opt['quiet-wait'], 0, 600);
+if (opt.runtime !== 'dist' && opt.runtime !== 'tsx') usage(NAME, '--runtime is dist or tsx');
+const TARGETS: Target[] = ['direct', 'floor', 'fastify', 'gateway', ...(opt['no-warn-variant'] ? [] : ['gateway-warn' as const])];
+/** Hard bound on the whole run, whatever happens. */
+const BUDGET_MS = (120 + QUIET_WAIT + TARGETS.length * (WARMUP + 3 + ROUNDS * (SECONDS + 3)) + (opt.profile ? WARMUP + SECONDS + 30 : 0)) * 2 * 1000;
+
+installCleanup(NAME);
+const quiet = new Quiet(QUIET_WAIT);
+
+// ---------------------------------------------------------------------------------------------
+// Tokens
+
+interface Tokens {
+  file: string;
+  /** When minting began: the oldest token's issue time, ms. */
+  mintedAt: number;
+}
+
+/** A token as the gateway's signer makes it (src/auth/signer.ts), for account `acct_bench_<i % 100>`. */
+async function mintToken(privateKey: KeyObject, i: number): Promise<string> {
+  const now = Date.now();
+  const iat = Math.floor(now / 1000);
+  return new SignJWT({ client_id: 'key_bench', iat_ms: now })
+    .setProtectedHeader({ alg: 'EdDSA', kid: KID, typ: 'at+jwt' })
+    .setIssuer(ISSUER)
+    .setAudience(ISSUER)
+    .setSubject(`acct_bench_${i % 100}`)
+    .setJti(randomBytes(16).toString('base64url'))
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + TOKEN_LIFETIME_S)
+    .sign(privateKey);
+}
+
+async function mintTokens(privateKey: KeyObject, file: string): Promise<Tokens> {
+  const mintedAt = Date.now();
+  const tokens: string[] = [];
+  for (let i = 0; i < TOKENS; i += 256) {
+    tokens.push(...await Promise.all(Array.from({ length: Math.min(256, TOKENS - i) }, (_, j) => mintToken(privateKey, i + j))));
+  }
+  if (new Set(tokens).size !== tokens.length) throw new Error('minted tokens are not distinct');
+  writeFileSync(file, `${tokens.join('\n')}\n`);
+  return { file, mintedAt };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Servers
+
+interface Server {
+  /** For messages: a target's label, or "backend". */
+  label: string;
+  proc: ChildProcess;
+  pid: number;
+  url: string;
+  err: Output;
+  /** The gateway's log when it is kept (the log-warn variant); empty otherwise. */
+  out: Output;
+}
+
+/** One of bench/servers/*.ts, under plain Node (type stripping; no loader in the measured process). */
+async function startNodeServer(label: string, file: string, core: string, env: Record<string, string>): Promise<Server> {
+  const port = await freePort();
+  const processEnv: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production', PORT: String(port), ...env };
+  delete processEnv.NODE_OPTIONS;
+  const [cmd, args] = pinned(core, process.execPath, [join(ROOT, 'bench', 'servers', file)]);
+  const proc = track(spawn(cmd, args, { cwd: ROOT, env: processEnv, stdio: ['ignore', 'ignore', 'pipe'] }));
+  const server: Server = { label, proc, pid: proc.pid!, url: `http://127.0.0.1:${port}`, err: new Output(proc.stderr), out: new Output(null) };
+  // The proxies answer 401 to a request without a token as soon as they listen.
+  await waitReady(server.url, PATH, proc, `${label} (${file})`, () => server.err.tail(), file === 'backend.ts' ? 200 : 401);
+  return server;
+}
+
+interface Keys {
+  signingKeys: string;
+  publicPem: string;
+}
+
+function gatewaySettings(keys: Keys, backendUrl: string, level: 'info' | 'warn'): Record<string, string> {
+  return {
+    LOG_LEVEL: level,
+    SIGNING_KEYS: keys.signingKeys,
+    ROUTES: JSON.stringify([{ prefix: '/bench', targets: [backendUrl] }]),
+  };
+}
+
+async function startTarget(target: Target, runtime: Runtime, keys: Keys, backendUrl: string, nodeFlags: string[] = []): Promise<Server> {
+  const proxyEnv = { BACKEND: backendUrl, PUBLIC_KEY: keys.publicPem };
+  switch (target) {
+    case 'direct': return startNodeServer(LABEL[target], 'backend.ts', SERVER_CORE, {});
+    case 'floor': return startNodeServer(LABEL[target], 'floor.ts', SERVER_CORE, proxyEnv);
+    case 'fastify': return startNodeServer(LABEL[target], 'fastify.ts', SERVER_CORE, proxyEnv);
+    case 'gateway':
+    case 'gateway-warn': {
+      const level = target === 'gateway' ? 'info' : 'warn';
+      // Under info the log is one JSON line per request: to /dev/null, so that reading it here
+      // does not load the client core. Under warn it should stay empty, so it is kept and checked.
+      const gw = await startGateway({ name: target, runtime, settings: gatewaySettings(keys, backendUrl, level), nodeFlags, stdout: level === 'info' ? 'ignore' : 'pipe' });
+      return { label: LABEL[target], proc: gw.proc, pid: gw.pid, url: gw.url, err: gw.err, out: gw.out };
+    }
+  }
+}
+
+/** 200 with the backend's answer for a valid token; 401 without one, and for a token of another key. */
+async function sanityCheck(target: Target, server: Server, tokens: Tokens, foreignToken: string): Promise<void> {
+  const token = readFileSync(tokens.file, 'utf8').slice(0, 4096).split('\n')[0]!;
+  const get = async (authorization?: string) => {
+    const res = await fetch(`${server.url}${PATH}`, { headers: authorization === undefined ? {} : { authorization } });
+    return { status: res.status, body: await res.text() };
+  };
+  const what = server.label;
+  const ok = await get(`Bearer ${token}`);
+  if (ok.status !== 200) {
+    const hint = target.startsWith('gateway') && ok.status === 404 ? ' (no proxied route: is the proxy in this build of src/?)' : '';
+    throw new Error(`${what}: GET ${PATH} with a valid token answered ${ok.status}${hint}: ${ok.body.slice(0, 300)}`);
+  }
+  let reached: { from?: unknown; path?: unknown } = {};
+  try { reached = JSON.parse(ok.body) as typeof reached; } catch { /* checked below */ }
+  if (reached.from !== 'bench-backend' || reached.path !== PATH) throw new Error(`${what}: the answer is not the backend's for ${PATH}: ${ok.body.slice(0, 300)}`);
+  if (target === 'direct') return;
+  for (const [label, authorization] of [['without a token', undefined], ['with a token of another key', `Bearer ${foreignToken}`]] as const) {
+    const r = await get(authorization);
+    if (r.status !== 401) throw new Error(`${what}: GET ${PATH} ${label} answered ${r.status}, not 401: ${r.body.slice(0, 300)}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load
+
+interface Run {
+  target: Target;
+  round: number;
+  requests: number;
+  /** Answers other than 2xx: must be 0. */
+  non2xx: number;
+  socketErrors: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** CPU time of the server under test (all its threads) per request, µs. */
+  serverCpuUsPerReq: number;
+  /** Share of its core the server used: near 100 % when it is the bottleneck. */
+  serverCoreUse: number;
+  /** The proxies' backend, per request (idle for `direct`). */
+  backendCpuUsPerReq: number;
+  /** wrk and this script, per request. */
+  clientCpuUsPerReq: number;
+  /** Share of one core used by wrk, the backend and this script (core 0 when pinned). */
+  clientCoreUse: number;
+  foreignCores: number;
+  stolenCores: number;
+  attempts?: number;
+}
+
+interface Context {
+  backend: Server;
+  tokens: Tokens;
+  refreshTokens: () => Promise<void>;
+}
+
+async function measure(ctx: Context, target: Target, server: Server, seconds: number, round: number): Promise<Run> {
+  // Tokens must outlive the run with a margin: the gateway refuses those older than 900 s.
+  if (Date.now() - ctx.tokens.mintedAt > (TOKEN_LIFETIME_S - seconds - 60) * 1000) await ctx.refreshTokens();
+  await quiet.wait(server.label);
+  const serverBefore = processCpuSeconds(server.pid);
+  const backendBefore = processCpuSeconds(ctx.backend.pid);
+  const loadBefore = sampleLoad();
+  const w: WrkSummary = await runWrk({
+    script: join(ROOT, 'bench', 'wrk', 'bearer.lua'),
+    url: `${server.url}${PATH}`,
+    connections: CONNECTIONS,
+    seconds,
+    args: [ctx.tokens.file, PATH],
+  });
+  const loadAfter = sampleLoad();
+  const serverAfter = processCpuSeconds(server.pid);
+  const backendAfter = processCpuSeconds(ctx.backend.pid);
+  if (!isRunning(server.proc)) throw new Error(`${server.label} died during the run:\n${server.err.tail()}`);
+  if (!isRunning(ctx.backend.proc)) throw new Error(`the backend died during the run:\n${ctx.backend.err.tail()}`);
+  const elapsed = w.duration_us / 1e6;
+  const perReq = (cpuSeconds: number) => (cpuSeconds * 1e6) / Math.max(w.requests, 1);
+  const client = loadAfter.self - loadBefore.self;
+  return {
+    target, round,
+    requests: w.requests,
+    non2xx: w.bad,
+    socketErrors: socketErrors(w),
+    rps: w.ok / elapsed,
+    p50Ms: w.p50_us / 1000, p99Ms: w.p99_us / 1000, maxMs: w.max_us / 1000,
+    serverCpuUsPerReq: perReq(serverAfter - serverBefore),
+    serverCoreUse: (serverAfter - serverBefore) / elapsed,
+    backendCpuUsPerReq: perReq(backendAfter - backendBefore),
+    clientCpuUsPerReq: perReq(client),
+    clientCoreUse: (client + backendAfter - backendBefore) / elapsed,
+    foreignCores: foreignCores(loadBefore, loadAfter),
+    stolenCores: stolenCores(loadBefore, loadAfter),
+  };
+}
+
+function runLine(run: Run): string {
+  return `${LABEL[run.target].padEnd(18)} ${fmt(run.rps).padStart(6)} req/s  p50 ${fmt(run.p50Ms, 2)} ms  p99 ${fmt(run.p99Ms, 2)} ms`
+    + `  server ${fmt(run.serverCpuUsPerReq)} µs/req (core ${fmt(100 * run.serverCoreUse)} %)  backend ${fmt(run.backendCpuUsPerReq)} µs/req  wrk ${fmt(run.clientCpuUsPerReq)} µs/req`
+    + `  client core ${fmt(100 * run.clientCoreUse)} %  other load ${fmt(run.foreignCores, 2)}  steal ${fmt(run.stolenCores, 2)}`
+    + `${run.non2xx + run.socketErrors > 0 ? `  ERRORS: ${run.non2xx} non-2xx, ${run.socketErrors} socket` : ''}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Profile (--profile): one more gateway under --cpu-prof, after the measured rounds
+
+async function profileGateway(ctx: Context, tmp: string, runtime: Runtime, keys: Keys): Promise<ProfileSummary> {
+  const dir = join(tmp, 'prof-gateway');
+  mkdirSync(dir, { recursive: true });
+  const gw = await startTarget('gateway', runtime, keys, ctx.backend.url, ['--cpu-prof', '--cpu-prof-dir', dir]);
+  let window: [number, number];
+  try {
+    if (WARMUP > 0) await measure(ctx, 'gateway', gw, WARMUP, -1);
+    const from = profileClockUs();
+    const run = await measure(ctx, 'gateway', gw, SECONDS, -1);
+    window = [from, profileClockUs()];
+    log(`profile run: ${runLine(run)}`);
+  } finally {
+    // Writing the profile at exit takes a while for a busy process.
+    await stopChild(gw.proc, 15_000);
+  }
+  const profile = readProfile(dir, join(RESULTS, 'proxy-gateway.cpuprofile'));
+  return summarizeWindow(profile, window, 'the gateway');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics and report
+
+interface Row {
+  target: Target;
+  rps: number;
+  rpsRange: [number, number];
+  p50Ms: number;
+  p99Ms: number;
+  serverCpuUsPerReq: number;
+  serverCoreUse: number;
+  backendCpuUsPerReq: number;
+  clientCpuUsPerReq: number;
+  clientCoreUse: number;
+  foreignCores: number;
+  requests: number;
+  non2xx: number;
+  socketErrors: number;
+}
+
+function summarize(runs: Run[]): Row[] {
+  return TARGETS.map((target) => {
+    const rs = runs.filter((r) => r.target === target);
+    const rps = rs.map((r) => r.rps);
+    const med = (f: (r: Run) => number) => median(rs.map(f));
+    return {
+      target,
+      rps: median(rps),
+      rpsRange: [Math.min(...rps), Math.max(...rps)],
+      p50Ms: med((r) => r.p50Ms),
+      p99Ms: med((r) => r.p99Ms),
+      serverCpuUsPerReq: med((r) => r.serverCpuUsPerReq),
+      serverCoreUse: med((r) => r.serverCoreUse),
+      backendCpuUsPerReq: med((r) => r.backendCpuUsPerReq),
+      clientCpuUsPerReq: med((r) => r.clientCpuUsPerReq),
+      clientCoreUse: med((r) => r.clientCoreUse),
+      foreignCores: med((r) => r.foreignCores),
+      requests: rs.reduce((a, r) => a + r.requests, 0),
+      non2xx: rs.reduce((a, r) => a + r.non2xx, 0),
+      socketErrors: rs.reduce((a, r) => a + r.socketErrors, 0),
+    };
+  });
+}
+
+interface Ratio {
+  name: string;
+  median: number;
+  min: number;
+  max: number;
+  /** The product's stated target for this ratio, if any. */
+  target?: { text: string; met: boolean };
+}
+
+/** Median over rounds of a's metric ÷ b's in the same round (seconds apart, so drift cancels). */
+function pairedRatio(runs: Run[], a: Target, b: Target, metric: (r: Run) => number): Omit<Ratio, 'name'> {
+  const ratios: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const x = runs.find((r) => r.target === a && r.round === round);
+    const y = runs.find((r) => r.target === b && r.round === round);
+    if (x !== undefined && y !== undefined && metric(y) > 0) ratios.push(metric(x) / metric(y));
+  }
+  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) };
+}
+
+function ratios(runs: Run[]): Ratio[] {
+  const rps = (r: Run) => r.rps;
+  const p99 = (r: Run) => r.p99Ms;
+  const cpu = (r: Run) => r.serverCpuUsPerReq;
+  const list: Ratio[] = [];
+  const throughput = pairedRatio(runs, 'gateway', 'floor', rps);
+  list.push({ name: 'gateway / floor, throughput', ...throughput, target: { text: '≥ 1.0×', met: throughput.median >= 1 } });
+  const tail = pairedRatio(runs, 'gateway', 'floor', p99);
+  list.push({ name: 'gateway / floor, p99 latency', ...tail, target: { text: '≤ 1.2×', met: tail.median <= 1.2 } });
+  list.push({ name: 'gateway / floor, CPU per request', ...pairedRatio(runs, 'gateway', 'floor', cpu) });
+  const peer = pairedRatio(runs, 'gateway', 'fastify', rps);
+  list.push({ name: 'gateway / fastify, throughput', ...peer, target: { text: '> 1× (stretch)', met: peer.median > 1 } });
+  list.push({ name: 'gateway / fastify, p99 latency', ...pairedRatio(runs, 'gateway', 'fastify', p99) });
+  list.push({ name: 'floor / direct, throughput', ...pairedRatio(runs, 'floor', 'direct', rps) });
+  if (TARGETS.includes('gateway-warn')) {
+    list.push({ name: 'gateway (log warn) / floor, throughput', ...pairedRatio(runs, 'gateway-warn', 'floor', rps) });
+    list.push({ name: 'gateway / gateway (log warn), throughput', ...pairedRatio(runs, 'gateway', 'gateway-warn', rps) });
+  }
+  return list;
+}
+
+function ratioLine(r: Ratio): string {
+  const target = r.target === undefined ? '' : ` — target ${r.target.text}: ${r.target.met ? 'met' : '**not met**'}`;
+  return `- ${r.name}: **${fmt(r.median, 2)}×** (per-round ${fmt(r.min, 2)}–${fmt(r.max, 2)})${target}`;
+}
+
+function resultsTable(rows: Row[]): string {
+  const lines = [
+    '| server | req/s (median) | range over rounds | p50 ms | p99 ms | server CPU µs/req | server core use | backend CPU µs/req | wrk CPU µs/req | client core use | other load (cores) | non-2xx / socket errors |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const r of rows) {
+    const backend = r.target === 'direct' ? '—' : fmt(r.backendCpuUsPerReq);
+    lines.push(`| ${LABEL[r.target]} | ${fmt(r.rps)} | ${fmt(r.rpsRange[0])}–${fmt(r.rpsRange[1])} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 2)} | ${fmt(r.serverCpuUsPerReq)} | ${fmt(100 * r.serverCoreUse)} % | ${backend} | ${fmt(r.clientCpuUsPerReq)} | ${fmt(100 * r.clientCoreUse)} % | ${fmt(r.foreignCores, 2)} | ${r.non2xx} / ${r.socketErrors} of ${r.requests} |`);
+  }
+  return lines.join('\n');
+}
+
+function roundsTable(runs: Run[]): string {
+  const lines = [
+    `| server | ${Array.from({ length: ROUNDS }, (_, i) => `round ${i + 1}`).join(' | ')} |`,
+    `|---|${'---:|'.repeat(ROUNDS)}`,
+  ];
+  for (const target of TARGETS) {
+    const cells = Array.from({ length: ROUNDS }, (_, round) => fmt(runs.find((r) => r.target === target && r.round === round)?.rps));
+    lines.push(`| ${LABEL[target]} | ${cells.join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+function packageVersion(name: string): string {
+  for (const dir of [join(ROOT, 'node_modules', name), join(ROOT, 'node_modules', '@fastify', 'jwt', 'node_modules', name)]) {
+    const file = join(dir, 'package.json');
+    if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+  }
+  return '?';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+async function main(): Promise<void> {
+  const started = new Date();
+  startWatchdog(NAME, BUDGET_MS);
+  checkPrerequisites(NAME, ['wrk']);
+  if (!pinSelf(CLIENT_CORE)) log('note: not pinning processes to cores (needs taskset and 2+ cores)');
+
+  const tmp = mkdtempSync(join(tmpdir(), 'bench-proxy-'));
+  removeAtExit(tmp);
+  try {
+    const source = sourceVersion();
+    const runtime = prepareRuntime(opt.runtime as 'dist' | 'tsx');
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const keys: Keys = {
+      signingKeys: JSON.stringify([{ kid: KID, alg: 'EdDSA', pem: privateKey.export({ type: 'pkcs8', format: 'pem' }) }]),
+      publicPem: publicKey.export({ type: 'spki', format: 'pem' }) as string,
+    };
+    const mintStart = performance.now();
+    const tokensFile = join(tmp, 'tokens.txt');
+    const tokens = await mintTokens(privateKey, tokensFile);
+    log(`${NAME}: ${TOKENS} distinct tokens minted in ${fmt((performance.now() - mintStart) / 1000, 1)} s`);
+    const foreignToken = await mintToken(generateKeyPairSync('ed25519').privateKey, 0);
+
+    const ctx: Context = {
+      backend: await startNodeServer('backend', 'backend.ts', CLIENT_CORE, {}),
+      tokens,
+      refreshTokens: async () => {
+        log('  tokens near the end of their lifetime: minting new ones');
+        ctx.tokens = await mintTokens(privateKey, tokensFile);
+      },
+    };
+    const servers = new Map<Target, Server>();
+    for (const target of TARGETS) servers.set(target, await startTarget(target, runtime, keys, ctx.backend.url));
+    for (const [target, server] of servers) await sanityCheck(target, server, ctx.tokens, foreignToken);
+
+    const env = {
+      date: started.toISOString(),
+      commit: source,
+      cpu: cpuModel(),
+      nproc,
+      node: process.version,
+      wrk: wrkVersion(),
+      runtime: runtime.note,
+      packages: Object.fromEntries(['http-proxy-3', 'jose', 'fastify', '@fastify/http-proxy', '@fastify/reply-from', '@fastify/jwt', 'fast-jwt', 'undici'].map((p) => [p, packageVersion(p)])),
+      pinning: PIN
+        ? `server under test on core ${SERVER_CORE} (\`taskset -c ${SERVER_CORE}\`, all its threads); wrk, the proxies' backend and this script on core ${CLIENT_CORE}`
+        : 'none (needs taskset and 2+ cores)',
+    };
+    log(`${NAME}: ${env.cpu}; node ${env.node}; ${env.wrk}; runtime ${runtime.mode}; gateway src/ at ${source}`);
+    log(`${NAME}: ${TARGETS.map((t) => LABEL[t]).join(', ')}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; pinning: ${env.pinning}`);
+    log(`${NAME}: sanity checks passed (200 through every server with a valid token; 401 without one and with another key's)`);
+
+    if (WARMUP > 0) {
+      log(`warm-up: ${WARMUP} s per server`);
+      for (const target of TARGETS) log(`  warm-up ${runLine(await measure(ctx, target, servers.get(target)!, WARMUP, -1))}`);
+    }
+    const runs: Run[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const shift = round % TARGETS.length;
+      const order = [...TARGETS.slice(shift), ...TARGETS.slice(0, shift)];
+      for (const target of order) {
+        const server = servers.get(target)!;
+        const run = await quiet.repeatDisturbed(LABEL[target], SECONDS, () => measure(ctx, target, server, SECONDS, round), (r) => `${fmt(r.rps)} req/s`);
+        runs.push(run);
+        log(`round ${round + 1}/${ROUNDS} ${runLine(run)}`);
+      }
+    }
+    const warnLines = servers.get('gateway-warn')?.out.lines.length ?? 0;
+    const stderrLines = [...servers.values(), ctx.backend].map((s) => ({ label: s.label, lines: s.err.lines.length, tail: s.err.tail(5) })).filter((s) => s.lines > 0);
+    for (const server of servers.values()) await stopChild(server.proc);
+
+    let profile: ProfileSummary | undefined;
+    if (opt.profile) {
+      log(`profile: the gateway (LOG_LEVEL=info) under --cpu-prof, ${SECONDS} s after a ${WARMUP} s warm-up`);
+      profile = await profileGateway(ctx, tmp, runtime, keys);
+    }
+
+    const rows = summarize(runs);
+    const ratioList = ratios(runs);
+    const errors = rows.reduce((a, r) => a + r.non2xx + r.socketErrors, 0);
+    const noisy = runs.filter((r) => r.foreignCores >= QUIET_CORES).length;
+    const args = process.argv.slice(2);
+    const generated = [
+      `Run of ${env.date.slice(0, 10)} (${env.date}), \`npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}\`.`,
+      '',
+      `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, ${env.wrk}`,
+      `- gateway: src/ at ${env.commit}; ${env.runtime}; NODE_ENV=production, one Ed25519 signing key, \`ROUTES=[{"prefix":"/bench","targets":["http://127.0.0.1:<backend>"]}]\` (bearer token required, every other route setting at its default); \`gateway\`: LOG_LEVEL=info (the default; one access-log line per request, stdout to /dev/null); \`gateway (log warn)\`: LOG_LEVEL=warn`,
+      `- peers: floor = http-proxy-3 ${env.packages['http-proxy-3']} + jose ${env.packages.jose} on node:http, keep-alive agent; fastify = fastify ${env.packages.fastify} + @fastify/http-proxy ${env.packages['@fastify/http-proxy']} (@fastify/reply-from ${env.packages['@fastify/reply-from']}, undici ${env.packages.undici}) + @fastify/jwt ${env.packages['@fastify/jwt']} (fast-jwt ${env.packages['fast-jwt']}), no logger; all under plain \`node\`, NODE_ENV=production`,
+      `- pinning: ${env.pinning}; \`direct\` is a second instance of the backend, on core ${SERVER_CORE} like the other servers under test`,
+      `- load: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop, \`GET ${PATH}\`, each request with the next of ${TOKENS} distinct tokens (minted at the start, as the gateway signs them); ${ROUNDS} rounds × ${SECONDS} s per server after a ${WARMUP} s warm-up, the order rotated by one server each round`,
+      `- time stolen by the hypervisor during the kept runs: median ${fmt(median(runs.map((r) => r.stolenCores)), 2)}, at most ${fmt(Math.max(...runs.map((r) => r.stolenCores)), 2)} cores`,
+      `- other load on the machine: before each run the script waited until other processes used less than ${QUIET_CORES} cores and repeated a disturbed run (at most twice, ${QUIET_WAIT} s of waiting and repeats in all); ${runs.filter((r) => (r.attempts ?? 1) > 1).length} run(s) were repeated, ${noisy} of the ${runs.length} kept still saw ${QUIET_CORES}+ cores`,
+      '',
+      resultsTable(rows),
+      '',
+      'Ratios (median of the per-round ratios, range over rounds):',
+      '',
+      ...ratioList.map(ratioLine),
+      '',
+      'req/s per round:',
+      '',
+      roundsTable(runs),
+      '',
+      TARGETS.includes('gateway-warn')
+        ? (warnLines === 0 ? 'The gateway under LOG_LEVEL=warn logged nothing during the runs.' : `The gateway under LOG_LEVEL=warn logged ${warnLines} line(s) during the runs.`)
+        : '',
+      ...(stderrLines.length > 0 ? [`Lines on stderr: ${stderrLines.map((s) => `${s.label} ${s.lines}`).join(', ')}.`] : []),
+      ...(profile !== undefined
+        ? ['', `CPU profile (\`--profile\`: one more gateway, LOG_LEVEL=info, under \`node --cpu-prof\`, sampled over a ${SECONDS} s run after the warm-up; shares of the main thread's samples, idle excluded):`, '', formatProfileSummary('gateway, proxied GET with a bearer token', profile)]
+        : []),
+    ].join('\n');
+
+    process.stdout.write(`\n${resultsTable(rows)}\n\n${ratioList.map(ratioLine).join('\n')}\n\nreq/s per round:\n${roundsTable(runs)}\n`);
+    if (warnLines > 0) process.stdout.write(`\ngateway (log warn) logged ${warnLines} line(s), last:\n${servers.get('gateway-warn')!.out.tail(5)}\n`);
+    for (const s of stderrLines) process.stdout.write(`\n${s.label} wrote ${s.lines} line(s) on stderr, last:\n${s.tail}\n`);
+    if (profile !== undefined) process.stdout.write(`\n${formatProfileSummary('gateway, proxied GET with a bearer token', profile)}\n`);
+
+    mkdirSync(RESULTS, { recursive: true });
+    const json = join(RESULTS, `proxy-${started.toISOString().replace(/[:.]/g, '-')}.json`);
+    writeFileSync(json, JSON.stringify({
+      env, options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, tokens: TOKENS, path: PATH, targets: TARGETS },
+      rows, ratios: ratioList, runs, profile,
+    }, null, 2));
+    log(`\nraw figures: ${json}`);
+    if (errors > 0) {
+      // Figures with failed requests measure something else: they stay out of the README.
+      log(`\n${NAME}: FAILED: ${errors} request(s) were not answered 2xx (${rows.filter((r) => r.non2xx + r.socketErrors > 0).map((r) => `${LABEL[r.target]}: ${r.non2xx} non-2xx, ${r.socketErrors} socket errors`).join('; ')}); README not updated`);
+      process.exitCode = 1;
+    } else if (!opt['no-readme']) {
+      writeReadmeSection(README, generated);
+      log(`results written to ${README.file}`);
+    }
+  } finally {
+    await stopAll();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+main().catch(async (err: unknown) => {
+  log(`${NAME} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+  await stopAll();
+  process.exit(1);
+});
