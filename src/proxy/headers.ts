@@ -17,6 +17,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { Config } from '../config/schema.js';
+import type { IdentityParts } from './routes.js';
 
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
   'proxy-authenticate', 'proxy-authorization'];
@@ -33,8 +34,8 @@ export interface Caller {
 }
 
 export interface UpstreamHeaderInput {
-  /** The route sends identity headers for these parts (already narrowed to what it may send). */
-  identity: { account: boolean; key: boolean; token: boolean; request: boolean };
+  /** The identity headers the route sends for this caller. */
+  identity: IdentityParts;
   caller: Caller | undefined;
   requestId: string;
   assertion: string | undefined;

@@ -129,7 +129,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
     const { route } = match;
     const requestId = ctx.state.requestId as string;
     const headers = policy.upstream(req, {
-      identity: identityParts(route, identity !== undefined),
+      identity: identity === undefined ? route.sends.anonymous : route.sends.caller,
       caller: identity,
       requestId,
       assertion,
@@ -212,12 +212,6 @@ export function createProxy(deps: ProxyDeps): Proxy {
       agents.destroy();
     },
   };
-}
-
-/** Which identity headers a route sends: on a public route, only the request id. */
-export function identityParts(route: Route, authenticated: boolean): { account: boolean; key: boolean; token: boolean; request: boolean } {
-  const has = (part: 'account' | 'key' | 'token' | 'request') => route.identity.includes(part);
-  return { account: authenticated && has('account'), key: authenticated && has('key'), token: authenticated && has('token'), request: has('request') };
 }
 
 function isOwnPath(ctx: Context): boolean {

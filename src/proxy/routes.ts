@@ -6,13 +6,23 @@
  * a backend that reads paths without case must not be reachable at `/ADMIN` through a public
  * catch-all while `/admin` requires a token.
  */
-import type { RouteConfig } from '../config/schema.js';
+import type { IdentityPart, RouteConfig } from '../config/schema.js';
 import { TargetPool } from './targets.js';
 import type { Agents } from './targets.js';
+
+/** Which identity headers go to the backend. */
+export interface IdentityParts {
+  readonly account: boolean;
+  readonly key: boolean;
+  readonly token: boolean;
+  readonly request: boolean;
+}
 
 export interface Route extends Readonly<RouteConfig> {
   readonly name: string;
   readonly pool: TargetPool;
+  /** The identity headers sent for an authenticated caller, and for an anonymous one. */
+  readonly sends: { readonly caller: IdentityParts; readonly anonymous: IdentityParts };
 }
 
 export interface RouteMatch {
@@ -27,11 +37,17 @@ export class RouteTable {
   readonly #ordered: readonly { lower: string; route: Route }[];
 
   constructor(configs: readonly RouteConfig[], agents: Agents) {
-    this.routes = configs.map((config) => Object.freeze({
-      ...config,
-      name: config.name ?? config.prefix,
-      pool: new TargetPool(config, agents),
-    }));
+    this.routes = configs.map((config) => {
+      const has = (part: IdentityPart) => config.identity.includes(part);
+      const caller = { account: has('account'), key: has('key'), token: has('token'), request: has('request') };
+      return Object.freeze({
+        ...config,
+        name: config.name ?? config.prefix,
+        pool: new TargetPool(config, agents),
+        // A public route has no caller: only the request id can go.
+        sends: { caller, anonymous: { account: false, key: false, token: false, request: caller.request } },
+      });
+    });
     this.#ordered = this.routes
       .map((route) => ({ lower: route.prefix === '/' ? '' : route.prefix.toLowerCase(), route }))
       .sort((a, b) => b.lower.length - a.lower.length);

@@ -25,7 +25,7 @@ import { normaliseUrl } from '../http/middleware/normalise-path.js';
 import { requestIdOf } from '../http/middleware/request-id.js';
 import { answerSocket } from '../http/raw-response.js';
 import type { HeaderPolicy } from './headers.js';
-import { identityParts, type Flight, type ProxyDeps } from './proxy.js';
+import type { Flight, ProxyDeps } from './proxy.js';
 import type { RouteTable } from './routes.js';
 
 const MARKER = 'bearer';
@@ -112,7 +112,7 @@ export function createWebSockets({ routes, policy, server, authenticate, signer,
       if (route.assertion) assertion = await signer.issueAssertion({ ...identity, audience: route.name, requestId });
     }
     const headers = policy.upstream(req, {
-      identity: identityParts(route, identity !== undefined),
+      identity: identity === undefined ? route.sends.anonymous : route.sends.caller,
       caller: identity,
       requestId,
       assertion,
