@@ -1,0 +1,160 @@
+/**
+ * Which route a request takes, and the path its backend gets: prefixes on segment boundaries,
+ * the longest prefix first, prefixes without case, stripPrefix with and without a base path on
+ * the target, and the gateway's own paths, which never reach a backend, not even a catch-all.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { startBackend } from '../helpers/backend.js';
+import { call, signIn } from '../helpers/gateway.js';
+import { startProxy } from '../helpers/proxy.js';
+
+test('a prefix takes its own path, a trailing slash and deeper paths, never a longer segment', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await startProxy(t, [{ prefix: '/orders', targets: [backend.url] }]);
+  const { accessToken } = await signIn(gw);
+
+  for (const path of ['/orders', '/orders/', '/orders/1', '/orders/1/lines/2', '/orders?x=1', '/orders/?x=1']) {
+    const res = await call(`${gw.url}${path}`, { token: accessToken });
+    assert.equal(res.status, 200, `${path}: ${JSON.stringify(res.body)}`);
+    assert.equal(res.body.url, path, `${path}: the backend got the path as sent`);
+  }
+  const reached = backend.received.length;
+
+  for (const path of ['/ordersx', '/orders-archive', '/orders.json', '/order', '/', '/other/orders']) {
+    const res = await call(`${gw.url}${path}`, { token: accessToken });
+    assert.equal(res.status, 404, path);
+    assert.equal(res.body.success, false, path);
+    assert.equal(res.body.message.code, 'not_found', path);
+  }
+  assert.equal(backend.received.length, reached, 'no unrouted path reached the backend');
+});
+
+test('the longest prefix wins, whatever the order of the routes', async (t) => {
+  const orders = await startBackend(t);
+  const special = await startBackend(t);
+  const rest = await startBackend(t);
+  const gw = await startProxy(t, [
+    { prefix: '/', targets: [rest.url], auth: 'public' },
+    { prefix: '/orders', targets: [orders.url] },
+    { prefix: '/orders/special', targets: [special.url] },
+  ]);
+  const { accessToken } = await signIn(gw);
+  const cases: [string, typeof orders][] = [
+    ['/orders/special', special], ['/orders/special/1', special], ['/orders/specialx', orders], ['/orders/1', orders],
+    ['/orders', orders], ['/ordersx', rest], ['/', rest], ['/catalogue/1', rest],
+  ];
+  for (const [path, backend] of cases) {
+    const before = backend.received.length;
+    const res = await call(`${gw.url}${path}`, { token: accessToken });
+    assert.equal(res.status, 200, path);
+    assert.equal(backend.received.length, before + 1, `${path} went to the wrong backend`);
+    assert.equal(backend.received.at(-1)!.url, path);
+  }
+  assert.equal(orders.received.length + special.received.length + rest.received.length, cases.length);
+});
+
+test('prefixes compare without case: /ORDERS/1 is the /orders route and needs its token', async (t) => {
+  const orders = await startBackend(t);
+  const open = await startBackend(t);
+  const gw = await startProxy(t, [
+    { prefix: '/', targets: [open.url], auth: 'public' },
+    { prefix: '/orders', targets: [orders.url] },
+    { prefix: '/Admin/Tools', targets: [orders.url] },
+  ]);
+  for (const path of ['/ORDERS/1', '/Orders', '/oRdErS/1?x=1', '/admin/tools', '/ADMIN/TOOLS/run']) {
+    const res = await call(`${gw.url}${path}`);
+    assert.equal(res.status, 401, `${path}: ${JSON.stringify(res.body)}`);
+    assert.equal(res.body.message.code, 'missing_token', path);
+  }
+  assert.equal(orders.received.length, 0, 'the protected backend was reached without a token');
+  assert.equal(open.received.length, 0, 'a protected path fell through to the public catch-all');
+
+  const { accessToken } = await signIn(gw);
+  const res = await call(`${gw.url}/ORDERS/1`, { token: accessToken });
+  assert.equal(res.status, 200);
+  assert.equal(res.body.url, '/ORDERS/1', 'the backend gets the path in the case sent');
+  assert.equal(orders.received.length, 1);
+});
+
+test('stripPrefix removes the prefix and keeps the query; a target base path is put in front', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await startProxy(t, [
+    { prefix: '/api/v1', targets: [backend.url], stripPrefix: true, auth: 'public' },
+    { prefix: '/based', targets: [`${backend.url}/base`], stripPrefix: true, auth: 'public' },
+    { prefix: '/kept', targets: [`${backend.url}/base`], auth: 'public' },
+    { prefix: '/plain', targets: [backend.url], auth: 'public' },
+  ]);
+  const query = '?a=1&b=x%2Fy&c=%20&d=a+b&e=&f=%3F&g=/..';
+  const cases: [string, string][] = [
+    [`/api/v1/orders/7${query}`, `/orders/7${query}`],
+    ['/api/v1/orders/', '/orders/'],
+    ['/api/v1', '/'],
+    ['/api/v1/', '/'],
+    ['/api/v1?x=1', '/?x=1'],
+    ['/API/V1/orders', '/orders'],
+    [`/based/orders/7${query}`, `/base/orders/7${query}`],
+    ['/based/orders/', '/base/orders/'],
+    ['/based?x=1', '/base/?x=1'],
+    [`/kept/orders/7${query}`, `/base/kept/orders/7${query}`],
+    [`/plain/orders/7${query}`, `/plain/orders/7${query}`],
+  ];
+  for (const [sent, expected] of cases) {
+    const res = await call(`${gw.url}${sent}`);
+    assert.equal(res.status, 200, sent);
+    assert.equal(res.body.url, expected, `${sent} reached the backend as ${res.body.url}`);
+  }
+});
+
+test('the gateway\'s own paths never reach a catch-all route, under any method', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await startProxy(t, [{ prefix: '/', targets: [backend.url], auth: 'public' }]);
+
+  const roles = await call(`${gw.url}/api/roles`);
+  assert.equal(roles.status, 401, 'GET /api/roles is the gateway\'s, with its bearer check');
+  assert.equal(roles.body.message.code, 'missing_token');
+  const { accessToken } = await signIn(gw);
+  const own = await call(`${gw.url}/api/roles`, { token: accessToken });
+  assert.equal(own.status, 200);
+  assert.ok(Array.isArray(own.body.message.items), 'the gateway\'s roles answer');
+
+  const health = await call(`${gw.url}/healthz`);
+  assert.equal(health.status, 200);
+  assert.equal(health.body.success, true);
+  const jwks = await call(`${gw.url}/.well-known/jwks.json`);
+  assert.equal(jwks.status, 200);
+  assert.ok(Array.isArray(jwks.body.keys));
+
+  const wrongMethods: [string, string, string][] = [
+    ['POST', '/api/roles', 'GET'], ['DELETE', '/api/roles', 'GET'], ['PUT', '/healthz', 'GET'],
+    ['GET', '/api/signin', 'POST'], ['PATCH', '/api/reset', 'POST'], ['POST', '/.well-known/jwks.json', 'GET'],
+  ];
+  for (const [method, path, allow] of wrongMethods) {
+    const res = await call(`${gw.url}${path}`, { method, token: accessToken });
+    assert.equal(res.status, 405, `${method} ${path}`);
+    assert.equal(res.body.message.code, 'method_not_allowed', `${method} ${path}`);
+    assert.match(res.headers.get('allow') ?? '', new RegExp(allow), `${method} ${path}`);
+  }
+  assert.equal(backend.received.length, 0, `the catch-all got: ${JSON.stringify(backend.received.map((r) => `${r.method} ${r.url}`))}`);
+
+  // Everything else is the catch-all's.
+  const other = await call(`${gw.url}/api/other`);
+  assert.equal(other.status, 200);
+  assert.equal(other.body.url, '/api/other');
+  assert.equal(backend.received.length, 1);
+});
+
+test('unknown paths get the 404 envelope and reach no backend', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await startProxy(t, [{ prefix: '/orders', targets: [backend.url], auth: 'public' }]);
+  for (const [method, path] of [['GET', '/'], ['GET', '/nothing'], ['POST', '/nothing/here'], ['DELETE', '/x'], ['GET', '/api'], ['GET', '/order']]) {
+    const res = await call(`${gw.url}${path}`, { method });
+    assert.equal(res.status, 404, `${method} ${path}`);
+    assert.deepEqual(Object.keys(res.body).sort(), ['message', 'success']);
+    assert.equal(res.body.success, false);
+    assert.equal(res.body.message.code, 'not_found');
+    assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
+    assert.ok(res.headers.get('x-request-id'), 'a 404 has a request id');
+  }
+  assert.equal(backend.received.length, 0);
+});
