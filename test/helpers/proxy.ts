@@ -16,9 +16,13 @@ import { startGateway, type TestGateway } from './gateway.js';
 
 export type RouteInput = Record<string, unknown> & { prefix: string; targets: string[] };
 
-/** A gateway with these routes (and `proxy` settings, and any other overrides). */
+/**
+ * A gateway with these routes (and `proxy` settings, and any other overrides). Its memory
+ * token store is kept small: a million-entry store takes a good part of a second to allocate,
+ * and these tests start many gateways.
+ */
 export function startProxy(t: TestContext, routes: RouteInput[], overrides: Record<string, unknown> = {}): Promise<TestGateway> {
-  return startGateway(t, { overrides: { ...overrides, routes } });
+  return startGateway(t, { overrides: { tokens: { memoryStoreMaxTokens: 10_000 }, ...overrides, routes } });
 }
 
 /** The one request a backend received, failing the test when it received another number. */

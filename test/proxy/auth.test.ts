@@ -8,7 +8,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { base64url, decodeJwt, decodeProtectedHeader, SignJWT } from 'jose';
 import { startBackend } from '../helpers/backend.js';
-import { call, DEMO, postJson, sha256Hex, signIn, startGateway } from '../helpers/gateway.js';
+import { call, DEMO, postJson, sha256Hex, signIn } from '../helpers/gateway.js';
 import { newKey, onlyRequest, startProxy, writeDataFile } from '../helpers/proxy.js';
 import { rawExchange } from '../helpers/raw-http.js';
 
@@ -96,15 +96,10 @@ test('requiredScope: a key without the scope gets 403 insufficient_scope, a key 
   const writer = newKey('writer', 'acct_other', ['orders:write']);
   const file = writeDataFile(t, [reader, plain, writer]);
   const backend = await startBackend(t);
-  const gw = await startGateway(t, {
-    overrides: {
-      data: { file },
-      routes: [
-        { prefix: '/orders', targets: [backend.url], requiredScope: 'orders:read' },
-        { prefix: '/anyone', targets: [backend.url] },
-      ],
-    },
-  });
+  const gw = await startProxy(t, [
+    { prefix: '/orders', targets: [backend.url], requiredScope: 'orders:read' },
+    { prefix: '/anyone', targets: [backend.url] },
+  ], { data: { file } });
 
   for (const key of [plain, writer]) {
     const { accessToken } = await signIn(gw, key);
