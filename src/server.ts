@@ -75,6 +75,8 @@ export async function startServer(services: Services): Promise<RunningServer> {
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
+        // Upgraded connections are not the HTTP server's to close, and would hold it open.
+        services.proxy.closeWebSockets();
         const timer = setTimeout(() => server.closeAllConnections(), shutdownTimeoutMs);
         await closed;
         clearTimeout(timer);

@@ -40,7 +40,7 @@ export interface Flight {
   responded: boolean;
   /** The route's response timeout fired before that. */
   timedOut: boolean;
-  /** Called with the backend's response (plain HTTP only). */
+  /** Called with the backend's response head (for a WebSocket: an answer other than 101). */
   onResponse?: (proxyRes: IncomingMessage) => void;
   /** Called once the backend switched protocols, before its 101 is relayed (WebSocket only). */
   onUpgrade?: (proxyRes: IncomingMessage) => void;
@@ -58,6 +58,8 @@ export interface Proxy {
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
   /** Open WebSockets, for tests and metrics. */
   readonly openWebSockets: () => number;
+  /** Ends every open WebSocket: they never finish by themselves, so shutdown cannot wait for them. */
+  closeWebSockets(): void;
   close(): void;
 }
 
@@ -102,6 +104,10 @@ export function createProxy(deps: ProxyDeps): Proxy {
   server.on('proxyReqWs', (proxyReq, _req, _socket, options) => {
     const flight = (options as FlightOptions).flight;
     watchSilence(proxyReq, flight);
+    proxyReq.once('response', (proxyRes) => {
+      flight.responded = true;
+      flight.onResponse?.(proxyRes);
+    });
     // Registered before http-proxy-3's own listener, so the 101 it relays can still be edited.
     proxyReq.once('upgrade', (proxyRes) => {
       flight.responded = true;
@@ -207,6 +213,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
     wantsUpgrade: webSockets.wantsUpgrade,
     upgrade: webSockets.upgrade,
     openWebSockets: webSockets.open,
+    closeWebSockets: webSockets.closeAll,
     close() {
       webSockets.closeAll();
       agents.destroy();

@@ -57,6 +57,8 @@ export function createWebSockets({ routes, policy, server, authenticate, signer,
   const unauthenticated = new Set<Duplex>();
 
   function end(open: OpenSocket, reason: 'expired' | 'reset'): void {
+    // One reset can be heard twice (this instance's own, then its echo through the store).
+    if (open.socket.destroyed) return;
     log.info({ accountId: open.identity.accountId, tokenId: open.identity.tokenId, reason }, 'websocket closed by the gateway');
     open.socket.destroy();
   }
@@ -128,6 +130,11 @@ export function createWebSockets({ routes, policy, server, authenticate, signer,
     return new Promise<number>((resolve) => {
       const flight: Flight = {
         route, target, headers, responded: false, timedOut: false,
+        // The backend refused the handshake with an ordinary answer, which http-proxy-3 relays.
+        onResponse(proxyRes) {
+          route.pool.succeeded(target);
+          resolve(proxyRes.statusCode ?? 0);
+        },
         onUpgrade(proxyRes) {
           // A browser that offered subprotocols fails the handshake unless one is selected;
           // when the backend selects none, select the marker offered beside the token.

@@ -461,6 +461,8 @@ test('closing the gateway ends its open sockets', async (t) => {
   const guard = new Promise<'pending'>((resolve) => { timer = setTimeout(() => resolve('pending'), 3000); });
   // shutdownTimeoutMs is 500: well within the 3 s guard.
   const outcome = await Promise.race([gw.close().then(() => 'closed' as const), guard]).finally(() => clearTimeout(timer));
+  // The clients learn of the cut a moment later; bounded, not timed.
+  await Promise.race([Promise.all(closed), new Promise((resolve) => setTimeout(resolve, 2000))]);
   const states = sockets.map((ws) => ws.readyState === WebSocket.CLOSED ? 'closed' : 'open');
   assert.deepEqual({ close: outcome, sockets: states }, { close: 'closed', sockets: ['closed', 'closed'] },
     `gw.close() is ${outcome} 3 s after it was called, the open sockets: ${states.join(', ')}`);

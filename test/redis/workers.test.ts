@@ -9,7 +9,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { get } from 'node:http';
 import { test } from 'node:test';
 import { DEMO, postJson, sha256Hex } from '../helpers/gateway.js';
-import { exitWithin, runCommand, gatewayEnv, startGatewayProcess } from '../helpers/process.js';
+import { LISTENING, exitWithin, runCommand, gatewayEnv, startGatewayProcess, waitForLog } from '../helpers/process.js';
 import { redisSuite, startRedis } from '../helpers/redis.js';
 
 /** One request on its own connection, so the primary hands each to the next worker. */
@@ -28,6 +28,9 @@ test('several workers share one port and one Redis', redisSuite(), async (t) => 
   const gw = await startGatewayProcess(t, {
     WORKERS: '2', REDIS_URL: redis.url, SIGNING_KEYS: JSON.stringify([{ kid: 'workers-1', alg: 'EdDSA', pem }]), LOG_LEVEL: 'info',
   });
+  // startGatewayProcess returns at the first worker's line; the second may still be starting.
+  await waitForLog(gw.child, (line) => LISTENING(line) && line.worker === 2, 20_000);
+  await waitForLog(gw.child, (line) => LISTENING(line) && line.worker === 1, 20_000);
 
   await t.test('connections reach both workers', async () => {
     for (let i = 0; i < 20; i++) assert.equal(await getFresh(`${gw.url}/healthz`), 200);
