@@ -137,3 +137,22 @@ export async function eventually(check: () => boolean, limitMs: number, what: st
 }
 
 export type { TestGateway };
+
+/**
+ * A backend speaking HTTP by hand, for answers node:http would refuse to write (a Trailer
+ * header on a sized body, hop-by-hop headers of any kind): every bodiless request head that
+ * arrives on a connection is answered with `respond(head)`, written as it is.
+ */
+export function startRawHttpBackend(t: TestContext, respond: (head: string) => string | Buffer): Promise<TcpBackend> {
+  return startTcpBackend(t, (socket) => {
+    let pending = '';
+    socket.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('latin1');
+      for (let end = pending.indexOf('\r\n\r\n'); end !== -1; end = pending.indexOf('\r\n\r\n')) {
+        const head = pending.slice(0, end);
+        pending = pending.slice(end + 4);
+        socket.write(respond(head));
+      }
+    });
+  });
+}
