@@ -1,0 +1,157 @@
+/**
+ * Backends that fail, and clients that leave. Before the response head: the envelope, 502
+ * bad_gateway when the backend refused, reset or broke the exchange, 504 gateway_timeout when
+ * it stayed silent past the route's timeout, both with the request id. After the head: the
+ * client sees a cut connection, never a short body that looks complete. A client that goes
+ * away releases its backend request. The gateway stays healthy through all of it.
+ */
+import assert from 'node:assert/strict';
+import { request as httpRequest, type ServerResponse } from 'node:http';
+import { test } from 'node:test';
+import { startBackend } from '../helpers/backend.js';
+import { call, signIn, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
+import { closedPort, eventually, signal, startProxy, startTcpBackend, within } from '../helpers/proxy.js';
+import { RawConnection } from '../helpers/raw-http.js';
+
+const HANG_GUARD_MS = 5000;
+
+function assertGatewayError(res: JsonResponse, status: number, code: string, label: string): void {
+  assert.equal(res.status, status, `${label}: ${JSON.stringify(res.body)}`);
+  assert.deepEqual(Object.keys(res.body).sort(), ['message', 'success'], label);
+  assert.equal(res.body.success, false, label);
+  assert.equal(res.body.message.code, code, label);
+  assert.equal(res.body.message.requestId, res.headers.get('x-request-id'), `${label}: the envelope names the request`);
+  assert.match(res.headers.get('content-type') ?? '', /^application\/json/, label);
+}
+
+function logLines(gw: TestGateway): Record<string, unknown>[] {
+  return gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+test('a backend that cannot be reached, resets, or does not speak HTTP: 502 bad_gateway', async (t) => {
+  const hangUp = await startTcpBackend(t, (socket) => socket.destroy());
+  const hangUpAfterRequest = await startTcpBackend(t, (socket) => socket.once('data', () => socket.destroy()));
+  const halfClose = await startTcpBackend(t, (socket) => socket.once('data', () => socket.end()));
+  const garbage = await startTcpBackend(t, (socket) => socket.once('data', () => socket.end('SSH-2.0-OpenSSH_9.6\r\n\r\n')));
+  const cutHead = await startTcpBackend(t, (socket) => socket.once('data', () => socket.end('HTTP/1.1 200 OK\r\nContent-Le')));
+  const closed = `http://127.0.0.1:${await closedPort()}`;
+  const routes = { closed, hangUp: hangUp.url, hangUpAfterRequest: hangUpAfterRequest.url, halfClose: halfClose.url, garbage: garbage.url, cutHead: cutHead.url };
+  const gw = await startProxy(t, Object.entries(routes).map(([name, target]) => ({ prefix: `/${name}`, targets: [target] })));
+  const { accessToken } = await signIn(gw);
+
+  for (const name of Object.keys(routes)) {
+    for (const method of ['GET', 'POST']) {
+      const res = await within(call(`${gw.url}/${name}/1`, { method, token: accessToken, ...(method === 'POST' ? { body: '{"a":1}' } : {}) }), HANG_GUARD_MS, name);
+      assertGatewayError(res, 502, 'bad_gateway', `${method} ${name}`);
+    }
+  }
+  const failures = logLines(gw).filter((line) => line.msg === 'backend failed');
+  assert.ok(failures.some((line) => line.code === 'ECONNREFUSED' && line.target === closed), 'the refused connection is logged with its code and target');
+  assert.ok(!gw.logs.join('\n').includes(accessToken), 'a token is in the log');
+  assert.equal((await call(`${gw.url}/healthz`)).status, 200);
+});
+
+test('a backend silent past responseTimeoutMs: 504 gateway_timeout, and its late answer goes nowhere', async (t) => {
+  const held: ServerResponse[] = [];
+  const backend = await startBackend(t, (req, res) => {
+    if (req.url === '/slow/never') held.push(res);
+    else if (req.url === '/slow/late') setTimeout(() => res.end('late answer'), 600);
+    else res.end(`answer to ${req.url}`);
+  });
+  const gw = await startProxy(t, [{ prefix: '/slow', targets: [backend.url], responseTimeoutMs: 200, auth: 'public' }], { proxy: { maxSocketsPerTarget: 1 } });
+
+  const never = await within(call(`${gw.url}/slow/never`), HANG_GUARD_MS, 'a silent backend');
+  assertGatewayError(never, 504, 'gateway_timeout', 'never');
+  const late = await within(call(`${gw.url}/slow/late`), HANG_GUARD_MS, 'a late backend');
+  assertGatewayError(late, 504, 'gateway_timeout', 'late');
+  // The late answer must not be taken as the answer to the next request on that connection.
+  await new Promise((resolve) => setTimeout(resolve, 700));
+  for (let i = 0; i < 3; i++) {
+    const res = await fetch(`${gw.url}/slow/next${i}`);
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), `answer to /slow/next${i}`);
+  }
+});
+
+test('a backend that fails after its response head: the client sees a cut, never a short complete body', async (t) => {
+  const backend = await startBackend(t, (req, res) => {
+    if (req.url === '/broken/sized') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': '100000' });
+      res.write(Buffer.alloc(1000, 1));
+      setTimeout(() => res.socket!.destroy(), 50);
+    } else if (req.url === '/broken/chunked') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('first part, ');
+      setTimeout(() => res.socket!.destroy(), 50);
+    } else if (req.url === '/broken/stalled') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('a start and then nothing');
+    } else {
+      res.end('fine');
+    }
+  });
+  const gw = await startProxy(t, [{ prefix: '/broken', targets: [backend.url], auth: 'public', idleTimeoutMs: 300 }]);
+  for (const path of ['/broken/sized', '/broken/chunked', '/broken/stalled']) {
+    const res = await within(fetch(`${gw.url}${path}`), HANG_GUARD_MS, path);
+    assert.equal(res.status, 200, `${path}: the head had gone out already`);
+    await assert.rejects(within(res.arrayBuffer(), HANG_GUARD_MS, `${path} body`), /terminated|aborted|other side closed|socket/i, `${path}: the body read must fail`);
+
+    // The same byte by byte: the connection closes before the body is complete.
+    const connection = await RawConnection.open(gw.url);
+    connection.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    await assert.rejects(connection.response({ timeoutMs: HANG_GUARD_MS }), /closed mid-response/, path);
+  }
+  const after = await call(`${gw.url}/broken/ok`);
+  assert.equal(after.status, 200, 'the gateway stays healthy');
+  assert.equal((await call(`${gw.url}/healthz`)).status, 200);
+});
+
+test('a client that disconnects while the backend holds the response releases the backend request', async (t) => {
+  let backendClosed = signal<{ ended: boolean }>();
+  const arrived: string[] = [];
+  const backend = await startBackend(t, (req, res) => {
+    arrived.push(req.url!);
+    if (req.url === '/held/ok') return void res.end('ok');
+    res.once('close', () => backendClosed.resolve({ ended: res.writableEnded }));
+    if (req.url === '/held/streaming') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('first chunk\n');
+    }
+  }, { readBody: false });
+  const gw = await startProxy(t, [{ prefix: '/held', targets: [backend.url] }]);
+  const { accessToken } = await signIn(gw);
+  const head = (path: string, extra = '') => `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${accessToken}\r\n${extra}\r\n`;
+
+  // Before the response head.
+  let connection = await RawConnection.open(gw.url);
+  connection.write(head('/held/waiting'));
+  await eventually(() => arrived.includes('/held/waiting'), HANG_GUARD_MS, 'the request reached the backend');
+  connection.destroy();
+  let closed = await within(backendClosed.promise, HANG_GUARD_MS, 'the backend response closing');
+  assert.equal(closed.ended, false, 'the backend\'s response was cut, not finished');
+
+  // While the response streams.
+  backendClosed = signal();
+  connection = await RawConnection.open(gw.url);
+  const firstChunk = signal();
+  connection.socket.on('data', (chunk: Buffer) => { if (chunk.includes('first chunk')) firstChunk.resolve(); });
+  connection.write(head('/held/streaming'));
+  await within(firstChunk.promise, HANG_GUARD_MS, 'the first chunk reaching the client');
+  connection.destroy();
+  closed = await within(backendClosed.promise, HANG_GUARD_MS, 'the backend response closing');
+  assert.equal(closed.ended, false);
+
+  // Mid-upload: the body stops halfway and the client leaves.
+  backendClosed = signal();
+  const upload = httpRequest(`${gw.url}/held/upload`, { method: 'POST', headers: { authorization: `Bearer ${accessToken}`, 'content-length': '1000000' } });
+  upload.on('error', () => {});
+  upload.write(Buffer.alloc(10_000));
+  await eventually(() => arrived.includes('/held/upload'), HANG_GUARD_MS, 'the upload reached the backend');
+  upload.destroy();
+  closed = await within(backendClosed.promise, HANG_GUARD_MS, 'the backend response closing');
+  assert.equal(closed.ended, false);
+
+  assert.equal((await call(`${gw.url}/held/ok`, { token: accessToken })).status, 200, 'the gateway stays healthy');
+  const blamed = logLines(gw).filter((line) => line.msg === 'backend failed');
+  assert.deepEqual(blamed, [], 'a client leaving was logged as a backend failure');
+});
