@@ -34,8 +34,14 @@ test('a backend that cannot be reached, resets, or does not speak HTTP: 502 bad_
   const halfClose = await startTcpBackend(t, (socket) => socket.once('data', () => socket.end()));
   const garbage = await startTcpBackend(t, (socket) => socket.once('data', () => socket.end('SSH-2.0-OpenSSH_9.6\r\n\r\n')));
   const cutHead = await startTcpBackend(t, (socket) => socket.once('data', () => socket.end('HTTP/1.1 200 OK\r\nContent-Le')));
+  // Answers whose length the gateway and the client could read differently.
+  const lengthAndChunked = await startTcpBackend(t, (socket) => socket.once('data', () => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n')));
+  const twoLengths = await startTcpBackend(t, (socket) => socket.once('data', () => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!')));
   const closed = `http://127.0.0.1:${await closedPort()}`;
-  const routes = { closed, hangUp: hangUp.url, hangUpAfterRequest: hangUpAfterRequest.url, halfClose: halfClose.url, garbage: garbage.url, cutHead: cutHead.url };
+  const routes = {
+    closed, hangUp: hangUp.url, hangUpAfterRequest: hangUpAfterRequest.url, halfClose: halfClose.url, garbage: garbage.url, cutHead: cutHead.url,
+    lengthAndChunked: lengthAndChunked.url, twoLengths: twoLengths.url,
+  };
   const gw = await startProxy(t, Object.entries(routes).map(([name, target]) => ({ prefix: `/${name}`, targets: [target] })));
   const { accessToken } = await signIn(gw);
 
@@ -49,6 +55,40 @@ test('a backend that cannot be reached, resets, or does not speak HTTP: 502 bad_
   assert.ok(failures.some((line) => line.code === 'ECONNREFUSED' && line.target === closed), 'the refused connection is logged with its code and target');
   assert.ok(!gw.logs.join('\n').includes(accessToken), 'a token is in the log');
   assert.equal((await call(`${gw.url}/healthz`)).status, 200);
+});
+
+test('a backend that answers an upload early and closes: the client gets that answer, not 502', async (t) => {
+  // A backend refusing an upload from its head alone (413, or 401 from its own auth) answers
+  // at once and closes, as servers do rather than read a body they will throw away. Talking
+  // to such a backend directly, a client gets the 413; through the gateway it must too.
+  const backend = await startBackend(t, (_req, res) => {
+    res.writeHead(413, { 'content-type': 'text/plain', connection: 'close' }).end('upload too large');
+  }, { readBody: false });
+  const gw = await startProxy(t, [{ prefix: '/files', targets: [backend.url], auth: 'public' }]);
+  const upload = (url: string, size: number) => within(new Promise<string>((resolve) => {
+    const req = httpRequest(url, { method: 'PUT', headers: { 'content-length': String(size) } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (c: string) => { body += c; }).on('end', () => resolve(`${res.statusCode} ${body}`));
+    });
+    req.on('error', (err) => resolve(`client error ${err.message}`));
+    const piece = Buffer.alloc(64 * 1024);
+    let sent = 0;
+    const write = () => {
+      while (sent < size) {
+        sent += piece.length;
+        if (!req.write(piece)) return void req.once('drain', write);
+      }
+      req.end();
+    };
+    write();
+  }), HANG_GUARD_MS, 'the upload answer');
+
+  for (const size of [1024 * 1024, 4 * 1024 * 1024]) {
+    assert.equal(await upload(`${backend.url}/files/x`, size), '413 upload too large', 'directly, the client gets the backend\'s answer');
+    const through = [];
+    for (let i = 0; i < 3; i++) through.push(await upload(`${gw.url}/files/x`, size));
+    assert.deepEqual(through, Array(3).fill('413 upload too large'), `${size} bytes through the gateway`);
+  }
 });
 
 test('a backend silent past responseTimeoutMs: 504 gateway_timeout, and its late answer goes nowhere', async (t) => {
