@@ -1,0 +1,72 @@
+/**
+ * The access log of proxied requests: one line per request with the status the client got
+ * (the backend's, or the gateway's envelope), the route and the account; never the query
+ * string, a token, or a header value. A backend failure adds one warn line naming the target.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { startBackend } from '../helpers/backend.js';
+import { call, signIn, type TestGateway } from '../helpers/gateway.js';
+import { closedPort, eventually, startProxy } from '../helpers/proxy.js';
+import { RawConnection } from '../helpers/raw-http.js';
+
+function lines(gw: TestGateway): Record<string, unknown>[] {
+  return gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+function requestLine(gw: TestGateway, requestId: string): Record<string, unknown> {
+  const found = lines(gw).filter((line) => line.msg === 'request' && line.requestId === requestId);
+  assert.equal(found.length, 1, `access log lines for ${requestId}: ${JSON.stringify(found)}`);
+  return found[0]!;
+}
+
+test('a proxied request is logged once, with the status the client got, its route and account, and nothing secret', async (t) => {
+  const backend = await startBackend(t, (_req, res) => {
+    res.writeHead(201, { 'set-cookie': 'session=backend-secret' }).end('created');
+  });
+  const down = `http://127.0.0.1:${await closedPort()}`;
+  const gw = await startProxy(t, [
+    { prefix: '/orders', targets: [backend.url], name: 'orders-api', forwardAuthorization: true },
+    { prefix: '/down', targets: [down] },
+  ]);
+  const { accessToken } = await signIn(gw);
+
+  const created = await call(`${gw.url}/orders/1?card=4111111111111111`, { token: accessToken, method: 'POST', body: 'x', headers: { 'x-api-secret': 'header-secret' } });
+  assert.equal(created.status, 201);
+  const line = requestLine(gw, created.headers.get('x-request-id')!);
+  assert.equal(line.status, 201);
+  assert.equal(line.path, '/orders/1');
+  assert.equal(line.method, 'POST');
+  assert.equal(line.route, 'orders-api');
+  assert.equal(line.accountId, 'acct_alice');
+
+  const failed = await call(`${gw.url}/down/1?card=4111111111111111`, { token: accessToken });
+  assert.equal(failed.status, 502);
+  const failedLine = requestLine(gw, failed.headers.get('x-request-id')!);
+  assert.equal(failedLine.status, 502);
+  assert.equal(failedLine.route, '/down');
+  const warn = lines(gw).filter((l) => l.msg === 'backend failed' && l.requestId === failed.headers.get('x-request-id'));
+  assert.equal(warn.length, 1);
+  assert.equal(warn[0]!.target, down);
+  assert.equal(warn[0]!.code, 'ECONNREFUSED');
+
+  const text = gw.logs.join('\n');
+  for (const secret of [accessToken, '4111111111111111', 'header-secret', 'backend-secret']) {
+    assert.ok(!text.includes(secret), `${secret.slice(0, 12)}… is in the log`);
+  }
+});
+
+test('a client that leaves before the answer is not logged as 404 not found', async (t) => {
+  const arrived: string[] = [];
+  const backend = await startBackend(t, (req) => void arrived.push(req.url!));
+  const gw = await startProxy(t, [{ prefix: '/orders', targets: [backend.url], name: 'orders-api' }]);
+  const { accessToken } = await signIn(gw);
+  const connection = await RawConnection.open(gw.url);
+  connection.write(`GET /orders/held HTTP/1.1\r\nHost: x\r\nX-Request-Id: client-left\r\nAuthorization: Bearer ${accessToken}\r\n\r\n`);
+  await eventually(() => arrived.includes('/orders/held'), 5000, 'the request reaching the backend');
+  connection.destroy();
+  await eventually(() => lines(gw).some((l) => l.msg === 'request' && l.requestId === 'client-left'), 5000, 'the access log line');
+  const left = requestLine(gw, 'client-left');
+  assert.equal(left.route, 'orders-api');
+  assert.notEqual(left.status, 404, 'a request routed to a backend, whose client left, is logged as 404 not found');
+});
