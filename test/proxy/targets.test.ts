@@ -69,6 +69,21 @@ test('a failing target is ejected after ejectAfterFailures and comes back after 
   assert.equal(dead.connections(), 2);
 });
 
+test('a target whose port is closed: the first request is retried on the live one, then the dead one is out', async (t) => {
+  const live = await startBackend(t);
+  const dead = `http://127.0.0.1:${await closedPort()}`;
+  const gw = await startProxy(t, [{ prefix: '/down', targets: [dead, live.url], auth: 'public', ejectAfterFailures: 1, ejectMs: 3_600_000 }]);
+  assert.equal((await call(`${gw.url}/down/first`)).status, 200, 'the refused GET was retried');
+  // Requests with a body are never retried: a single one sent to the dead target would be a 502.
+  for (let i = 0; i < 10; i++) {
+    const res = await call(`${gw.url}/down/${i}`, { method: 'POST', body: `order ${i}` });
+    assert.equal(res.status, 200, `request ${i}: ${JSON.stringify(res.body)}`);
+  }
+  assert.equal(live.received.length, 11);
+  const warnings = gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'backend failed');
+  assert.deepEqual(warnings.map((l) => [l.target, l.code, l.ejected]), [[dead, 'ECONNREFUSED', true]]);
+});
+
 test('with ejectAfterFailures 2, one failure does not eject; two in a row do', async (t) => {
   const dead = await startTcpBackend(t, (socket) => socket.once('data', () => socket.destroy()));
   const live = await startBackend(t);
