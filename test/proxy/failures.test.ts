@@ -147,12 +147,14 @@ test('a backend that fails after its response head: the client sees a cut, never
 });
 
 test('a client that disconnects while the backend holds the response releases the backend request', async (t) => {
-  let backendClosed = signal<{ ended: boolean }>();
-  const arrived: string[] = [];
+  /** Per backend request: its request stream closed, and its response closed (finished or not). */
+  const closes = new Map<string, { req: ReturnType<typeof signal<void>>; res: ReturnType<typeof signal<{ ended: boolean }>> }>();
   const backend = await startBackend(t, (req, res) => {
-    arrived.push(req.url!);
     if (req.url === '/held/ok') return void res.end('ok');
-    res.once('close', () => backendClosed.resolve({ ended: res.writableEnded }));
+    const record = { req: signal(), res: signal<{ ended: boolean }>() };
+    closes.set(req.url!, record);
+    req.once('close', () => record.req.resolve());
+    res.once('close', () => record.res.resolve({ ended: res.writableEnded }));
     if (req.url === '/held/streaming') {
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.write('first chunk\n');
@@ -160,36 +162,37 @@ test('a client that disconnects while the backend holds the response releases th
   }, { readBody: false });
   const gw = await startProxy(t, [{ prefix: '/held', targets: [backend.url] }]);
   const { accessToken } = await signIn(gw);
-  const head = (path: string, extra = '') => `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${accessToken}\r\n${extra}\r\n`;
+  const head = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${accessToken}\r\n\r\n`;
+  const released = async (path: string) => {
+    const record = closes.get(path)!;
+    await within(record.req.promise, HANG_GUARD_MS, `${path}: the backend request closing`);
+    const { ended } = await within(record.res.promise, HANG_GUARD_MS, `${path}: the backend response closing`);
+    assert.equal(ended, false, `${path}: the backend's response was cut, not finished`);
+  };
 
   // Before the response head.
   let connection = await RawConnection.open(gw.url);
   connection.write(head('/held/waiting'));
-  await eventually(() => arrived.includes('/held/waiting'), HANG_GUARD_MS, 'the request reached the backend');
+  await eventually(() => closes.has('/held/waiting'), HANG_GUARD_MS, 'the request reaching the backend');
   connection.destroy();
-  let closed = await within(backendClosed.promise, HANG_GUARD_MS, 'the backend response closing');
-  assert.equal(closed.ended, false, 'the backend\'s response was cut, not finished');
+  await released('/held/waiting');
 
   // While the response streams.
-  backendClosed = signal();
   connection = await RawConnection.open(gw.url);
   const firstChunk = signal();
   connection.socket.on('data', (chunk: Buffer) => { if (chunk.includes('first chunk')) firstChunk.resolve(); });
   connection.write(head('/held/streaming'));
   await within(firstChunk.promise, HANG_GUARD_MS, 'the first chunk reaching the client');
   connection.destroy();
-  closed = await within(backendClosed.promise, HANG_GUARD_MS, 'the backend response closing');
-  assert.equal(closed.ended, false);
+  await released('/held/streaming');
 
-  // Mid-upload: the body stops halfway and the client leaves.
-  backendClosed = signal();
+  // Mid-upload: the body stops partway and the client leaves.
   const upload = httpRequest(`${gw.url}/held/upload`, { method: 'POST', headers: { authorization: `Bearer ${accessToken}`, 'content-length': '1000000' } });
   upload.on('error', () => {});
   upload.write(Buffer.alloc(10_000));
-  await eventually(() => arrived.includes('/held/upload'), HANG_GUARD_MS, 'the upload reached the backend');
+  await eventually(() => closes.has('/held/upload'), HANG_GUARD_MS, 'the upload reaching the backend');
   upload.destroy();
-  closed = await within(backendClosed.promise, HANG_GUARD_MS, 'the backend response closing');
-  assert.equal(closed.ended, false);
+  await released('/held/upload');
 
   assert.equal((await call(`${gw.url}/held/ok`, { token: accessToken })).status, 200, 'the gateway stays healthy');
   const blamed = logLines(gw).filter((line) => line.msg === 'backend failed');
