@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { test } from 'node:test';
 import { startBackend } from '../helpers/backend.js';
 import { signIn } from '../helpers/gateway.js';
@@ -75,6 +76,7 @@ test('repeated Set-Cookie headers arrive as separate headers, in order, unchange
 
 test('status, headers and body of the backend pass unchanged, errors included', async (t) => {
   const blob = Buffer.from(Array.from({ length: 100_000 }, (_, i) => (i * 7) % 256));
+  const gzipped = gzipSync('compressed by the backend '.repeat(100));
   const backend = await startBackend(t, (req, res) => {
     const path = req.url!.replace(/^\/orders/, '');
     switch (path) {
@@ -108,6 +110,9 @@ test('status, headers and body of the backend pass unchanged, errors included', 
         break;
       case '/blob':
         res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': blob.length }).end(blob);
+        break;
+      case '/gzipped':
+        res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip', vary: 'Accept-Encoding' }).end(gzipped);
         break;
       case '/streamed':
         res.writeHead(200, { 'content-type': 'application/octet-stream' });
@@ -167,6 +172,13 @@ test('status, headers and body of the backend pass unchanged, errors included', 
     assert.ok(res.get('x-request-id'), `${path}: a proxied answer has a request id`);
   }
   assert.equal((await get('/blob')).get('content-length'), String(blob.length), 'a sized answer stays sized');
+
+  // An encoded body is the backend's business: neither decoded nor re-encoded on the way.
+  const encoded = await get('/gzipped', { lines: ['Accept-Encoding: gzip'] });
+  assert.equal(encoded.get('content-encoding'), 'gzip');
+  assert.equal(encoded.get('vary'), 'Accept-Encoding');
+  assert.ok(encoded.body.equals(gzipped), 'the gzipped body changed on the way');
+  assert.deepEqual(backend.received.at(-1)!.headers['accept-encoding'], ['gzip']);
 
   const head = await get('/sized', { method: 'HEAD' });
   assert.equal(head.status, 200);
