@@ -102,6 +102,8 @@ test('a backend silent past responseTimeoutMs: 504 gateway_timeout, and its late
 
   const never = await within(call(`${gw.url}/slow/never`), HANG_GUARD_MS, 'a silent backend');
   assertGatewayError(never, 504, 'gateway_timeout', 'never');
+  assert.equal(held.length, 1);
+  await within(new Promise((resolve) => (held[0]!.destroyed ? resolve(undefined) : held[0]!.once('close', resolve))), HANG_GUARD_MS, 'the timed-out backend request being closed');
   const late = await within(call(`${gw.url}/slow/late`), HANG_GUARD_MS, 'a late backend');
   assertGatewayError(late, 504, 'gateway_timeout', 'late');
   // The late answer must not be taken as the answer to the next request on that connection.
