@@ -81,7 +81,10 @@ export function createProxy(deps: ProxyDeps): Proxy {
   const agents = new Agents(config.proxy.maxSocketsPerTarget);
   const routes = new RouteTable(config.routes, agents);
   const policy = createHeaderPolicy(config.proxy);
-  const server = new ProxyServer({ xfwd: false, selfHandleResponse: true, prependPath: true });
+  // toProxy: the request target goes on as the gateway normalised it, byte for byte (without
+  // it http-proxy-3 re-serialises it through WHATWG URL, which re-encodes `'` in queries and
+  // so breaks signed URLs).
+  const server = new ProxyServer({ xfwd: false, selfHandleResponse: true, prependPath: true, toProxy: true });
 
   // Our header policy, applied as the last step before http-proxy-3 sends the request: it
   // overrides whatever the earlier passes did to req.headers (deleteLength's CL.TE rewrite).
@@ -156,6 +159,9 @@ export function createProxy(deps: ProxyDeps): Proxy {
           route, target, headers, responded: false, timedOut: false,
           onResponse(proxyRes) {
             route.pool.succeeded(target);
+            // The backend answered before the whole body arrived (413 and close, say): the
+            // rest of the upload has nowhere to go, so this connection ends with the answer.
+            if (!req.complete) res.shouldKeepAlive = false;
             res.writeHead(proxyRes.statusCode ?? 502, policy.downstream(proxyRes.headers, proxyRes.rawHeaders));
             // A failure on either side ends both: the client sees a cut, never a short body
             // that looks complete.
@@ -167,10 +173,10 @@ export function createProxy(deps: ProxyDeps): Proxy {
         const options: FlightOptions = { target: target.url, agent: target.agent, connectTimeout: route.connectTimeoutMs, flight };
         server.web(req, res, options, (err) => {
           const code = (err as NodeJS.ErrnoException).code ?? '';
-          if (flight.responded) {
-            res.destroy();
-            return;
-          }
+          // After the answer's head, the response pipeline ends or cuts the connection itself;
+          // a failure on the request side (the backend stopped reading an upload it already
+          // answered) must not cut an answer that is still arriving whole.
+          if (flight.responded) return;
           // The client went away first: not the backend's fault.
           if (res.destroyed || req.socket.destroyed) return resolve();
           const ejected = route.pool.failed(target, clock.now());

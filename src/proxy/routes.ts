@@ -4,7 +4,9 @@
  * A prefix matches on segment boundaries (`/orders` takes `/orders`, `/orders/` and
  * `/orders/42`, never `/ordersx`), the longest prefix wins, and prefixes compare without case:
  * a backend that reads paths without case must not be reachable at `/ADMIN` through a public
- * catch-all while `/admin` requires a token.
+ * catch-all while `/admin` requires a token. For the same reason segment parameters are
+ * ignored when matching (`/admin;x=1/users` is the `/admin` route): servers that read them
+ * (Tomcat, Spring) route that path to `/admin/users`.
  */
 import type { IdentityPart, RouteConfig } from '../config/schema.js';
 import { TargetPool } from './targets.js';
@@ -34,7 +36,7 @@ export interface RouteMatch {
 export class RouteTable {
   readonly routes: readonly Route[];
   /** Longest prefix first, so the first match is the most specific. */
-  readonly #ordered: readonly { lower: string; route: Route }[];
+  readonly #ordered: readonly { lower: string; segments: number; route: Route }[];
 
   constructor(configs: readonly RouteConfig[], agents: Agents) {
     this.routes = configs.map((config) => {
@@ -49,7 +51,11 @@ export class RouteTable {
       });
     });
     this.#ordered = this.routes
-      .map((route) => ({ lower: route.prefix === '/' ? '' : route.prefix.toLowerCase(), route }))
+      .map((route) => ({
+        lower: route.prefix === '/' ? '' : route.prefix.toLowerCase(),
+        segments: route.prefix === '/' ? 0 : route.prefix.split('/').length - 1,
+        route,
+      }))
       .sort((a, b) => b.lower.length - a.lower.length);
   }
 
@@ -58,15 +64,18 @@ export class RouteTable {
     if (this.#ordered.length === 0) return undefined;
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
-    const lower = path.toLowerCase();
-    for (const { lower: prefix, route } of this.#ordered) {
-      if (!lower.startsWith(prefix)) continue;
-      const next = lower.charCodeAt(prefix.length);
+    const key = (path.includes(';') ? path.replace(/;[^/]*/g, '') : path).toLowerCase();
+    for (const { lower: prefix, segments, route } of this.#ordered) {
+      if (!key.startsWith(prefix)) continue;
+      const next = key.charCodeAt(prefix.length);
       // Segment boundary: the path ends here, or a "/" follows (also true for the "/" route).
       if (!Number.isNaN(next) && next !== 0x2f) continue;
-      if (!route.stripPrefix || prefix === '') return { route, upstreamUrl: url };
-      const rest = url.slice(prefix.length);
-      return { route, upstreamUrl: rest === '' || rest.startsWith('?') ? `/${rest}` : rest };
+      if (!route.stripPrefix || segments === 0) return { route, upstreamUrl: url };
+      // As many segments as the prefix has, counted on the path as sent (parameters and all).
+      let end = 0;
+      for (let i = 0; i < segments && end !== -1; i++) end = path.indexOf('/', end + 1);
+      const rest = end === -1 ? '' : path.slice(end);
+      return { route, upstreamUrl: `${rest === '' ? '/' : rest}${url.slice(path.length)}` };
     }
     return undefined;
   }

@@ -17,12 +17,20 @@ export function logAccess(log: Logger) {
         requestId: ctx.state.requestId,
         method: ctx.method,
         path: path.length > 256 ? `${path.slice(0, 256)}…` : path,
-        // A proxied response went out through res directly; Koa's status never saw it.
-        status: ctx.res.headersSent ? ctx.res.statusCode : ctx.status,
+        status: statusOf(ctx),
         route: ctx.state.route,
         ms: Math.round((performance.now() - started) * 10) / 10,
         accountId: (ctx.state.identity as { accountId?: string } | undefined)?.accountId,
       }, 'request');
     }
   };
+}
+
+/**
+ * A proxied response went out through res directly, so Koa's status never saw it; a client
+ * that left before any answer is 499, nginx's "client closed request", not Koa's default 404.
+ */
+function statusOf(ctx: Context): number {
+  if (ctx.res.headersSent) return ctx.res.statusCode;
+  return ctx.req.socket.destroyed ? 499 : ctx.status;
 }

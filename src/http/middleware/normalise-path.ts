@@ -32,6 +32,8 @@ export function normalisePath() {
 
 /** A request target with its path normalised and its query untouched. */
 export function normaliseUrl(url: string): string {
+  // Anywhere in the target: URL parsers on the way to a backend would cut the rest off.
+  if (url.includes('#')) throw new InvalidRequest('A "#" is not allowed in the request target.');
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   if (PLAIN.test(path)) return url;
