@@ -107,10 +107,12 @@ export function createHeaderPolicy(proxy: Config['proxy']) {
       if (xForwarded) {
         out['x-forwarded-for'] = append(kept['x-forwarded-for'], peer.startsWith('::ffff:') ? peer.slice(7) : peer);
         out['x-forwarded-proto'] = kept['x-forwarded-proto']?.[0] ?? proto;
-        out['x-forwarded-host'] = kept['x-forwarded-host']?.[0] ?? clientHost;
+        const forwardedHost = kept['x-forwarded-host']?.[0] ?? clientHost;
+        if (forwardedHost !== '') out['x-forwarded-host'] = forwardedHost;
       }
       if (forwarded) {
-        out.forwarded = append(kept.forwarded, `for=${forwardedNode(peer)};host=${quote(clientHost)};proto=${proto}`);
+        const host = clientHost === '' ? '' : `;host=${quote(clientHost)}`;
+        out.forwarded = append(kept.forwarded, `for=${forwardedNode(peer)}${host};proto=${proto}`);
       }
 
       const { caller, identity } = input;
@@ -124,13 +126,16 @@ export function createHeaderPolicy(proxy: Config['proxy']) {
       return out;
     },
 
-    /** The backend's response headers as the client gets them (raw order and repeats kept). */
+    /**
+     * The backend's response headers as the client gets them (raw order and repeats kept),
+     * except X-Request-Id: the gateway's own stays, the one in its log and the caller's hands.
+     */
     downstream(headers: IncomingHttpHeaders, rawHeaders: readonly string[]): Record<string, string | string[]> {
       const named = connectionNames(headers.connection);
       const out: Record<string, string | string[]> = {};
       for (let i = 0; i < rawHeaders.length; i += 2) {
         const lower = rawHeaders[i]!.toLowerCase();
-        if (HOP_BY_HOP_SET.has(lower) || named?.has(lower) === true) continue;
+        if (HOP_BY_HOP_SET.has(lower) || named?.has(lower) === true || lower === 'x-request-id') continue;
         const value = rawHeaders[i + 1]!;
         const previous = out[lower];
         out[lower] = previous === undefined ? value : Array.isArray(previous) ? [...previous, value] : [previous, value];

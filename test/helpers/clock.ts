@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import type { Clock } from '../../src/util/clock.js';
 
 /** A clock that only moves when told to; for tests. */
@@ -10,6 +11,7 @@ export class ManualClock implements Clock {
     return this.#now;
   }
   advance(ms: number): void {
+    assert.ok(Number.isFinite(ms) && ms >= 0, 'a clock only moves forward');
     this.#now += ms;
   }
 }

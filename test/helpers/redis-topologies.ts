@@ -7,6 +7,7 @@
  * Use inside a test run with redisSuite() (test/helpers/redis.ts): without redis-server and
  * redis-cli these cannot start.
  */
+import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -145,7 +146,7 @@ async function processGroup(prefix: string) {
         if (await answersPing(port)) return;
         await sleep(20);
       }
-      throw new Error(`${SERVER} did not start on port ${port}: ${output}`);
+      assert.fail(`${SERVER} did not start on port ${port}: ${output}`);
     },
     stop: async (): Promise<void> => {
       stopped = true;

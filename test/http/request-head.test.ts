@@ -61,3 +61,17 @@ test('an access token is accepted in its one canonical spelling only', async (t)
     assert.equal(((await answer.json()) as { message: { code: string } }).message.code, 'invalid_token');
   }
 });
+
+test('a refused transfer coding ends the connection, even with its body read', async (t) => {
+  const gw = await startGateway(t);
+  // Keep-alive asked for: the gateway must close anyway, since it cannot tell where the next
+  // request would start. rawRequest resolves when the server closes (or after its bound).
+  for (const head of ['HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked', 'HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked']) {
+    const started = Date.now();
+    const raw = await rawRequest(gw.url, `POST /api/signin ${head}\r\nContent-Type: application/json\r\n\r\n${chunked}`, 5000);
+    const res = parseRawResponse(raw);
+    assert.ok(res.status === 501 || res.status === 400, head);
+    assert.match(res.headers, /\r\nconnection: close/i, head);
+    assert.ok(Date.now() - started < 4000, `${head}: closed by the gateway, not by the client's bound`);
+  }
+});

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { connectRedis } from '../../src/stores/redis/client.js';
 import { MemoryRevocationStore } from '../../src/stores/revocation.memory.js';
 import { RedisRevocationStore } from '../../src/stores/revocation.redis.js';
@@ -19,7 +20,7 @@ runTokenStoreContract('memory', async () => {
 runTokenStoreContract('redis', async () => {
   const server = await startRedis();
   const redis = connectRedis(redisSettings(server.url), silentLog);
-  await redis.waitUntilReady(5000);
+  assert.ok(await redis.waitUntilReady(5000), 'the contract runs on a connected Redis');
   return {
     store: new RedisRefreshTokenStore(redis),
     resets: new RedisRevocationStore(redis, { retainMs: RETAIN_MS, log: silentLog }),

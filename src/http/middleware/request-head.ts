@@ -19,6 +19,8 @@ import type { Context, Next } from 'koa';
 import { GatewayError, InvalidRequest } from '../../errors/errors.js';
 import { countHeader } from '../raw-headers.js';
 
+const CLOSE = { Connection: 'close' };
+
 /** reg-name or IPv4, or a bracketed IPv6 literal, then an optional port. */
 const HOST = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=%]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
 
@@ -33,11 +35,12 @@ export function refuseAmbiguousRequests() {
 export function checkRequestHead(req: IncomingMessage): void {
   const transferEncoding = req.headers['transfer-encoding'];
   if (transferEncoding !== undefined) {
+    // Framing we refuse cannot tell where the next request starts: the connection ends too.
     if (req.httpVersionMinor === 0 && req.httpVersionMajor === 1) {
-      throw new InvalidRequest('Transfer-Encoding is not allowed in an HTTP/1.0 request.');
+      throw new InvalidRequest('Transfer-Encoding is not allowed in an HTTP/1.0 request.', { headers: CLOSE });
     }
     if (transferEncoding.trim().toLowerCase() !== 'chunked') {
-      throw new GatewayError(501, 'unsupported_transfer_coding', 'The only transfer coding accepted is chunked.');
+      throw new GatewayError(501, 'unsupported_transfer_coding', 'The only transfer coding accepted is chunked.', { headers: CLOSE });
     }
   }
   const hosts = countHeader(req.rawHeaders, 'host');

@@ -1,0 +1,31 @@
+/**
+ * Small edges of the header policy: an empty Host gives no empty forwarding host, and the
+ * client keeps the gateway's request id whatever the backend answers with.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { startBackend, echo } from '../helpers/backend.js';
+import { parseRawResponse, rawRequest } from '../helpers/gateway.js';
+import { onlyRequest, startProxy } from '../helpers/proxy.js';
+
+test('an HTTP/1.0 request without Host sends no empty X-Forwarded-Host or Forwarded host', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await startProxy(t, [{ prefix: '/pub', targets: [backend.url], auth: 'public' }], { proxy: { forwardedHeaders: 'both' } });
+  const res = parseRawResponse(await rawRequest(gw.url, 'GET /pub/x HTTP/1.0\r\n\r\n'));
+  assert.equal(res.status, 200);
+  const got = onlyRequest(backend);
+  assert.equal(got.headers['x-forwarded-host'], undefined);
+  assert.deepEqual(got.headers.forwarded, ['for=127.0.0.1;proto=http']);
+});
+
+test("the client gets the gateway's X-Request-Id, not the backend's", async (t) => {
+  const backend = await startBackend(t, (req, res, received) => {
+    res.setHeader('X-Request-Id', 'backend-made-this-up');
+    echo(req, res, received);
+  });
+  const gw = await startProxy(t, [{ prefix: '/pub', targets: [backend.url], auth: 'public' }]);
+  const res = await fetch(`${gw.url}/pub/x`, { headers: { 'x-request-id': 'caller-42' } });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('x-request-id'), 'caller-42');
+  assert.deepEqual(onlyRequest(backend).headers['x-request-id'], ['caller-42']);
+});
