@@ -21,8 +21,11 @@ import { answersPing, redisSuite, startRedis, type TestRedis } from '../helpers/
 const COMMAND_TIMEOUT_MS = 200;
 const BREAKER_FAILURES = 3;
 const BREAKER_COOLDOWN_MS = 1000;
-/** No request may take longer than this during an outage: "it answered, it did not hang". */
-const PROMPT_MS = 1500;
+/**
+ * No request may take longer than this during an outage: "it answered, it did not hang".
+ * Loose enough for a 2-core machine running other suites (a 1 GiB transfer among them).
+ */
+const PROMPT_MS = 3000;
 /** How long the gateway may take to notice on its own that Redis is back. */
 const RECOVERY_DEADLINE_MS = 15_000;
 
@@ -217,9 +220,10 @@ test('Redis killed then restarted: 503s at once, bearer calls still served, read
 });
 
 test('Redis stalled (SIGSTOP): 503 within the command timeout, then at once with the breaker open; recovery by itself', redisSuite(), async (t) => {
-  // A longer cooldown, so that the breaker stays open through the fast phase below.
-  const commandTimeoutMs = 300;
-  const cooldownMs = 3000;
+  // A longer cooldown, so that the breaker stays open through the fast phase below; a command
+  // timeout long enough that "well under it" holds on a loaded machine.
+  const commandTimeoutMs = 800;
+  const cooldownMs = 5000;
   const retryAfter = String(cooldownMs / 1000);
   const redis = await startRedis(t);
   const gw = await startGatewayOn(t, redis.url, { commandTimeoutMs, breakerCooldownMs: cooldownMs });
