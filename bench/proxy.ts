@@ -395,6 +395,17 @@ function ratios(runs: Run[]): Ratio[] {
   return list;
 }
 
+/** Median over rounds of the gateway's CPU per request minus the floor's: what the product adds, in µs. */
+function addedCpu(runs: Run[]): number {
+  const diffs: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const g = runs.find((r) => r.target === 'gateway' && r.round === round);
+    const f = runs.find((r) => r.target === 'floor' && r.round === round);
+    if (g !== undefined && f !== undefined) diffs.push(g.serverCpuUsPerReq - f.serverCpuUsPerReq);
+  }
+  return median(diffs);
+}
+
 function ratioLine(r: Ratio): string {
   const target = r.target === undefined ? '' : ` — target ${r.target.text}: ${r.target.met ? 'met' : '**not met**'}`;
   return `- ${r.name}: **${fmt(r.median, 2)}×** (per-round ${fmt(r.min, 2)}–${fmt(r.max, 2)})${target}`;
@@ -532,6 +543,7 @@ async function main(): Promise<void> {
       'Ratios (median of the per-round ratios, range over rounds):',
       '',
       ...ratioList.map(ratioLine),
+      `- gateway − floor, CPU per request: **${fmt(addedCpu(runs))} µs** (median of the per-round differences)`,
       '',
       'req/s per round:',
       '',
@@ -546,7 +558,7 @@ async function main(): Promise<void> {
         : []),
     ].join('\n');
 
-    process.stdout.write(`\n${resultsTable(rows)}\n\n${ratioList.map(ratioLine).join('\n')}\n\nreq/s per round:\n${roundsTable(runs)}\n`);
+    process.stdout.write(`\n${resultsTable(rows)}\n\n${ratioList.map(ratioLine).join('\n')}\n- gateway − floor, CPU per request: ${fmt(addedCpu(runs))} µs\n\nreq/s per round:\n${roundsTable(runs)}\n`);
     if (warnLines > 0) process.stdout.write(`\ngateway (log warn) logged ${warnLines} line(s), last:\n${servers.get('gateway-warn')!.out.tail(5)}\n`);
     for (const s of stderrLines) process.stdout.write(`\n${s.label} wrote ${s.lines} line(s) on stderr, last:\n${s.tail}\n`);
     if (profile !== undefined) process.stdout.write(`\n${formatProfileSummary('gateway, proxied GET with a bearer token', profile)}\n`);
@@ -555,7 +567,7 @@ async function main(): Promise<void> {
     const json = join(RESULTS, `proxy-${started.toISOString().replace(/[:.]/g, '-')}.json`);
     writeFileSync(json, JSON.stringify({
       env, options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, tokens: TOKENS, path: PATH, targets: TARGETS },
-      rows, ratios: ratioList, runs, profile,
+      rows, ratios: ratioList, addedCpuUsPerReq: addedCpu(runs), runs, profile,
     }, null, 2));
     log(`\nraw figures: ${json}`);
     if (errors > 0) {
