@@ -43,10 +43,14 @@ export function wrkVersion(): string {
   return firstLine('wrk', ['--version']).replace(/ Copyright.*/, '');
 }
 
-/** Fails unless Node is 22+ and every tool is on the PATH. */
+/** Fails unless this Node meets package.json's `engines` (the gateway's own floor) and every tool is on the PATH. */
 export function checkPrerequisites(name: string, tools: string[]): void {
-  const nodeMajor = Number(process.versions.node.split('.')[0]);
-  if (nodeMajor < 22) throw new Error(`Node ${process.version}: the gateway needs 22+ (run through npm run ${name}, which uses node_modules/.bin/node)`);
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { engines?: { node?: string } };
+  const wanted = /^>=\s*(\d+)(?:\.(\d+))?/.exec(pkg.engines?.node ?? '');
+  const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
+  if (wanted !== null && (major < Number(wanted[1]) || (major === Number(wanted[1]) && minor < Number(wanted[2] ?? 0)))) {
+    throw new Error(`Node ${process.version}: the gateway needs ${pkg.engines!.node} (run through npm run ${name}, which uses node_modules/.bin/node)`);
+  }
   for (const tool of tools) {
     if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) throw new Error(`${tool} is not installed`);
   }
