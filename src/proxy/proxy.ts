@@ -15,7 +15,6 @@
  * which would copy hop-by-hop headers and add their own `Connection`.
  */
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
-import { pipeline } from 'node:stream';
 import type { Duplex } from 'node:stream';
 import { ProxyServer, type ServerOptions } from 'http-proxy-3';
 import type { Context, Next } from 'koa';
@@ -163,11 +162,13 @@ export function createProxy(deps: ProxyDeps): Proxy {
             // rest of the upload has nowhere to go, so this connection ends with the answer.
             if (!req.complete) res.shouldKeepAlive = false;
             res.writeHead(proxyRes.statusCode ?? 502, policy.downstream(proxyRes.headers, proxyRes.rawHeaders));
-            // A failure on either side ends both: the client sees a cut, never a short body
-            // that looks complete.
-            pipeline(proxyRes, res, (err) => {
-              if (err !== undefined && err !== null) res.destroy();
-            });
+            // A backend that breaks off mid-body: the client sees a cut, never a short body that
+            // looks complete. (The other way round, a client that leaves, http-proxy-3 destroys
+            // the backend request.) Not stream.pipeline: it builds an AbortController and a
+            // DOMException per call, 6 % of a proxied request's CPU.
+            proxyRes.once('error', () => res.destroy());
+            proxyRes.once('aborted', () => res.destroy());
+            proxyRes.pipe(res);
           },
         };
         const options: FlightOptions = { target: target.url, agent: target.agent, connectTimeout: route.connectTimeoutMs, flight };
