@@ -22,7 +22,7 @@ import { readBearerToken, type Authenticate, type Identity } from '../auth/beare
 import type { Revocations } from '../auth/revocation.js';
 import type { Signer } from '../auth/signer.js';
 import type { Config } from '../config/schema.js';
-import { BadGateway, GatewayTimeout, InsufficientScope } from '../errors/errors.js';
+import { BadGateway, GatewayTimeout, InsufficientScope, type GatewayError } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
 import { createHeaderPolicy } from './headers.js';
@@ -46,6 +46,17 @@ export interface Flight {
 }
 
 type FlightOptions = ServerOptions & { flight: Flight };
+
+/** Who a route let through (undefined on a public route), and the assertion it sends. */
+export interface Admitted {
+  identity: Identity | undefined;
+  assertion: string | undefined;
+}
+
+export type Admit = (route: Route, token: string | undefined, requestId: string) => Promise<Admitted>;
+export type Failed = (flight: Flight, err: Error, requestId: string) => GatewayError;
+/** `webSocketProtocol`: given (a list, or null for none) only for a WebSocket handshake. */
+export type HeadersFor = (req: IncomingMessage, route: Route, admitted: Admitted, requestId: string, webSocketProtocol?: string | null) => OutgoingHttpHeaders;
 
 export interface Proxy {
   readonly routes: RouteTable;
@@ -95,21 +106,10 @@ export function createProxy(deps: ProxyDeps): Proxy {
 
   // Emitted once the backend request has a socket (never with an Expect header, which the
   // policy always removes).
-  server.on('proxyReq', (proxyReq, _req, _res, options) => {
-    const flight = (options as FlightOptions).flight;
-    watchSilence(proxyReq, flight);
-    proxyReq.once('response', (proxyRes) => {
-      flight.responded = true;
-      flight.onResponse?.(proxyRes);
-    });
-  });
+  server.on('proxyReq', (proxyReq, _req, _res, options) => watch(proxyReq, (options as FlightOptions).flight));
   server.on('proxyReqWs', (proxyReq, _req, _socket, options) => {
     const flight = (options as FlightOptions).flight;
-    watchSilence(proxyReq, flight);
-    proxyReq.once('response', (proxyRes) => {
-      flight.responded = true;
-      flight.onResponse?.(proxyRes);
-    });
+    watch(proxyReq, flight);
     // Registered before http-proxy-3's own listener, so the 101 it relays can still be edited.
     proxyReq.once('upgrade', (proxyRes) => {
       flight.responded = true;
@@ -121,30 +121,61 @@ export function createProxy(deps: ProxyDeps): Proxy {
   // the rest. Without a listener it would throw.
   server.on('error', (err) => log.debug({ err: { code: (err as NodeJS.ErrnoException).code, message: err.message } }, 'proxy socket error'));
 
-  function watchSilence(proxyReq: ClientRequest, flight: Flight): void {
-    const { responseTimeoutMs, idleTimeoutMs } = flight.route;
-    proxyReq.setTimeout(responseTimeoutMs, () => {
+  /** Silence from the backend: responseTimeoutMs until its answer's head, idleTimeoutMs after. */
+  function watch(proxyReq: ClientRequest, flight: Flight): void {
+    proxyReq.setTimeout(flight.route.responseTimeoutMs, () => {
       flight.timedOut = !flight.responded;
       proxyReq.destroy(Object.assign(new Error(flight.responded ? 'backend idle' : 'backend silent'), { code: 'ERESPONSE_TIMEOUT' }));
     });
-    proxyReq.once('response', () => proxyReq.setTimeout(idleTimeoutMs));
+    proxyReq.once('response', (proxyRes) => {
+      flight.responded = true;
+      proxyReq.setTimeout(flight.route.idleTimeoutMs);
+      flight.onResponse?.(proxyRes);
+    });
   }
 
-  const webSockets: WebSockets = createWebSockets({ ...deps, routes, policy, server });
+  /**
+   * The caller a route lets through, checked the same way for requests and WebSocket
+   * handshakes: none on a public route; otherwise a valid token within the route's scope,
+   * and the signed assertion if the route sends one.
+   */
+  async function admit(route: Route, token: string | undefined, requestId: string): Promise<Admitted> {
+    if (route.auth === 'public') return { identity: undefined, assertion: undefined };
+    const identity = await authenticate(token);
+    if (route.requiredScope !== undefined && !identity.scopes.includes(route.requiredScope)) throw new InsufficientScope(route.requiredScope);
+    const assertion = route.assertion ? await signer.issueAssertion({ ...identity, audience: route.name, requestId }) : undefined;
+    return { identity, assertion };
+  }
 
-  function forward(ctx: Context, match: RouteMatch, identity: Identity | undefined, assertion: string | undefined): Promise<void> {
-    const { req, res } = ctx;
-    const { route } = match;
-    const requestId = ctx.state.requestId as string;
-    const headers = policy.upstream(req, {
+  /** The headers the backend gets (the Host of a `target` route is set per attempt). */
+  function headersFor(req: IncomingMessage, route: Route, { identity, assertion }: Admitted, requestId: string, webSocketProtocol?: string | null): OutgoingHttpHeaders {
+    return policy.upstream(req, {
       identity: identity === undefined ? route.sends.anonymous : route.sends.caller,
       caller: identity,
       requestId,
       assertion,
       forwardAuthorization: route.forwardAuthorization,
       host: route.host === 'preserve' ? req.headers.host ?? '' : '',
-      websocket: false,
+      websocket: webSocketProtocol !== undefined,
+      webSocketProtocol: webSocketProtocol ?? undefined,
     });
+  }
+
+  /** A backend failure before its answer: counted against the target, logged, and classified. */
+  function failed(flight: Flight, err: Error, requestId: string): GatewayError {
+    const code = codeOf(err);
+    const ejected = flight.route.pool.failed(flight.target, clock.now());
+    log.warn({ requestId, route: flight.route.name, target: flight.target.origin, code, ejected }, 'backend failed');
+    return flight.timedOut || TIMEOUT_CODES.has(code) ? new GatewayTimeout(err) : new BadGateway(err);
+  }
+
+  const webSockets: WebSockets = createWebSockets({ ...deps, routes, server, admit, headersFor, failed });
+
+  function forward(ctx: Context, match: RouteMatch, admitted: Admitted): Promise<void> {
+    const { req, res } = ctx;
+    const { route } = match;
+    const requestId = ctx.state.requestId as string;
+    const headers = headersFor(req, route, admitted, requestId);
     req.url = match.upstreamUrl;
     const bodiless = req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0';
 
@@ -173,17 +204,15 @@ export function createProxy(deps: ProxyDeps): Proxy {
         };
         const options: FlightOptions = { target: target.url, agent: target.agent, connectTimeout: route.connectTimeoutMs, flight };
         server.web(req, res, options, (err) => {
-          const code = (err as NodeJS.ErrnoException).code ?? '';
           // After the answer's head, the response pipeline ends or cuts the connection itself;
           // a failure on the request side (the backend stopped reading an upload it already
           // answered) must not cut an answer that is still arriving whole.
           if (flight.responded) return;
           // The client went away first: not the backend's fault.
           if (res.destroyed || req.socket.destroyed) return resolve();
-          const ejected = route.pool.failed(target, clock.now());
-          log.warn({ requestId, route: route.name, target: target.origin, code, ejected }, 'backend failed');
-          if (NOT_CONNECTED.has(code) && bodiless && attempts < 2 && route.pool.targets.length > 1) return attempt(target);
-          reject(flight.timedOut || TIMEOUT_CODES.has(code) ? new GatewayTimeout(err) : new BadGateway(err));
+          const error = failed(flight, err, requestId);
+          if (NOT_CONNECTED.has(codeOf(err)) && bodiless && attempts < 2 && route.pool.targets.length > 1) return attempt(target);
+          reject(error);
         });
       };
       res.once('close', () => resolve());
@@ -202,19 +231,10 @@ export function createProxy(deps: ProxyDeps): Proxy {
         if (isOwnPath(ctx)) return next();
         const match = routes.match(ctx.req.url ?? '/');
         if (match === undefined) return next();
-        const { route } = match;
-        let identity: Identity | undefined;
-        let assertion: string | undefined;
-        if (route.auth === 'required') {
-          identity = await authenticate(readBearerToken(ctx.req));
-          ctx.state.identity = identity;
-          if (route.requiredScope !== undefined && !identity.scopes.includes(route.requiredScope)) throw new InsufficientScope(route.requiredScope);
-          if (route.assertion) {
-            assertion = await signer.issueAssertion({ ...identity, audience: route.name, requestId: ctx.state.requestId as string });
-          }
-        }
-        ctx.state.route = route.name;
-        await forward(ctx, match, identity, assertion);
+        ctx.state.route = match.route.name;
+        const admitted = await admit(match.route, readBearerToken(ctx.req), ctx.state.requestId as string);
+        ctx.state.identity = admitted.identity;
+        await forward(ctx, match, admitted);
       };
     },
     wantsUpgrade: webSockets.wantsUpgrade,
@@ -226,6 +246,10 @@ export function createProxy(deps: ProxyDeps): Proxy {
       agents.destroy();
     },
   };
+}
+
+function codeOf(err: Error): string {
+  return (err as NodeJS.ErrnoException).code ?? '';
 }
 
 function isOwnPath(ctx: Context): boolean {

@@ -19,13 +19,12 @@ import type { Duplex } from 'node:stream';
 import type { ProxyServer } from 'http-proxy-3';
 import { readBearerToken, type Identity } from '../auth/bearer.js';
 import { toGatewayError } from '../errors/boundary.js';
-import { BadGateway, GatewayTimeout, InsufficientScope, InvalidRequest, MethodNotAllowed, NotFound } from '../errors/errors.js';
+import { InvalidRequest, MethodNotAllowed, NotFound } from '../errors/errors.js';
 import { checkRequestHead } from '../http/middleware/request-head.js';
 import { normaliseUrl } from '../http/middleware/normalise-path.js';
 import { requestIdOf } from '../http/middleware/request-id.js';
 import { answerSocket } from '../http/raw-response.js';
-import type { HeaderPolicy } from './headers.js';
-import type { Flight, ProxyDeps } from './proxy.js';
+import type { Admit, Failed, Flight, HeadersFor, ProxyDeps } from './proxy.js';
 import type { RouteTable } from './routes.js';
 
 const MARKER = 'bearer';
@@ -46,13 +45,15 @@ interface OpenSocket {
   timer: NodeJS.Timeout;
 }
 
-interface WebSocketDeps extends ProxyDeps {
+interface WebSocketDeps extends Pick<ProxyDeps, 'revocations' | 'clock' | 'log'> {
   routes: RouteTable;
-  policy: HeaderPolicy;
   server: ProxyServer;
+  admit: Admit;
+  headersFor: HeadersFor;
+  failed: Failed;
 }
 
-export function createWebSockets({ routes, policy, server, authenticate, signer, revocations, clock, log }: WebSocketDeps): WebSockets {
+export function createWebSockets({ routes, server, admit, headersFor, failed, revocations, clock, log }: WebSocketDeps): WebSockets {
   const byAccount = new Map<string, Set<OpenSocket>>();
   const unauthenticated = new Set<Duplex>();
 
@@ -106,23 +107,8 @@ export function createWebSockets({ routes, policy, server, authenticate, signer,
     const headerToken = readBearerToken(req);
     if (headerToken !== undefined && offered.token !== undefined) throw new InvalidRequest('Send the access token once: in Authorization or in the subprotocol list, not both.');
 
-    let identity: Identity | undefined;
-    let assertion: string | undefined;
-    if (route.auth === 'required') {
-      identity = await authenticate(headerToken ?? offered.token);
-      if (route.requiredScope !== undefined && !identity.scopes.includes(route.requiredScope)) throw new InsufficientScope(route.requiredScope);
-      if (route.assertion) assertion = await signer.issueAssertion({ ...identity, audience: route.name, requestId });
-    }
-    const headers = policy.upstream(req, {
-      identity: identity === undefined ? route.sends.anonymous : route.sends.caller,
-      caller: identity,
-      requestId,
-      assertion,
-      forwardAuthorization: route.forwardAuthorization,
-      host: route.host === 'preserve' ? req.headers.host ?? '' : '',
-      websocket: true,
-      webSocketProtocol: offered.rest.length > 0 ? offered.rest.join(', ') : undefined,
-    });
+    const admitted = await admit(route, headerToken ?? offered.token, requestId);
+    const headers = headersFor(req, route, admitted, requestId, offered.rest.length > 0 ? offered.rest.join(', ') : null);
     req.url = match.upstreamUrl;
     const target = route.pool.pick(clock.now());
     if (route.host === 'target') headers.host = target.url.host;
@@ -140,7 +126,7 @@ export function createWebSockets({ routes, policy, server, authenticate, signer,
           // when the backend selects none, select the marker offered beside the token.
           if (offered.marker) proxyRes.headers['sec-websocket-protocol'] ??= MARKER;
           route.pool.succeeded(target);
-          track(identity, socket);
+          track(admitted.identity, socket);
           resolve(101);
         },
       };
@@ -149,10 +135,7 @@ export function createWebSockets({ routes, policy, server, authenticate, signer,
           socket.destroy();
           return;
         }
-        const code = (err as NodeJS.ErrnoException).code ?? '';
-        const ejected = route.pool.failed(target, clock.now());
-        log.warn({ requestId, route: route.name, target: target.origin, code, ejected }, 'backend failed');
-        const error = flight.timedOut || code === 'ECONNECT_TIMEOUT' ? new GatewayTimeout(err) : new BadGateway(err);
+        const error = failed(flight, err, requestId);
         answerSocket(socket, error, requestId);
         resolve(error.status);
       });
