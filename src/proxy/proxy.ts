@@ -22,7 +22,7 @@ import { readBearerToken, type Authenticate, type Identity } from '../auth/beare
 import type { Revocations } from '../auth/revocation.js';
 import type { Signer } from '../auth/signer.js';
 import type { Config } from '../config/schema.js';
-import { BadGateway, GatewayTimeout, InsufficientScope, type GatewayError } from '../errors/errors.js';
+import { BadGateway, GatewayTimeout, InsufficientScope, MethodNotAllowed, type GatewayError } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
 import { createHeaderPolicy } from './headers.js';
@@ -231,6 +231,9 @@ export function createProxy(deps: ProxyDeps): Proxy {
         if (isOwnPath(ctx)) return next();
         const match = routes.match(ctx.req.url ?? '/');
         if (match === undefined) return next();
+        // TRACE echoes the request back, headers and all: with the identity headers the gateway
+        // adds (and Authorization, where forwarded) that is a gift to cross-site tracing.
+        if (ctx.method === 'TRACE') throw new MethodNotAllowed('GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS');
         ctx.state.route = match.route.name;
         const admitted = await admit(match.route, readBearerToken(ctx.req), ctx.state.requestId as string);
         ctx.state.identity = admitted.identity;

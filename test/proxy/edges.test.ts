@@ -29,3 +29,13 @@ test("the client gets the gateway's X-Request-Id, not the backend's", async (t) 
   assert.equal(res.headers.get('x-request-id'), 'caller-42');
   assert.deepEqual(onlyRequest(backend).headers['x-request-id'], ['caller-42']);
 });
+
+test('TRACE is refused on a proxied route and never reaches the backend', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await startProxy(t, [{ prefix: '/pub', targets: [backend.url], auth: 'public' }]);
+  const res = parseRawResponse(await rawRequest(gw.url, 'TRACE /pub/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+  assert.equal(res.status, 405);
+  assert.equal(res.body.message.code, 'method_not_allowed');
+  assert.match(res.headers, /\r\nallow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS/i);
+  assert.equal(backend.received.length, 0);
+});
