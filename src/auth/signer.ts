@@ -10,7 +10,7 @@
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { SignJWT, createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWK } from 'jose';
+import { SignJWT, createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWK, type JWTPayload } from 'jose';
 import type { Config, SigningKeyConfig } from '../config/schema.js';
 import { InvalidToken } from '../errors/errors.js';
 import type { Clock } from '../util/clock.js';
@@ -82,35 +82,32 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
   const { issuer, audience, accessTokenTtlSeconds, clockSkewSeconds } = config.tokens;
   const assertionTtlSeconds = config.proxy.assertionTtlSeconds;
 
+  /** Every JWT the gateway issues: its active key, its issuer, a fresh `jti`, `iat` and `exp`. */
+  function sign(claims: JWTPayload, { typ, audience: aud, subject, now, ttlSeconds }: { typ: string; audience: string; subject: string; now: number; ttlSeconds: number }): Promise<string> {
+    const iat = Math.floor(now / 1000);
+    return new SignJWT(claims)
+      .setProtectedHeader({ alg: signing.alg, kid: signing.kid, typ })
+      .setIssuer(issuer)
+      .setAudience(aud)
+      .setSubject(subject)
+      .setJti(randomBytes(16).toString('base64url'))
+      .setIssuedAt(iat)
+      .setExpirationTime(iat + ttlSeconds)
+      .sign(signing.privateKey!);
+  }
+
   return {
     jwks,
     isEphemeral,
 
     async issueAccessToken({ accountId, keyId, scopes = [] }) {
       const now = clock.now();
-      const iat = Math.floor(now / 1000);
-      return new SignJWT({ client_id: keyId, iat_ms: now, ...(scopes.length > 0 ? { scope: scopes.join(' ') } : {}) })
-        .setProtectedHeader({ alg: signing.alg, kid: signing.kid, typ: ACCESS_TOKEN_TYPE })
-        .setIssuer(issuer)
-        .setAudience(audience)
-        .setSubject(accountId)
-        .setJti(randomBytes(16).toString('base64url'))
-        .setIssuedAt(iat)
-        .setExpirationTime(iat + accessTokenTtlSeconds)
-        .sign(signing.privateKey!);
+      return sign({ client_id: keyId, iat_ms: now, ...scopeClaim(scopes) }, { typ: ACCESS_TOKEN_TYPE, audience, subject: accountId, now, ttlSeconds: accessTokenTtlSeconds });
     },
 
     async issueAssertion({ accountId, keyId, tokenId, scopes, audience: routeName, requestId }) {
-      const iat = Math.floor(clock.now() / 1000);
-      return new SignJWT({ client_id: keyId, token_jti: tokenId, request_id: requestId, ...(scopes.length > 0 ? { scope: scopes.join(' ') } : {}) })
-        .setProtectedHeader({ alg: signing.alg, kid: signing.kid, typ: ASSERTION_TYPE })
-        .setIssuer(issuer)
-        .setAudience(routeName)
-        .setSubject(accountId)
-        .setJti(randomBytes(16).toString('base64url'))
-        .setIssuedAt(iat)
-        .setExpirationTime(iat + assertionTtlSeconds)
-        .sign(signing.privateKey!);
+      return sign({ client_id: keyId, token_jti: tokenId, request_id: requestId, ...scopeClaim(scopes) },
+        { typ: ASSERTION_TYPE, audience: routeName, subject: accountId, now: clock.now(), ttlSeconds: assertionTtlSeconds });
     },
 
     async verifyAccessToken(token) {
@@ -141,6 +138,11 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
       }
     },
   };
+}
+
+/** The `scope` claim (RFC 9068 §2.2.3), left out when there is no scope. */
+function scopeClaim(scopes: readonly string[]): { scope?: string } {
+  return scopes.length > 0 ? { scope: scopes.join(' ') } : {};
 }
 
 /**
