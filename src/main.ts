@@ -16,7 +16,7 @@ import { SigningKeyError } from './auth/signer.js';
 import { createServices } from './services.js';
 import { startServer } from './server.js';
 import { DataFileError } from './stores/data-file.js';
-import { createLogger, stdout, type Logger } from './telemetry/log.js';
+import { createLogger, type Logger } from './telemetry/log.js';
 
 async function main(): Promise<void> {
   let config;
@@ -26,7 +26,7 @@ async function main(): Promise<void> {
     return fail(err);
   }
   const workers = config.workers === 0 ? availableParallelism() : config.workers;
-  const root = createLogger(config.log.level, stdout());
+  const root = createLogger(config.log.level);
   if (workers > 1 && cluster.isPrimary) return superviseWorkers(workers, root);
   const log = cluster.isWorker ? root.child({ worker: cluster.worker!.id }) : root;
   log.debug({ settings: describeConfig(config) }, 'configuration');

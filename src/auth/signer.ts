@@ -1,16 +1,19 @@
 /**
- * Access tokens: JWTs signed and verified with jose (RFC 9068 profile, `typ: at+jwt`).
+ * Access tokens: JWTs (RFC 9068 profile, `typ: at+jwt`), signed with jose, verified with
+ * fast-jwt (synchronous node:crypto: the check every proxied request pays, see
+ * createAccessTokenVerifier).
  *
  * Several keys may be configured; one signs, all verify, and all public halves are published
  * in the JWKS, so a key is rotated by adding the new one, making it active, and removing the
  * old one after the access-token lifetime. Verification pins everything a forger could vary:
- * the algorithm list (so `alg: none` and HMAC-with-the-public-key confusions fail), `kid`
- * lookup in our own key set only, issuer, audience, `typ`, and required claims. jose's
- * JOSEError is turned into InvalidToken here and nowhere else.
+ * the `kid` (looked up in our own key set only) and with it the one algorithm of that key (so
+ * `alg: none`, HMAC-with-the-public-key and cross-key confusions fail), issuer, audience,
+ * `typ`, the claims and their times. Library errors become InvalidToken here and nowhere else.
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { SignJWT, createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWK, type JWTPayload } from 'jose';
+import { createVerifier } from 'fast-jwt';
+import { SignJWT, decodeProtectedHeader, type JSONWebKeySet, type JWK, type JWTPayload } from 'jose';
 import type { Config, SigningKeyConfig } from '../config/schema.js';
 import { InvalidToken } from '../errors/errors.js';
 import type { Clock } from '../util/clock.js';
@@ -70,6 +73,7 @@ interface LoadedKey {
   kid: string;
   alg: SigningKeyConfig['alg'];
   privateKey?: KeyObject;
+  publicKey: KeyObject;
   publicJwk: JWK;
 }
 
@@ -77,9 +81,21 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
   const { keys, isEphemeral } = loadKeys(config.signing.keys);
   const signing = pickSigningKey(keys, config.signing.activeKid);
   const jwks: JSONWebKeySet = { keys: keys.map((k) => k.publicJwk) };
-  const keySet = createLocalJWKSet(jwks);
-  const algorithms = [...new Set(keys.map((k) => k.alg))];
   const { issuer, audience, accessTokenTtlSeconds, clockSkewSeconds } = config.tokens;
+  const verifiers = new Map(keys.map((k) => [k.kid, createAccessTokenVerifier(k, config.tokens)]));
+
+  /**
+   * The time claims, against the gateway's clock (fast-jwt reads the system clock, and tests
+   * move ours), with jose's rules: expired once `exp` is `clockSkewSeconds` behind; not yet
+   * valid before `nbf`; issued neither in the future nor longer than an access-token lifetime
+   * ago, each with the same tolerance.
+   */
+  function checkTimes({ exp, iat, nbf }: Record<string, unknown>, now: number): void {
+    if (typeof exp !== 'number' || typeof iat !== 'number' || (nbf !== undefined && typeof nbf !== 'number')) throw new InvalidToken();
+    const age = now - iat;
+    if (exp <= now - clockSkewSeconds || age - clockSkewSeconds > accessTokenTtlSeconds) throw new InvalidToken('The access token has expired.');
+    if ((nbf !== undefined && nbf > now + clockSkewSeconds) || age < -clockSkewSeconds) throw new InvalidToken();
+  }
   const assertionTtlSeconds = config.proxy.assertionTtlSeconds;
 
   /** Every JWT the gateway issues: its active key, its issuer, a fresh `jti`, `iat` and `exp`. */
@@ -112,32 +128,51 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
 
     async verifyAccessToken(token) {
       if (token.length > MAX_TOKEN_LENGTH || !hasCanonicalSignature(token)) throw new InvalidToken();
+      let payload: Record<string, unknown>;
       try {
-        const { payload } = await jwtVerify(token, keySet, {
-          algorithms,
-          issuer,
-          audience,
-          typ: ACCESS_TOKEN_TYPE,
-          clockTolerance: clockSkewSeconds,
-          // Also refuses an `iat` in the future, and any token older than our own lifetime.
-          maxTokenAge: accessTokenTtlSeconds,
-          currentDate: new Date(clock.now()),
-          requiredClaims: ['sub', 'client_id', 'jti', 'iat', 'iat_ms', 'exp'],
-        });
-        if (typeof payload.sub !== 'string' || typeof payload.client_id !== 'string' || typeof payload.jti !== 'string'
-          || !Number.isSafeInteger(payload.iat_ms) || Math.floor((payload.iat_ms as number) / 1000) !== payload.iat
-          || (payload.scope !== undefined && typeof payload.scope !== 'string')) {
-          throw new InvalidToken();
-        }
-        return payload as unknown as AccessTokenClaims;
+        // The kid picks the one verifier, and with it the one algorithm, this token may use.
+        const { kid } = decodeProtectedHeader(token);
+        const verify = typeof kid === 'string' ? verifiers.get(kid) : undefined;
+        if (verify === undefined) throw new InvalidToken();
+        payload = verify(token) as Record<string, unknown>;
       } catch (err) {
-        if (err instanceof joseErrors.JOSEError) {
-          throw new InvalidToken(err instanceof joseErrors.JWTExpired ? 'The access token has expired.' : undefined, { cause: err });
-        }
-        throw err;
+        // Whatever the parsers or the verifier threw: a token that cannot be verified is invalid.
+        throw err instanceof InvalidToken ? err : new InvalidToken(undefined, { cause: err });
       }
+      checkTimes(payload, Math.floor(clock.now() / 1000));
+      if (typeof payload.sub !== 'string' || typeof payload.client_id !== 'string' || typeof payload.jti !== 'string'
+        || !Number.isSafeInteger(payload.iat_ms) || Math.floor((payload.iat_ms as number) / 1000) !== payload.iat
+        || (payload.scope !== undefined && typeof payload.scope !== 'string')) {
+        throw new InvalidToken();
+      }
+      return payload as unknown as AccessTokenClaims;
     },
   };
+}
+
+/**
+ * One verifier per key: fast-jwt checks the signature synchronously with node:crypto, which
+ * costs about half of jose's WebCrypto check per token (bench/README.md), and with it the
+ * algorithm (this key's only), `typ`, `iss`, `aud`, `crit` and that the claims are present.
+ * The times are checked by checkTimes, against the gateway's clock.
+ */
+function createAccessTokenVerifier(key: LoadedKey, { issuer, audience }: Config['tokens']) {
+  try {
+    return createVerifier({
+      key: key.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+      algorithms: [key.alg],
+      allowedIss: issuer,
+      allowedAud: audience,
+      checkTyp: ACCESS_TOKEN_TYPE,
+      // fast-jwt checks iss and aud only when present: they must be required too.
+      requiredClaims: ['iss', 'aud', 'sub', 'client_id', 'jti', 'iat', 'iat_ms', 'exp'],
+      ignoreExpiration: true,
+      ignoreNotBefore: true,
+      cache: false,
+    });
+  } catch (err) {
+    throw new SigningKeyError(`signing key "${key.kid}": cannot verify ${key.alg} with it (${(err as Error).message})`);
+  }
 }
 
 /** The `scope` claim (RFC 9068 §2.2.3), left out when there is no scope. */
@@ -172,7 +207,7 @@ function loadKeys(configured: readonly SigningKeyConfig[]): { keys: LoadedKey[];
   if (configured.length === 0) {
     const { privateKey, publicKey } = generateKeyPairSync('ed25519');
     const kid = `ephemeral-${randomBytes(6).toString('hex')}`;
-    return { keys: [{ kid, alg: 'EdDSA', privateKey, publicJwk: publicJwk(publicKey, kid, 'EdDSA') }], isEphemeral: true };
+    return { keys: [{ kid, alg: 'EdDSA', privateKey, publicKey, publicJwk: publicJwk(publicKey, kid, 'EdDSA') }], isEphemeral: true };
   }
   const keys = configured.map((entry, i): LoadedKey => {
     const where = `signing.keys.${i} (kid "${entry.kid}")`;
@@ -195,7 +230,7 @@ function loadKeys(configured: readonly SigningKeyConfig[]): { keys: LoadedKey[];
       throw new SigningKeyError(`${where}: expected a PEM private key (PKCS#8) or public key (SPKI)`);
     }
     if (!KEY_TYPE[entry.alg](publicKey)) throw new SigningKeyError(`${where}: the key does not fit alg ${entry.alg}`);
-    return { kid: entry.kid, alg: entry.alg, privateKey, publicJwk: publicJwk(publicKey, entry.kid, entry.alg) };
+    return { kid: entry.kid, alg: entry.alg, privateKey, publicKey, publicJwk: publicJwk(publicKey, entry.kid, entry.alg) };
   });
   return { keys, isEphemeral: false };
 }

@@ -20,15 +20,6 @@ const REDACT = [
   '*.pem',
 ];
 
-/**
- * Standard output, written from a buffer without blocking: under load the lines written while
- * one write is in progress go out together, instead of one system call per request. pino
- * flushes it when the process exits.
- */
-export function stdout(): DestinationStream {
-  return pino.destination({ dest: 1, sync: false });
-}
-
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {
