@@ -26,8 +26,9 @@ export function errorBoundary({ realm, log }: BoundaryOptions) {
       const error = toGatewayError(thrown);
       const requestId = ctx.state.requestId as string | undefined;
       if (error.status >= 500 && error.expose) {
-        // A known condition the caller is told about (a store outage): one line, no stack.
-        log.warn({ requestId, code: error.code, cause: error.cause instanceof Error ? error.cause.message : undefined }, 'dependency unavailable');
+        // A known condition the caller is told about (a store or backend down, a transfer coding
+        // we do not apply): one line, no stack.
+        log.warn({ requestId, code: error.code, cause: error.cause instanceof Error ? error.cause.message : undefined }, 'request not served');
       } else if (error.status >= 500) {
         log.error({ err: error.cause ?? error, requestId }, 'request failed');
       }

@@ -25,6 +25,7 @@ test('ambiguous framing and targets are refused in the envelope before any route
     assert.equal(res.status, status, label);
     assert.equal(res.body.success, false, label);
     assert.equal(res.body.message.code, code, label);
+    assert.doesNotMatch(res.body.message.description, /failed to answer/, `${label}: the sentence is the caller's to read`);
     assert.match(res.headers, /\r\nx-request-id: \S+/i, label);
   }
 });

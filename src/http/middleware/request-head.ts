@@ -40,7 +40,8 @@ export function checkRequestHead(req: IncomingMessage): void {
       throw new InvalidRequest('Transfer-Encoding is not allowed in an HTTP/1.0 request.', { headers: CLOSE });
     }
     if (transferEncoding.trim().toLowerCase() !== 'chunked') {
-      throw new GatewayError(501, 'unsupported_transfer_coding', 'The only transfer coding accepted is chunked.', { headers: CLOSE });
+      // A 5xx by the RFC's choice, but the caller's doing: its sentence is shown.
+      throw new GatewayError(501, 'unsupported_transfer_coding', 'The only transfer coding accepted is chunked.', { headers: CLOSE, expose: true });
     }
   }
   const hosts = countHeader(req.rawHeaders, 'host');
