@@ -103,7 +103,9 @@ export function createHeaderPolicy(proxy: Config['proxy']) {
       }
 
       const clientHost = req.headers.host ?? '';
-      const proto = input.websocket ? 'ws' : 'http';
+      // The scheme the client used: a WebSocket handshake, too, arrives over http (a TLS
+      // terminator in front is a trusted proxy and says https).
+      const proto = 'http';
       if (xForwarded) {
         out['x-forwarded-for'] = append(kept['x-forwarded-for'], peer.startsWith('::ffff:') ? peer.slice(7) : peer);
         out['x-forwarded-proto'] = kept['x-forwarded-proto']?.[0] ?? proto;

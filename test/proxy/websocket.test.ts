@@ -141,7 +141,7 @@ test('WebSocket routes', async (t) => {
     assert.deepEqual(h['x-request-id'], ['client-request-1'], 'a plain client request id is kept');
     assert.equal(h.authorization, undefined, 'the access token never reaches the backend');
     assert.deepEqual(h['x-forwarded-for'], ['127.0.0.1'], 'an untrusted X-Forwarded-For is replaced by the peer');
-    assert.deepEqual(h['x-forwarded-proto'], ['ws']);
+    assert.deepEqual(h['x-forwarded-proto'], ['http']);
     assert.deepEqual(h.upgrade, ['websocket']);
     assert.equal(h['sec-websocket-protocol'], undefined, 'no subprotocol offered, none sent');
     assert.ok(!JSON.stringify(h).includes(token), 'the token appears in no header');
