@@ -31,10 +31,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
-import { boundedInt, usage } from './lib/cli.js';
+import { parseRunOptions } from './lib/cli.js';
 import { cleanEnv, prepareRuntime, RESULTS, ROOT, sourceVersion, startGateway, type Gateway as AnyGateway, type Runtime } from './lib/gateway.js';
 import {
   checkPrerequisites, CLIENT_CORE, contextSwitches, cpuModel, foreignCores, freePort, nproc, PIN, pinned, pinSelf, processCpuSeconds,
@@ -64,26 +63,11 @@ const OPS: Op[] = ['signin', 'refresh'];
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const { values: opt } = parseArgs({
-  options: {
-    rounds: { type: 'string', default: '10' },
-    seconds: { type: 'string', default: '3' },
-    warmup: { type: 'string', default: '2' },
-    connections: { type: 'string', default: '32' },
-    runtime: { type: 'string', default: 'dist' },
-    profile: { type: 'boolean', default: false },
-    'no-keys-variant': { type: 'boolean', default: false },
-    'no-readme': { type: 'boolean', default: false },
-    'quiet-wait': { type: 'string', default: '120' },
-  },
+const opt = parseRunOptions(NAME, { rounds: 10, seconds: 3, connections: 32 }, {
+  'no-keys-variant': { type: 'boolean', default: false },
 });
-const ROUNDS = boundedInt(NAME, 'rounds', opt.rounds, 1, 20);
-const SECONDS = boundedInt(NAME, 'seconds', opt.seconds, 1, 30);
-const WARMUP = boundedInt(NAME, 'warmup', opt.warmup, 0, 30);
-const CONNECTIONS = boundedInt(NAME, 'connections', opt.connections, 1, 512);
-const QUIET_WAIT = boundedInt(NAME, 'quiet-wait', opt['quiet-wait'], 0, 600);
-if (opt.runtime !== 'dist' && opt.runtime !== 'tsx') usage(NAME, '--runtime is dist or tsx');
-const STATES: StateName[] = opt['no-keys-variant'] ? ['memory', 'redis'] : ['memory', 'redis', 'redis+keys'];
+const { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, quietWait: QUIET_WAIT } = opt;
+const STATES: StateName[] = opt.extra['no-keys-variant'] === true ? ['memory', 'redis'] : ['memory', 'redis', 'redis+keys'];
 /** Chains per refresh run: more than connections, see bench/wrk/refresh.lua. */
 const CHAINS = 2 * CONNECTIONS + 1;
 const PROBE_OPS = 200;
@@ -525,7 +509,7 @@ async function main(): Promise<void> {
   removeAtExit(tmp);
   try {
     const source = sourceVersion();
-    const runtime = prepareRuntime(opt.runtime as 'dist' | 'tsx');
+    const runtime = prepareRuntime(opt.runtime);
     const { privateKey } = generateKeyPairSync('ed25519');
     const signingKeys = JSON.stringify([{ kid: 'bench-1', alg: 'EdDSA', pem: privateKey.export({ type: 'pkcs8', format: 'pem' }) }]);
 
@@ -649,7 +633,7 @@ async function main(): Promise<void> {
       profiles,
     }, null, 2));
     log(`\nraw figures: ${json}`);
-    if (!opt['no-readme']) {
+    if (!opt.noReadme) {
       writeReadmeSection(README, generated);
       log(`results written to ${README.file}`);
     }

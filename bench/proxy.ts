@@ -30,10 +30,9 @@ import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { SignJWT } from 'jose';
 import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
-import { boundedInt, usage } from './lib/cli.js';
+import { boundedInt, parseRunOptions } from './lib/cli.js';
 import { prepareRuntime, RESULTS, ROOT, sourceVersion, startGateway, waitReady, type Runtime } from './lib/gateway.js';
 import {
   checkPrerequisites, CLIENT_CORE, cpuModel, foreignCores, freePort, nproc, PIN, pinned, pinSelf, processCpuSeconds,
@@ -64,28 +63,13 @@ const LABEL: Record<Target, string> = { direct: 'direct', floor: 'floor', fastif
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const { values: opt } = parseArgs({
-  options: {
-    rounds: { type: 'string', default: '5' },
-    seconds: { type: 'string', default: '5' },
-    warmup: { type: 'string', default: '2' },
-    connections: { type: 'string', default: '64' },
-    tokens: { type: 'string', default: '20000' },
-    runtime: { type: 'string', default: 'dist' },
-    profile: { type: 'boolean', default: false },
-    'no-warn-variant': { type: 'boolean', default: false },
-    'no-readme': { type: 'boolean', default: false },
-    'quiet-wait': { type: 'string', default: '120' },
-  },
+const opt = parseRunOptions(NAME, { rounds: 5, seconds: 5, connections: 64 }, {
+  tokens: { type: 'string', default: '20000' },
+  'no-warn-variant': { type: 'boolean', default: false },
 });
-const ROUNDS = boundedInt(NAME, 'rounds', opt.rounds, 1, 20);
-const SECONDS = boundedInt(NAME, 'seconds', opt.seconds, 1, 30);
-const WARMUP = boundedInt(NAME, 'warmup', opt.warmup, 0, 30);
-const CONNECTIONS = boundedInt(NAME, 'connections', opt.connections, 1, 512);
-const TOKENS = boundedInt(NAME, 'tokens', opt.tokens, 100, 200_000);
-const QUIET_WAIT = boundedInt(NAME, 'quiet-wait', opt['quiet-wait'], 0, 600);
-if (opt.runtime !== 'dist' && opt.runtime !== 'tsx') usage(NAME, '--runtime is dist or tsx');
-const TARGETS: Target[] = ['direct', 'floor', 'fastify', 'gateway', ...(opt['no-warn-variant'] ? [] : ['gateway-warn' as const])];
+const { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, quietWait: QUIET_WAIT } = opt;
+const TOKENS = boundedInt(NAME, 'tokens', opt.extra.tokens as string, 100, 200_000);
+const TARGETS: Target[] = ['direct', 'floor', 'fastify', 'gateway', ...(opt.extra['no-warn-variant'] === true ? [] : ['gateway-warn' as const])];
 /** Hard bound on the whole run, whatever happens. */
 const BUDGET_MS = (120 + QUIET_WAIT + TARGETS.length * (WARMUP + 3 + ROUNDS * (SECONDS + 3)) + (opt.profile ? WARMUP + SECONDS + 30 : 0)) * 2 * 1000;
 
@@ -456,7 +440,7 @@ async function main(): Promise<void> {
   removeAtExit(tmp);
   try {
     const source = sourceVersion();
-    const runtime = prepareRuntime(opt.runtime as 'dist' | 'tsx');
+    const runtime = prepareRuntime(opt.runtime);
     const { privateKey, publicKey } = generateKeyPairSync('ed25519');
     const keys: Keys = {
       signingKeys: JSON.stringify([{ kid: KID, alg: 'EdDSA', pem: privateKey.export({ type: 'pkcs8', format: 'pem' }) }]),
@@ -574,7 +558,7 @@ async function main(): Promise<void> {
       // Figures with failed requests measure something else: they stay out of the README.
       log(`\n${NAME}: FAILED: ${errors} request(s) were not answered 2xx (${rows.filter((r) => r.non2xx + r.socketErrors > 0).map((r) => `${LABEL[r.target]}: ${r.non2xx} non-2xx, ${r.socketErrors} socket errors`).join('; ')}); README not updated`);
       process.exitCode = 1;
-    } else if (!opt['no-readme']) {
+    } else if (!opt.noReadme) {
       writeReadmeSection(README, generated);
       log(`results written to ${README.file}`);
     }
