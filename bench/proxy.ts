@@ -297,22 +297,9 @@ async function profileGateway(ctx: Context, tmp: string, runtime: Runtime, keys:
 // ---------------------------------------------------------------------------------------------
 // Statistics and report
 
-interface Row {
-  target: Target;
-  rps: number;
-  rpsRange: [number, number];
-  p50Ms: number;
-  p99Ms: number;
-  serverCpuUsPerReq: number;
-  serverCoreUse: number;
-  backendCpuUsPerReq: number;
-  clientCpuUsPerReq: number;
-  clientCoreUse: number;
-  foreignCores: number;
-  requests: number;
-  non2xx: number;
-  socketErrors: number;
-}
+/** A server's runs summed (counts) or their medians (the rest). */
+type Row = Pick<Run, 'target' | 'rps' | 'p50Ms' | 'p99Ms' | 'serverCpuUsPerReq' | 'serverCoreUse' | 'backendCpuUsPerReq'
+  | 'clientCpuUsPerReq' | 'clientCoreUse' | 'foreignCores' | 'requests' | 'non2xx' | 'socketErrors'> & { rpsRange: [number, number] };
 
 function summarize(runs: Run[]): Row[] {
   return TARGETS.map((target) => {

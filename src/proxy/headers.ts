@@ -14,7 +14,7 @@
  * OPTIONS into `Content-Length: 0` while still piping its body, so a pooled backend connection
  * would read that body as a second request; the proxy re-applies these headers after it.)
  */
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders } from 'node:http';
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { Config } from '../config/schema.js';
 import type { IdentityParts } from './routes.js';
@@ -25,7 +25,7 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trail
 const REPLACED = ['host', 'content-length', 'expect', 'forwarded', 'x-forwarded-for', 'x-forwarded-proto',
   'x-forwarded-host', 'x-forwarded-port', 'x-real-ip'];
 const HOP_BY_HOP_SET: ReadonlySet<string> = new Set(HOP_BY_HOP);
-const FORWARDING = ['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host'];
+const FORWARDING: ReadonlySet<string> = new Set(['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']);
 
 export interface Caller {
   accountId: string;
@@ -47,8 +47,6 @@ export interface UpstreamHeaderInput {
   /** Sec-WebSocket-Protocol without the browser token entry, or undefined to drop it. */
   webSocketProtocol?: string | undefined;
 }
-
-export type HeaderPolicy = ReturnType<typeof createHeaderPolicy>;
 
 export function createHeaderPolicy(proxy: Config['proxy']) {
   const names = proxy.identityHeaders;
@@ -79,18 +77,19 @@ export function createHeaderPolicy(proxy: Config['proxy']) {
       const named = connectionNames(req.headers.connection);
 
       const out: OutgoingHttpHeaders = {};
+      // Forwarding headers of a trusted peer, extended below rather than copied.
       const kept: Record<string, string[]> = {};
       const raw = req.rawHeaders;
       for (let i = 0; i < raw.length; i += 2) {
         const name = raw[i]!.toLowerCase();
-        if (baseDrop.has(name) ? !(trustPeer && FORWARDING.includes(name))
-          : named?.has(name) === true || (name === 'authorization' && !input.forwardAuthorization)
-            || (name === 'sec-websocket-protocol' && input.websocket)) continue;
-        (kept[name] ??= []).push(raw[i + 1]!);
-      }
-      for (const name in kept) {
-        const values = kept[name]!;
-        if (!FORWARDING.includes(name)) out[name] = values.length === 1 ? values[0] : values;
+        const value = raw[i + 1]!;
+        if (baseDrop.has(name)) {
+          if (trustPeer && FORWARDING.has(name)) (kept[name] ??= []).push(value);
+          continue;
+        }
+        if (named?.has(name) === true || (name === 'authorization' && !input.forwardAuthorization)
+          || (name === 'sec-websocket-protocol' && input.websocket)) continue;
+        addHeader(out, name, value);
       }
 
       out.host = input.host;
@@ -132,19 +131,25 @@ export function createHeaderPolicy(proxy: Config['proxy']) {
      * The backend's response headers as the client gets them (raw order and repeats kept),
      * except X-Request-Id: the gateway's own stays, the one in its log and the caller's hands.
      */
-    downstream(headers: IncomingHttpHeaders, rawHeaders: readonly string[]): Record<string, string | string[]> {
+    downstream(headers: IncomingHttpHeaders, rawHeaders: readonly string[]): OutgoingHttpHeaders {
       const named = connectionNames(headers.connection);
-      const out: Record<string, string | string[]> = {};
+      const out: OutgoingHttpHeaders = {};
       for (let i = 0; i < rawHeaders.length; i += 2) {
         const lower = rawHeaders[i]!.toLowerCase();
         if (HOP_BY_HOP_SET.has(lower) || named?.has(lower) === true || lower === 'x-request-id') continue;
-        const value = rawHeaders[i + 1]!;
-        const previous = out[lower];
-        out[lower] = previous === undefined ? value : Array.isArray(previous) ? [...previous, value] : [previous, value];
+        addHeader(out, lower, rawHeaders[i + 1]!);
       }
       return out;
     },
   };
+}
+
+/** Adds one header line; repeats stay separate lines (Node writes each value of an array as its own). */
+function addHeader(out: Record<string, OutgoingHttpHeader | undefined>, name: string, value: string): void {
+  const previous = out[name];
+  if (previous === undefined) out[name] = value;
+  else if (Array.isArray(previous)) previous.push(value);
+  else out[name] = [String(previous), value];
 }
 
 /** The headers named in Connection (RFC 9110 §7.6.1), when it names any beyond the usual. */

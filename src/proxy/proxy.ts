@@ -59,7 +59,6 @@ export type Failed = (flight: Flight, err: Error, requestId: string) => GatewayE
 export type HeadersFor = (req: IncomingMessage, route: Route, admitted: Admitted, requestId: string, webSocketProtocol?: string | null) => OutgoingHttpHeaders;
 
 export interface Proxy {
-  readonly routes: RouteTable;
   /** Koa middleware: proxies a request whose path is a configured route, else passes it on. */
   middleware(): (ctx: Context, next: Next) => Promise<void>;
   /** For the HTTP server's shouldUpgradeCallback: true for a WebSocket handshake on a WebSocket route. */
@@ -224,7 +223,6 @@ export function createProxy(deps: ProxyDeps): Proxy {
   }
 
   return {
-    routes,
     middleware() {
       return async function proxyRoutes(ctx: Context, next: Next): Promise<void> {
         // A path the gateway answers itself (under any method) never goes to a backend.

@@ -25,7 +25,7 @@ import { normaliseUrl } from '../http/middleware/normalise-path.js';
 import { requestIdOf } from '../http/middleware/request-id.js';
 import { answerSocket } from '../http/raw-response.js';
 import type { Admit, Failed, Flight, HeadersFor, ProxyDeps } from './proxy.js';
-import type { RouteTable } from './routes.js';
+import type { RouteMatch, RouteTable } from './routes.js';
 
 const MARKER = 'bearer';
 const TOKEN_PREFIX = 'bearer.';
@@ -55,6 +55,8 @@ interface WebSocketDeps extends Pick<ProxyDeps, 'revocations' | 'clock' | 'log'>
 
 export function createWebSockets({ routes, server, admit, headersFor, failed, revocations, clock, log }: WebSocketDeps): WebSockets {
   const byAccount = new Map<string, Set<OpenSocket>>();
+  // The route wantsUpgrade found, for the 'upgrade' event of the same request.
+  const matched = new WeakMap<IncomingMessage, RouteMatch>();
   const unauthenticated = new Set<Duplex>();
 
   function end(open: OpenSocket, reason: 'expired' | 'reset'): void {
@@ -99,8 +101,8 @@ export function createWebSockets({ routes, server, admit, headersFor, failed, re
 
   async function handshake(req: IncomingMessage, socket: Duplex, head: Buffer, requestId: string): Promise<number> {
     checkRequestHead(req);
-    const match = routes.match(normaliseUrl(req.url ?? ''));
-    if (match === undefined || !match.route.websocket) throw new NotFound();
+    const match = matched.get(req);
+    if (match === undefined) throw new NotFound();
     if (req.method !== 'GET') throw new MethodNotAllowed('GET');
     const { route } = match;
     const offered = readProtocols(req);
@@ -146,7 +148,10 @@ export function createWebSockets({ routes, server, admit, headersFor, failed, re
     wantsUpgrade(req) {
       if (!/^websocket$/i.test(req.headers.upgrade ?? '')) return false;
       try {
-        return routes.match(normaliseUrl(req.url ?? ''))?.route.websocket === true;
+        const match = routes.match(normaliseUrl(req.url ?? ''));
+        if (match?.route.websocket !== true) return false;
+        matched.set(req, match);
+        return true;
       } catch {
         // Not a path we can route: Koa answers it (400) like any other request.
         return false;
