@@ -15,6 +15,7 @@
 import { LRUCache } from 'lru-cache';
 import { latestReset, type AccountResets, type ResetListener, type ResetScope, type RevocationStore } from '../stores/revocation.js';
 import type { Clock } from '../util/clock.js';
+import { entryBound } from '../util/lru.js';
 
 export interface IssuedToken {
   accountId: string;
@@ -61,7 +62,7 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
   const perf = { now: () => clock.now() };
   let epoch = 0;
   const cached = new LRUCache<string, CachedResets>({
-    max,
+    ...entryBound(max),
     ttl: ttlMs,
     perf,
     ttlResolution: 0,
@@ -77,7 +78,7 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
   });
   // Every notice, kept as long as a token from before it can live: with the cached copy (the
   // resets from before the notices) this is the whole state, even while the store is down.
-  const heard = new LRUCache<string, HeardResets>({ max, ttl: rememberMs, perf, ttlResolution: 0, ttlAutopurge: false });
+  const heard = new LRUCache<string, HeardResets>({ ...entryBound(max), ttl: rememberMs, perf, ttlResolution: 0, ttlAutopurge: false });
 
   const listeners: ResetListener[] = [];
 

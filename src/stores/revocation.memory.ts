@@ -5,6 +5,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../util/clock.js';
 import { NO_RESETS, type AccountResets, type ResetListener, type ResetScope, type RevocationStore } from './revocation.js';
+import { entryBound } from '../util/lru.js';
 
 export class MemoryRevocationStore implements RevocationStore {
   readonly #resets: LRUCache<string, { account?: number; keys: Map<string, number> }>;
@@ -16,7 +17,7 @@ export class MemoryRevocationStore implements RevocationStore {
     this.#clock = clock;
     this.#retainMs = retainMs;
     // Bounded by the number of accounts in the data file; `max` only guards the worst case.
-    this.#resets = new LRUCache({ max: 1_000_000, ttl: retainMs, perf: { now: () => clock.now() }, ttlResolution: 0, ttlAutopurge: false });
+    this.#resets = new LRUCache({ ...entryBound(1_000_000), ttl: retainMs, perf: { now: () => clock.now() }, ttlResolution: 0, ttlAutopurge: false });
   }
 
   async reset(scope: ResetScope, at: number): Promise<void> {

@@ -9,6 +9,7 @@ import type { Clock } from '../util/clock.js';
 import { latestReset } from './revocation.js';
 import type { MemoryRevocationStore } from './revocation.memory.js';
 import type { NewFamily, RefreshTokenStore, RotateRequest, RotateResult } from './token-store.js';
+import { entryBound } from '../util/lru.js';
 
 interface TokenEntry {
   familyId: string;
@@ -46,8 +47,8 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
   constructor({ clock, maxTokens, resets }: MemoryTokenStoreOptions) {
     // ttlResolution 0: read the injected clock on every check, not a copy up to 1 ms old.
     const perf = { now: () => clock.now() };
-    this.#tokens = new LRUCache({ max: maxTokens, ttl: 1, perf, ttlResolution: 0, ttlAutopurge: false });
-    this.#families = new LRUCache({ max: maxTokens, ttl: 1, perf, ttlResolution: 0, ttlAutopurge: false });
+    this.#tokens = new LRUCache({ ...entryBound(maxTokens), ttl: 1, perf, ttlResolution: 0, ttlAutopurge: false });
+    this.#families = new LRUCache({ ...entryBound(maxTokens), ttl: 1, perf, ttlResolution: 0, ttlAutopurge: false });
     this.#resets = resets;
   }
 
