@@ -1,37 +1,111 @@
 /**
- * createApp(services): the middleware order and nothing else.
+ * The request listener: which path a request takes through the gateway, and in what order.
+ *
+ * A request for a configured route (proxy/) takes the proxied-route path, plain functions
+ * without Koa, since it is the gateway's hot path and Koa's context and middleware chain were
+ * a measurable share of its cost (bench/README.md):
+ *
+ *   request id → proxy (route's auth, then the backend) → error answer if it failed → access log
+ *
+ * Everything else is Koa's, which serves the gateway's own routes:
  *
  *   request id → access log → error boundary → ambiguous requests refused → path normalised
- *     → the gateway's own routes → proxied routes → 404/405
+ *     → the gateway's own routes → 404/405
  *
- * The access log sits outside the boundary so it sees every final status; the boundary sits
- * outside everything that can throw, so every answer, errors included, is the envelope.
+ * A request is proxied only when its head passes the same checks (request-head.ts), its path
+ * normalises (normalise-path.ts), and that path is not one the gateway answers itself under
+ * any method; anything irregular goes to Koa, whose middleware refuses it in the envelope.
+ * Both paths write the same error answers (errors/boundary.ts) and access-log lines.
  */
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import Koa from 'koa';
-import { errorBoundary } from './errors/boundary.js';
-import { REALM } from './errors/challenge.js';
-import { logAccess } from './http/middleware/access-log.js';
-import { assignRequestId } from './http/middleware/request-id.js';
-import { normalisePath } from './http/middleware/normalise-path.js';
-import { refuseAmbiguousRequests } from './http/middleware/request-head.js';
+import type Router from '@koa/router';
+import { errorAnswer, errorBoundary, reportFailure, toGatewayError } from './errors/boundary.js';
+import { createAccessLog, finalStatus, logAccess, type AccessLog } from './http/middleware/access-log.js';
+import { assignRequestId, requestIdOf } from './http/middleware/request-id.js';
+import { normalisePath, normaliseUrl } from './http/middleware/normalise-path.js';
+import { checkRequestHead, refuseAmbiguousRequests } from './http/middleware/request-head.js';
+import { answerResponse } from './http/raw-response.js';
 import { answerUnmatched, createRouter } from './http/router.js';
+import type { RouteMatch } from './proxy/routes.js';
+import type { Seen } from './proxy/proxy.js';
 import type { Services } from './services.js';
 
-
-export function createApp(services: Services): Koa {
-  const app = new Koa();
+export function createRequestListener(services: Services): RequestListener {
   const router = createRouter(services);
+  const accessLog = createAccessLog(services.log);
+  const koa = createApp(services, router, accessLog).callback();
+  const proxied = createProxiedPath(services, router, accessLog);
+  return (req, res) => {
+    if (!proxied(req, res)) void koa(req, res);
+  };
+}
 
+function createApp(services: Services, router: Router, accessLog: AccessLog): Koa {
+  const app = new Koa();
   app.use(assignRequestId());
-  app.use(logAccess(services.log));
-  app.use(errorBoundary({ realm: REALM, log: services.log }));
+  app.use(logAccess(accessLog));
+  app.use(errorBoundary({ log: services.log }));
   app.use(refuseAmbiguousRequests());
   app.use(normalisePath());
   app.use(router.routes());
-  app.use(services.proxy.middleware());
   app.use(answerUnmatched());
 
   // Reached only for failures after the response started (the boundary answers the rest).
   app.on('error', (err: Error) => services.log.warn({ err: { name: err.name, message: err.message } }, 'response failed after it started'));
   return app;
+}
+
+/** Serves a request on a configured route and returns true; false leaves it to Koa. */
+function createProxiedPath({ proxy, log }: Services, router: Router, accessLog: AccessLog) {
+  /** A path the router knows under some method: the gateway's own, never proxied. */
+  const isOwnPath = (path: string) => router.match(path, 'GET').path.some((layer) => layer.methods.length > 0);
+
+  function routeOf(req: IncomingMessage): RouteMatch | undefined {
+    let url: string;
+    try {
+      checkRequestHead(req);
+      url = normaliseUrl(req.url ?? '');
+    } catch {
+      return undefined;
+    }
+    const q = url.indexOf('?');
+    if (isOwnPath(q === -1 ? url : url.slice(0, q))) return undefined;
+    const match = proxy.match(url);
+    if (match !== undefined) req.url = url;
+    return match;
+  }
+
+  async function serve(req: IncomingMessage, res: ServerResponse, match: RouteMatch): Promise<void> {
+    const started = performance.now();
+    // Read now: the backend's URL replaces it (a stripped prefix) on its way.
+    const url = req.url!;
+    const requestId = requestIdOf(req);
+    res.setHeader('X-Request-Id', requestId);
+    const seen: Seen = {};
+    let planned = 200;
+    try {
+      await proxy.serve(req, res, match, requestId, seen);
+    } catch (thrown) {
+      const error = toGatewayError(thrown);
+      reportFailure(log, error, requestId);
+      planned = error.status;
+      // Too late for an envelope: the only honest signal left is to cut the connection.
+      if (res.headersSent || !res.writable) req.socket.destroy();
+      else answerResponse(res, errorAnswer(error, requestId, req.complete), requestId);
+    } finally {
+      const q = url.indexOf('?');
+      accessLog({
+        requestId, method: req.method, path: q === -1 ? url : url.slice(0, q), status: finalStatus(req, res, planned),
+        route: match.route.name, started, accountId: seen.identity?.accountId,
+      });
+    }
+  }
+
+  return (req: IncomingMessage, res: ServerResponse): boolean => {
+    const match = routeOf(req);
+    if (match === undefined) return false;
+    void serve(req, res, match);
+    return true;
+  };
 }

@@ -1,5 +1,5 @@
 /**
- * The HTTP server around the Koa app. Requests Node's parser refuses never reach Koa
+ * The HTTP server around the request listener (app.ts). Requests Node's parser refuses never reach Koa
  * (malformed request line, both Content-Length and Transfer-Encoding, oversized headers): they
  * are answered here, still in the envelope, and the connection is closed.
  */
@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { createApp } from './app.js';
+import { createRequestListener } from './app.js';
 import { GatewayError, InvalidRequest } from './errors/errors.js';
 import { failure } from './http/envelope.js';
 import { answerSocket } from './http/raw-response.js';
@@ -24,7 +24,6 @@ export interface RunningServer {
 
 export async function startServer(services: Services): Promise<RunningServer> {
   const { host, port, shutdownTimeoutMs, requestTimeoutMs } = services.config.server;
-  const app = createApp(services);
   const server = createServer({
     // Slow-loris bounds: headers within 10 s, the whole request within requestTimeoutMs.
     headersTimeout: Math.min(10_000, requestTimeoutMs),
@@ -37,7 +36,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
     // Only a WebSocket handshake on a WebSocket route becomes an 'upgrade' event; any other
     // Upgrade header is ignored and the request served (or refused) by the app as usual.
     shouldUpgradeCallback: (req: IncomingMessage) => services.proxy.wantsUpgrade(req),
-  }, app.callback());
+  }, createRequestListener(services));
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => services.proxy.upgrade(req, socket, head));
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, services.log));
   // Without these listeners Node answers an unknown Expect with a bare 417 and drops CONNECT

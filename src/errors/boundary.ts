@@ -9,30 +9,29 @@
  */
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
-import { formatBearerChallenge } from './challenge.js';
+import { REALM, formatBearerChallenge } from './challenge.js';
 import { GatewayError, InternalError, InvalidRequest } from './errors.js';
-import { failure } from '../http/envelope.js';
+import { failure, type Envelope, type ErrorMessage } from '../http/envelope.js';
 
 export interface BoundaryOptions {
-  realm: string;
   log: Logger;
 }
 
-export function errorBoundary({ realm, log }: BoundaryOptions) {
+/** What the caller gets for an error: status, headers and the envelope. */
+export interface ErrorAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Envelope<ErrorMessage>;
+}
+
+export function errorBoundary({ log }: BoundaryOptions) {
   return async function errorBoundary(ctx: Context, next: Next): Promise<void> {
     try {
       await next();
     } catch (thrown) {
       const error = toGatewayError(thrown);
       const requestId = ctx.state.requestId as string | undefined;
-      if (error.status >= 500 && error.expose) {
-        // A known condition the caller is told about (a store or backend down, a transfer coding
-        // we do not apply): one line, no stack.
-        log.warn({ requestId, code: error.code, cause: error.cause instanceof Error ? error.cause.message : undefined }, 'request not served');
-      } else if (error.status >= 500) {
-        log.error({ err: error.cause ?? error, requestId }, 'request failed');
-      }
-
+      reportFailure(log, error, requestId);
       if (ctx.headerSent || !ctx.writable) {
         // Too late for an envelope: the only honest signal left is to cut the connection.
         ctx.req.socket.destroy();
@@ -41,22 +40,42 @@ export function errorBoundary({ realm, log }: BoundaryOptions) {
       for (const name of ctx.res.getHeaderNames()) {
         if (name !== 'x-request-id') ctx.res.removeHeader(name);
       }
-      ctx.status = error.status;
-      ctx.set(error.headers);
-      ctx.set('Cache-Control', 'no-store');
-      // An unread body (refused for its size or type) would otherwise be drained to keep the
-      // connection: close it instead, so a refused upload costs no more bandwidth.
-      if (!ctx.req.complete) ctx.set('Connection', 'close');
-      if (error.challenge !== undefined) {
-        ctx.set('WWW-Authenticate', formatBearerChallenge({ realm, ...error.challenge, description: error.message }));
-      }
-      ctx.body = failure({
-        code: error.code,
-        description: error.expose ? error.message : 'The gateway failed to answer this request.',
-        ...(error.status >= 500 ? { requestId } : {}),
-      });
+      const answer = errorAnswer(error, requestId, ctx.req.complete);
+      ctx.status = answer.status;
+      ctx.set(answer.headers);
+      ctx.body = answer.body;
     }
   };
+}
+
+/** The log line for a failure the gateway is answerable for (5xx); 4xx are the caller's and go unlogged. */
+export function reportFailure(log: Logger, error: GatewayError, requestId: string | undefined): void {
+  if (error.status >= 500 && error.expose) {
+    // A known condition the caller is told about (a store or backend down, a transfer coding
+    // we do not apply): one line, no stack.
+    log.warn({ requestId, code: error.code, cause: error.cause instanceof Error ? error.cause.message : undefined }, 'request not served');
+  } else if (error.status >= 500) {
+    log.error({ err: error.cause ?? error, requestId }, 'request failed');
+  }
+}
+
+/**
+ * The answer to `error`, written the same way wherever it is written (Koa, the proxied-route
+ * path, a raw socket). `requestComplete`: false when the request body was not read, in which
+ * case the connection closes rather than draining a refused upload.
+ */
+export function errorAnswer(error: GatewayError, requestId: string | undefined, requestComplete: boolean): ErrorAnswer {
+  const headers: Record<string, string> = { ...error.headers, 'Cache-Control': 'no-store' };
+  if (!requestComplete) headers.Connection = 'close';
+  if (error.challenge !== undefined) {
+    headers['WWW-Authenticate'] = formatBearerChallenge({ realm: REALM, ...error.challenge, description: error.message });
+  }
+  const body = failure({
+    code: error.code,
+    description: error.expose ? error.message : 'The gateway failed to answer this request.',
+    ...(error.status >= 500 ? { requestId } : {}),
+  });
+  return { status: error.status, headers, body };
 }
 
 export function toGatewayError(thrown: unknown): GatewayError {

@@ -14,10 +14,9 @@
  * The response is written here (`selfHandleResponse`), not by http-proxy-3's outgoing passes,
  * which would copy hop-by-hop headers and add their own `Connection`.
  */
-import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ProxyServer, type ServerOptions } from 'http-proxy-3';
-import type { Context, Next } from 'koa';
 import { readBearerToken, type Authenticate, type Identity } from '../auth/bearer.js';
 import type { Revocations } from '../auth/revocation.js';
 import type { Signer } from '../auth/signer.js';
@@ -58,9 +57,20 @@ export type Failed = (flight: Flight, err: Error, requestId: string) => GatewayE
 /** `webSocketProtocol`: given (a list, or null for none) only for a WebSocket handshake. */
 export type HeadersFor = (req: IncomingMessage, route: Route, admitted: Admitted, requestId: string, webSocketProtocol?: string | null) => OutgoingHttpHeaders;
 
+/** Who was let through, for the access log (set as soon as the token is verified). */
+export interface Seen {
+  identity?: Identity | undefined;
+}
+
 export interface Proxy {
-  /** Koa middleware: proxies a request whose path is a configured route, else passes it on. */
-  middleware(): (ctx: Context, next: Next) => Promise<void>;
+  /** The configured route for a normalised request target, if any. */
+  match(url: string): RouteMatch | undefined;
+  /**
+   * Authenticates and proxies one request on `match`. Rejects with the GatewayError to answer
+   * when it fails before the backend's answer started; resolves once the exchange is over
+   * (answered, cut, or the client gone).
+   */
+  serve(req: IncomingMessage, res: ServerResponse, match: RouteMatch, requestId: string, seen: Seen): Promise<void>;
   /** For the HTTP server's shouldUpgradeCallback: true for a WebSocket handshake on a WebSocket route. */
   wantsUpgrade(req: IncomingMessage): boolean;
   /** For the HTTP server's 'upgrade' event. */
@@ -170,10 +180,8 @@ export function createProxy(deps: ProxyDeps): Proxy {
 
   const webSockets: WebSockets = createWebSockets({ ...deps, routes, server, admit, headersFor, failed });
 
-  function forward(ctx: Context, match: RouteMatch, admitted: Admitted): Promise<void> {
-    const { req, res } = ctx;
+  function forward(req: IncomingMessage, res: ServerResponse, match: RouteMatch, admitted: Admitted, requestId: string): Promise<void> {
     const { route } = match;
-    const requestId = ctx.state.requestId as string;
     const headers = headersFor(req, route, admitted, requestId);
     req.url = match.upstreamUrl;
     const bodiless = req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0';
@@ -216,27 +224,18 @@ export function createProxy(deps: ProxyDeps): Proxy {
       };
       res.once('close', () => resolve());
       attempt();
-    }).then(() => {
-      // The response went out through res directly (or the client left): Koa writes nothing.
-      if (res.headersSent || res.destroyed) ctx.respond = false;
     });
   }
 
   return {
-    middleware() {
-      return async function proxyRoutes(ctx: Context, next: Next): Promise<void> {
-        // A path the gateway answers itself (under any method) never goes to a backend.
-        if (isOwnPath(ctx)) return next();
-        const match = routes.match(ctx.req.url ?? '/');
-        if (match === undefined) return next();
-        // TRACE echoes the request back, headers and all: with the identity headers the gateway
-        // adds (and Authorization, where forwarded) that is a gift to cross-site tracing.
-        if (ctx.method === 'TRACE') throw new MethodNotAllowed('GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS');
-        ctx.state.route = match.route.name;
-        const admitted = await admit(match.route, readBearerToken(ctx.req), ctx.state.requestId as string);
-        ctx.state.identity = admitted.identity;
-        await forward(ctx, match, admitted);
-      };
+    match: (url) => routes.match(url),
+    async serve(req, res, match, requestId, seen) {
+      // TRACE echoes the request back, headers and all: with the identity headers the gateway
+      // adds (and Authorization, where forwarded) that is a gift to cross-site tracing.
+      if (req.method === 'TRACE') throw new MethodNotAllowed('GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS');
+      const admitted = await admit(match.route, readBearerToken(req), requestId);
+      seen.identity = admitted.identity;
+      await forward(req, res, match, admitted, requestId);
     },
     wantsUpgrade: webSockets.wantsUpgrade,
     upgrade: webSockets.upgrade,
@@ -252,9 +251,3 @@ export function createProxy(deps: ProxyDeps): Proxy {
 function codeOf(err: Error): string {
   return (err as NodeJS.ErrnoException).code ?? '';
 }
-
-function isOwnPath(ctx: Context): boolean {
-  const matched = (ctx as Context & { matched?: { methods: string[] }[] }).matched;
-  return matched !== undefined && matched.some((layer) => layer.methods.length > 0);
-}
-
