@@ -25,9 +25,27 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     {
       level,
       base: undefined,
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: isoTime,
       redact: { paths: REDACT, censor: '[redacted]' },
     },
     destination,
   );
 }
+
+/**
+ * pino's isoTime, `,"time":"2026-11-22T07:18:58.377Z"`, without formatting a Date for every
+ * line: the part up to the second is made once a second. One access-log line per proxied
+ * request made toISOString about 1 % of the gateway's CPU (bench/README.md).
+ */
+export function isoTime(now: number = Date.now()): string {
+  const second = Math.floor(now / 1000);
+  if (second !== cachedSecond) {
+    cachedSecond = second;
+    cachedPrefix = `,"time":"${new Date(second * 1000).toISOString().slice(0, 20)}`;
+  }
+  const ms = now - second * 1000;
+  return `${cachedPrefix}${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}Z"`;
+}
+
+let cachedSecond = Number.NaN;
+let cachedPrefix = '';
