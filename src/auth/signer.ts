@@ -83,6 +83,9 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
   const jwks: JSONWebKeySet = { keys: keys.map((k) => k.publicJwk) };
   const { issuer, audience, accessTokenTtlSeconds, clockSkewSeconds } = config.tokens;
   const verifiers = new Map(keys.map((k) => [k.kid, createAccessTokenVerifier(k, config.tokens)]));
+  // With one key (the usual case) the header is not decoded up front: the verifier decodes it
+  // anyway, and the kid is checked after. Decoding it twice was 2 % of a proxied request.
+  const onlyKid = keys.length === 1 ? keys[0]!.kid : undefined;
 
   /**
    * The time claims, against the gateway's clock (fast-jwt reads the system clock, and tests
@@ -131,10 +134,12 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
       let payload: Record<string, unknown>;
       try {
         // The kid picks the one verifier, and with it the one algorithm, this token may use.
-        const { kid } = decodeProtectedHeader(token);
+        const kid = onlyKid ?? decodeProtectedHeader(token).kid;
         const verify = typeof kid === 'string' ? verifiers.get(kid) : undefined;
         if (verify === undefined) throw new InvalidToken();
-        payload = verify(token) as Record<string, unknown>;
+        const verified = verify(token) as { header: { kid?: unknown }; payload: Record<string, unknown> };
+        if (verified.header.kid !== kid) throw new InvalidToken();
+        payload = verified.payload;
       } catch (err) {
         // Whatever the parsers or the verifier threw: a token that cannot be verified is invalid.
         throw err instanceof InvalidToken ? err : new InvalidToken(undefined, { cause: err });
@@ -168,6 +173,8 @@ function createAccessTokenVerifier(key: LoadedKey, { issuer, audience }: Config[
       requiredClaims: ['iss', 'aud', 'sub', 'client_id', 'jti', 'iat', 'iat_ms', 'exp'],
       ignoreExpiration: true,
       ignoreNotBefore: true,
+      // Header and payload: the caller checks the kid.
+      complete: true,
       cache: false,
     });
   } catch (err) {

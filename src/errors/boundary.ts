@@ -1,6 +1,7 @@
 /**
- * The only writer of error responses. Everything thrown below this middleware becomes a status,
- * the envelope and, for bearer-protected calls, a WWW-Authenticate challenge. Koa's own
+ * Where every error answer is made (errorAnswer): a status, the envelope and, for
+ * bearer-protected calls, a WWW-Authenticate challenge. Koa's middleware (errorBoundary), the
+ * proxied-route path (app.ts) and raw sockets (http/raw-response.ts) only write it. Koa's own
  * ctx.onerror never answers a request: it would strip headers and answer in plain text.
  *
  * Third-party errors are normalised once, here: http-errors style objects with a 4xx `status`

@@ -15,8 +15,9 @@ export function answerSocket(socket: Duplex, error: GatewayError, requestId: str
     socket.destroy();
     return;
   }
+  // As for a request whose body was not read: the answer says Connection: close.
   const { status, headers, body } = withBody(errorAnswer(error, requestId, false), requestId);
-  const head = Object.entries({ ...headers, Connection: 'close' }).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${head}\r\n${body}`);
 }
 
