@@ -12,6 +12,9 @@
  *   request id → access log → error boundary → ambiguous requests refused → path normalised
  *     → the gateway's own routes → 404/405
  *
+ * (The access log sits outside the boundary so it sees every final status; the boundary sits
+ * outside everything that can throw, so every answer, errors included, is the envelope.)
+ *
  * A request is proxied only when its head passes the same checks (request-head.ts), its path
  * normalises (normalise-path.ts), and that path is not one the gateway answers itself under
  * any method; anything irregular goes to Koa, whose middleware refuses it in the envelope.
@@ -78,7 +81,8 @@ function createProxiedPath({ proxy, log }: Services, router: Router, accessLog: 
 
   async function serve(req: IncomingMessage, res: ServerResponse, match: RouteMatch): Promise<void> {
     const started = performance.now();
-    // Read now: the backend's URL replaces it (a stripped prefix) on its way.
+    // The normalised target, the one served (Koa's lines show the path as sent). Read now: the
+    // backend's URL replaces it (a stripped prefix) on its way.
     const url = req.url!;
     const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
