@@ -64,7 +64,8 @@ function createProxiedPath({ proxy, log }: Services, router: Router, accessLog: 
   /** A path the router knows under some method: the gateway's own, never proxied. */
   const isOwnPath = (path: string) => router.match(path, 'GET').path.some((layer) => layer.methods.length > 0);
 
-  function routeOf(req: IncomingMessage): RouteMatch | undefined {
+  /** The route of a request and its normalised path, when it is proxied at all. */
+  function routeOf(req: IncomingMessage): { match: RouteMatch; path: string } | undefined {
     let url: string;
     try {
       checkRequestHead(req);
@@ -73,17 +74,16 @@ function createProxiedPath({ proxy, log }: Services, router: Router, accessLog: 
       return undefined;
     }
     const q = url.indexOf('?');
-    if (isOwnPath(q === -1 ? url : url.slice(0, q))) return undefined;
+    const path = q === -1 ? url : url.slice(0, q);
+    if (isOwnPath(path)) return undefined;
     const match = proxy.match(url);
-    if (match !== undefined) req.url = url;
-    return match;
+    if (match === undefined) return undefined;
+    req.url = url;
+    return { match, path };
   }
 
-  async function serve(req: IncomingMessage, res: ServerResponse, match: RouteMatch): Promise<void> {
-    const started = performance.now();
-    // The normalised target, the one served (Koa's lines show the path as sent). Read now: the
-    // backend's URL replaces it (a stripped prefix) on its way.
-    const url = req.url!;
+  /** `path`: the normalised one, the one served (Koa's lines show the path as sent). */
+  async function serve(req: IncomingMessage, res: ServerResponse, match: RouteMatch, path: string, started: number): Promise<void> {
     const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
     const seen: Seen = {};
@@ -98,18 +98,18 @@ function createProxiedPath({ proxy, log }: Services, router: Router, accessLog: 
       if (res.headersSent || !res.writable) req.socket.destroy();
       else answerResponse(res, errorAnswer(error, requestId, req.complete), requestId);
     } finally {
-      const q = url.indexOf('?');
       accessLog({
-        requestId, method: req.method, path: q === -1 ? url : url.slice(0, q), status: finalStatus(req, res, planned),
+        requestId, method: req.method, path, status: finalStatus(req, res, planned),
         route: match.route.name, started, accountId: seen.identity?.accountId,
       });
     }
   }
 
   return (req: IncomingMessage, res: ServerResponse): boolean => {
-    const match = routeOf(req);
-    if (match === undefined) return false;
-    void serve(req, res, match);
+    const started = performance.now();
+    const routed = routeOf(req);
+    if (routed === undefined) return false;
+    void serve(req, res, routed.match, routed.path, started);
     return true;
   };
 }
