@@ -9,9 +9,13 @@ import { createRevocations, type Revocations } from './auth/revocation.js';
 import { createSigner, type Signer } from './auth/signer.js';
 import { usesRedis, type Config } from './config/schema.js';
 import { createProxy, type Proxy } from './proxy/proxy.js';
-import { readDataFile } from './stores/data-file.js';
+import { readDataFile, watchDataFile } from './stores/data-file.js';
+import { createCachedDirectory, type CachedDirectory } from './stores/directory.cache.js';
+import { HttpDirectory } from './stores/directory.http.js';
 import { MemoryDirectory } from './stores/directory.memory.js';
-import type { Directory } from './stores/directory.js';
+import { createRecordReader } from './stores/directory-records.js';
+import { RedisDirectory } from './stores/directory.redis.js';
+import type { Directory, DirectoryChanges } from './stores/directory.js';
 import { MemoryKeyDirectory } from './stores/key-directory.memory.js';
 import { RedisKeyDirectory } from './stores/key-directory.redis.js';
 import type { KeyDirectory } from './stores/key-directory.js';
@@ -39,7 +43,8 @@ export interface Services {
   signer: Signer;
   auth: AuthService;
   keys: KeyDirectory;
-  directory: Directory;
+  /** Roles and sign records: the configured store behind the cache. */
+  directory: CachedDirectory;
   tokens: RefreshTokenStore;
   revocations: Revocations;
   /** The bearer-token check every protected path shares. */
@@ -58,7 +63,6 @@ export interface Services {
 
 export function createServices(config: Config, { log, clock = systemClock }: { log: Logger; clock?: Clock }): Services {
   const data = readDataFile(config.data.file);
-  const directory = new MemoryDirectory(data);
   const signer = createSigner(config, clock);
   if (signer.isEphemeral) {
     log.warn('no signing key configured: made one for this process; tokens will not survive a restart (set signing.keys)');
@@ -70,22 +74,29 @@ export function createServices(config: Config, { log, clock = systemClock }: { l
 
   let redis: RedisConnection | undefined;
   let keys: KeyDirectory;
+  const fileKeys = new MemoryKeyDirectory(data);
+  const fileDirectory = new MemoryDirectory(data);
   let tokens: RefreshTokenStore;
   let revocationStore: RevocationStore;
   const readiness: ReadinessCheck[] = [];
   if (usesRedis(config)) {
     redis = connectRedis(config.redis, log);
     const shared = redis;
-    keys = config.data.keySource === 'redis' ? new RedisKeyDirectory(shared) : new MemoryKeyDirectory(data);
+    keys = config.data.keySource === 'redis' ? new RedisKeyDirectory(shared) : fileKeys;
     tokens = new RedisRefreshTokenStore(shared);
     revocationStore = new RedisRevocationStore(shared, { retainMs, log });
     readiness.push({ name: 'redis', isReady: () => shared.ping() });
   } else {
     const resets = new MemoryRevocationStore({ clock, retainMs });
-    keys = new MemoryKeyDirectory(data);
+    keys = fileKeys;
     tokens = new MemoryRefreshTokenStore({ clock, maxTokens: t.memoryStoreMaxTokens, resets });
     revocationStore = resets;
   }
+  const stopWatching = watchDataFile(config.data.file, config.data.watchIntervalMs, log, (next) => {
+    fileKeys.load(next);
+    fileDirectory.load(next);
+  });
+  const directory = createDirectory(config, { log, clock, redis, fileDirectory });
   const revocations = createRevocations({ store: revocationStore, clock, ttlMs: config.redis.resetCacheTtlMs, rememberMs });
   const auth = createAuthService({ keys, tokens, signer, revocations, clock, log, settings: t });
   const authenticate = createAuthenticator(signer, revocations);
@@ -112,8 +123,36 @@ export function createServices(config: Config, { log, clock = systemClock }: { l
       }
     },
     async close() {
+      stopWatching();
       proxy.close();
       await redis?.close();
     },
   };
+}
+
+/**
+ * The configured directory store behind the one cache. Change notices come from the store
+ * itself (a reloaded data file) and, whenever Redis is configured, from the Redis channel, so
+ * the owners of an HTTP upstream can announce changes too.
+ */
+function createDirectory(config: Config, { log, clock, redis, fileDirectory }: {
+  log: Logger;
+  clock: Clock;
+  redis: RedisConnection | undefined;
+  fileDirectory: MemoryDirectory;
+}): CachedDirectory {
+  const records = createRecordReader(config.directory.timeZone);
+  const viaRedis = redis === undefined ? undefined : new RedisDirectory(redis, { records, log });
+  let store: Directory;
+  const changes: DirectoryChanges[] = [];
+  if (config.directory.store === 'redis') {
+    store = viaRedis!;
+  } else if (config.directory.store === 'http') {
+    store = new HttpDirectory(config.directory.http, { records, accountHeader: config.proxy.identityHeaders.account, log });
+  } else {
+    store = fileDirectory;
+    changes.push(fileDirectory);
+  }
+  if (viaRedis !== undefined) changes.push(viaRedis);
+  return createCachedDirectory({ store, changes, settings: config.directory.cache, clock, log });
 }

@@ -153,6 +153,71 @@ export const configSchema = z.strictObject({
       env: 'TIME_ZONE',
       description: 'IANA time zone in which `signedAt` and `signedExpiredAt` are written.',
     }),
+    watchIntervalMs: setting(z.number().int().min(0).max(3_600_000).default(1000), {
+      env: 'DATA_WATCH_INTERVAL_MS',
+      description: 'How often the data file is checked for changes; a changed, valid file replaces keys, roles and sign records without a restart (0: read once).',
+    }),
+  }).prefault({}),
+
+  directory: z.strictObject({
+    store: setting(z.enum(['file', 'redis', 'http']).default('file'), {
+      env: 'DIRECTORY_STORE',
+      description: 'Where roles and sign records are read: the data file, Redis (needs Redis; see "Directory stores"), or an HTTP upstream (`directory.http.*`).',
+    }),
+    timeZone: setting(z.string().min(1).default('UTC'), {
+      description: 'Redis and HTTP stores: IANA time zone of times they hold as `YYYY-MM-DD HH:MM:SS` (epoch ms and ISO 8601 times with an offset need none).',
+    }),
+    http: z.strictObject({
+      signUrl: setting(z.string().optional(), {
+        env: 'DIRECTORY_SIGN_URL',
+        description: 'HTTP store: URL of one sign record, with `{accountId}` and `{address}` placeholders.',
+      }),
+      rolesUrl: setting(z.string().optional(), {
+        env: 'DIRECTORY_ROLES_URL',
+        description: 'HTTP store: URL of an account\'s roles, with an `{accountId}` placeholder; `page`, `limit` and `name` are added to its query.',
+      }),
+      token: setting(z.string().min(1).optional(), {
+        env: 'DIRECTORY_TOKEN',
+        secret: true,
+        description: 'HTTP store: the gateway\'s service credential, sent as `Authorization: Bearer <token>`.',
+      }),
+      timeoutMs: setting(z.number().int().min(10).max(60_000).default(2000), {
+        env: 'DIRECTORY_TIMEOUT_MS',
+        description: 'HTTP store: a call not answered by then is abandoned (504 when no stale copy may be served).',
+      }),
+      maxResponseBytes: setting(z.number().int().min(1024).max(67_108_864).default(1_048_576), {
+        description: 'HTTP store: largest answer read; a larger one is a store error.',
+      }),
+      breakerFailures: setting(z.number().int().min(1).max(1000).default(5), {
+        description: 'HTTP store: consecutive failed calls after which calls fail at once, until one trial call succeeds after `breakerCooldownMs`.',
+      }),
+      breakerCooldownMs: setting(z.number().int().min(100).max(600_000).default(1000), {
+        description: 'HTTP store: how long the breaker stays open before one call tries the upstream again.',
+      }),
+    }).prefault({}),
+    cache: z.strictObject({
+      ttlMs: setting(z.number().int().min(0).max(86_400_000).default(10_000), {
+        env: 'DIRECTORY_CACHE_TTL_MS',
+        description: 'How long a record or page read from the store is served without asking the store again.',
+      }),
+      staleWhileRevalidateMs: setting(z.number().int().min(0).max(86_400_000).default(5000), {
+        description: 'After `ttlMs`, how long the cached copy is still served at once while one call refreshes it in the background.',
+      }),
+      negativeTtlMs: setting(z.number().int().min(0).max(86_400_000).default(2000), {
+        env: 'DIRECTORY_CACHE_NEGATIVE_TTL_MS',
+        description: 'How long "no sign record for this address" is cached.',
+      }),
+      maxStaleMs: setting(z.number().int().min(0).max(86_400_000).default(300_000), {
+        env: 'DIRECTORY_MAX_STALE_MS',
+        description: 'While the store fails or is slow, a cached copy up to this much older than its TTL is served instead of 503/504.',
+      }),
+      maxEntries: setting(z.number().int().min(100).max(10_000_000).default(100_000), {
+        description: 'Most records and pages cached; past it the least recently used go.',
+      }),
+      maxBytes: setting(z.number().int().min(65_536).max(4_294_967_296).default(67_108_864), {
+        description: 'Most bytes (estimated) of records and pages cached; past it the least recently used go.',
+      }),
+    }).prefault({}),
   }).prefault({}),
 
   redis: z.strictObject({
@@ -276,6 +341,22 @@ export const configSchema = z.strictObject({
   if (redisModes > 1) {
     ctx.addIssue({ code: 'custom', path: ['redis'], message: 'give one of redis.url, redis.sentinels or redis.clusterNodes' });
   }
+  if (c.directory.store === 'redis' && redisModes === 0) {
+    ctx.addIssue({ code: 'custom', path: ['directory', 'store'], message: '"redis" needs Redis: set redis.url (REDIS_URL), redis.sentinels or redis.clusterNodes' });
+  }
+  if (c.directory.store === 'http') {
+    const { signUrl, rolesUrl } = c.directory.http;
+    for (const [name, url, placeholders] of [['signUrl', signUrl, ['{accountId}', '{address}']], ['rolesUrl', rolesUrl, ['{accountId}']]] as const) {
+      if (url === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['directory', 'http', name], message: 'required when directory.store is "http"' });
+      } else if (!isUrlTemplate(url, placeholders)) {
+        ctx.addIssue({ code: 'custom', path: ['directory', 'http', name], message: `expected an http(s) URL without credentials or fragment, containing ${placeholders.join(' and ')}` });
+      }
+    }
+  }
+  if (!isKnownTimeZone(c.directory.timeZone)) {
+    ctx.addIssue({ code: 'custom', path: ['directory', 'timeZone'], message: 'expected an IANA time zone such as "UTC" or "Europe/Berlin"' });
+  }
   if (c.data.keySource === 'redis' && redisModes === 0) {
     ctx.addIssue({ code: 'custom', path: ['data', 'keySource'], message: '"redis" needs Redis: set redis.url (REDIS_URL), redis.sentinels or redis.clusterNodes' });
   }
@@ -294,6 +375,17 @@ export const configSchema = z.strictObject({
     ctx.addIssue({ code: 'custom', path: ['signing', 'activeKid'], message: 'must name one of signing.keys' });
   }
 });
+
+/** An http(s) URL, once its placeholders are filled, that names every placeholder given. */
+function isUrlTemplate(template: string, placeholders: readonly string[]): boolean {
+  if (!placeholders.every((p) => template.includes(p))) return false;
+  try {
+    const url = new URL(template.replaceAll(/\{(accountId|address)\}/g, 'x'));
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '' && url.hash === '';
+  } catch {
+    return false;
+  }
+}
 
 function isKnownTimeZone(timeZone: string): boolean {
   try {

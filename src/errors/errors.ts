@@ -122,6 +122,27 @@ export class StoreUnavailable extends GatewayError {
   }
 }
 
+/** A store the gateway reads (the directory's) did not answer within its time limit. */
+export class StoreTimeout extends GatewayError {
+  constructor(cause?: unknown, retryAfterSeconds = 1) {
+    super(504, 'store_timeout', 'A store the gateway depends on did not answer in time; try again shortly.', {
+      cause,
+      headers: { 'Retry-After': String(retryAfterSeconds) },
+      expose: true,
+    });
+  }
+}
+
+/**
+ * A store answered with records the gateway cannot put in the interface's representation (a
+ * role id that is not a number, say). They are never passed on; the log names what was wrong.
+ */
+export class BadStoreData extends GatewayError {
+  constructor(cause?: unknown) {
+    super(502, 'bad_store_data', 'A store the gateway depends on returned data it cannot use.', { cause, expose: true });
+  }
+}
+
 /** The backend refused, reset or broke the connection before answering. */
 export class BadGateway extends GatewayError {
   constructor(cause?: unknown) {

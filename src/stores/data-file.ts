@@ -3,7 +3,8 @@
  * roles and sign records. Validated as strictly as the config; a bad file stops start-up with
  * every problem listed by path.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
+import type { Logger } from '../telemetry/log.js';
 import { z } from 'zod';
 
 export const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/;
@@ -89,11 +90,41 @@ export function readDataFile(file: string): DataFile {
   try {
     value = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new DataFileError(file, [(err as Error).message]);
+    // V8 quotes the text around a JSON syntax error, and this file holds API keys: only the
+    // position is kept.
+    const problem = err instanceof SyntaxError
+      ? `not valid JSON${/ at position \d+.*$|$/.exec(err.message)![0]}`
+      : `cannot be read: ${(err as Error).message}`;
+    throw new DataFileError(file, [problem]);
   }
   const parsed = dataFileSchema.safeParse(value);
   if (!parsed.success) {
     throw new DataFileError(file, parsed.error.issues.map((i) => `${i.path.join('.') || '(top level)'}: ${i.message}`));
   }
   return parsed.data;
+}
+
+/**
+ * Checks the file every `intervalMs` (fs.watchFile: a stat poll, which also sees an editor's
+ * save-by-rename and a mounted ConfigMap's symlink swap, where fs.watch loses track) and hands
+ * each changed, valid version to `onChange`. An invalid version is logged and changes nothing:
+ * the gateway keeps serving the last good one. Returns the function that stops watching.
+ */
+export function watchDataFile(file: string, intervalMs: number, log: Logger, onChange: (data: DataFile) => void): () => void {
+  if (intervalMs === 0) return () => {};
+  const listener = (current: Stats, previous: Stats) => {
+    if (current.mtimeMs === previous.mtimeMs && current.size === previous.size && current.ino === previous.ino) return;
+    if (current.nlink === 0 && current.size === 0) return; // removed (or mid-rename): keep serving
+    let data: DataFile;
+    try {
+      data = readDataFile(file);
+    } catch (err) {
+      log.warn({ problems: (err as Error).message }, 'data file changed but is not valid: still serving the previous version');
+      return;
+    }
+    onChange(data);
+    log.info('data file reloaded');
+  };
+  watchFile(file, { interval: intervalMs, persistent: false }, listener);
+  return () => unwatchFile(file, listener);
 }

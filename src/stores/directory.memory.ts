@@ -1,15 +1,29 @@
 import type { DataFile } from './data-file.js';
-import type { Directory, Role, RolePage, RoleQuery, SignRecord } from './directory.js';
+import type { Directory, DirectoryChangeListener, DirectoryChanges, Role, RolePage, RoleQuery, SignRecord } from './directory.js';
 
-/** Directory held in process memory, built from the data file. */
-export class MemoryDirectory implements Directory {
-  readonly #roles = new Map<string, Role[]>();
-  readonly #signRecords = new Map<string, Map<string, SignRecord>>();
+/**
+ * Directory held in process memory, built from the data file (the "file" store). `load`
+ * replaces everything at once when the file changes, and tells the cache to read again.
+ */
+export class MemoryDirectory implements Directory, DirectoryChanges {
+  #roles = new Map<string, Role[]>();
+  #signRecords = new Map<string, Map<string, SignRecord>>();
+  readonly #listeners: DirectoryChangeListener[] = [];
 
   constructor(data: DataFile) {
+    this.load(data);
+  }
+
+  watch(listener: DirectoryChangeListener): void {
+    this.#listeners.push(listener);
+  }
+
+  load(data: DataFile): void {
+    const roles = new Map<string, Role[]>();
+    const signRecords = new Map<string, Map<string, SignRecord>>();
     for (const account of data.accounts) {
-      this.#roles.set(account.id, account.roles.map((r) => Object.freeze({ ...r })).sort((a, b) => a.id - b.id));
-      this.#signRecords.set(account.id, new Map(account.signRecords.map((s) => [
+      roles.set(account.id, account.roles.map((r) => Object.freeze({ ...r })).sort((a, b) => a.id - b.id));
+      signRecords.set(account.id, new Map(account.signRecords.map((s) => [
         s.address.toLowerCase(),
         Object.freeze({
           address: s.address.toLowerCase(),
@@ -19,6 +33,9 @@ export class MemoryDirectory implements Directory {
         }),
       ])));
     }
+    this.#roles = roles;
+    this.#signRecords = signRecords;
+    for (const listener of this.#listeners) listener.onGap();
   }
 
   async findSignRecord(accountId: string, address: string): Promise<SignRecord | undefined> {

@@ -39,3 +39,23 @@ export interface Directory {
   /** One page of the account's roles in ascending `id` order; past the end, no items. */
   listRoles(accountId: string, query: RoleQuery): Promise<RolePage>;
 }
+
+/**
+ * A change to what a store holds, as its writer announces it (Redis pub/sub) or as the gateway
+ * finds it (a reloaded data file). `account` covers everything of the account.
+ */
+export type DirectoryChange =
+  | { kind: 'roles'; accountId: string }
+  | { kind: 'sign'; accountId: string; address: string }
+  | { kind: 'account'; accountId: string };
+
+export interface DirectoryChangeListener {
+  onChange(change: DirectoryChange): void;
+  /** Changes may have gone unheard (a reconnect, a reloaded file): nothing read before is to be trusted. */
+  onGap(): void;
+}
+
+/** Where change notices come from; the cache layer listens to every source there is. */
+export interface DirectoryChanges {
+  watch(listener: DirectoryChangeListener): void;
+}

@@ -1,12 +1,18 @@
 import type { DataFile } from './data-file.js';
 import type { ApiKeyRecord, KeyDirectory } from './key-directory.js';
 
-/** Key directory held in process memory, built from the data file. */
+/** Key directory held in process memory, built from the data file; `load` replaces it whole. */
 export class MemoryKeyDirectory implements KeyDirectory {
-  readonly #byApiKey = new Map<string, ApiKeyRecord>();
-  readonly #byKeyId = new Map<string, ApiKeyRecord>();
+  #byApiKey = new Map<string, ApiKeyRecord>();
+  #byKeyId = new Map<string, ApiKeyRecord>();
 
   constructor(data: DataFile) {
+    this.load(data);
+  }
+
+  load(data: DataFile): void {
+    const byApiKey = new Map<string, ApiKeyRecord>();
+    const byKeyId = new Map<string, ApiKeyRecord>();
     for (const account of data.accounts) {
       for (const key of account.apiKeys) {
         const record: ApiKeyRecord = Object.freeze({
@@ -16,10 +22,12 @@ export class MemoryKeyDirectory implements KeyDirectory {
           disabled: key.disabled,
           scopes: Object.freeze([...key.scopes]),
         });
-        this.#byApiKey.set(key.apiKey, record);
-        this.#byKeyId.set(key.id, record);
+        byApiKey.set(key.apiKey, record);
+        byKeyId.set(key.id, record);
       }
     }
+    this.#byApiKey = byApiKey;
+    this.#byKeyId = byKeyId;
   }
 
   async findByApiKey(apiKey: string): Promise<ApiKeyRecord | undefined> {

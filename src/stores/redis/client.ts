@@ -135,6 +135,11 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
   };
 }
 
+/** True for the StoreUnavailable of a call Redis did not answer within `commandTimeoutMs`. */
+export function timedOut(error: unknown): boolean {
+  return error instanceof StoreUnavailable && error.cause instanceof Error && error.cause.message.endsWith('Command timed out');
+}
+
 function clientOptions(settings: Config['redis']): RedisOptions {
   return {
     connectTimeout: settings.connectTimeoutMs,

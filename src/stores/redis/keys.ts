@@ -17,6 +17,14 @@ export interface RedisKeys {
   keyId(keyId: string): string;
   /** Pub/sub channel on which every reset is announced. */
   readonly resetChannel: string;
+  /** Sorted set: the account's role ids, each scored by itself (the listing order). Written by the dashboard. */
+  roleIndex(accountId: string): string;
+  /** Hash: the account's roles, role id → the role as JSON. Written by the dashboard. */
+  roles(accountId: string): string;
+  /** Hash: the account's sign records, lowercase address → the record as JSON. Written by the signature collector. */
+  signRecords(accountId: string): string;
+  /** Pub/sub channel on which writers announce directory changes (README: "Directory stores"). */
+  readonly directoryChannel: string;
 }
 
 export function redisKeys(prefix: string): RedisKeys {
@@ -27,5 +35,9 @@ export function redisKeys(prefix: string): RedisKeys {
     apiKey: (apiKey) => `${prefix}:apikey:${apiKey}`,
     keyId: (keyId) => `${prefix}:key:${keyId}`,
     resetChannel: `${prefix}:resets`,
+    roleIndex: (accountId) => `${prefix}:roles:{${accountId}}`,
+    roles: (accountId) => `${prefix}:role:{${accountId}}`,
+    signRecords: (accountId) => `${prefix}:sign:{${accountId}}`,
+    directoryChannel: `${prefix}:directory`,
   };
 }

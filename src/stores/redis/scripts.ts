@@ -94,15 +94,60 @@ redis.call('PUBLISH', ARGV[4], ARGV[5])
 return 1
 `;
 
+/**
+ * One page of an account's roles in id order, and how many there are, read in Redis so that a
+ * big account's roles never travel to the gateway whole. With a name to search for, the roles
+ * are walked in id order in chunks and their JSON decoded for `name`; letters compare without
+ * case (ASCII letters only: Lua's string.lower).
+ *
+ * KEYS[1] the role index          <prefix>:roles:{acct}   (sorted set of ids, score = id)
+ * KEYS[2] the roles               <prefix>:role:{acct}    (hash: id → JSON)
+ * ARGV[1] offset (0-based)
+ * ARGV[2] limit
+ * ARGV[3] text the name must contain ('' for every role)
+ * Returns {total, id, json, id, json, …}, json false when the index names a role the hash lacks;
+ * {-1, id} when a role's name cannot be read while searching.
+ */
+export const ROLES_PAGE = `
+local offset, limit, needle = tonumber(ARGV[1]), tonumber(ARGV[2]), string.lower(ARGV[3])
+if needle == '' then
+  local out = {redis.call('ZCARD', KEYS[1])}
+  local ids = redis.call('ZRANGE', KEYS[1], offset, offset + limit - 1)
+  if #ids == 0 then return out end
+  local records = redis.call('HMGET', KEYS[2], unpack(ids))
+  for i = 1, #ids do out[#out + 1] = ids[i]; out[#out + 1] = records[i] end
+  return out
+end
+local out, total, start, chunk = {0}, 0, 0, 500
+while true do
+  local ids = redis.call('ZRANGE', KEYS[1], start, start + chunk - 1)
+  if #ids == 0 then break end
+  local records = redis.call('HMGET', KEYS[2], unpack(ids))
+  for i = 1, #ids do
+    local ok, role = pcall(cjson.decode, records[i] or 'null')
+    if not ok or type(role) ~= 'table' or type(role.name) ~= 'string' then return {-1, ids[i]} end
+    if string.find(string.lower(role.name), needle, 1, true) then
+      if total >= offset and total < offset + limit then out[#out + 1] = ids[i]; out[#out + 1] = records[i] end
+      total = total + 1
+    end
+  end
+  start = start + chunk
+end
+out[1] = total
+return out
+`;
+
 /** The scripts as ioredis commands, and how they are called. */
 export const SCRIPTS = {
   gwRotate: { numberOfKeys: 4, lua: ROTATE },
   gwCreateFamily: { numberOfKeys: 2, lua: CREATE_FAMILY },
   gwReset: { numberOfKeys: 1, lua: RESET },
+  gwRolesPage: { numberOfKeys: 2, lua: ROLES_PAGE },
 } as const;
 
 export interface ScriptCommands {
   gwRotate(...keysThenArgs: (string | number)[]): Promise<[string, string?]>;
   gwCreateFamily(...keysThenArgs: (string | number)[]): Promise<number>;
   gwReset(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwRolesPage(...keysThenArgs: (string | number)[]): Promise<(number | string | null)[]>;
 }

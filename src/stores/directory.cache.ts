@@ -1,0 +1,189 @@
+/**
+ * The one cache in front of every directory store (lru-cache). A sign record or a page of roles
+ * read from the store is answered from here:
+ *
+ *   age < ttl                      served as is (for "no record" answers, negativeTtl)
+ *   age < ttl + staleWhileRevalidate   served as is while one call refreshes it in the background
+ *   older, or invalidated          the caller waits for one fresh read; if that read fails or
+ *                                  times out, the copy is served while age < ttl + maxStale,
+ *                                  else the store's error (503, 504, 502) is the answer
+ *
+ * Concurrent misses for one key share one store call (lru-cache `fetch`), so a storm of callers
+ * costs the store one read per key. Size is bounded by entries and by estimated bytes.
+ *
+ * Invalidation never deletes: a change notice (or a gap in the notices) marks what was read
+ * before it as untrusted, so a read that raced the change is refused as well, and the old copy
+ * is still there to serve if the store then fails. Notices are numbered by one counter `seq`:
+ * a copy is trusted while the read that made it began at or after the last notice covering it
+ * (`changedAt`, per account or address) and after the last gap (`floor`).
+ */
+import { LRUCache } from 'lru-cache';
+import { BadStoreData, GatewayError, StoreUnavailable } from '../errors/errors.js';
+import type { Logger } from '../telemetry/log.js';
+import type { Clock } from '../util/clock.js';
+import { entryBound } from '../util/lru.js';
+import type { Directory, DirectoryChange, DirectoryChanges, RolePage, RoleQuery, SignRecord } from './directory.js';
+
+export interface DirectoryCacheSettings {
+  ttlMs: number;
+  staleWhileRevalidateMs: number;
+  negativeTtlMs: number;
+  maxStaleMs: number;
+  maxEntries: number;
+  maxBytes: number;
+}
+
+interface Entry {
+  /** null: the store has no such record (cached negatively). */
+  value: SignRecord | RolePage | null;
+  /** When the read that made this copy began. */
+  at: number;
+  /** `seq` when that read began. */
+  seq: number;
+  ttl: number;
+}
+
+/** The store read a fetch makes (lru-cache passes it as the fetch's context). */
+type Read = () => Promise<SignRecord | RolePage | undefined>;
+
+export interface CachedDirectory extends Directory {
+  /** Store reads begun so far (for the benchmark and tests: a storm must cost one). */
+  readonly storeReads: number;
+}
+
+export function createCachedDirectory({ store, changes, settings, clock, log }: {
+  store: Directory;
+  changes: DirectoryChanges[];
+  settings: DirectoryCacheSettings;
+  clock: Clock;
+  log: Logger;
+}): CachedDirectory {
+  const { ttlMs, staleWhileRevalidateMs, negativeTtlMs, maxStaleMs } = settings;
+  let seq = 0;
+  let floor = 0;
+  let storeReads = 0;
+  let failing = false;
+  const changedAt = new LRUCache<string, number>({
+    ...entryBound(settings.maxEntries),
+    // Looked up with peek, so the oldest notices go first. A forgotten notice must not make an
+    // old copy trusted again: every copy read before it is distrusted with it.
+    dispose: (at, _scope, reason) => {
+      if (reason === 'evict') floor = Math.max(floor, at);
+    },
+  });
+
+  const cache = new LRUCache<string, Entry, Read>({
+    max: settings.maxEntries,
+    maxSize: settings.maxBytes,
+    sizeCalculation: (entry, key) => estimateBytes(key, entry.value),
+    // Expiry is judged here (ages above), not by lru-cache: its TTL would drop the stale copy
+    // that an outage is answered from.
+    perf: { now: () => clock.now() },
+    noDeleteOnFetchRejection: true,
+    // A read that finishes after its entry was evicted still answers the callers waiting on it.
+    ignoreFetchAbort: true,
+    fetchMethod: async (_key, _stale, { context }) => {
+      const at = clock.now();
+      const startedSeq = seq;
+      storeReads++;
+      let value;
+      try {
+        value = await context();
+      } catch (err) {
+        // Bad data in one record is that record's problem, not an outage.
+        if (!failing && !(err instanceof BadStoreData)) {
+          failing = true;
+          log.warn({ code: err instanceof GatewayError ? err.code : undefined }, 'directory store failing: cached copies are served while they are within directory.cache.maxStaleMs');
+        }
+        throw err;
+      }
+      if (failing) {
+        failing = false;
+        log.info('directory store answering again');
+      }
+      return { value: value ?? null, at, seq: startedSeq, ttl: value === undefined ? negativeTtlMs : ttlMs };
+    },
+  });
+
+  /** The seq from which a copy under these scopes is trusted. */
+  const trustedFrom = (scope: string, wider?: string) =>
+    Math.max(floor, changedAt.peek(scope) ?? 0, wider === undefined ? 0 : changedAt.peek(wider) ?? 0);
+
+  async function read(key: string, trustFrom: number, load: Read): Promise<SignRecord | RolePage | null> {
+    const now = clock.now();
+    const kept = cache.get(key);
+    const usable = kept !== undefined && kept.seq >= trustFrom;
+    if (usable && now - kept.at < kept.ttl) return kept.value;
+    // Not for "no record": a record just written should appear within negativeTtl.
+    if (usable && kept.value !== null && now - kept.at < kept.ttl + staleWhileRevalidateMs) {
+      // One background refresh (lru-cache keeps it to one); its failure keeps this copy.
+      cache.fetch(key, { context: load, forceRefresh: true, allowStale: true }).catch(() => {});
+      return kept.value;
+    }
+    try {
+      const fetch = () => cache.fetch(key, { context: load, forceRefresh: true, allowStale: false });
+      let entry = await fetch();
+      // Joined a read that began before the change this caller was told of: read once more.
+      if (entry !== undefined && entry.seq < trustFrom) entry = await fetch();
+      if (entry === undefined) throw new StoreUnavailable();
+      return entry.value;
+    } catch (err) {
+      if (kept !== undefined && clock.now() - kept.at < kept.ttl + maxStaleMs) return kept.value;
+      throw err;
+    }
+  }
+
+  const invalidate = (scope: string) => changedAt.set(scope, ++seq);
+  const onChange = (change: DirectoryChange) => {
+    if (change.kind === 'sign') invalidate(signScope(change.accountId, change.address));
+    else if (change.kind === 'roles') invalidate(rolesScope(change.accountId));
+    else {
+      invalidate(rolesScope(change.accountId));
+      invalidate(signScope(change.accountId, ''));
+    }
+  };
+  for (const source of changes) {
+    source.watch({
+      onChange,
+      onGap() {
+        floor = ++seq;
+      },
+    });
+  }
+
+  return {
+    get storeReads() {
+      return storeReads;
+    },
+
+    async findSignRecord(accountId, address) {
+      const key = signScope(accountId, address);
+      const value = await read(key, trustedFrom(key, signScope(accountId, '')), () => store.findSignRecord(accountId, address));
+      return (value as SignRecord | null) ?? undefined;
+    },
+
+    async listRoles(accountId, query: RoleQuery) {
+      const key = `r\u0000${accountId}\u0000${query.offset}\u0000${query.limit}\u0000${query.nameContains ?? ''}`;
+      const scope = rolesScope(accountId);
+      return (await read(key, trustedFrom(scope), () => store.listRoles(accountId, query))) as RolePage;
+    },
+  };
+}
+
+/** Scopes double as cache keys for sign records; '' for the address means the whole account. */
+function signScope(accountId: string, address: string): string {
+  return `s\u0000${accountId}\u0000${address}`;
+}
+
+function rolesScope(accountId: string): string {
+  return `r\u0000${accountId}`;
+}
+
+/**
+ * A rough size in bytes: two per character of the key and of the value's JSON, plus the
+ * objects around them. Only used to bound the cache, so cheap beats exact; computed once per
+ * store read, never per hit.
+ */
+function estimateBytes(key: string, value: Entry['value']): number {
+  return 2 * key.length + (value === null ? 0 : 2 * JSON.stringify(value).length) + 200;
+}
