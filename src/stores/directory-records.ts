@@ -14,13 +14,16 @@ import type { Role, RolePage, SignRecord } from './directory.js';
 
 const count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 /** A non-negative integer, or its decimal digits (no sign, no leading zeros, no exponent). */
-const integer = z.union([count, z.string().regex(/^(?:0|[1-9][0-9]{0,15})$/, 'expected decimal digits').transform(Number).pipe(count)]);
+const integer = z.union([count, z.string().regex(/^(?:0|[1-9][0-9]{0,15})$/).transform(Number).pipe(count)], {
+  error: 'expected a whole number from 0, or its decimal digits',
+});
 const flag = z.union([
   z.boolean(),
   z.literal([0, 1]).transform((n) => n === 1),
   z.enum(['0', '1', 'true', 'false']).transform((s) => s === '1' || s === 'true'),
-]);
-const text = (min: number, max: number) => z.union([z.string(), z.number().transform(String)]).pipe(z.string().min(min).max(max));
+], { error: 'expected true or false, 0 or 1, "0" or "1", "true" or "false"' });
+const text = (min: number, max: number) => z.union([z.string(), z.number().transform(String)], { error: 'expected text' })
+  .pipe(z.string().min(min).max(max));
 
 const roleSchema = z.object({
   id: integer,
@@ -51,7 +54,7 @@ export function createRecordReader(timeZone: string): RecordReader {
       }
       return epochMs;
     }),
-  ]);
+  ], { error: 'expected epoch ms, ISO 8601 with an offset, or YYYY-MM-DD HH:MM:SS' });
   const signSchema = z.object({ signedNonce: integer, signedAt: time, signedExpiredAt: time });
   const pageSchema = z.object({ items: z.array(roleSchema).max(10_000), total: integer });
 

@@ -5,8 +5,9 @@
  *   age < ttl                      served as is (for "no record" answers, negativeTtl)
  *   age < ttl + staleWhileRevalidate   served as is while one call refreshes it in the background
  *   older, or invalidated          the caller waits for one fresh read; if that read fails or
- *                                  times out, the copy is served while age < ttl + maxStale,
- *                                  else the store's error (503, 504, 502) is the answer
+ *                                  times out, the copy is served while age < ttl + maxStale
+ *                                  (and the store is asked again for it at most once a
+ *                                  second), else the store's error (503, 504, 502) is the answer
  *
  * Concurrent misses for one key share one store call (lru-cache `fetch`), so a storm of callers
  * costs the store one read per key. Size is bounded by entries and by estimated bytes.
@@ -41,7 +42,12 @@ interface Entry {
   /** `seq` when that read began. */
   seq: number;
   ttl: number;
+  /** Set when a refresh failed and this copy was served instead: no new read before then. */
+  retryAt?: number;
 }
+
+/** While the store fails, each stale entry asks it again at most this often. */
+const RETRY_FAILED_MS = 1000;
 
 /** The store read a fetch makes (lru-cache passes it as the fetch's context). */
 type Read = () => Promise<SignRecord | RolePage | undefined>;
@@ -90,7 +96,7 @@ export function createCachedDirectory({ store, changes, settings, clock, log }: 
       try {
         value = await context();
       } catch (err) {
-        // Bad data in one record is that record's problem, not an outage.
+        // Bad data in one record is that record's problem, not an outage (logged in read()).
         if (!failing && !(err instanceof BadStoreData)) {
           failing = true;
           log.warn({ code: err instanceof GatewayError ? err.code : undefined }, 'directory store failing: cached copies are served while they are within directory.cache.maxStaleMs');
@@ -114,6 +120,8 @@ export function createCachedDirectory({ store, changes, settings, clock, log }: 
     const kept = cache.get(key);
     const usable = kept !== undefined && kept.seq >= trustFrom;
     if (usable && now - kept.at < kept.ttl) return kept.value;
+    // The store failed this entry's last read moments ago: not asked again yet.
+    if (kept?.retryAt !== undefined && now < kept.retryAt && now - kept.at < kept.ttl + maxStaleMs) return kept.value;
     // Not for "no record": a record just written should appear within negativeTtl.
     if (usable && kept.value !== null && now - kept.at < kept.ttl + staleWhileRevalidateMs) {
       // One background refresh (lru-cache keeps it to one); its failure keeps this copy.
@@ -128,7 +136,15 @@ export function createCachedDirectory({ store, changes, settings, clock, log }: 
       if (entry === undefined) throw new StoreUnavailable();
       return entry.value;
     } catch (err) {
-      if (kept !== undefined && clock.now() - kept.at < kept.ttl + maxStaleMs) return kept.value;
+      const failedAt = clock.now();
+      if (kept !== undefined && failedAt - kept.at < kept.ttl + maxStaleMs) {
+        kept.retryAt = failedAt + RETRY_FAILED_MS;
+        // Unanswered, the error would be logged by the boundary; answered stale, it is said here.
+        if (err instanceof BadStoreData) {
+          log.warn({ problem: err.cause instanceof Error ? err.cause.message : undefined }, 'directory store returned data the gateway cannot use: served the last good copy');
+        }
+        return kept.value;
+      }
       throw err;
     }
   }
