@@ -39,7 +39,7 @@ async function main(): Promise<void> {
     await services?.close();
     return fail(err);
   }
-  log.info({ url: running.url, dataFile: config.data.file, state: services.state, keySource: config.data.keySource }, `gateway listening on ${running.url}`);
+  log.info({ url: running.url, dataFile: config.data.file, state: services.state, keySource: config.data.keySource, directoryStore: config.directory.store }, `gateway listening on ${running.url}`);
 
   const stop = (signal: string) => {
     log.info({ signal }, 'shutting down');

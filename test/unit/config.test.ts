@@ -104,6 +104,12 @@ test('every environment name sets its setting, typed', (t) => {
     SIGNING_ACTIVE_KID: ['signing.activeKid', 'k1', 'k1'],
     GATEWAY_DATA_FILE: ['data.file', 'data/accounts.json', join(cwd, 'data/accounts.json')],
     TIME_ZONE: ['data.timeZone', 'Asia/Tokyo', 'Asia/Tokyo'],
+    DATA_WATCH_INTERVAL_MS: ['data.watchIntervalMs', '250', 250],
+    DIRECTORY_CACHE_TTL_MS: ['directory.cache.ttlMs', '60000', 60_000],
+    DIRECTORY_CACHE_NEGATIVE_TTL_MS: ['directory.cache.negativeTtlMs', '500', 500],
+    DIRECTORY_MAX_STALE_MS: ['directory.cache.maxStaleMs', '0', 0],
+    DIRECTORY_TIMEOUT_MS: ['directory.http.timeoutMs', '750', 750],
+    DIRECTORY_TOKEN: ['directory.http.token', 'svc-token', 'svc-token'],
     LOG_LEVEL: ['log.level', 'debug', 'debug'],
   };
   const pathByEnv = new Map(describeSettings().map((s) => [s.env, s.path]));
@@ -315,6 +321,23 @@ test('rules across fields', async (t) => {
     problemAt(problemsOf({ env: {}, overrides: { signing: { keys: [{ kid: 'k1', alg: 'EdDSA', pem: 'x', pemFile: 'y' }] } } }), 'signing.keys.0');
   });
 
+  await t.test('the directory\'s Redis store needs Redis', () => {
+    problemAt(problemsOf({ env: { DIRECTORY_STORE: 'redis' } }), 'directory.store');
+    assert.equal(loadConfig({ env: { DIRECTORY_STORE: 'redis', REDIS_URL: 'redis://127.0.0.1:6379' } }).directory.store, 'redis');
+  });
+
+  await t.test('the directory\'s HTTP store needs both URLs, each an http(s) URL with its placeholders', () => {
+    const signUrl = 'http://records.internal/accounts/{accountId}/sign/{address}';
+    const rolesUrl = 'https://records.internal/accounts/{accountId}/roles';
+    const http = loadConfig({ env: { DIRECTORY_STORE: 'http', DIRECTORY_SIGN_URL: signUrl, DIRECTORY_ROLES_URL: rolesUrl } }).directory.http;
+    assert.deepEqual([http.signUrl, http.rolesUrl], [signUrl, rolesUrl]);
+    problemAt(problemsOf({ env: { DIRECTORY_STORE: 'http', DIRECTORY_SIGN_URL: signUrl } }), 'directory.http.rolesUrl');
+    problemAt(problemsOf({ env: { DIRECTORY_STORE: 'http', DIRECTORY_ROLES_URL: rolesUrl } }), 'directory.http.signUrl');
+    for (const bad of ['http://records.internal/sign/{address}', 'ftp://h/{accountId}/{address}', 'http://u:p@h/{accountId}/{address}', 'http://h/{accountId}/{address}#x', 'not a url {accountId} {address}']) {
+      problemAt(problemsOf({ env: { DIRECTORY_STORE: 'http', DIRECTORY_SIGN_URL: bad, DIRECTORY_ROLES_URL: rolesUrl } }), 'directory.http.signUrl');
+    }
+  });
+
   await t.test('the time zone must be a known IANA zone', () => {
     assert.equal(loadConfig({ env: { TIME_ZONE: 'Europe/Berlin' } }).data.timeZone, 'Europe/Berlin');
     const problem = problemAt(problemsOf({ env: { TIME_ZONE: 'Mars/Olympus_Mons' } }), 'data.timeZone');
@@ -382,9 +405,9 @@ test('describeSettings', async (t) => {
     for (const expected of ['PORT', 'HOST', 'GATEWAY_DATA_FILE', 'SIGNING_KEYS', 'LOG_LEVEL']) assert.ok(names.includes(expected), expected);
   });
 
-  await t.test('signing keys and Redis credentials are marked secret', () => {
+  await t.test('signing keys, the directory upstream\'s credential and Redis credentials are marked secret', () => {
     assert.equal(rows.find((r) => r.path === 'signing.keys')?.secret, true);
-    assert.deepEqual(rows.filter((r) => r.secret).map((r) => r.path), ['signing.keys', 'redis.url', 'redis.password']);
+    assert.deepEqual(rows.filter((r) => r.secret).map((r) => r.path), ['signing.keys', 'directory.http.token', 'redis.url', 'redis.password']);
   });
 });
 
@@ -396,4 +419,7 @@ test('describeConfig lists every setting for the start-up log and redacts secret
   assert.equal(described['server.port'], 9001);
   assert.equal(described['signing.keys'], '[redacted]');
   assert.ok(!JSON.stringify(described).includes('PRIVATE KEY'));
+  const withToken = describeConfig(loadConfig({ env: { DIRECTORY_TOKEN: 'svc-secret-token' } }));
+  assert.equal(withToken['directory.http.token'], '[redacted]');
+  assert.ok(!JSON.stringify(withToken).includes('svc-secret-token'));
 });
