@@ -100,7 +100,7 @@ export class HttpDirectory implements Directory {
         await res.body?.cancel();
         throw new StoreUnavailable(new Error(`${where} answered ${res.status}`), this.#retryAfterSeconds);
       }
-      const text = res.body === null ? '' : await getRawBody(Readable.fromWeb(res.body), { limit: maxResponseBytes, encoding: 'utf8' });
+      const text = res.body === null ? '' : await readLimited(Readable.fromWeb(res.body), maxResponseBytes);
       try {
         return { status: 200, body: JSON.parse(text) };
       } catch {
@@ -112,6 +112,20 @@ export class HttpDirectory implements Directory {
       const reason = (err as { type?: string }).type === 'entity.too.large' ? `answered more than ${maxResponseBytes} bytes` : 'could not be reached';
       throw new StoreUnavailable(new Error(`${where} ${reason}`), this.#retryAfterSeconds);
     }
+  }
+}
+
+/**
+ * The body as text, up to `limit` bytes. A refused body's stream is destroyed: left open, the
+ * connection would stay busy, and the call's timeout would later raise an error on the stream
+ * with no listener, which ends the process.
+ */
+async function readLimited(body: Readable, limit: number): Promise<string> {
+  try {
+    return await getRawBody(body, { limit, encoding: 'utf8' });
+  } catch (err) {
+    body.destroy();
+    throw err;
   }
 }
 

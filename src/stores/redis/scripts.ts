@@ -125,8 +125,11 @@ while true do
   local records = redis.call('HMGET', KEYS[2], unpack(ids))
   for i = 1, #ids do
     local ok, role = pcall(cjson.decode, records[i] or 'null')
-    if not ok or type(role) ~= 'table' or type(role.name) ~= 'string' then return {-1, ids[i]} end
-    if string.find(string.lower(role.name), needle, 1, true) then
+    local name = ok and type(role) == 'table' and role.name
+    -- A number is a name too (directory-records.ts reads it as text).
+    if type(name) == 'number' then name = tostring(name) end
+    if type(name) ~= 'string' then return {-1, ids[i]} end
+    if string.find(string.lower(name), needle, 1, true) then
       if total >= offset and total < offset + limit then out[#out + 1] = ids[i]; out[#out + 1] = records[i] end
       total = total + 1
     end
