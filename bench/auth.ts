@@ -25,7 +25,7 @@
  * The machine may be shared: before each run the script waits (within --quiet-wait seconds in
  * all) until other processes use less than 0.15 of a core, and reports what they used.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,12 +36,13 @@ import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
 import { parseRunOptions } from './lib/cli.js';
 import { cleanEnv, prepareRuntime, RESULTS, ROOT, sourceVersion, startGateway, type Gateway as AnyGateway, type Runtime } from './lib/gateway.js';
 import {
-  checkPrerequisites, CLIENT_CORE, contextSwitches, cpuModel, foreignCores, freePort, nproc, PIN, pinned, pinSelf, processCpuSeconds,
+  checkPrerequisites, CLIENT_CORE, contextSwitches, cpuModel, foreignCores, nproc, PIN, pinSelf, processCpuSeconds,
   Quiet, QUIET_CORES, sampleLoad, SERVER_CORE, stolenCores, wrkVersion,
 } from './lib/machine.js';
-import { installCleanup, isRunning, Output, removeAtExit, startWatchdog, stopAll, stopChild, track } from './lib/processes.js';
+import { installCleanup, isRunning, removeAtExit, startWatchdog, stopAll, stopChild } from './lib/processes.js';
 import { profileClockUs, readProfile, summarizeWindow } from './lib/profile.js';
 import { fmt, log, median, writeReadmeSection, type ReadmeSection } from './lib/report.js';
+import { startRedis, type RedisServer } from './lib/redis.js';
 import { runWrk, socketErrors, type WrkSummary } from './lib/wrk.js';
 
 const NAME = 'bench:auth';
@@ -80,41 +81,6 @@ const quiet = new Quiet(QUIET_WAIT);
 
 // ---------------------------------------------------------------------------------------------
 // Redis
-
-interface RedisServer {
-  proc: ChildProcess;
-  port: number;
-  url: string;
-  admin: Redis;
-  version: string;
-}
-
-async function startRedis(dir: string): Promise<RedisServer> {
-  const port = await freePort();
-  const [cmd, args] = pinned(CLIENT_CORE, 'redis-server', [
-    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-    '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning',
-  ]);
-  const proc = track(spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
-  const out = new Output(proc.stdout);
-  new Output(proc.stderr);
-  const admin = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  admin.on('error', () => { /* a refused first connect is retried below; later errors fail the command that meets them */ });
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    if (!isRunning(proc)) throw new Error(`redis-server exited:\n${out.tail()}`);
-    try {
-      await admin.connect();
-      break;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`redis-server did not answer on ${port}:\n${out.tail()}`);
-      await sleep(50);
-    }
-  }
-  const info = await admin.info('server');
-  const version = /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
-  return { proc, port, url: `redis://127.0.0.1:${port}`, admin, version };
-}
 
 /** Calls per command since the server started, without INFO (which this script sends). */
 async function commandCalls(admin: Redis): Promise<Map<string, number>> {

@@ -73,11 +73,12 @@ function createProxiedPath({ proxy, log }: Services, router: Router, accessLog: 
     } catch {
       return undefined;
     }
+    // The route first: most of the gateway's own requests match none, and skip the router.
+    const match = proxy.match(url);
+    if (match === undefined) return undefined;
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     if (isOwnPath(path)) return undefined;
-    const match = proxy.match(url);
-    if (match === undefined) return undefined;
     req.url = url;
     return { match, path };
   }
@@ -105,6 +106,8 @@ function createProxiedPath({ proxy, log }: Services, router: Router, accessLog: 
     }
   }
 
+  // Without routes, nothing is proxied: the gateway's own requests skip the checks above.
+  if (!proxy.hasRoutes) return () => false;
   return (req: IncomingMessage, res: ServerResponse): boolean => {
     const started = performance.now();
     const routed = routeOf(req);

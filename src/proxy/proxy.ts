@@ -63,6 +63,8 @@ export interface Seen {
 }
 
 export interface Proxy {
+  /** False when no route is configured: nothing is ever proxied. */
+  readonly hasRoutes: boolean;
   /** The configured route for a normalised request target, if any. */
   match(url: string): RouteMatch | undefined;
   /**
@@ -228,6 +230,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
   }
 
   return {
+    hasRoutes: config.routes.length > 0,
     match: (url) => routes.match(url),
     async serve(req, res, match, requestId, seen) {
       // TRACE echoes the request back, headers and all: with the identity headers the gateway
