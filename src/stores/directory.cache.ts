@@ -42,8 +42,8 @@ interface Entry {
   /** `seq` when that read began. */
   seq: number;
   ttl: number;
-  /** Set when a refresh failed and this copy was served instead: no new read before then. */
-  retryAt?: number;
+  /** Set when a refresh failed and this copy was served instead: no new read before `at`, unless a notice came since (`seq`). */
+  retry?: { at: number; seq: number };
 }
 
 /** While the store fails, each stale entry asks it again at most this often. */
@@ -88,7 +88,7 @@ export function createCachedDirectory({ store, changes, settings, clock, log }: 
     noDeleteOnFetchRejection: true,
     // A read that finishes after its entry was evicted still answers the callers waiting on it.
     ignoreFetchAbort: true,
-    fetchMethod: async (_key, _stale, { context }) => {
+    fetchMethod: async (_key, stale, { context }) => {
       const at = clock.now();
       const startedSeq = seq;
       storeReads++;
@@ -96,6 +96,9 @@ export function createCachedDirectory({ store, changes, settings, clock, log }: 
       try {
         value = await context();
       } catch (err) {
+        // The copy this read was to replace is served meanwhile (read()); the store is not asked
+        // for it again for a while, in the foreground or the background.
+        if (stale !== undefined) stale.retry = { at: clock.now() + RETRY_FAILED_MS, seq: startedSeq };
         // Bad data in one record is that record's problem, not an outage (logged in read()).
         if (!failing && !(err instanceof BadStoreData)) {
           failing = true;
@@ -118,15 +121,19 @@ export function createCachedDirectory({ store, changes, settings, clock, log }: 
   async function read(key: string, trustFrom: number, load: Read): Promise<SignRecord | RolePage | null> {
     const now = clock.now();
     const kept = cache.get(key);
-    const usable = kept !== undefined && kept.seq >= trustFrom;
-    if (usable && now - kept.at < kept.ttl) return kept.value;
-    // The store failed this entry's last read moments ago: not asked again yet.
-    if (kept?.retryAt !== undefined && now < kept.retryAt && now - kept.at < kept.ttl + maxStaleMs) return kept.value;
-    // Not for "no record": a record just written should appear within negativeTtl.
-    if (usable && kept.value !== null && now - kept.at < kept.ttl + staleWhileRevalidateMs) {
-      // One background refresh (lru-cache keeps it to one); its failure keeps this copy.
-      cache.fetch(key, { context: load, forceRefresh: true, allowStale: true }).catch(() => {});
-      return kept.value;
+    if (kept !== undefined) {
+      const age = now - kept.at;
+      const trusted = kept.seq >= trustFrom;
+      if (trusted && age < kept.ttl) return kept.value;
+      // The store failed this entry's last read moments ago, and nothing changed since: not asked again yet.
+      const { retry } = kept;
+      if (retry !== undefined && now < retry.at && retry.seq >= trustFrom && age < kept.ttl + maxStaleMs) return kept.value;
+      // Not for "no record": a record just written should appear within negativeTtl.
+      if (trusted && kept.value !== null && age < kept.ttl + staleWhileRevalidateMs) {
+        // One background refresh (lru-cache keeps it to one); its failure keeps this copy.
+        cache.fetch(key, { context: load, forceRefresh: true, allowStale: true }).catch(() => {});
+        return kept.value;
+      }
     }
     try {
       const fetch = () => cache.fetch(key, { context: load, forceRefresh: true, allowStale: false });
@@ -136,9 +143,7 @@ export function createCachedDirectory({ store, changes, settings, clock, log }: 
       if (entry === undefined) throw new StoreUnavailable();
       return entry.value;
     } catch (err) {
-      const failedAt = clock.now();
-      if (kept !== undefined && failedAt - kept.at < kept.ttl + maxStaleMs) {
-        kept.retryAt = failedAt + RETRY_FAILED_MS;
+      if (kept !== undefined && clock.now() - kept.at < kept.ttl + maxStaleMs) {
         // Unanswered, the error would be logged by the boundary; answered stale, it is said here.
         if (err instanceof BadStoreData) {
           log.warn({ problem: err.cause instanceof Error ? err.cause.message : undefined }, 'directory store returned data the gateway cannot use: served the last good copy');
