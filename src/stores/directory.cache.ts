@@ -78,10 +78,13 @@ export function createCachedDirectory({ store, changes, settings, clock, log }: 
     },
   });
 
+  // Both bounds through maxSize (lru-cache's `max` would allocate every slot up front, see
+  // util/lru.ts): each entry counts at least maxBytes / maxEntries, so a full cache holds at
+  // most maxEntries entries and at most maxBytes estimated bytes.
+  const minEntrySize = Math.ceil(settings.maxBytes / settings.maxEntries);
   const cache = new LRUCache<string, Entry, Read>({
-    max: settings.maxEntries,
-    maxSize: settings.maxBytes,
-    sizeCalculation: (entry, key) => estimateBytes(key, entry.value),
+    maxSize: minEntrySize * settings.maxEntries,
+    sizeCalculation: (entry, key) => Math.max(minEntrySize, estimateBytes(key, entry.value)),
     // Expiry is judged here (ages above), not by lru-cache: its TTL would drop the stale copy
     // that an outage is answered from.
     perf: { now: () => clock.now() },

@@ -28,20 +28,27 @@ const LOCAL_TIME = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})$/;
 /**
  * The reverse of the formatter: `YYYY-MM-DD HH:MM:SS` read as wall-clock time in `timeZone`,
  * to epoch ms; undefined for text that is not such a time or a date that does not exist.
- * The zone's offset is found by formatting a first guess and correcting once, which lands on
- * the right instant except inside a daylight-saving jump, where the earlier offset wins.
+ * Near a change of offset (daylight saving), a wall time that happens twice reads as the
+ * first, and one skipped by the change reads with the offset in force before it (02:30 in a
+ * spring-forward gap becomes 03:30 after it), as Temporal's "compatible" choice does.
  */
 export function createTimestampParser(timeZone: string): TimestampParser {
   const format = createTimestampFormatter(timeZone);
   const utc = timeZone === 'UTC' || timeZone === 'Etc/UTC';
+  const offsetAt = (epochMs: number) => wallClockAsUtc(format(epochMs))! - Math.floor(epochMs / 1000) * 1000;
   return (text) => {
     const wall = wallClockAsUtc(text);
     if (wall === undefined || utc) return wall;
-    const offsetAt = (epochMs: number) => wallClockAsUtc(format(epochMs))! - epochMs;
-    const guess = wall - offsetAt(wall);
-    return wall - offsetAt(guess);
+    // Offsets change at most once within a day on either side: these are the candidates.
+    const before = wall - offsetAt(wall - DAY_MS);
+    const after = wall - offsetAt(wall + DAY_MS);
+    if (before === after) return before;
+    const reads = (epochMs: number) => format(epochMs) === text;
+    return reads(before) || !reads(after) ? before : after;
   };
 }
+
+const DAY_MS = 86_400_000;
 
 function wallClockAsUtc(text: string): number | undefined {
   const m = LOCAL_TIME.exec(text);
