@@ -92,7 +92,9 @@ export function createServices(config: Config, { log, clock = systemClock }: { l
     tokens = new MemoryRefreshTokenStore({ clock, maxTokens: t.memoryStoreMaxTokens, resets });
     revocationStore = resets;
   }
-  const stopWatching = watchDataFile(config.data.file, config.data.watchIntervalMs, log, (next) => {
+  // Watched only while something is read from it.
+  const fileInUse = config.data.keySource === 'file' || config.directory.store === 'file';
+  const stopWatching = watchDataFile(config.data.file, fileInUse ? config.data.watchIntervalMs : 0, log, (next) => {
     fileKeys.load(next);
     fileDirectory.load(next);
   });
