@@ -17,43 +17,28 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { call, DEMO, postJson, sha256Hex, signIn, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
+import {
+  ACCOUNT, ALICE_CAPS, ALICE_LOWER, ALICE_ROLES, assertListing, assertNotFound, assertPrompt, assertSign, assertStaleServed, assertStoreError, DEADLINE_MS,
+  DEMO_FILE, FIRST_PAGE, logged, logLines, MAX_STALE_MS, PAST_FRESH_MS, rolesCall, SECOND_PAGE, show, signCall, SWR_MS, timed, TTL_MS, UNKNOWN, until,
+} from '../helpers/directory.js';
+import { DEMO, postJson, sha256Hex, signIn, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { tempDir } from '../helpers/process.js';
 
-const DEMO_FILE = new URL('../../config/demo-data.json', import.meta.url);
-const ACCOUNT = DEMO.alice.accountId;
+// acct_alice's records and roles (ALICE_CAPS, ALICE_LOWER, ALICE_ROLES, FIRST_PAGE, SECOND_PAGE), the
+// cache settings (TTL_MS, SWR_MS, MAX_STALE_MS), PROMPT_MS and DEADLINE_MS: test/helpers/directory.ts.
 const SERVICE_TOKEN = 'svc_directory_token_4f1c';
 
-/** The sign records of acct_alice in config/demo-data.json, as the gateway must answer them. */
-const ALICE_CAPS = { address: '0x52908400098527886E0F7030069857D2E4169EE7', signedNonce: 42, signedAt: '2026-03-01 12:00:00', signedExpiredAt: '2026-03-31 12:00:00' };
-const ALICE_LOWER = { address: '0x8617e340b3d01fa5f11f306f4090fd50e238070d', signedNonce: 7, signedAt: '2026-05-20 08:30:15', signedExpiredAt: '2027-05-20 08:30:15' };
-/** An address of nobody's (its hex holds no "abc": the bad-data test searches the log for that). */
-const UNKNOWN = '0xfeedface00000000000000000000000000000d0d';
-
-/** Answers that wait on nothing must come well within this (the settings below are ≤ 300 ms). */
-const PROMPT_MS = 2000;
-/** How long a change or a recovery may take to show, polled. */
-const DEADLINE_MS = 10_000;
-
-const TTL_MS = 60_000;
-const SWR_MS = 1000;
-const MAX_STALE_MS = 120_000;
-/** Past ttl + staleWhileRevalidate: a cached copy is no longer served without asking the store. */
-const PAST_FRESH_MS = TTL_MS + SWR_MS + 1000;
-/** From there, past ttl + maxStale: the copy may not be served even when the store fails. */
+/** From PAST_FRESH_MS, past ttl + maxStale: the copy may not be served even when the store fails. */
 const PAST_MAX_STALE_MS = MAX_STALE_MS;
 
 interface DataRole { id: number; slug: string; name: string; description: string; public: boolean }
 interface DataSign { address: string; signedNonce: number; signedAt: string; signedExpiredAt: string }
 interface DemoData { accounts: { id: string; apiKeys: { id: string; disabled?: boolean }[]; roles: DataRole[]; signRecords: DataSign[] }[] }
 
+/** config/demo-data.json as it is written (a fresh copy each time: the file-store test changes it). */
 function demoData(): DemoData {
   return JSON.parse(readFileSync(DEMO_FILE, 'utf8')) as DemoData;
 }
-
-const ALICE_ROLES = demoData().accounts.find((a) => a.id === ACCOUNT)!.roles
-  .map((r) => ({ id: r.id, slug: r.slug, name: r.name, description: r.description, public: r.public ? 1 : 0 }))
-  .sort((a, b) => a.id - b.id);
 
 /** "2026-03-01T12:00:00Z" → "2026-03-01 12:00:00": the interface's representation (UTC). */
 function wireTime(iso: string): string {
@@ -207,92 +192,6 @@ function startGatewayOn(t: TestContext, up: Upstream, { http = {}, cache = {} }:
 }
 
 // ---------------------------------------------------------------------------------------------
-// Calls and assertions
-
-const signCall = (gw: TestGateway, token: string, address: string) => call(`${gw.url}/api/sign?address=${address}`, { token });
-const rolesCall = (gw: TestGateway, token: string, query = '') => call(`${gw.url}/api/roles${query === '' ? '' : `?${query}`}`, { token });
-
-async function timed<T>(fn: () => Promise<T>): Promise<{ res: T; ms: number }> {
-  const started = performance.now();
-  const res = await fn();
-  return { res, ms: performance.now() - started };
-}
-
-function show(res: JsonResponse): string {
-  return `${res.status} ${JSON.stringify(res.body)}`;
-}
-
-function assertPrompt(ms: number, what: string, bound = PROMPT_MS): void {
-  assert.ok(ms < bound, `${what} took ${Math.round(ms)} ms (bound ${bound} ms)`);
-}
-
-/** The sign record in the interface's representation; `did` is the caller's own spelling. */
-function assertSign(res: JsonResponse, spelling: string, expected: { signedNonce: number; signedAt: string; signedExpiredAt: string }, what: string): void {
-  assert.equal(res.status, 200, `${what}: ${show(res)}`);
-  assert.equal(res.headers.get('cache-control'), 'no-store', what);
-  assert.deepEqual(res.body, {
-    success: true,
-    message: { did: spelling, signedNonce: expected.signedNonce, signedAt: expected.signedAt, signedExpiredAt: expected.signedExpiredAt },
-  }, what);
-}
-
-/** The listing representation: `pages` a string, `id` a number, `public` 0 or 1. */
-function assertListing(res: JsonResponse, expected: { pages: string; total: number; items: unknown[] }, what: string): void {
-  assert.equal(res.status, 200, `${what}: ${show(res)}`);
-  assert.equal(res.body.success, true, what);
-  const message = res.body.message;
-  assert.deepEqual(Object.keys(message).sort(), ['items', 'pages', 'total'], what);
-  assert.equal(typeof message.pages, 'string', `${what}: pages is a string`);
-  for (const item of message.items) {
-    assert.ok(Number.isInteger(item.id), `${what}: id is a JSON number`);
-    assert.ok(item.public === 0 || item.public === 1, `${what}: public is 0 or 1`);
-  }
-  assert.deepEqual(message, expected, what);
-}
-
-function assertNotFound(res: JsonResponse, what: string): void {
-  assert.equal(res.status, 404, `${what}: ${show(res)}`);
-  assert.deepEqual(res.body, { success: false, message: { code: 'sign_record_not_found', description: 'There is no sign record for this address.' } }, what);
-}
-
-/** A store failure: the error envelope with the request id, Retry-After, never an auth challenge. */
-function assertStoreError(res: JsonResponse, status: 502 | 503 | 504, what: string, retryAfter: string | null = '1'): void {
-  const code = { 502: 'bad_store_data', 503: 'store_unavailable', 504: 'store_timeout' }[status];
-  assert.equal(res.status, status, `${what}: ${show(res)}`);
-  assert.match(res.headers.get('content-type') ?? '', /^application\/json/, what);
-  assert.equal(res.headers.get('cache-control'), 'no-store', what);
-  assert.deepEqual(Object.keys(res.body).sort(), ['message', 'success'], what);
-  assert.equal(res.body.success, false, what);
-  assert.deepEqual(Object.keys(res.body.message).sort(), ['code', 'description', 'requestId'], what);
-  assert.equal(res.body.message.code, code, what);
-  assert.match(res.body.message.description, /^A store the gateway depends on /, what);
-  assert.equal(res.body.message.requestId, res.headers.get('x-request-id'), `${what}: the envelope names the request`);
-  assert.equal(res.headers.get('retry-after'), retryAfter, `${what}: Retry-After`);
-  assert.equal(res.headers.get('www-authenticate'), null, `${what}: a store failure is not an authentication challenge`);
-}
-
-function logLines(gw: TestGateway): Record<string, unknown>[] {
-  return gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>);
-}
-
-function logged(gw: TestGateway, msg: string): Record<string, unknown>[] {
-  return logLines(gw).filter((line) => line.msg === msg);
-}
-
-/** Polls `attempt` until it returns true; each attempt may assert on what it sees in between. */
-async function until(what: string, attempt: () => Promise<boolean>, deadlineMs = DEADLINE_MS): Promise<number> {
-  const started = performance.now();
-  while (performance.now() - started < deadlineMs) {
-    if (await attempt()) return performance.now() - started;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  assert.fail(`${what}: not within ${deadlineMs} ms`);
-}
-
-const FIRST_PAGE = { pages: '2', total: 12, items: ALICE_ROLES.slice(0, 10) };
-const SECOND_PAGE = { pages: '2', total: 12, items: ALICE_ROLES.slice(10) };
-
-// ---------------------------------------------------------------------------------------------
 // HTTP upstream
 
 test('HTTP upstream: 100 concurrent calls for one key cost the upstream one request, and all 100 are answered', async (t) => {
@@ -406,12 +305,7 @@ test('HTTP upstream answering 500: cached copies served stale until maxStaleMs, 
   gw.clock.advance(PAST_FRESH_MS);
   const asked = up.requests.length;
 
-  const stale = await timed(() => signCall(gw, accessToken, ALICE_CAPS.address));
-  assertSign(stale.res, ALICE_CAPS.address, ALICE_CAPS, 'cached record while the upstream answers 500');
-  assertPrompt(stale.ms, 'the stale record');
-  const staleRoles = await timed(() => rolesCall(gw, accessToken));
-  assertListing(staleRoles.res, FIRST_PAGE, 'cached roles while the upstream answers 500');
-  assertPrompt(staleRoles.ms, 'the stale roles');
+  await assertStaleServed(gw, accessToken, 'cached record while the upstream answers 500', 'cached roles while the upstream answers 500');
   assert.equal(up.requests.length - asked, 2, 'both were asked for again (and failed) before the copies were served');
 
   // The failing entry is asked for again at most once a second (of the gateway's clock).

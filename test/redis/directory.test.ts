@@ -13,41 +13,25 @@
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { readDataFile } from '../../src/stores/data-file.js';
 import { createRecordReader } from '../../src/stores/directory-records.js';
 import { RedisDirectory } from '../../src/stores/directory.redis.js';
 import type { Role } from '../../src/stores/directory.js';
 import type { RedisConnection } from '../../src/stores/redis/client.js';
-import { call, DEMO, signIn, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
+import {
+  ACCOUNT, ALICE_CAPS, ALICE_LOWER, assertListing, assertNotFound, assertPrompt, assertSign, assertStaleServed, assertStoreError, DEMO_FILE, DEMO_ROLES, FIRST_PAGE,
+  listed, logged, MAX_STALE_MS, PAST_FRESH_MS, rolesCall, SECOND_PAGE, show, signCall, SWR_MS, timed, TTL_MS, UNKNOWN, until,
+} from '../helpers/directory.js';
+import { call, signIn, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { startGatewayProcess, waitForLog, type GatewayProcess } from '../helpers/process.js';
 import { connectedRedis, redisSettings, redisSuite, silentLog, startRedis } from '../helpers/redis.js';
 
-const DEMO_FILE = fileURLToPath(new URL('../../config/demo-data.json', import.meta.url));
-const ACCOUNT = DEMO.alice.accountId;
+// acct_alice's records and roles (ALICE_CAPS, ALICE_LOWER, DEMO_ROLES, FIRST_PAGE, SECOND_PAGE), the
+// cache settings (TTL_MS, far above anything the polls below wait, SWR_MS, MAX_STALE_MS) and
+// PROMPT_MS: test/helpers/directory.ts.
 
-/** acct_alice's sign records in config/demo-data.json, as the gateway answers them. */
-const ALICE_CAPS = { address: '0x52908400098527886E0F7030069857D2E4169EE7', signedNonce: 42, signedAt: '2026-03-01 12:00:00', signedExpiredAt: '2026-03-31 12:00:00' };
-const ALICE_LOWER = { address: '0x8617e340b3d01fa5f11f306f4090fd50e238070d', signedNonce: 7, signedAt: '2026-05-20 08:30:15', signedExpiredAt: '2027-05-20 08:30:15' };
-/** An address nobody has a record for (its hex holds no "abc": a test searches the log for that). */
-const UNKNOWN = '0xfeedface00000000000000000000000000000d0d';
-
-const DEMO_ROLES: Role[] = readDataFile(DEMO_FILE).accounts.find((a) => a.id === ACCOUNT)!.roles
-  .map((r) => ({ ...r }))
-  .sort((a, b) => a.id - b.id);
-const listed = (r: Role) => ({ id: r.id, slug: r.slug, name: r.name, description: r.description, public: r.public ? 1 : 0 });
-const FIRST_PAGE = { pages: '2', total: 12, items: DEMO_ROLES.slice(0, 10).map(listed) };
-const SECOND_PAGE = { pages: '2', total: 12, items: DEMO_ROLES.slice(10).map(listed) };
-
-/** Far above anything the polls below wait: a change seen sooner was pushed, not expired. */
-const TTL_MS = 60_000;
-const SWR_MS = 1000;
-const MAX_STALE_MS = 120_000;
-const PAST_FRESH_MS = TTL_MS + SWR_MS + 1000;
 /** A notice must reach every instance well within this ("a few seconds", far below the TTL). */
 const NOTICE_DEADLINE_MS = 5000;
-/** Answers that wait on nothing but a command timeout of ≤ 300 ms. */
-const PROMPT_MS = 2000;
 /** Redis back: reconnect backoff (≤ 1 s) plus the breaker cooldown (1 s), loaded machine. */
 const RECOVERY_DEADLINE_MS = 15_000;
 
@@ -76,80 +60,20 @@ interface Instance {
   token: string;
 }
 
-const signCall = (gw: { url: string }, token: string, address: string) => call(`${gw.url}/api/sign?address=${address}`, { token });
-const rolesCall = (gw: { url: string }, token: string, query = '') => call(`${gw.url}/api/roles${query === '' ? '' : `?${query}`}`, { token });
-
-function show(res: JsonResponse): string {
-  return `${res.status} ${JSON.stringify(res.body)}`;
-}
-
-async function timed<T>(fn: () => Promise<T>): Promise<{ res: T; ms: number }> {
-  const started = performance.now();
-  const res = await fn();
-  return { res, ms: performance.now() - started };
-}
-
-function assertPrompt(ms: number, what: string): void {
-  assert.ok(ms < PROMPT_MS, `${what} took ${Math.round(ms)} ms (bound ${PROMPT_MS} ms)`);
-}
-
-function assertSign(res: JsonResponse, spelling: string, expected: { signedNonce: number; signedAt: string; signedExpiredAt: string }, what: string): void {
-  assert.equal(res.status, 200, `${what}: ${show(res)}`);
-  assert.deepEqual(res.body, {
-    success: true,
-    message: { did: spelling, signedNonce: expected.signedNonce, signedAt: expected.signedAt, signedExpiredAt: expected.signedExpiredAt },
-  }, what);
-}
-
-/** The listing representation: `pages` a string, `id` a number, `public` 0 or 1. */
-function assertListing(res: JsonResponse, expected: { pages: string; total: number; items: unknown[] }, what: string): void {
-  assert.equal(res.status, 200, `${what}: ${show(res)}`);
-  assert.equal(res.body.success, true, what);
-  const message = res.body.message;
-  assert.equal(typeof message.pages, 'string', `${what}: pages is a string`);
-  for (const item of message.items) {
-    assert.ok(Number.isInteger(item.id), `${what}: id is a JSON number`);
-    assert.ok(item.public === 0 || item.public === 1, `${what}: public is 0 or 1`);
-  }
-  assert.deepEqual(message, expected, what);
-}
-
-function assertNotFound(res: JsonResponse, what: string): void {
-  assert.equal(res.status, 404, `${what}: ${show(res)}`);
-  assert.deepEqual(res.body, { success: false, message: { code: 'sign_record_not_found', description: 'There is no sign record for this address.' } }, what);
-}
-
-function assertStoreError(res: JsonResponse, status: 502 | 503 | 504, what: string, retryAfter: string | null = '1'): void {
-  const code = { 502: 'bad_store_data', 503: 'store_unavailable', 504: 'store_timeout' }[status];
-  assert.equal(res.status, status, `${what}: ${show(res)}`);
-  assert.equal(res.headers.get('cache-control'), 'no-store', what);
-  assert.equal(res.body.success, false, what);
-  assert.deepEqual(Object.keys(res.body.message).sort(), ['code', 'description', 'requestId'], what);
-  assert.equal(res.body.message.code, code, what);
-  assert.equal(res.body.message.requestId, res.headers.get('x-request-id'), `${what}: the envelope names the request`);
-  assert.equal(res.headers.get('retry-after'), retryAfter, `${what}: Retry-After`);
-  assert.equal(res.headers.get('www-authenticate'), null, `${what}: a store failure is not an authentication challenge`);
-}
-
-function logged(gw: TestGateway, msg: string): Record<string, unknown>[] {
-  return gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === msg);
-}
-
-/** Polls `attempt` until it returns true; each attempt may assert on what it sees in between. */
-async function until(what: string, attempt: () => Promise<boolean>, deadlineMs: number): Promise<number> {
-  const started = performance.now();
-  while (performance.now() - started < deadlineMs) {
-    if (await attempt()) return performance.now() - started;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  assert.fail(`${what}: not within ${deadlineMs} ms`);
-}
-
 /** Polls every instance at once until each sees the change; returns how long the slowest took. */
 async function untilAll(what: string, instances: Instance[], attempt: (gw: Instance) => Promise<boolean>): Promise<number> {
   const started = performance.now();
   await Promise.all(instances.map((gw) => until(`${what}, on ${gw.name}`, () => attempt(gw), NOTICE_DEADLINE_MS)));
   return performance.now() - started;
+}
+
+/** Each call, for a key nothing is cached for, is answered `status` (the store failing) at once. */
+async function assertUncachedFailPromptly(status: 503 | 504, condition: string, calls: [what: string, send: () => Promise<JsonResponse>][]): Promise<void> {
+  for (const [what, send] of calls) {
+    const { res, ms } = await timed(send);
+    assertStoreError(res, status, `${what} ${condition}`);
+    assertPrompt(ms, what);
+  }
 }
 
 async function waitUntilReady(gw: TestGateway): Promise<void> {
@@ -305,24 +229,15 @@ test('redis store, redis-server killed: cached answers until maxStaleMs, 503 for
 
   // Fresh copies need no store.
   assertSign(await signCall(gw, accessToken, ALICE_CAPS.address), ALICE_CAPS.address, ALICE_CAPS, 'fresh copy with Redis gone');
-  for (const [what, send] of [
+  await assertUncachedFailPromptly(503, 'with Redis gone', [
     ['an uncached record', () => signCall(gw, accessToken, ALICE_LOWER.address)],
     ['an uncached page', () => rolesCall(gw, accessToken, 'page=2')],
     ['an uncached address', () => signCall(gw, accessToken, UNKNOWN)],
-  ] as const) {
-    const { res, ms } = await timed(send);
-    assertStoreError(res, 503, `${what} with Redis gone`);
-    assertPrompt(ms, what);
-  }
+  ]);
 
   // Past ttl + staleWhileRevalidate: the store is asked, fails, and the copy is served.
   gw.clock.advance(PAST_FRESH_MS);
-  const stale = await timed(() => signCall(gw, accessToken, ALICE_CAPS.address));
-  assertSign(stale.res, ALICE_CAPS.address, ALICE_CAPS, 'stale record with Redis gone');
-  assertPrompt(stale.ms, 'the stale record');
-  const staleRoles = await timed(() => rolesCall(gw, accessToken));
-  assertListing(staleRoles.res, FIRST_PAGE, 'stale roles with Redis gone');
-  assertPrompt(staleRoles.ms, 'the stale roles');
+  await assertStaleServed(gw, accessToken, 'stale record with Redis gone', 'stale roles with Redis gone');
   assert.equal(logged(gw, 'directory store failing: cached copies are served while they are within directory.cache.maxStaleMs').length, 1, 'the failure was logged');
 
   // Past ttl + maxStale: no copy may be served.
@@ -371,22 +286,13 @@ test('redis store, redis-server stalled (SIGSTOP): 504 after the command timeout
   redis.pause();
   t.after(() => redis.resume());
 
-  for (const [what, send] of [
+  await assertUncachedFailPromptly(504, 'with Redis stalled', [
     ['an uncached record', () => signCall(gw, accessToken, ALICE_LOWER.address)],
     ['an uncached page', () => rolesCall(gw, accessToken, 'page=2')],
-  ] as const) {
-    const { res, ms } = await timed(send);
-    assertStoreError(res, 504, `${what} with Redis stalled`);
-    assertPrompt(ms, what);
-  }
+  ]);
 
   gw.clock.advance(PAST_FRESH_MS);
-  const stale = await timed(() => signCall(gw, accessToken, ALICE_CAPS.address));
-  assertSign(stale.res, ALICE_CAPS.address, ALICE_CAPS, 'the stale record with Redis stalled');
-  assertPrompt(stale.ms, 'the stale record');
-  const staleRoles = await timed(() => rolesCall(gw, accessToken));
-  assertListing(staleRoles.res, FIRST_PAGE, 'the stale roles with Redis stalled');
-  assertPrompt(staleRoles.ms, 'the stale roles');
+  await assertStaleServed(gw, accessToken, 'the stale record with Redis stalled', 'the stale roles with Redis stalled');
 
   gw.clock.advance(MAX_STALE_MS);
   const tooOld = await timed(() => signCall(gw, accessToken, ALICE_CAPS.address));

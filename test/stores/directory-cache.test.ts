@@ -192,16 +192,40 @@ runDirectoryContract('cached (memory store behind createCachedDirectory)', async
   return { directory, close: async () => {} };
 });
 
+/**
+ * A fresh setup whose cache holds acct_a's record (nonce 42) and its first page of two roles
+ * ('role 1', 'role 2'), after which the store changed to version(43) and the clock moved on by
+ * `ageMs`: the copies are now `ageMs` old and differ from the store.
+ */
+async function cachedThenChanged(ageMs: number): Promise<Setup> {
+  const fixture = setup();
+  const { clock, store, directory } = fixture;
+  await directory.findSignRecord('acct_a', ADDR);
+  await directory.listRoles('acct_a', { offset: 0, limit: 2 });
+  store.inner.load(version(43));
+  clock.advance(ageMs);
+  return fixture;
+}
+
+/**
+ * 100 concurrent calls of `read` on a fresh cache whose store holds its calls: once the first
+ * has begun and the event loop has turned, the store must still have seen that one call only;
+ * then the store lets it go. Returns what the 100 calls resolved to.
+ */
+async function hundredConcurrentMisses<T>(read: (directory: CachedDirectory) => Promise<T>): Promise<{ results: T[]; store: ProbeStore; directory: CachedDirectory }> {
+  const { store, directory } = setup();
+  store.hold();
+  const all = Array.from({ length: 100 }, () => read(directory));
+  await store.called(1);
+  await settle();
+  assert.equal(store.count(), 1, 'one call while the first is still under way');
+  store.release();
+  return { results: await Promise.all(all), store, directory };
+}
+
 test('createCachedDirectory: concurrent misses share one store call', async (t) => {
   await t.test('100 concurrent findSignRecord misses for one key: one store call, all get the record', async () => {
-    const { store, directory } = setup();
-    store.hold();
-    const all = Array.from({ length: 100 }, () => directory.findSignRecord('acct_a', ADDR));
-    await store.called(1);
-    await settle();
-    assert.equal(store.count(), 1, 'one call while the first is still under way');
-    store.release();
-    const records = await Promise.all(all);
+    const { results: records, store, directory } = await hundredConcurrentMisses((directory) => directory.findSignRecord('acct_a', ADDR));
     const expected = await new MemoryDirectory(DIRECTORY_FIXTURE).findSignRecord('acct_a', ADDR);
     assert.ok(expected !== undefined);
     for (const record of records) assert.deepEqual(record, expected);
@@ -210,26 +234,14 @@ test('createCachedDirectory: concurrent misses share one store call', async (t) 
   });
 
   await t.test('100 concurrent misses for an unknown address: one store call, all get undefined', async () => {
-    const { store, directory } = setup();
-    store.hold();
-    const all = Array.from({ length: 100 }, () => directory.findSignRecord('acct_a', OTHER));
-    await store.called(1);
-    await settle();
-    store.release();
-    assert.deepEqual(new Set(await Promise.all(all)), new Set([undefined]));
+    const { results, store } = await hundredConcurrentMisses((directory) => directory.findSignRecord('acct_a', OTHER));
+    assert.deepEqual(new Set(results), new Set([undefined]));
     assert.equal(store.count(), 1);
   });
 
   await t.test('100 concurrent listRoles misses for one query: one store call, all get the page', async () => {
-    const { store, directory } = setup();
-    store.hold();
     const query = { offset: 0, limit: 2 };
-    const all = Array.from({ length: 100 }, () => directory.listRoles('acct_a', query));
-    await store.called(1);
-    await settle();
-    assert.equal(store.count(), 1);
-    store.release();
-    const pages = await Promise.all(all);
+    const { results: pages, store, directory } = await hundredConcurrentMisses((directory) => directory.listRoles('acct_a', query));
     for (const page of pages) {
       assert.deepEqual(page.items.map((r) => r.id), [1, 2]);
       assert.equal(page.total, 5);
@@ -285,11 +297,7 @@ test('createCachedDirectory: ttl and stale-while-revalidate', async (t) => {
   });
 
   await t.test('after ttlMs: the old value at once, one background refresh for many callers, then the new value', async () => {
-    const { clock, store, directory } = setup();
-    await directory.findSignRecord('acct_a', ADDR);
-    await directory.listRoles('acct_a', { offset: 0, limit: 2 });
-    store.inner.load(version(43));
-    clock.advance(TTL);
+    const { clock, store, directory } = await cachedThenChanged(TTL);
     store.hold();
     // The store holds every call: these can only resolve from the cache.
     const records = await Promise.all(Array.from({ length: 50 }, () => directory.findSignRecord('acct_a', ADDR)));
@@ -321,11 +329,7 @@ test('createCachedDirectory: ttl and stale-while-revalidate', async (t) => {
   });
 
   await t.test('after ttlMs + staleWhileRevalidateMs the caller waits for a fresh read', async () => {
-    const { clock, store, directory } = setup();
-    await directory.findSignRecord('acct_a', ADDR);
-    await directory.listRoles('acct_a', { offset: 0, limit: 2 });
-    store.inner.load(version(43));
-    clock.advance(TTL + SWR);
+    const { store, directory } = await cachedThenChanged(TTL + SWR);
     store.hold();
     const sign = track(directory.findSignRecord('acct_a', ADDR));
     const roles = track(directory.listRoles('acct_a', { offset: 0, limit: 2 }));
@@ -377,11 +381,7 @@ test('createCachedDirectory: "no record" is cached for negativeTtlMs, never serv
 
 test('createCachedDirectory: when the store fails', async (t) => {
   await t.test('the copy is served while its age < ttl + maxStaleMs, then the store\'s error; then recovery', async () => {
-    const { clock, store, directory } = setup();
-    await directory.findSignRecord('acct_a', ADDR);
-    await directory.listRoles('acct_a', { offset: 0, limit: 2 });
-    store.inner.load(version(43));
-    clock.advance(TTL + SWR);
+    const { clock, store, directory } = await cachedThenChanged(TTL + SWR);
     store.fail(() => new StoreUnavailable());
     assert.equal(nonceOf(await directory.findSignRecord('acct_a', ADDR)), 42);
     assert.deepEqual(descriptionsOf(await directory.listRoles('acct_a', { offset: 0, limit: 2 })), ['role 1', 'role 2']);
@@ -626,13 +626,19 @@ test('createCachedDirectory: a read under way when a notice arrives is not trust
     ['gap', (c) => c.gap()],
   ];
   for (const [what, notify] of notices) {
-    await t.test(`${what}: the caller that began before it gets the old read; the next caller reads again`, async () => {
+    /** A read of acct_a's record, held by the store, is under way when the store changes and `notify` tells the cache. */
+    const readUnderWayAtNotice = async () => {
       const { store, changes, directory } = setup();
       store.hold();
       const early = directory.findSignRecord('acct_a', ADDR);
       await store.called(1);
       store.inner.load(version(43));
       notify(changes);
+      return { store, directory, early };
+    };
+
+    await t.test(`${what}: the caller that began before it gets the old read; the next caller reads again`, async () => {
+      const { store, directory, early } = await readUnderWayAtNotice();
       store.release();
       assert.equal(nonceOf(await early), 42, 'this read began before the change');
       assert.equal(nonceOf(await directory.findSignRecord('acct_a', ADDR)), 43);
@@ -642,12 +648,7 @@ test('createCachedDirectory: a read under way when a notice arrives is not trust
     });
 
     await t.test(`${what}: a caller after it does not settle for a read that began before it`, async () => {
-      const { store, changes, directory } = setup();
-      store.hold();
-      const early = directory.findSignRecord('acct_a', ADDR);
-      await store.called(1);
-      store.inner.load(version(43));
-      notify(changes);
+      const { store, directory, early } = await readUnderWayAtNotice();
       const late = directory.findSignRecord('acct_a', ADDR);
       await settle();
       store.release();

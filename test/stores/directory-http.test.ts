@@ -15,19 +15,19 @@ import { test, type TestContext } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
-import { BadStoreData, StoreTimeout, StoreUnavailable } from '../../src/errors/errors.js';
+import { StoreTimeout, StoreUnavailable } from '../../src/errors/errors.js';
 import type { DataFile } from '../../src/stores/data-file.js';
 import { createRecordReader } from '../../src/stores/directory-records.js';
 import { HttpDirectory } from '../../src/stores/directory.http.js';
 import { DIRECTORY_FIXTURE, runDirectoryContract } from '../contracts/directory.contract.js';
+import { ADDRESS, expectBadStoreData, PROMPT_MS, rejection, timedPromise } from '../helpers/directory.js';
 import { ROOT, startNode } from '../helpers/process.js';
-import { closedPort } from '../helpers/proxy.js';
+import { closedPort, eventually } from '../helpers/proxy.js';
 import { silentLog } from '../helpers/redis.js';
 
+// ADDRESS (the fixture's sign record), PROMPT_MS, timedPromise, rejection and expectBadStoreData:
+// test/helpers/directory.ts; eventually: test/helpers/proxy.ts.
 const TOKEN = 'svc-token-Abc.123';
-const ADDRESS = '0x52908400098527886e0f7030069857d2e4169ee7';
-/** Generous: "it answered, it did not hang", on a loaded 2-core machine. */
-const PROMPT_MS = 2000;
 
 interface Arrival {
   req: IncomingMessage;
@@ -151,23 +151,6 @@ function newDirectory(settings: HttpSettings, accountHeader = 'X-Account-Id'): H
   return new HttpDirectory(settings, { records: createRecordReader('UTC'), accountHeader, log: silentLog });
 }
 
-async function timed<T>(promise: Promise<T>): Promise<{ value: T; ms: number }> {
-  const started = performance.now();
-  const value = await promise;
-  return { value, ms: performance.now() - started };
-}
-
-/** The error `promise` rejects with (fails when it resolves). */
-async function rejection(promise: Promise<unknown>, what: string): Promise<unknown> {
-  try {
-    const value = await promise;
-    assert.fail(`${what}: expected a rejection, got ${JSON.stringify(value)}`);
-  } catch (err) {
-    if (err instanceof assert.AssertionError) throw err;
-    return err;
-  }
-}
-
 async function expectUnavailable(promise: Promise<unknown>, what: string, retryAfter = '1'): Promise<StoreUnavailable> {
   const err = await rejection(promise, what);
   assert.ok(err instanceof StoreUnavailable, `${what}: expected StoreUnavailable, got ${String(err)}`);
@@ -175,23 +158,6 @@ async function expectUnavailable(promise: Promise<unknown>, what: string, retryA
   assert.equal(err.code, 'store_unavailable', what);
   assert.equal(err.headers['Retry-After'], retryAfter, `${what}: Retry-After`);
   return err;
-}
-
-async function expectBadData(promise: Promise<unknown>, what: string): Promise<BadStoreData> {
-  const err = await rejection(promise, what);
-  assert.ok(err instanceof BadStoreData, `${what}: expected BadStoreData, got ${String(err)}`);
-  assert.equal(err.status, 502, what);
-  assert.equal(err.code, 'bad_store_data', what);
-  return err;
-}
-
-/** Polls `check` every 10 ms until true; fails at the deadline. */
-async function eventually(check: () => boolean, limitMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!check()) {
-    if (Date.now() > deadline) assert.fail(`${what}: not within ${limitMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 runDirectoryContract('http', async (data) => {
@@ -328,7 +294,7 @@ test('HttpDirectory: an upstream that does not answer is StoreTimeout after abou
   for (const [what, respond] of cases) {
     upstream.respond = respond;
     const arrived = upstream.nextArrival();
-    const { value: err, ms } = await timed(rejection(directory.listRoles('acct_a', { offset: 0, limit: 10 }), what));
+    const { value: err, ms } = await timedPromise(rejection(directory.listRoles('acct_a', { offset: 0, limit: 10 }), what));
     assert.ok(err instanceof StoreTimeout, `${what}: expected StoreTimeout, got ${String(err)}`);
     assert.equal(err.status, 504);
     assert.equal(err.code, 'store_timeout');
@@ -337,7 +303,7 @@ test('HttpDirectory: an upstream that does not answer is StoreTimeout after abou
     const { req } = await arrived;
     await eventually(() => req.socket.destroyed, PROMPT_MS, `${what}: the abandoned request's connection is closed`);
   }
-  const { value: err } = await timed(rejection(directory.findSignRecord('acct_a', ADDRESS), 'sign record'));
+  const { value: err } = await timedPromise(rejection(directory.findSignRecord('acct_a', ADDRESS), 'sign record'));
   assert.ok(err instanceof StoreTimeout, `sign record: ${String(err)}`);
 
   upstream.respond = undefined;
@@ -449,16 +415,16 @@ test('HttpDirectory: an answer that cannot be read is BadStoreData, naming the f
   ];
   for (const [what, respond] of notJson) {
     upstream.respond = respond;
-    const err = await expectBadData(directory.listRoles('acct_a', { offset: 0, limit: 10 }), what);
+    const err = await expectBadStoreData(directory.listRoles('acct_a', { offset: 0, limit: 10 }), what);
     assert.match(String((err.cause as Error).message), /not JSON/, what);
-    await expectBadData(directory.findSignRecord('acct_a', ADDRESS), `sign record: ${what}`);
+    await expectBadStoreData(directory.findSignRecord('acct_a', ADDRESS), `sign record: ${what}`);
   }
 
   for (const envelope of [{ success: false, message: { code: 'SECRET' } }, { success: 'true', message: {} }, { success: 0, message: null }]) {
     upstream.respond = json(envelope);
-    const err = await expectBadData(directory.findSignRecord('acct_a', ADDRESS), `envelope ${JSON.stringify(envelope)}`);
+    const err = await expectBadStoreData(directory.findSignRecord('acct_a', ADDRESS), `envelope ${JSON.stringify(envelope)}`);
     assert.match(String((err.cause as Error).message), /success/);
-    await expectBadData(directory.listRoles('acct_a', { offset: 0, limit: 10 }), `roles in envelope ${JSON.stringify(envelope)}`);
+    await expectBadStoreData(directory.listRoles('acct_a', { offset: 0, limit: 10 }), `roles in envelope ${JSON.stringify(envelope)}`);
   }
 
   const role = { id: 1, slug: 's', name: 'n', description: '', public: 0 };
@@ -476,7 +442,7 @@ test('HttpDirectory: an answer that cannot be read is BadStoreData, naming the f
   ];
   for (const [what, body, mentions] of badPages) {
     upstream.respond = json(body);
-    const err = await expectBadData(directory.listRoles('acct_a', { offset: 0, limit: 10 }), what);
+    const err = await expectBadStoreData(directory.listRoles('acct_a', { offset: 0, limit: 10 }), what);
     const message = String((err.cause as Error).message);
     assert.match(message, mentions, what);
     assert.ok(!message.includes('SECRET') && !err.message.includes('SECRET'), `${what}: the value is in the message: ${message}`);
@@ -496,7 +462,7 @@ test('HttpDirectory: an answer that cannot be read is BadStoreData, naming the f
   ];
   for (const [what, body, mentions] of badRecords) {
     upstream.respond = json(body);
-    const err = await expectBadData(directory.findSignRecord('acct_a', ADDRESS), what);
+    const err = await expectBadStoreData(directory.findSignRecord('acct_a', ADDRESS), what);
     const message = String((err.cause as Error).message);
     assert.match(message, mentions, what);
     assert.ok(!message.includes('SECRET') && !err.message.includes('SECRET'), `${what}: the value is in the message: ${message}`);
@@ -507,7 +473,7 @@ test('HttpDirectory: bad data does not open the breaker (the upstream answered)'
   const upstream = await startUpstream(t);
   const directory = newDirectory(settingsFor(upstream.url, { breakerFailures: 2, breakerCooldownMs: 60_000 }));
   upstream.respond = ({ res }) => (res.writeHead(200).end('not json'), true);
-  for (let i = 0; i < 5; i++) await expectBadData(directory.findSignRecord('acct_a', ADDRESS), `bad answer #${i}`);
+  for (let i = 0; i < 5; i++) await expectBadStoreData(directory.findSignRecord('acct_a', ADDRESS), `bad answer #${i}`);
   assert.equal(upstream.arrivals.length, 5, 'every call reached the upstream');
   upstream.respond = undefined;
   assert.equal((await directory.findSignRecord('acct_a', ADDRESS))?.signedNonce, 42);
@@ -538,7 +504,7 @@ test('HttpDirectory: the breaker opens after breakerFailures failures, lets one 
   /** While open: fails at once, without a request. */
   async function assertOpen(what: string): Promise<void> {
     const before = count();
-    const { value: err, ms } = await timed(expectUnavailable(call(), what, retryAfter));
+    const { value: err, ms } = await timedPromise(expectUnavailable(call(), what, retryAfter));
     assert.match(String((err.cause as Error).message), /circuit breaker open/, what);
     assert.equal(count(), before, `${what}: no request reached the upstream`);
     assert.ok(ms < PROMPT_MS, `${what}: took ${Math.round(ms)} ms`);
@@ -621,7 +587,7 @@ test('HttpDirectory: an upstream on a closed port is StoreUnavailable promptly',
     ['sign record', () => directory.findSignRecord('acct_a', ADDRESS)],
     ['roles', () => directory.listRoles('acct_a', { offset: 0, limit: 10 })],
   ] as const) {
-    const { value: err, ms } = await timed(expectUnavailable(call(), what));
+    const { value: err, ms } = await timedPromise(expectUnavailable(call(), what));
     assert.match(String((err.cause as Error).message), /could not be reached/, what);
     assert.ok(ms < PROMPT_MS, `${what}: took ${Math.round(ms)} ms (timeoutMs 10000)`);
   }

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { Redis } from 'ioredis';
 import type { Config } from '../../src/config/schema.js';
-import { BadStoreData, StoreTimeout, StoreUnavailable } from '../../src/errors/errors.js';
+import { StoreTimeout, StoreUnavailable } from '../../src/errors/errors.js';
 import type { DataFile } from '../../src/stores/data-file.js';
 import { createRecordReader } from '../../src/stores/directory-records.js';
 import { MemoryDirectory } from '../../src/stores/directory.memory.js';
@@ -21,11 +21,11 @@ import { RedisDirectory } from '../../src/stores/directory.redis.js';
 import type { DirectoryChange, Role } from '../../src/stores/directory.js';
 import { connectRedis, type RedisConnection } from '../../src/stores/redis/client.js';
 import { DIRECTORY_FIXTURE, runDirectoryContract } from '../contracts/directory.contract.js';
+import { ADDRESS, expectBadStoreData, PROMPT_MS, rejection, timedPromise } from '../helpers/directory.js';
 import { connectedRedis, redisSettings, redisSuite, silentLog, startRedis, type TestRedis } from '../helpers/redis.js';
 
-const ADDRESS = '0x52908400098527886e0f7030069857d2e4169ee7';
-/** Generous: the point of a bound is "it did not hang", on a loaded 2-core machine. */
-const PROMPT_MS = 2000;
+// ADDRESS (the fixture's sign record), PROMPT_MS, timedPromise, rejection and expectBadStoreData:
+// test/helpers/directory.ts.
 
 function newDirectory(redis: RedisConnection, timeZone = 'UTC'): RedisDirectory {
   return new RedisDirectory(redis, { records: createRecordReader(timeZone), log: silentLog });
@@ -45,31 +45,6 @@ async function rawClient(t: TestContext, server: TestRedis): Promise<Redis> {
   await client.connect();
   t.after(() => client.disconnect());
   return client;
-}
-
-async function timed<T>(promise: Promise<T>): Promise<{ value: T; ms: number }> {
-  const started = performance.now();
-  const value = await promise;
-  return { value, ms: performance.now() - started };
-}
-
-/** Settles `promise` as a rejection and returns the error (fails when it resolves). */
-async function rejection(promise: Promise<unknown>, what: string): Promise<unknown> {
-  try {
-    const value = await promise;
-    assert.fail(`${what}: expected a rejection, got ${JSON.stringify(value)}`);
-  } catch (err) {
-    if (err instanceof assert.AssertionError) throw err;
-    return err;
-  }
-}
-
-async function assertBadStoreData(promise: Promise<unknown>, what: string, mentions?: RegExp): Promise<void> {
-  const err = await rejection(promise, what);
-  assert.ok(err instanceof BadStoreData, `${what}: expected BadStoreData, got ${String(err)}`);
-  assert.equal(err.status, 502, what);
-  assert.equal(err.code, 'bad_store_data', what);
-  if (mentions !== undefined) assert.match(String((err.cause as Error | undefined)?.message), mentions, what);
 }
 
 // runDirectoryContract takes no test options: where redisSuite() skips, a placeholder of the
@@ -213,29 +188,29 @@ test('RedisDirectory: malformed records written by hand are BadStoreData, naming
 
   await t.test('role id "abc" (in the JSON, or only in the index)', async () => {
     await roles('acct_abc', [{ member: '1', score: 1, json: JSON.stringify({ ...good, id: 1 }) }, { member: 'abc', score: 2, json: JSON.stringify({ ...good, id: 'abc' }) }]);
-    await assertBadStoreData(directory.listRoles('acct_abc', { offset: 0, limit: 10 }), 'id "abc" in the JSON', /role abc: id/);
+    await expectBadStoreData(directory.listRoles('acct_abc', { offset: 0, limit: 10 }), 'id "abc" in the JSON', /role abc: id/);
     await roles('acct_abc2', [{ member: 'abc', score: 2, json: JSON.stringify(good) }]);
-    await assertBadStoreData(directory.listRoles('acct_abc2', { offset: 0, limit: 10 }), 'id "abc" from the index', /role abc: id/);
+    await expectBadStoreData(directory.listRoles('acct_abc2', { offset: 0, limit: 10 }), 'id "abc" from the index', /role abc: id/);
     // The page before it does not touch it: only what is read must be readable.
     assert.deepEqual((await directory.listRoles('acct_abc', { offset: 0, limit: 1 })).items.map((r) => r.id), [1]);
   });
 
   await t.test('an index member without a hash record: in a listing, and in a search', async () => {
     await roles('acct_ghost', [{ member: '1', score: 1, json: JSON.stringify({ ...good, id: 1 }) }, { member: '2', score: 2 }]);
-    await assertBadStoreData(directory.listRoles('acct_ghost', { offset: 0, limit: 10 }), 'listing', /role 2: in the index but not in the hash/);
-    await assertBadStoreData(directory.listRoles('acct_ghost', { offset: 0, limit: 10, nameContains: 'good' }), 'search', /role 2/);
+    await expectBadStoreData(directory.listRoles('acct_ghost', { offset: 0, limit: 10 }), 'listing', /role 2: in the index but not in the hash/);
+    await expectBadStoreData(directory.listRoles('acct_ghost', { offset: 0, limit: 10, nameContains: 'good' }), 'search', /role 2/);
   });
 
   await t.test('role JSON that is not JSON: in a listing, and in a search', async () => {
     await roles('acct_notjson', [{ member: '3', score: 3, json: '{"id":3,"slug":"s","name":"N' }]);
-    await assertBadStoreData(directory.listRoles('acct_notjson', { offset: 0, limit: 10 }), 'listing', /role 3: not JSON/);
-    await assertBadStoreData(directory.listRoles('acct_notjson', { offset: 0, limit: 10, nameContains: 'n' }), 'search', /role 3/);
+    await expectBadStoreData(directory.listRoles('acct_notjson', { offset: 0, limit: 10 }), 'listing', /role 3: not JSON/);
+    await expectBadStoreData(directory.listRoles('acct_notjson', { offset: 0, limit: 10, nameContains: 'n' }), 'search', /role 3/);
   });
 
   await t.test('a role whose JSON names another id', async () => {
     await roles('acct_otherid', [{ member: '5', score: 5, json: JSON.stringify({ ...good, id: 6 }) }]);
-    await assertBadStoreData(directory.listRoles('acct_otherid', { offset: 0, limit: 10 }), 'listing', /role 5: its JSON names another id/);
-    await assertBadStoreData(directory.listRoles('acct_otherid', { offset: 0, limit: 10, nameContains: 'good' }), 'search', /role 5: its JSON names another id/);
+    await expectBadStoreData(directory.listRoles('acct_otherid', { offset: 0, limit: 10 }), 'listing', /role 5: its JSON names another id/);
+    await expectBadStoreData(directory.listRoles('acct_otherid', { offset: 0, limit: 10, nameContains: 'good' }), 'search', /role 5: its JSON names another id/);
   });
 
   await t.test('a searched role without a name (or a JSON that is not an object): the search fails', async () => {
@@ -243,10 +218,10 @@ test('RedisDirectory: malformed records written by hand are BadStoreData, naming
       { member: '1', score: 1, json: JSON.stringify({ ...good, id: 1 }) },
       { member: '2', score: 2, json: JSON.stringify({ id: 2, slug: 's', description: '', public: 0 }) },
     ]);
-    await assertBadStoreData(directory.listRoles('acct_noname', { offset: 0, limit: 10, nameContains: 'good' }), 'no name', /role 2: no readable name/);
-    await assertBadStoreData(directory.listRoles('acct_noname', { offset: 0, limit: 10 }), 'no name, listing', /role 2: name/);
+    await expectBadStoreData(directory.listRoles('acct_noname', { offset: 0, limit: 10, nameContains: 'good' }), 'no name', /role 2: no readable name/);
+    await expectBadStoreData(directory.listRoles('acct_noname', { offset: 0, limit: 10 }), 'no name, listing', /role 2: name/);
     await roles('acct_array', [{ member: '1', score: 1, json: '[1,2]' }]);
-    await assertBadStoreData(directory.listRoles('acct_array', { offset: 0, limit: 10, nameContains: 'x' }), 'an array', /role 1: no readable name/);
+    await expectBadStoreData(directory.listRoles('acct_array', { offset: 0, limit: 10, nameContains: 'x' }), 'an array', /role 1: no readable name/);
   });
 
   await t.test('bad role values: public "yes", an empty slug, a negative id', async () => {
@@ -260,7 +235,7 @@ test('RedisDirectory: malformed records written by hand are BadStoreData, naming
     for (const [i, [what, json, mentions]] of cases.entries()) {
       const acct = `acct_value_${i}`;
       await roles(acct, [{ member: '1', score: 1, json: JSON.stringify(json) }]);
-      await assertBadStoreData(directory.listRoles(acct, { offset: 0, limit: 10 }), what, mentions);
+      await expectBadStoreData(directory.listRoles(acct, { offset: 0, limit: 10 }), what, mentions);
     }
   });
 
@@ -279,10 +254,8 @@ test('RedisDirectory: malformed records written by hand are BadStoreData, naming
     for (const [i, [what, json, mentions]] of cases.entries()) {
       const address = `0x${String(i).padStart(40, 'c')}`;
       await redis.run((c) => c.hset(`gw:sign:{${acct}}`, address, json));
-      const err = await rejection(directory.findSignRecord(acct, address), what);
-      assert.ok(err instanceof BadStoreData, `${what}: ${String(err)}`);
+      const err = await expectBadStoreData(directory.findSignRecord(acct, address), what, mentions);
       const message = String((err.cause as Error).message);
-      assert.match(message, mentions, what);
       assert.ok(!message.includes('SECRET') && !err.message.includes('SECRET'), `${what}: the value is in the message: ${message}`);
     }
   });
@@ -410,15 +383,24 @@ async function subscribed(raw: Redis, count = 1, limitMs = 5000): Promise<void> 
   }
 }
 
-test('RedisDirectory: writes of one connection are heard by another as the right change', redisSuite(), async (t) => {
+/**
+ * A fresh redis-server, a raw client on it, and a RedisDirectory watching it with a recorder
+ * listening: the first connection of the subscriber (a gap) already heard, the subscription in place.
+ */
+async function watchedRedis(t: TestContext): Promise<{ server: TestRedis; raw: Redis; watcher: RedisDirectory; heard: ReturnType<typeof recorder> }> {
   const server = await startRedis(t);
   const raw = await rawClient(t, server);
   const watcher = newDirectory(await connectTo(t, server));
-  const writer = newDirectory(await connectTo(t, server));
   const heard = recorder();
   watcher.watch(heard.listener);
   assert.deepEqual(await heard.next(), { gap: true }, 'the first connection of the subscriber is a gap');
   await subscribed(raw);
+  return { server, raw, watcher, heard };
+}
+
+test('RedisDirectory: writes of one connection are heard by another as the right change', redisSuite(), async (t) => {
+  const { server, raw, watcher, heard } = await watchedRedis(t);
+  const writer = newDirectory(await connectTo(t, server));
 
   const role: Role = { id: 7, slug: 'r7', name: 'Seven', description: '', public: true };
   await writer.putRoles('acct_w', [role]);
@@ -450,13 +432,7 @@ test('RedisDirectory: writes of one connection are heard by another as the right
 });
 
 test('RedisDirectory: a malformed notice on the channel is a gap', redisSuite(), async (t) => {
-  const server = await startRedis(t);
-  const raw = await rawClient(t, server);
-  const watcher = newDirectory(await connectTo(t, server));
-  const heard = recorder();
-  watcher.watch(heard.listener);
-  assert.deepEqual(await heard.next(), { gap: true });
-  await subscribed(raw);
+  const { raw, heard } = await watchedRedis(t);
 
   const malformed = [
     'not json',
@@ -480,13 +456,7 @@ test('RedisDirectory: a malformed notice on the channel is a gap', redisSuite(),
 });
 
 test('RedisDirectory: a reconnect of the subscriber is a gap, and notices are heard again after it', redisSuite(), async (t) => {
-  const server = await startRedis(t);
-  const raw = await rawClient(t, server);
-  const watcher = newDirectory(await connectTo(t, server));
-  const heard = recorder();
-  watcher.watch(heard.listener);
-  assert.deepEqual(await heard.next(), { gap: true });
-  await subscribed(raw);
+  const { server, raw, heard } = await watchedRedis(t);
 
   await t.test('CLIENT KILL TYPE pubsub', async () => {
     const killed = await raw.client('KILL', 'TYPE', 'pubsub');
@@ -524,17 +494,17 @@ test('RedisDirectory: a stalled Redis is StoreTimeout, a stopped one StoreUnavai
     ['listRoles with a name', () => directory.listRoles('acct_a', { offset: 0, limit: 2, nameContains: 'odd' })],
   ];
   for (const [what, call] of calls) {
-    const { value: err, ms } = await timed(rejection(call(), what));
+    const { value: err, ms } = await timedPromise(rejection(call(), what));
     assert.ok(err instanceof StoreTimeout, `${what} with Redis stalled: expected StoreTimeout, got ${String(err)}`);
     assert.equal(err.status, 504);
     assert.equal(err.code, 'store_timeout');
     assert.ok(ms < commandTimeoutMs + PROMPT_MS, `${what} took ${Math.round(ms)} ms`);
   }
   // The writes time out the same way.
-  const write = await timed(rejection(directory.putRoles('acct_a', []), 'putRoles'));
+  const write = await timedPromise(rejection(directory.putRoles('acct_a', []), 'putRoles'));
   assert.ok(write.value instanceof StoreTimeout, `putRoles with Redis stalled: ${String(write.value)}`);
   // Four failures in a row: the breaker is open, and the next call fails at once without waiting.
-  const open = await timed(rejection(directory.findSignRecord('acct_a', ADDRESS), 'breaker open'));
+  const open = await timedPromise(rejection(directory.findSignRecord('acct_a', ADDRESS), 'breaker open'));
   assert.ok(open.value instanceof StoreUnavailable, `with the breaker open: ${String(open.value)}`);
   assert.match(String((open.value.cause as Error).message), /circuit breaker/, 'failed by the breaker, not by Redis');
   assert.ok(open.ms < commandTimeoutMs, `with the breaker open the call waited ${Math.round(open.ms)} ms`);
@@ -550,7 +520,7 @@ test('RedisDirectory: a stalled Redis is StoreTimeout, a stopped one StoreUnavai
     ['listRoles with a name', () => after.listRoles('acct_a', { offset: 0, limit: 2, nameContains: 'odd' })],
     ['putSignRecord', () => after.putSignRecord('acct_a', { address: ADDRESS, signedNonce: 1, signedAt: 0, signedExpiredAt: 0 })],
   ] as const) {
-    const { value: err, ms } = await timed(rejection(call(), what));
+    const { value: err, ms } = await timedPromise(rejection(call(), what));
     assert.ok(err instanceof StoreUnavailable, `${what} with Redis stopped: expected StoreUnavailable, got ${String(err)}`);
     assert.equal(err.status, 503, what);
     assert.ok(err.headers['Retry-After'] !== undefined, `${what}: Retry-After`);
@@ -565,7 +535,7 @@ test('RedisDirectory: a Redis that was never there is StoreUnavailable at once',
   t.after(() => redis.close());
   const directory = newDirectory(redis);
   for (const call of [() => directory.findSignRecord('acct_a', ADDRESS), () => directory.listRoles('acct_a', { offset: 0, limit: 10 })]) {
-    const { value: err, ms } = await timed(rejection(call(), 'no Redis'));
+    const { value: err, ms } = await timedPromise(rejection(call(), 'no Redis'));
     assert.ok(err instanceof StoreUnavailable, String(err));
     assert.ok(ms < PROMPT_MS, `took ${Math.round(ms)} ms`);
   }
