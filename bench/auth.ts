@@ -39,10 +39,11 @@ import {
   checkPrerequisites, CLIENT_CORE, contextSwitches, cpuModel, foreignCores, nproc, PIN, pinSelf, processCpuSeconds,
   Quiet, QUIET_CORES, sampleLoad, SERVER_CORE, stolenCores, wrkVersion,
 } from './lib/machine.js';
-import { installCleanup, isRunning, removeAtExit, startWatchdog, stopAll, stopChild } from './lib/processes.js';
+import { installCleanup, isRunning, removeAtExit, runMain, startWatchdog, stopAll, stopChild } from './lib/processes.js';
 import { profileClockUs, readProfile, summarizeWindow } from './lib/profile.js';
-import { fmt, log, median, writeReadmeSection, type ReadmeSection } from './lib/report.js';
+import { fmt, log, median, runHeading, updateReadme, writeRawFigures, type ReadmeSection } from './lib/report.js';
 import { startRedis, type RedisServer } from './lib/redis.js';
+import { disturbed, medians, pairedRatio as pairedRatioOf, range, roundsTable as roundsTableOf, stolenLine, sums, type Spread } from './lib/summary.js';
 import { runWrk, socketErrors, type WrkSummary } from './lib/wrk.js';
 
 const NAME = 'bench:auth';
@@ -392,36 +393,19 @@ function summarize(runs: Run[]): Row[] {
     rows.push({
       state, op,
       opsPerSec: median(ops),
-      opsRange: [Math.min(...ops), Math.max(...ops)],
-      p50Ms: median(rs.map((r) => r.p50Ms)),
-      p99Ms: median(rs.map((r) => r.p99Ms)),
-      gatewayCpuUsPerOp: median(rs.map((r) => r.gatewayCpuUsPerOp)),
-      gatewaySwitchesPerOp: median(rs.map((r) => r.gatewaySwitchesPerOp)),
-      clientCpuUsPerOp: median(rs.map((r) => r.clientCpuUsPerOp)),
-      ...(state === 'memory' ? {} : {
-        roundTripsPerOp: median(rs.map((r) => r.roundTripsPerOp ?? NaN)),
-        commandsPerOp: median(rs.map((r) => r.commandsPerOp ?? NaN)),
-        redisCpuUsPerOp: median(rs.map((r) => r.redisCpuUsPerOp ?? NaN)),
-      }),
-      foreignCores: median(rs.map((r) => r.foreignCores)),
-      gatewayCoreUse: median(rs.map((r) => r.gatewayCoreUse)),
-      clientCoreUse: median(rs.map((r) => r.clientCoreUse)),
-      errors: rs.reduce((a, r) => a + r.errors, 0),
-      ok: rs.reduce((a, r) => a + r.ok, 0),
+      opsRange: range(ops),
+      ...medians(rs, ['p50Ms', 'p99Ms', 'gatewayCpuUsPerOp', 'gatewaySwitchesPerOp', 'clientCpuUsPerOp']),
+      ...(state === 'memory' ? {} : medians(rs, ['roundTripsPerOp', 'commandsPerOp', 'redisCpuUsPerOp'])),
+      ...medians(rs, ['foreignCores', 'gatewayCoreUse', 'clientCoreUse']),
+      ...sums(rs, ['errors', 'ok']),
     });
   }
   return rows;
 }
 
 /** Median over rounds of (state ops/s ÷ memory ops/s in the same round), and its range. */
-function pairedRatio(runs: Run[], state: StateName, op: Op): { median: number; min: number; max: number } {
-  const ratios: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const a = runs.find((r) => r.state === state && r.op === op && r.round === round);
-    const m = runs.find((r) => r.state === 'memory' && r.op === op && r.round === round);
-    if (a !== undefined && m !== undefined && m.opsPerSec > 0) ratios.push(a.opsPerSec / m.opsPerSec);
-  }
-  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) };
+function pairedRatio(runs: Run[], state: StateName, op: Op): Spread {
+  return pairedRatioOf(runs, ROUNDS, { state, op }, { state: 'memory', op }, (r) => r.opsPerSec);
 }
 
 const OP_NAME: Record<Op, string> = { signin: 'sign-in', refresh: 'refresh' };
@@ -450,15 +434,8 @@ function probeTable(probes: Probe[]): string {
 }
 
 function roundsTable(runs: Run[]): string {
-  const lines = [
-    `| operation | state | ${Array.from({ length: ROUNDS }, (_, i) => `round ${i + 1}`).join(' | ')} |`,
-    `|---|---|${'---:|'.repeat(ROUNDS)}`,
-  ];
-  for (const op of OPS) for (const state of STATES) {
-    const cells = Array.from({ length: ROUNDS }, (_, round) => fmt(runs.find((r) => r.state === state && r.op === op && r.round === round)?.opsPerSec));
-    lines.push(`| ${OP_NAME[op]} | ${state} | ${cells.join(' | ')} |`);
-  }
-  return lines.join('\n');
+  const lines = OPS.flatMap((op) => STATES.map((state) => ({ labels: [OP_NAME[op], state], match: { state, op } })));
+  return roundsTableOf(runs, ROUNDS, ['operation', 'state'], lines, (r) => r.opsPerSec);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -548,18 +525,17 @@ async function main(): Promise<void> {
       const r = pairedRatio(runs, state, op);
       return `- ${OP_NAME[op]}, ${state} / memory: **${fmt(r.median, 2)}×** (per-round ratios ${fmt(r.min, 2)}–${fmt(r.max, 2)})`;
     }));
-    const noisy = runs.filter((r) => r.foreignCores >= QUIET_CORES).length;
-    const args = process.argv.slice(2);
+    const { repeated, noisy } = disturbed(runs);
     const generated = [
-      `Run of ${env.date.slice(0, 10)} (${env.date}), \`npm run bench:auth${args.length > 0 ? ` -- ${args.join(' ')}` : ''}\`.`,
+      runHeading(env.date, NAME),
       '',
       `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, Redis ${env.redis}, ${env.wrk}`,
       `- gateway: src/ at ${env.commit}; ${env.runtime}; LOG_LEVEL=warn, NODE_ENV=production, one Ed25519 signing key`,
       `- pinning: ${env.pinning}`,
       `- load: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop; ${ROUNDS} rounds × ${SECONDS} s per operation and state after a ${WARMUP} s warm-up, states interleaved (order reversed every other round); refresh runs start from ${CHAINS} fresh sign-ins`,
       `- idle Redis background: ${describeCalls(idle, 2)} per second (subtracted)`,
-      `- time stolen by the hypervisor during the kept runs: median ${fmt(median(runs.map((r) => r.stolenCores)), 2)}, at most ${fmt(Math.max(...runs.map((r) => r.stolenCores)), 2)} cores`,
-      `- other load on the machine (it is shared): before each run the script waited until other processes used less than ${QUIET_CORES} cores, and repeated a run they disturbed (at most twice, ${QUIET_WAIT} s of waiting and repeats in all); ${runs.filter((r) => (r.attempts ?? 1) > 1).length} run(s) were repeated, ${noisy} of the ${runs.length} kept still saw ${QUIET_CORES}+ cores of other load (median per row in the table)`,
+      stolenLine(runs),
+      `- other load on the machine (it is shared): before each run the script waited until other processes used less than ${QUIET_CORES} cores, and repeated a run they disturbed (at most twice, ${QUIET_WAIT} s of waiting and repeats in all); ${repeated} run(s) were repeated, ${noisy} of the ${runs.length} kept still saw ${QUIET_CORES}+ cores of other load (median per row in the table)`,
       '',
       resultsTable(rows, runs),
       '',
@@ -588,21 +564,15 @@ async function main(): Promise<void> {
     for (const p of problems) if (p.count > 0) process.stdout.write(`\n${p.state}: ${p.count} warning/error line(s), last:\n${p.tail}\n`);
     for (const p of profiles) process.stdout.write(`\n${formatProfileSummary(`${p.state}, ${OP_NAME[p.op]}`, p.summary)}\n`);
 
-    mkdirSync(RESULTS, { recursive: true });
-    const json = join(RESULTS, `auth-${started.toISOString().replace(/[:.]/g, '-')}.json`);
     const tallyJson = (t: Tally) => ({ sent: Object.fromEntries(t.sent), inScripts: Object.fromEntries(t.inScripts) });
-    writeFileSync(json, JSON.stringify({
+    writeRawFigures(RESULTS, 'auth', started, {
       env, options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, states: STATES },
       idleBackgroundPerSec: ctx.backgroundPerSec,
       rows, runs: runs.map((r) => ({ ...r, redisCalls: r.redisCalls && Object.fromEntries(r.redisCalls) })),
       probes: probes.map((p) => ({ state: p.state, signin: { ok: p.signin.ok, ...tallyJson(p.signin.tally) }, refresh: { ok: p.refresh.ok, ...tallyJson(p.refresh.tally) } })),
       profiles,
-    }, null, 2));
-    log(`\nraw figures: ${json}`);
-    if (!opt.noReadme) {
-      writeReadmeSection(README, generated);
-      log(`results written to ${README.file}`);
-    }
+    });
+    updateReadme(NAME, README, generated, { noReadme: opt.noReadme });
     redis.admin.disconnect();
   } finally {
     await stopAll();
@@ -618,8 +588,4 @@ function checkDemoCredentials(): void {
   if (key?.secretDigest !== digest) throw new Error(`config/demo-data.json no longer holds ${API_KEY} with the demo secret`);
 }
 
-main().catch(async (err: unknown) => {
-  log(`bench:auth failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-  await stopAll();
-  process.exit(1);
-});
+runMain(NAME, main);

@@ -31,7 +31,7 @@
  * With two or more cores the gateways and `koa` are pinned to core 1, and wrk, the upstream,
  * redis-server and this script to core 0.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
@@ -39,16 +39,18 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
 import { boundedInt, parseRunOptions } from './lib/cli.js';
-import { cleanEnv, prepareRuntime, RESULTS, ROOT, sourceVersion, startGateway, waitReady, type Gateway, type Runtime } from './lib/gateway.js';
-import {
-  checkPrerequisites, CLIENT_CORE, cpuModel, foreignCores, freePort, nproc, PIN, pinned, pinSelf, processCpuSeconds,
-  Quiet, QUIET_CORES, sampleLoad, SERVER_CORE, stolenCores, wrkVersion,
-} from './lib/machine.js';
-import { installCleanup, isRunning, Output, removeAtExit, startWatchdog, stopAll, stopChild, track } from './lib/processes.js';
+import { cleanEnv, prepareRuntime, RESULTS, ROOT, runEnv, sourceVersion, startGateway, type Runtime } from './lib/gateway.js';
+import { checkPrerequisites, CLIENT_CORE, nproc, PIN, pinSelf, Quiet, SERVER_CORE } from './lib/machine.js';
+import { installCleanup, isRunning, removeAtExit, runMain, startWatchdog, stopAll, stopChild } from './lib/processes.js';
 import { profileClockUs, readProfile, summarizeWindow } from './lib/profile.js';
 import { monitorWhile, startRedis, type RedisServer } from './lib/redis.js';
-import { fmt, log, median, writeReadmeSection, type ReadmeSection } from './lib/report.js';
-import { runWrk, socketErrors, type WrkSummary } from './lib/wrk.js';
+import { fmt, log, median, runHeading, updateReadme, writeRawFigures, type ReadmeSection } from './lib/report.js';
+import { gatewayServer, packageVersion, startNodeServer, type Server } from './lib/servers.js';
+import {
+  loadReportLines, loadReportText, loadRow, otherLoadLine, pairedRatio, ratioLine, roundsTable as roundsTableOf, stolenLine,
+  type LoadReport, type LoadRow, type Ratio,
+} from './lib/summary.js';
+import { measureLoad, type LoadFigures } from './lib/wrk.js';
 
 const NAME = 'bench:directory';
 const README: ReadmeSection = {
@@ -166,31 +168,6 @@ function primingPaths(demo: Demo): string[] {
 // ---------------------------------------------------------------------------------------------
 // Servers
 
-interface Server {
-  label: string;
-  proc: Gateway['proc'];
-  pid: number;
-  url: string;
-  err: Output;
-  /** The gateway's log (LOG_LEVEL=warn: it should stay empty); empty for the others. */
-  out: Output;
-}
-
-/** One of bench/servers/*.ts on a free port; ready when `readyPath` answers `readyStatus`. */
-async function startNodeServer(label: string, file: string, core: string, env: Record<string, string>, { nodeFlags = [], readyPath, readyStatus }: {
-  nodeFlags?: string[];
-  readyPath: string;
-  readyStatus: number;
-}): Promise<Server> {
-  const port = await freePort();
-  const processEnv: NodeJS.ProcessEnv = { ...cleanEnv(), NODE_ENV: 'production', PORT: String(port), ...env };
-  const [cmd, args] = pinned(core, process.execPath, [...nodeFlags, join(ROOT, 'bench', 'servers', file)]);
-  const proc = track(spawn(cmd, args, { cwd: ROOT, env: processEnv, stdio: ['ignore', 'ignore', 'pipe'] }));
-  const server: Server = { label, proc, pid: proc.pid!, url: `http://127.0.0.1:${port}`, err: new Output(proc.stderr), out: new Output(null) };
-  await waitReady(server.url, readyPath, proc, `${label} (${file})`, () => server.err.tail(), readyStatus);
-  return server;
-}
-
 /** The gateway's compiled modules (or src/ under tsx), for koa-constant.ts to run the same code. */
 function gatewayModules(runtime: Runtime): { dir: string; nodeFlags: string[] } {
   return runtime.mode === 'dist' ? { dir: dirname(runtime.entry[0]!), nodeFlags: [] } : { dir: join(ROOT, 'src'), nodeFlags: ['--import', 'tsx'] };
@@ -215,8 +192,8 @@ function gatewaySettings(keys: Keys, store: 'file' | Store, where: { upstream?: 
 }
 
 async function startDirectoryGateway(name: string, runtime: Runtime, keys: Keys, store: 'file' | Store, where: { upstream?: string; redis?: string }, nodeFlags: string[] = []): Promise<Server> {
-  const gw = await startGateway({ name, runtime, settings: gatewaySettings(keys, store, where), nodeFlags });
-  return { label: name, proc: gw.proc, pid: gw.pid, url: gw.url, err: gw.err, out: gw.out };
+  // LOG_LEVEL=warn: its log (Server.out) should stay empty.
+  return gatewayServer(name, await startGateway({ name, runtime, settings: gatewaySettings(keys, store, where), nodeFlags }));
 }
 
 async function signIn(url: string): Promise<string> {
@@ -235,28 +212,10 @@ async function get(url: string, token?: string): Promise<{ status: number; body:
 // ---------------------------------------------------------------------------------------------
 // Warm cache: load (wrk)
 
-interface Run {
+interface Run extends LoadFigures {
   target: Target;
   endpoint: Endpoint;
   round: number;
-  requests: number;
-  /** Answers other than 2xx: must be 0. */
-  non2xx: number;
-  socketErrors: number;
-  rps: number;
-  p50Ms: number;
-  p99Ms: number;
-  maxMs: number;
-  /** CPU time of the server under test (all its threads) per request, µs. */
-  serverCpuUsPerReq: number;
-  /** Share of its core the server used: near 100 % when it is the bottleneck. */
-  serverCoreUse: number;
-  /** wrk and this script, per request. */
-  clientCpuUsPerReq: number;
-  clientCoreUse: number;
-  foreignCores: number;
-  stolenCores: number;
-  attempts?: number;
 }
 
 interface WarmContext {
@@ -279,35 +238,15 @@ async function measure(ctx: WarmContext, target: Target, endpoint: Endpoint, ser
   await ensureToken(ctx, seconds);
   await quiet.wait(`${server.label} ${endpoint}`);
   const path = warmPath(ctx.demo, endpoint);
-  const serverBefore = processCpuSeconds(server.pid);
-  const loadBefore = sampleLoad();
-  const w: WrkSummary = await runWrk({
+  const figures = await measureLoad({
     script: join(ROOT, 'bench', 'wrk', 'bearer.lua'),
     url: `${server.url}${path}`,
     connections: CONNECTIONS,
     seconds,
     args: [ctx.tokensFile, path],
-  });
-  const loadAfter = sampleLoad();
-  const serverAfter = processCpuSeconds(server.pid);
+  }, { server: server.pid });
   if (!isRunning(server.proc)) throw new Error(`${server.label} died during the run:\n${server.err.tail()}\n${server.out.tail()}`);
-  const elapsed = w.duration_us / 1e6;
-  const perReq = (cpuSeconds: number) => (cpuSeconds * 1e6) / Math.max(w.requests, 1);
-  const client = loadAfter.self - loadBefore.self;
-  return {
-    target, endpoint, round,
-    requests: w.requests,
-    non2xx: w.bad,
-    socketErrors: socketErrors(w),
-    rps: w.ok / elapsed,
-    p50Ms: w.p50_us / 1000, p99Ms: w.p99_us / 1000, maxMs: w.max_us / 1000,
-    serverCpuUsPerReq: perReq(serverAfter - serverBefore),
-    serverCoreUse: (serverAfter - serverBefore) / elapsed,
-    clientCpuUsPerReq: perReq(client),
-    clientCoreUse: client / elapsed,
-    foreignCores: foreignCores(loadBefore, loadAfter),
-    stolenCores: stolenCores(loadBefore, loadAfter),
-  };
+  return { target, endpoint, round, ...figures };
 }
 
 function runLine(run: Run): string {
@@ -531,68 +470,24 @@ async function profileGateway(ctx: WarmContext, tmp: string, runtime: Runtime, k
 // ---------------------------------------------------------------------------------------------
 // Statistics and report
 
-/** A server's runs on one path summed (counts) or their medians (the rest). */
-type Row = Pick<Run, 'target' | 'endpoint' | 'rps' | 'p50Ms' | 'p99Ms' | 'serverCpuUsPerReq' | 'serverCoreUse'
-  | 'clientCpuUsPerReq' | 'clientCoreUse' | 'foreignCores' | 'requests' | 'non2xx' | 'socketErrors'> & { rpsRange: [number, number] };
+type Row = { target: Target; endpoint: Endpoint } & LoadRow;
 
 function summarize(runs: Run[]): Row[] {
-  return ENDPOINTS.flatMap((endpoint) => TARGETS.map((target) => {
-    const rs = runs.filter((r) => r.target === target && r.endpoint === endpoint);
-    const rps = rs.map((r) => r.rps);
-    const med = (f: (r: Run) => number) => median(rs.map(f));
-    return {
-      target, endpoint,
-      rps: median(rps),
-      rpsRange: [Math.min(...rps), Math.max(...rps)] as [number, number],
-      p50Ms: med((r) => r.p50Ms),
-      p99Ms: med((r) => r.p99Ms),
-      serverCpuUsPerReq: med((r) => r.serverCpuUsPerReq),
-      serverCoreUse: med((r) => r.serverCoreUse),
-      clientCpuUsPerReq: med((r) => r.clientCpuUsPerReq),
-      clientCoreUse: med((r) => r.clientCoreUse),
-      foreignCores: med((r) => r.foreignCores),
-      requests: rs.reduce((a, r) => a + r.requests, 0),
-      non2xx: rs.reduce((a, r) => a + r.non2xx, 0),
-      socketErrors: rs.reduce((a, r) => a + r.socketErrors, 0),
-    };
-  }));
+  return ENDPOINTS.flatMap((endpoint) => TARGETS.map((target) => ({ target, endpoint, ...loadRow(runs.filter((r) => r.target === target && r.endpoint === endpoint)) })));
 }
 
-interface Ratio {
-  name: string;
-  median: number;
-  min: number;
-  max: number;
-  /** The stated target for this ratio, if any. */
-  target?: { text: string; met: boolean };
-}
-
-/** Median over rounds of the gateway's metric ÷ koa's in the same round (seconds apart, so drift cancels). */
-function pairedRatio(runs: Run[], endpoint: Endpoint, metric: (r: Run) => number): Omit<Ratio, 'name'> {
-  const ratios: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const g = runs.find((r) => r.target === 'gateway' && r.endpoint === endpoint && r.round === round);
-    const k = runs.find((r) => r.target === 'koa' && r.endpoint === endpoint && r.round === round);
-    if (g !== undefined && k !== undefined && metric(k) > 0) ratios.push(metric(g) / metric(k));
-  }
-  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) };
-}
-
+/** Per path: the gateway's metric ÷ koa's in the same round. */
 function ratios(runs: Run[]): Ratio[] {
   return ENDPOINTS.flatMap((endpoint) => {
-    const throughput = pairedRatio(runs, endpoint, (r) => r.rps);
+    const paired = (metric: (r: Run) => number) => pairedRatio(runs, ROUNDS, { target: 'gateway', endpoint }, { target: 'koa', endpoint }, metric);
+    const throughput = paired((r) => r.rps);
     return [
       { name: `${endpoint}: gateway / koa, throughput`, ...throughput, target: { text: '≥ 0.85×', met: throughput.median >= 0.85 } },
-      { name: `${endpoint}: gateway / koa, p50 latency`, ...pairedRatio(runs, endpoint, (r) => r.p50Ms) },
-      { name: `${endpoint}: gateway / koa, p99 latency`, ...pairedRatio(runs, endpoint, (r) => r.p99Ms) },
-      { name: `${endpoint}: gateway / koa, CPU per request`, ...pairedRatio(runs, endpoint, (r) => r.serverCpuUsPerReq) },
+      { name: `${endpoint}: gateway / koa, p50 latency`, ...paired((r) => r.p50Ms) },
+      { name: `${endpoint}: gateway / koa, p99 latency`, ...paired((r) => r.p99Ms) },
+      { name: `${endpoint}: gateway / koa, CPU per request`, ...paired((r) => r.serverCpuUsPerReq) },
     ];
   });
-}
-
-function ratioLine(r: Ratio): string {
-  const target = r.target === undefined ? '' : ` — target ${r.target.text}: ${r.target.met ? 'met' : '**not met**'}`;
-  return `- ${r.name}: **${fmt(r.median, 2)}×** (per-round ${fmt(r.min, 2)}–${fmt(r.max, 2)})${target}`;
 }
 
 function resultsTable(rows: Row[]): string {
@@ -607,15 +502,8 @@ function resultsTable(rows: Row[]): string {
 }
 
 function roundsTable(runs: Run[]): string {
-  const lines = [
-    `| path | server | ${Array.from({ length: ROUNDS }, (_, i) => `round ${i + 1}`).join(' | ')} |`,
-    `|---|---|${'---:|'.repeat(ROUNDS)}`,
-  ];
-  for (const endpoint of ENDPOINTS) for (const target of TARGETS) {
-    const cells = Array.from({ length: ROUNDS }, (_, round) => fmt(runs.find((r) => r.target === target && r.endpoint === endpoint && r.round === round)?.rps));
-    lines.push(`| ${endpoint} | ${LABEL[target]} | ${cells.join(' | ')} |`);
-  }
-  return lines.join('\n');
+  const lines = ENDPOINTS.flatMap((endpoint) => TARGETS.map((target) => ({ labels: [endpoint, LABEL[target]], match: { target, endpoint } })));
+  return roundsTableOf(runs, ROUNDS, ['path', 'server'], lines, (r) => r.rps);
 }
 
 /** Every storm of a key cost the store exactly one call, and every caller got the key's answer. */
@@ -685,13 +573,7 @@ async function main(): Promise<void> {
     await sanityCheck(demo, servers, token);
 
     const env = {
-      date: started.toISOString(),
-      commit: source,
-      cpu: cpuModel(),
-      nproc,
-      node: process.version,
-      wrk: wrkVersion(),
-      runtime: runtime.note,
+      ...runEnv(started, source, runtime),
       pinning: PIN
         ? `gateways and koa on core ${SERVER_CORE} (\`taskset -c ${SERVER_CORE}\`, all their threads); wrk, the upstream, redis-server and this script on core ${CLIENT_CORE}`
         : 'none (needs taskset and 2+ cores)',
@@ -755,10 +637,9 @@ async function main(): Promise<void> {
     const ratioList = ratios(runs);
     const warmErrors = rows.reduce((a, r) => a + r.non2xx + r.socketErrors, 0);
     const stormErrors = storms.reduce((a, r) => a + r.unexpected + (r.distinctBodies > 1 ? 1 : 0), 0);
-    const noisy = runs.filter((r) => r.foreignCores >= QUIET_CORES).length;
-    const args = process.argv.slice(2);
+    const report: LoadReport = { table: resultsTable(rows), ratios: ratioList.map(ratioLine), rounds: roundsTable(runs) };
     const generated = [
-      `Run of ${env.date.slice(0, 10)} (${env.date}), \`npm run ${NAME}${args.length > 0 ? ` -- ${args.join(' ')}` : ''}\`.`,
+      runHeading(env.date, NAME),
       '',
       `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, ${env.wrk}${redis === undefined ? '' : `, Redis ${redis.version}`}`,
       `- gateway: src/ at ${env.commit}; ${env.runtime}; LOG_LEVEL=warn, NODE_ENV=production, one Ed25519 signing key; every directory setting at its default (cache TTL 10 s)`,
@@ -766,20 +647,12 @@ async function main(): Promise<void> {
       `- pinning: ${env.pinning}`,
       `- warm cache: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop, one access token on every request; ${ROUNDS} rounds × ${SECONDS} s per server and path after a ${WARMUP} s warm-up, the two servers in turn, the order reversed every other round`,
       `- cold storms: ${STORM} callers (node:http, one keep-alive connection each, opened beforehand) sent at once for one key never asked before; per round and store a fresh gateway (empty cache), primed with ${primingPaths(demo).map((p) => `\`${p}\``).join(' and ')}; the HTTP upstream answers after ${DELAY_MS} ms${redis === undefined ? '' : `; Redis's clients paused for ${DELAY_MS} ms (CLIENT PAUSE … ALL) just before each storm, calls counted with MONITOR (commands naming a directory key, not those inside a script)`}`,
-      `- time stolen by the hypervisor during the kept runs: median ${fmt(median(runs.map((r) => r.stolenCores)), 2)}, at most ${fmt(Math.max(...runs.map((r) => r.stolenCores)), 2)} cores`,
-      `- other load on the machine: before each warm run the script waited until other processes used less than ${QUIET_CORES} cores and repeated a disturbed run (at most twice, ${QUIET_WAIT} s of waiting and repeats in all); ${runs.filter((r) => (r.attempts ?? 1) > 1).length} run(s) were repeated, ${noisy} of the ${runs.length} kept still saw ${QUIET_CORES}+ cores`,
+      stolenLine(runs),
+      otherLoadLine(runs, QUIET_WAIT, 'warm run'),
       '',
       '**Warm cache**',
       '',
-      resultsTable(rows),
-      '',
-      'Ratios (median of the per-round ratios, range over rounds):',
-      '',
-      ...ratioList.map(ratioLine),
-      '',
-      'req/s per round:',
-      '',
-      roundsTable(runs),
+      ...loadReportLines(report),
       '',
       gatewayLogLines === 0 ? 'The gateway (LOG_LEVEL=warn) logged nothing during the runs.' : `The gateway (LOG_LEVEL=warn) logged ${gatewayLogLines} line(s) during the runs.`,
       ...(stderrLines.length > 0 ? [`Lines on stderr: ${stderrLines.map((s) => `${s.label} ${s.lines}`).join(', ')}.`] : []),
@@ -799,7 +672,7 @@ async function main(): Promise<void> {
         : []),
     ].join('\n');
 
-    process.stdout.write(`\n${resultsTable(rows)}\n\n${ratioList.map(ratioLine).join('\n')}\n\nreq/s per round:\n${roundsTable(runs)}\n`);
+    process.stdout.write(loadReportText(report));
     process.stdout.write(`\n${stormTable(storms, STORES, keyList)}\n\n${stormSummary(storms, STORES).join('\n')}\n`);
     if (gatewayLogLines > 0) process.stdout.write(`\ngateway logged ${gatewayLogLines} line(s), last:\n${gatewayLogTail}\n`);
     for (const s of stderrLines) process.stdout.write(`\n${s.label} wrote ${s.lines} line(s) on stderr, last:\n${s.tail}\n`);
@@ -807,40 +680,21 @@ async function main(): Promise<void> {
     if (upstreamErrLines > 0) process.stdout.write(`\nthe upstream wrote ${upstreamErrLines} line(s) on stderr\n`);
     for (const p of profiles) process.stdout.write(`\n${formatProfileSummary(`gateway, GET /api/${p.endpoint} (warm cache)`, p.summary)}\n`);
 
-    mkdirSync(RESULTS, { recursive: true });
-    const json = join(RESULTS, `directory-${started.toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(json, JSON.stringify({
+    writeRawFigures(RESULTS, 'directory', started, {
       env,
       options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, storm: STORM, stormRounds: STORM_ROUNDS, delayMs: DELAY_MS, stores: STORES },
       warm: { paths: Object.fromEntries(ENDPOINTS.map((e) => [e, warmPath(demo, e)])), rows, ratios: ratioList, runs },
       storms: { keys: keyList, primingPaths: primingPaths(demo), runs: storms, met: Object.fromEntries(STORES.map((s) => [s, stormMet(storms.filter((r) => r.store === s))])) },
       profiles,
-    }, null, 2));
-    log(`\nraw figures: ${json}`);
-    if (warmErrors + stormErrors > 0) {
-      // Figures with failed requests measure something else: they stay out of the README.
-      log(`\n${NAME}: FAILED: ${warmErrors} warm request(s) not answered 2xx, ${stormErrors} storm answer(s) with an unexpected status or body; README not updated`);
-      process.exitCode = 1;
-    } else if (!opt.noReadme) {
-      writeReadmeSection(README, generated);
-      log(`results written to ${README.file}`);
-    }
+    });
+    updateReadme(NAME, README, generated, {
+      noReadme: opt.noReadme,
+      failure: warmErrors + stormErrors > 0 ? `${warmErrors} warm request(s) not answered 2xx, ${stormErrors} storm answer(s) with an unexpected status or body` : undefined,
+    });
   } finally {
     await stopAll();
     rmSync(tmp, { recursive: true, force: true });
   }
 }
 
-function packageVersion(name: string): string {
-  try {
-    return (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
-  } catch {
-    return '?';
-  }
-}
-
-main().catch(async (err: unknown) => {
-  log(`${NAME} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-  await stopAll();
-  process.exit(1);
-});
+runMain(NAME, main);

@@ -25,23 +25,24 @@
  * verified tokens can flatter a server. Rounds run every server once, the order rotated by one
  * each round; figures are medians over rounds, ratios medians of the per-round ratios.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
 import { boundedInt, parseRunOptions } from './lib/cli.js';
-import { prepareRuntime, RESULTS, ROOT, sourceVersion, startGateway, waitReady, type Runtime } from './lib/gateway.js';
-import {
-  checkPrerequisites, CLIENT_CORE, cpuModel, foreignCores, freePort, nproc, PIN, pinned, pinSelf, processCpuSeconds,
-  Quiet, QUIET_CORES, sampleLoad, SERVER_CORE, stolenCores, wrkVersion,
-} from './lib/machine.js';
-import { installCleanup, isRunning, Output, removeAtExit, startWatchdog, stopAll, stopChild, track } from './lib/processes.js';
+import { prepareRuntime, RESULTS, ROOT, runEnv, sourceVersion, startGateway, type Runtime } from './lib/gateway.js';
+import { checkPrerequisites, CLIENT_CORE, nproc, PIN, pinSelf, Quiet, SERVER_CORE } from './lib/machine.js';
+import { installCleanup, isRunning, removeAtExit, runMain, startWatchdog, stopAll, stopChild } from './lib/processes.js';
 import { profileClockUs, readProfile, summarizeWindow } from './lib/profile.js';
-import { fmt, log, median, writeReadmeSection, type ReadmeSection } from './lib/report.js';
-import { runWrk, socketErrors, type WrkSummary } from './lib/wrk.js';
+import { fmt, log, median, runHeading, updateReadme, writeRawFigures, type ReadmeSection } from './lib/report.js';
+import { gatewayServer, packageVersion, startNodeServer as startBenchServer, type Server } from './lib/servers.js';
+import {
+  loadReportLines, loadReportText, loadRow, otherLoadLine, pairedRatio, perRound, ratioLine, roundsTable as roundsTableOf, stolenLine,
+  type LoadReport, type LoadRow, type Ratio,
+} from './lib/summary.js';
+import { measureLoad, type LoadFigures } from './lib/wrk.js';
 
 const NAME = 'bench';
 const README: ReadmeSection = {
@@ -114,28 +115,10 @@ async function mintTokens(privateKey: KeyObject, file: string): Promise<Tokens> 
 // ---------------------------------------------------------------------------------------------
 // Servers
 
-interface Server {
-  /** For messages: a target's label, or "backend". */
-  label: string;
-  proc: ChildProcess;
-  pid: number;
-  url: string;
-  err: Output;
-  /** The gateway's log when it is kept (the log-warn variant); empty otherwise. */
-  out: Output;
-}
-
-/** One of bench/servers/*.ts, under plain Node (type stripping; no loader in the measured process). */
-async function startNodeServer(label: string, file: string, core: string, env: Record<string, string>): Promise<Server> {
-  const port = await freePort();
-  const processEnv: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production', PORT: String(port), ...env };
-  delete processEnv.NODE_OPTIONS;
-  const [cmd, args] = pinned(core, process.execPath, [join(ROOT, 'bench', 'servers', file)]);
-  const proc = track(spawn(cmd, args, { cwd: ROOT, env: processEnv, stdio: ['ignore', 'ignore', 'pipe'] }));
-  const server: Server = { label, proc, pid: proc.pid!, url: `http://127.0.0.1:${port}`, err: new Output(proc.stderr), out: new Output(null) };
+/** One of bench/servers/*.ts (label: a target's, or "backend"), ready when it answers PATH. */
+function startNodeServer(label: string, file: string, core: string, env: Record<string, string>): Promise<Server> {
   // The proxies answer 401 to a request without a token as soon as they listen.
-  await waitReady(server.url, PATH, proc, `${label} (${file})`, () => server.err.tail(), file === 'backend.ts' ? 200 : 401);
-  return server;
+  return startBenchServer(label, file, core, env, { readyPath: PATH, readyStatus: file === 'backend.ts' ? 200 : 401 });
 }
 
 interface Keys {
@@ -163,7 +146,7 @@ async function startTarget(target: Target, runtime: Runtime, keys: Keys, backend
       // Under info the log is one JSON line per request: to /dev/null, so that reading it here
       // does not load the client core. Under warn it should stay empty, so it is kept and checked.
       const gw = await startGateway({ name: target, runtime, settings: gatewaySettings(keys, backendUrl, level), nodeFlags, stdout: level === 'info' ? 'ignore' : 'pipe' });
-      return { label: LABEL[target], proc: gw.proc, pid: gw.pid, url: gw.url, err: gw.err, out: gw.out };
+      return gatewayServer(LABEL[target], gw);
     }
   }
 }
@@ -194,30 +177,11 @@ async function sanityCheck(target: Target, server: Server, tokens: Tokens, forei
 // ---------------------------------------------------------------------------------------------
 // Load
 
-interface Run {
+interface Run extends LoadFigures {
   target: Target;
   round: number;
-  requests: number;
-  /** Answers other than 2xx: must be 0. */
-  non2xx: number;
-  socketErrors: number;
-  rps: number;
-  p50Ms: number;
-  p99Ms: number;
-  maxMs: number;
-  /** CPU time of the server under test (all its threads) per request, µs. */
-  serverCpuUsPerReq: number;
-  /** Share of its core the server used: near 100 % when it is the bottleneck. */
-  serverCoreUse: number;
   /** The proxies' backend, per request (idle for `direct`). */
   backendCpuUsPerReq: number;
-  /** wrk and this script, per request. */
-  clientCpuUsPerReq: number;
-  /** Share of one core used by wrk, the backend and this script (core 0 when pinned). */
-  clientCoreUse: number;
-  foreignCores: number;
-  stolenCores: number;
-  attempts?: number;
 }
 
 interface Context {
@@ -230,39 +194,16 @@ async function measure(ctx: Context, target: Target, server: Server, seconds: nu
   // Tokens must outlive the run with a margin: the gateway refuses those older than 900 s.
   if (Date.now() - ctx.tokens.mintedAt > (TOKEN_LIFETIME_S - seconds - 60) * 1000) await ctx.refreshTokens();
   await quiet.wait(server.label);
-  const serverBefore = processCpuSeconds(server.pid);
-  const backendBefore = processCpuSeconds(ctx.backend.pid);
-  const loadBefore = sampleLoad();
-  const w: WrkSummary = await runWrk({
+  const figures = await measureLoad({
     script: join(ROOT, 'bench', 'wrk', 'bearer.lua'),
     url: `${server.url}${PATH}`,
     connections: CONNECTIONS,
     seconds,
     args: [ctx.tokens.file, PATH],
-  });
-  const loadAfter = sampleLoad();
-  const serverAfter = processCpuSeconds(server.pid);
-  const backendAfter = processCpuSeconds(ctx.backend.pid);
+  }, { server: server.pid, backend: ctx.backend.pid });
   if (!isRunning(server.proc)) throw new Error(`${server.label} died during the run:\n${server.err.tail()}`);
   if (!isRunning(ctx.backend.proc)) throw new Error(`the backend died during the run:\n${ctx.backend.err.tail()}`);
-  const elapsed = w.duration_us / 1e6;
-  const perReq = (cpuSeconds: number) => (cpuSeconds * 1e6) / Math.max(w.requests, 1);
-  const client = loadAfter.self - loadBefore.self;
-  return {
-    target, round,
-    requests: w.requests,
-    non2xx: w.bad,
-    socketErrors: socketErrors(w),
-    rps: w.ok / elapsed,
-    p50Ms: w.p50_us / 1000, p99Ms: w.p99_us / 1000, maxMs: w.max_us / 1000,
-    serverCpuUsPerReq: perReq(serverAfter - serverBefore),
-    serverCoreUse: (serverAfter - serverBefore) / elapsed,
-    backendCpuUsPerReq: perReq(backendAfter - backendBefore),
-    clientCpuUsPerReq: perReq(client),
-    clientCoreUse: (client + backendAfter - backendBefore) / elapsed,
-    foreignCores: foreignCores(loadBefore, loadAfter),
-    stolenCores: stolenCores(loadBefore, loadAfter),
-  };
+  return { target, round, ...figures };
 }
 
 function runLine(run: Run): string {
@@ -297,89 +238,37 @@ async function profileGateway(ctx: Context, tmp: string, runtime: Runtime, keys:
 // ---------------------------------------------------------------------------------------------
 // Statistics and report
 
-/** A server's runs summed (counts) or their medians (the rest). */
-type Row = Pick<Run, 'target' | 'rps' | 'p50Ms' | 'p99Ms' | 'serverCpuUsPerReq' | 'serverCoreUse' | 'backendCpuUsPerReq'
-  | 'clientCpuUsPerReq' | 'clientCoreUse' | 'foreignCores' | 'requests' | 'non2xx' | 'socketErrors'> & { rpsRange: [number, number] };
+type Row = { target: Target } & LoadRow;
 
 function summarize(runs: Run[]): Row[] {
-  return TARGETS.map((target) => {
-    const rs = runs.filter((r) => r.target === target);
-    const rps = rs.map((r) => r.rps);
-    const med = (f: (r: Run) => number) => median(rs.map(f));
-    return {
-      target,
-      rps: median(rps),
-      rpsRange: [Math.min(...rps), Math.max(...rps)],
-      p50Ms: med((r) => r.p50Ms),
-      p99Ms: med((r) => r.p99Ms),
-      serverCpuUsPerReq: med((r) => r.serverCpuUsPerReq),
-      serverCoreUse: med((r) => r.serverCoreUse),
-      backendCpuUsPerReq: med((r) => r.backendCpuUsPerReq),
-      clientCpuUsPerReq: med((r) => r.clientCpuUsPerReq),
-      clientCoreUse: med((r) => r.clientCoreUse),
-      foreignCores: med((r) => r.foreignCores),
-      requests: rs.reduce((a, r) => a + r.requests, 0),
-      non2xx: rs.reduce((a, r) => a + r.non2xx, 0),
-      socketErrors: rs.reduce((a, r) => a + r.socketErrors, 0),
-    };
-  });
-}
-
-interface Ratio {
-  name: string;
-  median: number;
-  min: number;
-  max: number;
-  /** The product's stated target for this ratio, if any. */
-  target?: { text: string; met: boolean };
-}
-
-/** Median over rounds of a's metric ÷ b's in the same round (seconds apart, so drift cancels). */
-function pairedRatio(runs: Run[], a: Target, b: Target, metric: (r: Run) => number): Omit<Ratio, 'name'> {
-  const ratios: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const x = runs.find((r) => r.target === a && r.round === round);
-    const y = runs.find((r) => r.target === b && r.round === round);
-    if (x !== undefined && y !== undefined && metric(y) > 0) ratios.push(metric(x) / metric(y));
-  }
-  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) };
+  return TARGETS.map((target) => ({ target, ...loadRow(runs.filter((r) => r.target === target), { backend: true }) }));
 }
 
 function ratios(runs: Run[]): Ratio[] {
+  const paired = (a: Target, b: Target, metric: (r: Run) => number) => pairedRatio(runs, ROUNDS, { target: a }, { target: b }, metric);
   const rps = (r: Run) => r.rps;
   const p99 = (r: Run) => r.p99Ms;
   const cpu = (r: Run) => r.serverCpuUsPerReq;
   const list: Ratio[] = [];
-  const throughput = pairedRatio(runs, 'gateway', 'floor', rps);
+  const throughput = paired('gateway', 'floor', rps);
   list.push({ name: 'gateway / floor, throughput', ...throughput, target: { text: '≥ 1.0×', met: throughput.median >= 1 } });
-  const tail = pairedRatio(runs, 'gateway', 'floor', p99);
+  const tail = paired('gateway', 'floor', p99);
   list.push({ name: 'gateway / floor, p99 latency', ...tail, target: { text: '≤ 1.2×', met: tail.median <= 1.2 } });
-  list.push({ name: 'gateway / floor, CPU per request', ...pairedRatio(runs, 'gateway', 'floor', cpu) });
-  const peer = pairedRatio(runs, 'gateway', 'fastify', rps);
+  list.push({ name: 'gateway / floor, CPU per request', ...paired('gateway', 'floor', cpu) });
+  const peer = paired('gateway', 'fastify', rps);
   list.push({ name: 'gateway / fastify, throughput', ...peer, target: { text: '> 1× (stretch)', met: peer.median > 1 } });
-  list.push({ name: 'gateway / fastify, p99 latency', ...pairedRatio(runs, 'gateway', 'fastify', p99) });
-  list.push({ name: 'floor / direct, throughput', ...pairedRatio(runs, 'floor', 'direct', rps) });
+  list.push({ name: 'gateway / fastify, p99 latency', ...paired('gateway', 'fastify', p99) });
+  list.push({ name: 'floor / direct, throughput', ...paired('floor', 'direct', rps) });
   if (TARGETS.includes('gateway-warn')) {
-    list.push({ name: 'gateway (log warn) / floor, throughput', ...pairedRatio(runs, 'gateway-warn', 'floor', rps) });
-    list.push({ name: 'gateway / gateway (log warn), throughput', ...pairedRatio(runs, 'gateway', 'gateway-warn', rps) });
+    list.push({ name: 'gateway (log warn) / floor, throughput', ...paired('gateway-warn', 'floor', rps) });
+    list.push({ name: 'gateway / gateway (log warn), throughput', ...paired('gateway', 'gateway-warn', rps) });
   }
   return list;
 }
 
 /** Median over rounds of the gateway's CPU per request minus the floor's: what the product adds, in µs. */
 function addedCpu(runs: Run[]): number {
-  const diffs: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const g = runs.find((r) => r.target === 'gateway' && r.round === round);
-    const f = runs.find((r) => r.target === 'floor' && r.round === round);
-    if (g !== undefined && f !== undefined) diffs.push(g.serverCpuUsPerReq - f.serverCpuUsPerReq);
-  }
-  return median(diffs);
-}
-
-function ratioLine(r: Ratio): string {
-  const target = r.target === undefined ? '' : ` — target ${r.target.text}: ${r.target.met ? 'met' : '**not met**'}`;
-  return `- ${r.name}: **${fmt(r.median, 2)}×** (per-round ${fmt(r.min, 2)}–${fmt(r.max, 2)})${target}`;
+  return median(perRound(runs, ROUNDS, { target: 'gateway' }, { target: 'floor' }, (g, f) => g.serverCpuUsPerReq - f.serverCpuUsPerReq));
 }
 
 function resultsTable(rows: Row[]): string {
@@ -395,23 +284,7 @@ function resultsTable(rows: Row[]): string {
 }
 
 function roundsTable(runs: Run[]): string {
-  const lines = [
-    `| server | ${Array.from({ length: ROUNDS }, (_, i) => `round ${i + 1}`).join(' | ')} |`,
-    `|---|${'---:|'.repeat(ROUNDS)}`,
-  ];
-  for (const target of TARGETS) {
-    const cells = Array.from({ length: ROUNDS }, (_, round) => fmt(runs.find((r) => r.target === target && r.round === round)?.rps));
-    lines.push(`| ${LABEL[target]} | ${cells.join(' | ')} |`);
-  }
-  return lines.join('\n');
-}
-
-function packageVersion(name: string): string {
-  for (const dir of [join(ROOT, 'node_modules', name), join(ROOT, 'node_modules', '@fastify', 'jwt', 'node_modules', name)]) {
-    const file = join(dir, 'package.json');
-    if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
-  }
-  return '?';
+  return roundsTableOf(runs, ROUNDS, ['server'], TARGETS.map((target) => ({ labels: [LABEL[target]], match: { target } })), (r) => r.rps);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -452,14 +325,8 @@ async function main(): Promise<void> {
     for (const [target, server] of servers) await sanityCheck(target, server, ctx.tokens, foreignToken);
 
     const env = {
-      date: started.toISOString(),
-      commit: source,
-      cpu: cpuModel(),
-      nproc,
-      node: process.version,
-      wrk: wrkVersion(),
-      runtime: runtime.note,
-      packages: Object.fromEntries(['http-proxy-3', 'jose', 'fastify', '@fastify/http-proxy', '@fastify/reply-from', '@fastify/jwt', 'fast-jwt', 'undici'].map((p) => [p, packageVersion(p)])),
+      ...runEnv(started, source, runtime),
+      packages: Object.fromEntries(['http-proxy-3', 'jose', 'fastify', '@fastify/http-proxy', '@fastify/reply-from', '@fastify/jwt', 'fast-jwt', 'undici'].map((p) => [p, packageVersion(p, ['@fastify/jwt'])])),
       pinning: PIN
         ? `server under test on core ${SERVER_CORE} (\`taskset -c ${SERVER_CORE}\`, all its threads); wrk, the proxies' backend and this script on core ${CLIENT_CORE}`
         : 'none (needs taskset and 2+ cores)',
@@ -496,29 +363,19 @@ async function main(): Promise<void> {
     const rows = summarize(runs);
     const ratioList = ratios(runs);
     const errors = rows.reduce((a, r) => a + r.non2xx + r.socketErrors, 0);
-    const noisy = runs.filter((r) => r.foreignCores >= QUIET_CORES).length;
-    const args = process.argv.slice(2);
+    const report: LoadReport = { table: resultsTable(rows), ratios: ratioList.map(ratioLine), rounds: roundsTable(runs) };
     const generated = [
-      `Run of ${env.date.slice(0, 10)} (${env.date}), \`npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}\`.`,
+      runHeading(env.date, 'bench'),
       '',
       `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, ${env.wrk}`,
       `- gateway: src/ at ${env.commit}; ${env.runtime}; NODE_ENV=production, one Ed25519 signing key, \`ROUTES=[{"prefix":"/bench","targets":["http://127.0.0.1:<backend>"]}]\` (bearer token required, every other route setting at its default); \`gateway\`: LOG_LEVEL=info (the default; one access-log line per request, stdout to /dev/null); \`gateway (log warn)\`: LOG_LEVEL=warn`,
       `- peers: floor = http-proxy-3 ${env.packages['http-proxy-3']} + jose ${env.packages.jose} on node:http, keep-alive agent; fastify = fastify ${env.packages.fastify} + @fastify/http-proxy ${env.packages['@fastify/http-proxy']} (@fastify/reply-from ${env.packages['@fastify/reply-from']}, undici ${env.packages.undici}) + @fastify/jwt ${env.packages['@fastify/jwt']} (fast-jwt ${env.packages['fast-jwt']}), no logger; all under plain \`node\`, NODE_ENV=production`,
       `- pinning: ${env.pinning}; \`direct\` is a second instance of the backend, on core ${SERVER_CORE} like the other servers under test`,
       `- load: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop, \`GET ${PATH}\`, each request with the next of ${TOKENS} distinct tokens (minted at the start, as the gateway signs them); ${ROUNDS} rounds × ${SECONDS} s per server after a ${WARMUP} s warm-up, the order rotated by one server each round`,
-      `- time stolen by the hypervisor during the kept runs: median ${fmt(median(runs.map((r) => r.stolenCores)), 2)}, at most ${fmt(Math.max(...runs.map((r) => r.stolenCores)), 2)} cores`,
-      `- other load on the machine: before each run the script waited until other processes used less than ${QUIET_CORES} cores and repeated a disturbed run (at most twice, ${QUIET_WAIT} s of waiting and repeats in all); ${runs.filter((r) => (r.attempts ?? 1) > 1).length} run(s) were repeated, ${noisy} of the ${runs.length} kept still saw ${QUIET_CORES}+ cores`,
+      stolenLine(runs),
+      otherLoadLine(runs, QUIET_WAIT, 'run'),
       '',
-      resultsTable(rows),
-      '',
-      'Ratios (median of the per-round ratios, range over rounds):',
-      '',
-      ...ratioList.map(ratioLine),
-      `- gateway − floor, CPU per request: **${fmt(addedCpu(runs))} µs** (median of the per-round differences)`,
-      '',
-      'req/s per round:',
-      '',
-      roundsTable(runs),
+      ...loadReportLines({ ...report, ratios: [...report.ratios, `- gateway − floor, CPU per request: **${fmt(addedCpu(runs))} µs** (median of the per-round differences)`] }),
       '',
       TARGETS.includes('gateway-warn')
         ? (warnLines === 0 ? 'The gateway under LOG_LEVEL=warn logged nothing during the runs.' : `The gateway under LOG_LEVEL=warn logged ${warnLines} line(s) during the runs.`)
@@ -529,34 +386,25 @@ async function main(): Promise<void> {
         : []),
     ].join('\n');
 
-    process.stdout.write(`\n${resultsTable(rows)}\n\n${ratioList.map(ratioLine).join('\n')}\n- gateway − floor, CPU per request: ${fmt(addedCpu(runs))} µs\n\nreq/s per round:\n${roundsTable(runs)}\n`);
+    process.stdout.write(loadReportText({ ...report, ratios: [...report.ratios, `- gateway − floor, CPU per request: ${fmt(addedCpu(runs))} µs`] }));
     if (warnLines > 0) process.stdout.write(`\ngateway (log warn) logged ${warnLines} line(s), last:\n${servers.get('gateway-warn')!.out.tail(5)}\n`);
     for (const s of stderrLines) process.stdout.write(`\n${s.label} wrote ${s.lines} line(s) on stderr, last:\n${s.tail}\n`);
     if (profile !== undefined) process.stdout.write(`\n${formatProfileSummary('gateway, proxied GET with a bearer token', profile)}\n`);
 
-    mkdirSync(RESULTS, { recursive: true });
-    const json = join(RESULTS, `proxy-${started.toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(json, JSON.stringify({
+    writeRawFigures(RESULTS, 'proxy', started, {
       env, options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, tokens: TOKENS, path: PATH, targets: TARGETS },
       rows, ratios: ratioList, addedCpuUsPerReq: addedCpu(runs), runs, profile,
-    }, null, 2));
-    log(`\nraw figures: ${json}`);
-    if (errors > 0) {
-      // Figures with failed requests measure something else: they stay out of the README.
-      log(`\n${NAME}: FAILED: ${errors} request(s) were not answered 2xx (${rows.filter((r) => r.non2xx + r.socketErrors > 0).map((r) => `${LABEL[r.target]}: ${r.non2xx} non-2xx, ${r.socketErrors} socket errors`).join('; ')}); README not updated`);
-      process.exitCode = 1;
-    } else if (!opt.noReadme) {
-      writeReadmeSection(README, generated);
-      log(`results written to ${README.file}`);
-    }
+    });
+    updateReadme(NAME, README, generated, {
+      noReadme: opt.noReadme,
+      failure: errors > 0
+        ? `${errors} request(s) were not answered 2xx (${rows.filter((r) => r.non2xx + r.socketErrors > 0).map((r) => `${LABEL[r.target]}: ${r.non2xx} non-2xx, ${r.socketErrors} socket errors`).join('; ')})`
+        : undefined,
+    });
   } finally {
     await stopAll();
     rmSync(tmp, { recursive: true, force: true });
   }
 }
 
-main().catch(async (err: unknown) => {
-  log(`${NAME} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-  await stopAll();
-  process.exit(1);
-});
+runMain(NAME, main);

@@ -9,7 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { describeSettings } from '../../src/config/schema.js';
-import { firstLine, freePort, pinned, SERVER_CORE } from './machine.js';
+import { cpuModel, firstLine, freePort, nproc, pinned, SERVER_CORE, wrkVersion } from './machine.js';
 import { isRunning, Output, track } from './processes.js';
 import { log } from './report.js';
 
@@ -54,6 +54,11 @@ export function sourceVersion(): string {
   const head = firstLine('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']);
   const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src'], { encoding: 'utf8' }).stdout.trim() !== '';
   return `commit ${head}${dirty ? ' with uncommitted changes in src/' : ''}`;
+}
+
+/** Where and on what a run measured: the head of its `env` in the results (`source`: from sourceVersion). */
+export function runEnv(started: Date, source: string, runtime: Runtime) {
+  return { date: started.toISOString(), commit: source, cpu: cpuModel(), nproc, node: process.version, wrk: wrkVersion(), runtime: runtime.note };
 }
 
 /** The environment with every gateway setting removed, so nothing from the caller's shell leaks in. */

@@ -93,3 +93,12 @@ export class Output {
     return [...this.lines.slice(-n), this.#partial].filter((l) => l !== '').join('\n');
   }
 }
+
+/** Runs a benchmark's main; on an error, says so, stops every process it started and exits 1. */
+export function runMain(name: string, main: () => Promise<void>): void {
+  main().catch(async (err: unknown) => {
+    log(`${name} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+    await stopAll();
+    process.exit(1);
+  });
+}

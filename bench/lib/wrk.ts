@@ -4,7 +4,7 @@
  * `BENCHJSON {...}` at the end, read here.
  */
 import { spawn } from 'node:child_process';
-import { CLIENT_CORE, pinned } from './machine.js';
+import { CLIENT_CORE, foreignCores, pinned, processCpuSeconds, sampleLoad, stolenCores } from './machine.js';
 import { Output, track } from './processes.js';
 
 export interface WrkSummary {
@@ -56,4 +56,65 @@ export async function runWrk({ script, url, connections, seconds, args = [] }: W
 /** Requests that failed at the socket level (not an HTTP status). */
 export function socketErrors(w: WrkSummary): number {
   return w.connect_errors + w.read_errors + w.write_errors + w.timeouts;
+}
+
+/** What a load run against one server yields. */
+export interface LoadFigures {
+  requests: number;
+  /** Answers other than 2xx: must be 0. */
+  non2xx: number;
+  socketErrors: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** CPU time of the server under test (all its threads) per request, µs. */
+  serverCpuUsPerReq: number;
+  /** Share of its core the server used: near 100 % when it is the bottleneck. */
+  serverCoreUse: number;
+  /** The server behind the one under test (a proxy's backend, on the client core), per request; only when there is one. */
+  backendCpuUsPerReq?: number;
+  /** wrk and this script, per request. */
+  clientCpuUsPerReq: number;
+  /** Share of one core used by wrk, this script and the backend if any (core 0 when pinned). */
+  clientCoreUse: number;
+  /** Cores' worth of CPU used by other processes on the machine during the run. */
+  foreignCores: number;
+  /** Cores' worth of time stolen by the hypervisor during the run. */
+  stolenCores: number;
+  /** 1, or more when earlier tries were disturbed by other processes and discarded. */
+  attempts?: number;
+}
+
+/**
+ * `run` (its script counting 2xx answers as `ok`, others as `bad`) against the server of pid
+ * `server`, with the CPU it, the `backend` behind it if any, and the client side used meanwhile.
+ */
+export async function measureLoad(run: WrkRun, pids: { server: number }): Promise<LoadFigures>;
+export async function measureLoad(run: WrkRun, pids: { server: number; backend: number }): Promise<LoadFigures & { backendCpuUsPerReq: number }>;
+export async function measureLoad(run: WrkRun, { server, backend }: { server: number; backend?: number }): Promise<LoadFigures> {
+  const serverBefore = processCpuSeconds(server);
+  const backendBefore = backend === undefined ? 0 : processCpuSeconds(backend);
+  const loadBefore = sampleLoad();
+  const w = await runWrk(run);
+  const loadAfter = sampleLoad();
+  const serverAfter = processCpuSeconds(server);
+  const backendAfter = backend === undefined ? 0 : processCpuSeconds(backend);
+  const elapsed = w.duration_us / 1e6;
+  const perReq = (cpuSeconds: number) => (cpuSeconds * 1e6) / Math.max(w.requests, 1);
+  const client = loadAfter.self - loadBefore.self;
+  return {
+    requests: w.requests,
+    non2xx: w.bad,
+    socketErrors: socketErrors(w),
+    rps: w.ok / elapsed,
+    p50Ms: w.p50_us / 1000, p99Ms: w.p99_us / 1000, maxMs: w.max_us / 1000,
+    serverCpuUsPerReq: perReq(serverAfter - serverBefore),
+    serverCoreUse: (serverAfter - serverBefore) / elapsed,
+    ...(backend === undefined ? {} : { backendCpuUsPerReq: perReq(backendAfter - backendBefore) }),
+    clientCpuUsPerReq: perReq(client),
+    clientCoreUse: (client + backendAfter - backendBefore) / elapsed,
+    foreignCores: foreignCores(loadBefore, loadAfter),
+    stolenCores: stolenCores(loadBefore, loadAfter),
+  };
 }
