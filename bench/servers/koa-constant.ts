@@ -67,7 +67,8 @@ app.use(async (ctx) => {
   }
   // As the gateway's router does for every answer of its own routes.
   ctx.set('Cache-Control', 'no-store');
-  // An object, so that Koa serialises it per request, as the gateway's routes have it serialised.
+  // An object, as a plain Koa endpoint has it: Koa serialises it per request. (The gateway
+  // writes a cached page's JSON once: that saving is the gateway's, not the baseline's.)
   ctx.body = body;
 });
 const server = app.listen(port, '127.0.0.1');

@@ -7,7 +7,7 @@ import type { Context } from 'koa';
 import type { Identity } from '../../auth/bearer.js';
 import { InvalidRequest, NotFound } from '../../errors/errors.js';
 import { ADDRESS_PATTERN } from '../../stores/data-file.js';
-import type { Directory } from '../../stores/directory.js';
+import type { Directory, SignRecord } from '../../stores/directory.js';
 import type { TimestampFormatter } from '../../util/time.js';
 import { discardBody } from '../body.js';
 import { ok } from '../envelope.js';
@@ -18,6 +18,8 @@ export function lookUpSignRecord({ directory, formatTimestamp, bodyLimitBytes }:
   formatTimestamp: TimestampFormatter;
   bodyLimitBytes: number;
 }) {
+  /** Both times as written, per record the directory returned: a cached record is formatted once. */
+  const formatted = new WeakMap<SignRecord, { signedAt: string; signedExpiredAt: string }>();
   return async function lookUpSignRecord(ctx: Context): Promise<void> {
     if (ctx.method === 'POST') await discardBody(ctx, bodyLimitBytes);
     const address = singleQueryParam(ctx, 'address');
@@ -27,11 +29,11 @@ export function lookUpSignRecord({ directory, formatTimestamp, bodyLimitBytes }:
     const { accountId } = ctx.state.identity as Identity;
     const record = await directory.findSignRecord(accountId, address.toLowerCase());
     if (record === undefined) throw new NotFound('There is no sign record for this address.', 'sign_record_not_found');
-    ctx.body = ok({
-      did: address,
-      signedNonce: record.signedNonce,
-      signedAt: formatTimestamp(record.signedAt),
-      signedExpiredAt: formatTimestamp(record.signedExpiredAt),
-    });
+    let times = formatted.get(record);
+    if (times === undefined) {
+      times = { signedAt: formatTimestamp(record.signedAt), signedExpiredAt: formatTimestamp(record.signedExpiredAt) };
+      formatted.set(record, times);
+    }
+    ctx.body = ok({ did: address, signedNonce: record.signedNonce, ...times });
   };
 }
