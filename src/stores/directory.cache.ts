@@ -118,8 +118,9 @@ export function createCachedDirectory({ store, changes, settings, clock, log }: 
   });
 
   /** The seq from which a copy under these scopes is trusted. */
-  const trustedFrom = (scope: string, wider?: string) =>
-    Math.max(floor, changedAt.peek(scope) ?? 0, wider === undefined ? 0 : changedAt.peek(wider) ?? 0);
+  const trustedFrom = (scope: string, wider?: string) => (changedAt.size === 0
+    ? floor
+    : Math.max(floor, changedAt.peek(scope) ?? 0, wider === undefined ? 0 : changedAt.peek(wider) ?? 0));
 
   async function read(key: string, trustFrom: number, load: Read): Promise<SignRecord | RolePage | null> {
     const now = clock.now();
