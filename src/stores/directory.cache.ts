@@ -85,9 +85,8 @@ export function createCachedDirectory({ store, changes, settings, clock, log }: 
   const cache = new LRUCache<string, Entry, Read>({
     maxSize: minEntrySize * settings.maxEntries,
     sizeCalculation: (entry, key) => Math.max(minEntrySize, estimateBytes(key, entry.value)),
-    // Expiry is judged here (ages above), not by lru-cache: its TTL would drop the stale copy
-    // that an outage is answered from.
-    perf: { now: () => clock.now() },
+    // No TTL here: expiry is judged in read() (the ages above); lru-cache's TTL would drop the
+    // stale copy that an outage is answered from.
     noDeleteOnFetchRejection: true,
     // A read that finishes after its entry was evicted still answers the callers waiting on it.
     ignoreFetchAbort: true,
