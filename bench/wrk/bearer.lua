@@ -5,6 +5,9 @@
 -- args: <file with one access token per line> <path>
 -- Prints one line "BENCHJSON {...}" at the end for the orchestrator.
 
+-- report.lua sits beside this script.
+package.path = debug.getinfo(1, "S").source:match("^@(.*/)") .. "?.lua;" .. package.path
+local report = require("report")
 local threads = {}
 
 function setup(thread)
@@ -34,17 +37,5 @@ function response(status)
 end
 
 function done(summary, latency, requests)
-  local ok_total, bad_total = 0, 0
-  for _, t in ipairs(threads) do
-    ok_total = ok_total + (t:get("ok") or 0)
-    bad_total = bad_total + (t:get("bad") or 0)
-  end
-  local e = summary.errors
-  io.write(string.format(
-    'BENCHJSON {"requests":%.0f,"duration_us":%.0f,"status_errors":%.0f,"connect_errors":%.0f,' ..
-    '"read_errors":%.0f,"write_errors":%.0f,"timeouts":%.0f,"p50_us":%.0f,"p90_us":%.0f,' ..
-    '"p99_us":%.0f,"max_us":%.0f,"mean_us":%.1f,"ok":%.0f,"bad":%.0f,"starved":-1}\n',
-    summary.requests, summary.duration, e.status, e.connect, e.read, e.write, e.timeout,
-    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max, latency.mean,
-    ok_total, bad_total))
+  report(summary, latency, threads, {"ok", "bad"})
 end

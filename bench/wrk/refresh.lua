@@ -7,6 +7,9 @@
 -- up front to check the script, which uses one up without sending it).
 -- args: <file with one refresh token per line> <number of wrk threads>
 
+-- report.lua sits beside this script.
+package.path = debug.getinfo(1, "S").source:match("^@(.*/)") .. "?.lua;" .. package.path
+local report = require("report")
 local threads = {}
 local counter = 0
 
@@ -54,18 +57,5 @@ function response(status, headers, body)
 end
 
 function done(summary, latency, requests)
-  local ok_total, bad_total, starved_total = 0, 0, 0
-  for _, t in ipairs(threads) do
-    ok_total = ok_total + (t:get("ok") or 0)
-    bad_total = bad_total + (t:get("bad") or 0)
-    starved_total = starved_total + (t:get("starved") or 0)
-  end
-  local e = summary.errors
-  io.write(string.format(
-    'BENCHJSON {"requests":%.0f,"duration_us":%.0f,"status_errors":%.0f,"connect_errors":%.0f,' ..
-    '"read_errors":%.0f,"write_errors":%.0f,"timeouts":%.0f,"p50_us":%.0f,"p90_us":%.0f,' ..
-    '"p99_us":%.0f,"max_us":%.0f,"mean_us":%.1f,"ok":%.0f,"bad":%.0f,"starved":%.0f}\n',
-    summary.requests, summary.duration, e.status, e.connect, e.read, e.write, e.timeout,
-    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max, latency.mean,
-    ok_total, bad_total, starved_total))
+  report(summary, latency, threads, {"ok", "bad", "starved"})
 end
