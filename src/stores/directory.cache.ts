@@ -53,7 +53,7 @@ const RETRY_FAILED_MS = 1000;
 type Read = () => Promise<SignRecord | RolePage | undefined>;
 
 export interface CachedDirectory extends Directory {
-  /** Store reads begun so far (for the benchmark and tests: a storm must cost one). */
+  /** Store reads begun so far (tests count them: a storm must cost one). */
   readonly storeReads: number;
 }
 
