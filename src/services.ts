@@ -3,11 +3,15 @@
  * memory by default, Redis when one is configured). Callers get interfaces and never import a
  * store's module.
  */
+import type { IncomingMessage } from 'node:http';
 import { createAuthenticator, type Authenticate } from './auth/bearer.js';
 import { createAuthService, type AuthService } from './auth/service.js';
 import { createRevocations, type Revocations } from './auth/revocation.js';
 import { createSigner, type Signer } from './auth/signer.js';
 import { usesRedis, type Config } from './config/schema.js';
+import { createClientAddress } from './http/client-address.js';
+import { createLimiter } from './limits/limiter.js';
+import { createRateLimits, type RateLimits } from './limits/rate-limits.js';
 import { createProxy, type Proxy } from './proxy/proxy.js';
 import { readDataFile, watchDataFile } from './stores/data-file.js';
 import { createCachedDirectory, type CachedDirectory } from './stores/directory.cache.js';
@@ -16,6 +20,9 @@ import { MemoryDirectory } from './stores/directory.memory.js';
 import { createRecordReader } from './stores/directory-records.js';
 import { RedisDirectory } from './stores/directory.redis.js';
 import type { Directory, DirectoryChanges } from './stores/directory.js';
+import { MemoryRateCounters } from './stores/rate-counters.memory.js';
+import { RedisRateCounters } from './stores/rate-counters.redis.js';
+import type { RateCounters } from './stores/rate-counters.js';
 import { MemoryKeyDirectory } from './stores/key-directory.memory.js';
 import { RedisKeyDirectory } from './stores/key-directory.redis.js';
 import type { KeyDirectory } from './stores/key-directory.js';
@@ -27,6 +34,7 @@ import { MemoryRefreshTokenStore } from './stores/token-store.memory.js';
 import { RedisRefreshTokenStore } from './stores/token-store.redis.js';
 import type { RefreshTokenStore } from './stores/token-store.js';
 import type { Logger } from './telemetry/log.js';
+import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createTimestampFormatter, type TimestampFormatter } from './util/time.js';
 
@@ -51,6 +59,11 @@ export interface Services {
   authenticate: Authenticate;
   /** The configured routes to backends. */
   proxy: Proxy;
+  /** Sign-in lockouts and quotas (limits/). */
+  limits: RateLimits;
+  /** The client's address as the limits count it (http/client-address.ts). */
+  clientAddress: (req: IncomingMessage) => string;
+  metrics: Metrics;
   formatTimestamp: TimestampFormatter;
   readiness: ReadinessCheck[];
   /** Where shared state lives, for the start-up log. */
@@ -78,6 +91,8 @@ export function createServices(config: Config, { log, clock = systemClock }: { l
   const fileDirectory = new MemoryDirectory(data);
   let tokens: RefreshTokenStore;
   let revocationStore: RevocationStore;
+  const memoryCounters = new MemoryRateCounters({ clock, maxEntries: config.limits.memoryMaxEntries });
+  let counters: RateCounters = memoryCounters;
   const readiness: ReadinessCheck[] = [];
   if (usesRedis(config)) {
     redis = connectRedis(config.redis, log);
@@ -85,6 +100,11 @@ export function createServices(config: Config, { log, clock = systemClock }: { l
     keys = config.data.keySource === 'redis' ? new RedisKeyDirectory(shared) : fileKeys;
     tokens = new RedisRefreshTokenStore(shared);
     revocationStore = new RedisRevocationStore(shared, { retainMs, log });
+    counters = new RedisRateCounters(shared, {
+      timeoutMs: config.limits.storeTimeoutMs,
+      breakerFailures: config.redis.breakerFailures,
+      breakerCooldownMs: config.redis.breakerCooldownMs,
+    });
     readiness.push({ name: 'redis', isReady: () => shared.ping() });
   } else {
     const resets = new MemoryRevocationStore({ clock, retainMs });
@@ -102,7 +122,11 @@ export function createServices(config: Config, { log, clock = systemClock }: { l
   const revocations = createRevocations({ store: revocationStore, clock, ttlMs: config.redis.resetCacheTtlMs, rememberMs });
   const auth = createAuthService({ keys, tokens, signer, revocations, clock, log, settings: t });
   const authenticate = createAuthenticator(signer, revocations);
-  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations });
+  const metrics = createMetrics({ processMetrics: config.metrics.enabled });
+  const clientAddress = createClientAddress(config.proxy);
+  const limiter = createLimiter({ counters, memory: memoryCounters, log, metrics, clock });
+  const limits = createRateLimits(config.limits, limiter, clientAddress);
+  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits });
 
   return {
     config,
@@ -116,6 +140,9 @@ export function createServices(config: Config, { log, clock = systemClock }: { l
     revocations,
     authenticate,
     proxy,
+    limits,
+    clientAddress,
+    metrics,
     formatTimestamp: createTimestampFormatter(config.data.timeZone),
     readiness,
     state: redis === undefined ? 'memory' : 'redis',

@@ -71,6 +71,33 @@ const routeSchema = z.strictObject({
   message: 'a public route has no caller to assert', path: ['assertion'],
 });
 
+/**
+ * One counting window of a limit: at most `limit` units (requests, or their cost) per window
+ * of `seconds`, counted from the window's first request (see limits/counters.ts).
+ */
+const windowSchema = z.strictObject({
+  limit: z.number().int().min(1).max(1_000_000_000),
+  seconds: z.number().int().min(1).max(31_536_000),
+});
+/** Several windows of one limit: each must have room. Empty: no limit. */
+const windowsSchema = z.array(windowSchema).max(8)
+  .refine((ws) => new Set(ws.map((w) => w.seconds)).size === ws.length, 'each window of a limit needs its own length in seconds');
+const STORE_FAILURE_POLICIES = ['memory', 'open', 'closed'] as const;
+const storeFailure = () => z.enum(STORE_FAILURE_POLICIES).optional();
+
+/** One quota rule (README "Rate limits"): the first rule matching a request's route and account wins. */
+const quotaRuleSchema = z.strictObject({
+  route: z.string().min(1).max(128).optional(),
+  account: z.string().min(1).max(256).optional(),
+  perAccount: windowsSchema.optional(),
+  perKey: windowsSchema.optional(),
+  perAddress: windowsSchema.optional(),
+  cost: z.number().int().min(1).max(1_000_000).default(1),
+  dryRun: z.boolean().default(false),
+});
+
+const w = (limit: number, seconds: number) => ({ limit, seconds });
+
 export const configSchema = z.strictObject({
   server: z.strictObject({
     host: setting(z.string().min(1).default('127.0.0.1'), {
@@ -282,10 +309,74 @@ export const configSchema = z.strictObject({
     }),
   }).prefault({}),
 
+  limits: z.strictObject({
+    mode: setting(z.enum(['enforce', 'dry-run', 'off']).default('enforce'), {
+      env: 'RATE_LIMITS',
+      description: '`enforce`: over a limit gets 429; `dry-run`: nothing is refused, what would have been is logged and counted; `off`: nothing is counted.',
+    }),
+    onStoreFailure: setting(z.enum(STORE_FAILURE_POLICIES).default('memory'), {
+      env: 'RATE_LIMIT_ON_STORE_FAILURE',
+      description: 'While Redis fails: `memory` counts in this process instead, `open` admits, `closed` refuses with 503. Each limit group can set its own.',
+    }),
+    storeTimeoutMs: setting(z.number().int().min(5).max(5000).default(100), {
+      description: 'A counter call to Redis not answered by then is a store failure (the request goes on under the failure policy, never waiting longer).',
+    }),
+    memoryMaxEntries: setting(z.number().int().min(1000).max(10_000_000).default(100_000), {
+      description: 'Most counters kept in process memory (without Redis, or while it fails); past it the least recently used are dropped.',
+    }),
+    signIn: z.strictObject({
+      perAddress: setting(windowsSchema.default([w(30, 60), w(300, 3600)]), {
+        description: 'Sign-in and token-reset attempts per client address, whatever their outcome.',
+      }),
+      failuresPerKeyAndAddress: setting(windowsSchema.default([w(5, 60), w(10, 900), w(20, 86_400)]), {
+        description: 'Failed attempts per API key from one address: longer windows make the lockout grow (5 then a minute, 10 then 15 minutes, 20 then a day). A success clears them.',
+      }),
+      failuresPerAddress: setting(windowsSchema.default([w(20, 600), w(100, 86_400)]), {
+        description: 'Failed attempts per client address, whatever the key (a success gives its attempt back).',
+      }),
+      failuresPerKey: setting(windowsSchema.default([w(50, 3600)]), {
+        description: 'Failed attempts per API key from all addresses; past it the key\'s own sign-ins are refused until the window ends (a success gives its attempt back).',
+      }),
+      onStoreFailure: setting(storeFailure(), { description: 'Failure policy of the sign-in limits; default `limits.onStoreFailure`.' }),
+    }).prefault({}),
+    refresh: z.strictObject({
+      perFamily: setting(windowsSchema.default([w(10, 60)]), {
+        description: 'Refresh calls per refresh-token family.',
+      }),
+      perAddress: setting(windowsSchema.default([w(60, 60)]), {
+        description: 'Refresh calls per client address.',
+      }),
+      onStoreFailure: setting(storeFailure(), { description: 'Failure policy of the refresh limits; default `limits.onStoreFailure`.' }),
+    }).prefault({}),
+    calls: z.strictObject({
+      perAccount: setting(windowsSchema.default([w(100, 1), w(3000, 60)]), {
+        description: 'Default quota of authenticated calls per account on each route (a burst and a sustained window).',
+      }),
+      perKey: setting(windowsSchema.default([]), {
+        description: 'Default quota of authenticated calls per API key on each route (none by default).',
+      }),
+      onStoreFailure: setting(storeFailure(), { description: 'Failure policy of the quotas of authenticated calls; default `limits.onStoreFailure`.' }),
+    }).prefault({}),
+    public: z.strictObject({
+      perAddress: setting(windowsSchema.default([w(50, 1), w(1500, 60)]), {
+        description: 'Default quota of calls per client address on each public route.',
+      }),
+      onStoreFailure: setting(storeFailure(), { description: 'Failure policy of the quotas of public routes; default `limits.onStoreFailure`.' }),
+    }).prefault({}),
+    rules: setting(z.array(quotaRuleSchema).max(1000).default([]), {
+      env: 'RATE_LIMIT_RULES',
+      description: 'Quota overrides as a JSON array of {route?, account?, perAccount?, perKey?, perAddress?, cost?, dryRun?}; the first matching rule wins (see "Rate limits").',
+    }),
+  }).prefault({}),
+
   proxy: z.strictObject({
     trustedProxies: setting(z.array(z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()])).default([]), {
       env: 'TRUSTED_PROXIES',
       description: 'JSON array of addresses or CIDR ranges of proxies in front of the gateway; only from these are incoming X-Forwarded-* / Forwarded kept (extended), from anyone else they are replaced.',
+    }),
+    clientAddressHeader: setting(z.enum(['x-forwarded-for', 'forwarded']).default('x-forwarded-for'), {
+      env: 'CLIENT_ADDRESS_HEADER',
+      description: 'Which header a trusted proxy in front names the client in (read only from `trustedProxies`): the client address is the last one in it that is not a trusted proxy.',
     }),
     forwardedHeaders: setting(z.enum(['x-forwarded', 'forwarded', 'both']).default('x-forwarded'), {
       env: 'FORWARDED_HEADERS',
@@ -316,6 +407,13 @@ export const configSchema = z.strictObject({
     env: 'WORKERS',
     description: 'Processes serving the one port (0: one per CPU). More than 1 needs Redis and configured signing keys.',
   }),
+
+  metrics: z.strictObject({
+    enabled: setting(z.boolean().default(true), {
+      env: 'METRICS_ENABLED',
+      description: 'Serve Prometheus metrics at GET /metrics (rate-limit decisions, degraded limits, process). Keep the path from the public internet in front of the gateway.',
+    }),
+  }).prefault({}),
 
   log: z.strictObject({
     level: setting(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), {
@@ -367,6 +465,12 @@ export const configSchema = z.strictObject({
   if (c.workers !== 1 && (redisModes === 0 || c.signing.keys.length === 0)) {
     ctx.addIssue({ code: 'custom', path: ['workers'], message: 'several workers need Redis (shared state) and signing.keys (one key for all of them)' });
   }
+  const routeNames = new Set(['sign', 'roles', ...c.routes.map((r) => r.name ?? r.prefix)]);
+  c.limits.rules.forEach((rule, i) => {
+    if (rule.route !== undefined && !routeNames.has(rule.route)) {
+      ctx.addIssue({ code: 'custom', path: ['limits', 'rules', i, 'route'], message: `no route is named "${rule.route}" (known: ${[...routeNames].join(', ')})` });
+    }
+  });
   const kids = c.signing.keys.map((k) => k.kid);
   kids.forEach((kid, i) => {
     if (kids.indexOf(kid) !== i) ctx.addIssue({ code: 'custom', path: ['signing', 'keys', i, 'kid'], message: `duplicate kid "${kid}"` });
@@ -404,6 +508,9 @@ export function usesRedis(config: Pick<Config, 'redis'>): boolean {
 }
 export type SigningKeyConfig = z.infer<typeof signingKeySchema>;
 export type RouteConfig = z.infer<typeof routeSchema>;
+export type WindowConfig = z.infer<typeof windowSchema>;
+export type QuotaRuleConfig = z.infer<typeof quotaRuleSchema>;
+export type StoreFailurePolicy = (typeof STORE_FAILURE_POLICIES)[number];
 export type IdentityPart = (typeof IDENTITY_PARTS)[number];
 
 export interface SettingRow {

@@ -112,6 +112,15 @@ export class UnsupportedMediaType extends GatewayError {
   }
 }
 
+/** Over a rate limit; `headers` carry Retry-After and the RateLimit fields (limits/limiter.ts). */
+export class TooManyRequests extends GatewayError {
+  constructor(retryAfterSeconds: number, headers: Record<string, string>) {
+    super(429, 'rate_limited', `Too many requests: try again in ${retryAfterSeconds} s.`, {
+      headers: { ...headers, 'Retry-After': String(retryAfterSeconds) },
+    });
+  }
+}
+
 export class StoreUnavailable extends GatewayError {
   constructor(cause?: unknown, retryAfterSeconds = 1) {
     super(503, 'store_unavailable', 'A store the gateway depends on is unavailable; try again shortly.', {

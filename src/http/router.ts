@@ -4,10 +4,11 @@
  */
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
-import { requireBearer } from '../auth/bearer.js';
+import { requireBearer, type Identity } from '../auth/bearer.js';
+import type { RateLimits, RouteRef } from '../limits/rate-limits.js';
 import type { Services } from '../services.js';
 import { MethodNotAllowed, NotFound } from '../errors/errors.js';
-import { reportLiveness, reportReadiness } from './routes/health.js';
+import { reportLiveness, reportMetrics, reportReadiness } from './routes/health.js';
 import { publishKeys } from './routes/jwks.js';
 import { refresh } from './routes/refresh.js';
 import { resetTokens } from './routes/reset.js';
@@ -16,23 +17,35 @@ import { lookUpSignRecord } from './routes/sign.js';
 import { signIn } from './routes/signin.js';
 
 export function createRouter(services: Services): Router {
-  const { auth, directory, signer, authenticate, config, formatTimestamp, readiness } = services;
+  const { auth, directory, signer, authenticate, config, formatTimestamp, readiness, limits, clientAddress, metrics } = services;
   const bodyLimitBytes = config.server.bodyLimitBytes;
+  const credentials = { auth, limits, clientAddress, bodyLimitBytes };
   const bearer = requireBearer(authenticate);
   const router = new Router({ sensitive: true });
 
   router.use(noStore);
-  router.post('/api/signin', signIn({ auth, bodyLimitBytes }));
-  router.post('/api/refresh', refresh({ auth, bodyLimitBytes }));
-  router.post('/api/reset', resetTokens({ auth, bodyLimitBytes, formatTimestamp }));
+  router.post('/api/signin', signIn(credentials));
+  router.post('/api/refresh', refresh(credentials));
+  router.post('/api/reset', resetTokens({ ...credentials, formatTimestamp }));
   const signRecord = lookUpSignRecord({ directory, formatTimestamp, bodyLimitBytes });
-  router.get('/api/sign', bearer, signRecord);
-  router.post('/api/sign', bearer, signRecord);
-  router.get('/api/roles', bearer, listRoles({ directory, ...config.roles }));
+  const signQuota = quota(limits, { name: 'sign', auth: 'required' });
+  router.get('/api/sign', bearer, signQuota, signRecord);
+  router.post('/api/sign', bearer, signQuota, signRecord);
+  router.get('/api/roles', bearer, quota(limits, { name: 'roles', auth: 'required' }), listRoles({ directory, ...config.roles }));
   router.get('/.well-known/jwks.json', publishKeys({ signer }));
   router.get('/healthz', reportLiveness());
   router.get('/readyz', reportReadiness({ checks: readiness }));
+  if (config.metrics.enabled) router.get('/metrics', reportMetrics({ registry: metrics.registry }));
   return router;
+}
+
+/** The own route's quota for the caller the bearer guard let through (limits/rate-limits.ts). */
+function quota(limits: RateLimits, route: RouteRef) {
+  return async function quota(ctx: Context, next: Next): Promise<void> {
+    const headers = await limits.route(route, ctx.state.identity as Identity, ctx.req);
+    if (headers !== undefined) ctx.set(headers);
+    await next();
+  };
 }
 
 /** Token and account answers must never be stored by a cache (RFC 6749 §5.1). */

@@ -15,7 +15,8 @@
  * would read that body as a second request; the proxy re-applies these headers after it.)
  */
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders } from 'node:http';
-import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import { isIPv4, isIPv6 } from 'node:net';
+import { createProxyTrust } from '../http/client-address.js';
 import type { Config } from '../config/schema.js';
 import type { IdentityParts } from './routes.js';
 
@@ -52,22 +53,9 @@ export function createHeaderPolicy(proxy: Config['proxy']) {
   const names = proxy.identityHeaders;
   const identityNames = Object.values(names).map((name) => name.toLowerCase());
   const baseDrop = new Set([...HOP_BY_HOP, ...REPLACED, ...identityNames]);
-  const trusted = new BlockList();
-  for (const entry of proxy.trustedProxies) {
-    const [address, bits] = entry.split('/') as [string, string | undefined];
-    const type = isIPv6(address) ? 'ipv6' : 'ipv4';
-    if (bits === undefined) trusted.addAddress(address, type);
-    else trusted.addSubnet(address, Number(bits), type);
-  }
-  const anyTrusted = proxy.trustedProxies.length > 0;
+  const isTrusted = createProxyTrust(proxy.trustedProxies);
   const xForwarded = proxy.forwardedHeaders !== 'forwarded';
   const forwarded = proxy.forwardedHeaders !== 'x-forwarded';
-
-  function isTrusted(peer: string): boolean {
-    if (!anyTrusted || peer === '') return false;
-    const mapped = peer.startsWith('::ffff:') && isIPv4(peer.slice(7)) ? peer.slice(7) : peer;
-    return trusted.check(mapped, isIPv6(mapped) ? 'ipv6' : 'ipv4');
-  }
 
   return {
     /** The headers the backend gets for this request. */

@@ -21,6 +21,7 @@ import { readBearerToken, type Authenticate, type Identity } from '../auth/beare
 import type { Revocations } from '../auth/revocation.js';
 import type { Signer } from '../auth/signer.js';
 import type { Config } from '../config/schema.js';
+import type { LimitHeaders, RateLimits } from '../limits/rate-limits.js';
 import { BadGateway, GatewayTimeout, InsufficientScope, MethodNotAllowed, type GatewayError } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
@@ -46,13 +47,14 @@ export interface Flight {
 
 type FlightOptions = ServerOptions & { flight: Flight };
 
-/** Who a route let through (undefined on a public route), and the assertion it sends. */
+/** Who a route let through (undefined on a public route), the assertion it sends, and its quota's headers. */
 export interface Admitted {
   identity: Identity | undefined;
   assertion: string | undefined;
+  limitHeaders: LimitHeaders;
 }
 
-export type Admit = (route: Route, token: string | undefined, requestId: string) => Promise<Admitted>;
+export type Admit = (route: Route, req: IncomingMessage, token: string | undefined, requestId: string) => Promise<Admitted>;
 export type Failed = (flight: Flight, err: Error, requestId: string) => GatewayError;
 /** `webSocketProtocol`: given (a list, or null for none) only for a WebSocket handshake. */
 export type HeadersFor = (req: IncomingMessage, route: Route, admitted: Admitted, requestId: string, webSocketProtocol?: string | null) => OutgoingHttpHeaders;
@@ -91,6 +93,7 @@ export interface ProxyDeps {
   signer: Signer;
   authenticate: Authenticate;
   revocations: Revocations;
+  limits: RateLimits;
 }
 
 /** Codes of failures that happened before a byte reached the backend: safe to try another target. */
@@ -98,7 +101,7 @@ const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ECONNECT_TIMEOUT', 'EHOSTUNREACH
 const TIMEOUT_CODES = new Set(['ECONNECT_TIMEOUT', 'ERESPONSE_TIMEOUT']);
 
 export function createProxy(deps: ProxyDeps): Proxy {
-  const { config, log, clock, signer, authenticate } = deps;
+  const { config, log, clock, signer, authenticate, limits } = deps;
   const agents = new Agents(config.proxy.maxSocketsPerTarget);
   const routes = new RouteTable(config.routes, agents);
   const policy = createHeaderPolicy(config.proxy);
@@ -148,14 +151,16 @@ export function createProxy(deps: ProxyDeps): Proxy {
   /**
    * The caller a route lets through, checked the same way for requests and WebSocket
    * handshakes: none on a public route; otherwise a valid token within the route's scope,
-   * and the signed assertion if the route sends one.
+   * and the signed assertion if the route sends one. Then the route's quota for that caller
+   * (or, on a public route, its address): only callers who passed are counted.
    */
-  async function admit(route: Route, token: string | undefined, requestId: string): Promise<Admitted> {
-    if (route.auth === 'public') return { identity: undefined, assertion: undefined };
+  async function admit(route: Route, req: IncomingMessage, token: string | undefined, requestId: string): Promise<Admitted> {
+    if (route.auth === 'public') return { identity: undefined, assertion: undefined, limitHeaders: await limits.route(route, undefined, req) };
     const identity = await authenticate(token);
     if (route.requiredScope !== undefined && !identity.scopes.includes(route.requiredScope)) throw new InsufficientScope(route.requiredScope);
+    const limitHeaders = await limits.route(route, identity, req);
     const assertion = route.assertion ? await signer.issueAssertion({ ...identity, audience: route.name, requestId }) : undefined;
-    return { identity, assertion };
+    return { identity, assertion, limitHeaders };
   }
 
   /** The headers the backend gets (the Host of a `target` route is set per attempt). */
@@ -201,7 +206,13 @@ export function createProxy(deps: ProxyDeps): Proxy {
             // The backend answered before the whole body arrived (413 and close, say): the
             // rest of the upload has nowhere to go, so this connection ends with the answer.
             if (!req.complete) res.shouldKeepAlive = false;
-            res.writeHead(proxyRes.statusCode ?? 502, policy.downstream(proxyRes.headers, proxyRes.rawHeaders));
+            const head = policy.downstream(proxyRes.headers, proxyRes.rawHeaders);
+            // The gateway's quota is the one the client meets first: its fields replace a backend's.
+            if (admitted.limitHeaders !== undefined) {
+              delete head['ratelimit'];
+              delete head['ratelimit-policy'];
+            }
+            res.writeHead(proxyRes.statusCode ?? 502, head);
             // A backend that breaks off mid-body: the client sees a cut, never a short body that
             // looks complete. (The other way round, a client that leaves, http-proxy-3 destroys
             // the backend request.) Not stream.pipeline: it builds an AbortController and a
@@ -236,8 +247,9 @@ export function createProxy(deps: ProxyDeps): Proxy {
       // TRACE echoes the request back, headers and all: with the identity headers the gateway
       // adds (and Authorization, where forwarded) that is a gift to cross-site tracing.
       if (req.method === 'TRACE') throw new MethodNotAllowed('GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS');
-      const admitted = await admit(match.route, readBearerToken(req), requestId);
+      const admitted = await admit(match.route, req, readBearerToken(req), requestId);
       seen.identity = admitted.identity;
+      if (admitted.limitHeaders !== undefined) for (const [name, value] of Object.entries(admitted.limitHeaders)) res.setHeader(name, value);
       await forward(req, res, match, admitted, requestId);
     },
     wantsUpgrade: webSockets.wantsUpgrade,

@@ -109,7 +109,7 @@ export function createWebSockets({ routes, server, admit, headersFor, failed, re
     const headerToken = readBearerToken(req);
     if (headerToken !== undefined && offered.token !== undefined) throw new InvalidRequest('Send the access token once: in Authorization or in the subprotocol list, not both.');
 
-    const admitted = await admit(route, headerToken ?? offered.token, requestId);
+    const admitted = await admit(route, req, headerToken ?? offered.token, requestId);
     const headers = headersFor(req, route, admitted, requestId, offered.rest.length > 0 ? offered.rest.join(', ') : null);
     req.url = match.upstreamUrl;
     const target = route.pool.pick(clock.now());

@@ -1,8 +1,9 @@
 /**
- * GET /healthz (liveness: the process answers) and GET /readyz (readiness: every store it
+ * GET /metrics (Prometheus text), GET /healthz (liveness: the process answers) and GET /readyz (readiness: every store it
  * depends on answers). A load balancer should route on /readyz and restart on /healthz.
  */
 import type { Context } from 'koa';
+import type { Registry } from 'prom-client';
 import type { ReadinessCheck } from '../../services.js';
 import { ok } from '../envelope.js';
 
@@ -18,5 +19,12 @@ export function reportReadiness({ checks }: { checks: readonly ReadinessCheck[] 
     const ready = results.every(([, isReady]) => isReady);
     ctx.status = ready ? 200 : 503;
     ctx.body = { success: ready, message: { status: ready ? 'ready' : 'unavailable', checks: Object.fromEntries(results.map(([n, r]) => [n, r ? 'up' : 'down'])) } };
+  };
+}
+
+export function reportMetrics({ registry }: { registry: Registry }) {
+  return async function reportMetrics(ctx: Context): Promise<void> {
+    ctx.type = registry.contentType;
+    ctx.body = await registry.metrics();
   };
 }

@@ -5,21 +5,25 @@
  */
 import type { Context } from 'koa';
 import { z } from 'zod';
-import type { AuthService } from '../../auth/service.js';
+import { parseRefreshToken } from '../../auth/refresh.js';
 import { InvalidGrant } from '../../errors/errors.js';
 import { readObjectBody, validateFields } from '../body.js';
 import { ok } from '../envelope.js';
+import type { SignInDeps } from './signin.js';
 
 const RefreshBody = z.object({
   refreshToken: z.string().min(1).max(2048),
 });
 
-export function refresh({ auth, bodyLimitBytes }: { auth: AuthService; bodyLimitBytes: number }) {
+export function refresh({ auth, limits, clientAddress, bodyLimitBytes }: SignInDeps) {
   return async function refresh(ctx: Context): Promise<void> {
     const body = await readObjectBody(ctx, { limit: bodyLimitBytes, accept: ['json', 'form'], untypedIsJson: true });
     const { refreshToken } = validateFields(RefreshBody, body);
+    // Every call counts, right or wrong: wrong-secret refreshes are guesses at a family's secret.
+    const headers = await limits.refresh(parseRefreshToken(refreshToken)?.familyId, clientAddress(ctx.req));
     const result = await auth.refresh(refreshToken);
     if (result.outcome !== 'issued') throw new InvalidGrant();
+    if (headers !== undefined) ctx.set(headers);
     ctx.body = ok(result.pair);
   };
 }

@@ -5,11 +5,11 @@
  */
 import type { Context } from 'koa';
 import { z } from 'zod';
-import type { AuthService } from '../../auth/service.js';
 import { InvalidCredentials } from '../../errors/errors.js';
 import type { TimestampFormatter } from '../../util/time.js';
 import { readObjectBody, validateFields } from '../body.js';
 import { ok } from '../envelope.js';
+import { guarded, type SignInDeps } from './signin.js';
 
 const ResetBody = z.object({
   apiKey: z.string().min(1).max(256),
@@ -17,12 +17,14 @@ const ResetBody = z.object({
   scope: z.enum(['key', 'account']).default('key'),
 });
 
-export function resetTokens({ auth, bodyLimitBytes, formatTimestamp }: { auth: AuthService; bodyLimitBytes: number; formatTimestamp: TimestampFormatter }) {
+export function resetTokens({ auth, limits, clientAddress, bodyLimitBytes, formatTimestamp }: SignInDeps & { formatTimestamp: TimestampFormatter }) {
   return async function resetTokens(ctx: Context): Promise<void> {
     const body = await readObjectBody(ctx, { limit: bodyLimitBytes, accept: ['json'] });
     const { apiKey, apiSecret, scope } = validateFields(ResetBody, body);
-    const result = await auth.resetTokens(apiKey, apiSecret, scope);
+    // A reset checks the same secret as sign-in: it is one more guess, limited as one.
+    const { value: result, headers } = await guarded(limits.signIn(apiKey, clientAddress(ctx.req)), () => auth.resetTokens(apiKey, apiSecret, scope), (r) => r.outcome === 'reset');
     if (result.outcome !== 'reset') throw new InvalidCredentials();
+    if (headers !== undefined) ctx.set(headers);
     ctx.body = ok({
       scope,
       accountId: result.accountId,

@@ -1,7 +1,9 @@
 /** POST /api/signin: apiKey + SHA-256 of the API secret in, token pair out (interface §4.1). */
 import type { Context } from 'koa';
 import { z } from 'zod';
+import type { IncomingMessage } from 'node:http';
 import type { AuthService } from '../../auth/service.js';
+import type { Attempt, LimitHeaders, RateLimits } from '../../limits/rate-limits.js';
 import { InvalidCredentials } from '../../errors/errors.js';
 import { readObjectBody, validateFields } from '../body.js';
 import { ok } from '../envelope.js';
@@ -11,12 +13,38 @@ const SignInBody = z.object({
   apiSecret: z.string().min(1).max(256),
 });
 
-export function signIn({ auth, bodyLimitBytes }: { auth: AuthService; bodyLimitBytes: number }) {
+export interface SignInDeps {
+  auth: AuthService;
+  limits: RateLimits;
+  clientAddress: (req: IncomingMessage) => string;
+  bodyLimitBytes: number;
+}
+
+export function signIn({ auth, limits, clientAddress, bodyLimitBytes }: SignInDeps) {
   return async function signIn(ctx: Context): Promise<void> {
     const body = await readObjectBody(ctx, { limit: bodyLimitBytes, accept: ['json'] });
     const { apiKey, apiSecret } = validateFields(SignInBody, body);
-    const result = await auth.signIn(apiKey, apiSecret);
-    if (result.outcome !== 'issued') throw new InvalidCredentials();
-    ctx.body = ok(result.pair);
+    const result = await guarded(limits.signIn(apiKey, clientAddress(ctx.req)), () => auth.signIn(apiKey, apiSecret), (r) => r.outcome === 'issued');
+    if (result.value.outcome !== 'issued') throw new InvalidCredentials();
+    if (result.headers !== undefined) ctx.set(result.headers);
+    ctx.body = ok(result.value.pair);
   };
+}
+
+/**
+ * Runs a credential check as a sign-in attempt (limits/rate-limits.ts): refused at once while
+ * the key or address is locked out; afterwards a right answer, or a check that failed for
+ * another reason, is not counted as a failure.
+ */
+export async function guarded<T>(attempted: Promise<Attempt>, checkCredentials: () => Promise<T>, isRight: (result: T) => boolean): Promise<{ value: T; headers: LimitHeaders }> {
+  const attempt = await attempted;
+  let value: T;
+  try {
+    value = await checkCredentials();
+  } catch (err) {
+    await attempt.undecided();
+    throw err;
+  }
+  if (isRight(value)) await attempt.succeeded();
+  return { value, headers: attempt.headers };
 }

@@ -25,6 +25,11 @@ export interface RedisKeys {
   signRecords(accountId: string): string;
   /** Pub/sub channel on which writers announce directory changes (README: "Directory stores"). */
   readonly directoryChannel: string;
+  /**
+   * String: one rate-limit window of a subject (a limit's name and who it counts), its count.
+   * TTL: the rest of the window. Tagged by subject, so a subject's windows share a slot.
+   */
+  rateWindow(subject: string, ms: number): string;
 }
 
 export function redisKeys(prefix: string): RedisKeys {
@@ -39,5 +44,6 @@ export function redisKeys(prefix: string): RedisKeys {
     roles: (accountId) => `${prefix}:role:{${accountId}}`,
     signRecords: (accountId) => `${prefix}:sign:{${accountId}}`,
     directoryChannel: `${prefix}:directory`,
+    rateWindow: (subject, ms) => `${prefix}:rl:{${subject}}:${ms}`,
   };
 }

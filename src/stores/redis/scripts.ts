@@ -141,11 +141,62 @@ return out
 `;
 
 /** The scripts as ioredis commands, and how they are called. */
+/**
+ * Counts one hit in every window of one subject, or in none (stores/rate-counters.ts). Each
+ * window is a counter whose TTL is the rest of the window: set with the first unit, kept by
+ * INCRBY, so a window ends when its key expires.
+ *
+ * KEYS[i]      window i of the subject      <prefix>:rl:{<subject>}:<ms>
+ * ARGV[1]      cost (> 0: a hit; < 0: a refund, only into open windows, never below 0; 0: a look)
+ * ARGV[1 + i]  limit of window i
+ * ARGV[1+n+i]  length of window i in ms
+ * Returns {admitted (1|0), count_1, resetsInMs_1, …, count_n, resetsInMs_n}
+ */
+export const RATE_HIT = `
+local n = #KEYS
+local cost = tonumber(ARGV[1])
+local counts, ttls = {}, {}
+local room = 1
+for i = 1, n do
+  local ttl = redis.call('PTTL', KEYS[i])
+  local count = 0
+  if ttl > 0 then count = tonumber(redis.call('GET', KEYS[i])) else ttl = tonumber(ARGV[1 + n + i]) end
+  counts[i] = count
+  ttls[i] = ttl
+  if cost > 0 and count + cost > tonumber(ARGV[1 + i]) then room = 0 end
+end
+if cost > 0 and room == 1 then
+  for i = 1, n do
+    if counts[i] == 0 then
+      redis.call('SET', KEYS[i], cost, 'PX', ttls[i])
+    else
+      redis.call('INCRBY', KEYS[i], cost)
+    end
+    counts[i] = counts[i] + cost
+  end
+elseif cost < 0 then
+  for i = 1, n do
+    if counts[i] > 0 then
+      counts[i] = math.max(0, counts[i] + cost)
+      redis.call('SET', KEYS[i], counts[i], 'KEEPTTL')
+    end
+  end
+end
+local out = {room}
+for i = 1, n do
+  out[2 * i] = counts[i]
+  out[2 * i + 1] = ttls[i]
+end
+return out
+`;
+
 export const SCRIPTS = {
   gwRotate: { numberOfKeys: 4, lua: ROTATE },
   gwCreateFamily: { numberOfKeys: 2, lua: CREATE_FAMILY },
   gwReset: { numberOfKeys: 1, lua: RESET },
   gwRolesPage: { numberOfKeys: 2, lua: ROLES_PAGE },
+  // The number of keys goes first in each call: one per window.
+  gwRateHit: { lua: RATE_HIT },
 } as const;
 
 export interface ScriptCommands {
@@ -153,4 +204,5 @@ export interface ScriptCommands {
   gwCreateFamily(...keysThenArgs: (string | number)[]): Promise<number>;
   gwReset(...keysThenArgs: (string | number)[]): Promise<number>;
   gwRolesPage(...keysThenArgs: (string | number)[]): Promise<(number | string | null)[]>;
+  gwRateHit(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
 }

@@ -1,0 +1,92 @@
+/**
+ * Who the client is, by network address: the socket's peer, unless that peer is one of the
+ * configured trusted proxies (`proxy.trustedProxies`), in which case the forwarding header they
+ * maintain (`proxy.clientAddressHeader`) is read from the right: each trusted proxy appends
+ * the address it received from, so the last address that is not a trusted proxy is the first
+ * one nobody trusted vouches for, and everything left of it may be the client's own invention.
+ * Only one header is read: a proxy that maintains X-Forwarded-For passes a client's own
+ * `Forwarded` through untouched, and the other way round.
+ *
+ * The address is a limit's key, so it is normalised: an IPv4-mapped IPv6 address is IPv4, and
+ * an IPv6 address stands for its /64, the block one subscriber is given, which otherwise would
+ * hand an attacker 2^64 fresh addresses.
+ */
+import type { IncomingMessage } from 'node:http';
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import parseForwarded from 'forwarded-parse';
+import ipaddr from 'ipaddr.js';
+import type { Config } from '../config/schema.js';
+
+/** True for an address (as the socket or a forwarding header gives it) of a trusted proxy. */
+export type ProxyTrust = (address: string) => boolean;
+
+export function createProxyTrust(trustedProxies: readonly string[]): ProxyTrust {
+  if (trustedProxies.length === 0) return () => false;
+  const trusted = new BlockList();
+  for (const entry of trustedProxies) {
+    const [address, bits] = entry.split('/') as [string, string | undefined];
+    const type = isIPv6(address) ? 'ipv6' : 'ipv4';
+    if (bits === undefined) trusted.addAddress(address, type);
+    else trusted.addSubnet(address, Number(bits), type);
+  }
+  return (address) => {
+    const plain = unmapped(address);
+    if (isIPv4(plain)) return trusted.check(plain, 'ipv4');
+    return isIPv6(plain) && trusted.check(plain, 'ipv6');
+  };
+}
+
+export function createClientAddress(proxy: Pick<Config['proxy'], 'trustedProxies' | 'clientAddressHeader'>): (req: IncomingMessage) => string {
+  const isTrusted = createProxyTrust(proxy.trustedProxies);
+  const header = proxy.clientAddressHeader;
+  const hopAddress = header === 'forwarded' ? forwardedFor : plainHop;
+
+  return (req) => {
+    const peer = req.socket.remoteAddress ?? '';
+    if (!isTrusted(peer)) return limitKey(peer);
+    const value = req.headers[header];
+    if (typeof value !== 'string' || value === '') return limitKey(peer);
+    const hops = value.split(',');
+    for (let i = hops.length - 1; i >= 0; i--) {
+      const address = hopAddress(hops[i]!);
+      // Left of an unreadable entry nothing can be trusted: the entry itself names the client.
+      if (address === undefined) return `invalid:${hops[i]!.trim().slice(0, 64)}`;
+      if (i === 0 || !isTrusted(address)) return limitKey(address);
+    }
+    return limitKey(peer);
+  };
+}
+
+/** The key an address is limited by: IPv4 as is, IPv6 by its /64. */
+export function limitKey(address: string): string {
+  const plain = unmapped(address);
+  if (!isIPv6(plain)) return plain;
+  const parts = ipaddr.IPv6.parse(plain).parts;
+  return `${parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
+}
+
+/** An X-Forwarded-For entry: an address, maybe with a port as some proxies add (`[v6]:p`, `v4:p`). */
+function plainHop(entry: string): string | undefined {
+  const hop = entry.trim();
+  if (isIPv4(hop) || isIPv6(hop)) return hop;
+  const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(hop);
+  if (bracketed !== null && isIPv6(bracketed[1]!)) return bracketed[1];
+  const withPort = /^([\d.]+):\d{1,5}$/.exec(hop);
+  if (withPort !== null && isIPv4(withPort[1]!)) return withPort[1];
+  return undefined;
+}
+
+/** The `for` of one `Forwarded` element (RFC 7239 §4), when it is an address. */
+function forwardedFor(element: string): string | undefined {
+  let node: string | undefined;
+  try {
+    node = parseForwarded(element)[0]?.for;
+  } catch {
+    return undefined;
+  }
+  return node === undefined ? undefined : plainHop(node);
+}
+
+function unmapped(address: string): string {
+  return address.startsWith('::ffff:') && isIPv4(address.slice(7)) ? address.slice(7) : address;
+}

@@ -1,0 +1,192 @@
+/**
+ * Which limits a request is counted against, from `limits.*` in the config (README "Rate
+ * limits"), and the subjects they count:
+ *
+ *   sign-in, token reset   attempts per address; failures per key+address, per address, per key
+ *   refresh                calls per token family, per address
+ *   an authenticated route calls per account (and per key, per address where configured), per route
+ *   a public route         calls per address, per route
+ *
+ * A guess at a secret is counted before it is checked, so parallel guesses cannot slip past a
+ * limit; a success gives its attempt back (and ends the key+address run of failures), so only
+ * failures accumulate. The longer windows of a failure limit are its growing lockout.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Identity } from '../auth/bearer.js';
+import type { Config, QuotaRuleConfig, StoreFailurePolicy, WindowConfig } from '../config/schema.js';
+import type { Check, Limit, LimitHeaders, Limiter } from './limiter.js';
+
+export type { LimitHeaders } from './limiter.js';
+
+/** A sign-in (or token reset) let through to the credential check; say how it went. */
+export interface Attempt {
+  readonly headers: LimitHeaders;
+  /** The credentials were right: the attempt is not a failure. */
+  succeeded(): Promise<void>;
+  /** Neither right nor wrong (the check itself failed): the attempt is not a failure either. */
+  undecided(): Promise<void>;
+}
+
+export interface RateLimits {
+  /** Before checking an API key's secret; throws TooManyRequests while it is locked out. */
+  signIn(apiKey: string, address: string): Promise<Attempt>;
+  /** Before rotating a refresh token (`familyId` when the token names one). */
+  refresh(familyId: string | undefined, address: string): Promise<LimitHeaders>;
+  /** Before serving an admitted call on a route (`identity` undefined on a public route). */
+  route(route: RouteRef, identity: Identity | undefined, req: IncomingMessage): Promise<LimitHeaders>;
+}
+
+/** What a route quota needs to know of a route: its name (own routes: `sign`, `roles`) and kind. */
+export interface RouteRef {
+  readonly name: string;
+  readonly auth: 'required' | 'public';
+}
+
+/** The limits one route applies to one caller, and the cost of a call. */
+interface Quota {
+  account: Limit | undefined;
+  key: Limit | undefined;
+  address: Limit | undefined;
+  cost: number;
+}
+
+export function createRateLimits(config: Config['limits'], limiter: Limiter, clientAddress: (req: IncomingMessage) => string): RateLimits {
+  if (config.mode === 'off') return OFF;
+  const everyDryRun = config.mode === 'dry-run';
+  const limit = (name: string, windows: readonly WindowConfig[], policy: StoreFailurePolicy | undefined, dryRun = false): Limit | undefined =>
+    windows.length === 0 ? undefined : {
+      name,
+      windows: windows.map((w) => ({ limit: w.limit, ms: w.seconds * 1000 })),
+      policy: policy ?? config.onStoreFailure,
+      dryRun: everyDryRun || dryRun,
+    };
+
+  const s = config.signIn;
+  const signInLimits = {
+    address: limit('signin-address', s.perAddress, s.onStoreFailure),
+    pair: limit('signin-failures-key-address', s.failuresPerKeyAndAddress, s.onStoreFailure),
+    failedAddress: limit('signin-failures-address', s.failuresPerAddress, s.onStoreFailure),
+    failedKey: limit('signin-failures-key', s.failuresPerKey, s.onStoreFailure),
+  };
+  const refreshLimits = {
+    family: limit('refresh-family', config.refresh.perFamily, config.refresh.onStoreFailure),
+    address: limit('refresh-address', config.refresh.perAddress, config.refresh.onStoreFailure),
+  };
+  const quotas = createQuotaTable(config, limit);
+
+  return {
+    async signIn(apiKey, address) {
+      const l = signInLimits;
+      const checks = present([
+        check(l.address, `si:ip:${address}`),
+        check(l.pair, `sf:ka:${address}|${apiKey}`),
+        check(l.failedAddress, `sf:ip:${address}`),
+        check(l.failedKey, `sf:k:${apiKey}`),
+      ]);
+      const headers = await limiter.take(checks);
+      // A success or an undecided check is no failed guess: the failure counts get their unit
+      // back, and a success ends the key+address run of failures altogether.
+      const giveBack = async (clearRun: boolean) => {
+        await Promise.all(checks.map((c) => {
+          if (c.limit === l.pair && clearRun) return limiter.clear(c);
+          return c.limit === l.address ? undefined : limiter.refund(c);
+        }));
+      };
+      return { headers, succeeded: () => giveBack(true), undecided: () => giveBack(false) };
+    },
+
+    refresh(familyId, address) {
+      const l = refreshLimits;
+      return limiter.take(present([
+        familyId === undefined ? undefined : check(l.family, `rf:f:${familyId}`),
+        check(l.address, `rf:ip:${address}`),
+      ]));
+    },
+
+    route(route, identity, req) {
+      const quota = quotas(route, identity?.accountId);
+      const checks: Check[] = [];
+      if (identity !== undefined) {
+        if (quota.account !== undefined) checks.push({ limit: quota.account, subject: `q:${route.name}:a:${identity.accountId}`, cost: quota.cost });
+        if (quota.key !== undefined) checks.push({ limit: quota.key, subject: `q:${route.name}:k:${identity.keyId}`, cost: quota.cost });
+      }
+      if (quota.address !== undefined) checks.push({ limit: quota.address, subject: `q:${route.name}:ip:${clientAddress(req)}`, cost: quota.cost });
+      return limiter.take(checks);
+    },
+  };
+}
+
+const OFF: RateLimits = {
+  signIn: async () => ({ headers: undefined, succeeded: async () => {}, undecided: async () => {} }),
+  refresh: async () => undefined,
+  route: async () => undefined,
+};
+
+function check(limit: Limit | undefined, subject: string): Check | undefined {
+  return limit === undefined ? undefined : { limit, subject, cost: 1 };
+}
+
+function present(checks: (Check | undefined)[]): Check[] {
+  return checks.filter((c): c is Check => c !== undefined);
+}
+
+type MakeLimit = (name: string, windows: readonly WindowConfig[], policy: StoreFailurePolicy | undefined, dryRun?: boolean) => Limit | undefined;
+
+/**
+ * The quota of a route for an account: the first rule naming this route (or none) and this
+ * account (or none), its windows in place of the defaults it leaves out. Resolved once per
+ * route and rule when the first request needs it, so a request costs two map lookups.
+ */
+function createQuotaTable(config: Config['limits'], limit: MakeLimit): (route: RouteRef, accountId: string | undefined) => Quota {
+  const { rules } = config;
+  const byRule = new Map<string, Quota>();
+  const resolved = (route: RouteRef, index: number): Quota => {
+    const id = `${route.name}\u0000${index}`;
+    let quota = byRule.get(id);
+    if (quota === undefined) {
+      quota = build(route, rules[index]);
+      byRule.set(id, quota);
+    }
+    return quota;
+  };
+
+  function build(route: RouteRef, rule: QuotaRuleConfig | undefined): Quota {
+    const dryRun = rule?.dryRun ?? false;
+    const cost = rule?.cost ?? 1;
+    if (route.auth === 'public') {
+      return { account: undefined, key: undefined, address: limit(`${route.name}-address`, rule?.perAddress ?? config.public.perAddress, config.public.onStoreFailure, dryRun), cost };
+    }
+    const policy = config.calls.onStoreFailure;
+    return {
+      account: limit(`${route.name}-account`, rule?.perAccount ?? config.calls.perAccount, policy, dryRun),
+      key: limit(`${route.name}-key`, rule?.perKey ?? config.calls.perKey, policy, dryRun),
+      address: limit(`${route.name}-address`, rule?.perAddress ?? [], policy, dryRun),
+      cost,
+    };
+  }
+
+  /** Per route: the rule for accounts named by a rule before the first rule for any account. */
+  const plans = new Map<string, { named: Map<string, number>; any: number }>();
+  const planOf = (routeName: string) => {
+    let plan = plans.get(routeName);
+    if (plan === undefined) {
+      const named = new Map<string, number>();
+      let any = -1;
+      for (let i = 0; i < rules.length && any === -1; i++) {
+        const rule = rules[i]!;
+        if (rule.route !== undefined && rule.route !== routeName) continue;
+        if (rule.account === undefined) any = i;
+        else if (!named.has(rule.account)) named.set(rule.account, i);
+      }
+      plan = { named, any };
+      plans.set(routeName, plan);
+    }
+    return plan;
+  };
+
+  return (route, accountId) => {
+    const plan = planOf(route.name);
+    const index = (accountId === undefined ? undefined : plan.named.get(accountId)) ?? plan.any;
+    return resolved(route, index);
+  };
+}
