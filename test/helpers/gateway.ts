@@ -40,7 +40,9 @@ export interface GatewayOptions {
 export async function startGateway(t: TestContext | undefined, { overrides = {}, clock = new ManualClock(Date.now()) }: GatewayOptions = {}): Promise<TestGateway> {
   const config = loadConfig({
     env: {},
-    overrides: mergeDeep({ server: { host: '127.0.0.1', port: 0 }, log: { level: 'info' } }, overrides),
+    // Limits are off unless a test sets them: most suites sign in and call far faster than
+    // the default quotas allow, and test something else (test/*/rate-limits* test the limits).
+    overrides: mergeDeep({ server: { host: '127.0.0.1', port: 0 }, log: { level: 'info' }, limits: { mode: 'off' } }, overrides),
   });
   const logs: string[] = [];
   const log = createLogger(config.log.level, { write: (line: string) => void logs.push(line) });

@@ -39,7 +39,8 @@ export function gatewayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEn
   delete env.GATEWAY_CONFIG;
   delete env.NODE_TEST_CONTEXT;
   for (const row of describeSettings()) if (row.env !== undefined) delete env[row.env];
-  return { ...env, ...extra };
+  // Limits are off unless a test sets them (see helpers/gateway.ts).
+  return { ...env, RATE_LIMITS: 'off', ...extra };
 }
 
 export interface StartNodeOptions {
