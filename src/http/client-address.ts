@@ -80,13 +80,17 @@ function plainHop(entry: string): string | undefined {
 function forwardedFor(element: string): string | undefined {
   let node: string | undefined;
   try {
-    node = parseForwarded(element)[0]?.for;
+    // Elements are joined with ", ": the space is not part of the next one.
+    node = parseForwarded(element.trim())[0]?.for;
   } catch {
     return undefined;
   }
   return node === undefined ? undefined : plainHop(node);
 }
 
+/** An IPv4-mapped IPv6 address (`::ffff:1.2.3.4`, however spelt) as the IPv4 address it is. */
 function unmapped(address: string): string {
-  return address.startsWith('::ffff:') && isIPv4(address.slice(7)) ? address.slice(7) : address;
+  if (!isIPv6(address)) return address;
+  const parsed = ipaddr.IPv6.parse(address);
+  return parsed.isIPv4MappedAddress() ? parsed.toIPv4Address().toString() : address;
 }

@@ -159,10 +159,10 @@ export function createLimiter({ counters, memory, log, metrics, clock }: Limiter
           retryMs = Math.max(retryMs, refusedForMs(check, tally));
         }
       }
-      if (!refused && !closed) return headersOf(results);
+      if (!refused && !closed) return headersOf(results, false);
       await Promise.all(results.map(giveBack));
       if (closed && !refused) throw new StoreUnavailable(new Error('rate limit store unavailable (closed policy)'));
-      throw new TooManyRequests(Math.max(1, Math.ceil(retryMs / 1000)), headersOf(results) ?? {});
+      throw new TooManyRequests(Math.max(1, Math.ceil(retryMs / 1000)), headersOf(results, true) ?? {});
     },
 
     async refund(check) {
@@ -197,16 +197,18 @@ function refusedForMs(check: Check, tally: Tally): number {
  * checks: every window is one policy named `<limit>-<seconds>s`, with its quota `q` and window
  * `w`, and one RateLimit item with what remains (`r`) and the seconds until it resets (`t`).
  */
-function headersOf(results: readonly Counted[]): LimitHeaders {
+function headersOf(results: readonly Counted[], givenBack: boolean): LimitHeaders {
   let policy = '';
   let state = '';
   for (const { check, tally } of results) {
     if (tally === undefined || check.limit.dryRun) continue;
+    // A refused request's admitted checks were given back: what remains is as before it.
+    const spent = givenBack && tally.admitted ? check.cost : 0;
     check.limit.windows.forEach((w, i) => {
       const name = `"${check.limit.name}-${w.ms / 1000}s"`;
       const sep = policy === '' ? '' : ', ';
       policy += `${sep}${name};q=${w.limit};w=${w.ms / 1000}`;
-      state += `${sep}${name};r=${Math.max(0, w.limit - tally.counts[i]!)};t=${Math.ceil(tally.resetsInMs[i]! / 1000)}`;
+      state += `${sep}${name};r=${Math.max(0, w.limit - tally.counts[i]! + spent)};t=${Math.ceil(tally.resetsInMs[i]! / 1000)}`;
     });
   }
   return policy === '' ? undefined : { 'RateLimit-Policy': policy, RateLimit: state };
