@@ -38,8 +38,10 @@ export function errorBoundary({ log }: BoundaryOptions) {
         ctx.req.socket.destroy();
         return;
       }
+      // What was set for a success goes, except the request id and a counted quota's fields
+      // (limits/): the call was counted whatever its answer.
       for (const name of ctx.res.getHeaderNames()) {
-        if (name !== 'x-request-id') ctx.res.removeHeader(name);
+        if (name !== 'x-request-id' && name !== 'ratelimit' && name !== 'ratelimit-policy') ctx.res.removeHeader(name);
       }
       const answer = errorAnswer(error, requestId, ctx.req.complete);
       ctx.status = answer.status;

@@ -20,7 +20,6 @@ export type { LimitHeaders } from './limiter.js';
 
 /** A sign-in (or token reset) let through to the credential check; say how it went. */
 export interface Attempt {
-  readonly headers: LimitHeaders;
   /** The credentials were right: the attempt is not a failure. */
   succeeded(): Promise<void>;
   /** Neither right nor wrong (the check itself failed): the attempt is not a failure either. */
@@ -83,7 +82,7 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
         check(l.failedAddress, `sf:ip:${address}`),
         check(l.failedKey, `sf:k:${apiKey}`),
       ]);
-      const headers = await limiter.take(checks);
+      await limiter.take(checks);
       // A success or an undecided check is no failed guess: the failure counts get their unit
       // back, and a success ends the key+address run of failures altogether.
       const giveBack = async (clearRun: boolean) => {
@@ -92,7 +91,7 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
           return c.limit === l.address ? undefined : limiter.refund(c);
         }));
       };
-      return { headers, succeeded: () => giveBack(true), undecided: () => giveBack(false) };
+      return { succeeded: () => giveBack(true), undecided: () => giveBack(false) };
     },
 
     refresh(familyId, address) {
@@ -117,7 +116,7 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
 }
 
 const OFF: RateLimits = {
-  signIn: async () => ({ headers: undefined, succeeded: async () => {}, undecided: async () => {} }),
+  signIn: async () => ({ succeeded: async () => {}, undecided: async () => {} }),
   refresh: async () => undefined,
   route: async () => undefined,
 };

@@ -22,9 +22,8 @@ export function resetTokens({ auth, limits, clientAddress, bodyLimitBytes, forma
     const body = await readObjectBody(ctx, { limit: bodyLimitBytes, accept: ['json'] });
     const { apiKey, apiSecret, scope } = validateFields(ResetBody, body);
     // A reset checks the same secret as sign-in: it is one more guess, limited as one.
-    const { value: result, headers } = await guarded(limits.signIn(apiKey, clientAddress(ctx.req)), () => auth.resetTokens(apiKey, apiSecret, scope), (r) => r.outcome === 'reset');
+    const result = await guarded(limits.signIn(apiKey, clientAddress(ctx.req)), () => auth.resetTokens(apiKey, apiSecret, scope), (r) => r.outcome === 'reset');
     if (result.outcome !== 'reset') throw new InvalidCredentials();
-    if (headers !== undefined) ctx.set(headers);
     ctx.body = ok({
       scope,
       accountId: result.accountId,

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import type { IncomingMessage } from 'node:http';
 import type { AuthService } from '../../auth/service.js';
-import type { Attempt, LimitHeaders, RateLimits } from '../../limits/rate-limits.js';
+import type { Attempt, RateLimits } from '../../limits/rate-limits.js';
 import { InvalidCredentials } from '../../errors/errors.js';
 import { readObjectBody, validateFields } from '../body.js';
 import { ok } from '../envelope.js';
@@ -25,18 +25,18 @@ export function signIn({ auth, limits, clientAddress, bodyLimitBytes }: SignInDe
     const body = await readObjectBody(ctx, { limit: bodyLimitBytes, accept: ['json'] });
     const { apiKey, apiSecret } = validateFields(SignInBody, body);
     const result = await guarded(limits.signIn(apiKey, clientAddress(ctx.req)), () => auth.signIn(apiKey, apiSecret), (r) => r.outcome === 'issued');
-    if (result.value.outcome !== 'issued') throw new InvalidCredentials();
-    if (result.headers !== undefined) ctx.set(result.headers);
-    ctx.body = ok(result.value.pair);
+    if (result.outcome !== 'issued') throw new InvalidCredentials();
+    ctx.body = ok(result.pair);
   };
 }
 
 /**
  * Runs a credential check as a sign-in attempt (limits/rate-limits.ts): refused at once while
  * the key or address is locked out; afterwards a right answer, or a check that failed for
- * another reason, is not counted as a failure.
+ * another reason, is not counted as a failure. (So a success sends no RateLimit fields: the
+ * counts they were taken from have just been given back.)
  */
-export async function guarded<T>(attempted: Promise<Attempt>, checkCredentials: () => Promise<T>, isRight: (result: T) => boolean): Promise<{ value: T; headers: LimitHeaders }> {
+export async function guarded<T>(attempted: Promise<Attempt>, checkCredentials: () => Promise<T>, isRight: (result: T) => boolean): Promise<T> {
   const attempt = await attempted;
   let value: T;
   try {
@@ -46,5 +46,5 @@ export async function guarded<T>(attempted: Promise<Attempt>, checkCredentials: 
     throw err;
   }
   if (isRight(value)) await attempt.succeeded();
-  return { value, headers: attempt.headers };
+  return value;
 }
