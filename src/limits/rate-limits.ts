@@ -133,21 +133,11 @@ type MakeLimit = (name: string, windows: readonly WindowConfig[], policy: StoreF
 
 /**
  * The quota of a route for an account: the first rule naming this route (or none) and this
- * account (or none), its windows in place of the defaults it leaves out. Resolved once per
- * route and rule when the first request needs it, so a request costs two map lookups.
+ * account (or none), its windows in place of the defaults it leaves out. Each route's quotas
+ * are resolved when its first request comes, so a request costs two map lookups.
  */
 function createQuotaTable(config: Config['limits'], limit: MakeLimit): (route: RouteRef, accountId: string | undefined) => Quota {
   const { rules } = config;
-  const byRule = new Map<string, Quota>();
-  const resolved = (route: RouteRef, index: number): Quota => {
-    const id = `${route.name}\u0000${index}`;
-    let quota = byRule.get(id);
-    if (quota === undefined) {
-      quota = build(route, rules[index]);
-      byRule.set(id, quota);
-    }
-    return quota;
-  };
 
   function build(route: RouteRef, rule: QuotaRuleConfig | undefined): Quota {
     const dryRun = rule?.dryRun ?? false;
@@ -164,28 +154,24 @@ function createQuotaTable(config: Config['limits'], limit: MakeLimit): (route: R
     };
   }
 
-  /** Per route: the rule for accounts named by a rule before the first rule for any account. */
-  const plans = new Map<string, { named: Map<string, number>; any: number }>();
-  const planOf = (routeName: string) => {
-    let plan = plans.get(routeName);
-    if (plan === undefined) {
-      const named = new Map<string, number>();
-      let any = -1;
-      for (let i = 0; i < rules.length && any === -1; i++) {
-        const rule = rules[i]!;
-        if (rule.route !== undefined && rule.route !== routeName) continue;
-        if (rule.account === undefined) any = i;
-        else if (!named.has(rule.account)) named.set(rule.account, i);
-      }
-      plan = { named, any };
-      plans.set(routeName, plan);
+  /** Per route: the quota of each account a rule names before the first rule for any account, and everyone else's. */
+  const plans = new Map<string, { named: Map<string, Quota>; any: Quota }>();
+  function planOf(route: RouteRef) {
+    const named = new Map<string, Quota>();
+    for (const rule of rules) {
+      if (rule.route !== undefined && rule.route !== route.name) continue;
+      if (rule.account === undefined) return { named, any: build(route, rule) };
+      if (!named.has(rule.account)) named.set(rule.account, build(route, rule));
     }
-    return plan;
-  };
+    return { named, any: build(route, undefined) };
+  }
 
   return (route, accountId) => {
-    const plan = planOf(route.name);
-    const index = (accountId === undefined ? undefined : plan.named.get(accountId)) ?? plan.any;
-    return resolved(route, index);
+    let plan = plans.get(route.name);
+    if (plan === undefined) {
+      plan = planOf(route);
+      plans.set(route.name, plan);
+    }
+    return (accountId === undefined ? undefined : plan.named.get(accountId)) ?? plan.any;
   };
 }
