@@ -29,7 +29,9 @@ export class RedisRateCounters implements RateCounters {
     this.#redis = redis;
     this.#policy = wrap(
       circuitBreaker(handleAll, { halfOpenAfter: settings.breakerCooldownMs, breaker: new ConsecutiveBreaker(settings.breakerFailures) }),
-      timeout(settings.timeoutMs, TimeoutStrategy.Aggressive),
+      // abortOnReturn off: nothing reads the call's abort signal, and aborting it after every
+      // call builds a DOMException with a stack, 2 % of a counted request's CPU (bench/README.md).
+      timeout(settings.timeoutMs, { strategy: TimeoutStrategy.Aggressive, abortOnReturn: false }),
     );
   }
 
