@@ -33,12 +33,11 @@
  * per-round ratios. The resident memory of every server is read before the load and after
  * the last round.
  */
-import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { SignJWT } from 'jose';
 import { formatProfileSummary, summarizeProfile, type CpuProfile, type ProfileSummary } from './cpuprofile.js';
 import { boundedInt, parseRunOptions } from './lib/cli.js';
 import { prepareRuntime, RESULTS, ROOT, runEnv, sourceVersion, startGateway, type Runtime } from './lib/gateway.js';
@@ -52,6 +51,7 @@ import {
   loadReportLines, loadReportText, loadRow, medians, otherLoadLine, pairedRatio, perRound, ratioLine, roundsTable as roundsTableOf, stolenLine,
   type LoadReport, type LoadRow, type Ratio,
 } from './lib/summary.js';
+import { KID, mintTokens, TOKEN_LIFETIME_S, type Tokens } from './lib/tokens.js';
 import { measureLoad, type LoadFigures } from './lib/wrk.js';
 
 const NAME = 'bench:limits';
@@ -66,11 +66,7 @@ const PATH = '/bench/items/42';
 const PREFIX = '/bench';
 /** The route's name is its prefix (no `name` set), so its quota is the limit `/bench-account`. */
 const ACCOUNT_LIMIT = `${PREFIX}-account`;
-const ISSUER = 'auth-gateway';
-const KID = 'bench';
 const ACCOUNTS = 100;
-/** The gateway refuses tokens older than this (its access-token lifetime, the default). */
-const TOKEN_LIFETIME_S = 900;
 /** The quota: the default's two windows (a burst and a sustained one), far out of reach. */
 const QUOTA = [{ limit: 1_000_000_000, seconds: 1 }, { limit: 1_000_000_000, seconds: 60 }];
 const RULES = JSON.stringify([{ perAccount: QUOTA }]);
@@ -109,37 +105,6 @@ const quiet = new Quiet(QUIET_WAIT);
 // ---------------------------------------------------------------------------------------------
 // Tokens (as bench/proxy.ts makes them)
 
-interface Tokens {
-  file: string;
-  /** When minting began: the oldest token's issue time, ms. */
-  mintedAt: number;
-}
-
-/** A token as the gateway's signer makes it (src/auth/signer.ts), for account `acct_bench_<i % ACCOUNTS>`. */
-async function mintToken(privateKey: KeyObject, i: number): Promise<string> {
-  const now = Date.now();
-  const iat = Math.floor(now / 1000);
-  return new SignJWT({ client_id: 'key_bench', iat_ms: now })
-    .setProtectedHeader({ alg: 'EdDSA', kid: KID, typ: 'at+jwt' })
-    .setIssuer(ISSUER)
-    .setAudience(ISSUER)
-    .setSubject(`acct_bench_${i % ACCOUNTS}`)
-    .setJti(randomBytes(16).toString('base64url'))
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + TOKEN_LIFETIME_S)
-    .sign(privateKey);
-}
-
-async function mintTokens(privateKey: KeyObject, file: string): Promise<Tokens> {
-  const mintedAt = Date.now();
-  const tokens: string[] = [];
-  for (let i = 0; i < TOKENS; i += 256) {
-    tokens.push(...await Promise.all(Array.from({ length: Math.min(256, TOKENS - i) }, (_, j) => mintToken(privateKey, i + j))));
-  }
-  if (new Set(tokens).size !== tokens.length) throw new Error('minted tokens are not distinct');
-  writeFileSync(file, `${tokens.join('\n')}\n`);
-  return { file, mintedAt };
-}
 
 // ---------------------------------------------------------------------------------------------
 // Servers
@@ -523,7 +488,7 @@ async function main(): Promise<void> {
     };
     const mintStart = performance.now();
     const tokensFile = join(tmp, 'tokens.txt');
-    const tokens = await mintTokens(privateKey, tokensFile);
+    const tokens = await mintTokens(privateKey, tokensFile, TOKENS, ACCOUNTS);
     log(`${NAME}: ${TOKENS} distinct tokens (${ACCOUNTS} accounts) minted in ${fmt((performance.now() - mintStart) / 1000, 1)} s`);
 
     const redis = await startRedis(tmp);
@@ -533,7 +498,7 @@ async function main(): Promise<void> {
       tokens,
       refreshTokens: async () => {
         log('  tokens near the end of their lifetime: minting new ones');
-        ctx.tokens = await mintTokens(privateKey, tokensFile);
+        ctx.tokens = await mintTokens(privateKey, tokensFile, TOKENS, ACCOUNTS);
       },
     };
     const servers = new Map<Target, Server>();

@@ -25,11 +25,10 @@
  * verified tokens can flatter a server. Rounds run every server once, the order rotated by one
  * each round; figures are medians over rounds, ratios medians of the per-round ratios.
  */
-import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SignJWT } from 'jose';
 import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
 import { boundedInt, parseRunOptions } from './lib/cli.js';
 import { prepareRuntime, RESULTS, ROOT, runEnv, sourceVersion, startGateway, type Runtime } from './lib/gateway.js';
@@ -42,6 +41,7 @@ import {
   loadReportLines, loadReportText, loadRow, otherLoadLine, pairedRatio, perRound, ratioLine, roundsTable as roundsTableOf, stolenLine,
   type LoadReport, type LoadRow, type Ratio,
 } from './lib/summary.js';
+import { KID, mintToken, mintTokens, TOKEN_LIFETIME_S, type Tokens } from './lib/tokens.js';
 import { measureLoad, type LoadFigures } from './lib/wrk.js';
 
 const NAME = 'bench';
@@ -53,10 +53,6 @@ const README: ReadmeSection = {
 };
 /** What every client asks every server for: under the gateway's route prefix, as it reaches the backend. */
 const PATH = '/bench/items/42';
-const ISSUER = 'auth-gateway';
-const KID = 'bench';
-/** The gateway refuses tokens older than this (its access-token lifetime, the default). */
-const TOKEN_LIFETIME_S = 900;
 
 type Target = 'direct' | 'floor' | 'fastify' | 'gateway' | 'gateway-warn';
 const LABEL: Record<Target, string> = { direct: 'direct', floor: 'floor', fastify: 'fastify', gateway: 'gateway', 'gateway-warn': 'gateway (log warn)' };
@@ -80,37 +76,6 @@ const quiet = new Quiet(QUIET_WAIT);
 // ---------------------------------------------------------------------------------------------
 // Tokens
 
-interface Tokens {
-  file: string;
-  /** When minting began: the oldest token's issue time, ms. */
-  mintedAt: number;
-}
-
-/** A token as the gateway's signer makes it (src/auth/signer.ts), for account `acct_bench_<i % 100>`. */
-async function mintToken(privateKey: KeyObject, i: number): Promise<string> {
-  const now = Date.now();
-  const iat = Math.floor(now / 1000);
-  return new SignJWT({ client_id: 'key_bench', iat_ms: now })
-    .setProtectedHeader({ alg: 'EdDSA', kid: KID, typ: 'at+jwt' })
-    .setIssuer(ISSUER)
-    .setAudience(ISSUER)
-    .setSubject(`acct_bench_${i % 100}`)
-    .setJti(randomBytes(16).toString('base64url'))
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + TOKEN_LIFETIME_S)
-    .sign(privateKey);
-}
-
-async function mintTokens(privateKey: KeyObject, file: string): Promise<Tokens> {
-  const mintedAt = Date.now();
-  const tokens: string[] = [];
-  for (let i = 0; i < TOKENS; i += 256) {
-    tokens.push(...await Promise.all(Array.from({ length: Math.min(256, TOKENS - i) }, (_, j) => mintToken(privateKey, i + j))));
-  }
-  if (new Set(tokens).size !== tokens.length) throw new Error('minted tokens are not distinct');
-  writeFileSync(file, `${tokens.join('\n')}\n`);
-  return { file, mintedAt };
-}
 
 // ---------------------------------------------------------------------------------------------
 // Servers
@@ -308,16 +273,16 @@ async function main(): Promise<void> {
     };
     const mintStart = performance.now();
     const tokensFile = join(tmp, 'tokens.txt');
-    const tokens = await mintTokens(privateKey, tokensFile);
+    const tokens = await mintTokens(privateKey, tokensFile, TOKENS, 100);
     log(`${NAME}: ${TOKENS} distinct tokens minted in ${fmt((performance.now() - mintStart) / 1000, 1)} s`);
-    const foreignToken = await mintToken(generateKeyPairSync('ed25519').privateKey, 0);
+    const foreignToken = await mintToken(generateKeyPairSync('ed25519').privateKey, 0, 100);
 
     const ctx: Context = {
       backend: await startNodeServer('backend', 'backend.ts', CLIENT_CORE, {}),
       tokens,
       refreshTokens: async () => {
         log('  tokens near the end of their lifetime: minting new ones');
-        ctx.tokens = await mintTokens(privateKey, tokensFile);
+        ctx.tokens = await mintTokens(privateKey, tokensFile, TOKENS, 100);
       },
     };
     const servers = new Map<Target, Server>();
