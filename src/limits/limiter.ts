@@ -67,23 +67,40 @@ interface Counted {
   closed: boolean;
 }
 
+/** Made once per limit (createLimiter's madeOf). */
+interface Made {
+  admitted(): void;
+  refused(): void;
+  wouldRefuse(): void;
+  /** Each window's name in the headers, `"<limit>-<seconds>s"`. */
+  names: readonly string[];
+  /** Its RateLimit-Policy items. */
+  policy: string;
+}
+
 const REMIND_MS = 60_000;
 
 export function createLimiter({ counters, memory, log, metrics, clock }: LimiterDeps): Limiter {
   const shared = counters !== memory;
   /** Limits currently degraded, by name: since when, and when the log last said so. */
   const degraded = new Map<string, { since: number; told: number }>();
-  // Label children bound once per limit: the hot path only increments.
-  const decisions = new WeakMap<Limit, { admitted: () => void; refused: () => void; wouldRefuse: () => void }>();
-  const decisionsOf = (limit: Limit) => {
-    let bound = decisions.get(limit);
-    if (bound === undefined) {
+  // What never changes for a limit, made once: its metric children (the hot path only
+  // increments) and its header items (the hot path only adds what remains).
+  const made = new WeakMap<Limit, Made>();
+  const madeOf = (limit: Limit): Made => {
+    let m = made.get(limit);
+    if (m === undefined) {
       const child = (outcome: string) => metrics.rateLimitDecisions.labels(limit.name, outcome);
       const [admitted, refused, wouldRefuse] = [child('admitted'), child('refused'), child('would_refuse')];
-      bound = { admitted: () => admitted.inc(), refused: () => refused.inc(), wouldRefuse: () => wouldRefuse.inc() };
-      decisions.set(limit, bound);
+      const names = limit.windows.map((w) => `"${limit.name}-${w.ms / 1000}s"`);
+      m = {
+        admitted: () => admitted.inc(), refused: () => refused.inc(), wouldRefuse: () => wouldRefuse.inc(),
+        names,
+        policy: limit.windows.map((w, i) => `${names[i]};q=${w.limit};w=${w.ms / 1000}`).join(', '),
+      };
+      made.set(limit, m);
     }
-    return bound;
+    return m;
   };
 
   function failed(limit: Limit, err: unknown): void {
@@ -145,7 +162,7 @@ export function createLimiter({ counters, memory, log, metrics, clock }: Limiter
       let closed = false;
       let retryMs = 0;
       for (const { check, tally, closed: isClosed } of results) {
-        const said = decisionsOf(check.limit);
+        const said = madeOf(check.limit);
         if (isClosed) {
           closed = true;
         } else if (tally === undefined || tally.admitted) {
@@ -159,10 +176,10 @@ export function createLimiter({ counters, memory, log, metrics, clock }: Limiter
           retryMs = Math.max(retryMs, refusedForMs(check, tally));
         }
       }
-      if (!refused && !closed) return headersOf(results, false);
+      if (!refused && !closed) return headersOf(results, false, madeOf);
       await Promise.all(results.map(giveBack));
       if (closed && !refused) throw new StoreUnavailable(new Error('rate limit store unavailable (closed policy)'));
-      throw new TooManyRequests(Math.max(1, Math.ceil(retryMs / 1000)), headersOf(results, true) ?? {});
+      throw new TooManyRequests(Math.max(1, Math.ceil(retryMs / 1000)), headersOf(results, true, madeOf) ?? {});
     },
 
     async refund(check) {
@@ -197,18 +214,18 @@ function refusedForMs(check: Check, tally: Tally): number {
  * checks: every window is one policy named `<limit>-<seconds>s`, with its quota `q` and window
  * `w`, and one RateLimit item with what remains (`r`) and the seconds until it resets (`t`).
  */
-function headersOf(results: readonly Counted[], givenBack: boolean): LimitHeaders {
+function headersOf(results: readonly Counted[], givenBack: boolean, madeOf: (limit: Limit) => Made): LimitHeaders {
   let policy = '';
   let state = '';
   for (const { check, tally } of results) {
     if (tally === undefined || check.limit.dryRun) continue;
+    const { names, policy: items } = madeOf(check.limit);
     // A refused request's admitted checks were given back: what remains is as before it.
     const spent = givenBack && tally.admitted ? check.cost : 0;
+    const sep = policy === '' ? '' : ', ';
+    policy += sep + items;
     check.limit.windows.forEach((w, i) => {
-      const name = `"${check.limit.name}-${w.ms / 1000}s"`;
-      const sep = policy === '' ? '' : ', ';
-      policy += `${sep}${name};q=${w.limit};w=${w.ms / 1000}`;
-      state += `${sep}${name};r=${Math.max(0, w.limit - tally.counts[i]! + spent)};t=${Math.ceil(tally.resetsInMs[i]! / 1000)}`;
+      state += `${i === 0 ? sep : ', '}${names[i]};r=${Math.max(0, w.limit - tally.counts[i]! + spent)};t=${Math.ceil(tally.resetsInMs[i]! / 1000)}`;
     });
   }
   return policy === '' ? undefined : { 'RateLimit-Policy': policy, RateLimit: state };
