@@ -27,7 +27,9 @@ export interface RedisKeys {
   readonly directoryChannel: string;
   /**
    * String: one rate-limit window of a subject (a limit's name and who it counts), its count.
-   * TTL: the rest of the window. Tagged by subject, so a subject's windows share a slot.
+   * TTL: the rest of the window, and none left once counted back to 0 (deleted). Tagged by
+   * subject, so a subject's windows share a slot. A subject's client-chosen parts are at most 64
+   * characters or a digest (limits/rate-limits.ts `bounded`), so the name's length is bounded.
    */
   rateWindow(subject: string, ms: number): string;
 }

@@ -147,7 +147,8 @@ return out
  * INCRBY, so a window ends when its key expires.
  *
  * KEYS[i]      window i of the subject      <prefix>:rl:{<subject>}:<ms>
- * ARGV[1]      cost (> 0: a hit; < 0: a refund, only into open windows, never below 0; 0: a look)
+ * ARGV[1]      cost (> 0: a hit; < 0: a refund, only into open windows, never below 0, a window
+ *              refunded to 0 deleted; 0: a look)
  * ARGV[1 + i]  limit of window i
  * ARGV[1+n+i]  length of window i in ms
  * Returns {admitted (1|0), count_1, resetsInMs_1, …, count_n, resetsInMs_n}
@@ -178,7 +179,14 @@ elseif cost < 0 then
   for i = 1, n do
     if counts[i] > 0 then
       counts[i] = math.max(0, counts[i] + cost)
-      redis.call('SET', KEYS[i], counts[i], 'KEEPTTL')
+      -- A window back at 0 holds nothing worth keeping: deleted, so that a refused or given-back
+      -- attempt leaves no key behind (the next unit opens a new window, as on a fresh subject).
+      if counts[i] == 0 then
+        redis.call('DEL', KEYS[i])
+        ttls[i] = tonumber(ARGV[1 + n + i])
+      else
+        redis.call('SET', KEYS[i], counts[i], 'KEEPTTL')
+      end
     end
   end
 end
