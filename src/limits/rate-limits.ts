@@ -3,7 +3,7 @@
  * limits"), and the subjects they count:
  *
  *   sign-in, token reset   attempts per address; failures per key+address, per address, per key
- *   refresh                calls per token family, per address
+ *   refresh                calls per token family (duplicates in the grace window given back), per address
  *   an authenticated route calls per account (and per key, per address where configured), per route
  *   a public route         calls per address, per route
  *
@@ -27,11 +27,23 @@ export interface Attempt {
   undecided(): Promise<void>;
 }
 
+/** A refresh let through to the token store; say whether it turned out to be a duplicate. */
+export interface RefreshAttempt {
+  /** The RateLimit fields for the response (as counted when it arrived). */
+  headers: LimitHeaders;
+  /**
+   * It was a duplicate inside the grace window, answered with the pair already minted: the
+   * family's unit is given back, so duplicates never spend the family's limit (the address's
+   * unit stays spent: every call from an address counts).
+   */
+  replayed(): Promise<void>;
+}
+
 export interface RateLimits {
   /** Before checking an API key's secret; throws TooManyRequests while it is locked out. */
   signIn(apiKey: string, address: string): Promise<Attempt>;
-  /** Before rotating a refresh token (`familyId` when the token names one). */
-  refresh(familyId: string | undefined, address: string): Promise<LimitHeaders>;
+  /** Before rotating a refresh token (`familyId` when the token names one); throws TooManyRequests over a limit. */
+  refresh(familyId: string | undefined, address: string): Promise<RefreshAttempt>;
   /** Before serving an admitted call on a route (`identity` undefined on a public route). */
   route(route: RouteRef, identity: Identity | undefined, req: IncomingMessage): Promise<LimitHeaders>;
 }
@@ -99,12 +111,11 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
       return { succeeded: () => giveBack(true), undecided: () => giveBack(false) };
     },
 
-    refresh(familyId, address) {
+    async refresh(familyId, address) {
       const l = refreshLimits;
-      return limiter.take(present([
-        familyId === undefined ? undefined : check(l.family, `rf:f:${bounded(familyId)}`),
-        check(l.address, `rf:ip:${bounded(address)}`),
-      ]));
+      const family = familyId === undefined ? undefined : check(l.family, `rf:f:${bounded(familyId)}`);
+      const headers = await limiter.take(present([family, check(l.address, `rf:ip:${bounded(address)}`)]));
+      return { headers, replayed: async () => { if (family !== undefined) await limiter.refund(family); } };
     },
 
     route(route, identity, req) {
@@ -122,7 +133,7 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
 
 const OFF: RateLimits = {
   signIn: async () => ({ succeeded: async () => {}, undecided: async () => {} }),
-  refresh: async () => undefined,
+  refresh: async () => ({ headers: undefined, replayed: async () => {} }),
   route: async () => undefined,
 };
 

@@ -20,10 +20,12 @@ export function refresh({ auth, limits, clientAddress, bodyLimitBytes }: SignInD
     const body = await readObjectBody(ctx, { limit: bodyLimitBytes, accept: ['json', 'form'], untypedIsJson: true });
     const { refreshToken } = validateFields(RefreshBody, body);
     // Every call counts, right or wrong: wrong-secret refreshes are guesses at a family's secret.
-    const headers = await limits.refresh(parseRefreshToken(refreshToken)?.familyId, clientAddress(ctx.req));
+    const attempt = await limits.refresh(parseRefreshToken(refreshToken)?.familyId, clientAddress(ctx.req));
     const result = await auth.refresh(refreshToken);
     if (result.outcome !== 'issued') throw new InvalidGrant();
-    if (headers !== undefined) ctx.set(headers);
+    // A duplicate inside the grace window is the same refresh again, not another one.
+    if (result.replayed === true) await attempt.replayed();
+    if (attempt.headers !== undefined) ctx.set(attempt.headers);
     ctx.body = ok(result.pair);
   };
 }
