@@ -1,21 +1,25 @@
 /**
  * Token resets in process memory, for a gateway that runs alone: listeners are called at once.
  * An entry is kept as long as any token issued before it can live (`retainMs`), then dropped.
+ * Its epoch begins when it is made: a restart forgets every reset, so tokens issued before it
+ * are refused (their refresh tokens were in memory too, and are gone).
  */
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../util/clock.js';
-import { NO_RESETS, type AccountResets, type ResetListener, type ResetScope, type RevocationStore } from './revocation.js';
+import { NO_RESETS, type AccountResets, type ResetScope, type RevocationListener, type RevocationStore } from './revocation.js';
 import { entryBound } from '../util/lru.js';
 
 export class MemoryRevocationStore implements RevocationStore {
   readonly #resets: LRUCache<string, { account?: number; keys: Map<string, number> }>;
-  readonly #listeners: ResetListener[] = [];
+  readonly #listeners: RevocationListener[] = [];
+  readonly #startedAt: number;
   readonly #retainMs: number;
   readonly #clock: Clock;
 
   constructor({ clock, retainMs }: { clock: Clock; retainMs: number }) {
     this.#clock = clock;
     this.#retainMs = retainMs;
+    this.#startedAt = clock.now();
     // Bounded by the number of accounts in the data file; `max` only guards the worst case.
     this.#resets = new LRUCache({ ...entryBound(1_000_000), ttl: retainMs, perf: { now: () => clock.now() }, ttlResolution: 0, ttlAutopurge: false });
   }
@@ -40,7 +44,11 @@ export class MemoryRevocationStore implements RevocationStore {
     return this.#resets.get(accountId) ?? NO_RESETS;
   }
 
-  watch(listener: ResetListener): void {
+  async epoch(): Promise<number> {
+    return this.#startedAt;
+  }
+
+  watch(listener: RevocationListener): void {
     this.#listeners.push(listener);
   }
 }

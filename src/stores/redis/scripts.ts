@@ -140,7 +140,21 @@ out[1] = total
 return out
 `;
 
-/** The scripts as ioredis commands, and how they are called. */
+/**
+ * Reads the epoch record, making it when there is none (stores/revocation.ts): whoever comes
+ * first sets the start, and every instance racing it reads that same start back.
+ *
+ * KEYS[1] the epoch record        <prefix>:epoch
+ * ARGV[1] now: the start of a new epoch, if none exists
+ * Returns {start, made (1 when this call made the record, else 0)}
+ */
+export const EPOCH = `
+local start = redis.call('GET', KEYS[1])
+if start then return {start, 0} end
+redis.call('SET', KEYS[1], ARGV[1])
+return {ARGV[1], 1}
+`;
+
 /**
  * Counts one hit in every window of one subject, or in none (stores/rate-counters.ts). Each
  * window is a counter whose TTL is the rest of the window: set with the first unit, kept by
@@ -198,11 +212,13 @@ end
 return out
 `;
 
+/** The scripts as ioredis commands, and how they are called. */
 export const SCRIPTS = {
   gwRotate: { numberOfKeys: 4, lua: ROTATE },
   gwCreateFamily: { numberOfKeys: 2, lua: CREATE_FAMILY },
   gwReset: { numberOfKeys: 1, lua: RESET },
   gwRolesPage: { numberOfKeys: 2, lua: ROLES_PAGE },
+  gwEpoch: { numberOfKeys: 1, lua: EPOCH },
   // The number of keys goes first in each call: one per window.
   gwRateHit: { lua: RATE_HIT },
 } as const;
@@ -212,5 +228,6 @@ export interface ScriptCommands {
   gwCreateFamily(...keysThenArgs: (string | number)[]): Promise<number>;
   gwReset(...keysThenArgs: (string | number)[]): Promise<number>;
   gwRolesPage(...keysThenArgs: (string | number)[]): Promise<(number | string | null)[]>;
+  gwEpoch(...keysThenArgs: (string | number)[]): Promise<[string, number]>;
   gwRateHit(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
 }
