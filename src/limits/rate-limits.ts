@@ -146,7 +146,7 @@ const MAX_SUBJECT_PART = 64;
  * it (44 characters), so a counter's key name stays short whatever a client sends. A part that
  * itself starts with `#` is digested too, so a raw part never reads as another one's digest.
  */
-export function bounded(part: string): string {
+function bounded(part: string): string {
   if (part.length <= MAX_SUBJECT_PART && !part.startsWith('#')) return part;
   return `#${createHash('sha256').update(part, 'utf8').digest('base64url')}`;
 }
