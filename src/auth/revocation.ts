@@ -132,7 +132,8 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
     },
     onEpoch: beginEpoch,
   });
-  void readEpoch();
+  // Not read here: a Redis store is not connected yet (services.warmUp reads it once it is,
+  // and the store announces it); the first token asks otherwise.
 
   function covers(resets: AccountResets | undefined, token: IssuedToken): boolean {
     return resets !== undefined && token.issuedAtMs <= latestReset(resets, token.keyId);
@@ -152,18 +153,18 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
     },
 
     isRevoked(token) {
+      if (covers(heard.get(token.accountId), token)) return true;
       if (refuseBefore === undefined) {
-        // Until the epoch is known (a start-up that found the store unreachable): ask; if it
-        // still cannot be read, only the resets decide, as for any outage.
-        return readEpoch().then(() => (refuseBefore !== undefined && token.issuedAtMs < refuseBefore) || isCoveredByReset(token));
+        // Until the epoch is known (the first token, or a start that found the store
+        // unreachable): ask; if it cannot be read, the resets decide, as in any outage.
+        return readEpoch().then(() => (refuseBefore !== undefined && token.issuedAtMs < refuseBefore) || isCoveredByStoredReset(token));
       }
       if (token.issuedAtMs < refuseBefore) return true;
-      return isCoveredByReset(token);
+      return isCoveredByStoredReset(token);
     },
   };
 
-  function isCoveredByReset(token: IssuedToken): boolean | Promise<boolean> {
-    if (covers(heard.get(token.accountId), token)) return true;
+  function isCoveredByStoredReset(token: IssuedToken): boolean | Promise<boolean> {
     const fresh = cached.get(token.accountId);
     if (fresh !== undefined && fresh.epoch === epoch) return covers(fresh.resets, token);
     // Expired copy of this epoch: answer from it while one read refreshes it. Copy from

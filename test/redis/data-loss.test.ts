@@ -25,6 +25,7 @@ import { ManualClock } from '../helpers/clock.js';
 import { until } from '../helpers/directory.js';
 import { call, DEMO, postJson, sha256Hex, signIn, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { connectedRedis, redisSettings, redisSuite, startRedis } from '../helpers/redis.js';
+import { openClient, roundTrip, startWsBackend, whenClosed } from '../helpers/ws-backend.js';
 
 const KID = 'data-loss-1';
 const PEM = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
@@ -32,8 +33,8 @@ const PAST_SKEW_MS = 60_000;
 const LOST = "redis lost the gateway's data (its epoch record was gone or replaced): access tokens issued before the new epoch are refused";
 const STARTED = 'redis held no epoch record: started a new epoch; access tokens issued before it are refused (a new deployment, or Redis lost its data)';
 
-function gatewayOn(t: TestContext, redisUrl: string, clock: ManualClock, redis: Record<string, unknown> = {}): Promise<TestGateway> {
-  return startGateway(t, { clock, overrides: { redis: { url: redisUrl, ...redis }, signing: { keys: [{ kid: KID, alg: 'EdDSA', pem: PEM }] } } });
+function gatewayOn(t: TestContext, redisUrl: string, clock: ManualClock, redis: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<TestGateway> {
+  return startGateway(t, { clock, overrides: { ...extra, redis: { url: redisUrl, ...redis }, signing: { keys: [{ kid: KID, alg: 'EdDSA', pem: PEM }] } } });
 }
 
 const roles = (gw: TestGateway, token: string) => call(`${gw.url}/api/roles`, { token });
@@ -111,6 +112,28 @@ test('redis-server restarted empty: the reconnection finds the epoch gone; token
   const other = await gatewayOn(t, redis.url, clock);
   await assertRefused(other, before.accessToken, 'on an instance started after the restart');
   await assertServed(other, after!.accessToken, 'the new token on the new instance');
+});
+
+test('the loss closes WebSockets opened with tokens from before it; one opened after stays', redisSuite(), async (t) => {
+  const redis = await startRedis(t);
+  const backend = await startWsBackend(t);
+  const raw = new Redis(redis.url);
+  t.after(() => raw.disconnect());
+  const clock = new ManualClock(Date.now());
+  const gw = await gatewayOn(t, redis.url, clock, { resetCacheTtlMs: 100 }, { routes: [{ prefix: '/ws', targets: [backend.url], websocket: true }] });
+  const old = await signIn(gw);
+  const before = await openClient(gw.url, '/ws/before', { token: old.accessToken });
+  t.after(() => before.terminate());
+  assert.equal((await roundTrip(before, 'hello')).data.toString(), 'hello');
+  clock.advance(PAST_SKEW_MS);
+  const closed = whenClosed(before, 10_000);
+
+  await raw.flushall();
+  await closed;
+  const fresh = await signIn(gw);
+  const after = await openClient(gw.url, '/ws/after', { token: fresh.accessToken });
+  t.after(() => after.terminate());
+  assert.equal((await roundTrip(after, 'again')).data.toString(), 'again');
 });
 
 test('instances racing to make the epoch on an empty Redis agree on one start', redisSuite(), async (t) => {
