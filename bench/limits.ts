@@ -486,16 +486,13 @@ async function main(): Promise<void> {
       signingKeys: JSON.stringify([{ kid: KID, alg: 'EdDSA', pem: privateKey.export({ type: 'pkcs8', format: 'pem' }) }]),
       publicPem: publicKey.export({ type: 'spki', format: 'pem' }) as string,
     };
-    const mintStart = performance.now();
     const tokensFile = join(tmp, 'tokens.txt');
-    const tokens = await mintTokens(privateKey, tokensFile, TOKENS, ACCOUNTS);
-    log(`${NAME}: ${TOKENS} distinct tokens (${ACCOUNTS} accounts) minted in ${fmt((performance.now() - mintStart) / 1000, 1)} s`);
-
     const redis = await startRedis(tmp);
     const ctx: Context = {
       backend: await startBenchServer('backend', 'backend.ts', CLIENT_CORE, {}, { readyPath: PATH, readyStatus: 200 }),
       redis,
-      tokens,
+      // Minted below, once every server runs.
+      tokens: { file: tokensFile, mintedAt: 0 },
       refreshTokens: async () => {
         log('  tokens near the end of their lifetime: minting new ones');
         ctx.tokens = await mintTokens(privateKey, tokensFile, TOKENS, ACCOUNTS);
@@ -503,6 +500,11 @@ async function main(): Promise<void> {
     };
     const servers = new Map<Target, Server>();
     for (const target of TARGETS) servers.set(target, await startTarget(target, runtime, keys, ctx.backend.url, redis.url));
+    // After the gateways start: on a new Redis the first one starts the epoch, and a gateway
+    // refuses access tokens issued before it (src/stores/revocation.ts).
+    const mintStart = performance.now();
+    ctx.tokens = await mintTokens(privateKey, tokensFile, TOKENS, ACCOUNTS);
+    log(`${NAME}: ${TOKENS} distinct tokens (${ACCOUNTS} accounts) minted in ${fmt((performance.now() - mintStart) / 1000, 1)} s`);
     for (const [target, server] of servers) await sanityCheck(target, server, ctx.tokens);
     const memory = new Map<Target, { before: number; after: number; peak: number }>();
     for (const [target, server] of servers) memory.set(target, { before: memoryMb(server.pid).rssMb, after: NaN, peak: NaN });

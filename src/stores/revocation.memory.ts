@@ -1,8 +1,12 @@
 /**
  * Token resets in process memory, for a gateway that runs alone: listeners are called at once.
  * An entry is kept as long as any token issued before it can live (`retainMs`), then dropped.
- * Its epoch begins when it is made: a restart forgets every reset, so tokens issued before it
- * are refused (their refresh tokens were in memory too, and are gone).
+ *
+ * Its epoch is 0: it refuses no token for being older than the store. Its resets die with the
+ * process, as the README says of memory state; an access token signed with a configured key
+ * and reset before a restart is accepted again after it. Refusing tokens from before the
+ * process started would close that, at the price of logging every client out on each restart:
+ * a choice left open here, where Redis's epoch is about data lost behind the gateway's back.
  */
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../util/clock.js';
@@ -12,14 +16,12 @@ import { entryBound } from '../util/lru.js';
 export class MemoryRevocationStore implements RevocationStore {
   readonly #resets: LRUCache<string, { account?: number; keys: Map<string, number> }>;
   readonly #listeners: RevocationListener[] = [];
-  readonly #startedAt: number;
   readonly #retainMs: number;
   readonly #clock: Clock;
 
   constructor({ clock, retainMs }: { clock: Clock; retainMs: number }) {
     this.#clock = clock;
     this.#retainMs = retainMs;
-    this.#startedAt = clock.now();
     // Bounded by the number of accounts in the data file; `max` only guards the worst case.
     this.#resets = new LRUCache({ ...entryBound(1_000_000), ttl: retainMs, perf: { now: () => clock.now() }, ttlResolution: 0, ttlAutopurge: false });
   }
@@ -45,7 +47,7 @@ export class MemoryRevocationStore implements RevocationStore {
   }
 
   async epoch(): Promise<number> {
-    return this.#startedAt;
+    return 0;
   }
 
   watch(listener: RevocationListener): void {

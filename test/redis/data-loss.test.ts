@@ -176,15 +176,3 @@ test('start-up says when Redis persists nothing, may evict, or cannot be asked',
     'redis has AOF off (or does not say), and whether it takes RDB snapshots cannot be read (CONFIG GET refused): a restart may lose refresh tokens and resets; turn on appendonly',
   ], 'INFO answers what CONFIG would not');
 });
-
-test('without Redis: a restarted gateway refuses access tokens issued before it started (its resets were in memory)', async (t) => {
-  const clock = new ManualClock(Date.now());
-  const first = await startGateway(undefined, { clock, overrides: { signing: { keys: [{ kid: KID, alg: 'EdDSA', pem: PEM }] } } });
-  const old = await signIn(first);
-  assert.equal((await reset(first)).status, 200);
-  await first.close();
-  clock.advance(PAST_SKEW_MS);
-  const second = await startGateway(t, { clock, overrides: { signing: { keys: [{ kid: KID, alg: 'EdDSA', pem: PEM }] } } });
-  await assertRefused(second, old.accessToken, 'a token reset before the restart');
-  await assertServed(second, (await signIn(second)).accessToken, 'a token of the new process');
-});
