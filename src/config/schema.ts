@@ -1,7 +1,8 @@
 /**
  * Every setting of the gateway, in one place: type, default, environment name and one line of
  * documentation. The `Config` type is inferred from this schema and never written twice; the
- * README's settings table is checked against `describeSettings()` by test/unit/config.test.ts.
+ * settings table in docs/configuration.md is checked against `describeSettings()` by
+ * test/unit/config-docs.test.ts.
  *
  * Unknown keys are errors (a misspelt setting must not be silently ignored), and every problem
  * is reported with its path by load.ts before the process listens.
@@ -40,7 +41,7 @@ const HEADER_NAME = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/, 'expe
 const IDENTITY_PARTS = ['account', 'key', 'token', 'request'] as const;
 
 /**
- * One proxied route. Documented field by field in the README ("Routes"); the defaults are the
+ * One proxied route. Documented field by field in docs/proxying.md; the defaults are the
  * careful ones: authentication required, the caller's Authorization removed, the backend's
  * own Host name sent, every identity header sent.
  */
@@ -85,7 +86,7 @@ const windowsSchema = z.array(windowSchema).max(8)
 const STORE_FAILURE_POLICIES = ['memory', 'open', 'closed'] as const;
 const storeFailure = () => z.enum(STORE_FAILURE_POLICIES).optional();
 
-/** One quota rule (README "Rate limits"): the first rule matching a request's route and account wins. */
+/** One quota rule (docs/rate-limits.md, "Quotas"): the first rule matching a request's route and account wins. */
 const quotaRuleSchema = z.strictObject({
   route: z.string().min(1).max(128).optional(),
   account: z.string().min(1).max(256).optional(),
@@ -523,8 +524,8 @@ export interface SettingRow {
 }
 
 /**
- * The leaf settings of the schema, in declaration order: the source of the README table and of
- * the environment names load.ts reads.
+ * The leaf settings of the schema, in declaration order: the source of the settings table in
+ * docs/configuration.md and of the environment names load.ts reads.
  */
 export function describeSettings(): SettingRow[] {
   const rows: SettingRow[] = [];

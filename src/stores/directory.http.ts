@@ -1,6 +1,6 @@
 /**
- * Roles and sign records from an existing HTTP backend (the "http" store). The mapping, in the
- * README's "Directory stores":
+ * Roles and sign records from an existing HTTP backend (the "http" store). The mapping, in
+ * docs/directory.md ("HTTP upstream mapping"):
  *
  *   findSignRecord  GET <signUrl with {accountId}, {address}>
  *                   200: the record, or the interface's envelope around it → the record

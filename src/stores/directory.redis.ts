@@ -1,6 +1,6 @@
 /**
  * Roles and sign records in Redis, written by the dashboard and the signature collector (or
- * `npm run directory:import`), read here. The layout, per account (README "Directory stores"):
+ * `npm run directory:import`), read here. The layout, per account (docs/directory.md):
  *
  *   <prefix>:roles:{<accountId>}  sorted set of role ids, each scored by its own id
  *   <prefix>:role:{<accountId>}   hash, role id → {"id","slug","name","description","public"} JSON
