@@ -1,10 +1,11 @@
 /**
  * Sign-in and refresh throughput, memory state vs Redis state, side by side in one run, and the
- * Redis round trips each operation costs. Results: a table on stdout, the section "Sign-in and
- * refresh: memory vs Redis" of bench/README.md, and bench/results/auth-<time>.json.
+ * Redis round trips each operation costs. Results: a table on stdout, bench/reports/auth.md
+ * (method and findings: "Sign-in and refresh: memory vs Redis" in bench/README.md), and
+ * bench/results/auth-<time>.json.
  *
  *   npm run bench:auth [-- --rounds 10 --seconds 3 --warmup 2 --connections 32 --quiet-wait 120
- *                          --runtime dist|tsx --profile --no-keys-variant --no-readme]
+ *                          --runtime dist|tsx --profile --no-keys-variant --no-report]
  *
  * What runs (everything on 127.0.0.1, every process started here is stopped here, also on
  * error and Ctrl-C):
@@ -34,25 +35,20 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
 import { parseRunOptions } from './lib/cli.js';
-import { cleanEnv, prepareRuntime, RESULTS, ROOT, sourceVersion, startGateway, type Gateway as AnyGateway, type Runtime } from './lib/gateway.js';
+import { cleanEnv, prepareRuntime, REPORTS, RESULTS, ROOT, sourceVersion, startGateway, type Gateway as AnyGateway, type Runtime } from './lib/gateway.js';
 import {
   checkPrerequisites, CLIENT_CORE, contextSwitches, cpuModel, foreignCores, nproc, PIN, pinSelf, processCpuSeconds,
   Quiet, QUIET_CORES, sampleLoad, SERVER_CORE, stolenCores, wrkVersion,
 } from './lib/machine.js';
 import { installCleanup, isRunning, removeAtExit, runMain, startWatchdog, stopAll, stopChild } from './lib/processes.js';
 import { profileClockUs, readProfile, summarizeWindow } from './lib/profile.js';
-import { fmt, log, median, runHeading, updateReadme, writeRawFigures, type ReadmeSection } from './lib/report.js';
+import { fmt, log, median, runHeading, updateReport, writeRawFigures, type Report } from './lib/report.js';
 import { startRedis, type RedisServer } from './lib/redis.js';
 import { disturbed, medians, pairedRatio as pairedRatioOf, range, roundsTable as roundsTableOf, stolenLine, sums, type Spread } from './lib/summary.js';
 import { runWrk, socketErrors, type WrkSummary } from './lib/wrk.js';
 
 const NAME = 'bench:auth';
-const README: ReadmeSection = {
-  file: join(ROOT, 'bench', 'README.md'),
-  section: '## Sign-in and refresh: memory vs Redis',
-  begin: '<!-- bench:auth results: begin (written by npm run bench:auth) -->',
-  end: '<!-- bench:auth results: end -->',
-};
+const REPORT: Report = { file: join(REPORTS, 'auth.md'), title: 'Sign-in and refresh: memory vs Redis', script: `npm run ${NAME}` };
 
 const API_KEY = 'ak_demo_alice';
 const API_SECRET_HASH = createHash('sha256').update('sk_demo_alice_secret').digest('hex');
@@ -572,7 +568,7 @@ async function main(): Promise<void> {
       probes: probes.map((p) => ({ state: p.state, signin: { ok: p.signin.ok, ...tallyJson(p.signin.tally) }, refresh: { ok: p.refresh.ok, ...tallyJson(p.refresh.tally) } })),
       profiles,
     });
-    updateReadme(NAME, README, generated, { noReadme: opt.noReadme });
+    updateReport(NAME, REPORT, generated, { noReport: opt.noReport });
     redis.admin.disconnect();
   } finally {
     await stopAll();

@@ -2,12 +2,13 @@
  * The directory cache: warm-cache throughput of GET /api/roles and GET /api/sign next to a bare
  * Koa endpoint that runs the same bearer check and answers a constant body, and cold storms:
  * many callers at once asking for one key never asked before, counting the store calls each
- * storm costs (the aim: exactly one). Results: a table on stdout, the section "Directory: warm
- * cache and cold storms" of bench/README.md, and bench/results/directory-<time>.json.
+ * storm costs (the aim: exactly one). Results: a table on stdout, bench/reports/directory.md
+ * (method and findings: "Directory: warm cache and cold storms" in bench/README.md), and
+ * bench/results/directory-<time>.json.
  *
  *   npm run bench:directory [-- --rounds 5 --seconds 3 --warmup 2 --connections 32 --storm 200
  *                               --storm-rounds 3 --delay-ms 50 --quiet-wait 120 --runtime dist|tsx
- *                               --profile --no-redis --no-readme]
+ *                               --profile --no-redis --no-report]
  *
  * What runs (everything on 127.0.0.1, every process started here is stopped here, also on
  * error and Ctrl-C):
@@ -39,12 +40,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
 import { boundedInt, parseRunOptions } from './lib/cli.js';
-import { cleanEnv, prepareRuntime, RESULTS, ROOT, runEnv, sourceVersion, startGateway, type Runtime } from './lib/gateway.js';
+import { cleanEnv, prepareRuntime, REPORTS, RESULTS, ROOT, runEnv, sourceVersion, startGateway, type Runtime } from './lib/gateway.js';
 import { checkPrerequisites, CLIENT_CORE, nproc, PIN, pinSelf, Quiet, SERVER_CORE } from './lib/machine.js';
 import { installCleanup, isRunning, removeAtExit, runMain, startWatchdog, stopAll, stopChild } from './lib/processes.js';
 import { profileClockUs, readProfile, summarizeWindow } from './lib/profile.js';
 import { monitorWhile, startRedis, type RedisServer } from './lib/redis.js';
-import { fmt, log, median, runHeading, updateReadme, writeRawFigures, type ReadmeSection } from './lib/report.js';
+import { fmt, log, median, runHeading, updateReport, writeRawFigures, type Report } from './lib/report.js';
 import { gatewayServer, packageVersion, startNodeServer, type Server } from './lib/servers.js';
 import {
   loadReportLines, loadReportText, loadRow, otherLoadLine, pairedRatio, ratioLine, roundsTable as roundsTableOf, stolenLine,
@@ -53,12 +54,7 @@ import {
 import { measureLoad, type LoadFigures } from './lib/wrk.js';
 
 const NAME = 'bench:directory';
-const README: ReadmeSection = {
-  file: join(ROOT, 'bench', 'README.md'),
-  section: '## Directory: warm cache and cold storms',
-  begin: '<!-- bench:directory results: begin (written by npm run bench:directory) -->',
-  end: '<!-- bench:directory results: end -->',
-};
+const REPORT: Report = { file: join(REPORTS, 'directory.md'), title: 'Directory: warm cache and cold storms', script: `npm run ${NAME}` };
 
 const DATA_FILE = join(ROOT, 'config', 'demo-data.json');
 const API_KEY = 'ak_demo_alice';
@@ -687,8 +683,8 @@ async function main(): Promise<void> {
       storms: { keys: keyList, primingPaths: primingPaths(demo), runs: storms, met: Object.fromEntries(STORES.map((s) => [s, stormMet(storms.filter((r) => r.store === s))])) },
       profiles,
     });
-    updateReadme(NAME, README, generated, {
-      noReadme: opt.noReadme,
+    updateReport(NAME, REPORT, generated, {
+      noReport: opt.noReport,
       failure: warmErrors + stormErrors > 0 ? `${warmErrors} warm request(s) not answered 2xx, ${stormErrors} storm answer(s) with an unexpected status or body` : undefined,
     });
   } finally {

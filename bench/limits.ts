@@ -2,12 +2,12 @@
  * What rate limits cost on an authenticated, proxied route: the gateway with limits off, with
  * limits on and counted in process memory, and with limits on and counted in Redis, next to the
  * backend alone and the floor of bench/proxy.ts (http-proxy-3 + jose), in one run. Results: a
- * table on stdout, the section "Limits: what counting costs a proxied call" of bench/README.md,
- * and bench/results/limits-<time>.json.
+ * table on stdout, bench/reports/limits.md (method and findings: "Limits: what counting costs a
+ * proxied call" in bench/README.md), and bench/results/limits-<time>.json.
  *
  *   node --import tsx bench/limits.ts [--rounds 5 --seconds 5 --warmup 2 --connections 64
  *                                      --tokens 20000 --quiet-wait 120 --runtime dist|tsx
- *                                      --profile --no-off-redis --no-readme]
+ *                                      --profile --no-off-redis --no-report]
  *
  * What runs (everything on 127.0.0.1, every process started here is stopped here, also on
  * error and Ctrl-C):
@@ -40,12 +40,12 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { formatProfileSummary, summarizeProfile, type CpuProfile, type ProfileSummary } from './cpuprofile.js';
 import { boundedInt, parseRunOptions } from './lib/cli.js';
-import { prepareRuntime, RESULTS, ROOT, runEnv, sourceVersion, startGateway, type Runtime } from './lib/gateway.js';
+import { prepareRuntime, REPORTS, RESULTS, ROOT, runEnv, sourceVersion, startGateway, type Runtime } from './lib/gateway.js';
 import { checkPrerequisites, CLIENT_CORE, nproc, PIN, pinSelf, processCpuSeconds, Quiet, SERVER_CORE } from './lib/machine.js';
 import { installCleanup, isRunning, removeAtExit, runMain, startWatchdog, stopAll, stopChild } from './lib/processes.js';
 import { profileClockUs, readProfile, summarizeWindow } from './lib/profile.js';
 import { startRedis, type RedisServer } from './lib/redis.js';
-import { fmt, log, median, runHeading, updateReadme, writeRawFigures, type ReadmeSection } from './lib/report.js';
+import { fmt, log, median, runHeading, updateReport, writeRawFigures, type Report } from './lib/report.js';
 import { gatewayServer, packageVersion, startNodeServer as startBenchServer, type Server } from './lib/servers.js';
 import {
   loadReportLines, loadReportText, loadRow, medians, otherLoadLine, pairedRatio, perRound, ratioLine, roundsTable as roundsTableOf, stolenLine,
@@ -55,12 +55,7 @@ import { KID, mintTokens, TOKEN_LIFETIME_S, type Tokens } from './lib/tokens.js'
 import { measureLoad, type LoadFigures } from './lib/wrk.js';
 
 const NAME = 'bench:limits';
-const README: ReadmeSection = {
-  file: join(ROOT, 'bench', 'README.md'),
-  section: '## Limits: what counting costs a proxied call',
-  begin: '<!-- bench:limits results: begin (written by npm run bench:limits) -->',
-  end: '<!-- bench:limits results: end -->',
-};
+const REPORT: Report = { file: join(REPORTS, 'limits.md'), title: 'Limits: what counting costs a proxied call', script: `npm run ${NAME}` };
 /** What every client asks every server for: under the gateway's route prefix, as it reaches the backend. */
 const PATH = '/bench/items/42';
 const PREFIX = '/bench';
@@ -602,7 +597,7 @@ async function main(): Promise<void> {
       ...(errors > 0 ? [`${errors} request(s) were not answered 2xx (${rows.filter((r) => r.non2xx + r.socketErrors > 0).map((r) => `${LABEL[r.target]}: ${r.non2xx} non-2xx, ${r.socketErrors} socket errors`).join('; ')})`] : []),
       ...(counting.length > 0 ? [`counting: ${counting.join('; ')}`] : []),
     ];
-    updateReadme(NAME, README, generated, { noReadme: opt.noReadme, failure: failures.length > 0 ? failures.join('; ') : undefined });
+    updateReport(NAME, REPORT, generated, { noReport: opt.noReport, failure: failures.length > 0 ? failures.join('; ') : undefined });
   } finally {
     await stopAll();
     rmSync(tmp, { recursive: true, force: true });

@@ -1,11 +1,11 @@
 /**
  * Proxy throughput: the gateway's authenticated, proxied route under load, next to the same
  * load on the backend alone, on the floor of the gateway's stack, and on a Fastify peer.
- * Results: a table on stdout, the section "Proxy: gateway vs floor vs Fastify" of
- * bench/README.md, and bench/results/proxy-<time>.json.
+ * Results: a table on stdout, bench/reports/proxy.md (method and findings: "Proxy: gateway vs
+ * floor vs Fastify" in bench/README.md), and bench/results/proxy-<time>.json.
  *
  *   npm run bench [-- --rounds 5 --seconds 5 --warmup 2 --connections 64 --tokens 20000
- *                     --quiet-wait 120 --runtime dist|tsx --profile --no-warn-variant --no-readme]
+ *                     --quiet-wait 120 --runtime dist|tsx --profile --no-warn-variant --no-report]
  *
  * What runs (everything on 127.0.0.1, every process started here is stopped here):
  * - `direct`: bench/servers/backend.ts, node:http answering ~100 bytes of JSON;
@@ -31,11 +31,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
 import { boundedInt, parseRunOptions } from './lib/cli.js';
-import { prepareRuntime, RESULTS, ROOT, runEnv, sourceVersion, startGateway, type Runtime } from './lib/gateway.js';
+import { prepareRuntime, REPORTS, RESULTS, ROOT, runEnv, sourceVersion, startGateway, type Runtime } from './lib/gateway.js';
 import { checkPrerequisites, CLIENT_CORE, nproc, PIN, pinSelf, Quiet, SERVER_CORE } from './lib/machine.js';
 import { installCleanup, isRunning, removeAtExit, runMain, startWatchdog, stopAll, stopChild } from './lib/processes.js';
 import { profileClockUs, readProfile, summarizeWindow } from './lib/profile.js';
-import { fmt, log, median, runHeading, updateReadme, writeRawFigures, type ReadmeSection } from './lib/report.js';
+import { fmt, log, median, runHeading, updateReport, writeRawFigures, type Report } from './lib/report.js';
 import { gatewayServer, packageVersion, startNodeServer as startBenchServer, type Server } from './lib/servers.js';
 import {
   loadReportLines, loadReportText, loadRow, otherLoadLine, pairedRatio, perRound, ratioLine, roundsTable as roundsTableOf, stolenLine,
@@ -45,12 +45,7 @@ import { KID, mintToken, mintTokens, TOKEN_LIFETIME_S, type Tokens } from './lib
 import { measureLoad, type LoadFigures } from './lib/wrk.js';
 
 const NAME = 'bench';
-const README: ReadmeSection = {
-  file: join(ROOT, 'bench', 'README.md'),
-  section: '## Proxy: gateway vs floor vs Fastify',
-  begin: '<!-- bench:proxy results: begin (written by npm run bench) -->',
-  end: '<!-- bench:proxy results: end -->',
-};
+const REPORT: Report = { file: join(REPORTS, 'proxy.md'), title: 'Proxy: gateway vs floor vs Fastify', script: `npm run ${NAME}` };
 /** What every client asks every server for: under the gateway's route prefix, as it reaches the backend. */
 const PATH = '/bench/items/42';
 
@@ -360,8 +355,8 @@ async function main(): Promise<void> {
       env, options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, tokens: TOKENS, path: PATH, targets: TARGETS },
       rows, ratios: ratioList, addedCpuUsPerReq: addedCpu(runs), runs, profile,
     });
-    updateReadme(NAME, README, generated, {
-      noReadme: opt.noReadme,
+    updateReport(NAME, REPORT, generated, {
+      noReport: opt.noReport,
       failure: errors > 0
         ? `${errors} request(s) were not answered 2xx (${rows.filter((r) => r.non2xx + r.socketErrors > 0).map((r) => `${LABEL[r.target]}: ${r.non2xx} non-2xx, ${r.socketErrors} socket errors`).join('; ')})`
         : undefined,
