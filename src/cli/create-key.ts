@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { hashSecret, secretDigest } from '../auth/credentials.js';
-import { ID_PATTERN, SCOPE_PATTERN } from '../stores/data-file.js';
+import { ID_PATTERN, ID_SPELLING, SCOPE_PATTERN } from '../domain/formats.js';
 import { RedisKeyDirectory } from '../stores/key-directory.redis.js';
 import { UsageError, runWhenExecuted, withRedis } from './redis.js';
 
@@ -44,7 +44,7 @@ async function main(): Promise<void> {
   }
   if (values.account === undefined) throw new UsageError(USAGE);
   for (const id of [values.account, values['key-id']]) {
-    if (id !== undefined && !ID_PATTERN.test(id)) throw new UsageError(`"${id}": ids are 1 to 128 of A-Z a-z 0-9 . _ : @ -`);
+    if (id !== undefined && !ID_PATTERN.test(id)) throw new UsageError(`"${id}": ids are ${ID_SPELLING}`);
   }
   const scopes = values.scope ?? [];
   for (const scope of scopes) {

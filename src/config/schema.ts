@@ -7,7 +7,7 @@
  * is reported with its path by load.ts before the process listens.
  */
 import { z } from 'zod';
-import { SCOPE_PATTERN } from '../stores/data-file.js';
+import { SCOPE_PATTERN } from '../domain/formats.js';
 
 /** Metadata attached to a leaf setting: its doc line and, where operators need one, an env name. */
 export interface SettingMeta {

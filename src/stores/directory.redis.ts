@@ -12,9 +12,10 @@
  * name search, are computed in Redis by one script: a big account's roles never travel whole.
  * Values go through directory-records.ts: what cannot be read is a store error.
  */
+import { ADDRESS_PATTERN, ID_PATTERN } from '../domain/formats.js';
 import { BadStoreData, StoreTimeout } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
-import { ADDRESS_PATTERN, ID_PATTERN, type DataFile } from './data-file.js';
+import type { DataFile } from './data-file.js';
 import type { RecordReader } from './directory-records.js';
 import type { Directory, DirectoryChange, DirectoryChangeListener, DirectoryChanges, Role, RolePage, RoleQuery, SignRecord } from './directory.js';
 import { timedOut, type RedisClient, type RedisConnection } from './redis/client.js';
