@@ -6,9 +6,9 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { parseRefreshToken } from '../../auth/refresh.js';
+import { ok } from '../../errors/envelope.js';
 import { InvalidGrant } from '../../errors/errors.js';
 import { readObjectBody, validateFields } from '../body.js';
-import { ok } from '../envelope.js';
 import type { SignInDeps } from './signin.js';
 
 const RefreshBody = z.object({

@@ -5,10 +5,10 @@
  */
 import type { Context } from 'koa';
 import { z } from 'zod';
+import { ok } from '../../errors/envelope.js';
 import { InvalidCredentials } from '../../errors/errors.js';
 import type { TimestampFormatter } from '../../util/time.js';
 import { readObjectBody, validateFields } from '../body.js';
-import { ok } from '../envelope.js';
 import { guarded, type SignInDeps } from './signin.js';
 
 const ResetBody = z.object({

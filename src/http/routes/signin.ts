@@ -4,9 +4,9 @@ import { z } from 'zod';
 import type { IncomingMessage } from 'node:http';
 import type { AuthService } from '../../auth/service.js';
 import type { Attempt, RateLimits } from '../../limits/rate-limits.js';
+import { ok } from '../../errors/envelope.js';
 import { InvalidCredentials } from '../../errors/errors.js';
 import { readObjectBody, validateFields } from '../body.js';
-import { ok } from '../envelope.js';
 
 const SignInBody = z.object({
   apiKey: z.string().min(1).max(256),
