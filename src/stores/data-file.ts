@@ -7,6 +7,8 @@ import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
 import { z } from 'zod';
 import { ADDRESS_PATTERN, ID_PATTERN, ID_SPELLING, SCOPE_PATTERN, SECRET_DIGEST_PATTERN } from '../domain/formats.js';
 import type { Logger } from '../telemetry/log.js';
+import type { SignRecord } from './directory.js';
+import type { ApiKeyRecord } from './key-directory.js';
 
 const ID = z.string().regex(ID_PATTERN, `expected ${ID_SPELLING}`);
 
@@ -71,6 +73,27 @@ export const dataFileSchema = z.strictObject({
 
 export type DataFile = z.infer<typeof dataFileSchema>;
 export type AccountData = DataFile['accounts'][number];
+
+/** A key of the data file as every key directory holds it. */
+export function toApiKeyRecord(account: AccountData, key: AccountData['apiKeys'][number]): ApiKeyRecord {
+  return Object.freeze({
+    keyId: key.id,
+    accountId: account.id,
+    secretDigest: key.secretDigest,
+    disabled: key.disabled,
+    scopes: Object.freeze([...key.scopes]),
+  });
+}
+
+/** A sign record of the data file as every directory holds it: address lowercase, times in epoch ms. */
+export function toSignRecord(record: AccountData['signRecords'][number]): SignRecord {
+  return Object.freeze({
+    address: record.address.toLowerCase(),
+    signedNonce: record.signedNonce,
+    signedAt: Date.parse(record.signedAt),
+    signedExpiredAt: Date.parse(record.signedExpiredAt),
+  });
+}
 
 export class DataFileError extends Error {
   constructor(file: string, problems: string[]) {
