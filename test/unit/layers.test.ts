@@ -19,8 +19,8 @@
  *
  * So a service never reaches the HTTP layer, a store never reaches auth, and the wiring is
  * the only place that sees everything. A new top-level folder must be given a layer here.
- * Imports are read as text (every `import`/`export … from`, side-effect `import '…'` and
- * `import('…')`, type-only ones included), the same way /work/shared/tools/import-cycles.mjs does.
+ * Imports are read as text: every `import`/`export … from`, side-effect `import '…'` and
+ * `import('…')`, type-only ones included (a type import ties modules together as much as any).
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
