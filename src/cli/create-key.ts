@@ -7,8 +7,8 @@
  * printed once and stored nowhere: only the digest the gateway compares against is kept.
  */
 import { randomBytes } from 'node:crypto';
-import { hashSecret, secretDigest } from '../auth/credentials.js';
 import { ID_PATTERN, ID_SPELLING, SCOPE_PATTERN } from '../domain/formats.js';
+import { hashSecret, secretDigest } from '../domain/secrets.js';
 import { RedisKeyDirectory } from '../stores/key-directory.redis.js';
 import { UsageError, parseOptions, runWhenExecuted, withRedis } from './redis.js';
 

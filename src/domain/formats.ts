@@ -15,6 +15,3 @@ export const SCOPE_PATTERN = /^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/;
 
 /** A sign record's address: 0x and 40 hex digits, in either case (lookups are case-insensitive). */
 export const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/;
-
-/** What a key directory stores for a secret (auth/credentials.ts secretDigest). */
-export const SECRET_DIGEST_PATTERN = /^sha256:[0-9a-f]{64}$/;

@@ -5,7 +5,8 @@
  */
 import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
 import { z } from 'zod';
-import { ADDRESS_PATTERN, ID_PATTERN, ID_SPELLING, SCOPE_PATTERN, SECRET_DIGEST_PATTERN } from '../domain/formats.js';
+import { ADDRESS_PATTERN, ID_PATTERN, ID_SPELLING, SCOPE_PATTERN } from '../domain/formats.js';
+import { SECRET_DIGEST_PATTERN } from '../domain/secrets.js';
 import type { Logger } from '../telemetry/log.js';
 import type { SignRecord } from './directory.js';
 import type { ApiKeyRecord } from './key-directory.js';

@@ -7,7 +7,8 @@
  * A record with a missing or malformed field counts as absent, so a half-written key never
  * signs anyone in.
  */
-import { ID_PATTERN as ID, SCOPE_PATTERN as SCOPE, SECRET_DIGEST_PATTERN as DIGEST } from '../domain/formats.js';
+import { ID_PATTERN as ID, SCOPE_PATTERN as SCOPE } from '../domain/formats.js';
+import { SECRET_DIGEST_PATTERN as DIGEST } from '../domain/secrets.js';
 import { toApiKeyRecord, type DataFile } from './data-file.js';
 import type { ApiKeyRecord, KeyDirectory } from './key-directory.js';
 import type { RedisConnection } from './redis/client.js';

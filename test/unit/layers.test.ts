@@ -3,9 +3,9 @@
  * imports only from its own layer or a lower one; and no import cycle, within a layer or
  * across. Lowest first:
  *
- *   1. util/, domain/   leaves: clock, lru, time, header counting; the spelling of ids,
- *                       scopes, addresses and secret digests. They import nothing of ours
- *                       outside these two folders.
+ *   1. util/, domain/   leaves: clock, lru, time, header counting; how ids, scopes and
+ *                       addresses are spelt and how a secret is kept. They import nothing of
+ *                       ours outside these two folders.
  *   2. errors/          the error family, the envelope, the one place answers are written
  *   3. telemetry/       logger, metrics
  *   4. config/          the schema and its loading
