@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createRequestListener } from './app.js';
 import { GatewayError, InvalidRequest } from './errors/errors.js';
-import { failure } from './http/envelope.js';
+import { failure } from './errors/envelope.js';
 import { answerSocket } from './http/raw-response.js';
 import type { Services } from './services.js';
 import type { Logger } from './telemetry/log.js';

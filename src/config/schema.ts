@@ -8,7 +8,7 @@
  * is reported with its path by load.ts before the process listens.
  */
 import { z } from 'zod';
-import { SCOPE_PATTERN } from '../stores/data-file.js';
+import { SCOPE_PATTERN } from '../domain/formats.js';
 
 /** Metadata attached to a leaf setting: its doc line and, where operators need one, an env name. */
 export interface SettingMeta {
@@ -23,11 +23,14 @@ function setting<T extends z.ZodType>(schema: T, meta: SettingMeta): T {
 }
 
 const seconds = () => z.number().int().positive();
+/** A name that goes into key ids, Redis key names and log lines as it is. */
+const plainName = (maxLength: number) => z.string().min(1).max(maxLength).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" or "-"');
+const hostPort = z.string().regex(/^[^:\s]+:\d{1,5}$/, 'expected "host:port"');
 
 export const SIGNING_ALGORITHMS = ['EdDSA', 'ES256', 'ES384', 'PS256', 'RS256'] as const;
 
 const signingKeySchema = z.strictObject({
-  kid: z.string().min(1).max(128).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" or "-"'),
+  kid: plainName(128),
   alg: z.enum(SIGNING_ALGORITHMS),
   /** PEM text: a PKCS#8 private key (signs and verifies) or an SPKI public key (verifies only). */
   pem: z.string().min(1).optional(),
@@ -254,7 +257,7 @@ export const configSchema = z.strictObject({
       secret: true,
       description: 'A standalone Redis (`redis://[user:password@]host:port[/db]`, `rediss://` for TLS). Setting it, or `sentinels` or `clusterNodes`, moves shared state to Redis.',
     }),
-    sentinels: setting(z.array(z.string().regex(/^[^:\s]+:\d{1,5}$/, 'expected "host:port"')).default([]), {
+    sentinels: setting(z.array(hostPort).default([]), {
       env: 'REDIS_SENTINELS',
       description: 'Redis Sentinel addresses as a JSON array of "host:port"; the master is found by `sentinelName`.',
     }),
@@ -262,7 +265,7 @@ export const configSchema = z.strictObject({
       env: 'REDIS_SENTINEL_NAME',
       description: 'The master name the sentinels monitor.',
     }),
-    clusterNodes: setting(z.array(z.string().regex(/^[^:\s]+:\d{1,5}$/, 'expected "host:port"')).default([]), {
+    clusterNodes: setting(z.array(hostPort).default([]), {
       env: 'REDIS_CLUSTER_NODES',
       description: 'Redis Cluster seed nodes as a JSON array of "host:port".',
     }),
@@ -279,7 +282,7 @@ export const configSchema = z.strictObject({
       env: 'REDIS_TLS',
       description: 'TLS to Sentinel and Cluster nodes (a `rediss://` URL turns it on for standalone).',
     }),
-    keyPrefix: setting(z.string().min(1).max(64).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" or "-"').default('gw'), {
+    keyPrefix: setting(plainName(64).default('gw'), {
       env: 'REDIS_KEY_PREFIX',
       description: 'First part of every key and channel name, so several gateways can share one Redis.',
     }),
