@@ -9,9 +9,8 @@ import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { decodeJwt } from 'jose';
-import { hashSecret, secretDigest } from '../src/auth/credentials.js';
 import { SECRET_DIGEST_PATTERN } from '../src/stores/data-file.js';
-import { postJson, sha256Hex, startGateway } from './helpers/gateway.js';
+import { postJson, sha256Hex, startGateway, storedDigest } from './helpers/gateway.js';
 import { LISTENING, ROOT, exitWithin, gatewayEnv, logLines, startGatewayProcess, startNode, tempDir, waitForLog, type Child } from './helpers/process.js';
 
 const STACK_FRAME = /^\s+at /m;
@@ -45,19 +44,19 @@ test('the gateway process starts, serves and stops on SIGTERM', async (t) => {
   assert.doesNotMatch(gateway.stderr(), STACK_FRAME);
 });
 
-test('a bad configuration stops the process before it listens', async (t) => {
-  /** Runs main.ts with `env`, expecting a non-zero exit whose stderr names `field`. */
-  async function expectRefusal(t: TestContext, env: Record<string, string>, fields: string[]): Promise<void> {
-    const gateway = startNode(t, ['src/main.ts'], { env: gatewayEnv({ PORT: '0', HOST: '127.0.0.1', ...env }) });
-    const exit = await exitWithin(gateway);
-    assert.equal(exit.signal, null);
-    assert.ok(exit.code !== null && exit.code !== 0, `exit code ${exit.code}`);
-    const stderr = gateway.stderr();
-    for (const field of fields) assert.ok(stderr.includes(field), `stderr names ${field}:\n${stderr}`);
-    assert.doesNotMatch(stderr, STACK_FRAME, 'no stack trace');
-    assert.deepEqual(logLines(gateway).filter(LISTENING), [], 'it never listened');
-  }
+/** Runs main.ts with `env`, expecting a non-zero exit before it listens, whose stderr names each of `fields`. */
+async function expectRefusal(t: TestContext, env: Record<string, string>, fields: string[]): Promise<void> {
+  const gateway = startNode(t, ['src/main.ts'], { env: gatewayEnv({ PORT: '0', HOST: '127.0.0.1', ...env }) });
+  const exit = await exitWithin(gateway);
+  assert.equal(exit.signal, null);
+  assert.ok(exit.code !== null && exit.code !== 0, `exit code ${exit.code}`);
+  const stderr = gateway.stderr();
+  for (const field of fields) assert.ok(stderr.includes(field), `stderr names ${field}:\n${stderr}`);
+  assert.doesNotMatch(stderr, STACK_FRAME, 'no stack trace');
+  assert.deepEqual(logLines(gateway).filter(LISTENING), [], 'it never listened');
+}
 
+test('a bad configuration stops the process before it listens', async (t) => {
   await t.test('PORT=abc', async (t) => {
     await expectRefusal(t, { PORT: 'abc' }, ['server.port', 'PORT']);
   });
@@ -145,22 +144,10 @@ test('the key CLI', async (t) => {
 test('under NODE_ENV=production the demo data is refused unless allowed explicitly', async (t) => {
   // The Docker image sets NODE_ENV=production and HOST=0.0.0.0: a plain `docker run` must not
   // serve API keys whose secrets the README prints.
-  const production = (env: Record<string, string> = {}) => gatewayEnv({ PORT: '0', HOST: '127.0.0.1', NODE_ENV: 'production', ...env });
   const demoWarnings = (child: Child) => logLines(child).filter((line) => line.level === 40 && /demo/i.test(String(line.msg)));
-
-  async function expectDemoRefusal(t: TestContext, env: Record<string, string>): Promise<void> {
-    const gateway = startNode(t, ['src/main.ts'], { env: production(env) });
-    const exit = await exitWithin(gateway);
-    assert.equal(exit.signal, null);
-    assert.ok(exit.code !== null && exit.code !== 0, `exit code ${exit.code}`);
-    const stderr = gateway.stderr();
-    // What to do instead: the setting that names a data file, how to make keys, the opt-in.
-    for (const hint of ['GATEWAY_DATA_FILE', 'keys:create', 'keys:import', 'directory:import', 'ALLOW_DEMO_DATA']) {
-      assert.ok(stderr.includes(hint), `stderr names ${hint}:\n${stderr}`);
-    }
-    assert.doesNotMatch(stderr, STACK_FRAME, 'no stack trace');
-    assert.deepEqual(logLines(gateway).filter(LISTENING), [], 'it never listened');
-  }
+  // What to do instead: the setting that names a data file, how to make and import keys, the opt-in.
+  const expectDemoRefusal = (t: TestContext, env: Record<string, string>) =>
+    expectRefusal(t, { NODE_ENV: 'production', ...env }, ['GATEWAY_DATA_FILE', 'keys:create', 'keys:import', 'directory:import', 'ALLOW_DEMO_DATA']);
 
   await t.test('no data file given: the shipped demo file is refused before listening', async (t) => {
     await expectDemoRefusal(t, {});
@@ -202,5 +189,5 @@ test('under NODE_ENV=production the demo data is refused unless allowed explicit
 
 /** An account with one key whose secret was made here and printed nowhere. */
 function realAccount(): object {
-  return { id: 'acct_real', apiKeys: [{ id: 'key_real', apiKey: 'ak_real_1', secretDigest: secretDigest(hashSecret(randomBytes(32).toString('base64url'))) }] };
+  return { id: 'acct_real', apiKeys: [{ id: 'key_real', apiKey: 'ak_real_1', secretDigest: storedDigest(randomBytes(32).toString('base64url')) }] };
 }

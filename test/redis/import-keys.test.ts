@@ -8,16 +8,14 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { Redis } from 'ioredis';
-import { hashSecret, secretDigest } from '../../src/auth/credentials.js';
+import { storedDigest } from '../helpers/gateway.js';
 import { gatewayEnv, runCommand, tempDir } from '../helpers/process.js';
-import { redisSuite, startRedis } from '../helpers/redis.js';
+import { rawRedisClient, redisSuite, startRedis } from '../helpers/redis.js';
 
 test('keys:import under NODE_ENV=production', redisSuite(), async (t) => {
   const redis = await startRedis(t);
   const prefix = `imp${randomBytes(4).toString('hex')}`;
-  const client = new Redis(redis.url, { lazyConnect: true });
-  t.after(() => client.quit());
+  const client = await rawRedisClient(t, redis);
   const importKeys = (t: TestContext, env: Record<string, string>, args: string[] = []) =>
     runCommand(t, ['src/cli/import-keys.ts', ...args], { env: gatewayEnv({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: prefix, NODE_ENV: 'production', ...env }) });
   const storedKeys = async () => (await client.keys(`${prefix}:apikey:*`)).sort();
@@ -31,8 +29,8 @@ test('keys:import under NODE_ENV=production', redisSuite(), async (t) => {
 
   await t.test('a data file of real keys is imported', async (t) => {
     const file = join(tempDir(t), 'data.json');
-    const secret = secretDigest(hashSecret(randomBytes(32).toString('base64url')));
-    writeFileSync(file, JSON.stringify({ accounts: [{ id: 'acct_real', apiKeys: [{ id: 'key_real', apiKey: 'ak_real_1', secretDigest: secret }] }] }));
+    const digest = storedDigest(randomBytes(32).toString('base64url'));
+    writeFileSync(file, JSON.stringify({ accounts: [{ id: 'acct_real', apiKeys: [{ id: 'key_real', apiKey: 'ak_real_1', secretDigest: digest }] }] }));
     const res = await importKeys(t, {}, ['--file', file]);
     assert.equal(res.code, 0, res.stderr);
     assert.deepEqual(await storedKeys(), [`${prefix}:apikey:ak_real_1`]);
