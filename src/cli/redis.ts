@@ -43,7 +43,7 @@ export async function withRedis<T>(fn: (redis: RedisConnection, config: Config) 
 export function runWhenExecuted(moduleUrl: string, main: () => Promise<void>): void {
   if (process.argv[1] === undefined || moduleUrl !== pathToFileURL(realpathSync(process.argv[1])).href) return;
   main().catch((err: unknown) => {
-    const known = ['UsageError', 'ConfigError', 'DataFileError'].includes((err as Error).name);
+    const known = ['UsageError', 'ConfigError', 'DataFileError', 'DemoDataError'].includes((err as Error).name);
     process.stderr.write(`${known ? (err as Error).message : (err as Error).stack}\n`);
     process.exitCode = err instanceof UsageError ? 2 : 1;
   });

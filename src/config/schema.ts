@@ -188,6 +188,10 @@ export const configSchema = z.strictObject({
       env: 'DATA_WATCH_INTERVAL_MS',
       description: 'How often the data file is checked for changes; a changed, valid file replaces keys, roles and sign records without a restart (0: read once).',
     }),
+    allowDemoData: setting(z.boolean().default(false), {
+      env: 'ALLOW_DEMO_DATA',
+      description: 'With `NODE_ENV=production` the gateway refuses to start while the data file holds the demo API keys, whose secrets are published; true starts it anyway, with a warning.',
+    }),
   }).prefault({}),
 
   directory: z.strictObject({

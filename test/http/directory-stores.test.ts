@@ -19,9 +19,9 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import {
   ACCOUNT, ALICE_CAPS, ALICE_LOWER, ALICE_ROLES, assertListing, assertNotFound, assertPrompt, assertSign, assertStaleServed, assertStoreError, DEADLINE_MS,
-  DEMO_FILE, FIRST_PAGE, logged, logLines, MAX_STALE_MS, PAST_FRESH_MS, rolesCall, SECOND_PAGE, show, signCall, SWR_MS, timed, TTL_MS, UNKNOWN, until,
+  DEMO_FILE, FIRST_PAGE, MAX_STALE_MS, PAST_FRESH_MS, rolesCall, SECOND_PAGE, signCall, SWR_MS, TTL_MS, UNKNOWN, until,
 } from '../helpers/directory.js';
-import { DEMO, postJson, sha256Hex, signIn, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { DEMO, logged, logLines, postJson, sha256Hex, show, signIn, startGateway, timed, type TestGateway } from '../helpers/gateway.js';
 import { tempDir } from '../helpers/process.js';
 
 // acct_alice's records and roles (ALICE_CAPS, ALICE_LOWER, ALICE_ROLES, FIRST_PAGE, SECOND_PAGE), the

@@ -6,16 +6,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startBackend } from '../helpers/backend.js';
-import { call, signIn, type TestGateway } from '../helpers/gateway.js';
+import { call, logLines, signIn, type TestGateway } from '../helpers/gateway.js';
 import { closedPort, eventually, startProxy } from '../helpers/proxy.js';
 import { RawConnection } from '../helpers/raw-http.js';
 
-function lines(gw: TestGateway): Record<string, unknown>[] {
-  return gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>);
-}
-
 function requestLine(gw: TestGateway, requestId: string): Record<string, unknown> {
-  const found = lines(gw).filter((line) => line.msg === 'request' && line.requestId === requestId);
+  const found = logLines(gw).filter((line) => line.msg === 'request' && line.requestId === requestId);
   assert.equal(found.length, 1, `access log lines for ${requestId}: ${JSON.stringify(found)}`);
   return found[0]!;
 }
@@ -45,7 +41,7 @@ test('a proxied request is logged once, with the status the client got, its rout
   const failedLine = requestLine(gw, failed.headers.get('x-request-id')!);
   assert.equal(failedLine.status, 502);
   assert.equal(failedLine.route, '/down');
-  const warn = lines(gw).filter((l) => l.msg === 'backend failed' && l.requestId === failed.headers.get('x-request-id'));
+  const warn = logLines(gw).filter((l) => l.msg === 'backend failed' && l.requestId === failed.headers.get('x-request-id'));
   assert.equal(warn.length, 1);
   assert.equal(warn[0]!.target, down);
   assert.equal(warn[0]!.code, 'ECONNREFUSED');
@@ -63,9 +59,9 @@ test('a client that leaves before the answer is not logged as 404 not found', as
   const { accessToken } = await signIn(gw);
   const connection = await RawConnection.open(gw.url);
   connection.write(`GET /orders/held HTTP/1.1\r\nHost: x\r\nX-Request-Id: client-left\r\nAuthorization: Bearer ${accessToken}\r\n\r\n`);
-  await eventually(() => arrived.includes('/orders/held'), 5000, 'the request reaching the backend');
+  await eventually(() => arrived.includes('/orders/held'), 'the request reaching the backend', 5000);
   connection.destroy();
-  await eventually(() => lines(gw).some((l) => l.msg === 'request' && l.requestId === 'client-left'), 5000, 'the access log line');
+  await eventually(() => logLines(gw).some((l) => l.msg === 'request' && l.requestId === 'client-left'), 'the access log line', 5000);
   const left = requestLine(gw, 'client-left');
   assert.equal(left.route, 'orders-api');
   assert.notEqual(left.status, 404, 'a request routed to a backend, whose client left, is logged as 404 not found');

@@ -17,10 +17,11 @@ import { test } from 'node:test';
 import { decodeJwt, decodeProtectedHeader, SignJWT } from 'jose';
 import { WebSocket } from 'ws';
 import { ManualClock } from '../helpers/clock.js';
-import { DEMO, parseRawResponse, postJson, sha256Hex, signIn, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { DEMO, logged, parseRawResponse, postJson, sha256Hex, signIn, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { freePort } from '../helpers/redis.js';
+import { eventually } from '../helpers/proxy.js';
 import {
-  eventually, handshakeText, openClient, rawExchange, roundTrip, startWsBackend, whenClosed, type WsBackend,
+  handshakeText, openClient, rawExchange, roundTrip, startWsBackend, whenClosed, type WsBackend,
 } from '../helpers/ws-backend.js';
 
 /** The gateway's clock as the wall clock: expiry timers run on real time, so tokens must too. */
@@ -75,10 +76,6 @@ async function assertRefused(gw: TestGateway, backend: WsBackend, payload: strin
 /** Every log line that mentions a secret, for the "no token in the log" checks. */
 function linesWith(gw: TestGateway, secrets: string[]): string[] {
   return gw.logs.filter((line) => secrets.some((s) => line.includes(s)));
-}
-
-function logLines(gw: TestGateway, msg: string): Record<string, unknown>[] {
-  return gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === msg);
 }
 
 test('WebSocket routes', async (t) => {
@@ -299,7 +296,7 @@ test('WebSocket routes', async (t) => {
     });
 
     await t.test('each refusal wrote an "upgrade" log line with its status', () => {
-      const statuses = logLines(gw, 'upgrade').map((line) => line.status);
+      const statuses = logged(gw, 'upgrade').map((line) => line.status);
       for (const status of [400, 401, 403, 405]) assert.ok(statuses.includes(status), `an upgrade line with status ${status}: ${statuses}`);
     });
   });
@@ -347,7 +344,7 @@ test('WebSocket routes', async (t) => {
     });
 
     await t.test('each backend failure wrote an "upgrade" log line with the status the client got', async () => {
-      const statuses = () => logLines(gw, 'upgrade').filter((l) => /^\/ws-(down|silent|forbidden)\//.test(String(l.path))).map((l) => `${l.path} ${l.status}`);
+      const statuses = () => logged(gw, 'upgrade').filter((l) => /^\/ws-(down|silent|forbidden)\//.test(String(l.path))).map((l) => `${l.path} ${l.status}`);
       // The client may read the relayed 403 before the gateway logs it: wait for the line at most 1 s.
       const deadline = Date.now() + 1000;
       while (statuses().length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
