@@ -16,7 +16,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
-import { GatewayError, InvalidRequest } from '../../errors/errors.js';
+import { InvalidRequest, UnsupportedTransferCoding } from '../../errors/errors.js';
 import { countHeader } from '../raw-headers.js';
 
 const CLOSE = { Connection: 'close' };
@@ -39,10 +39,7 @@ export function checkRequestHead(req: IncomingMessage): void {
     if (req.httpVersionMinor === 0 && req.httpVersionMajor === 1) {
       throw new InvalidRequest('Transfer-Encoding is not allowed in an HTTP/1.0 request.', { headers: CLOSE });
     }
-    if (transferEncoding.trim().toLowerCase() !== 'chunked') {
-      // A 5xx by the RFC's choice, but the caller's doing: its sentence is shown.
-      throw new GatewayError(501, 'unsupported_transfer_coding', 'The only transfer coding accepted is chunked.', { headers: CLOSE, expose: true });
-    }
+    if (transferEncoding.trim().toLowerCase() !== 'chunked') throw new UnsupportedTransferCoding();
   }
   const hosts = countHeader(req.rawHeaders, 'host');
   const host = req.headers.host;
