@@ -25,8 +25,6 @@ import { Agents } from './targets.js';
 import type { ProxyDeps, Seen } from './types.js';
 import { createWebSockets } from './websocket.js';
 
-export type { ProxyDeps, Seen } from './types.js';
-
 export interface Proxy {
   /** False when no route is configured: nothing is ever proxied. */
   readonly hasRoutes: boolean;
