@@ -13,8 +13,8 @@
  * A WebSocket handshake routed to a WebSocket route is upgraded (proxy/websocket.ts) and
  * answered on its socket. Everything else is Koa's, which serves the gateway's own routes:
  *
- *   request id → access log → error boundary → ambiguous requests refused → path normalised
- *     → the gateway's own routes → 404/405
+ *   request id → access log → error boundary → request screened (head checked, path
+ *     normalised) → the gateway's own routes → 404/405
  *
  * (The access log sits outside the boundary so it sees every final status; the boundary sits
  * outside everything that can throw, so every answer, errors included, is the envelope.)
@@ -25,11 +25,9 @@ import Koa from 'koa';
 import type Router from '@koa/router';
 import { errorBoundary } from './errors/boundary.js';
 import { NotFound } from './errors/errors.js';
-import { createRouteRequest, isWebSocketHandshake, type Routed } from './http/edge.js';
+import { createRouteRequest, isWebSocketHandshake, screenRequests, type Routed } from './http/edge.js';
 import { createAccessLog, finalStatus, logAccess, type AccessLog } from './http/middleware/access-log.js';
 import { assignRequestId, requestIdOf } from './http/middleware/request-id.js';
-import { normalisePath } from './http/middleware/normalise-path.js';
-import { refuseAmbiguousRequests } from './http/middleware/request-head.js';
 import { failResponse, failSocket } from './http/raw-response.js';
 import { answerUnmatched, createRouter } from './http/router.js';
 import type { Seen } from './proxy/types.js';
@@ -87,8 +85,7 @@ function createApp(services: Services, router: Router, accessLog: AccessLog): Ko
   app.use(assignRequestId());
   app.use(logAccess(accessLog));
   app.use(errorBoundary({ log: services.log }));
-  app.use(refuseAmbiguousRequests());
-  app.use(normalisePath());
+  app.use(screenRequests());
   app.use(router.routes());
   app.use(answerUnmatched());
 

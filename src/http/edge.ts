@@ -4,7 +4,8 @@
  *
  *   1. request id        requestIdOf (middleware/request-id.ts)
  *   2. head check        checkRequestHead (middleware/request-head.ts): framing and Host
- *   3. path normalised   normaliseUrl (middleware/normalise-path.ts), written back to req.url
+ *   3. path normalised   normaliseUrl (middleware/normalise-path.ts)
+ *                        (2 and 3 always together, in this order: screenRequest, here)
  *   4. proxied or not    routeRequest (here): a configured route's path, unless the gateway
  *                        answers that path itself under some method: own paths are never
  *                        proxied, for requests and WebSocket handshakes alike
@@ -12,8 +13,9 @@
  *                        boundary, or failResponse / failSocket (raw-response.ts) outside Koa
  *
  * Where each way in uses them:
- * - Koa (app.ts) serves the gateway's own routes and everything refused: its middleware run
- *   steps 1–3 in this order, then the router.
+ * - Koa (app.ts) serves the gateway's own routes and everything refused: assignRequestId
+ *   (step 1), then the access log and error boundary, then screenRequests (2, 3, with
+ *   req.url rewritten to the normalised target), then the router.
  * - The proxied-route path (app.ts): routeRequest makes steps 2–4 and, when any fails or the
  *   path is not proxied, leaves the request to Koa, whose middleware find the same fault and
  *   answer it; so a refusal is written in one place. Step 1 follows, then the proxy.
@@ -24,9 +26,28 @@
  *   server.ts) get step 1 where there is a request to take it from, and the envelope.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Context, Next } from 'koa';
 import type { RouteMatch } from '../proxy/routes.js';
 import { checkRequestHead } from './middleware/request-head.js';
 import { normaliseUrl } from './middleware/normalise-path.js';
+
+/**
+ * Steps 2 and 3, in their order, for every way in: the request target with its path
+ * normalised, or the refusal thrown (400, 501) when the head or the path is irregular.
+ */
+export function screenRequest(req: IncomingMessage): string {
+  checkRequestHead(req);
+  return normaliseUrl(req.url ?? '');
+}
+
+/** Koa's wrapper of screenRequest: throws the refusal, or has req.url normalised for the router. */
+export function screenRequests() {
+  return async function screenRequests(ctx: Context, next: Next): Promise<void> {
+    const url = screenRequest(ctx.req);
+    if (url !== ctx.req.url) ctx.req.url = url;
+    await next();
+  };
+}
 
 /** A request the edge hands to the proxy: its route, and its normalised path (for the log). */
 export interface Routed {
@@ -54,9 +75,9 @@ export function createRouteRequest({ hasRoutes, match, isOwnPath }: RouteRequest
   return function routeRequest(req) {
     let url: string;
     try {
-      checkRequestHead(req);
-      url = normaliseUrl(req.url ?? '');
+      url = screenRequest(req);
     } catch {
+      // Koa's screenRequests finds the same fault and answers it.
       return undefined;
     }
     // The route first: most of the gateway's own requests match none, and skip the router.

@@ -12,10 +12,10 @@
  *   (Node's own missing-Host check is turned off in server.ts so that this answer, too, is
  *   the envelope.)
  *
- * test/http/request-head.test.ts holds these rules.
+ * Run for every request as a step of the edge (http/edge.ts); test/http/request-head.test.ts
+ * holds these rules.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Context, Next } from 'koa';
 import { InvalidRequest, UnsupportedTransferCoding } from '../../errors/errors.js';
 import { countHeader } from '../raw-headers.js';
 
@@ -23,13 +23,6 @@ const CLOSE = { Connection: 'close' };
 
 /** reg-name or IPv4, or a bracketed IPv6 literal, then an optional port. */
 const HOST = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=%]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
-
-export function refuseAmbiguousRequests() {
-  return async function refuseAmbiguousRequests(ctx: Context, next: Next): Promise<void> {
-    checkRequestHead(ctx.req);
-    await next();
-  };
-}
 
 /** Throws the 400/501 for a request head with ambiguous framing or target (also for upgrades). */
 export function checkRequestHead(req: IncomingMessage): void {
