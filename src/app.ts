@@ -58,7 +58,8 @@ export function createListeners(services: Services): Listeners {
   const handshakes = new WeakMap<IncomingMessage, Routed>();
 
   return {
-    request(req, res) {
+    // Without routes, nothing is proxied: the gateway's own requests go straight to Koa.
+    request: !proxy.hasRoutes ? (req, res) => void koa(req, res) : (req, res) => {
       const started = performance.now();
       const routed = routeRequest(req);
       if (routed === undefined) void koa(req, res);
