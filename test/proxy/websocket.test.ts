@@ -502,6 +502,11 @@ test('a WebSocket route whose prefix covers the gateway\'s own paths never gets 
   assert.equal(spelled.status, 200, 'any spelling of an own path is the gateway\'s');
   const otherMethod = await served('/api/signin', [auth]);
   assert.deepEqual([otherMethod.status, otherMethod.body.message.code], [405, 'method_not_allowed']);
+  // Decided by the same screen as any request: an irregular head or path is its envelope.
+  const twoHosts = await served('/api/chat', [auth, ['Host', 'other']]);
+  assert.deepEqual([twoHosts.status, twoHosts.body.message.code], [400, 'invalid_request']);
+  const climbing = await served('/api/../../chat', [auth]);
+  assert.deepEqual([climbing.status, climbing.body.message.code], [400, 'invalid_request']);
   assert.deepEqual({ handshakes: backend.handshakes.length, requests: backend.requests.length }, { handshakes: 0, requests: 0 },
     `the backend got: ${JSON.stringify(backend.handshakes.map((h) => h.url))}`);
 
