@@ -30,6 +30,7 @@ import { createAccessLog, finalStatus, logAccess, type AccessLog } from './http/
 import { assignRequestId, requestIdOf } from './http/middleware/request-id.js';
 import { failResponse, failSocket } from './http/raw-response.js';
 import { answerUnmatched, createRouter } from './http/router.js';
+import type { RouteMatch } from './proxy/routes.js';
 import type { Seen } from './proxy/types.js';
 import type { Services } from './services.js';
 
@@ -55,7 +56,7 @@ export function createListeners(services: Services): Listeners {
   });
   const serveProxied = createProxiedPath(services, accessLog);
   // The route shouldUpgrade found, for the 'upgrade' event of the same request.
-  const handshakes = new WeakMap<IncomingMessage, Routed>();
+  const handshakes = new WeakMap<IncomingMessage, Routed<RouteMatch>>();
 
   return {
     // Without routes, nothing is proxied: the gateway's own requests go straight to Koa.
@@ -97,7 +98,7 @@ function createApp(services: Services, router: Router, accessLog: AccessLog): Ko
 
 /** Serves a request the edge routed to a configured route. */
 function createProxiedPath({ proxy, log }: Services, accessLog: AccessLog) {
-  return async function serveProxied(req: IncomingMessage, res: ServerResponse, { match, path }: Routed, started: number): Promise<void> {
+  return async function serveProxied(req: IncomingMessage, res: ServerResponse, { match, path }: Routed<RouteMatch>, started: number): Promise<void> {
     const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
     const seen: Seen = {};

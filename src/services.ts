@@ -10,6 +10,7 @@ import { createRevocations, type Revocations } from './auth/revocation.js';
 import { createSigner, type Signer } from './auth/signer.js';
 import { usesRedis, type Config } from './config/schema.js';
 import { createClientAddress } from './http/client-address.js';
+import type { ReadinessCheck } from './http/routes/health.js';
 import { createLimiter } from './limits/limiter.js';
 import { createRateLimits, type RateLimits } from './limits/rate-limits.js';
 import { createProxy, type Proxy } from './proxy/proxy.js';
@@ -37,12 +38,6 @@ import type { Logger } from './telemetry/log.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createTimestampFormatter, type TimestampFormatter } from './util/time.js';
-
-/** A dependency that can say whether it is usable right now (GET /readyz). */
-export interface ReadinessCheck {
-  name: string;
-  isReady(): Promise<boolean>;
-}
 
 export interface Services {
   config: Config;

@@ -8,7 +8,7 @@ import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { decodeJwt } from 'jose';
-import { SECRET_DIGEST_PATTERN } from '../src/stores/data-file.js';
+import { SECRET_DIGEST_PATTERN } from '../src/domain/secrets.js';
 import { postJson, sha256Hex, startGateway } from './helpers/gateway.js';
 import { LISTENING, ROOT, exitWithin, gatewayEnv, logLines, startNode, tempDir, waitForLog } from './helpers/process.js';
 

@@ -15,6 +15,8 @@ import { log } from './report.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const RESULTS = join(ROOT, 'bench', 'results');
+/** Tracked: each bench's latest figures, one page a bench. */
+export const REPORTS = join(ROOT, 'bench', 'reports');
 const BUILD_DIR = join(RESULTS, 'dist');
 
 export interface Runtime {

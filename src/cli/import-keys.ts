@@ -5,18 +5,12 @@
  * gateways run with `data.keySource` "redis". Keys already there with the same apiKey or id
  * are overwritten; no key is deleted.
  */
-import { parseArgs } from 'node:util';
 import { readDataFile } from '../stores/data-file.js';
 import { RedisKeyDirectory } from '../stores/key-directory.redis.js';
-import { UsageError, runWhenExecuted, withRedis } from './redis.js';
+import { UsageError, parseOptions, runWhenExecuted, withRedis } from './redis.js';
 
 async function main(): Promise<void> {
-  let values;
-  try {
-    ({ values } = parseArgs({ options: { file: { type: 'string' } } }));
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\nusage: npm run keys:import -- [--file <data file>]`);
-  }
+  const values = parseOptions({ file: { type: 'string' } }, 'usage: npm run keys:import -- [--file <data file>]');
   const { count, file } = await withRedis(async (redis, config) => {
     const file = values.file ?? config.data.file;
     return { count: await new RedisKeyDirectory(redis).importKeys(readDataFile(file)), file };

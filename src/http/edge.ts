@@ -27,7 +27,6 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
-import type { RouteMatch } from '../proxy/routes.js';
 import { checkRequestHead } from './middleware/request-head.js';
 import { normaliseUrl } from './middleware/normalise-path.js';
 
@@ -49,9 +48,12 @@ export function screenRequests() {
   };
 }
 
-/** A request the edge hands to the proxy: its route, and its normalised path (for the log). */
-export interface Routed {
-  match: RouteMatch;
+/**
+ * A request the edge hands to the proxy: its route (a proxy/routes.ts RouteMatch; generic
+ * here because http/ sits below proxy/), and its normalised path (for the log).
+ */
+export interface Routed<Match> {
+  match: Match;
   path: string;
 }
 
@@ -59,18 +61,18 @@ export interface Routed {
  * The one decision "is this request proxied, and on which route". Undefined leaves it to Koa;
  * otherwise req.url is now the normalised target.
  */
-export type RouteRequest = (req: IncomingMessage) => Routed | undefined;
+export type RouteRequest<Match> = (req: IncomingMessage) => Routed<Match> | undefined;
 
-export interface RouteRequestDeps {
+export interface RouteRequestDeps<Match> {
   /** False when no route is configured: the gateway's own requests then skip the checks. */
   hasRoutes: boolean;
   /** The configured route of a normalised target (proxy/routes.ts). */
-  match(url: string): RouteMatch | undefined;
+  match(url: string): Match | undefined;
   /** True for a path the gateway answers itself under some method. */
   isOwnPath(path: string): boolean;
 }
 
-export function createRouteRequest({ hasRoutes, match, isOwnPath }: RouteRequestDeps): RouteRequest {
+export function createRouteRequest<Match>({ hasRoutes, match, isOwnPath }: RouteRequestDeps<Match>): RouteRequest<Match> {
   if (!hasRoutes) return () => undefined;
   return function routeRequest(req) {
     let url: string;

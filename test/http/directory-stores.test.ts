@@ -80,7 +80,7 @@ interface Upstream {
 
 /**
  * The existing HTTP backend the gateway reads from, after the mapping of
- * src/stores/directory.http.ts (and the README's example URLs):
+ * src/stores/directory.http.ts (and the example URLs of docs/directory.md):
  *   GET /accounts/{accountId}/sign?address={address}  → 200 {success:true, message:record} | 404
  *   GET /accounts/{accountId}/roles?page&limit[&name] → 200 {success:true, message:{pages,items,total}} | 404
  * It insists on the service credential and the account header, as such a backend would.
@@ -337,7 +337,7 @@ test('HTTP upstream answering 500: cached copies served stale until maxStaleMs, 
 });
 
 test('HTTP upstream answering 500 while a copy is within staleWhileRevalidateMs: the failing entry is asked for at most once a second', async (t) => {
-  // README, "When the store fails": a cached entry is answered from the cache while it is younger
+  // docs/directory.md, "When the store fails": a cached entry is answered from the cache while it is younger
   // than ttlMs + maxStaleMs, "whatever its state; meanwhile the store is asked for it again at
   // most once a second". The breaker is kept out of the way: what is counted is the cache's restraint.
   const up = await startUpstream(t);

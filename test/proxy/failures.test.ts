@@ -62,7 +62,7 @@ test('a backend that answers an upload early: the client gets that answer, not 5
   // at once and discards the rest of the body. Talking to such a backend directly, a client
   // gets the 413; through the gateway it must too, although the upload is still arriving when
   // the answer comes back. (A backend that closes the connection with the body unread makes
-  // the gateway's next write fail before the answer is read: a 502, see the README.)
+  // the gateway's next write fail before the answer is read: a 502, see docs/proxying.md.)
   const backend = await startBackend(t, (req, res) => {
     res.writeHead(413, { 'content-type': 'text/plain' }).end('upload too large');
     req.resume();

@@ -443,7 +443,7 @@ test('Redis down when the gateway starts: it starts anyway, answers 503, and ser
 });
 
 /**
- * The README promises that during an outage an instance "goes on honouring every reset it knew
+ * docs/redis.md ("Redis faults") promises that during an outage an instance "goes on honouring every reset it knew
  * of when Redis became unreachable: those whose notice it heard ... and those in its cache",
  * also when the subscriber reconnects (a gap) while the store still cannot be read.
  */

@@ -17,7 +17,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { InvalidRequest, UnsupportedTransferCoding } from '../../errors/errors.js';
-import { countHeader } from '../raw-headers.js';
+import { countHeader } from '../../util/raw-headers.js';
 
 const CLOSE = { Connection: 'close' };
 
