@@ -66,3 +66,56 @@ test('a client that leaves before the answer is not logged as 404 not found', as
   assert.equal(left.route, 'orders-api');
   assert.notEqual(left.status, 404, 'a request routed to a backend, whose client left, is logged as 404 not found');
 });
+
+test('the gateway\'s own lines log the path it matched, never the caller\'s unmatched text', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await startProxy(t, [{ prefix: '/orders', targets: [backend.url], auth: 'public' }]);
+  const logged = async (method: string, path: string, status: number) => {
+    const res = await call(`${gw.url}${path}`, { method });
+    assert.equal(res.status, status, `${method} ${path}`);
+    return requestLine(gw, res.headers.get('x-request-id')!).path;
+  };
+
+  // Matched: the normalised path, as the router and the route saw it.
+  assert.equal(await logged('GET', '//healthz', 200), '/healthz');
+  assert.equal(await logged('GET', '/api/./roles', 401), '/api/roles');
+  assert.equal(await logged('PUT', '/%68ealthz', 405), '/healthz');
+  assert.equal(await logged('GET', '/orders/%2e/1/', 200), '/orders/1/');
+  // Unmatched (404) or refused before any route (400): a fixed placeholder.
+  assert.equal(await logged('GET', '/api/%2e%2e/secret-token-in-path', 404), '(unmatched)');
+  assert.equal(await logged('GET', '/nothing/eyJhbGciOiJFZERTQSJ9.e30.c2VjcmV0', 404), '(unmatched)');
+  assert.equal(await logged('GET', '/api/%2fsecret-token-encoded', 400), '(unmatched)');
+  for (const secret of ['secret-token', 'eyJhbGciOiJFZERTQSJ9', 'c2VjcmV0']) {
+    assert.ok(!gw.logs.join('\n').includes(secret), `${secret} is in the log`);
+  }
+});
+
+test('a client that leaves while the gateway reads its body or waits on the directory is logged 499', async (t) => {
+  // A directory upstream that holds every request until the test lets it go.
+  const held: (() => void)[] = [];
+  const directory = await startBackend(t, (_req, res) => {
+    held.push(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ success: true, message: { pages: '1', items: [], total: 0 } })));
+  });
+  t.after(() => { for (const release of held) release(); });
+  const gw = await startProxy(t, [], {
+    directory: { store: 'http', http: { signUrl: `${directory.url}/sign/{accountId}/{address}`, rolesUrl: `${directory.url}/roles/{accountId}`, token: 't0ken-for-tests', timeoutMs: 10_000 } },
+  });
+  const { accessToken } = await signIn(gw);
+
+  const roles = await RawConnection.open(gw.url);
+  roles.write(`GET /api/roles HTTP/1.1\r\nHost: x\r\nX-Request-Id: left-roles\r\nAuthorization: Bearer ${accessToken}\r\n\r\n`);
+  await eventually(() => held.length === 1, 5000, 'the roles call reaching the directory');
+  roles.socket.end();
+  // Only once the directory answers does the handler finish: the line must still say 499.
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  held.shift()!();
+  await eventually(() => lines(gw).some((l) => l.msg === 'request' && l.requestId === 'left-roles'), 5000, 'the roles line');
+  assert.equal(requestLine(gw, 'left-roles').status, 499);
+
+  const signin = await RawConnection.open(gw.url);
+  signin.write('POST /api/signin HTTP/1.1\r\nHost: x\r\nX-Request-Id: left-signin\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"apiKey":');
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  signin.destroy();
+  await eventually(() => lines(gw).some((l) => l.msg === 'request' && l.requestId === 'left-signin'), 5000, 'the sign-in line');
+  assert.equal(requestLine(gw, 'left-signin').status, 499);
+});

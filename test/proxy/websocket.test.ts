@@ -467,3 +467,49 @@ test('closing the gateway ends its open sockets', async (t) => {
   await eventually(() => backend.open() === 0, 'the backend sides closed');
   assert.equal(gw.services.proxy.openWebSockets(), 0);
 });
+
+test('a WebSocket route whose prefix covers the gateway\'s own paths never gets a handshake for them', async (t) => {
+  const backend = await startWsBackend(t);
+  const gw = await startGateway(t, {
+    overrides: {
+      routes: [
+        { prefix: '/', targets: [backend.url], websocket: true, auth: 'public' },
+        { prefix: '/api', targets: [backend.url], websocket: true },
+      ],
+    },
+  });
+  const { accessToken } = await signIn(gw);
+  const auth: [string, string] = ['Authorization', `Bearer ${accessToken}`];
+  const served = async (path: string, headers: [string, string][] = []) => {
+    const { raw } = await rawExchange(gw.url, handshakeText(gw.url, path, { headers }), { untilComplete: true });
+    assert.ok(!/^HTTP\/1\.1 101/m.test(raw), `${path}: nothing was switched: ${raw.slice(0, 200)}`);
+    return parseRawResponse(raw);
+  };
+
+  // The gateway's own paths are the gateway's whatever the Upgrade header says: answered as
+  // plain requests, by the gateway, as without it.
+  const health = await served('/healthz');
+  assert.deepEqual([health.status, health.body.success], [200, true]);
+  const roles = await served('/api/roles', [auth]);
+  assert.equal(roles.status, 200);
+  assert.ok(Array.isArray(roles.body.message.items), 'the gateway\'s roles answer');
+  const noToken = await served('/api/roles');
+  assert.deepEqual([noToken.status, noToken.body.message.code], [401, 'missing_token']);
+  const spelled = await served('/API/../api/./roles', [auth]);
+  assert.equal(spelled.status, 200, 'any spelling of an own path is the gateway\'s');
+  const otherMethod = await served('/api/signin', [auth]);
+  assert.deepEqual([otherMethod.status, otherMethod.body.message.code], [405, 'method_not_allowed']);
+  // Decided by the same screen as any request: an irregular head or path is its envelope.
+  const twoHosts = await served('/api/chat', [auth, ['Host', 'other']]);
+  assert.deepEqual([twoHosts.status, twoHosts.body.message.code], [400, 'invalid_request']);
+  const climbing = await served('/api/../../chat', [auth]);
+  assert.deepEqual([climbing.status, climbing.body.message.code], [400, 'invalid_request']);
+  assert.deepEqual({ handshakes: backend.handshakes.length, requests: backend.requests.length }, { handshakes: 0, requests: 0 },
+    `the backend got: ${JSON.stringify(backend.handshakes.map((h) => h.url))}`);
+
+  // Everything else under the prefixes is the backend's, as before.
+  const ws = await openClient(gw.url, '/api/chat', { token: accessToken });
+  t.after(() => ws.terminate());
+  assert.equal((await roundTrip(ws, 'still proxied')).data.toString(), 'still proxied');
+  assert.deepEqual(backend.handshakes.map((h) => h.url), ['/api/chat']);
+});
