@@ -104,18 +104,18 @@ test('a client that leaves while the gateway reads its body or waits on the dire
 
   const roles = await RawConnection.open(gw.url);
   roles.write(`GET /api/roles HTTP/1.1\r\nHost: x\r\nX-Request-Id: left-roles\r\nAuthorization: Bearer ${accessToken}\r\n\r\n`);
-  await eventually(() => held.length === 1, 5000, 'the roles call reaching the directory');
+  await eventually(() => held.length === 1, 'the roles call reaching the directory');
   roles.socket.end();
   // Only once the directory answers does the handler finish: the line must still say 499.
   await new Promise((resolve) => setTimeout(resolve, 100));
   held.shift()!();
-  await eventually(() => lines(gw).some((l) => l.msg === 'request' && l.requestId === 'left-roles'), 5000, 'the roles line');
+  await eventually(() => logLines(gw).some((l) => l.msg === 'request' && l.requestId === 'left-roles'), 'the roles line');
   assert.equal(requestLine(gw, 'left-roles').status, 499);
 
   const signin = await RawConnection.open(gw.url);
   signin.write('POST /api/signin HTTP/1.1\r\nHost: x\r\nX-Request-Id: left-signin\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"apiKey":');
   await new Promise((resolve) => setTimeout(resolve, 100));
   signin.destroy();
-  await eventually(() => lines(gw).some((l) => l.msg === 'request' && l.requestId === 'left-signin'), 5000, 'the sign-in line');
+  await eventually(() => logLines(gw).some((l) => l.msg === 'request' && l.requestId === 'left-signin'), 'the sign-in line');
   assert.equal(requestLine(gw, 'left-signin').status, 499);
 });
