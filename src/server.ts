@@ -10,14 +10,11 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createListeners } from './app.js';
 import { errorAnswer } from './errors/boundary.js';
-import { ExpectationFailed, InvalidRequest, MethodNotAllowed, RequestHeadersTooLarge, RequestTimeout, type GatewayError } from './errors/errors.js';
+import { ExpectationFailed, InvalidRequest, MethodNotAllowed, RequestHeadersTooLarge, RequestTimeout, SERVED_METHODS, type GatewayError } from './errors/errors.js';
 import { requestIdOf } from './http/middleware/request-id.js';
 import { answerResponse, answerSocket } from './http/raw-response.js';
 import type { Services } from './services.js';
 import type { Logger } from './telemetry/log.js';
-
-/** What the gateway serves, for the Allow header of a refused CONNECT. */
-const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
 
 export interface RunningServer {
   server: Server;
@@ -54,7 +51,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
     answerResponse(res, errorAnswer(new ExpectationFailed(), requestId, false), requestId);
   });
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
-    refuseBeforeApp(socket, new MethodNotAllowed(ALLOWED_METHODS), services.log, 'CONNECT', requestIdOf(req));
+    refuseBeforeApp(socket, new MethodNotAllowed(SERVED_METHODS), services.log, 'CONNECT', requestIdOf(req));
   });
 
   await services.warmUp();

@@ -22,6 +22,7 @@ import { SignJWT, decodeProtectedHeader, type JSONWebKeySet, type JWK, type JWTP
 import type { Config, SigningKeyConfig } from '../config/schema.js';
 import { InvalidToken } from '../errors/errors.js';
 import type { Clock } from '../util/clock.js';
+import { newId } from './refresh.js';
 
 export const ACCESS_TOKEN_TYPE = 'at+jwt';
 /** Longest compact JWS we will parse; ours are a few hundred bytes. */
@@ -115,7 +116,7 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
       .setIssuer(issuer)
       .setAudience(aud)
       .setSubject(subject)
-      .setJti(randomBytes(16).toString('base64url'))
+      .setJti(newId())
       .setIssuedAt(iat)
       .setExpirationTime(iat + ttlSeconds)
       .sign(signing.privateKey!);

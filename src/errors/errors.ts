@@ -94,6 +94,12 @@ export class NotFound extends GatewayError {
   }
 }
 
+/**
+ * The methods the gateway serves on some path: the Allow of a method it serves on none
+ * (CONNECT, and TRACE on proxied routes).
+ */
+export const SERVED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
+
 export class MethodNotAllowed extends GatewayError {
   constructor(allowed: string) {
     super(405, 'method_not_allowed', 'This method is not allowed on this path.', { headers: { Allow: allowed } });

@@ -15,7 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { readBearerToken } from '../auth/bearer.js';
-import { MethodNotAllowed } from '../errors/errors.js';
+import { MethodNotAllowed, SERVED_METHODS } from '../errors/errors.js';
 import { createAdmission } from './admission.js';
 import { createFlights } from './flight.js';
 import { createForward, createHeadersFor } from './forward.js';
@@ -65,7 +65,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
     async serve(req, res, match, requestId, seen) {
       // TRACE echoes the request back, headers and all: with the identity headers the gateway
       // adds (and Authorization, where forwarded) that is a gift to cross-site tracing.
-      if (req.method === 'TRACE') throw new MethodNotAllowed('GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS');
+      if (req.method === 'TRACE') throw new MethodNotAllowed(SERVED_METHODS);
       const admitted = await admit(match.route, req, readBearerToken(req), requestId);
       seen.identity = admitted.identity;
       if (admitted.limitHeaders !== undefined) for (const [name, value] of Object.entries(admitted.limitHeaders)) res.setHeader(name, value);
