@@ -1,5 +1,5 @@
 # The gateway's image: compiled JavaScript on Node 24, production dependencies only, run as
-# the unprivileged `node` user. Configure with environment variables (see README) and mount
+# the unprivileged `node` user. Configure with environment variables (see docs/configuration.md) and mount
 # a config file, a data file and signing keys as needed.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app

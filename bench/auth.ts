@@ -1,10 +1,11 @@
 /**
  * Sign-in and refresh throughput, memory state vs Redis state, side by side in one run, and the
- * Redis round trips each operation costs. Results: a table on stdout, the section "Sign-in and
- * refresh: memory vs Redis" of bench/README.md, and bench/results/auth-<time>.json.
+ * Redis round trips each operation costs. Results: a table on stdout, bench/reports/auth.md
+ * (method and findings: "Sign-in and refresh: memory vs Redis" in bench/README.md), and
+ * bench/results/auth-<time>.json.
  *
  *   npm run bench:auth [-- --rounds 10 --seconds 3 --warmup 2 --connections 32 --quiet-wait 120
- *                          --runtime dist|tsx --profile --no-keys-variant --no-readme]
+ *                          --runtime dist|tsx --profile --no-keys-variant --no-report]
  *
  * What runs (everything on 127.0.0.1, every process started here is stopped here, also on
  * error and Ctrl-C):
@@ -26,33 +27,29 @@
  * all) until other processes use less than 0.15 of a core, and reports what they used.
  */
 import { spawnSync } from 'node:child_process';
-import { createHash, generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
 import { parseRunOptions } from './lib/cli.js';
-import { cleanEnv, prepareRuntime, RESULTS, ROOT, sourceVersion, startGateway, type Gateway as AnyGateway, type Runtime } from './lib/gateway.js';
+import { cleanEnv, REPORTS, RESULTS, ROOT, startGateway, type Gateway as AnyGateway, type Runtime } from './lib/gateway.js';
 import {
-  checkPrerequisites, CLIENT_CORE, contextSwitches, cpuModel, foreignCores, nproc, PIN, pinSelf, processCpuSeconds,
+  CLIENT_CORE, contextSwitches, cpuModel, foreignCores, nproc, PIN, processCpuSeconds,
   Quiet, QUIET_CORES, sampleLoad, SERVER_CORE, stolenCores, wrkVersion,
 } from './lib/machine.js';
-import { installCleanup, isRunning, removeAtExit, runMain, startWatchdog, stopAll, stopChild } from './lib/processes.js';
+import { isRunning, stopChild } from './lib/processes.js';
 import { profileClockUs, readProfile, summarizeWindow } from './lib/profile.js';
-import { fmt, log, median, runHeading, updateReadme, writeRawFigures, type ReadmeSection } from './lib/report.js';
+import { fmt, log, median, runHeading, updateReport, writeRawFigures, type Report } from './lib/report.js';
 import { startRedis, type RedisServer } from './lib/redis.js';
+import { runBench, type BenchRun } from './lib/run.js';
 import { disturbed, medians, pairedRatio as pairedRatioOf, range, roundsTable as roundsTableOf, stolenLine, sums, type Spread } from './lib/summary.js';
+import { makeSigningKey } from './lib/tokens.js';
 import { runWrk, socketErrors, type WrkSummary } from './lib/wrk.js';
 
 const NAME = 'bench:auth';
-const README: ReadmeSection = {
-  file: join(ROOT, 'bench', 'README.md'),
-  section: '## Sign-in and refresh: memory vs Redis',
-  begin: '<!-- bench:auth results: begin (written by npm run bench:auth) -->',
-  end: '<!-- bench:auth results: end -->',
-};
+const REPORT: Report = { file: join(REPORTS, 'auth.md'), title: 'Sign-in and refresh: memory vs Redis', script: `npm run ${NAME}` };
 
 const API_KEY = 'ak_demo_alice';
 const API_SECRET_HASH = createHash('sha256').update('sk_demo_alice_secret').digest('hex');
@@ -76,7 +73,6 @@ const PROBE_OPS = 200;
 /** Hard bound on the whole run, whatever happens. */
 const BUDGET_MS = (60 + QUIET_WAIT + STATES.length * OPS.length * (WARMUP + ROUNDS * (SECONDS + 2) + (opt.profile ? WARMUP + SECONDS + 5 : 0))) * 2 * 1000;
 
-installCleanup(NAME);
 /** Waiting for other load to pass, within --quiet-wait seconds over the whole run. */
 const quiet = new Quiet(QUIET_WAIT);
 
@@ -441,143 +437,128 @@ function roundsTable(runs: Run[]): string {
 // ---------------------------------------------------------------------------------------------
 // Main
 
-async function main(): Promise<void> {
-  const started = new Date();
-  startWatchdog(NAME, BUDGET_MS);
-  checkPrerequisites(NAME, ['wrk', 'redis-server']);
+async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> {
   checkDemoCredentials();
-  if (!pinSelf(CLIENT_CORE)) log('note: not pinning processes to cores (needs taskset and 2+ cores)');
+  const { signingKeys } = makeSigningKey();
 
-  const tmp = mkdtempSync(join(tmpdir(), 'bench-auth-'));
-  removeAtExit(tmp);
-  try {
-    const source = sourceVersion();
-    const runtime = prepareRuntime(opt.runtime);
-    const { privateKey } = generateKeyPairSync('ed25519');
-    const signingKeys = JSON.stringify([{ kid: 'bench-1', alg: 'EdDSA', pem: privateKey.export({ type: 'pkcs8', format: 'pem' }) }]);
-
-    const redis = await startRedis(join(tmp));
-    if (STATES.includes('redis+keys')) {
-      const r = spawnSync(process.execPath, runtime.cli('import-keys'), { cwd: ROOT, env: { ...cleanEnv(), REDIS_URL: redis.url }, encoding: 'utf8' });
-      if (r.status !== 0) throw new Error(`keys:import failed: ${r.stderr}`);
-    }
-    const gateways = new Map<StateName, Gateway>();
-    for (const state of STATES) gateways.set(state, await startStateGateway(state, runtime, signingKeys, redis.url));
-    for (const gw of gateways.values()) await refresh(gw, (await signIn(gw)).refreshToken);
-
-    // Background: what reaches Redis while the gateways idle.
-    const idleBefore = await commandCalls(redis.admin);
-    await sleep(2000);
-    const idle = diffCalls(idleBefore, await commandCalls(redis.admin));
-    const ctx: Context = { redis, tmp, backgroundPerSec: sumCalls(idle) / 2, topLevel: new Set() };
-
-    const env = {
-      date: started.toISOString(),
-      commit: source,
-      cpu: cpuModel(),
-      node: process.version,
-      redis: redis.version,
-      wrk: wrkVersion(),
-      runtime: runtime.note,
-      pinning: PIN ? `gateways on core ${SERVER_CORE} (\`taskset -c ${SERVER_CORE}\`, all their threads); wrk, redis-server and this script on core ${CLIENT_CORE}` : 'none (needs taskset and 2+ cores)',
-    };
-    log(`bench:auth: ${env.cpu}; node ${env.node}; redis ${env.redis}; ${env.wrk}; runtime ${runtime.mode}`);
-    log(`bench:auth: ${STATES.join(', ')}; ${ROUNDS} rounds of ${SECONDS} s per operation and state, ${CONNECTIONS} connections; pinning: ${env.pinning}`);
-    log(`bench:auth: idle Redis background: ${describeCalls(idle, 2)} per second`);
-
-    const probes: Probe[] = [];
-    for (const state of STATES) if (state !== 'memory') probes.push(await probeRoundTrips(ctx, gateways.get(state)!));
-    for (const p of probes) for (const t of [p.signin.tally, p.refresh.tally]) for (const cmd of t.sent.keys()) ctx.topLevel.add(cmd);
-    const ambiguous = probes.flatMap((p) => [p.signin.tally, p.refresh.tally]).flatMap((t) => [...t.inScripts.keys()]).filter((c) => ctx.topLevel.has(c));
-    if (ambiguous.length > 0) log(`  note: ${[...new Set(ambiguous)].join(', ')} run both from the gateway and inside scripts: the per-run round-trip counts overstate; the probe's are exact`);
-    for (const p of probes) {
-      log(`round trips (exact, MONITOR): ${p.state}: sign-in ${fmt(sumCalls(p.signin.tally.sent) / p.signin.ok, 2)} (${describeCalls(p.signin.tally.sent, p.signin.ok)}), refresh ${fmt(sumCalls(p.refresh.tally.sent) / p.refresh.ok, 2)} (${describeCalls(p.refresh.tally.sent, p.refresh.ok)})`);
-    }
-
-    if (WARMUP > 0) {
-      log(`warm-up: ${WARMUP} s per operation and state`);
-      for (const state of STATES) for (const op of OPS) await measure(ctx, gateways.get(state)!, op, WARMUP, -1);
-    }
-    const runs: Run[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 === 0 ? STATES : [...STATES].reverse();
-      for (const op of OPS) for (const state of order) {
-        const gw = gateways.get(state)!;
-        const run = await quiet.repeatDisturbed(`${state} ${OP_NAME[op]}`, SECONDS, () => measure(ctx, gw, op, SECONDS, round), (r) => `${fmt(r.opsPerSec)} ops/s`);
-        runs.push(run);
-        log(`round ${round + 1}/${ROUNDS} ${OP_NAME[op].padEnd(7)} ${state.padEnd(10)} ${fmt(run.opsPerSec).padStart(6)} ops/s  p50 ${fmt(run.p50Ms, 2)} ms  p99 ${fmt(run.p99Ms, 2)} ms`
-          + `  gw ${fmt(run.gatewayCpuUsPerOp)} µs/op ${fmt(run.gatewaySwitchesPerOp, 1)} cs/op${run.roundTripsPerOp === undefined ? '' : `  redis ${fmt(run.roundTripsPerOp, 2)} rt/op`}  wrk ${fmt(run.clientCpuUsPerOp)} µs/op  core use gw ${fmt(100 * run.gatewayCoreUse)} % client ${fmt(100 * run.clientCoreUse)} %  other load ${fmt(run.foreignCores, 2)} cores  steal ${fmt(run.stolenCores, 2)}${run.errors > 0 ? `  ERRORS ${run.errors}` : ''}`);
-      }
-    }
-    const problems = [...gateways.values()].map((g) => ({ state: g.name, count: g.out.problems + g.err.problems, tail: g.out.tail(5) }));
-    for (const gw of gateways.values()) await stopChild(gw.proc);
-
-    const profiles: ProfileResult[] = [];
-    if (opt.profile) {
-      for (const state of ['memory', 'redis'] as const) {
-        log(`profile: ${state} (--cpu-prof, ${SECONDS} s per operation after warm-up)`);
-        profiles.push(...await profileState(ctx, state, runtime, signingKeys));
-      }
-    }
-
-    const rows = summarize(runs);
-    const ratioLines = OPS.flatMap((op) => STATES.filter((st) => st !== 'memory').map((state) => {
-      const r = pairedRatio(runs, state, op);
-      return `- ${OP_NAME[op]}, ${state} / memory: **${fmt(r.median, 2)}×** (per-round ratios ${fmt(r.min, 2)}–${fmt(r.max, 2)})`;
-    }));
-    const { repeated, noisy } = disturbed(runs);
-    const generated = [
-      runHeading(env.date, NAME),
-      '',
-      `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, Redis ${env.redis}, ${env.wrk}`,
-      `- gateway: src/ at ${env.commit}; ${env.runtime}; LOG_LEVEL=warn, NODE_ENV=production, one Ed25519 signing key`,
-      `- pinning: ${env.pinning}`,
-      `- load: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop; ${ROUNDS} rounds × ${SECONDS} s per operation and state after a ${WARMUP} s warm-up, states interleaved (order reversed every other round); refresh runs start from ${CHAINS} fresh sign-ins`,
-      `- idle Redis background: ${describeCalls(idle, 2)} per second (subtracted)`,
-      stolenLine(runs),
-      `- other load on the machine (it is shared): before each run the script waited until other processes used less than ${QUIET_CORES} cores, and repeated a run they disturbed (at most twice, ${QUIET_WAIT} s of waiting and repeats in all); ${repeated} run(s) were repeated, ${noisy} of the ${runs.length} kept still saw ${QUIET_CORES}+ cores of other load (median per row in the table)`,
-      '',
-      resultsTable(rows, runs),
-      '',
-      'Throughput ratios (median of the per-round ratios; a round runs the states back to back):',
-      '',
-      ...ratioLines,
-      '',
-      `Redis round trips, exact: MONITOR over ${PROBE_OPS} sequential calls of each operation (a command the gateway sends is one round trip; commands a Lua script runs inside Redis are listed apart):`,
-      '',
-      probeTable(probes),
-      '',
-      'ops/s per round:',
-      '',
-      roundsTable(runs),
-      '',
-      problems.some((p) => p.count > 0)
-        ? `Gateway warnings/errors logged during the runs: ${problems.map((p) => `${p.state} ${p.count}`).join(', ')}.`
-        : 'No gateway logged a warning or an error during the runs.',
-      ...(profiles.length > 0
-        ? ['', `CPU profiles (\`--profile\`: one more gateway per state under \`node --cpu-prof\`, sampled over a ${SECONDS} s run of each operation after the warm-up; shares of the main thread's samples, idle excluded):`, '',
-          ...profiles.flatMap((p) => [formatProfileSummary(`${p.state}, ${OP_NAME[p.op]}`, p.summary), ''])]
-        : []),
-    ].join('\n');
-
-    process.stdout.write(`\n${resultsTable(rows, runs)}\n\n${ratioLines.join('\n')}\n\nRedis round trips (exact, MONITOR, ${PROBE_OPS} sequential calls):\n${probeTable(probes)}\n`);
-    for (const p of problems) if (p.count > 0) process.stdout.write(`\n${p.state}: ${p.count} warning/error line(s), last:\n${p.tail}\n`);
-    for (const p of profiles) process.stdout.write(`\n${formatProfileSummary(`${p.state}, ${OP_NAME[p.op]}`, p.summary)}\n`);
-
-    const tallyJson = (t: Tally) => ({ sent: Object.fromEntries(t.sent), inScripts: Object.fromEntries(t.inScripts) });
-    writeRawFigures(RESULTS, 'auth', started, {
-      env, options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, states: STATES },
-      idleBackgroundPerSec: ctx.backgroundPerSec,
-      rows, runs: runs.map((r) => ({ ...r, redisCalls: r.redisCalls && Object.fromEntries(r.redisCalls) })),
-      probes: probes.map((p) => ({ state: p.state, signin: { ok: p.signin.ok, ...tallyJson(p.signin.tally) }, refresh: { ok: p.refresh.ok, ...tallyJson(p.refresh.tally) } })),
-      profiles,
-    });
-    updateReadme(NAME, README, generated, { noReadme: opt.noReadme });
-    redis.admin.disconnect();
-  } finally {
-    await stopAll();
-    rmSync(tmp, { recursive: true, force: true });
+  const redis = await startRedis(join(tmp));
+  if (STATES.includes('redis+keys')) {
+    const r = spawnSync(process.execPath, runtime.cli('import-keys'), { cwd: ROOT, env: { ...cleanEnv(), REDIS_URL: redis.url }, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`keys:import failed: ${r.stderr}`);
   }
+  const gateways = new Map<StateName, Gateway>();
+  for (const state of STATES) gateways.set(state, await startStateGateway(state, runtime, signingKeys, redis.url));
+  for (const gw of gateways.values()) await refresh(gw, (await signIn(gw)).refreshToken);
+
+  // Background: what reaches Redis while the gateways idle.
+  const idleBefore = await commandCalls(redis.admin);
+  await sleep(2000);
+  const idle = diffCalls(idleBefore, await commandCalls(redis.admin));
+  const ctx: Context = { redis, tmp, backgroundPerSec: sumCalls(idle) / 2, topLevel: new Set() };
+
+  const env = {
+    date: started.toISOString(),
+    commit: source,
+    cpu: cpuModel(),
+    node: process.version,
+    redis: redis.version,
+    wrk: wrkVersion(),
+    runtime: runtime.note,
+    pinning: PIN ? `gateways on core ${SERVER_CORE} (\`taskset -c ${SERVER_CORE}\`, all their threads); wrk, redis-server and this script on core ${CLIENT_CORE}` : 'none (needs taskset and 2+ cores)',
+  };
+  log(`bench:auth: ${env.cpu}; node ${env.node}; redis ${env.redis}; ${env.wrk}; runtime ${runtime.mode}`);
+  log(`bench:auth: ${STATES.join(', ')}; ${ROUNDS} rounds of ${SECONDS} s per operation and state, ${CONNECTIONS} connections; pinning: ${env.pinning}`);
+  log(`bench:auth: idle Redis background: ${describeCalls(idle, 2)} per second`);
+
+  const probes: Probe[] = [];
+  for (const state of STATES) if (state !== 'memory') probes.push(await probeRoundTrips(ctx, gateways.get(state)!));
+  for (const p of probes) for (const t of [p.signin.tally, p.refresh.tally]) for (const cmd of t.sent.keys()) ctx.topLevel.add(cmd);
+  const ambiguous = probes.flatMap((p) => [p.signin.tally, p.refresh.tally]).flatMap((t) => [...t.inScripts.keys()]).filter((c) => ctx.topLevel.has(c));
+  if (ambiguous.length > 0) log(`  note: ${[...new Set(ambiguous)].join(', ')} run both from the gateway and inside scripts: the per-run round-trip counts overstate; the probe's are exact`);
+  for (const p of probes) {
+    log(`round trips (exact, MONITOR): ${p.state}: sign-in ${fmt(sumCalls(p.signin.tally.sent) / p.signin.ok, 2)} (${describeCalls(p.signin.tally.sent, p.signin.ok)}), refresh ${fmt(sumCalls(p.refresh.tally.sent) / p.refresh.ok, 2)} (${describeCalls(p.refresh.tally.sent, p.refresh.ok)})`);
+  }
+
+  if (WARMUP > 0) {
+    log(`warm-up: ${WARMUP} s per operation and state`);
+    for (const state of STATES) for (const op of OPS) await measure(ctx, gateways.get(state)!, op, WARMUP, -1);
+  }
+  const runs: Run[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? STATES : [...STATES].reverse();
+    for (const op of OPS) for (const state of order) {
+      const gw = gateways.get(state)!;
+      const run = await quiet.repeatDisturbed(`${state} ${OP_NAME[op]}`, SECONDS, () => measure(ctx, gw, op, SECONDS, round), (r) => `${fmt(r.opsPerSec)} ops/s`);
+      runs.push(run);
+      log(`round ${round + 1}/${ROUNDS} ${OP_NAME[op].padEnd(7)} ${state.padEnd(10)} ${fmt(run.opsPerSec).padStart(6)} ops/s  p50 ${fmt(run.p50Ms, 2)} ms  p99 ${fmt(run.p99Ms, 2)} ms`
+        + `  gw ${fmt(run.gatewayCpuUsPerOp)} µs/op ${fmt(run.gatewaySwitchesPerOp, 1)} cs/op${run.roundTripsPerOp === undefined ? '' : `  redis ${fmt(run.roundTripsPerOp, 2)} rt/op`}  wrk ${fmt(run.clientCpuUsPerOp)} µs/op  core use gw ${fmt(100 * run.gatewayCoreUse)} % client ${fmt(100 * run.clientCoreUse)} %  other load ${fmt(run.foreignCores, 2)} cores  steal ${fmt(run.stolenCores, 2)}${run.errors > 0 ? `  ERRORS ${run.errors}` : ''}`);
+    }
+  }
+  const problems = [...gateways.values()].map((g) => ({ state: g.name, count: g.out.problems + g.err.problems, tail: g.out.tail(5) }));
+  for (const gw of gateways.values()) await stopChild(gw.proc);
+
+  const profiles: ProfileResult[] = [];
+  if (opt.profile) {
+    for (const state of ['memory', 'redis'] as const) {
+      log(`profile: ${state} (--cpu-prof, ${SECONDS} s per operation after warm-up)`);
+      profiles.push(...await profileState(ctx, state, runtime, signingKeys));
+    }
+  }
+
+  const rows = summarize(runs);
+  const ratioLines = OPS.flatMap((op) => STATES.filter((st) => st !== 'memory').map((state) => {
+    const r = pairedRatio(runs, state, op);
+    return `- ${OP_NAME[op]}, ${state} / memory: **${fmt(r.median, 2)}×** (per-round ratios ${fmt(r.min, 2)}–${fmt(r.max, 2)})`;
+  }));
+  const { repeated, noisy } = disturbed(runs);
+  const generated = [
+    runHeading(env.date, NAME),
+    '',
+    `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, Redis ${env.redis}, ${env.wrk}`,
+    `- gateway: src/ at ${env.commit}; ${env.runtime}; LOG_LEVEL=warn, NODE_ENV=production, one Ed25519 signing key`,
+    `- pinning: ${env.pinning}`,
+    `- load: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop; ${ROUNDS} rounds × ${SECONDS} s per operation and state after a ${WARMUP} s warm-up, states interleaved (order reversed every other round); refresh runs start from ${CHAINS} fresh sign-ins`,
+    `- idle Redis background: ${describeCalls(idle, 2)} per second (subtracted)`,
+    stolenLine(runs),
+    `- other load on the machine (it is shared): before each run the script waited until other processes used less than ${QUIET_CORES} cores, and repeated a run they disturbed (at most twice, ${QUIET_WAIT} s of waiting and repeats in all); ${repeated} run(s) were repeated, ${noisy} of the ${runs.length} kept still saw ${QUIET_CORES}+ cores of other load (median per row in the table)`,
+    '',
+    resultsTable(rows, runs),
+    '',
+    'Throughput ratios (median of the per-round ratios; a round runs the states back to back):',
+    '',
+    ...ratioLines,
+    '',
+    `Redis round trips, exact: MONITOR over ${PROBE_OPS} sequential calls of each operation (a command the gateway sends is one round trip; commands a Lua script runs inside Redis are listed apart):`,
+    '',
+    probeTable(probes),
+    '',
+    'ops/s per round:',
+    '',
+    roundsTable(runs),
+    '',
+    problems.some((p) => p.count > 0)
+      ? `Gateway warnings/errors logged during the runs: ${problems.map((p) => `${p.state} ${p.count}`).join(', ')}.`
+      : 'No gateway logged a warning or an error during the runs.',
+    ...(profiles.length > 0
+      ? ['', `CPU profiles (\`--profile\`: one more gateway per state under \`node --cpu-prof\`, sampled over a ${SECONDS} s run of each operation after the warm-up; shares of the main thread's samples, idle excluded):`, '',
+        ...profiles.flatMap((p) => [formatProfileSummary(`${p.state}, ${OP_NAME[p.op]}`, p.summary), ''])]
+      : []),
+  ].join('\n');
+
+  process.stdout.write(`\n${resultsTable(rows, runs)}\n\n${ratioLines.join('\n')}\n\nRedis round trips (exact, MONITOR, ${PROBE_OPS} sequential calls):\n${probeTable(probes)}\n`);
+  for (const p of problems) if (p.count > 0) process.stdout.write(`\n${p.state}: ${p.count} warning/error line(s), last:\n${p.tail}\n`);
+  for (const p of profiles) process.stdout.write(`\n${formatProfileSummary(`${p.state}, ${OP_NAME[p.op]}`, p.summary)}\n`);
+
+  const tallyJson = (t: Tally) => ({ sent: Object.fromEntries(t.sent), inScripts: Object.fromEntries(t.inScripts) });
+  writeRawFigures(RESULTS, 'auth', started, {
+    env, options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, states: STATES },
+    idleBackgroundPerSec: ctx.backgroundPerSec,
+    rows, runs: runs.map((r) => ({ ...r, redisCalls: r.redisCalls && Object.fromEntries(r.redisCalls) })),
+    probes: probes.map((p) => ({ state: p.state, signin: { ok: p.signin.ok, ...tallyJson(p.signin.tally) }, refresh: { ok: p.refresh.ok, ...tallyJson(p.refresh.tally) } })),
+    profiles,
+  });
+  updateReport(NAME, REPORT, generated, { noReport: opt.noReport });
+  redis.admin.disconnect();
 }
 
 /** The demo key's digest must still be SHA-256 of SHA-256("sk_demo_alice_secret"). */
@@ -588,4 +569,4 @@ function checkDemoCredentials(): void {
   if (key?.secretDigest !== digest) throw new Error(`config/demo-data.json no longer holds ${API_KEY} with the demo secret`);
 }
 
-runMain(NAME, main);
+runBench({ name: NAME, slug: 'auth', budgetMs: BUDGET_MS, tools: ['wrk', 'redis-server'], runtime: opt.runtime }, main);

@@ -2,12 +2,13 @@
  * The directory cache: warm-cache throughput of GET /api/roles and GET /api/sign next to a bare
  * Koa endpoint that runs the same bearer check and answers a constant body, and cold storms:
  * many callers at once asking for one key never asked before, counting the store calls each
- * storm costs (the aim: exactly one). Results: a table on stdout, the section "Directory: warm
- * cache and cold storms" of bench/README.md, and bench/results/directory-<time>.json.
+ * storm costs (the aim: exactly one). Results: a table on stdout, bench/reports/directory.md
+ * (method and findings: "Directory: warm cache and cold storms" in bench/README.md), and
+ * bench/results/directory-<time>.json.
  *
  *   npm run bench:directory [-- --rounds 5 --seconds 3 --warmup 2 --connections 32 --storm 200
  *                               --storm-rounds 3 --delay-ms 50 --quiet-wait 120 --runtime dist|tsx
- *                               --profile --no-redis --no-readme]
+ *                               --profile --no-redis --no-report]
  *
  * What runs (everything on 127.0.0.1, every process started here is stopped here, also on
  * error and Ctrl-C):
@@ -32,33 +33,29 @@
  * redis-server and this script to core 0.
  */
 import { spawnSync } from 'node:child_process';
-import { createHash, generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
 import { boundedInt, parseRunOptions } from './lib/cli.js';
-import { cleanEnv, prepareRuntime, RESULTS, ROOT, runEnv, sourceVersion, startGateway, type Runtime } from './lib/gateway.js';
-import { checkPrerequisites, CLIENT_CORE, nproc, PIN, pinSelf, Quiet, SERVER_CORE } from './lib/machine.js';
-import { installCleanup, isRunning, removeAtExit, runMain, startWatchdog, stopAll, stopChild } from './lib/processes.js';
+import { cleanEnv, REPORTS, RESULTS, ROOT, runEnv, startGateway, type Runtime } from './lib/gateway.js';
+import { CLIENT_CORE, nproc, PIN, Quiet, SERVER_CORE } from './lib/machine.js';
+import { isRunning, stopChild } from './lib/processes.js';
 import { profileClockUs, readProfile, summarizeWindow } from './lib/profile.js';
 import { monitorWhile, startRedis, type RedisServer } from './lib/redis.js';
-import { fmt, log, median, runHeading, updateReadme, writeRawFigures, type ReadmeSection } from './lib/report.js';
+import { fmt, log, median, runHeading, updateReport, writeRawFigures, type Report } from './lib/report.js';
+import { runBench, type BenchRun } from './lib/run.js';
 import { gatewayServer, packageVersion, startNodeServer, type Server } from './lib/servers.js';
 import {
   loadReportLines, loadReportText, loadRow, otherLoadLine, pairedRatio, ratioLine, roundsTable as roundsTableOf, stolenLine,
   type LoadReport, type LoadRow, type Ratio,
 } from './lib/summary.js';
-import { measureLoad, type LoadFigures } from './lib/wrk.js';
+import { makeSigningKey } from './lib/tokens.js';
+import { bearerRun, measureLoad, type LoadFigures } from './lib/wrk.js';
 
 const NAME = 'bench:directory';
-const README: ReadmeSection = {
-  file: join(ROOT, 'bench', 'README.md'),
-  section: '## Directory: warm cache and cold storms',
-  begin: '<!-- bench:directory results: begin (written by npm run bench:directory) -->',
-  end: '<!-- bench:directory results: end -->',
-};
+const REPORT: Report = { file: join(REPORTS, 'directory.md'), title: 'Directory: warm cache and cold storms', script: `npm run ${NAME}` };
 
 const DATA_FILE = join(ROOT, 'config', 'demo-data.json');
 const API_KEY = 'ak_demo_alice';
@@ -99,7 +96,6 @@ const BUDGET_MS = (120 + QUIET_WAIT + ENDPOINTS.length * TARGETS.length * (WARMU
   + STORM_ROUNDS * 2 * (15 + MAX_KEYS * (5 + (2 * DELAY_MS) / 1000))
   + (opt.profile ? ENDPOINTS.length * (WARMUP + SECONDS) + 30 : 0)) * 2 * 1000;
 
-installCleanup(NAME);
 const quiet = new Quiet(QUIET_WAIT);
 
 // ---------------------------------------------------------------------------------------------
@@ -238,13 +234,7 @@ async function measure(ctx: WarmContext, target: Target, endpoint: Endpoint, ser
   await ensureToken(ctx, seconds);
   await quiet.wait(`${server.label} ${endpoint}`);
   const path = warmPath(ctx.demo, endpoint);
-  const figures = await measureLoad({
-    script: join(ROOT, 'bench', 'wrk', 'bearer.lua'),
-    url: `${server.url}${path}`,
-    connections: CONNECTIONS,
-    seconds,
-    args: [ctx.tokensFile, path],
-  }, { server: server.pid });
+  const figures = await measureLoad(bearerRun(server.url, path, ctx.tokensFile, CONNECTIONS, seconds), { server: server.pid });
   if (!isRunning(server.proc)) throw new Error(`${server.label} died during the run:\n${server.err.tail()}\n${server.out.tail()}`);
   return { target, endpoint, round, ...figures };
 }
@@ -539,162 +529,147 @@ function stormSummary(runs: StormRun[], stores: Store[]): string[] {
 // ---------------------------------------------------------------------------------------------
 // Main
 
-async function main(): Promise<void> {
-  const started = new Date();
-  startWatchdog(NAME, BUDGET_MS);
-  checkPrerequisites(NAME, ['wrk']);
+async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> {
   const hasRedis = spawnSync('sh', ['-c', 'command -v redis-server']).status === 0;
   if (WANT_REDIS && !hasRedis) log(`${NAME}: redis-server is not installed: no storms against the Redis store`);
   const STORES: Store[] = ['http', ...(WANT_REDIS && hasRedis ? ['redis' as const] : [])];
-  if (!pinSelf(CLIENT_CORE)) log('note: not pinning processes to cores (needs taskset and 2+ cores)');
   const demo = readDemo();
   const keyList = stormKeys(demo);
+  const keys: Keys = { signingKeys: makeSigningKey().signingKeys };
 
-  const tmp = mkdtempSync(join(tmpdir(), 'bench-directory-'));
-  removeAtExit(tmp);
-  try {
-    const source = sourceVersion();
-    const runtime = prepareRuntime(opt.runtime);
-    const { privateKey } = generateKeyPairSync('ed25519');
-    const keys: Keys = { signingKeys: JSON.stringify([{ kid: 'bench-1', alg: 'EdDSA', pem: privateKey.export({ type: 'pkcs8', format: 'pem' }) }]) };
+  // Warm cache: the gateway, one token, its answers; then koa with those answers.
+  const gateway = await startDirectoryGateway('gateway', runtime, keys, 'file', {});
+  const tokensFile = join(tmp, 'token.txt');
+  const ctx: WarmContext = { demo, gateway, tokensFile, tokenAt: Date.now() };
+  const token = await signIn(gateway.url);
+  writeFileSync(tokensFile, `${token}\n`);
+  const bodies = await gatewayAnswers(demo, gateway, token);
+  const modules = gatewayModules(runtime);
+  const koa = await startNodeServer(LABEL.koa, 'koa-constant.ts', SERVER_CORE, { SIGNING_KEYS: keys.signingKeys, BODIES: JSON.stringify(bodies), GATEWAY_MODULES: modules.dir }, {
+    nodeFlags: modules.nodeFlags, readyPath: '/api/roles', readyStatus: 401,
+  });
+  const servers = new Map<Target, Server>([['gateway', gateway], ['koa', koa]]);
+  await sanityCheck(demo, servers, token);
 
-    // Warm cache: the gateway, one token, its answers; then koa with those answers.
-    const gateway = await startDirectoryGateway('gateway', runtime, keys, 'file', {});
-    const tokensFile = join(tmp, 'token.txt');
-    const ctx: WarmContext = { demo, gateway, tokensFile, tokenAt: Date.now() };
-    const token = await signIn(gateway.url);
-    writeFileSync(tokensFile, `${token}\n`);
-    const bodies = await gatewayAnswers(demo, gateway, token);
-    const modules = gatewayModules(runtime);
-    const koa = await startNodeServer(LABEL.koa, 'koa-constant.ts', SERVER_CORE, { SIGNING_KEYS: keys.signingKeys, BODIES: JSON.stringify(bodies), GATEWAY_MODULES: modules.dir }, {
-      nodeFlags: modules.nodeFlags, readyPath: '/api/roles', readyStatus: 401,
-    });
-    const servers = new Map<Target, Server>([['gateway', gateway], ['koa', koa]]);
-    await sanityCheck(demo, servers, token);
+  const env = {
+    ...runEnv(started, source, runtime),
+    pinning: PIN
+      ? `gateways and koa on core ${SERVER_CORE} (\`taskset -c ${SERVER_CORE}\`, all their threads); wrk, the upstream, redis-server and this script on core ${CLIENT_CORE}`
+      : 'none (needs taskset and 2+ cores)',
+    bodyBytes: Object.fromEntries(Object.entries(bodies).map(([path, body]) => [path, Buffer.byteLength(JSON.stringify(body))])),
+  };
+  log(`${NAME}: ${env.cpu}; node ${env.node}; ${env.wrk}; runtime ${runtime.mode}; gateway src/ at ${source}`);
+  log(`${NAME}: warm cache: ${ENDPOINTS.map((e) => `GET ${warmPath(demo, e)}`).join(', ')}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; pinning: ${env.pinning}`);
+  log(`${NAME}: sanity checks passed (200 and the same body from both servers with the gateway's token, 401 without one)`);
 
-    const env = {
-      ...runEnv(started, source, runtime),
-      pinning: PIN
-        ? `gateways and koa on core ${SERVER_CORE} (\`taskset -c ${SERVER_CORE}\`, all their threads); wrk, the upstream, redis-server and this script on core ${CLIENT_CORE}`
-        : 'none (needs taskset and 2+ cores)',
-      bodyBytes: Object.fromEntries(Object.entries(bodies).map(([path, body]) => [path, Buffer.byteLength(JSON.stringify(body))])),
-    };
-    log(`${NAME}: ${env.cpu}; node ${env.node}; ${env.wrk}; runtime ${runtime.mode}; gateway src/ at ${source}`);
-    log(`${NAME}: warm cache: ${ENDPOINTS.map((e) => `GET ${warmPath(demo, e)}`).join(', ')}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; pinning: ${env.pinning}`);
-    log(`${NAME}: sanity checks passed (200 and the same body from both servers with the gateway's token, 401 without one)`);
-
-    if (WARMUP > 0) {
-      log(`warm-up: ${WARMUP} s per server and path`);
-      for (const endpoint of ENDPOINTS) for (const target of TARGETS) log(`  warm-up ${runLine(await measure(ctx, target, endpoint, servers.get(target)!, WARMUP, -1))}`);
-    }
-    const runs: Run[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 === 0 ? TARGETS : [...TARGETS].reverse();
-      for (const endpoint of ENDPOINTS) for (const target of order) {
-        const server = servers.get(target)!;
-        const run = await quiet.repeatDisturbed(`${LABEL[target]} ${endpoint}`, SECONDS, () => measure(ctx, target, endpoint, server, SECONDS, round), (r) => `${fmt(r.rps)} req/s`);
-        runs.push(run);
-        log(`round ${round + 1}/${ROUNDS} ${runLine(run)}`);
-      }
-    }
-    const gatewayLogLines = gateway.out.lines.length;
-    const gatewayLogTail = gateway.out.tail(5);
-    const stderrLines = [...servers.values()].map((s) => ({ label: s.label, lines: s.err.lines.length, tail: s.err.tail(5) })).filter((s) => s.lines > 0);
-    let profiles: ProfileResult[] = [];
-    if (opt.profile) {
-      await stopChild(koa.proc);
-      log(`profile: one more gateway under --cpu-prof, ${SECONDS} s per path after a ${WARMUP} s warm-up`);
-      profiles = await profileGateway(ctx, tmp, runtime, keys);
-    }
-    for (const server of servers.values()) await stopChild(server.proc);
-
-    // Cold storms.
-    const upstream = await startNodeServer('upstream', 'directory-upstream.ts', CLIENT_CORE, { DATA_FILE, DELAY_MS: String(DELAY_MS), TOKEN: UPSTREAM_TOKEN }, { readyPath: '/__count', readyStatus: 200 });
-    let redis: RedisServer | undefined;
-    if (STORES.includes('redis')) {
-      redis = await startRedis(tmp);
-      const r = spawnSync(process.execPath, runtime.cli('import-directory'), { cwd: ROOT, env: { ...cleanEnv(), REDIS_URL: redis.url }, encoding: 'utf8' });
-      if (r.status !== 0) throw new Error(`the directory import into Redis failed: ${r.stderr}${r.stdout}`);
-      log(`${NAME}: Redis ${redis.version}: ${r.stdout.trim()}`);
-    }
-    const stormCtx: StormContext = { demo, runtime, keys, upstream, ...(redis === undefined ? {} : { redis }) };
-    log(`${NAME}: cold storms: ${STORM} callers per key, ${keyList.length} keys, ${STORM_ROUNDS} round(s), stores ${STORES.join(', ')}, store delay ${DELAY_MS} ms`);
-    const storms: StormRun[] = [];
-    const stormProblems: { store: Store; count: number; tail: string }[] = [];
-    for (let round = 0; round < STORM_ROUNDS; round++) {
-      for (const store of STORES) {
-        const r = await stormRound(stormCtx, store, round);
-        storms.push(...r.runs);
-        if (r.problems > 0) stormProblems.push({ store, count: r.problems, tail: r.tail });
-      }
-    }
-    if (!isRunning(upstream.proc)) throw new Error(`the upstream died during the storms:\n${upstream.err.tail()}`);
-    const upstreamErrLines = upstream.err.lines.length;
-    await stopChild(upstream.proc);
-    redis?.admin.disconnect();
-
-    const rows = summarize(runs);
-    const ratioList = ratios(runs);
-    const warmErrors = rows.reduce((a, r) => a + r.non2xx + r.socketErrors, 0);
-    const stormErrors = storms.reduce((a, r) => a + r.unexpected + (r.distinctBodies > 1 ? 1 : 0), 0);
-    const report: LoadReport = { table: resultsTable(rows), ratios: ratioList.map(ratioLine), rounds: roundsTable(runs) };
-    const generated = [
-      runHeading(env.date, NAME),
-      '',
-      `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, ${env.wrk}${redis === undefined ? '' : `, Redis ${redis.version}`}`,
-      `- gateway: src/ at ${env.commit}; ${env.runtime}; LOG_LEVEL=warn, NODE_ENV=production, one Ed25519 signing key; every directory setting at its default (cache TTL 10 s)`,
-      `- koa: bench/servers/koa-constant.ts, koa ${packageVersion('koa')} under ${runtime.mode === 'dist' ? 'plain \`node\`' : '\`node --import tsx\`'}, the gateway's bearer check from the modules the gateway runs, the gateway's answer as a constant body (${Object.entries(env.bodyBytes).map(([p, n]) => `${p} ${n} bytes`).join(', ')})`,
-      `- pinning: ${env.pinning}`,
-      `- warm cache: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop, one access token on every request; ${ROUNDS} rounds × ${SECONDS} s per server and path after a ${WARMUP} s warm-up, the two servers in turn, the order reversed every other round`,
-      `- cold storms: ${STORM} callers (node:http, one keep-alive connection each, opened beforehand) sent at once for one key never asked before; per round and store a fresh gateway (empty cache), primed with ${primingPaths(demo).map((p) => `\`${p}\``).join(' and ')}; the HTTP upstream answers after ${DELAY_MS} ms${redis === undefined ? '' : `; Redis's clients paused for ${DELAY_MS} ms (CLIENT PAUSE … ALL) just before each storm, calls counted with MONITOR (commands naming a directory key, not those inside a script)`}`,
-      stolenLine(runs),
-      otherLoadLine(runs, QUIET_WAIT, 'warm run'),
-      '',
-      '**Warm cache**',
-      '',
-      ...loadReportLines(report),
-      '',
-      gatewayLogLines === 0 ? 'The gateway (LOG_LEVEL=warn) logged nothing during the runs.' : `The gateway (LOG_LEVEL=warn) logged ${gatewayLogLines} line(s) during the runs.`,
-      ...(stderrLines.length > 0 ? [`Lines on stderr: ${stderrLines.map((s) => `${s.label} ${s.lines}`).join(', ')}.`] : []),
-      '',
-      '**Cold storms**',
-      '',
-      stormTable(storms, STORES, keyList),
-      '',
-      ...stormSummary(storms, STORES),
-      '',
-      stormProblems.length === 0
-        ? 'No storm gateway logged a warning or an error.'
-        : `Storm gateways' warnings/errors: ${stormProblems.map((p) => `${p.store} ${p.count}`).join(', ')}.`,
-      ...(profiles.length > 0
-        ? ['', `CPU profile (\`--profile\`: one more gateway under \`node --cpu-prof\`, sampled over a ${SECONDS} s run of each path after the warm-up; shares of the main thread's samples, idle excluded):`, '',
-          ...profiles.flatMap((p) => [formatProfileSummary(`gateway, GET /api/${p.endpoint} (warm cache)`, p.summary), ''])]
-        : []),
-    ].join('\n');
-
-    process.stdout.write(loadReportText(report));
-    process.stdout.write(`\n${stormTable(storms, STORES, keyList)}\n\n${stormSummary(storms, STORES).join('\n')}\n`);
-    if (gatewayLogLines > 0) process.stdout.write(`\ngateway logged ${gatewayLogLines} line(s), last:\n${gatewayLogTail}\n`);
-    for (const s of stderrLines) process.stdout.write(`\n${s.label} wrote ${s.lines} line(s) on stderr, last:\n${s.tail}\n`);
-    for (const p of stormProblems) process.stdout.write(`\nstorm gateway (${p.store}): ${p.count} warning/error line(s), last:\n${p.tail}\n`);
-    if (upstreamErrLines > 0) process.stdout.write(`\nthe upstream wrote ${upstreamErrLines} line(s) on stderr\n`);
-    for (const p of profiles) process.stdout.write(`\n${formatProfileSummary(`gateway, GET /api/${p.endpoint} (warm cache)`, p.summary)}\n`);
-
-    writeRawFigures(RESULTS, 'directory', started, {
-      env,
-      options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, storm: STORM, stormRounds: STORM_ROUNDS, delayMs: DELAY_MS, stores: STORES },
-      warm: { paths: Object.fromEntries(ENDPOINTS.map((e) => [e, warmPath(demo, e)])), rows, ratios: ratioList, runs },
-      storms: { keys: keyList, primingPaths: primingPaths(demo), runs: storms, met: Object.fromEntries(STORES.map((s) => [s, stormMet(storms.filter((r) => r.store === s))])) },
-      profiles,
-    });
-    updateReadme(NAME, README, generated, {
-      noReadme: opt.noReadme,
-      failure: warmErrors + stormErrors > 0 ? `${warmErrors} warm request(s) not answered 2xx, ${stormErrors} storm answer(s) with an unexpected status or body` : undefined,
-    });
-  } finally {
-    await stopAll();
-    rmSync(tmp, { recursive: true, force: true });
+  if (WARMUP > 0) {
+    log(`warm-up: ${WARMUP} s per server and path`);
+    for (const endpoint of ENDPOINTS) for (const target of TARGETS) log(`  warm-up ${runLine(await measure(ctx, target, endpoint, servers.get(target)!, WARMUP, -1))}`);
   }
+  const runs: Run[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? TARGETS : [...TARGETS].reverse();
+    for (const endpoint of ENDPOINTS) for (const target of order) {
+      const server = servers.get(target)!;
+      const run = await quiet.repeatDisturbed(`${LABEL[target]} ${endpoint}`, SECONDS, () => measure(ctx, target, endpoint, server, SECONDS, round), (r) => `${fmt(r.rps)} req/s`);
+      runs.push(run);
+      log(`round ${round + 1}/${ROUNDS} ${runLine(run)}`);
+    }
+  }
+  const gatewayLogLines = gateway.out.lines.length;
+  const gatewayLogTail = gateway.out.tail(5);
+  const stderrLines = [...servers.values()].map((s) => ({ label: s.label, lines: s.err.lines.length, tail: s.err.tail(5) })).filter((s) => s.lines > 0);
+  let profiles: ProfileResult[] = [];
+  if (opt.profile) {
+    await stopChild(koa.proc);
+    log(`profile: one more gateway under --cpu-prof, ${SECONDS} s per path after a ${WARMUP} s warm-up`);
+    profiles = await profileGateway(ctx, tmp, runtime, keys);
+  }
+  for (const server of servers.values()) await stopChild(server.proc);
+
+  // Cold storms.
+  const upstream = await startNodeServer('upstream', 'directory-upstream.ts', CLIENT_CORE, { DATA_FILE, DELAY_MS: String(DELAY_MS), TOKEN: UPSTREAM_TOKEN }, { readyPath: '/__count', readyStatus: 200 });
+  let redis: RedisServer | undefined;
+  if (STORES.includes('redis')) {
+    redis = await startRedis(tmp);
+    const r = spawnSync(process.execPath, runtime.cli('import-directory'), { cwd: ROOT, env: { ...cleanEnv(), REDIS_URL: redis.url }, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`the directory import into Redis failed: ${r.stderr}${r.stdout}`);
+    log(`${NAME}: Redis ${redis.version}: ${r.stdout.trim()}`);
+  }
+  const stormCtx: StormContext = { demo, runtime, keys, upstream, ...(redis === undefined ? {} : { redis }) };
+  log(`${NAME}: cold storms: ${STORM} callers per key, ${keyList.length} keys, ${STORM_ROUNDS} round(s), stores ${STORES.join(', ')}, store delay ${DELAY_MS} ms`);
+  const storms: StormRun[] = [];
+  const stormProblems: { store: Store; count: number; tail: string }[] = [];
+  for (let round = 0; round < STORM_ROUNDS; round++) {
+    for (const store of STORES) {
+      const r = await stormRound(stormCtx, store, round);
+      storms.push(...r.runs);
+      if (r.problems > 0) stormProblems.push({ store, count: r.problems, tail: r.tail });
+    }
+  }
+  if (!isRunning(upstream.proc)) throw new Error(`the upstream died during the storms:\n${upstream.err.tail()}`);
+  const upstreamErrLines = upstream.err.lines.length;
+  await stopChild(upstream.proc);
+  redis?.admin.disconnect();
+
+  const rows = summarize(runs);
+  const ratioList = ratios(runs);
+  const warmErrors = rows.reduce((a, r) => a + r.non2xx + r.socketErrors, 0);
+  const stormErrors = storms.reduce((a, r) => a + r.unexpected + (r.distinctBodies > 1 ? 1 : 0), 0);
+  const report: LoadReport = { table: resultsTable(rows), ratios: ratioList.map(ratioLine), rounds: roundsTable(runs) };
+  const generated = [
+    runHeading(env.date, NAME),
+    '',
+    `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, ${env.wrk}${redis === undefined ? '' : `, Redis ${redis.version}`}`,
+    `- gateway: src/ at ${env.commit}; ${env.runtime}; LOG_LEVEL=warn, NODE_ENV=production, one Ed25519 signing key; every directory setting at its default (cache TTL 10 s)`,
+    `- koa: bench/servers/koa-constant.ts, koa ${packageVersion('koa')} under ${runtime.mode === 'dist' ? 'plain \`node\`' : '\`node --import tsx\`'}, the gateway's bearer check from the modules the gateway runs, the gateway's answer as a constant body (${Object.entries(env.bodyBytes).map(([p, n]) => `${p} ${n} bytes`).join(', ')})`,
+    `- pinning: ${env.pinning}`,
+    `- warm cache: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop, one access token on every request; ${ROUNDS} rounds × ${SECONDS} s per server and path after a ${WARMUP} s warm-up, the two servers in turn, the order reversed every other round`,
+    `- cold storms: ${STORM} callers (node:http, one keep-alive connection each, opened beforehand) sent at once for one key never asked before; per round and store a fresh gateway (empty cache), primed with ${primingPaths(demo).map((p) => `\`${p}\``).join(' and ')}; the HTTP upstream answers after ${DELAY_MS} ms${redis === undefined ? '' : `; Redis's clients paused for ${DELAY_MS} ms (CLIENT PAUSE … ALL) just before each storm, calls counted with MONITOR (commands naming a directory key, not those inside a script)`}`,
+    stolenLine(runs),
+    otherLoadLine(runs, QUIET_WAIT, 'warm run'),
+    '',
+    '**Warm cache**',
+    '',
+    ...loadReportLines(report),
+    '',
+    gatewayLogLines === 0 ? 'The gateway (LOG_LEVEL=warn) logged nothing during the runs.' : `The gateway (LOG_LEVEL=warn) logged ${gatewayLogLines} line(s) during the runs.`,
+    ...(stderrLines.length > 0 ? [`Lines on stderr: ${stderrLines.map((s) => `${s.label} ${s.lines}`).join(', ')}.`] : []),
+    '',
+    '**Cold storms**',
+    '',
+    stormTable(storms, STORES, keyList),
+    '',
+    ...stormSummary(storms, STORES),
+    '',
+    stormProblems.length === 0
+      ? 'No storm gateway logged a warning or an error.'
+      : `Storm gateways' warnings/errors: ${stormProblems.map((p) => `${p.store} ${p.count}`).join(', ')}.`,
+    ...(profiles.length > 0
+      ? ['', `CPU profile (\`--profile\`: one more gateway under \`node --cpu-prof\`, sampled over a ${SECONDS} s run of each path after the warm-up; shares of the main thread's samples, idle excluded):`, '',
+        ...profiles.flatMap((p) => [formatProfileSummary(`gateway, GET /api/${p.endpoint} (warm cache)`, p.summary), ''])]
+      : []),
+  ].join('\n');
+
+  process.stdout.write(loadReportText(report));
+  process.stdout.write(`\n${stormTable(storms, STORES, keyList)}\n\n${stormSummary(storms, STORES).join('\n')}\n`);
+  if (gatewayLogLines > 0) process.stdout.write(`\ngateway logged ${gatewayLogLines} line(s), last:\n${gatewayLogTail}\n`);
+  for (const s of stderrLines) process.stdout.write(`\n${s.label} wrote ${s.lines} line(s) on stderr, last:\n${s.tail}\n`);
+  for (const p of stormProblems) process.stdout.write(`\nstorm gateway (${p.store}): ${p.count} warning/error line(s), last:\n${p.tail}\n`);
+  if (upstreamErrLines > 0) process.stdout.write(`\nthe upstream wrote ${upstreamErrLines} line(s) on stderr\n`);
+  for (const p of profiles) process.stdout.write(`\n${formatProfileSummary(`gateway, GET /api/${p.endpoint} (warm cache)`, p.summary)}\n`);
+
+  writeRawFigures(RESULTS, 'directory', started, {
+    env,
+    options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, storm: STORM, stormRounds: STORM_ROUNDS, delayMs: DELAY_MS, stores: STORES },
+    warm: { paths: Object.fromEntries(ENDPOINTS.map((e) => [e, warmPath(demo, e)])), rows, ratios: ratioList, runs },
+    storms: { keys: keyList, primingPaths: primingPaths(demo), runs: storms, met: Object.fromEntries(STORES.map((s) => [s, stormMet(storms.filter((r) => r.store === s))])) },
+    profiles,
+  });
+  updateReport(NAME, REPORT, generated, {
+    noReport: opt.noReport,
+    failure: warmErrors + stormErrors > 0 ? `${warmErrors} warm request(s) not answered 2xx, ${stormErrors} storm answer(s) with an unexpected status or body` : undefined,
+  });
 }
 
-runMain(NAME, main);
+runBench({ name: NAME, slug: 'directory', budgetMs: BUDGET_MS, tools: ['wrk'], runtime: opt.runtime }, main);

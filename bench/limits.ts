@@ -2,12 +2,12 @@
  * What rate limits cost on an authenticated, proxied route: the gateway with limits off, with
  * limits on and counted in process memory, and with limits on and counted in Redis, next to the
  * backend alone and the floor of bench/proxy.ts (http-proxy-3 + jose), in one run. Results: a
- * table on stdout, the section "Limits: what counting costs a proxied call" of bench/README.md,
- * and bench/results/limits-<time>.json.
+ * table on stdout, bench/reports/limits.md (method and findings: "Limits: what counting costs a
+ * proxied call" in bench/README.md), and bench/results/limits-<time>.json.
  *
  *   node --import tsx bench/limits.ts [--rounds 5 --seconds 5 --warmup 2 --connections 64
  *                                      --tokens 20000 --quiet-wait 120 --runtime dist|tsx
- *                                      --profile --no-off-redis --no-readme]
+ *                                      --profile --no-off-redis --no-report]
  *
  * What runs (everything on 127.0.0.1, every process started here is stopped here, also on
  * error and Ctrl-C):
@@ -33,34 +33,28 @@
  * per-round ratios. The resident memory of every server is read before the load and after
  * the last round.
  */
-import { generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { formatProfileSummary, summarizeProfile, type CpuProfile, type ProfileSummary } from './cpuprofile.js';
 import { boundedInt, parseRunOptions } from './lib/cli.js';
-import { prepareRuntime, RESULTS, ROOT, runEnv, sourceVersion, startGateway, type Runtime } from './lib/gateway.js';
-import { checkPrerequisites, CLIENT_CORE, nproc, PIN, pinSelf, processCpuSeconds, Quiet, SERVER_CORE } from './lib/machine.js';
-import { installCleanup, isRunning, removeAtExit, runMain, startWatchdog, stopAll, stopChild } from './lib/processes.js';
+import { REPORTS, RESULTS, runEnv, startGateway, type Runtime } from './lib/gateway.js';
+import { CLIENT_CORE, nproc, PIN, processCpuSeconds, Quiet, SERVER_CORE } from './lib/machine.js';
+import { isRunning, stopChild } from './lib/processes.js';
 import { profileClockUs, readProfile, summarizeWindow } from './lib/profile.js';
 import { startRedis, type RedisServer } from './lib/redis.js';
-import { fmt, log, median, runHeading, updateReadme, writeRawFigures, type ReadmeSection } from './lib/report.js';
+import { fmt, log, median, runHeading, updateReport, writeRawFigures, type Report } from './lib/report.js';
+import { rotatedRounds, runBench, type BenchRun } from './lib/run.js';
 import { gatewayServer, packageVersion, startNodeServer as startBenchServer, type Server } from './lib/servers.js';
 import {
   loadReportLines, loadReportText, loadRow, medians, otherLoadLine, pairedRatio, perRound, ratioLine, roundsTable as roundsTableOf, stolenLine,
   type LoadReport, type LoadRow, type Ratio,
 } from './lib/summary.js';
-import { KID, mintTokens, TOKEN_LIFETIME_S, type Tokens } from './lib/tokens.js';
-import { measureLoad, type LoadFigures } from './lib/wrk.js';
+import { makeSigningKey, TokenSupply } from './lib/tokens.js';
+import { bearerRun, measureLoad, type LoadFigures } from './lib/wrk.js';
 
 const NAME = 'bench:limits';
-const README: ReadmeSection = {
-  file: join(ROOT, 'bench', 'README.md'),
-  section: '## Limits: what counting costs a proxied call',
-  begin: '<!-- bench:limits results: begin (written by npm run bench:limits) -->',
-  end: '<!-- bench:limits results: end -->',
-};
+const REPORT: Report = { file: join(REPORTS, 'limits.md'), title: 'Limits: what counting costs a proxied call', script: `npm run ${NAME}` };
 /** What every client asks every server for: under the gateway's route prefix, as it reaches the backend. */
 const PATH = '/bench/items/42';
 const PREFIX = '/bench';
@@ -99,7 +93,6 @@ const PROFILED: Target[] = ['off', 'memory', 'redis'];
 /** Hard bound on the whole run, whatever happens. */
 const BUDGET_MS = (120 + QUIET_WAIT + TARGETS.length * (WARMUP + 3 + ROUNDS * (SECONDS + 4)) + (opt.profile ? PROFILED.length * (WARMUP + SECONDS + 25) : 0)) * 2 * 1000;
 
-installCleanup(NAME);
 const quiet = new Quiet(QUIET_WAIT);
 
 // ---------------------------------------------------------------------------------------------
@@ -140,7 +133,7 @@ async function startTarget(target: Target, runtime: Runtime, keys: Keys, backend
  * the RateLimit fields of the quota (so it counted, and enforces: a dry run sends none), a
  * limits-off one none.
  */
-async function sanityCheck(target: Target, server: Server, tokens: Tokens): Promise<void> {
+async function sanityCheck(target: Target, server: Server, tokens: TokenSupply): Promise<void> {
   const token = readFileSync(tokens.file, 'utf8').slice(0, 4096).split('\n')[0]!;
   const what = server.label;
   const ok = await fetch(`${server.url}${PATH}`, { headers: { authorization: `Bearer ${token}` } });
@@ -231,24 +224,16 @@ interface Run extends LoadFigures {
 interface Context {
   backend: Server;
   redis: RedisServer;
-  tokens: Tokens;
-  refreshTokens: () => Promise<void>;
+  tokens: TokenSupply;
 }
 
 async function measure(ctx: Context, target: Target, server: Server, seconds: number, round: number): Promise<Run> {
-  // Tokens must outlive the run with a margin: the gateway refuses those older than 900 s.
-  if (Date.now() - ctx.tokens.mintedAt > (TOKEN_LIFETIME_S - seconds - 60) * 1000) await ctx.refreshTokens();
+  const tokensFile = await ctx.tokens.fileFor(seconds);
   await quiet.wait(server.label);
   const decidedBefore = limitsOn(target) ? await decisions(server) : undefined;
   const callsBefore = usesRedis(target) ? await redisCalls(ctx.redis.admin) : undefined;
   const redisCpuBefore = processCpuSeconds(ctx.redis.proc.pid!);
-  const figures = await measureLoad({
-    script: join(ROOT, 'bench', 'wrk', 'bearer.lua'),
-    url: `${server.url}${PATH}`,
-    connections: CONNECTIONS,
-    seconds,
-    args: [ctx.tokens.file, PATH],
-  }, { server: server.pid, backend: ctx.backend.pid });
+  const figures = await measureLoad(bearerRun(server.url, PATH, tokensFile, CONNECTIONS, seconds), { server: server.pid, backend: ctx.backend.pid });
   const redisCpu = processCpuSeconds(ctx.redis.proc.pid!) - redisCpuBefore;
   if (!isRunning(server.proc)) throw new Error(`${server.label} died during the run:\n${server.err.tail()}\n${server.out.tail()}`);
   if (!isRunning(ctx.backend.proc)) throw new Error(`the backend died during the run:\n${ctx.backend.err.tail()}`);
@@ -470,145 +455,105 @@ function countingProblems(runs: Run[]): string[] {
 // ---------------------------------------------------------------------------------------------
 // Main
 
-async function main(): Promise<void> {
-  const started = new Date();
-  startWatchdog(NAME, BUDGET_MS);
-  checkPrerequisites(NAME, ['wrk', 'redis-server']);
-  if (!pinSelf(CLIENT_CORE)) log('note: not pinning processes to cores (needs taskset and 2+ cores)');
+async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> {
+  const keys = makeSigningKey();
+  const redis = await startRedis(tmp);
+  const backend = await startBenchServer('backend', 'backend.ts', CLIENT_CORE, {}, { readyPath: PATH, readyStatus: 200 });
+  const servers = new Map<Target, Server>();
+  for (const target of TARGETS) servers.set(target, await startTarget(target, runtime, keys, backend.url, redis.url));
+  // Minted once the gateways run: on a new Redis the first one starts the epoch, and a gateway
+  // refuses access tokens issued before it (src/stores/revocation.ts).
+  const tokens = await TokenSupply.mint(NAME, keys.privateKey, tmp, TOKENS, ACCOUNTS);
+  const ctx: Context = { backend, redis, tokens };
+  for (const [target, server] of servers) await sanityCheck(target, server, ctx.tokens);
+  const memory = new Map<Target, { before: number; after: number; peak: number }>();
+  for (const [target, server] of servers) memory.set(target, { before: memoryMb(server.pid).rssMb, after: NaN, peak: NaN });
 
-  const tmp = mkdtempSync(join(tmpdir(), 'bench-limits-'));
-  removeAtExit(tmp);
-  try {
-    const source = sourceVersion();
-    const runtime = prepareRuntime(opt.runtime);
-    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-    const keys: Keys = {
-      signingKeys: JSON.stringify([{ kid: KID, alg: 'EdDSA', pem: privateKey.export({ type: 'pkcs8', format: 'pem' }) }]),
-      publicPem: publicKey.export({ type: 'spki', format: 'pem' }) as string,
-    };
-    const tokensFile = join(tmp, 'tokens.txt');
-    const redis = await startRedis(tmp);
-    const ctx: Context = {
-      backend: await startBenchServer('backend', 'backend.ts', CLIENT_CORE, {}, { readyPath: PATH, readyStatus: 200 }),
-      redis,
-      // Minted below, once every server runs.
-      tokens: { file: tokensFile, mintedAt: 0 },
-      refreshTokens: async () => {
-        log('  tokens near the end of their lifetime: minting new ones');
-        ctx.tokens = await mintTokens(privateKey, tokensFile, TOKENS, ACCOUNTS);
-      },
-    };
-    const servers = new Map<Target, Server>();
-    for (const target of TARGETS) servers.set(target, await startTarget(target, runtime, keys, ctx.backend.url, redis.url));
-    // After the gateways start: on a new Redis the first one starts the epoch, and a gateway
-    // refuses access tokens issued before it (src/stores/revocation.ts).
-    const mintStart = performance.now();
-    ctx.tokens = await mintTokens(privateKey, tokensFile, TOKENS, ACCOUNTS);
-    log(`${NAME}: ${TOKENS} distinct tokens (${ACCOUNTS} accounts) minted in ${fmt((performance.now() - mintStart) / 1000, 1)} s`);
-    for (const [target, server] of servers) await sanityCheck(target, server, ctx.tokens);
-    const memory = new Map<Target, { before: number; after: number; peak: number }>();
-    for (const [target, server] of servers) memory.set(target, { before: memoryMb(server.pid).rssMb, after: NaN, peak: NaN });
+  const env = {
+    ...runEnv(started, source, runtime),
+    redis: redis.version,
+    packages: Object.fromEntries(['http-proxy-3', 'jose', 'fast-jwt', 'ioredis', 'lru-cache', 'cockatiel', 'prom-client'].map((p) => [p, packageVersion(p)])),
+    pinning: PIN
+      ? `server under test on core ${SERVER_CORE} (\`taskset -c ${SERVER_CORE}\`, all its threads); wrk, the proxies' backend, redis-server and this script on core ${CLIENT_CORE}`
+      : 'none (needs taskset and 2+ cores)',
+    rules: RULES,
+  };
+  log(`${NAME}: ${env.cpu}; node ${env.node}; ${env.wrk}; Redis ${redis.version}; runtime ${runtime.mode}; gateway src/ at ${source}`);
+  log(`${NAME}: ${TARGETS.map((t) => LABEL[t]).join(', ')}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; pinning: ${env.pinning}`);
+  log(`${NAME}: sanity checks passed (200 through every server with a valid token, 401 without; RateLimit-Policy of the quota from the limits-on gateways, none from the others)`);
 
-    const env = {
-      ...runEnv(started, source, runtime),
-      redis: redis.version,
-      packages: Object.fromEntries(['http-proxy-3', 'jose', 'fast-jwt', 'ioredis', 'lru-cache', 'cockatiel', 'prom-client'].map((p) => [p, packageVersion(p)])),
-      pinning: PIN
-        ? `server under test on core ${SERVER_CORE} (\`taskset -c ${SERVER_CORE}\`, all its threads); wrk, the proxies' backend, redis-server and this script on core ${CLIENT_CORE}`
-        : 'none (needs taskset and 2+ cores)',
-      rules: RULES,
-    };
-    log(`${NAME}: ${env.cpu}; node ${env.node}; ${env.wrk}; Redis ${redis.version}; runtime ${runtime.mode}; gateway src/ at ${source}`);
-    log(`${NAME}: ${TARGETS.map((t) => LABEL[t]).join(', ')}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; pinning: ${env.pinning}`);
-    log(`${NAME}: sanity checks passed (200 through every server with a valid token, 401 without; RateLimit-Policy of the quota from the limits-on gateways, none from the others)`);
-
-    if (WARMUP > 0) {
-      log(`warm-up: ${WARMUP} s per server`);
-      for (const target of TARGETS) log(`  warm-up ${runLine(await measure(ctx, target, servers.get(target)!, WARMUP, -1))}`);
-    }
-    const runs: Run[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      const shift = round % TARGETS.length;
-      const order = [...TARGETS.slice(shift), ...TARGETS.slice(0, shift)];
-      for (const target of order) {
-        const server = servers.get(target)!;
-        const run = await quiet.repeatDisturbed(LABEL[target], SECONDS, () => measure(ctx, target, server, SECONDS, round), (r) => `${fmt(r.rps)} req/s`);
-        runs.push(run);
-        log(`round ${round + 1}/${ROUNDS} ${runLine(run)}`);
-      }
-    }
-    for (const [target, server] of servers) {
-      const m = memoryMb(server.pid);
-      memory.set(target, { ...memory.get(target)!, after: m.rssMb, peak: m.peakMb });
-    }
-    const gatewayLogs = GATEWAYS.filter((t) => servers.has(t)).map((t) => ({ label: LABEL[t], lines: servers.get(t)!.out.lines.length, tail: servers.get(t)!.out.tail(5) })).filter((s) => s.lines > 0);
-    const stderrLines = [...servers.values(), ctx.backend].map((s) => ({ label: s.label, lines: s.err.lines.length, tail: s.err.tail(5) })).filter((s) => s.lines > 0);
-    for (const server of servers.values()) await stopChild(server.proc);
-
-    let profiles: ProfileResult[] = [];
-    if (opt.profile) {
-      log(`profile: ${PROFILED.map((t) => LABEL[t]).join(', ')}, each a gateway under --cpu-prof, ${SECONDS} s after a ${WARMUP} s warm-up`);
-      profiles = await profileTargets(ctx, tmp, runtime, keys);
-    }
-    ctx.redis.admin.disconnect();
-
-    const rows = summarize(runs, memory);
-    const ratioList = ratios(runs);
-    const errors = rows.reduce((a, r) => a + r.non2xx + r.socketErrors, 0);
-    const counting = countingProblems(runs);
-    const cpuLines = addedCpuLines(runs);
-    const report: LoadReport = { table: resultsTable(rows), ratios: [...ratioList.map(ratioLine), ...cpuLines], rounds: roundsTable(runs) };
-    const redisTargets = TARGETS.filter(usesRedis);
-    const generated = [
-      runHeading(env.date, NAME),
-      '',
-      `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, ${env.wrk}, Redis ${redis.version}`,
-      `- gateways: src/ at ${env.commit}; ${env.runtime}; NODE_ENV=production, LOG_LEVEL=warn, one Ed25519 signing key, \`ROUTES=[{"prefix":"${PREFIX}","targets":["http://127.0.0.1:<backend>"]}]\` (bearer token required, every other route setting at its default); limits off: \`RATE_LIMITS=off\`; limits on: \`RATE_LIMITS=enforce\`, \`RATE_LIMIT_RULES=${RULES}\` (the default's two windows, out of reach: one counter call per request, never a 429); Redis: \`REDIS_URL\` to a redis-server of the run (\`--save '' --appendonly no\`)`,
-      `- floor: bench/servers/floor.ts, http-proxy-3 ${env.packages['http-proxy-3']} + jose ${env.packages.jose} on node:http; backend and floor under plain \`node\``,
-      `- pinning: ${env.pinning}; \`direct\` is a second instance of the backend, on core ${SERVER_CORE}`,
-      `- load: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop, \`GET ${PATH}\`, each request with the next of ${TOKENS} distinct tokens of ${ACCOUNTS} accounts; ${ROUNDS} rounds × ${SECONDS} s per server after a ${WARMUP} s warm-up, the order rotated by one server each round`,
-      `- counted: \`counted / req\` is the gateway's \`gateway_rate_limit_decisions_total{limit="${ACCOUNT_LIMIT}",outcome="admitted"}\` over the run per answered request (1 plus the requests in flight when wrk stopped); Redis commands from INFO commandstats, those a script runs inside Redis included (per request: ${redisTargets.map((t) => `${LABEL[t]}: ${redisMix(runs, t)}`).join('; ')})`,
-      stolenLine(runs),
-      otherLoadLine(runs, QUIET_WAIT, 'run'),
-      '',
-      ...loadReportLines(report),
-      '',
-      'Resident memory (RSS, MB) right after each round\'s run:',
-      '',
-      roundsTable(runs, (r) => r.rssMb),
-      '',
-      gatewayLogs.length === 0 ? 'No gateway logged anything (LOG_LEVEL=warn) during the runs.' : `Gateways logged at warn or above: ${gatewayLogs.map((s) => `${s.label} ${s.lines} line(s)`).join(', ')}.`,
-      ...(stderrLines.length > 0 ? [`Lines on stderr: ${stderrLines.map((s) => `${s.label} ${s.lines}`).join(', ')}.`] : []),
-      counting.length === 0 ? 'Every run of a limits-on gateway counted each answered request once and refused none.' : `Counting problems: ${counting.join('; ')}.`,
-      ...(profiles.length > 0
-        ? ['', `CPU profiles (\`--profile\`: one more gateway per variant under \`node --cpu-prof\`, sampled over a ${SECONDS} s run after the warm-up; shares of the main thread's samples, idle excluded). The limits' own code counts only its synchronous part (what runs after an await of Redis is under ioredis's socket handler):`, '',
-          profileShareTable(profiles), '',
-          ...profiles.flatMap((p) => [formatProfileSummary(`${LABEL[p.target]}, proxied GET with a bearer token`, p.summary), ''])]
-        : []),
-    ].join('\n');
-
-    process.stdout.write(loadReportText(report));
-    for (const s of gatewayLogs) process.stdout.write(`\n${s.label} logged ${s.lines} line(s), last:\n${s.tail}\n`);
-    for (const s of stderrLines) process.stdout.write(`\n${s.label} wrote ${s.lines} line(s) on stderr, last:\n${s.tail}\n`);
-    process.stdout.write(`\nRSS MB after each round:\n${roundsTable(runs, (r) => r.rssMb)}\n`);
-    process.stdout.write(`\nRSS MB before → after (peak): ${rows.map((r) => `${LABEL[r.target]} ${fmt(r.rssBeforeMb)} → ${fmt(r.rssAfterMb)} (${fmt(r.peakMb)})`).join('; ')}\n`);
-    process.stdout.write(counting.length === 0 ? '\ncounting: every limits-on run counted each answered request once, none refused\n' : `\nCOUNTING PROBLEMS: ${counting.join('; ')}\n`);
-    if (profiles.length > 0) process.stdout.write(`\n${profileShareTable(profiles)}\n`);
-    for (const p of profiles) process.stdout.write(`\n${formatProfileSummary(`${LABEL[p.target]}, proxied GET with a bearer token`, p.summary)}\n`);
-
-    writeRawFigures(RESULTS, 'limits', started, {
-      env, options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, tokens: TOKENS, accounts: ACCOUNTS, path: PATH, targets: TARGETS },
-      rows, ratios: ratioList, addedCpuUsPerReq: Object.fromEntries(addedCpuPairs().map(([a, b]) => [`${a} - ${b}`, addedCpu(runs, a, b)])), counting, runs, profiles,
-    });
-    const failures = [
-      ...(errors > 0 ? [`${errors} request(s) were not answered 2xx (${rows.filter((r) => r.non2xx + r.socketErrors > 0).map((r) => `${LABEL[r.target]}: ${r.non2xx} non-2xx, ${r.socketErrors} socket errors`).join('; ')})`] : []),
-      ...(counting.length > 0 ? [`counting: ${counting.join('; ')}`] : []),
-    ];
-    updateReadme(NAME, README, generated, { noReadme: opt.noReadme, failure: failures.length > 0 ? failures.join('; ') : undefined });
-  } finally {
-    await stopAll();
-    rmSync(tmp, { recursive: true, force: true });
+  const runs = await rotatedRounds({
+    targets: TARGETS, rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, quiet, label: (t) => LABEL[t], line: runLine,
+    measure: (target, seconds, round) => measure(ctx, target, servers.get(target)!, seconds, round),
+  });
+  for (const [target, server] of servers) {
+    const m = memoryMb(server.pid);
+    memory.set(target, { ...memory.get(target)!, after: m.rssMb, peak: m.peakMb });
   }
+  const gatewayLogs = GATEWAYS.filter((t) => servers.has(t)).map((t) => ({ label: LABEL[t], lines: servers.get(t)!.out.lines.length, tail: servers.get(t)!.out.tail(5) })).filter((s) => s.lines > 0);
+  const stderrLines = [...servers.values(), ctx.backend].map((s) => ({ label: s.label, lines: s.err.lines.length, tail: s.err.tail(5) })).filter((s) => s.lines > 0);
+  for (const server of servers.values()) await stopChild(server.proc);
+
+  let profiles: ProfileResult[] = [];
+  if (opt.profile) {
+    log(`profile: ${PROFILED.map((t) => LABEL[t]).join(', ')}, each a gateway under --cpu-prof, ${SECONDS} s after a ${WARMUP} s warm-up`);
+    profiles = await profileTargets(ctx, tmp, runtime, keys);
+  }
+  ctx.redis.admin.disconnect();
+
+  const rows = summarize(runs, memory);
+  const ratioList = ratios(runs);
+  const errors = rows.reduce((a, r) => a + r.non2xx + r.socketErrors, 0);
+  const counting = countingProblems(runs);
+  const cpuLines = addedCpuLines(runs);
+  const report: LoadReport = { table: resultsTable(rows), ratios: [...ratioList.map(ratioLine), ...cpuLines], rounds: roundsTable(runs) };
+  const redisTargets = TARGETS.filter(usesRedis);
+  const generated = [
+    runHeading(env.date, NAME),
+    '',
+    `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, ${env.wrk}, Redis ${redis.version}`,
+    `- gateways: src/ at ${env.commit}; ${env.runtime}; NODE_ENV=production, LOG_LEVEL=warn, one Ed25519 signing key, \`ROUTES=[{"prefix":"${PREFIX}","targets":["http://127.0.0.1:<backend>"]}]\` (bearer token required, every other route setting at its default); limits off: \`RATE_LIMITS=off\`; limits on: \`RATE_LIMITS=enforce\`, \`RATE_LIMIT_RULES=${RULES}\` (the default's two windows, out of reach: one counter call per request, never a 429); Redis: \`REDIS_URL\` to a redis-server of the run (\`--save '' --appendonly no\`)`,
+    `- floor: bench/servers/floor.ts, http-proxy-3 ${env.packages['http-proxy-3']} + jose ${env.packages.jose} on node:http; backend and floor under plain \`node\``,
+    `- pinning: ${env.pinning}; \`direct\` is a second instance of the backend, on core ${SERVER_CORE}`,
+    `- load: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop, \`GET ${PATH}\`, each request with the next of ${TOKENS} distinct tokens of ${ACCOUNTS} accounts; ${ROUNDS} rounds × ${SECONDS} s per server after a ${WARMUP} s warm-up, the order rotated by one server each round`,
+    `- counted: \`counted / req\` is the gateway's \`gateway_rate_limit_decisions_total{limit="${ACCOUNT_LIMIT}",outcome="admitted"}\` over the run per answered request (1 plus the requests in flight when wrk stopped); Redis commands from INFO commandstats, those a script runs inside Redis included (per request: ${redisTargets.map((t) => `${LABEL[t]}: ${redisMix(runs, t)}`).join('; ')})`,
+    stolenLine(runs),
+    otherLoadLine(runs, QUIET_WAIT, 'run'),
+    '',
+    ...loadReportLines(report),
+    '',
+    'Resident memory (RSS, MB) right after each round\'s run:',
+    '',
+    roundsTable(runs, (r) => r.rssMb),
+    '',
+    gatewayLogs.length === 0 ? 'No gateway logged anything (LOG_LEVEL=warn) during the runs.' : `Gateways logged at warn or above: ${gatewayLogs.map((s) => `${s.label} ${s.lines} line(s)`).join(', ')}.`,
+    ...(stderrLines.length > 0 ? [`Lines on stderr: ${stderrLines.map((s) => `${s.label} ${s.lines}`).join(', ')}.`] : []),
+    counting.length === 0 ? 'Every run of a limits-on gateway counted each answered request once and refused none.' : `Counting problems: ${counting.join('; ')}.`,
+    ...(profiles.length > 0
+      ? ['', `CPU profiles (\`--profile\`: one more gateway per variant under \`node --cpu-prof\`, sampled over a ${SECONDS} s run after the warm-up; shares of the main thread's samples, idle excluded). The limits' own code counts only its synchronous part (what runs after an await of Redis is under ioredis's socket handler):`, '',
+        profileShareTable(profiles), '',
+        ...profiles.flatMap((p) => [formatProfileSummary(`${LABEL[p.target]}, proxied GET with a bearer token`, p.summary), ''])]
+      : []),
+  ].join('\n');
+
+  process.stdout.write(loadReportText(report));
+  for (const s of gatewayLogs) process.stdout.write(`\n${s.label} logged ${s.lines} line(s), last:\n${s.tail}\n`);
+  for (const s of stderrLines) process.stdout.write(`\n${s.label} wrote ${s.lines} line(s) on stderr, last:\n${s.tail}\n`);
+  process.stdout.write(`\nRSS MB after each round:\n${roundsTable(runs, (r) => r.rssMb)}\n`);
+  process.stdout.write(`\nRSS MB before → after (peak): ${rows.map((r) => `${LABEL[r.target]} ${fmt(r.rssBeforeMb)} → ${fmt(r.rssAfterMb)} (${fmt(r.peakMb)})`).join('; ')}\n`);
+  process.stdout.write(counting.length === 0 ? '\ncounting: every limits-on run counted each answered request once, none refused\n' : `\nCOUNTING PROBLEMS: ${counting.join('; ')}\n`);
+  if (profiles.length > 0) process.stdout.write(`\n${profileShareTable(profiles)}\n`);
+  for (const p of profiles) process.stdout.write(`\n${formatProfileSummary(`${LABEL[p.target]}, proxied GET with a bearer token`, p.summary)}\n`);
+
+  writeRawFigures(RESULTS, 'limits', started, {
+    env, options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, tokens: TOKENS, accounts: ACCOUNTS, path: PATH, targets: TARGETS },
+    rows, ratios: ratioList, addedCpuUsPerReq: Object.fromEntries(addedCpuPairs().map(([a, b]) => [`${a} - ${b}`, addedCpu(runs, a, b)])), counting, runs, profiles,
+  });
+  const failures = [
+    ...(errors > 0 ? [`${errors} request(s) were not answered 2xx (${rows.filter((r) => r.non2xx + r.socketErrors > 0).map((r) => `${LABEL[r.target]}: ${r.non2xx} non-2xx, ${r.socketErrors} socket errors`).join('; ')})`] : []),
+    ...(counting.length > 0 ? [`counting: ${counting.join('; ')}`] : []),
+  ];
+  updateReport(NAME, REPORT, generated, { noReport: opt.noReport, failure: failures.length > 0 ? failures.join('; ') : undefined });
 }
 
-runMain(NAME, main);
+runBench({ name: NAME, slug: 'limits', budgetMs: BUDGET_MS, tools: ['wrk', 'redis-server'], runtime: opt.runtime }, main);

@@ -1,11 +1,11 @@
 /**
  * Proxy throughput: the gateway's authenticated, proxied route under load, next to the same
  * load on the backend alone, on the floor of the gateway's stack, and on a Fastify peer.
- * Results: a table on stdout, the section "Proxy: gateway vs floor vs Fastify" of
- * bench/README.md, and bench/results/proxy-<time>.json.
+ * Results: a table on stdout, bench/reports/proxy.md (method and findings: "Proxy: gateway vs
+ * floor vs Fastify" in bench/README.md), and bench/results/proxy-<time>.json.
  *
  *   npm run bench [-- --rounds 5 --seconds 5 --warmup 2 --connections 64 --tokens 20000
- *                     --quiet-wait 120 --runtime dist|tsx --profile --no-warn-variant --no-readme]
+ *                     --quiet-wait 120 --runtime dist|tsx --profile --no-warn-variant --no-report]
  *
  * What runs (everything on 127.0.0.1, every process started here is stopped here):
  * - `direct`: bench/servers/backend.ts, node:http answering ~100 bytes of JSON;
@@ -25,32 +25,26 @@
  * verified tokens can flatter a server. Rounds run every server once, the order rotated by one
  * each round; figures are medians over rounds, ratios medians of the per-round ratios.
  */
-import { generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
 import { boundedInt, parseRunOptions } from './lib/cli.js';
-import { prepareRuntime, RESULTS, ROOT, runEnv, sourceVersion, startGateway, type Runtime } from './lib/gateway.js';
-import { checkPrerequisites, CLIENT_CORE, nproc, PIN, pinSelf, Quiet, SERVER_CORE } from './lib/machine.js';
-import { installCleanup, isRunning, removeAtExit, runMain, startWatchdog, stopAll, stopChild } from './lib/processes.js';
+import { REPORTS, RESULTS, runEnv, startGateway, type Runtime } from './lib/gateway.js';
+import { CLIENT_CORE, nproc, PIN, Quiet, SERVER_CORE } from './lib/machine.js';
+import { isRunning, stopChild } from './lib/processes.js';
 import { profileClockUs, readProfile, summarizeWindow } from './lib/profile.js';
-import { fmt, log, median, runHeading, updateReadme, writeRawFigures, type ReadmeSection } from './lib/report.js';
+import { fmt, log, median, runHeading, updateReport, writeRawFigures, type Report } from './lib/report.js';
+import { rotatedRounds, runBench, type BenchRun } from './lib/run.js';
 import { gatewayServer, packageVersion, startNodeServer as startBenchServer, type Server } from './lib/servers.js';
 import {
   loadReportLines, loadReportText, loadRow, otherLoadLine, pairedRatio, perRound, ratioLine, roundsTable as roundsTableOf, stolenLine,
   type LoadReport, type LoadRow, type Ratio,
 } from './lib/summary.js';
-import { KID, mintToken, mintTokens, TOKEN_LIFETIME_S, type Tokens } from './lib/tokens.js';
-import { measureLoad, type LoadFigures } from './lib/wrk.js';
+import { makeSigningKey, mintToken, TokenSupply } from './lib/tokens.js';
+import { bearerRun, measureLoad, type LoadFigures } from './lib/wrk.js';
 
 const NAME = 'bench';
-const README: ReadmeSection = {
-  file: join(ROOT, 'bench', 'README.md'),
-  section: '## Proxy: gateway vs floor vs Fastify',
-  begin: '<!-- bench:proxy results: begin (written by npm run bench) -->',
-  end: '<!-- bench:proxy results: end -->',
-};
+const REPORT: Report = { file: join(REPORTS, 'proxy.md'), title: 'Proxy: gateway vs floor vs Fastify', script: `npm run ${NAME}` };
 /** What every client asks every server for: under the gateway's route prefix, as it reaches the backend. */
 const PATH = '/bench/items/42';
 
@@ -70,12 +64,7 @@ const TARGETS: Target[] = ['direct', 'floor', 'fastify', 'gateway', ...(opt.extr
 /** Hard bound on the whole run, whatever happens. */
 const BUDGET_MS = (120 + QUIET_WAIT + TARGETS.length * (WARMUP + 3 + ROUNDS * (SECONDS + 3)) + (opt.profile ? WARMUP + SECONDS + 30 : 0)) * 2 * 1000;
 
-installCleanup(NAME);
 const quiet = new Quiet(QUIET_WAIT);
-
-// ---------------------------------------------------------------------------------------------
-// Tokens
-
 
 // ---------------------------------------------------------------------------------------------
 // Servers
@@ -117,7 +106,7 @@ async function startTarget(target: Target, runtime: Runtime, keys: Keys, backend
 }
 
 /** 200 with the backend's answer for a valid token; 401 without one, and for a token of another key. */
-async function sanityCheck(target: Target, server: Server, tokens: Tokens, foreignToken: string): Promise<void> {
+async function sanityCheck(target: Target, server: Server, tokens: TokenSupply, foreignToken: string): Promise<void> {
   const token = readFileSync(tokens.file, 'utf8').slice(0, 4096).split('\n')[0]!;
   const get = async (authorization?: string) => {
     const res = await fetch(`${server.url}${PATH}`, { headers: authorization === undefined ? {} : { authorization } });
@@ -151,21 +140,13 @@ interface Run extends LoadFigures {
 
 interface Context {
   backend: Server;
-  tokens: Tokens;
-  refreshTokens: () => Promise<void>;
+  tokens: TokenSupply;
 }
 
 async function measure(ctx: Context, target: Target, server: Server, seconds: number, round: number): Promise<Run> {
-  // Tokens must outlive the run with a margin: the gateway refuses those older than 900 s.
-  if (Date.now() - ctx.tokens.mintedAt > (TOKEN_LIFETIME_S - seconds - 60) * 1000) await ctx.refreshTokens();
+  const tokensFile = await ctx.tokens.fileFor(seconds);
   await quiet.wait(server.label);
-  const figures = await measureLoad({
-    script: join(ROOT, 'bench', 'wrk', 'bearer.lua'),
-    url: `${server.url}${PATH}`,
-    connections: CONNECTIONS,
-    seconds,
-    args: [ctx.tokens.file, PATH],
-  }, { server: server.pid, backend: ctx.backend.pid });
+  const figures = await measureLoad(bearerRun(server.url, PATH, tokensFile, CONNECTIONS, seconds), { server: server.pid, backend: ctx.backend.pid });
   if (!isRunning(server.proc)) throw new Error(`${server.label} died during the run:\n${server.err.tail()}`);
   if (!isRunning(ctx.backend.proc)) throw new Error(`the backend died during the run:\n${ctx.backend.err.tail()}`);
   return { target, round, ...figures };
@@ -255,121 +236,85 @@ function roundsTable(runs: Run[]): string {
 // ---------------------------------------------------------------------------------------------
 // Main
 
-async function main(): Promise<void> {
-  const started = new Date();
-  startWatchdog(NAME, BUDGET_MS);
-  checkPrerequisites(NAME, ['wrk']);
-  if (!pinSelf(CLIENT_CORE)) log('note: not pinning processes to cores (needs taskset and 2+ cores)');
+async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> {
+  const keys = makeSigningKey();
+  const tokens = await TokenSupply.mint(NAME, keys.privateKey, tmp, TOKENS, 100);
+  const foreignToken = await mintToken(makeSigningKey().privateKey, 0, 100);
 
-  const tmp = mkdtempSync(join(tmpdir(), 'bench-proxy-'));
-  removeAtExit(tmp);
-  try {
-    const source = sourceVersion();
-    const runtime = prepareRuntime(opt.runtime);
-    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-    const keys: Keys = {
-      signingKeys: JSON.stringify([{ kid: KID, alg: 'EdDSA', pem: privateKey.export({ type: 'pkcs8', format: 'pem' }) }]),
-      publicPem: publicKey.export({ type: 'spki', format: 'pem' }) as string,
-    };
-    const mintStart = performance.now();
-    const tokensFile = join(tmp, 'tokens.txt');
-    const tokens = await mintTokens(privateKey, tokensFile, TOKENS, 100);
-    log(`${NAME}: ${TOKENS} distinct tokens minted in ${fmt((performance.now() - mintStart) / 1000, 1)} s`);
-    const foreignToken = await mintToken(generateKeyPairSync('ed25519').privateKey, 0, 100);
+  const ctx: Context = {
+    backend: await startNodeServer('backend', 'backend.ts', CLIENT_CORE, {}),
+    tokens,
+  };
+  const servers = new Map<Target, Server>();
+  for (const target of TARGETS) servers.set(target, await startTarget(target, runtime, keys, ctx.backend.url));
+  for (const [target, server] of servers) await sanityCheck(target, server, ctx.tokens, foreignToken);
 
-    const ctx: Context = {
-      backend: await startNodeServer('backend', 'backend.ts', CLIENT_CORE, {}),
-      tokens,
-      refreshTokens: async () => {
-        log('  tokens near the end of their lifetime: minting new ones');
-        ctx.tokens = await mintTokens(privateKey, tokensFile, TOKENS, 100);
-      },
-    };
-    const servers = new Map<Target, Server>();
-    for (const target of TARGETS) servers.set(target, await startTarget(target, runtime, keys, ctx.backend.url));
-    for (const [target, server] of servers) await sanityCheck(target, server, ctx.tokens, foreignToken);
+  const env = {
+    ...runEnv(started, source, runtime),
+    packages: Object.fromEntries(['http-proxy-3', 'jose', 'fastify', '@fastify/http-proxy', '@fastify/reply-from', '@fastify/jwt', 'fast-jwt', 'undici'].map((p) => [p, packageVersion(p, ['@fastify/jwt'])])),
+    pinning: PIN
+      ? `server under test on core ${SERVER_CORE} (\`taskset -c ${SERVER_CORE}\`, all its threads); wrk, the proxies' backend and this script on core ${CLIENT_CORE}`
+      : 'none (needs taskset and 2+ cores)',
+  };
+  log(`${NAME}: ${env.cpu}; node ${env.node}; ${env.wrk}; runtime ${runtime.mode}; gateway src/ at ${source}`);
+  log(`${NAME}: ${TARGETS.map((t) => LABEL[t]).join(', ')}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; pinning: ${env.pinning}`);
+  log(`${NAME}: sanity checks passed (200 through every server with a valid token; 401 without one and with another key's)`);
 
-    const env = {
-      ...runEnv(started, source, runtime),
-      packages: Object.fromEntries(['http-proxy-3', 'jose', 'fastify', '@fastify/http-proxy', '@fastify/reply-from', '@fastify/jwt', 'fast-jwt', 'undici'].map((p) => [p, packageVersion(p, ['@fastify/jwt'])])),
-      pinning: PIN
-        ? `server under test on core ${SERVER_CORE} (\`taskset -c ${SERVER_CORE}\`, all its threads); wrk, the proxies' backend and this script on core ${CLIENT_CORE}`
-        : 'none (needs taskset and 2+ cores)',
-    };
-    log(`${NAME}: ${env.cpu}; node ${env.node}; ${env.wrk}; runtime ${runtime.mode}; gateway src/ at ${source}`);
-    log(`${NAME}: ${TARGETS.map((t) => LABEL[t]).join(', ')}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; pinning: ${env.pinning}`);
-    log(`${NAME}: sanity checks passed (200 through every server with a valid token; 401 without one and with another key's)`);
+  const runs = await rotatedRounds({
+    targets: TARGETS, rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, quiet, label: (t) => LABEL[t], line: runLine,
+    measure: (target, seconds, round) => measure(ctx, target, servers.get(target)!, seconds, round),
+  });
+  const warnLines = servers.get('gateway-warn')?.out.lines.length ?? 0;
+  const stderrLines = [...servers.values(), ctx.backend].map((s) => ({ label: s.label, lines: s.err.lines.length, tail: s.err.tail(5) })).filter((s) => s.lines > 0);
+  for (const server of servers.values()) await stopChild(server.proc);
 
-    if (WARMUP > 0) {
-      log(`warm-up: ${WARMUP} s per server`);
-      for (const target of TARGETS) log(`  warm-up ${runLine(await measure(ctx, target, servers.get(target)!, WARMUP, -1))}`);
-    }
-    const runs: Run[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      const shift = round % TARGETS.length;
-      const order = [...TARGETS.slice(shift), ...TARGETS.slice(0, shift)];
-      for (const target of order) {
-        const server = servers.get(target)!;
-        const run = await quiet.repeatDisturbed(LABEL[target], SECONDS, () => measure(ctx, target, server, SECONDS, round), (r) => `${fmt(r.rps)} req/s`);
-        runs.push(run);
-        log(`round ${round + 1}/${ROUNDS} ${runLine(run)}`);
-      }
-    }
-    const warnLines = servers.get('gateway-warn')?.out.lines.length ?? 0;
-    const stderrLines = [...servers.values(), ctx.backend].map((s) => ({ label: s.label, lines: s.err.lines.length, tail: s.err.tail(5) })).filter((s) => s.lines > 0);
-    for (const server of servers.values()) await stopChild(server.proc);
-
-    let profile: ProfileSummary | undefined;
-    if (opt.profile) {
-      log(`profile: the gateway (LOG_LEVEL=info) under --cpu-prof, ${SECONDS} s after a ${WARMUP} s warm-up`);
-      profile = await profileGateway(ctx, tmp, runtime, keys);
-    }
-
-    const rows = summarize(runs);
-    const ratioList = ratios(runs);
-    const errors = rows.reduce((a, r) => a + r.non2xx + r.socketErrors, 0);
-    const report: LoadReport = { table: resultsTable(rows), ratios: ratioList.map(ratioLine), rounds: roundsTable(runs) };
-    const generated = [
-      runHeading(env.date, 'bench'),
-      '',
-      `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, ${env.wrk}`,
-      `- gateway: src/ at ${env.commit}; ${env.runtime}; NODE_ENV=production, one Ed25519 signing key, \`ROUTES=[{"prefix":"/bench","targets":["http://127.0.0.1:<backend>"]}]\` (bearer token required, every other route setting at its default); \`gateway\`: LOG_LEVEL=info (the default; one access-log line per request, stdout to /dev/null); \`gateway (log warn)\`: LOG_LEVEL=warn`,
-      `- peers: floor = http-proxy-3 ${env.packages['http-proxy-3']} + jose ${env.packages.jose} on node:http, keep-alive agent; fastify = fastify ${env.packages.fastify} + @fastify/http-proxy ${env.packages['@fastify/http-proxy']} (@fastify/reply-from ${env.packages['@fastify/reply-from']}, undici ${env.packages.undici}) + @fastify/jwt ${env.packages['@fastify/jwt']} (fast-jwt ${env.packages['fast-jwt']}), no logger; all under plain \`node\`, NODE_ENV=production`,
-      `- pinning: ${env.pinning}; \`direct\` is a second instance of the backend, on core ${SERVER_CORE} like the other servers under test`,
-      `- load: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop, \`GET ${PATH}\`, each request with the next of ${TOKENS} distinct tokens (minted at the start, as the gateway signs them); ${ROUNDS} rounds × ${SECONDS} s per server after a ${WARMUP} s warm-up, the order rotated by one server each round`,
-      stolenLine(runs),
-      otherLoadLine(runs, QUIET_WAIT, 'run'),
-      '',
-      ...loadReportLines({ ...report, ratios: [...report.ratios, `- gateway − floor, CPU per request: **${fmt(addedCpu(runs))} µs** (median of the per-round differences)`] }),
-      '',
-      TARGETS.includes('gateway-warn')
-        ? (warnLines === 0 ? 'The gateway under LOG_LEVEL=warn logged nothing during the runs.' : `The gateway under LOG_LEVEL=warn logged ${warnLines} line(s) during the runs.`)
-        : '',
-      ...(stderrLines.length > 0 ? [`Lines on stderr: ${stderrLines.map((s) => `${s.label} ${s.lines}`).join(', ')}.`] : []),
-      ...(profile !== undefined
-        ? ['', `CPU profile (\`--profile\`: one more gateway, LOG_LEVEL=info, under \`node --cpu-prof\`, sampled over a ${SECONDS} s run after the warm-up; shares of the main thread's samples, idle excluded):`, '', formatProfileSummary('gateway, proxied GET with a bearer token', profile)]
-        : []),
-    ].join('\n');
-
-    process.stdout.write(loadReportText({ ...report, ratios: [...report.ratios, `- gateway − floor, CPU per request: ${fmt(addedCpu(runs))} µs`] }));
-    if (warnLines > 0) process.stdout.write(`\ngateway (log warn) logged ${warnLines} line(s), last:\n${servers.get('gateway-warn')!.out.tail(5)}\n`);
-    for (const s of stderrLines) process.stdout.write(`\n${s.label} wrote ${s.lines} line(s) on stderr, last:\n${s.tail}\n`);
-    if (profile !== undefined) process.stdout.write(`\n${formatProfileSummary('gateway, proxied GET with a bearer token', profile)}\n`);
-
-    writeRawFigures(RESULTS, 'proxy', started, {
-      env, options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, tokens: TOKENS, path: PATH, targets: TARGETS },
-      rows, ratios: ratioList, addedCpuUsPerReq: addedCpu(runs), runs, profile,
-    });
-    updateReadme(NAME, README, generated, {
-      noReadme: opt.noReadme,
-      failure: errors > 0
-        ? `${errors} request(s) were not answered 2xx (${rows.filter((r) => r.non2xx + r.socketErrors > 0).map((r) => `${LABEL[r.target]}: ${r.non2xx} non-2xx, ${r.socketErrors} socket errors`).join('; ')})`
-        : undefined,
-    });
-  } finally {
-    await stopAll();
-    rmSync(tmp, { recursive: true, force: true });
+  let profile: ProfileSummary | undefined;
+  if (opt.profile) {
+    log(`profile: the gateway (LOG_LEVEL=info) under --cpu-prof, ${SECONDS} s after a ${WARMUP} s warm-up`);
+    profile = await profileGateway(ctx, tmp, runtime, keys);
   }
+
+  const rows = summarize(runs);
+  const ratioList = ratios(runs);
+  const errors = rows.reduce((a, r) => a + r.non2xx + r.socketErrors, 0);
+  const report: LoadReport = { table: resultsTable(rows), ratios: ratioList.map(ratioLine), rounds: roundsTable(runs) };
+  const generated = [
+    runHeading(env.date, 'bench'),
+    '',
+    `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, ${env.wrk}`,
+    `- gateway: src/ at ${env.commit}; ${env.runtime}; NODE_ENV=production, one Ed25519 signing key, \`ROUTES=[{"prefix":"/bench","targets":["http://127.0.0.1:<backend>"]}]\` (bearer token required, every other route setting at its default); \`gateway\`: LOG_LEVEL=info (the default; one access-log line per request, stdout to /dev/null); \`gateway (log warn)\`: LOG_LEVEL=warn`,
+    `- peers: floor = http-proxy-3 ${env.packages['http-proxy-3']} + jose ${env.packages.jose} on node:http, keep-alive agent; fastify = fastify ${env.packages.fastify} + @fastify/http-proxy ${env.packages['@fastify/http-proxy']} (@fastify/reply-from ${env.packages['@fastify/reply-from']}, undici ${env.packages.undici}) + @fastify/jwt ${env.packages['@fastify/jwt']} (fast-jwt ${env.packages['fast-jwt']}), no logger; all under plain \`node\`, NODE_ENV=production`,
+    `- pinning: ${env.pinning}; \`direct\` is a second instance of the backend, on core ${SERVER_CORE} like the other servers under test`,
+    `- load: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop, \`GET ${PATH}\`, each request with the next of ${TOKENS} distinct tokens (minted at the start, as the gateway signs them); ${ROUNDS} rounds × ${SECONDS} s per server after a ${WARMUP} s warm-up, the order rotated by one server each round`,
+    stolenLine(runs),
+    otherLoadLine(runs, QUIET_WAIT, 'run'),
+    '',
+    ...loadReportLines({ ...report, ratios: [...report.ratios, `- gateway − floor, CPU per request: **${fmt(addedCpu(runs))} µs** (median of the per-round differences)`] }),
+    '',
+    TARGETS.includes('gateway-warn')
+      ? (warnLines === 0 ? 'The gateway under LOG_LEVEL=warn logged nothing during the runs.' : `The gateway under LOG_LEVEL=warn logged ${warnLines} line(s) during the runs.`)
+      : '',
+    ...(stderrLines.length > 0 ? [`Lines on stderr: ${stderrLines.map((s) => `${s.label} ${s.lines}`).join(', ')}.`] : []),
+    ...(profile !== undefined
+      ? ['', `CPU profile (\`--profile\`: one more gateway, LOG_LEVEL=info, under \`node --cpu-prof\`, sampled over a ${SECONDS} s run after the warm-up; shares of the main thread's samples, idle excluded):`, '', formatProfileSummary('gateway, proxied GET with a bearer token', profile)]
+      : []),
+  ].join('\n');
+
+  process.stdout.write(loadReportText({ ...report, ratios: [...report.ratios, `- gateway − floor, CPU per request: ${fmt(addedCpu(runs))} µs`] }));
+  if (warnLines > 0) process.stdout.write(`\ngateway (log warn) logged ${warnLines} line(s), last:\n${servers.get('gateway-warn')!.out.tail(5)}\n`);
+  for (const s of stderrLines) process.stdout.write(`\n${s.label} wrote ${s.lines} line(s) on stderr, last:\n${s.tail}\n`);
+  if (profile !== undefined) process.stdout.write(`\n${formatProfileSummary('gateway, proxied GET with a bearer token', profile)}\n`);
+
+  writeRawFigures(RESULTS, 'proxy', started, {
+    env, options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, tokens: TOKENS, path: PATH, targets: TARGETS },
+    rows, ratios: ratioList, addedCpuUsPerReq: addedCpu(runs), runs, profile,
+  });
+  updateReport(NAME, REPORT, generated, {
+    noReport: opt.noReport,
+    failure: errors > 0
+      ? `${errors} request(s) were not answered 2xx (${rows.filter((r) => r.non2xx + r.socketErrors > 0).map((r) => `${LABEL[r.target]}: ${r.non2xx} non-2xx, ${r.socketErrors} socket errors`).join('; ')})`
+      : undefined,
+  });
 }
 
-runMain(NAME, main);
+runBench({ name: NAME, slug: 'proxy', budgetMs: BUDGET_MS, tools: ['wrk'], runtime: opt.runtime }, main);

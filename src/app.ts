@@ -1,46 +1,84 @@
 /**
- * The request listener: which path a request takes through the gateway, and in what order.
+ * The gateway's listeners: which path a request takes through the gateway, and in what order.
+ * The edge (http/edge.ts) decides, once for requests and WebSocket handshakes alike, whether a
+ * request is proxied and on which route.
  *
  * A request for a configured route (proxy/) takes the proxied-route path, plain functions
  * without Koa, since it is the gateway's hot path and Koa's context and middleware chain were
  * a measurable share of its cost (bench/README.md):
  *
- *   request id → proxy (route's auth, then the backend) → error answer if it failed → access log
+ *   edge checks and route → request id → proxy (route's auth, then the backend)
+ *     → error answer if it failed → access log
  *
- * Everything else is Koa's, which serves the gateway's own routes:
+ * A WebSocket handshake routed to a WebSocket route is upgraded (proxy/websocket.ts) and
+ * answered on its socket. Everything else is Koa's, which serves the gateway's own routes:
  *
- *   request id → access log → error boundary → ambiguous requests refused → path normalised
- *     → the gateway's own routes → 404/405
+ *   request id → access log → error boundary → request screened (head checked, path
+ *     normalised) → the gateway's own routes → 404/405
  *
  * (The access log sits outside the boundary so it sees every final status; the boundary sits
  * outside everything that can throw, so every answer, errors included, is the envelope.)
- *
- * A request is proxied only when its head passes the same checks (request-head.ts), its path
- * normalises (normalise-path.ts), and that path is not one the gateway answers itself under
- * any method; anything irregular goes to Koa, whose middleware refuses it in the envelope.
- * Both paths write the same error answers (errors/boundary.ts) and access-log lines.
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Koa from 'koa';
 import type Router from '@koa/router';
-import { errorAnswer, errorBoundary, reportFailure, toGatewayError } from './errors/boundary.js';
+import { errorBoundary } from './errors/boundary.js';
+import { NotFound } from './errors/errors.js';
+import { createRouteRequest, isWebSocketHandshake, screenRequests, type Routed } from './http/edge.js';
 import { createAccessLog, finalStatus, logAccess, type AccessLog } from './http/middleware/access-log.js';
 import { assignRequestId, requestIdOf } from './http/middleware/request-id.js';
-import { normalisePath, normaliseUrl } from './http/middleware/normalise-path.js';
-import { checkRequestHead, refuseAmbiguousRequests } from './http/middleware/request-head.js';
-import { answerResponse } from './http/raw-response.js';
+import { failResponse, failSocket } from './http/raw-response.js';
 import { answerUnmatched, createRouter } from './http/router.js';
 import type { RouteMatch } from './proxy/routes.js';
-import type { Seen } from './proxy/proxy.js';
+import type { Seen } from './proxy/types.js';
 import type { Services } from './services.js';
 
-export function createRequestListener(services: Services): RequestListener {
+export interface Listeners {
+  /** The HTTP server's request listener. */
+  request: RequestListener;
+  /** For the HTTP server's shouldUpgradeCallback: true for a handshake the edge routes to a WebSocket route. */
+  shouldUpgrade(req: IncomingMessage): boolean;
+  /** For the HTTP server's 'upgrade' event (only after shouldUpgrade said true). */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+}
+
+export function createListeners(services: Services): Listeners {
+  const { proxy, log } = services;
   const router = createRouter(services);
-  const accessLog = createAccessLog(services.log);
+  const accessLog = createAccessLog(log);
   const koa = createApp(services, router, accessLog).callback();
-  const proxied = createProxiedPath(services, router, accessLog);
-  return (req, res) => {
-    if (!proxied(req, res)) void koa(req, res);
+  const routeRequest = createRouteRequest({
+    hasRoutes: proxy.hasRoutes,
+    match: proxy.match,
+    // A path the router knows under some method: the gateway's own.
+    isOwnPath: (path) => router.match(path, 'GET').path.some((layer) => layer.methods.length > 0),
+  });
+  const serveProxied = createProxiedPath(services, accessLog);
+  // The route shouldUpgrade found, for the 'upgrade' event of the same request.
+  const handshakes = new WeakMap<IncomingMessage, Routed<RouteMatch>>();
+
+  return {
+    // Without routes, nothing is proxied: the gateway's own requests go straight to Koa.
+    request: !proxy.hasRoutes ? (req, res) => void koa(req, res) : (req, res) => {
+      const started = performance.now();
+      const routed = routeRequest(req);
+      if (routed === undefined) void koa(req, res);
+      else void serveProxied(req, res, routed, started);
+    },
+    shouldUpgrade(req) {
+      if (!isWebSocketHandshake(req)) return false;
+      const routed = routeRequest(req);
+      if (routed?.match.route.websocket !== true) return false;
+      handshakes.set(req, routed);
+      return true;
+    },
+    upgrade(req, socket, head) {
+      const routed = handshakes.get(req);
+      // Not reachable while Node upgrades only what shouldUpgrade chose; never proxied unrouted.
+      if (routed === undefined) failSocket(log, socket, new NotFound(), requestIdOf(req));
+      else proxy.upgrade(req, socket, head, routed.match, routed.path);
+    },
   };
 }
 
@@ -49,8 +87,7 @@ function createApp(services: Services, router: Router, accessLog: AccessLog): Ko
   app.use(assignRequestId());
   app.use(logAccess(accessLog));
   app.use(errorBoundary({ log: services.log }));
-  app.use(refuseAmbiguousRequests());
-  app.use(normalisePath());
+  app.use(screenRequests());
   app.use(router.routes());
   app.use(answerUnmatched());
 
@@ -59,32 +96,9 @@ function createApp(services: Services, router: Router, accessLog: AccessLog): Ko
   return app;
 }
 
-/** Serves a request on a configured route and returns true; false leaves it to Koa. */
-function createProxiedPath({ proxy, log }: Services, router: Router, accessLog: AccessLog) {
-  /** A path the router knows under some method: the gateway's own, never proxied. */
-  const isOwnPath = (path: string) => router.match(path, 'GET').path.some((layer) => layer.methods.length > 0);
-
-  /** The route of a request and its normalised path, when it is proxied at all. */
-  function routeOf(req: IncomingMessage): { match: RouteMatch; path: string } | undefined {
-    let url: string;
-    try {
-      checkRequestHead(req);
-      url = normaliseUrl(req.url ?? '');
-    } catch {
-      return undefined;
-    }
-    // The route first: most of the gateway's own requests match none, and skip the router.
-    const match = proxy.match(url);
-    if (match === undefined) return undefined;
-    const q = url.indexOf('?');
-    const path = q === -1 ? url : url.slice(0, q);
-    if (isOwnPath(path)) return undefined;
-    req.url = url;
-    return { match, path };
-  }
-
-  /** `path`: the normalised one, the one served (Koa's lines show the path as sent). */
-  async function serve(req: IncomingMessage, res: ServerResponse, match: RouteMatch, path: string, started: number): Promise<void> {
+/** Serves a request the edge routed to a configured route. */
+function createProxiedPath({ proxy, log }: Services, accessLog: AccessLog) {
+  return async function serveProxied(req: IncomingMessage, res: ServerResponse, { match, path }: Routed<RouteMatch>, started: number): Promise<void> {
     const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
     const seen: Seen = {};
@@ -92,27 +106,12 @@ function createProxiedPath({ proxy, log }: Services, router: Router, accessLog: 
     try {
       await proxy.serve(req, res, match, requestId, seen);
     } catch (thrown) {
-      const error = toGatewayError(thrown);
-      reportFailure(log, error, requestId);
-      planned = error.status;
-      // Too late for an envelope: the only honest signal left is to cut the connection.
-      if (res.headersSent || !res.writable) req.socket.destroy();
-      else answerResponse(res, errorAnswer(error, requestId, req.complete), requestId);
+      planned = failResponse(log, req, res, thrown, requestId).status;
     } finally {
       accessLog({
         requestId, method: req.method, path, status: finalStatus(req, res, planned),
         route: match.route.name, started, accountId: seen.identity?.accountId,
       });
     }
-  }
-
-  // Without routes, nothing is proxied: the gateway's own requests skip the checks above.
-  if (!proxy.hasRoutes) return () => false;
-  return (req: IncomingMessage, res: ServerResponse): boolean => {
-    const started = performance.now();
-    const routed = routeOf(req);
-    if (routed === undefined) return false;
-    void serve(req, res, routed.match, routed.path, started);
-    return true;
   };
 }

@@ -1,7 +1,8 @@
 /**
  * Start-up: load the config, build the services, listen, and stop cleanly on SIGTERM/SIGINT.
  * A bad config, data file or signing key stops the process here, before it listens, with a
- * message naming what is wrong.
+ * message naming what is wrong; so does the demo data under NODE_ENV=production
+ * (stores/demo-data.ts).
  *
  * With `workers` above 1 this process becomes the primary of node:cluster: it forks that many
  * copies of itself, which share the one port (the primary hands out connections round-robin)
@@ -16,6 +17,7 @@ import { SigningKeyError } from './auth/signer.js';
 import { createServices } from './services.js';
 import { startServer } from './server.js';
 import { DataFileError } from './stores/data-file.js';
+import { DemoDataError } from './stores/demo-data.js';
 import { createLogger, type Logger } from './telemetry/log.js';
 
 async function main(): Promise<void> {
@@ -33,7 +35,7 @@ async function main(): Promise<void> {
   let running;
   let services;
   try {
-    services = createServices(config, { log });
+    services = createServices(config, { log, isProduction: process.env.NODE_ENV === 'production' });
     running = await startServer(services);
   } catch (err) {
     await services?.close();
@@ -90,7 +92,7 @@ function superviseWorkers(count: number, log: Logger): void {
 }
 
 function fail(err: unknown): void {
-  const known = err instanceof ConfigError || err instanceof DataFileError || err instanceof SigningKeyError
+  const known = err instanceof ConfigError || err instanceof DataFileError || err instanceof DemoDataError || err instanceof SigningKeyError
     || (err as NodeJS.ErrnoException).code === 'EADDRINUSE' || (err as NodeJS.ErrnoException).code === 'EACCES';
   process.stderr.write(`gateway: cannot start: ${known ? (err as Error).message : (err as Error).stack}\n`);
   process.exitCode = 1;

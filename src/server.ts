@@ -1,16 +1,18 @@
 /**
- * The HTTP server around the request listener (app.ts). Requests Node's parser refuses never reach Koa
- * (malformed request line, both Content-Length and Transfer-Encoding, oversized headers): they
- * are answered here, still in the envelope, and the connection is closed.
+ * The HTTP server around the gateway's listeners (app.ts). Requests Node's parser refuses never
+ * reach them (malformed request line, both Content-Length and Transfer-Encoding, oversized
+ * headers), nor do CONNECT and an unmet Expect: they are answered here, still in the envelope
+ * (http/raw-response.ts), and the connection is closed.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { createRequestListener } from './app.js';
-import { GatewayError, InvalidRequest } from './errors/errors.js';
-import { failure } from './http/envelope.js';
-import { answerSocket } from './http/raw-response.js';
+import { createListeners } from './app.js';
+import { errorAnswer } from './errors/boundary.js';
+import { ExpectationFailed, InvalidRequest, MethodNotAllowed, RequestHeadersTooLarge, RequestTimeout, SERVED_METHODS, type GatewayError } from './errors/errors.js';
+import { requestIdOf } from './http/middleware/request-id.js';
+import { answerResponse, answerSocket } from './http/raw-response.js';
 import type { Services } from './services.js';
 import type { Logger } from './telemetry/log.js';
 
@@ -24,6 +26,7 @@ export interface RunningServer {
 
 export async function startServer(services: Services): Promise<RunningServer> {
   const { host, port, shutdownTimeoutMs, requestTimeoutMs } = services.config.server;
+  const listeners = createListeners(services);
   const server = createServer({
     // Slow-loris bounds: headers within 10 s, the whole request within requestTimeoutMs.
     headersTimeout: Math.min(10_000, requestTimeoutMs),
@@ -33,26 +36,22 @@ export async function startServer(services: Services): Promise<RunningServer> {
     maxHeaderSize: 16_384,
     // Checked by the app (http/middleware/request-head.ts), so that the answer is the envelope.
     requireHostHeader: false,
-    // Only a WebSocket handshake on a WebSocket route becomes an 'upgrade' event; any other
-    // Upgrade header is ignored and the request served (or refused) by the app as usual.
-    shouldUpgradeCallback: (req: IncomingMessage) => services.proxy.wantsUpgrade(req),
-  }, createRequestListener(services));
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => services.proxy.upgrade(req, socket, head));
+    // Only a WebSocket handshake the edge routes to a WebSocket route becomes an 'upgrade'
+    // event; any other Upgrade header is ignored and the request served (or refused) as usual.
+    shouldUpgradeCallback: listeners.shouldUpgrade,
+  }, listeners.request);
+  server.on('upgrade', listeners.upgrade);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, services.log));
   // Without these listeners Node answers an unknown Expect with a bare 417 and drops CONNECT
   // without a word; both get the envelope instead.
-  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
-    const body = JSON.stringify(failure({ code: 'expectation_failed', description: 'The only expectation supported is 100-continue.' }));
-    const requestId = randomUUID();
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const requestId = requestIdOf(req);
     services.log.info({ requestId, status: 417 }, 'refused a request before the app');
-    res.writeHead(417, {
-      'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body),
-      'X-Request-Id': requestId, 'Cache-Control': 'no-store', Connection: 'close',
-    });
-    res.end(body);
+    // Its body was not read: the answer closes the connection.
+    answerResponse(res, errorAnswer(new ExpectationFailed(), requestId, false), requestId);
   });
-  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
-    refuseBeforeApp(socket, new GatewayError(405, 'method_not_allowed', 'CONNECT is not served here.'), services.log, 'CONNECT');
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    refuseBeforeApp(socket, new MethodNotAllowed(SERVED_METHODS), services.log, 'CONNECT', requestIdOf(req));
   });
 
   await services.warmUp();
@@ -95,14 +94,14 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, log: Logg
     socket.destroy();
     return;
   }
-  const error = err.code === 'HPE_HEADER_OVERFLOW' ? new GatewayError(431, 'headers_too_large', 'The request headers are too large.')
-    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new GatewayError(408, 'request_timeout', 'The request took too long to arrive.')
+  const error = err.code === 'HPE_HEADER_OVERFLOW' ? new RequestHeadersTooLarge()
+    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new RequestTimeout()
       : new InvalidRequest('The request is not valid HTTP/1.1.');
-  refuseBeforeApp(socket, error, log, err.code);
+  // No request was parsed, so no caller's id to keep.
+  refuseBeforeApp(socket, error, log, err.code, randomUUID());
 }
 
-function refuseBeforeApp(socket: Duplex, error: GatewayError, log: Logger, reason: string | undefined): void {
-  const requestId = randomUUID();
+function refuseBeforeApp(socket: Duplex, error: GatewayError, log: Logger, reason: string | undefined, requestId: string): void {
   log.info({ requestId, status: error.status, reason }, 'refused a request before the app');
   answerSocket(socket, error, requestId);
 }

@@ -10,10 +10,12 @@ import { createRevocations, type Revocations } from './auth/revocation.js';
 import { createSigner, type Signer } from './auth/signer.js';
 import { usesRedis, type Config } from './config/schema.js';
 import { createClientAddress } from './http/client-address.js';
+import type { ReadinessCheck } from './http/routes/health.js';
 import { createLimiter } from './limits/limiter.js';
 import { createRateLimits, type RateLimits } from './limits/rate-limits.js';
 import { createProxy, type Proxy } from './proxy/proxy.js';
 import { readDataFile, watchDataFile } from './stores/data-file.js';
+import { checkDemoData } from './stores/demo-data.js';
 import { createCachedDirectory, type CachedDirectory } from './stores/directory.cache.js';
 import { HttpDirectory } from './stores/directory.http.js';
 import { MemoryDirectory } from './stores/directory.memory.js';
@@ -38,12 +40,6 @@ import type { Logger } from './telemetry/log.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createTimestampFormatter, type TimestampFormatter } from './util/time.js';
-
-/** A dependency that can say whether it is usable right now (GET /readyz). */
-export interface ReadinessCheck {
-  name: string;
-  isReady(): Promise<boolean>;
-}
 
 export interface Services {
   config: Config;
@@ -75,8 +71,16 @@ export interface Services {
   close(): Promise<void>;
 }
 
-export function createServices(config: Config, { log, clock = systemClock }: { log: Logger; clock?: Clock }): Services {
+/**
+ * `isProduction` (NODE_ENV=production, read by main.ts) makes demo keys in the data file an
+ * error unless `data.allowDemoData` is set (stores/demo-data.ts).
+ */
+export function createServices(config: Config, { log, clock = systemClock, isProduction = false }: { log: Logger; clock?: Clock; isProduction?: boolean }): Services {
   const data = readDataFile(config.data.file);
+  if (config.data.keySource === 'file') {
+    const warning = checkDemoData(data, { file: config.data.file, isProduction, allowDemoData: config.data.allowDemoData });
+    if (warning !== undefined) log.warn(warning);
+  }
   const signer = createSigner(config, clock);
   if (signer.isEphemeral) {
     log.warn('no signing key configured: made one for this process; tokens will not survive a restart (set signing.keys)');

@@ -4,13 +4,14 @@
  * limit and is killed in t.after, so a hung process fails its test instead of the run.
  */
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { decodeJwt } from 'jose';
-import { SECRET_DIGEST_PATTERN } from '../src/stores/data-file.js';
-import { postJson, sha256Hex, startGateway } from './helpers/gateway.js';
-import { LISTENING, ROOT, exitWithin, gatewayEnv, logLines, startNode, tempDir, waitForLog } from './helpers/process.js';
+import { SECRET_DIGEST_PATTERN } from '../src/domain/secrets.js';
+import { postJson, sha256Hex, startGateway, storedDigest } from './helpers/gateway.js';
+import { LISTENING, ROOT, exitWithin, gatewayEnv, logLines, startGatewayProcess, startNode, tempDir, waitForLog, type Child } from './helpers/process.js';
 
 const STACK_FRAME = /^\s+at /m;
 
@@ -43,19 +44,19 @@ test('the gateway process starts, serves and stops on SIGTERM', async (t) => {
   assert.doesNotMatch(gateway.stderr(), STACK_FRAME);
 });
 
-test('a bad configuration stops the process before it listens', async (t) => {
-  /** Runs main.ts with `env`, expecting a non-zero exit whose stderr names `field`. */
-  async function expectRefusal(t: TestContext, env: Record<string, string>, fields: string[]): Promise<void> {
-    const gateway = startNode(t, ['src/main.ts'], { env: gatewayEnv({ PORT: '0', HOST: '127.0.0.1', ...env }) });
-    const exit = await exitWithin(gateway);
-    assert.equal(exit.signal, null);
-    assert.ok(exit.code !== null && exit.code !== 0, `exit code ${exit.code}`);
-    const stderr = gateway.stderr();
-    for (const field of fields) assert.ok(stderr.includes(field), `stderr names ${field}:\n${stderr}`);
-    assert.doesNotMatch(stderr, STACK_FRAME, 'no stack trace');
-    assert.deepEqual(logLines(gateway).filter(LISTENING), [], 'it never listened');
-  }
+/** Runs main.ts with `env`, expecting a non-zero exit before it listens, whose stderr names each of `fields`. */
+async function expectRefusal(t: TestContext, env: Record<string, string>, fields: string[]): Promise<void> {
+  const gateway = startNode(t, ['src/main.ts'], { env: gatewayEnv({ PORT: '0', HOST: '127.0.0.1', ...env }) });
+  const exit = await exitWithin(gateway);
+  assert.equal(exit.signal, null);
+  assert.ok(exit.code !== null && exit.code !== 0, `exit code ${exit.code}`);
+  const stderr = gateway.stderr();
+  for (const field of fields) assert.ok(stderr.includes(field), `stderr names ${field}:\n${stderr}`);
+  assert.doesNotMatch(stderr, STACK_FRAME, 'no stack trace');
+  assert.deepEqual(logLines(gateway).filter(LISTENING), [], 'it never listened');
+}
 
+test('a bad configuration stops the process before it listens', async (t) => {
   await t.test('PORT=abc', async (t) => {
     await expectRefusal(t, { PORT: 'abc' }, ['server.port', 'PORT']);
   });
@@ -139,3 +140,54 @@ test('the key CLI', async (t) => {
     assert.match(cli.stdout(), /^\{"id":"key_[^"]+","apiKey":"ak_[^"]+","secretDigest":"sha256:[0-9a-f]{64}"\}$/m);
   });
 });
+
+test('under NODE_ENV=production the demo data is refused unless allowed explicitly', async (t) => {
+  // The Docker image sets NODE_ENV=production and HOST=0.0.0.0: a plain `docker run` must not
+  // serve API keys whose secrets the README prints.
+  const demoWarnings = (child: Child) => logLines(child).filter((line) => line.level === 40 && /demo/i.test(String(line.msg)));
+  // What to do instead: the setting that names a data file, how to make and import keys, the opt-in.
+  const expectDemoRefusal = (t: TestContext, env: Record<string, string>) =>
+    expectRefusal(t, { NODE_ENV: 'production', ...env }, ['GATEWAY_DATA_FILE', 'keys:create', 'keys:import', 'directory:import', 'ALLOW_DEMO_DATA']);
+
+  await t.test('no data file given: the shipped demo file is refused before listening', async (t) => {
+    await expectDemoRefusal(t, {});
+  });
+
+  await t.test('a copy of the demo file elsewhere, or a real file with one demo key in it, is refused too', async (t) => {
+    const dir = tempDir(t);
+    const copy = join(dir, 'accounts.json');
+    cpSync(join(ROOT, 'config/demo-data.json'), copy);
+    await expectDemoRefusal(t, { GATEWAY_DATA_FILE: copy });
+    const demo = JSON.parse(readFileSync(join(ROOT, 'config/demo-data.json'), 'utf8')) as { accounts: { apiKeys: unknown[] }[] };
+    const mixed = join(dir, 'mixed.json');
+    writeFileSync(mixed, JSON.stringify({ accounts: [realAccount(), { id: 'acct_other', apiKeys: [{ ...demo.accounts[0]!.apiKeys[0] as object, id: 'key_other', apiKey: 'ak_other' }] }] }));
+    await expectDemoRefusal(t, { GATEWAY_DATA_FILE: mixed });
+  });
+
+  await t.test('ALLOW_DEMO_DATA=true: it starts on the demo data, with a warning', async (t) => {
+    const gateway = await startGatewayProcess(t, { NODE_ENV: 'production', ALLOW_DEMO_DATA: 'true' });
+    assert.equal(demoWarnings(gateway.child).length, 1, gateway.child.stdout());
+    assert.match(String(demoWarnings(gateway.child)[0]!.msg), /GATEWAY_DATA_FILE/);
+    const res = await postJson(`${gateway.url}/api/signin`, { apiKey: 'ak_demo_alice', apiSecret: sha256Hex('sk_demo_alice_secret') });
+    assert.equal(res.status, 200, 'the demo key works, as asked');
+  });
+
+  await t.test('a data file of real keys: it starts without a word about demo data', async (t) => {
+    const file = join(tempDir(t), 'data.json');
+    writeFileSync(file, JSON.stringify({ accounts: [realAccount()] }));
+    const gateway = await startGatewayProcess(t, { NODE_ENV: 'production', GATEWAY_DATA_FILE: file });
+    assert.deepEqual(demoWarnings(gateway.child), []);
+    const res = await postJson(`${gateway.url}/api/signin`, { apiKey: 'ak_demo_alice', apiSecret: sha256Hex('sk_demo_alice_secret') });
+    assert.equal(res.status, 401);
+  });
+
+  await t.test('outside production the demo data serves as before, without a warning', async (t) => {
+    const gateway = await startGatewayProcess(t, {});
+    assert.deepEqual(demoWarnings(gateway.child), []);
+  });
+});
+
+/** An account with one key whose secret was made here and printed nowhere. */
+function realAccount(): object {
+  return { id: 'acct_real', apiKeys: [{ id: 'key_real', apiKey: 'ak_real_1', secretDigest: storedDigest(randomBytes(32).toString('base64url')) }] };
+}

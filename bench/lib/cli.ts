@@ -25,7 +25,7 @@ type ExtraOptions = Record<string, { type: 'string' | 'boolean'; default: string
 
 /**
  * The command line of a benchmark: the options they all take (rounds, seconds, warm-up,
- * connections, quiet-wait, runtime, profile, no-readme), checked, plus its own `extra` ones,
+ * connections, quiet-wait, runtime, profile, no-report), checked, plus its own `extra` ones,
  * returned as given.
  */
 export function parseRunOptions<E extends ExtraOptions>(name: string, defaults: RunDefaults, extra: E) {
@@ -37,7 +37,7 @@ export function parseRunOptions<E extends ExtraOptions>(name: string, defaults: 
       connections: { type: 'string', default: String(defaults.connections) },
       runtime: { type: 'string', default: 'dist' },
       profile: { type: 'boolean', default: false },
-      'no-readme': { type: 'boolean', default: false },
+      'no-report': { type: 'boolean', default: false },
       'quiet-wait': { type: 'string', default: '120' },
       ...extra,
     },
@@ -52,7 +52,7 @@ export function parseRunOptions<E extends ExtraOptions>(name: string, defaults: 
     quietWait: boundedInt(name, 'quiet-wait', values['quiet-wait'] as string, 0, 600),
     runtime: values.runtime as 'dist' | 'tsx',
     profile: values.profile === true,
-    noReadme: values['no-readme'] === true,
+    noReport: values['no-report'] === true,
     extra: values as Record<keyof E, string | boolean>,
   };
 }

@@ -15,6 +15,8 @@ import { log } from './report.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const RESULTS = join(ROOT, 'bench', 'results');
+/** Tracked: each bench's latest figures, one page a bench. */
+export const REPORTS = join(ROOT, 'bench', 'reports');
 const BUILD_DIR = join(RESULTS, 'dist');
 
 export interface Runtime {
@@ -83,7 +85,7 @@ export interface Gateway<N extends string = string> {
 export interface GatewayStart<N extends string> {
   name: N;
   runtime: Runtime;
-  /** Gateway settings (environment variables) on top of NODE_ENV=production, HOST and PORT. */
+  /** Gateway settings (environment variables) on top of NODE_ENV=production, HOST and PORT (and ALLOW_DEMO_DATA: the benches sign in with the demo keys). */
   settings: Record<string, string>;
   nodeFlags?: string[];
   /**
@@ -97,7 +99,7 @@ export interface GatewayStart<N extends string> {
 export async function startGateway<N extends string>({ name, runtime, settings, nodeFlags = [], stdout = 'pipe' }: GatewayStart<N>): Promise<Gateway<N>> {
   // PORT=0 would pick a port, but the line that names it is logged at info, which may be off.
   const port = await freePort();
-  const env = { ...cleanEnv(), NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port), ...settings };
+  const env = { ...cleanEnv(), NODE_ENV: 'production', ALLOW_DEMO_DATA: 'true', HOST: '127.0.0.1', PORT: String(port), ...settings };
   const [cmd, args] = pinned(SERVER_CORE, process.execPath, [...nodeFlags, ...runtime.entry]);
   const proc = track(spawn(cmd, args, { cwd: ROOT, env, stdio: ['ignore', stdout, 'pipe'] }));
   const gw: Gateway<N> = { name, proc, pid: proc.pid!, url: `http://127.0.0.1:${port}`, out: new Output(proc.stdout), err: new Output(proc.stderr) };

@@ -1,6 +1,6 @@
-/** Statistics and output shared by the benchmarks: progress on stderr, results in bench/README.md. */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+/** Statistics and output shared by the benchmarks: progress on stderr, results in bench/reports/. */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 /** Progress and notes go to stderr, so that stdout holds only the results. */
 export function log(message: string): void {
@@ -17,35 +17,40 @@ export function median(xs: readonly number[]): number {
 
 export const fmt = (n: number | undefined, digits = 0) => (n === undefined || !Number.isFinite(n) ? '—' : n.toFixed(digits));
 
-export interface ReadmeSection {
+/**
+ * Where a benchmark writes the figures of its latest run: a tracked page of its own under
+ * bench/reports/, replaced whole by each run, so that bench/README.md keeps only the method and
+ * the findings, written by hand.
+ */
+export interface Report {
+  /** bench/reports/<name>.md */
   file: string;
-  /** The section's heading line, e.g. `## Proxy`. */
-  section: string;
-  /** Marker comments around the generated part; text outside them is left as written. */
-  begin: string;
-  end: string;
+  /** The section of bench/README.md that explains the bench, e.g. `Proxy: gateway vs floor vs Fastify`. */
+  title: string;
+  /** The command that writes it, e.g. `npm run bench:auth`. */
+  script: string;
 }
 
-/** Replaces the text between the markers, or adds the markers at the end of the section (or file). */
-export function writeReadmeSection({ file, section, begin, end }: ReadmeSection, generated: string): void {
-  const block = `${begin}\n${generated.trim()}\n${end}`;
-  let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmarks\n';
-  const from = text.indexOf(begin);
-  const to = text.indexOf(end);
-  if (from >= 0 && to > from) {
-    text = `${text.slice(0, from)}${block}${text.slice(to + end.length)}`;
-  } else if (text.includes(section)) {
-    const start = text.indexOf(section) + section.length;
-    const next = text.slice(start).search(/\n## /);
-    const at = next < 0 ? text.length : start + next;
-    text = `${text.slice(0, at).trimEnd()}\n\n${block}\n${text.slice(at)}`;
-  } else {
-    text = `${text.trimEnd()}\n\n${section}\n\n${block}\n`;
-  }
-  writeFileSync(file, text);
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+function anchor(heading: string): string {
+  return heading.toLowerCase().replace(/[^a-z0-9 -]/g, '').replaceAll(' ', '-');
 }
 
-/** The first line of a README section: when, and the command line (`script`: the npm script). */
+/** Replaces the report's page with this run's `generated` figures under a heading that points back at the method. */
+export function writeReport({ file, title, script }: Report, generated: string): void {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, [
+    `# ${title}: the latest run`,
+    '',
+    `Written by \`${script}\`, which replaces this page on each run that passes. What the bench`,
+    `measures, how, and what the figures have shown: [bench/README.md](../README.md#${anchor(title)}).`,
+    '',
+    generated.trim(),
+    '',
+  ].join('\n'));
+}
+
+/** The first line of a report: when, and the command line (`script`: the npm script). */
 export function runHeading(date: string, script: string): string {
   const args = process.argv.slice(2);
   return `Run of ${date.slice(0, 10)} (${date}), \`npm run ${script}${args.length > 0 ? ` -- ${args.join(' ')}` : ''}\`.`;
@@ -61,15 +66,15 @@ export function writeRawFigures(dir: string, prefix: string, started: Date, figu
 }
 
 /**
- * The run's README section, unless `failure` says why the run failed (its figures measure
- * something else: they stay out of the README, and the exit code is 1) or `noReadme`.
+ * The run's report, unless `failure` says why the run failed (its figures measure something
+ * else: the last report stays, and the exit code is 1) or `noReport`.
  */
-export function updateReadme(name: string, readme: ReadmeSection, generated: string, { failure, noReadme }: { failure?: string | undefined; noReadme: boolean }): void {
+export function updateReport(name: string, report: Report, generated: string, { failure, noReport }: { failure?: string | undefined; noReport: boolean }): void {
   if (failure !== undefined) {
-    log(`\n${name}: FAILED: ${failure}; README not updated`);
+    log(`\n${name}: FAILED: ${failure}; report not updated`);
     process.exitCode = 1;
-  } else if (!noReadme) {
-    writeReadmeSection(readme, generated);
-    log(`results written to ${readme.file}`);
+  } else if (!noReport) {
+    writeReport(report, generated);
+    log(`results written to ${report.file}`);
   }
 }

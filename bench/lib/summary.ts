@@ -106,7 +106,7 @@ export interface LoadReport {
   rounds: string;
 }
 
-/** The report's lines in a README section. */
+/** The report's lines in its page under bench/reports/. */
 export function loadReportLines({ table, ratios, rounds }: LoadReport): string[] {
   return [table, '', 'Ratios (median of the per-round ratios, range over rounds):', '', ...ratios, '', 'req/s per round:', '', rounds];
 }
@@ -152,12 +152,12 @@ export function disturbed(runs: readonly Kept[]): { repeated: number; noisy: num
   return { repeated: runs.filter((r) => (r.attempts ?? 1) > 1).length, noisy: runs.filter((r) => r.foreignCores >= QUIET_CORES).length };
 }
 
-/** README line: the time the hypervisor stole. */
+/** Report line: the time the hypervisor stole. */
 export function stolenLine(runs: readonly Kept[]): string {
   return `- time stolen by the hypervisor during the kept runs: median ${fmt(median(runs.map((r) => r.stolenCores)), 2)}, at most ${fmt(Math.max(...runs.map((r) => r.stolenCores)), 2)} cores`;
 }
 
-/** README line: waiting for other load and repeating disturbed runs (`each`: the runs waited for, e.g. "run"). */
+/** Report line: waiting for other load and repeating disturbed runs (`each`: the runs waited for, e.g. "run"). */
 export function otherLoadLine(runs: readonly Kept[], quietWait: number, each: string): string {
   const { repeated, noisy } = disturbed(runs);
   return `- other load on the machine: before each ${each} the script waited until other processes used less than ${QUIET_CORES} cores and repeated a disturbed run (at most twice, ${quietWait} s of waiting and repeats in all); ${repeated} run(s) were repeated, ${noisy} of the ${runs.length} kept still saw ${QUIET_CORES}+ cores`;

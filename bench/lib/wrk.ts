@@ -4,6 +4,8 @@
  * `BENCHJSON {...}` at the end, read here.
  */
 import { spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CLIENT_CORE, foreignCores, pinned, processCpuSeconds, sampleLoad, stolenCores } from './machine.js';
 import { Output, track } from './processes.js';
 
@@ -35,6 +37,13 @@ export interface WrkRun {
   seconds: number;
   /** Arguments after `--`, for the script's init(). */
   args?: string[];
+}
+
+const BEARER_LUA = join(dirname(fileURLToPath(import.meta.url)), '..', 'wrk', 'bearer.lua');
+
+/** A run of `GET <path>` on the server at `url`, each request with the next token of `tokensFile` (bench/wrk/bearer.lua). */
+export function bearerRun(url: string, path: string, tokensFile: string, connections: number, seconds: number): WrkRun {
+  return { script: BEARER_LUA, url: `${url}${path}`, connections, seconds, args: [tokensFile, path] };
 }
 
 /** Runs wrk (one thread, on the client core) and returns its summary; throws if it failed. */

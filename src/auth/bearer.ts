@@ -11,7 +11,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 import { InvalidToken, MalformedAuthorization, MissingToken } from '../errors/errors.js';
-import { countHeader } from '../http/raw-headers.js';
+import { countHeader } from '../util/raw-headers.js';
 import type { Revocations } from './revocation.js';
 import type { Signer } from './signer.js';
 

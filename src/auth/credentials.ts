@@ -7,7 +7,8 @@
  * An unknown key and a wrong secret take the same path (a digest comparison against a dummy)
  * and give the same answer, so neither timing nor the reply tells which keys exist.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { secretDigest } from '../domain/secrets.js';
 import { InvalidRequest } from '../errors/errors.js';
 import type { ApiKeyRecord, KeyDirectory } from '../stores/key-directory.js';
 
@@ -20,16 +21,6 @@ export function decodeSecretHash(apiSecret: string): Buffer | undefined {
   // Either base64 alphabet; both decode to the same 32 bytes, and so to the same digest.
   if (BASE64_32.test(apiSecret)) return Buffer.from(apiSecret, 'base64url');
   return undefined;
-}
-
-/** What the directory stores for a secret: "sha256:" + hex SHA-256 of the client's 32 bytes. */
-export function secretDigest(secretHash: Buffer): string {
-  return `sha256:${createHash('sha256').update(secretHash).digest('hex')}`;
-}
-
-/** SHA-256 of the plain secret, as a client computes it before sign-in. */
-export function hashSecret(secret: string): Buffer {
-  return createHash('sha256').update(secret, 'utf8').digest();
 }
 
 const DUMMY_DIGEST = secretDigest(randomBytes(32));

@@ -14,7 +14,7 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 // Ids in a handle: what the data file allows for account and key ids (ours are base64url). A
 // handle is client input that becomes part of store key names, so nothing else gets through.
-import { ID_PATTERN } from '../stores/data-file.js';
+import { ID_PATTERN } from '../domain/formats.js';
 
 const SECRET_BYTES = 32;
 const SECRET_PATTERN = /^[A-Za-z0-9_-]{43}$/;

@@ -10,7 +10,7 @@
  * known before a store outage keeps being honoured through it. After a gap in the notices
  * every copy is read again before it is trusted, but still answers while the store cannot be
  * read. When nothing is known and the store cannot be read, the token is accepted: an outage
- * must not log everyone out (the README states this guarantee).
+ * must not log everyone out (docs/redis.md states this guarantee).
  *
  * A token issued before the store's epoch began (stores/revocation.ts) is refused: resets from
  * before it may be lost. The epoch is read once, then kept current by the store's `onEpoch`;
@@ -173,7 +173,7 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
     const current = kept === undefined || kept.epoch === epoch;
     return cached.fetch(token.accountId, { allowStale: current, forceRefresh: !current }).then(
       (entry) => covers(entry?.resets, token),
-      // Nothing known and the store unreadable: accept (see the README's revocation guarantee).
+      // Nothing known and the store unreadable: accept (see the revocation guarantee in docs/redis.md).
       () => false,
     );
   }

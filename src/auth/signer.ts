@@ -9,6 +9,11 @@
  * the `kid` (looked up in our own key set only) and with it the one algorithm of that key (so
  * `alg: none`, HMAC-with-the-public-key and cross-key confusions fail), issuer, audience,
  * `typ`, the claims and their times. Library errors become InvalidToken here and nowhere else.
+ *
+ * A token has one accepted spelling: of the several byte strings that verify as one signature
+ * (base64url's spare bits, ECDSA's `s` and `n − s`, an RSA integer without its leading zero
+ * byte), only the one the gateway itself produces is accepted; test/unit/signer.test.ts holds
+ * it for every algorithm.
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -17,6 +22,7 @@ import { SignJWT, decodeProtectedHeader, type JSONWebKeySet, type JWK, type JWTP
 import type { Config, SigningKeyConfig } from '../config/schema.js';
 import { InvalidToken } from '../errors/errors.js';
 import type { Clock } from '../util/clock.js';
+import { newId } from './refresh.js';
 
 export const ACCESS_TOKEN_TYPE = 'at+jwt';
 /** Longest compact JWS we will parse; ours are a few hundred bytes. */
@@ -83,6 +89,7 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
   const jwks: JSONWebKeySet = { keys: keys.map((k) => k.publicJwk) };
   const { issuer, audience, accessTokenTtlSeconds, clockSkewSeconds } = config.tokens;
   const verifiers = new Map(keys.map((k) => [k.kid, createAccessTokenVerifier(k, config.tokens)]));
+  const signatureForm = signatureFormOf(signing);
   // With one key (the usual case) the header is not decoded up front: the verifier decodes it
   // anyway, and the kid is checked after. Decoding it twice was 2 % of a proxied request.
   const onlyKid = keys.length === 1 ? keys[0]!.kid : undefined;
@@ -102,17 +109,18 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
   const assertionTtlSeconds = config.proxy.assertionTtlSeconds;
 
   /** Every JWT the gateway issues: its active key, its issuer, a fresh `jti`, `iat` and `exp`. */
-  function sign(claims: JWTPayload, { typ, audience: aud, subject, now, ttlSeconds }: { typ: string; audience: string; subject: string; now: number; ttlSeconds: number }): Promise<string> {
+  async function sign(claims: JWTPayload, { typ, audience: aud, subject, now, ttlSeconds }: { typ: string; audience: string; subject: string; now: number; ttlSeconds: number }): Promise<string> {
     const iat = Math.floor(now / 1000);
-    return new SignJWT(claims)
+    const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: signing.alg, kid: signing.kid, typ })
       .setIssuer(issuer)
       .setAudience(aud)
       .setSubject(subject)
-      .setJti(randomBytes(16).toString('base64url'))
+      .setJti(newId())
       .setIssuedAt(iat)
       .setExpirationTime(iat + ttlSeconds)
       .sign(signing.privateKey!);
+    return signatureForm.ecdsaOrder === undefined ? token : withLowS(token, signatureForm.ecdsaOrder);
   }
 
   return {
@@ -130,14 +138,16 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
     },
 
     async verifyAccessToken(token) {
-      if (token.length > MAX_TOKEN_LENGTH || !hasCanonicalSignature(token)) throw new InvalidToken();
+      if (token.length > MAX_TOKEN_LENGTH) throw new InvalidToken();
+      const signature = canonicalSignature(token);
+      if (signature === undefined) throw new InvalidToken();
       let payload: Record<string, unknown>;
       try {
         // The kid picks the one verifier, and with it the one algorithm, this token may use.
         const kid = onlyKid ?? decodeProtectedHeader(token).kid;
         const verify = typeof kid === 'string' ? verifiers.get(kid) : undefined;
         if (verify === undefined) throw new InvalidToken();
-        const verified = verify(token) as { header: { kid?: unknown }; payload: Record<string, unknown> };
+        const verified = verify(token, signature) as { header: { kid?: unknown }; payload: Record<string, unknown> };
         if (verified.header.kid !== kid) throw new InvalidToken();
         payload = verified.payload;
       } catch (err) {
@@ -161,9 +171,11 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
  * algorithm (this key's only), `typ`, `iss`, `aud`, `crit` and that the claims are present.
  * The times are checked by checkTimes, against the gateway's clock.
  */
-function createAccessTokenVerifier(key: LoadedKey, { issuer, audience }: Config['tokens']) {
+function createAccessTokenVerifier(key: LoadedKey, { issuer, audience }: Config['tokens']): (token: string, signature: Buffer) => unknown {
+  const form = signatureFormOf(key);
+  let verify: (token: string) => unknown;
   try {
-    return createVerifier({
+    verify = createVerifier({
       key: key.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
       algorithms: [key.alg],
       allowedIss: issuer,
@@ -180,6 +192,10 @@ function createAccessTokenVerifier(key: LoadedKey, { issuer, audience }: Config[
   } catch (err) {
     throw new SigningKeyError(`signing key "${key.kid}": cannot verify ${key.alg} with it (${(err as Error).message})`);
   }
+  return (token, signature) => {
+    if (!hasSignatureForm(signature, form)) throw new InvalidToken();
+    return verify(token);
+  };
 }
 
 /** The `scope` claim (RFC 9068 §2.2.3), left out when there is no scope. */
@@ -188,13 +204,62 @@ function scopeClaim(scopes: readonly string[]): { scope?: string } {
 }
 
 /**
- * base64url decoding is lenient (spare low bits, `=` padding), so one signature has several
- * spellings that all verify. Only the canonical one is accepted, so that a token has one
- * string form: anything keyed on it (logs, deny lists, caches) cannot be sidestepped.
+ * The signature's bytes, or undefined when they are not spelt canonically: base64url decoding
+ * is lenient (spare low bits, `=` padding), so one signature has several spellings that all
+ * verify. Only the canonical one is accepted, so that a token has one string form: anything
+ * keyed on it (logs, deny lists, caches) cannot be sidestepped.
  */
-function hasCanonicalSignature(token: string): boolean {
-  const signature = token.slice(token.lastIndexOf('.') + 1);
-  return Buffer.from(signature, 'base64url').toString('base64url') === signature;
+function canonicalSignature(token: string): Buffer | undefined {
+  const text = token.slice(token.lastIndexOf('.') + 1);
+  const signature = Buffer.from(text, 'base64url');
+  return signature.toString('base64url') === text ? signature : undefined;
+}
+
+type EcdsaAlg = Extract<SigningKeyConfig['alg'], `ES${string}`>;
+
+/** Order n of each ECDSA curve's base point (SEC 2 v2 §2.4.2, §2.5.1), and its length in bytes. */
+const ECDSA_CURVE: Record<EcdsaAlg, { order: bigint; bytes: number }> = {
+  ES256: { order: BigInt('0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551'), bytes: 32 },
+  ES384: { order: BigInt('0xffffffffffffffffffffffffffffffffffffffffffffffffc7634d81f4372ddf581a0db248b0a77aecec196accc52973'), bytes: 48 },
+};
+
+/**
+ * The one form of a key's signatures, beyond verifying. Its exact length (RFC 7518 §3.3–3.5,
+ * RFC 8032 §5.1.6): OpenSSL verifies an RSA-PSS signature with its leading zero byte left out,
+ * so that form would otherwise be a second spelling. For ECDSA, `s` at most n/2: (r, s) and
+ * (r, n − s) both verify, so the gateway signs with the low one (as Bitcoin's BIP 62 does) and
+ * refuses the high one. EdDSA needs no more: node refuses S ≥ L (RFC 8032 §5.1.7) itself.
+ */
+interface SignatureForm {
+  length: number;
+  ecdsaOrder?: bigint;
+  /** Largest `s` accepted, big-endian over half the signature: compared without a bigint per request. */
+  maxS?: Buffer;
+}
+
+function signatureFormOf(key: LoadedKey): SignatureForm {
+  if (key.alg === 'EdDSA') return { length: 64 };
+  if (key.alg === 'RS256' || key.alg === 'PS256') return { length: Math.ceil(key.publicKey.asymmetricKeyDetails!.modulusLength! / 8) };
+  const { order, bytes } = ECDSA_CURVE[key.alg];
+  return { length: 2 * bytes, ecdsaOrder: order, maxS: bigIntToBytes(order / 2n, bytes) };
+}
+
+function hasSignatureForm(signature: Buffer, { length, maxS }: SignatureForm): boolean {
+  return signature.length === length && (maxS === undefined || Buffer.compare(signature.subarray(length / 2), maxS) <= 0);
+}
+
+/** The token with its ECDSA signature (R ‖ S, RFC 7518 §3.4) in its low-S form. */
+function withLowS(token: string, order: bigint): string {
+  const at = token.lastIndexOf('.') + 1;
+  const signature = Buffer.from(token.slice(at), 'base64url');
+  const half = signature.length / 2;
+  const s = BigInt(`0x${signature.subarray(half).toString('hex')}`);
+  if (s <= order / 2n) return token;
+  return token.slice(0, at) + Buffer.concat([signature.subarray(0, half), bigIntToBytes(order - s, half)]).toString('base64url');
+}
+
+function bigIntToBytes(value: bigint, length: number): Buffer {
+  return Buffer.from(value.toString(16).padStart(length * 2, '0'), 'hex');
 }
 
 /** Key type each algorithm requires; a mismatch is a configuration error, found at start-up. */

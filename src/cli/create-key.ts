@@ -7,11 +7,10 @@
  * printed once and stored nowhere: only the digest the gateway compares against is kept.
  */
 import { randomBytes } from 'node:crypto';
-import { parseArgs } from 'node:util';
-import { hashSecret, secretDigest } from '../auth/credentials.js';
-import { ID_PATTERN, SCOPE_PATTERN } from '../stores/data-file.js';
+import { ID_PATTERN, ID_SPELLING, SCOPE_PATTERN } from '../domain/formats.js';
+import { hashSecret, secretDigest } from '../domain/secrets.js';
 import { RedisKeyDirectory } from '../stores/key-directory.redis.js';
-import { UsageError, runWhenExecuted, withRedis } from './redis.js';
+import { UsageError, parseOptions, runWhenExecuted, withRedis } from './redis.js';
 
 export function createApiKey(keyId?: string, scopes: readonly string[] = []) {
   const apiKey = `ak_${randomBytes(18).toString('base64url')}`;
@@ -32,19 +31,14 @@ export function createApiKey(keyId?: string, scopes: readonly string[] = []) {
 const USAGE = 'usage: npm run keys:create -- --account <accountId> [--key-id <id>] [--scope <scope>]... [--redis]';
 
 async function main(): Promise<void> {
-  let values;
-  try {
-    ({ values } = parseArgs({ options: { account: { type: 'string' }, 'key-id': { type: 'string' }, scope: { type: 'string', multiple: true }, redis: { type: 'boolean' }, help: { type: 'boolean' } } }));
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n${USAGE}`);
-  }
+  const values = parseOptions({ account: { type: 'string' }, 'key-id': { type: 'string' }, scope: { type: 'string', multiple: true }, redis: { type: 'boolean' }, help: { type: 'boolean' } }, USAGE);
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
   if (values.account === undefined) throw new UsageError(USAGE);
   for (const id of [values.account, values['key-id']]) {
-    if (id !== undefined && !ID_PATTERN.test(id)) throw new UsageError(`"${id}": ids are 1 to 128 of A-Z a-z 0-9 . _ : @ -`);
+    if (id !== undefined && !ID_PATTERN.test(id)) throw new UsageError(`"${id}": ids are ${ID_SPELLING}`);
   }
   const scopes = values.scope ?? [];
   for (const scope of scopes) {

@@ -6,20 +6,14 @@
  * that running gateways read it at once. Records already there with the same id or address are
  * overwritten; nothing is deleted.
  */
-import { parseArgs } from 'node:util';
 import { readDataFile } from '../stores/data-file.js';
 import { createRecordReader } from '../stores/directory-records.js';
 import { RedisDirectory } from '../stores/directory.redis.js';
 import { createLogger } from '../telemetry/log.js';
-import { UsageError, runWhenExecuted, withRedis } from './redis.js';
+import { UsageError, parseOptions, runWhenExecuted, withRedis } from './redis.js';
 
 async function main(): Promise<void> {
-  let values;
-  try {
-    ({ values } = parseArgs({ options: { file: { type: 'string' } } }));
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\nusage: npm run directory:import -- [--file <data file>]`);
-  }
+  const values = parseOptions({ file: { type: 'string' } }, 'usage: npm run directory:import -- [--file <data file>]');
   const { counts, file } = await withRedis(async (redis, config) => {
     const file = values.file ?? config.data.file;
     const directory = new RedisDirectory(redis, { records: createRecordReader(config.directory.timeZone), log: createLogger('warn', process.stderr) });

@@ -3,23 +3,23 @@
  *
  * Copies the API keys of a data file (default: the configured `data.file`) into Redis, for
  * gateways run with `data.keySource` "redis". Keys already there with the same apiKey or id
- * are overwritten; no key is deleted.
+ * are overwritten; no key is deleted. Under NODE_ENV=production the demo keys are refused as at
+ * the gateway's start-up (stores/demo-data.ts), since a gateway reading keys from Redis never
+ * sees the data file's.
  */
-import { parseArgs } from 'node:util';
 import { readDataFile } from '../stores/data-file.js';
+import { checkDemoData } from '../stores/demo-data.js';
 import { RedisKeyDirectory } from '../stores/key-directory.redis.js';
-import { UsageError, runWhenExecuted, withRedis } from './redis.js';
+import { UsageError, parseOptions, runWhenExecuted, withRedis } from './redis.js';
 
 async function main(): Promise<void> {
-  let values;
-  try {
-    ({ values } = parseArgs({ options: { file: { type: 'string' } } }));
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\nusage: npm run keys:import -- [--file <data file>]`);
-  }
+  const values = parseOptions({ file: { type: 'string' } }, 'usage: npm run keys:import -- [--file <data file>]');
   const { count, file } = await withRedis(async (redis, config) => {
     const file = values.file ?? config.data.file;
-    return { count: await new RedisKeyDirectory(redis).importKeys(readDataFile(file)), file };
+    const data = readDataFile(file);
+    const warning = checkDemoData(data, { file, isProduction: process.env.NODE_ENV === 'production', allowDemoData: config.data.allowDemoData });
+    if (warning !== undefined) process.stderr.write(`warning: ${warning}\n`);
+    return { count: await new RedisKeyDirectory(redis).importKeys(data), file };
   });
   process.stdout.write(`Imported ${count} API key${count === 1 ? '' : 's'} from ${file} into Redis.\n`);
 }

@@ -5,6 +5,7 @@
  */
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { loadConfig } from '../config/load.js';
 import { usesRedis, type Config } from '../config/schema.js';
 import { connectRedis, type RedisConnection } from '../stores/redis/client.js';
@@ -12,6 +13,15 @@ import { createLogger } from '../telemetry/log.js';
 
 export class UsageError extends Error {
   override name = 'UsageError';
+}
+
+/** The command's options (node:util parseArgs), or a UsageError ending in `usage`. */
+export function parseOptions<T extends ParseArgsOptionsConfig>(options: T, usage: string) {
+  try {
+    return parseArgs({ options }).values;
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n${usage}`);
+  }
 }
 
 /** Runs `fn` with the configured Redis, then closes it. */
@@ -33,7 +43,7 @@ export async function withRedis<T>(fn: (redis: RedisConnection, config: Config) 
 export function runWhenExecuted(moduleUrl: string, main: () => Promise<void>): void {
   if (process.argv[1] === undefined || moduleUrl !== pathToFileURL(realpathSync(process.argv[1])).href) return;
   main().catch((err: unknown) => {
-    const known = ['UsageError', 'ConfigError', 'DataFileError'].includes((err as Error).name);
+    const known = ['UsageError', 'ConfigError', 'DataFileError', 'DemoDataError'].includes((err as Error).name);
     process.stderr.write(`${known ? (err as Error).message : (err as Error).stack}\n`);
     process.exitCode = err instanceof UsageError ? 2 : 1;
   });

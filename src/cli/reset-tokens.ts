@@ -5,21 +5,15 @@
  * dies, and every access token issued until now is refused by every gateway instance within a
  * second. Owners do the same through POST /api/reset with their key's credentials.
  */
-import { parseArgs } from 'node:util';
 import { RedisRevocationStore } from '../stores/revocation.redis.js';
 import { resetRetentionMs } from '../stores/revocation.js';
 import { createLogger } from '../telemetry/log.js';
-import { UsageError, runWhenExecuted, withRedis } from './redis.js';
+import { UsageError, parseOptions, runWhenExecuted, withRedis } from './redis.js';
 
 const USAGE = 'usage: npm run tokens:reset -- --account <accountId> [--key <keyId>]';
 
 async function main(): Promise<void> {
-  let values;
-  try {
-    ({ values } = parseArgs({ options: { account: { type: 'string' }, key: { type: 'string' } } }));
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n${USAGE}`);
-  }
+  const values = parseOptions({ account: { type: 'string' }, key: { type: 'string' } }, USAGE);
   if (values.account === undefined) throw new UsageError(USAGE);
   const scope = values.key === undefined ? { accountId: values.account } : { accountId: values.account, keyId: values.key };
   const at = await withRedis(async (redis, config) => {

@@ -89,7 +89,7 @@ function readConfigFile(path: string, problems: string[]): Record<string, unknow
   }
   try {
     const value: unknown = JSON.parse(text);
-    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+    if (isPlainObject(value)) return value;
     problems.push(`GATEWAY_CONFIG: ${path} must hold a JSON object`);
   } catch (err) {
     problems.push(`GATEWAY_CONFIG: ${path} is not valid JSON (${(err as Error).message})`);

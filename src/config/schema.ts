@@ -1,13 +1,14 @@
 /**
  * Every setting of the gateway, in one place: type, default, environment name and one line of
  * documentation. The `Config` type is inferred from this schema and never written twice; the
- * README's settings table is checked against `describeSettings()` by test/unit/config.test.ts.
+ * settings table in docs/configuration.md is checked against `describeSettings()` by
+ * test/unit/config-docs.test.ts.
  *
  * Unknown keys are errors (a misspelt setting must not be silently ignored), and every problem
  * is reported with its path by load.ts before the process listens.
  */
 import { z } from 'zod';
-import { SCOPE_PATTERN } from '../stores/data-file.js';
+import { SCOPE_PATTERN } from '../domain/formats.js';
 
 /** Metadata attached to a leaf setting: its doc line and, where operators need one, an env name. */
 export interface SettingMeta {
@@ -22,11 +23,14 @@ function setting<T extends z.ZodType>(schema: T, meta: SettingMeta): T {
 }
 
 const seconds = () => z.number().int().positive();
+/** A name that goes into key ids, Redis key names and log lines as it is. */
+const plainName = (maxLength: number) => z.string().min(1).max(maxLength).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" or "-"');
+const hostPort = z.string().regex(/^[^:\s]+:\d{1,5}$/, 'expected "host:port"');
 
 export const SIGNING_ALGORITHMS = ['EdDSA', 'ES256', 'ES384', 'PS256', 'RS256'] as const;
 
 const signingKeySchema = z.strictObject({
-  kid: z.string().min(1).max(128).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" or "-"'),
+  kid: plainName(128),
   alg: z.enum(SIGNING_ALGORITHMS),
   /** PEM text: a PKCS#8 private key (signs and verifies) or an SPKI public key (verifies only). */
   pem: z.string().min(1).optional(),
@@ -40,7 +44,7 @@ const HEADER_NAME = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/, 'expe
 const IDENTITY_PARTS = ['account', 'key', 'token', 'request'] as const;
 
 /**
- * One proxied route. Documented field by field in the README ("Routes"); the defaults are the
+ * One proxied route. Documented field by field in docs/proxying.md; the defaults are the
  * careful ones: authentication required, the caller's Authorization removed, the backend's
  * own Host name sent, every identity header sent.
  */
@@ -85,7 +89,7 @@ const windowsSchema = z.array(windowSchema).max(8)
 const STORE_FAILURE_POLICIES = ['memory', 'open', 'closed'] as const;
 const storeFailure = () => z.enum(STORE_FAILURE_POLICIES).optional();
 
-/** One quota rule (README "Rate limits"): the first rule matching a request's route and account wins. */
+/** One quota rule (docs/rate-limits.md, "Quotas"): the first rule matching a request's route and account wins. */
 const quotaRuleSchema = z.strictObject({
   route: z.string().min(1).max(128).optional(),
   account: z.string().min(1).max(256).optional(),
@@ -184,6 +188,10 @@ export const configSchema = z.strictObject({
       env: 'DATA_WATCH_INTERVAL_MS',
       description: 'How often the data file is checked for changes; a changed, valid file replaces keys, roles and sign records without a restart (0: read once).',
     }),
+    allowDemoData: setting(z.boolean().default(false), {
+      env: 'ALLOW_DEMO_DATA',
+      description: 'With `NODE_ENV=production` the gateway refuses to start while the data file holds the demo API keys, whose secrets are published; true starts it anyway, with a warning.',
+    }),
   }).prefault({}),
 
   directory: z.strictObject({
@@ -253,7 +261,7 @@ export const configSchema = z.strictObject({
       secret: true,
       description: 'A standalone Redis (`redis://[user:password@]host:port[/db]`, `rediss://` for TLS). Setting it, or `sentinels` or `clusterNodes`, moves shared state to Redis.',
     }),
-    sentinels: setting(z.array(z.string().regex(/^[^:\s]+:\d{1,5}$/, 'expected "host:port"')).default([]), {
+    sentinels: setting(z.array(hostPort).default([]), {
       env: 'REDIS_SENTINELS',
       description: 'Redis Sentinel addresses as a JSON array of "host:port"; the master is found by `sentinelName`.',
     }),
@@ -261,7 +269,7 @@ export const configSchema = z.strictObject({
       env: 'REDIS_SENTINEL_NAME',
       description: 'The master name the sentinels monitor.',
     }),
-    clusterNodes: setting(z.array(z.string().regex(/^[^:\s]+:\d{1,5}$/, 'expected "host:port"')).default([]), {
+    clusterNodes: setting(z.array(hostPort).default([]), {
       env: 'REDIS_CLUSTER_NODES',
       description: 'Redis Cluster seed nodes as a JSON array of "host:port".',
     }),
@@ -278,7 +286,7 @@ export const configSchema = z.strictObject({
       env: 'REDIS_TLS',
       description: 'TLS to Sentinel and Cluster nodes (a `rediss://` URL turns it on for standalone).',
     }),
-    keyPrefix: setting(z.string().min(1).max(64).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" or "-"').default('gw'), {
+    keyPrefix: setting(plainName(64).default('gw'), {
       env: 'REDIS_KEY_PREFIX',
       description: 'First part of every key and channel name, so several gateways can share one Redis.',
     }),
@@ -523,8 +531,8 @@ export interface SettingRow {
 }
 
 /**
- * The leaf settings of the schema, in declaration order: the source of the README table and of
- * the environment names load.ts reads.
+ * The leaf settings of the schema, in declaration order: the source of the settings table in
+ * docs/configuration.md and of the environment names load.ts reads.
  */
 export function describeSettings(): SettingRow[] {
   const rows: SettingRow[] = [];

@@ -12,7 +12,7 @@ import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import { REALM, formatBearerChallenge } from './challenge.js';
 import { GatewayError, InternalError, InvalidRequest } from './errors.js';
-import { failure, type Envelope, type ErrorMessage } from '../http/envelope.js';
+import { failure, type Envelope, type ErrorMessage } from './envelope.js';
 
 export interface BoundaryOptions {
   log: Logger;

@@ -17,12 +17,18 @@ export interface Challenge {
   scope?: string;
 }
 
+/**
+ * What error_description and scope may not hold (RFC 6750 §3: %x20-21 / %x23-5B / %x5D-7E;
+ * a scope is scope tokens of the same characters but space, joined by spaces).
+ */
+const OUTSIDE_NQSCHAR = /[^\x20\x21\x23-\x5b\x5d-\x7e]/g;
+
 export function formatBearerChallenge({ realm, error, description, scope }: Challenge): string {
   const params = [`realm=${quote(realm)}`];
   if (error !== undefined) {
     params.push(`error="${error}"`);
-    if (description !== undefined) params.push(`error_description="${description.replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, '')}"`);
-    if (scope !== undefined) params.push(`scope="${scope.replace(/[^\x21\x23-\x5b\x5d-\x7e ]/g, '')}"`);
+    if (description !== undefined) params.push(`error_description="${description.replace(OUTSIDE_NQSCHAR, '')}"`);
+    if (scope !== undefined) params.push(`scope="${scope.replace(OUTSIDE_NQSCHAR, '')}"`);
   }
   return `Bearer ${params.join(', ')}`;
 }

@@ -94,9 +94,22 @@ export class NotFound extends GatewayError {
   }
 }
 
+/**
+ * The methods the gateway serves on some path: the Allow of a method it serves on none
+ * (CONNECT, and TRACE on proxied routes).
+ */
+export const SERVED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
+
 export class MethodNotAllowed extends GatewayError {
   constructor(allowed: string) {
     super(405, 'method_not_allowed', 'This method is not allowed on this path.', { headers: { Allow: allowed } });
+  }
+}
+
+/** The request did not finish arriving within the server's header or request timeout (server.ts). */
+export class RequestTimeout extends GatewayError {
+  constructor() {
+    super(408, 'request_timeout', 'The request took too long to arrive.');
   }
 }
 
@@ -112,12 +125,26 @@ export class UnsupportedMediaType extends GatewayError {
   }
 }
 
+/** An Expect header other than 100-continue (RFC 9110 §10.1.1). */
+export class ExpectationFailed extends GatewayError {
+  constructor() {
+    super(417, 'expectation_failed', 'The only expectation supported is 100-continue.');
+  }
+}
+
 /** Over a rate limit; `headers` carry Retry-After and the RateLimit fields (limits/limiter.ts). */
 export class TooManyRequests extends GatewayError {
   constructor(retryAfterSeconds: number, headers: Record<string, string>) {
     super(429, 'rate_limited', `Too many requests: try again in ${retryAfterSeconds} s.`, {
       headers: { ...headers, 'Retry-After': String(retryAfterSeconds) },
     });
+  }
+}
+
+/** Node's parser refused the request head as larger than the server's maxHeaderSize. */
+export class RequestHeadersTooLarge extends GatewayError {
+  constructor() {
+    super(431, 'headers_too_large', 'The request headers are too large.');
   }
 }
 
@@ -163,6 +190,17 @@ export class BadGateway extends GatewayError {
 export class GatewayTimeout extends GatewayError {
   constructor(cause?: unknown) {
     super(504, 'gateway_timeout', 'The backend behind this route did not answer in time.', { cause, expose: true });
+  }
+}
+
+/**
+ * A Transfer-Encoding other than exactly `chunked` (RFC 9112 §6.1 asks for 501). A 5xx by the
+ * RFC's choice, but the caller's doing, so its sentence is shown; the framing cannot tell
+ * where the next request starts, so the connection ends too.
+ */
+export class UnsupportedTransferCoding extends GatewayError {
+  constructor() {
+    super(501, 'unsupported_transfer_coding', 'The only transfer coding accepted is chunked.', { headers: { Connection: 'close' }, expose: true });
   }
 }
 

@@ -18,7 +18,12 @@ export interface ReadBodyOptions {
   untypedIsJson?: boolean;
 }
 
-export async function readObjectBody(ctx: Context, { limit, accept, untypedIsJson = false }: ReadBodyOptions): Promise<Record<string, unknown>> {
+/** The fields a route needs from its body: read (bounded), parsed, then validated against `schema`. */
+export async function readFields<T extends z.ZodType>(ctx: Context, schema: T, options: ReadBodyOptions): Promise<z.infer<T>> {
+  return validateFields(schema, await readObjectBody(ctx, options));
+}
+
+async function readObjectBody(ctx: Context, { limit, accept, untypedIsJson = false }: ReadBodyOptions): Promise<Record<string, unknown>> {
   const kind = bodyKind(ctx, accept, untypedIsJson);
   const text = await readRawBody(ctx, limit);
   if (text.trim() === '') throw new InvalidRequest('A request body is required.');
@@ -33,7 +38,7 @@ export async function discardBody(ctx: Context, limit: number): Promise<void> {
 }
 
 /** The fields a route needs, or a 400 that names every field at fault. */
-export function validateFields<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
+function validateFields<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
   const parsed = schema.safeParse(body);
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map((i) => (i.path.length > 0 ? `${i.path.join('.')}: ${i.message}` : i.message));

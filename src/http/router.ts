@@ -2,13 +2,19 @@
  * The gateway's own routes. Each is a short list of named steps: guard, then handler.
  * Anything the router does not answer falls through to answerUnmatched, last in app.ts.
  */
+import type { IncomingMessage } from 'node:http';
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
-import { requireBearer, type Identity } from '../auth/bearer.js';
-import type { RateLimits, RouteRef } from '../limits/rate-limits.js';
-import type { Services } from '../services.js';
+import { requireBearer, type Authenticate, type Identity } from '../auth/bearer.js';
+import type { AuthService } from '../auth/service.js';
+import type { Signer } from '../auth/signer.js';
+import type { Config } from '../config/schema.js';
 import { MethodNotAllowed, NotFound } from '../errors/errors.js';
-import { reportLiveness, reportMetrics, reportReadiness } from './routes/health.js';
+import type { RateLimits, RouteRef } from '../limits/rate-limits.js';
+import type { Directory } from '../stores/directory.js';
+import type { Metrics } from '../telemetry/metrics.js';
+import type { TimestampFormatter } from '../util/time.js';
+import { reportLiveness, reportMetrics, reportReadiness, type ReadinessCheck } from './routes/health.js';
 import { publishKeys } from './routes/jwks.js';
 import { refresh } from './routes/refresh.js';
 import { resetTokens } from './routes/reset.js';
@@ -16,8 +22,21 @@ import { listRoles } from './routes/roles.js';
 import { lookUpSignRecord } from './routes/sign.js';
 import { signIn } from './routes/signin.js';
 
-export function createRouter(services: Services): Router {
-  const { auth, directory, signer, authenticate, config, formatTimestamp, readiness, limits, clientAddress, metrics } = services;
+/** What the own routes use: services.ts's Services has all of it, and nothing else reaches a route. */
+export interface RouterDeps {
+  config: Pick<Config, 'server' | 'roles' | 'metrics'>;
+  auth: AuthService;
+  directory: Directory;
+  signer: Pick<Signer, 'jwks'>;
+  authenticate: Authenticate;
+  limits: RateLimits;
+  clientAddress: (req: IncomingMessage) => string;
+  formatTimestamp: TimestampFormatter;
+  readiness: readonly ReadinessCheck[];
+  metrics: Pick<Metrics, 'registry'>;
+}
+
+export function createRouter({ auth, directory, signer, authenticate, config, formatTimestamp, readiness, limits, clientAddress, metrics }: RouterDeps): Router {
   const bodyLimitBytes = config.server.bodyLimitBytes;
   const credentials = { auth, limits, clientAddress, bodyLimitBytes };
   const bearer = requireBearer(authenticate);

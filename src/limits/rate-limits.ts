@@ -1,6 +1,6 @@
 /**
- * Which limits a request is counted against, from `limits.*` in the config (README "Rate
- * limits"), and the subjects they count:
+ * Which limits a request is counted against, from `limits.*` in the config
+ * (docs/rate-limits.md), and the subjects they count:
  *
  *   sign-in, token reset   attempts per address; failures per key+address, per address, per key
  *   refresh                calls per token family (duplicates in the grace window given back), per address

@@ -1,8 +1,10 @@
 /**
  * WebSocket routes. The handshake arrives at the HTTP server's 'upgrade' event, where Koa
- * middleware never runs, so the same checks are made here, in the same order, before
- * http-proxy-3 opens anything towards the backend: request head, normalised path, route,
- * bearer token, scope. A refusal is the usual envelope, written to the socket, which closes.
+ * middleware never runs. By then the request edge (http/edge.ts) has made the same checks as
+ * for any request, with the same functions and in the same order (request head, normalised
+ * path, not one of the gateway's own paths, a WebSocket route); here follow the method, the
+ * credential and admission (admission.ts) before http-proxy-3 opens anything towards the
+ * backend. A refusal is the usual envelope, written to the socket, which closes.
  *
  * Credentials: `Authorization: Bearer <token>`, or, for browsers (which cannot set headers
  * on a WebSocket), the subprotocol list `bearer, bearer.<token>[, app protocols…]`. Both
@@ -13,19 +15,17 @@
  * as this instance learns of a reset that covers the token; after a gap in reset notices every
  * open socket is checked again. Identity proxies usually check only at the handshake.
  */
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { ProxyServer } from 'http-proxy-3';
 import { readBearerToken, type Identity } from '../auth/bearer.js';
-import { toGatewayError } from '../errors/boundary.js';
-import { InvalidRequest, MethodNotAllowed, NotFound } from '../errors/errors.js';
-import { checkRequestHead } from '../http/middleware/request-head.js';
-import { normaliseUrl } from '../http/middleware/normalise-path.js';
+import { InvalidRequest, MethodNotAllowed } from '../errors/errors.js';
 import { requestIdOf } from '../http/middleware/request-id.js';
-import { answerSocket } from '../http/raw-response.js';
-import type { Admit, Failed, Flight, HeadersFor, ProxyDeps } from './proxy.js';
-import type { RouteMatch, RouteTable } from './routes.js';
+import { answerSocket, failSocket } from '../http/raw-response.js';
+import type { Admit } from './admission.js';
+import type { Flights } from './flight.js';
+import type { HeadersFor } from './forward.js';
+import type { RouteMatch } from './routes.js';
+import type { FlightOptions, ProxyDeps } from './types.js';
 
 const MARKER = 'bearer';
 const TOKEN_PREFIX = 'bearer.';
@@ -33,8 +33,8 @@ const TOKEN_PREFIX = 'bearer.';
 const MAX_DELAY_MS = 2_147_483_647;
 
 export interface WebSockets {
-  wantsUpgrade(req: IncomingMessage): boolean;
-  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** `match`: the WebSocket route the edge chose; `path`: the normalised path, for the log. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, path: string): void;
   open(): number;
   closeAll(): void;
 }
@@ -46,17 +46,14 @@ interface OpenSocket {
 }
 
 interface WebSocketDeps extends Pick<ProxyDeps, 'revocations' | 'clock' | 'log'> {
-  routes: RouteTable;
-  server: ProxyServer;
   admit: Admit;
   headersFor: HeadersFor;
-  failed: Failed;
+  flights: Flights;
 }
 
-export function createWebSockets({ routes, server, admit, headersFor, failed, revocations, clock, log }: WebSocketDeps): WebSockets {
+export function createWebSockets({ admit, headersFor, flights, revocations, clock, log }: WebSocketDeps): WebSockets {
+  const { server, start, failed } = flights;
   const byAccount = new Map<string, Set<OpenSocket>>();
-  // The route wantsUpgrade found, for the 'upgrade' event of the same request.
-  const matched = new WeakMap<IncomingMessage, RouteMatch>();
   const unauthenticated = new Set<Duplex>();
 
   function end(open: OpenSocket, reason: 'expired' | 'reset'): void {
@@ -99,10 +96,7 @@ export function createWebSockets({ routes, server, admit, headersFor, failed, re
     });
   }
 
-  async function handshake(req: IncomingMessage, socket: Duplex, head: Buffer, requestId: string): Promise<number> {
-    checkRequestHead(req);
-    const match = matched.get(req);
-    if (match === undefined) throw new NotFound();
+  async function handshake(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, requestId: string): Promise<number> {
     if (req.method !== 'GET') throw new MethodNotAllowed('GET');
     const { route } = match;
     const offered = readProtocols(req);
@@ -112,27 +106,25 @@ export function createWebSockets({ routes, server, admit, headersFor, failed, re
     const admitted = await admit(route, req, headerToken ?? offered.token, requestId);
     const headers = headersFor(req, route, admitted, requestId, offered.rest.length > 0 ? offered.rest.join(', ') : null);
     req.url = match.upstreamUrl;
-    const target = route.pool.pick(clock.now());
-    if (route.host === 'target') headers.host = target.url.host;
+    const flight = start(route, headers);
+    const { target } = flight;
 
     return new Promise<number>((resolve) => {
-      const flight: Flight = {
-        route, target, headers, responded: false, timedOut: false,
-        // The backend refused the handshake with an ordinary answer, which http-proxy-3 relays.
-        onResponse(proxyRes) {
-          route.pool.succeeded(target);
-          resolve(proxyRes.statusCode ?? 0);
-        },
-        onUpgrade(proxyRes) {
-          // A browser that offered subprotocols fails the handshake unless one is selected;
-          // when the backend selects none, select the marker offered beside the token.
-          if (offered.marker) proxyRes.headers['sec-websocket-protocol'] ??= MARKER;
-          route.pool.succeeded(target);
-          track(admitted.identity, socket);
-          resolve(101);
-        },
+      // The backend refused the handshake with an ordinary answer, which http-proxy-3 relays.
+      flight.onResponse = (proxyRes) => {
+        route.pool.succeeded(target);
+        resolve(proxyRes.statusCode ?? 0);
       };
-      server.ws(req, socket, head, { target: target.url, connectTimeout: route.connectTimeoutMs, flight } as never, (err) => {
+      flight.onUpgrade = (proxyRes) => {
+        // A browser that offered subprotocols fails the handshake unless one is selected;
+        // when the backend selects none, select the marker offered beside the token.
+        if (offered.marker) proxyRes.headers['sec-websocket-protocol'] ??= MARKER;
+        route.pool.succeeded(target);
+        track(admitted.identity, socket);
+        resolve(101);
+      };
+      const options: FlightOptions = { target: target.url, connectTimeout: route.connectTimeoutMs, flight };
+      server.ws(req, socket, head, options, (err) => {
         if (flight.responded) {
           socket.destroy();
           return;
@@ -145,31 +137,17 @@ export function createWebSockets({ routes, server, admit, headersFor, failed, re
   }
 
   return {
-    wantsUpgrade(req) {
-      if (!/^websocket$/i.test(req.headers.upgrade ?? '')) return false;
-      try {
-        const match = routes.match(normaliseUrl(req.url ?? ''));
-        if (match?.route.websocket !== true) return false;
-        matched.set(req, match);
-        return true;
-      } catch {
-        // Not a path we can route: Koa answers it (400) like any other request.
-        return false;
-      }
-    },
-
-    upgrade(req, socket, head) {
+    upgrade(req, socket, head, match, path) {
       const requestId = requestIdOf(req);
       const started = performance.now();
-      const path = pathOf(req);
       // Until http-proxy-3 takes the socket, an error on it must not be unhandled.
       socket.on('error', () => {});
-      handshake(req, socket, head, requestId).then(
-        (status) => log.info({ requestId, method: req.method, path, status, ms: Math.round(performance.now() - started) }, 'upgrade'),
+      const logged = path.length > 256 ? `${path.slice(0, 256)}…` : path;
+      handshake(req, socket, head, match, requestId).then(
+        (status) => log.info({ requestId, method: req.method, path: logged, status, ms: Math.round(performance.now() - started) }, 'upgrade'),
         (err: unknown) => {
-          const error = toGatewayError(err);
-          log.info({ requestId, method: req.method, path, status: error.status, ms: Math.round(performance.now() - started) }, 'upgrade');
-          answerSocket(socket, error, requestId);
+          const { status } = failSocket(log, socket, err, requestId);
+          log.info({ requestId, method: req.method, path: logged, status, ms: Math.round(performance.now() - started) }, 'upgrade');
         },
       );
     },
@@ -198,12 +176,4 @@ function readProtocols(req: IncomingMessage): { token: string | undefined; marke
     marker: offered.includes(MARKER),
     rest: offered.filter((p) => p !== MARKER && !p.startsWith(TOKEN_PREFIX)),
   };
-}
-
-/** The path for the log line: never the query, which may hold anything. */
-function pathOf(req: IncomingMessage): string {
-  const url = req.url ?? '';
-  const q = url.indexOf('?');
-  const path = q === -1 ? url : url.slice(0, q);
-  return path.length > 256 ? `${path.slice(0, 256)}…` : path;
 }

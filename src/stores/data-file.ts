@@ -4,17 +4,14 @@
  * every problem listed by path.
  */
 import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
-import type { Logger } from '../telemetry/log.js';
 import { z } from 'zod';
+import { ADDRESS_PATTERN, ID_PATTERN, ID_SPELLING, SCOPE_PATTERN } from '../domain/formats.js';
+import { SECRET_DIGEST_PATTERN } from '../domain/secrets.js';
+import type { Logger } from '../telemetry/log.js';
+import type { SignRecord } from './directory.js';
+import type { ApiKeyRecord } from './key-directory.js';
 
-export const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/;
-/** Account and key ids travel inside tokens and log lines: plain characters only. */
-/** Account and key ids, wherever they come from (data file, Redis, refresh-token handles, the CLI). */
-export const ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
-const ID = z.string().regex(ID_PATTERN, 'expected 1 to 128 of A-Z a-z 0-9 . _ : @ -');
-export const SECRET_DIGEST_PATTERN = /^sha256:[0-9a-f]{64}$/;
-/** A scope token (RFC 6749 §3.3): printable ASCII without space, quote or backslash. */
-export const SCOPE_PATTERN = /^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/;
+const ID = z.string().regex(ID_PATTERN, `expected ${ID_SPELLING}`);
 
 const apiKeySchema = z.strictObject({
   id: ID,
@@ -77,6 +74,27 @@ export const dataFileSchema = z.strictObject({
 
 export type DataFile = z.infer<typeof dataFileSchema>;
 export type AccountData = DataFile['accounts'][number];
+
+/** A key of the data file as every key directory holds it. */
+export function toApiKeyRecord(account: AccountData, key: AccountData['apiKeys'][number]): ApiKeyRecord {
+  return Object.freeze({
+    keyId: key.id,
+    accountId: account.id,
+    secretDigest: key.secretDigest,
+    disabled: key.disabled,
+    scopes: Object.freeze([...key.scopes]),
+  });
+}
+
+/** A sign record of the data file as every directory holds it: address lowercase, times in epoch ms. */
+export function toSignRecord(record: AccountData['signRecords'][number]): SignRecord {
+  return Object.freeze({
+    address: record.address.toLowerCase(),
+    signedNonce: record.signedNonce,
+    signedAt: Date.parse(record.signedAt),
+    signedExpiredAt: Date.parse(record.signedExpiredAt),
+  });
+}
 
 export class DataFileError extends Error {
   constructor(file: string, problems: string[]) {

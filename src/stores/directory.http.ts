@@ -1,6 +1,6 @@
 /**
- * Roles and sign records from an existing HTTP backend (the "http" store). The mapping, in the
- * README's "Directory stores":
+ * Roles and sign records from an existing HTTP backend (the "http" store). The mapping, in
+ * docs/directory.md ("HTTP upstream mapping"):
  *
  *   findSignRecord  GET <signUrl with {accountId}, {address}>
  *                   200: the record, or the interface's envelope around it → the record
@@ -16,11 +16,12 @@
  * `breakerCooldownMs` succeeds, so a down upstream costs callers nothing but the cache's answer.
  */
 import { Readable } from 'node:stream';
-import { BrokenCircuitError, ConsecutiveBreaker, circuitBreaker, handleWhen } from 'cockatiel';
+import { BrokenCircuitError, handleWhen, type CircuitBreakerPolicy } from 'cockatiel';
 import getRawBody from 'raw-body';
 import type { Config } from '../config/schema.js';
 import { BadStoreData, StoreTimeout, StoreUnavailable } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
+import { createStoreBreaker } from './breaker.js';
 import type { RecordReader } from './directory-records.js';
 import type { Directory, RolePage, RoleQuery, SignRecord } from './directory.js';
 
@@ -33,21 +34,17 @@ export class HttpDirectory implements Directory {
   readonly #settings: Config['directory']['http'];
   readonly #records: RecordReader;
   readonly #accountHeader: string;
-  readonly #breaker;
+  readonly #breaker: CircuitBreakerPolicy;
   readonly #retryAfterSeconds: number;
 
   constructor(settings: Config['directory']['http'], { records, accountHeader, log }: { records: RecordReader; accountHeader: string; log: Logger }) {
     this.#settings = settings;
     this.#records = records;
     this.#accountHeader = accountHeader;
-    this.#retryAfterSeconds = Math.max(1, Math.ceil(settings.breakerCooldownMs / 1000));
     // Bad data is the upstream answering: only failures to answer open the breaker.
-    this.#breaker = circuitBreaker(handleWhen((err) => !(err instanceof BadStoreData)), {
-      halfOpenAfter: settings.breakerCooldownMs,
-      breaker: new ConsecutiveBreaker(settings.breakerFailures),
-    });
-    this.#breaker.onBreak(() => log.warn({ cooldownMs: settings.breakerCooldownMs }, 'directory upstream circuit breaker open: calls fail at once'));
-    this.#breaker.onReset(() => log.info('directory upstream circuit breaker closed'));
+    const { breaker, retryAfterSeconds } = createStoreBreaker('directory upstream', settings, log, handleWhen((err) => !(err instanceof BadStoreData)));
+    this.#breaker = breaker;
+    this.#retryAfterSeconds = retryAfterSeconds;
   }
 
   async findSignRecord(accountId: string, address: string): Promise<SignRecord | undefined> {

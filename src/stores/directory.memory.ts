@@ -1,4 +1,4 @@
-import type { DataFile } from './data-file.js';
+import { toSignRecord, type DataFile } from './data-file.js';
 import type { Directory, DirectoryChangeListener, DirectoryChanges, Role, RolePage, RoleQuery, SignRecord } from './directory.js';
 
 /**
@@ -23,15 +23,10 @@ export class MemoryDirectory implements Directory, DirectoryChanges {
     const signRecords = new Map<string, Map<string, SignRecord>>();
     for (const account of data.accounts) {
       roles.set(account.id, account.roles.map((r) => Object.freeze({ ...r })).sort((a, b) => a.id - b.id));
-      signRecords.set(account.id, new Map(account.signRecords.map((s) => [
-        s.address.toLowerCase(),
-        Object.freeze({
-          address: s.address.toLowerCase(),
-          signedNonce: s.signedNonce,
-          signedAt: Date.parse(s.signedAt),
-          signedExpiredAt: Date.parse(s.signedExpiredAt),
-        }),
-      ])));
+      signRecords.set(account.id, new Map(account.signRecords.map((s) => {
+        const record = toSignRecord(s);
+        return [record.address, record];
+      })));
     }
     this.#roles = roles;
     this.#signRecords = signRecords;

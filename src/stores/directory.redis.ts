@@ -1,6 +1,6 @@
 /**
  * Roles and sign records in Redis, written by the dashboard and the signature collector (or
- * `npm run directory:import`), read here. The layout, per account (README "Directory stores"):
+ * `npm run directory:import`), read here. The layout, per account (docs/directory.md):
  *
  *   <prefix>:roles:{<accountId>}  sorted set of role ids, each scored by its own id
  *   <prefix>:role:{<accountId>}   hash, role id → {"id","slug","name","description","public"} JSON
@@ -12,9 +12,10 @@
  * name search, are computed in Redis by one script: a big account's roles never travel whole.
  * Values go through directory-records.ts: what cannot be read is a store error.
  */
+import { ADDRESS_PATTERN, ID_PATTERN } from '../domain/formats.js';
 import { BadStoreData, StoreTimeout } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
-import { ADDRESS_PATTERN, ID_PATTERN, type DataFile } from './data-file.js';
+import { toSignRecord, type DataFile } from './data-file.js';
 import type { RecordReader } from './directory-records.js';
 import type { Directory, DirectoryChange, DirectoryChangeListener, DirectoryChanges, Role, RolePage, RoleQuery, SignRecord } from './directory.js';
 import { timedOut, type RedisClient, type RedisConnection } from './redis/client.js';
@@ -105,9 +106,7 @@ export class RedisDirectory implements Directory, DirectoryChanges {
     const counts = { roles: 0, signRecords: 0 };
     for (const account of data.accounts) {
       if (account.roles.length > 0) await this.putRoles(account.id, account.roles);
-      for (const s of account.signRecords) {
-        await this.putSignRecord(account.id, { address: s.address.toLowerCase(), signedNonce: s.signedNonce, signedAt: Date.parse(s.signedAt), signedExpiredAt: Date.parse(s.signedExpiredAt) });
-      }
+      for (const s of account.signRecords) await this.putSignRecord(account.id, toSignRecord(s));
       counts.roles += account.roles.length;
       counts.signRecords += account.signRecords.length;
     }

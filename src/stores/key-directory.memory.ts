@@ -1,4 +1,4 @@
-import type { DataFile } from './data-file.js';
+import { toApiKeyRecord, type DataFile } from './data-file.js';
 import type { ApiKeyRecord, KeyDirectory } from './key-directory.js';
 
 /** Key directory held in process memory, built from the data file; `load` replaces it whole. */
@@ -15,13 +15,7 @@ export class MemoryKeyDirectory implements KeyDirectory {
     const byKeyId = new Map<string, ApiKeyRecord>();
     for (const account of data.accounts) {
       for (const key of account.apiKeys) {
-        const record: ApiKeyRecord = Object.freeze({
-          keyId: key.id,
-          accountId: account.id,
-          secretDigest: key.secretDigest,
-          disabled: key.disabled,
-          scopes: Object.freeze([...key.scopes]),
-        });
+        const record = toApiKeyRecord(account, key);
         byApiKey.set(key.apiKey, record);
         byKeyId.set(key.id, record);
       }

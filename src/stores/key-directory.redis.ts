@@ -7,7 +7,9 @@
  * A record with a missing or malformed field counts as absent, so a half-written key never
  * signs anyone in.
  */
-import { ID_PATTERN as ID, SCOPE_PATTERN as SCOPE, SECRET_DIGEST_PATTERN as DIGEST, type DataFile } from './data-file.js';
+import { ID_PATTERN as ID, SCOPE_PATTERN as SCOPE } from '../domain/formats.js';
+import { SECRET_DIGEST_PATTERN as DIGEST } from '../domain/secrets.js';
+import { toApiKeyRecord, type DataFile } from './data-file.js';
 import type { ApiKeyRecord, KeyDirectory } from './key-directory.js';
 import type { RedisConnection } from './redis/client.js';
 
@@ -29,7 +31,7 @@ export class RedisKeyDirectory implements KeyDirectory {
 
   /** Writes (or overwrites) one key under both of its names. */
   async putKey(apiKey: string, record: ApiKeyRecord): Promise<void> {
-    if (!ID.test(record.keyId) || !ID.test(record.accountId) || !DIGEST.test(record.secretDigest) || !record.scopes.every((s) => SCOPE.test(s))) {
+    if (!isWellFormed(record)) {
       throw new TypeError('putKey: the key id and account id must be plain ids, the digest "sha256:<64 hex>" and scopes scope tokens');
     }
     const fields = { keyId: record.keyId, accountId: record.accountId, secretDigest: record.secretDigest, disabled: record.disabled ? '1' : '0', scopes: record.scopes.join(' ') };
@@ -45,7 +47,7 @@ export class RedisKeyDirectory implements KeyDirectory {
     let count = 0;
     for (const account of data.accounts) {
       for (const key of account.apiKeys) {
-        await this.putKey(key.apiKey, { keyId: key.id, accountId: account.id, secretDigest: key.secretDigest, disabled: key.disabled, scopes: key.scopes });
+        await this.putKey(key.apiKey, toApiKeyRecord(account, key));
         count++;
       }
     }
@@ -55,9 +57,12 @@ export class RedisKeyDirectory implements KeyDirectory {
 
 function toRecord(fields: Record<string, string>): ApiKeyRecord | undefined {
   const { keyId, accountId, secretDigest, disabled, scopes: scopeText = '' } = fields;
-  if (keyId === undefined || accountId === undefined || secretDigest === undefined) return undefined;
-  if (!ID.test(keyId) || !ID.test(accountId) || !DIGEST.test(secretDigest) || (disabled !== '0' && disabled !== '1')) return undefined;
-  const scopes = scopeText === '' ? [] : scopeText.split(' ');
-  if (!scopes.every((s) => SCOPE.test(s))) return undefined;
-  return { keyId, accountId, secretDigest, disabled: disabled === '1', scopes };
+  if (keyId === undefined || accountId === undefined || secretDigest === undefined || (disabled !== '0' && disabled !== '1')) return undefined;
+  const record = { keyId, accountId, secretDigest, disabled: disabled === '1', scopes: scopeText === '' ? [] : scopeText.split(' ') };
+  return isWellFormed(record) ? record : undefined;
+}
+
+/** What both directions hold a key record to: plain ids, a "sha256:<64 hex>" digest, scope tokens. */
+function isWellFormed({ keyId, accountId, secretDigest, scopes }: ApiKeyRecord): boolean {
+  return ID.test(keyId) && ID.test(accountId) && DIGEST.test(secretDigest) && scopes.every((s) => SCOPE.test(s));
 }

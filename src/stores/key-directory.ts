@@ -1,4 +1,4 @@
-/** Accounts' API keys. Only a digest of the secret's hash is kept (see auth/credentials.ts). */
+/** Accounts' API keys. Only a digest of the secret's hash is kept (see domain/secrets.ts). */
 export interface ApiKeyRecord {
   /** Stable id of the key; goes into tokens as `client_id`. Not secret. */
   keyId: string;

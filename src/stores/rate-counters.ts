@@ -3,7 +3,7 @@
  * its subject is first counted, admits at most `limit` units (a unit is a request or a share of
  * its cost) and ends `ms` later; the next unit opens the next window.
  *
- * Why fixed windows (README "Rate limits" has the longer story): they admit exactly `limit`
+ * Why fixed windows (docs/rate-limits.md has the longer story): they admit exactly `limit`
  * per window whatever the interleaving of instances, each costs one small counter per window,
  * and the wait they announce (Retry-After) is exact. Their known flaw, up to twice the limit
  * across a window's edge, is why a limit usually pairs a short burst window with a sustained

@@ -3,7 +3,7 @@
  * An entry is kept as long as any token issued before it can live (`retainMs`), then dropped.
  *
  * Its epoch is 0: it refuses no token for being older than the store. Its resets die with the
- * process, as the README says of memory state; an access token signed with a configured key
+ * process, as docs/redis.md says of memory state; an access token signed with a configured key
  * and reset before a restart is accepted again after it. Refusing tokens from before the
  * process started would close that, at the price of logging every client out on each restart:
  * a choice left open here, where Redis's epoch is about data lost behind the gateway's back.

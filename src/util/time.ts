@@ -5,7 +5,7 @@
 export type TimestampFormatter = (epochMs: number) => string;
 
 export function createTimestampFormatter(timeZone: string): TimestampFormatter {
-  if (timeZone === 'UTC' || timeZone === 'Etc/UTC') {
+  if (isUtc(timeZone)) {
     return (epochMs) => new Date(epochMs).toISOString().slice(0, 19).replace('T', ' ');
   }
   const format = new Intl.DateTimeFormat('en-US', {
@@ -21,6 +21,10 @@ export function createTimestampFormatter(timeZone: string): TimestampFormatter {
   };
 }
 
+function isUtc(timeZone: string): boolean {
+  return timeZone === 'UTC' || timeZone === 'Etc/UTC';
+}
+
 export type TimestampParser = (text: string) => number | undefined;
 
 const LOCAL_TIME = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})$/;
@@ -34,7 +38,7 @@ const LOCAL_TIME = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})$/;
  */
 export function createTimestampParser(timeZone: string): TimestampParser {
   const format = createTimestampFormatter(timeZone);
-  const utc = timeZone === 'UTC' || timeZone === 'Etc/UTC';
+  const utc = isUtc(timeZone);
   const offsetAt = (epochMs: number) => wallClockAsUtc(format(epochMs))! - Math.floor(epochMs / 1000) * 1000;
   return (text) => {
     const wall = wallClockAsUtc(text);

@@ -4,7 +4,7 @@
  * - "The gateway's directory API" (test/http/directory-stores.test.ts, test/redis/directory.test.ts):
  *   acct_alice's records in config/demo-data.json as GET /api/sign and GET /api/roles answer
  *   them, the cache settings both files give their gateways, the calls, and the assertions on
- *   the answers, the log and the time things take.
+ *   the answers and the time things take (reading the log and timing a call: helpers/gateway.ts).
  * - "Directory stores called directly" (test/stores/directory-http.test.ts,
  *   test/stores/directory-redis.test.ts): timing a store call and taking its rejection apart.
  */
@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { BadStoreData } from '../../src/errors/errors.js';
 import { readDataFile } from '../../src/stores/data-file.js';
 import type { Role } from '../../src/stores/directory.js';
-import { call, DEMO, type JsonResponse, type TestGateway } from './gateway.js';
+import { call, DEMO, show, timed, type JsonResponse } from './gateway.js';
 
 // ---------------------------------------------------------------------------------------------
 // Both kinds of test
@@ -62,17 +62,6 @@ export const DEADLINE_MS = 10_000;
 
 export const signCall = (gw: { url: string }, token: string, address: string) => call(`${gw.url}/api/sign?address=${address}`, { token });
 export const rolesCall = (gw: { url: string }, token: string, query = '') => call(`${gw.url}/api/roles${query === '' ? '' : `?${query}`}`, { token });
-
-/** Runs `fn` and measures how long its promise took to settle. */
-export async function timed<T>(fn: () => Promise<T>): Promise<{ res: T; ms: number }> {
-  const started = performance.now();
-  const res = await fn();
-  return { res, ms: performance.now() - started };
-}
-
-export function show(res: JsonResponse): string {
-  return `${res.status} ${JSON.stringify(res.body)}`;
-}
 
 export function assertPrompt(ms: number, what: string, bound = PROMPT_MS): void {
   assert.ok(ms < bound, `${what} took ${Math.round(ms)} ms (bound ${bound} ms)`);
@@ -134,16 +123,6 @@ export async function assertStaleServed(gw: { url: string }, token: string, reco
   const staleRoles = await timed(() => rolesCall(gw, token));
   assertListing(staleRoles.res, FIRST_PAGE, rolesWhat);
   assertPrompt(staleRoles.ms, 'the stale roles');
-}
-
-/** Every line the in-process gateway has logged, parsed. */
-export function logLines(gw: TestGateway): Record<string, unknown>[] {
-  return gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>);
-}
-
-/** The lines logged with this `msg`. */
-export function logged(gw: TestGateway, msg: string): Record<string, unknown>[] {
-  return logLines(gw).filter((line) => line.msg === msg);
 }
 
 /**

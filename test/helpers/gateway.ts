@@ -3,6 +3,7 @@
  * clock and a log captured in memory (so tests can prove what is and is not written there).
  * Closed in t.after.
  */
+import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import type { TestContext } from 'node:test';
@@ -20,6 +21,12 @@ export const DEMO = {
 
 export function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');
+}
+
+/** sha256:<hex SHA-256 of the 32-byte SHA-256 of the secret>, as src/stores/data-file.ts stores it. */
+export function storedDigest(secret: string): string {
+  const clientHash = createHash('sha256').update(secret, 'utf8').digest();
+  return `sha256:${createHash('sha256').update(clientHash).digest('hex')}`;
 }
 
 export interface TestGateway {
@@ -93,6 +100,35 @@ export function postJson(url: string, value: unknown, init: RequestInit = {}): P
 export interface TokenPair {
   accessToken: string;
   refreshToken: string;
+}
+
+/** Status and body of an answer, for assertion messages. */
+export function show(res: JsonResponse): string {
+  return `${res.status} ${JSON.stringify(res.body)}`;
+}
+
+/** Runs `fn` and says how long it took, in ms. */
+export async function timed<T>(fn: () => Promise<T>): Promise<{ res: T; ms: number }> {
+  const started = performance.now();
+  const res = await fn();
+  return { res, ms: performance.now() - started };
+}
+
+/** Every line the in-process gateway has logged, parsed. */
+export function logLines(gw: TestGateway): Record<string, unknown>[] {
+  return gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+/** The lines logged with this `msg`. */
+export function logged(gw: TestGateway, msg: string): Record<string, unknown>[] {
+  return logLines(gw).filter((line) => line.msg === msg);
+}
+
+/** The Prometheus text of GET /metrics; fails the test on anything but 200. */
+export async function metricsText(gw: { url: string }): Promise<string> {
+  const res = await fetch(`${gw.url}/metrics`);
+  assert.equal(res.status, 200);
+  return res.text();
 }
 
 /** Signs in with a demo account and returns the pair; fails the test on anything else. */

@@ -75,7 +75,11 @@ export function startNode(t: TestContext, args: string[], { env = gatewayEnv(), 
 
 /** The stdout lines parsed as JSON; a line that is not JSON fails the test. */
 export function logLines(child: Child): LogLine[] {
-  return child.stdout().split('\n').filter((line) => line !== '').map((line) => {
+  return parseLogLines(child.stdout());
+}
+
+function parseLogLines(text: string): LogLine[] {
+  return text.split('\n').filter((line) => line !== '').map((line) => {
     try {
       return JSON.parse(line) as LogLine;
     } catch {
@@ -128,7 +132,7 @@ export async function exitWithin(child: Child, limitMs = PROCESS_LIMIT_MS): Prom
 }
 
 /** A fresh directory, removed when the test ends. */
-export function tempDir(t: TestContext, prefix = 'gateway-startup-'): string {
+export function tempDir(t: TestContext, prefix = 'gateway-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
@@ -165,13 +169,7 @@ export async function startGatewayProcess(t: TestContext, env: Record<string, st
   assert.match(url, /^http:\/\/127\.0\.0\.1:[1-9]\d*$/, 'the gateway listens on a real port of 127.0.0.1');
   const logs = () => {
     const text = child.stdout();
-    return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter((line) => line !== '').map((line) => {
-      try {
-        return JSON.parse(line) as LogLine;
-      } catch {
-        assert.fail(`stdout line is not JSON: ${line}`);
-      }
-    });
+    return parseLogLines(text.slice(0, text.lastIndexOf('\n') + 1));
   };
   return { url, child, logs };
 }

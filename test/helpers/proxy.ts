@@ -4,15 +4,15 @@
  * and small waiting helpers that fail with a message instead of hanging.
  */
 import assert from 'node:assert/strict';
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import type { Backend } from './backend.js';
-import { startGateway, type TestGateway } from './gateway.js';
+import { startGateway, storedDigest, type TestGateway } from './gateway.js';
+import { tempDir } from './process.js';
 
 export type RouteInput = Record<string, unknown> & { prefix: string; targets: string[] };
 
@@ -81,12 +81,6 @@ export interface KeyFixture {
   scopes?: string[];
 }
 
-/** sha256:<hex SHA-256 of the 32-byte SHA-256 of the secret>, as src/stores/data-file.ts stores it. */
-function storedDigest(secret: string): string {
-  const clientHash = createHash('sha256').update(secret, 'utf8').digest();
-  return `sha256:${createHash('sha256').update(clientHash).digest('hex')}`;
-}
-
 /** A fresh API key (random secret) of `accountId`. */
 export function newKey(id: string, accountId: string, scopes?: string[]): KeyFixture {
   return { id, apiKey: `ak_test_${id}`, secret: `sk_${randomBytes(16).toString('hex')}`, accountId, ...(scopes === undefined ? {} : { scopes }) };
@@ -94,8 +88,7 @@ export function newKey(id: string, accountId: string, scopes?: string[]): KeyFix
 
 /** Writes a data file holding these keys (grouped into their accounts); removed when the test ends. */
 export function writeDataFile(t: TestContext, keys: KeyFixture[]): string {
-  const dir = mkdtempSync(join(tmpdir(), 'gateway-proxy-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir(t, 'gateway-proxy-');
   const accounts = new Map<string, unknown[]>();
   for (const key of keys) {
     const list = accounts.get(key.accountId) ?? [];
@@ -127,11 +120,11 @@ export function signal<T = void>(): { promise: Promise<T>; resolve: (value: T) =
   return { promise, resolve };
 }
 
-/** Polls `check` until it is true; fails after `limitMs`. */
-export async function eventually(check: () => boolean, limitMs: number, what: string): Promise<void> {
+/** Resolves once `check()` is true; fails after `limitMs` (a hang guard, not a timing claim). */
+export async function eventually(check: () => boolean, what: string, limitMs = 5000): Promise<void> {
   const deadline = Date.now() + limitMs;
   while (!check()) {
-    if (Date.now() > deadline) assert.fail(`${what}: not within ${limitMs} ms`);
+    if (Date.now() > deadline) assert.fail(`${what}: still not the case after ${limitMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }

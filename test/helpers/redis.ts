@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import type { TestContext } from 'node:test';
+import { Redis } from 'ioredis';
 
 import { configSchema, type Config } from '../../src/config/schema.js';
 import { connectRedis, type RedisConnection } from '../../src/stores/redis/client.js';
@@ -131,6 +132,18 @@ export function redisSettings(url: string, extra: Partial<Config['redis']> = {})
 }
 
 export const silentLog = createLogger('silent');
+
+/**
+ * A plain ioredis client, as an operator's redis-cli would be: to read what the stores wrote
+ * and to change the server's settings behind the gateway's back. Closed in t.after.
+ */
+export async function rawRedisClient(t: TestContext, server: { url: string }): Promise<Redis> {
+  const client = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  client.on('error', () => {});
+  await client.connect();
+  t.after(() => client.disconnect());
+  return client;
+}
 
 /** A connection of the gateway's own client, once it is ready. */
 export async function connectedRedis(settings: Config['redis'], timeoutMs = 10_000): Promise<RedisConnection> {

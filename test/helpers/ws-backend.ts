@@ -101,15 +101,6 @@ export async function startWsBackend(t: TestContext | undefined, { answer = 'ech
   return backend;
 }
 
-/** Resolves once `check()` is true; fails after `limitMs` (a hang guard, not a timing claim). */
-export async function eventually(check: () => boolean, what: string, limitMs = 5000): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!check()) {
-    if (Date.now() > deadline) assert.fail(`${what}: still not the case after ${limitMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 export interface ClientOptions {
   token?: string;
   protocols?: string[];

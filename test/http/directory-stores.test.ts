@@ -19,9 +19,9 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import {
   ACCOUNT, ALICE_CAPS, ALICE_LOWER, ALICE_ROLES, assertListing, assertNotFound, assertPrompt, assertSign, assertStaleServed, assertStoreError, DEADLINE_MS,
-  DEMO_FILE, FIRST_PAGE, logged, logLines, MAX_STALE_MS, PAST_FRESH_MS, rolesCall, SECOND_PAGE, show, signCall, SWR_MS, timed, TTL_MS, UNKNOWN, until,
+  DEMO_FILE, FIRST_PAGE, MAX_STALE_MS, PAST_FRESH_MS, rolesCall, SECOND_PAGE, signCall, SWR_MS, TTL_MS, UNKNOWN, until,
 } from '../helpers/directory.js';
-import { DEMO, postJson, sha256Hex, signIn, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { DEMO, logged, logLines, postJson, sha256Hex, show, signIn, startGateway, timed, type TestGateway } from '../helpers/gateway.js';
 import { tempDir } from '../helpers/process.js';
 
 // acct_alice's records and roles (ALICE_CAPS, ALICE_LOWER, ALICE_ROLES, FIRST_PAGE, SECOND_PAGE), the
@@ -80,7 +80,7 @@ interface Upstream {
 
 /**
  * The existing HTTP backend the gateway reads from, after the mapping of
- * src/stores/directory.http.ts (and the README's example URLs):
+ * src/stores/directory.http.ts (and the example URLs of docs/directory.md):
  *   GET /accounts/{accountId}/sign?address={address}  → 200 {success:true, message:record} | 404
  *   GET /accounts/{accountId}/roles?page&limit[&name] → 200 {success:true, message:{pages,items,total}} | 404
  * It insists on the service credential and the account header, as such a backend would.
@@ -337,7 +337,7 @@ test('HTTP upstream answering 500: cached copies served stale until maxStaleMs, 
 });
 
 test('HTTP upstream answering 500 while a copy is within staleWhileRevalidateMs: the failing entry is asked for at most once a second', async (t) => {
-  // README, "When the store fails": a cached entry is answered from the cache while it is younger
+  // docs/directory.md, "When the store fails": a cached entry is answered from the cache while it is younger
   // than ttlMs + maxStaleMs, "whatever its state; meanwhile the store is asked for it again at
   // most once a second". The breaker is kept out of the way: what is counted is the cache's restraint.
   const up = await startUpstream(t);

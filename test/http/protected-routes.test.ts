@@ -15,6 +15,7 @@ import { test, type TestContext } from 'node:test';
 import { base64url, decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT, type JWK, type JWTPayload } from 'jose';
 import { ManualClock } from '../helpers/clock.js';
 import { call, DEMO, parseRawResponse, rawRequest, signIn, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
+import { withLowS } from '../helpers/jws.js';
 
 const ADDRESS = '0x52908400098527886E0F7030069857D2E4169EE7';
 const ACCESS_TTL_MS = 900_000;
@@ -153,8 +154,10 @@ function sign(claims: JWTPayload, header: { alg: string; kid?: string; typ?: str
   return new SignJWT(claims).setProtectedHeader(header).sign(key);
 }
 
-function signTrusted(trusted: TrustedKey, claims: JWTPayload, header: Record<string, unknown> = {}): Promise<string> {
-  return sign(claims, { alg: trusted.alg, kid: trusted.kid, typ: 'at+jwt', ...header }, trusted.privateKey);
+/** Signed as the gateway signs: ECDSA signatures in their low-S form (src/auth/signer.ts). */
+async function signTrusted(trusted: TrustedKey, claims: JWTPayload, header: Record<string, unknown> = {}): Promise<string> {
+  const token = await sign(claims, { alg: trusted.alg, kid: trusted.kid, typ: 'at+jwt', ...header }, trusted.privateKey);
+  return trusted.alg === 'EdDSA' ? token : withLowS(token, trusted.alg);
 }
 
 /** Compact JWS assembled without jose, for headers jose refuses to produce. */
@@ -163,7 +166,8 @@ function signByHand(trusted: TrustedKey, header: Record<string, unknown>, claims
   const signature = trusted.alg === 'EdDSA'
     ? signBytes(null, Buffer.from(input), trusted.privateKey)
     : signBytes('sha256', Buffer.from(input), { key: trusted.privateKey, dsaEncoding: 'ieee-p1363' });
-  return `${input}.${base64url.encode(signature)}`;
+  const token = `${input}.${base64url.encode(signature)}`;
+  return trusted.alg === 'EdDSA' ? token : withLowS(token, trusted.alg);
 }
 
 /** A validly signed trusted token of exactly `length` characters, padded through a claim and a header member. */

@@ -11,15 +11,15 @@
  * Client addresses are simulated with X-Forwarded-For from 127.0.0.1 listed as a trusted proxy.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { test, type TestContext } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { startBackend, type Handler } from '../helpers/backend.js';
-import { call, DEMO, postJson, sha256Hex, signIn, startGateway, type JsonResponse, type TestGateway, type TokenPair } from '../helpers/gateway.js';
+import { call, DEMO, metricsText, postJson, sha256Hex, signIn, startGateway, storedDigest, type JsonResponse, type TestGateway, type TokenPair } from '../helpers/gateway.js';
 import { DEMO_FILE } from '../helpers/directory.js';
+import { tempDir } from '../helpers/process.js';
 
 type Who = { apiKey: string; secret: string };
 
@@ -124,16 +124,9 @@ function remaining(res: JsonResponse, name: string): number {
   return Number(item.r);
 }
 
-/** sha256:<hex SHA-256 of the SHA-256 of the secret>, as src/stores/data-file.ts stores it. */
-function storedDigest(secret: string): string {
-  const clientHash = createHash('sha256').update(secret, 'utf8').digest();
-  return `sha256:${createHash('sha256').update(clientHash).digest('hex')}`;
-}
-
 /** The demo data with a second key for acct_alice. */
 function dataWithSecondAliceKey(t: TestContext): { file: string; second: Who } {
-  const dir = mkdtempSync(join(tmpdir(), 'gateway-limits-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir(t, 'gateway-limits-');
   const second = { apiKey: 'ak_test_alice_two', secret: `sk_${randomBytes(16).toString('hex')}` };
   secrets.add(second.secret);
   secrets.add(sha256Hex(second.secret));
@@ -142,12 +135,6 @@ function dataWithSecondAliceKey(t: TestContext): { file: string; second: Who } {
   const file = join(dir, 'data.json');
   writeFileSync(file, JSON.stringify(data));
   return { file, second };
-}
-
-async function metricsText(gw: TestGateway): Promise<string> {
-  const res = await fetch(`${gw.url}/metrics`);
-  assert.equal(res.status, 200);
-  return res.text();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decodeJwt } from 'jose';
+import { parseRefreshToken } from '../../src/auth/refresh.js';
+import type { RotateRequest, RotateResult } from '../../src/stores/token-store.js';
 import { call, DEMO, postJson, signIn, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { refreshHandleOf, refreshTokenOf, type RefreshHandle } from '../helpers/refresh-token.js';
 
 const DAY = 86_400_000;
 
@@ -9,10 +12,25 @@ function refresh(gw: TestGateway, refreshToken: string) {
   return postJson(`${gw.url}/api/refresh`, { refreshToken });
 }
 
-function assertInvalidGrant(res: { status: number; body: any }) {
-  assert.equal(res.status, 401);
-  assert.equal(res.body.success, false);
-  assert.equal(res.body.message.code, 'invalid_grant');
+function assertInvalidGrant(res: { status: number; body: any }, what?: string) {
+  assert.equal(res.status, 401, what);
+  assert.equal(res.body.success, false, what);
+  assert.equal(res.body.message.code, 'invalid_grant', what);
+}
+
+type Rotation = { request: RotateRequest; result: RotateResult };
+
+/** Records every rotate call the gateway's token store answers; the auth service holds this very object. */
+function watchRotations(gw: TestGateway): Rotation[] {
+  const seen: Rotation[] = [];
+  const store = gw.services.tokens;
+  const rotate = store.rotate.bind(store);
+  store.rotate = async (request) => {
+    const result = await rotate(request);
+    seen.push({ request, result });
+    return result;
+  };
+  return seen;
 }
 
 test('POST /api/refresh', async (t) => {
@@ -104,14 +122,45 @@ test('POST /api/refresh', async (t) => {
   await t.test('refuses garbage, forged and access tokens with 401 invalid_grant', async () => {
     const { accessToken, refreshToken } = await signIn(gw);
     const [handle, secret] = refreshToken.split('.') as [string, string];
-    const [, keyId, tokenId] = JSON.parse(Buffer.from(handle, 'base64url').toString());
-    const forgedHandle = Buffer.from(JSON.stringify([DEMO.bob.accountId, keyId, tokenId])).toString('base64url');
     const otherSecret = Buffer.alloc(32, 7).toString('base64url');
-    for (const token of ['nonsense', `${handle}.${otherSecret}`, `${forgedHandle}.${secret}`, accessToken, `${refreshToken}x`, `.${secret}`, 'a'.repeat(2000)]) {
+    for (const token of ['nonsense', `${handle}.${otherSecret}`, accessToken, `${refreshToken}x`, `.${secret}`, 'a'.repeat(2000)]) {
       assertInvalidGrant(await refresh(gw, token));
     }
+
+    // Forged handles: well-formed, each naming ids that exist, with this token's real secret.
+    // Each must be refused by the check it is about, so the store's rotate calls are watched:
+    // a handle whose key is not its account's, or is disabled, is refused before the store; the
+    // others reach the store, which finds the token belongs to another account, family or id.
+    const real = refreshHandleOf(refreshToken);
+    const bobs = refreshHandleOf((await signIn(gw, DEMO.bob)).refreshToken);
+    const alicesOther = refreshHandleOf((await signIn(gw)).refreshToken);
+    const forgeries: [string, RefreshHandle, 'store' | 'key check'][] = [
+      ['another account, with that account\'s own key', { ...real, accountId: DEMO.bob.accountId, keyId: DEMO.bob.keyId }, 'store'],
+      ['another account, with this account\'s key', { ...real, accountId: DEMO.bob.accountId }, 'key check'],
+      ['the live family of another account', { ...real, familyId: bobs.familyId }, 'store'],
+      ['another live family of this key', { ...real, familyId: alicesOther.familyId }, 'store'],
+      ['another live token of this key', { ...real, tokenId: alicesOther.tokenId }, 'store'],
+      ['this account\'s disabled key', { ...real, keyId: DEMO.aliceDisabled.keyId }, 'key check'],
+    ];
+    const rotations = watchRotations(gw);
+    for (const [what, forged, refusedBy] of forgeries) {
+      const token = refreshTokenOf(forged, secret);
+      assert.deepEqual(parseRefreshToken(token), { ...forged, secret }, `${what}: a well-formed refresh token`);
+      rotations.length = 0;
+      assertInvalidGrant(await refresh(gw, token), what);
+      if (refusedBy === 'key check') {
+        assert.deepEqual(rotations, [], `${what}: refused before the store`);
+      } else {
+        assert.equal(rotations.length, 1, `${what}: reached the store`);
+        const [{ request, result }] = rotations as [Rotation];
+        assert.deepEqual({ accountId: request.accountId, keyId: request.keyId, familyId: request.familyId, tokenId: request.tokenId }, forged, what);
+        assert.deepEqual(result, { outcome: 'invalid' }, `${what}: the store refused it`);
+      }
+    }
     // None of those attempts touched the real token.
+    rotations.length = 0;
     assert.equal((await refresh(gw, refreshToken)).status, 200);
+    assert.deepEqual(rotations.map((r) => r.result), [{ outcome: 'rotated' }]);
   });
 
   await t.test('a refresh token expires after 14 idle days', async () => {

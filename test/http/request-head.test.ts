@@ -27,7 +27,13 @@ test('ambiguous framing and targets are refused in the envelope before any route
     assert.equal(res.body.message.code, code, label);
     assert.doesNotMatch(res.body.message.description, /failed to answer/, `${label}: the sentence is the caller's to read`);
     assert.match(res.headers, /\r\nx-request-id: \S+/i, label);
+    if (status === 405) assert.match(res.headers, /\r\nallow: GET, /i, `${label}: a 405 says what is allowed`);
   }
+
+  const expect = parseRawResponse(await rawRequest(gw.url, 'POST /api/refresh HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nX-Request-Id: caller-417\r\nContent-Length: 2\r\n\r\n{}'));
+  assert.equal(expect.status, 417);
+  assert.match(expect.headers, /\r\nx-request-id: caller-417\r\n/i, 'a refused Expect keeps the caller\'s request id, like every other answer');
+  assert.match(expect.headers, /\r\nconnection: close\r\n/i);
 });
 
 test('plain chunked bodies, HTTP/1.0 without Host, and IPv6 or port Hosts are served', async (t) => {

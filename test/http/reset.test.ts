@@ -5,14 +5,14 @@
  * ManualClock, so "the same millisecond" and "one millisecond later" are exact.
  */
 import assert from 'node:assert/strict';
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { decodeJwt } from 'jose';
 import { ManualClock } from '../helpers/clock.js';
-import { call, DEMO, postJson, sha256Hex, signIn, startGateway, type JsonResponse, type TestGateway, type TokenPair } from '../helpers/gateway.js';
+import { call, DEMO, postJson, sha256Hex, signIn, startGateway, storedDigest, type JsonResponse, type TestGateway, type TokenPair } from '../helpers/gateway.js';
+import { tempDir } from '../helpers/process.js';
 
 interface Key {
   apiKey: string;
@@ -205,15 +205,8 @@ test('POST /api/reset', async (t) => {
   });
 });
 
-/** sha256:<hex SHA-256 of the 32-byte SHA-256 of the secret>, as src/stores/data-file.ts stores it. */
-function storedDigest(secret: string): string {
-  const clientHash = createHash('sha256').update(secret, 'utf8').digest();
-  return `sha256:${createHash('sha256').update(clientHash).digest('hex')}`;
-}
-
 test('POST /api/reset on an account with two keys', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'gateway-reset-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir(t, 'gateway-reset-');
   const one = { id: 'key_duo_1', apiKey: 'ak_test_duo_one', secret: `sk_${randomBytes(16).toString('hex')}` };
   const two = { id: 'key_duo_2', apiKey: 'ak_test_duo_two', secret: `sk_${randomBytes(16).toString('hex')}` };
   const solo = { id: 'key_solo_1', apiKey: 'ak_test_solo', secret: `sk_${randomBytes(16).toString('hex')}` };

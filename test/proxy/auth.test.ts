@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { base64url, decodeJwt, decodeProtectedHeader, SignJWT } from 'jose';
 import { startBackend } from '../helpers/backend.js';
 import { call, DEMO, postJson, sha256Hex, signIn } from '../helpers/gateway.js';
+import { withFlippedS } from '../helpers/jws.js';
 import { newKey, onlyRequest, startProxy, writeDataFile } from '../helpers/proxy.js';
 import { rawExchange } from '../helpers/raw-http.js';
 
@@ -58,6 +59,32 @@ test('a required route answers 401 before any byte reaches its backend', async (
   assert.equal(expired.status, 401);
   assert.equal(expired.body.message.code, 'invalid_token');
   assert.equal(backend.received.length, 1, 'only the request with a live token reached the backend');
+});
+
+test('ES256 and ES384: the high-S twin of a valid token is refused on own and proxied routes alike', async (t) => {
+  // ECDSA verifies (r, s) and (r, n − s) alike: without the low-S rule every token would have
+  // a second string that passes, past anything keyed on the token's text.
+  const backend = await startBackend(t);
+  for (const [alg, namedCurve] of [['ES256', 'prime256v1'], ['ES384', 'secp384r1']] as const) {
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve });
+    const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const gw = await startProxy(t, [{ prefix: '/orders', targets: [backend.url] }], { signing: { keys: [{ kid: `${alg}-1`, alg, pem }] } });
+    const tokens = [(await signIn(gw)).accessToken];
+    for (let i = 1; i < 16; i++) tokens.push(await gw.services.signer.issueAccessToken({ accountId: DEMO.alice.accountId, keyId: DEMO.alice.keyId }));
+    const before = backend.received.length;
+    for (const [i, token] of tokens.entries()) {
+      const twin = withFlippedS(token, alg);
+      for (const path of ['/api/roles', '/orders/1']) {
+        const ok = await call(`${gw.url}${path}`, { token });
+        assert.equal(ok.status, 200, `${alg} token ${i} on ${path}: ${JSON.stringify(ok.body)}`);
+        const res = await call(`${gw.url}${path}`, { token: twin });
+        assert.equal(res.status, 401, `${alg} token ${i}'s twin on ${path}: ${JSON.stringify(res.body)}`);
+        assert.equal(res.body.message.code, 'invalid_token', `${alg} token ${i}'s twin on ${path}`);
+        assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer realm="gateway", error="invalid_token"/);
+      }
+    }
+    assert.equal(backend.received.length - before, tokens.length, 'only the original tokens reached the backend');
+  }
 });
 
 test('a refused upload is answered without its body reaching the backend', async (t) => {

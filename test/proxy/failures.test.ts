@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { request as httpRequest, type ServerResponse } from 'node:http';
 import { test } from 'node:test';
 import { startBackend } from '../helpers/backend.js';
-import { call, signIn, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
+import { call, logLines, signIn, type JsonResponse } from '../helpers/gateway.js';
 import { closedPort, eventually, signal, startProxy, startTcpBackend, within } from '../helpers/proxy.js';
 import { RawConnection } from '../helpers/raw-http.js';
 
@@ -22,10 +22,6 @@ function assertGatewayError(res: JsonResponse, status: number, code: string, lab
   assert.equal(res.body.message.code, code, label);
   assert.equal(res.body.message.requestId, res.headers.get('x-request-id'), `${label}: the envelope names the request`);
   assert.match(res.headers.get('content-type') ?? '', /^application\/json/, label);
-}
-
-function logLines(gw: TestGateway): Record<string, unknown>[] {
-  return gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 test('a backend that cannot be reached, resets, or does not speak HTTP: 502 bad_gateway', async (t) => {
@@ -62,7 +58,7 @@ test('a backend that answers an upload early: the client gets that answer, not 5
   // at once and discards the rest of the body. Talking to such a backend directly, a client
   // gets the 413; through the gateway it must too, although the upload is still arriving when
   // the answer comes back. (A backend that closes the connection with the body unread makes
-  // the gateway's next write fail before the answer is read: a 502, see the README.)
+  // the gateway's next write fail before the answer is read: a 502, see docs/proxying.md.)
   const backend = await startBackend(t, (req, res) => {
     res.writeHead(413, { 'content-type': 'text/plain' }).end('upload too large');
     req.resume();
@@ -183,7 +179,7 @@ test('a client that disconnects while the backend holds the response releases th
   // Before the response head.
   let connection = await RawConnection.open(gw.url);
   connection.write(head('/held/waiting'));
-  await eventually(() => closes.has('/held/waiting'), HANG_GUARD_MS, 'the request reaching the backend');
+  await eventually(() => closes.has('/held/waiting'), 'the request reaching the backend', HANG_GUARD_MS);
   connection.destroy();
   await released('/held/waiting');
 
@@ -200,7 +196,7 @@ test('a client that disconnects while the backend holds the response releases th
   const upload = httpRequest(`${gw.url}/held/upload`, { method: 'POST', headers: { authorization: `Bearer ${accessToken}`, 'content-length': '1000000' } });
   upload.on('error', () => {});
   upload.write(Buffer.alloc(10_000));
-  await eventually(() => closes.has('/held/upload'), HANG_GUARD_MS, 'the upload reaching the backend');
+  await eventually(() => closes.has('/held/upload'), 'the upload reaching the backend', HANG_GUARD_MS);
   upload.destroy();
   await released('/held/upload');
 

@@ -6,16 +6,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startBackend } from '../helpers/backend.js';
-import { call, signIn, type TestGateway } from '../helpers/gateway.js';
+import { call, logLines, signIn, type TestGateway } from '../helpers/gateway.js';
 import { closedPort, eventually, startProxy } from '../helpers/proxy.js';
 import { RawConnection } from '../helpers/raw-http.js';
 
-function lines(gw: TestGateway): Record<string, unknown>[] {
-  return gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>);
-}
-
 function requestLine(gw: TestGateway, requestId: string): Record<string, unknown> {
-  const found = lines(gw).filter((line) => line.msg === 'request' && line.requestId === requestId);
+  const found = logLines(gw).filter((line) => line.msg === 'request' && line.requestId === requestId);
   assert.equal(found.length, 1, `access log lines for ${requestId}: ${JSON.stringify(found)}`);
   return found[0]!;
 }
@@ -45,7 +41,7 @@ test('a proxied request is logged once, with the status the client got, its rout
   const failedLine = requestLine(gw, failed.headers.get('x-request-id')!);
   assert.equal(failedLine.status, 502);
   assert.equal(failedLine.route, '/down');
-  const warn = lines(gw).filter((l) => l.msg === 'backend failed' && l.requestId === failed.headers.get('x-request-id'));
+  const warn = logLines(gw).filter((l) => l.msg === 'backend failed' && l.requestId === failed.headers.get('x-request-id'));
   assert.equal(warn.length, 1);
   assert.equal(warn[0]!.target, down);
   assert.equal(warn[0]!.code, 'ECONNREFUSED');
@@ -63,10 +59,63 @@ test('a client that leaves before the answer is not logged as 404 not found', as
   const { accessToken } = await signIn(gw);
   const connection = await RawConnection.open(gw.url);
   connection.write(`GET /orders/held HTTP/1.1\r\nHost: x\r\nX-Request-Id: client-left\r\nAuthorization: Bearer ${accessToken}\r\n\r\n`);
-  await eventually(() => arrived.includes('/orders/held'), 5000, 'the request reaching the backend');
+  await eventually(() => arrived.includes('/orders/held'), 'the request reaching the backend', 5000);
   connection.destroy();
-  await eventually(() => lines(gw).some((l) => l.msg === 'request' && l.requestId === 'client-left'), 5000, 'the access log line');
+  await eventually(() => logLines(gw).some((l) => l.msg === 'request' && l.requestId === 'client-left'), 'the access log line', 5000);
   const left = requestLine(gw, 'client-left');
   assert.equal(left.route, 'orders-api');
   assert.notEqual(left.status, 404, 'a request routed to a backend, whose client left, is logged as 404 not found');
+});
+
+test('the gateway\'s own lines log the path it matched, never the caller\'s unmatched text', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await startProxy(t, [{ prefix: '/orders', targets: [backend.url], auth: 'public' }]);
+  const logged = async (method: string, path: string, status: number) => {
+    const res = await call(`${gw.url}${path}`, { method });
+    assert.equal(res.status, status, `${method} ${path}`);
+    return requestLine(gw, res.headers.get('x-request-id')!).path;
+  };
+
+  // Matched: the normalised path, as the router and the route saw it.
+  assert.equal(await logged('GET', '//healthz', 200), '/healthz');
+  assert.equal(await logged('GET', '/api/./roles', 401), '/api/roles');
+  assert.equal(await logged('PUT', '/%68ealthz', 405), '/healthz');
+  assert.equal(await logged('GET', '/orders/%2e/1/', 200), '/orders/1/');
+  // Unmatched (404) or refused before any route (400): a fixed placeholder.
+  assert.equal(await logged('GET', '/api/%2e%2e/secret-token-in-path', 404), '(unmatched)');
+  assert.equal(await logged('GET', '/nothing/eyJhbGciOiJFZERTQSJ9.e30.c2VjcmV0', 404), '(unmatched)');
+  assert.equal(await logged('GET', '/api/%2fsecret-token-encoded', 400), '(unmatched)');
+  for (const secret of ['secret-token', 'eyJhbGciOiJFZERTQSJ9', 'c2VjcmV0']) {
+    assert.ok(!gw.logs.join('\n').includes(secret), `${secret} is in the log`);
+  }
+});
+
+test('a client that leaves while the gateway reads its body or waits on the directory is logged 499', async (t) => {
+  // A directory upstream that holds every request until the test lets it go.
+  const held: (() => void)[] = [];
+  const directory = await startBackend(t, (_req, res) => {
+    held.push(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ success: true, message: { pages: '1', items: [], total: 0 } })));
+  });
+  t.after(() => { for (const release of held) release(); });
+  const gw = await startProxy(t, [], {
+    directory: { store: 'http', http: { signUrl: `${directory.url}/sign/{accountId}/{address}`, rolesUrl: `${directory.url}/roles/{accountId}`, token: 't0ken-for-tests', timeoutMs: 10_000 } },
+  });
+  const { accessToken } = await signIn(gw);
+
+  const roles = await RawConnection.open(gw.url);
+  roles.write(`GET /api/roles HTTP/1.1\r\nHost: x\r\nX-Request-Id: left-roles\r\nAuthorization: Bearer ${accessToken}\r\n\r\n`);
+  await eventually(() => held.length === 1, 'the roles call reaching the directory');
+  roles.socket.end();
+  // Only once the directory answers does the handler finish: the line must still say 499.
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  held.shift()!();
+  await eventually(() => logLines(gw).some((l) => l.msg === 'request' && l.requestId === 'left-roles'), 'the roles line');
+  assert.equal(requestLine(gw, 'left-roles').status, 499);
+
+  const signin = await RawConnection.open(gw.url);
+  signin.write('POST /api/signin HTTP/1.1\r\nHost: x\r\nX-Request-Id: left-signin\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"apiKey":');
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  signin.destroy();
+  await eventually(() => logLines(gw).some((l) => l.msg === 'request' && l.requestId === 'left-signin'), 'the sign-in line');
+  assert.equal(requestLine(gw, 'left-signin').status, 499);
 });

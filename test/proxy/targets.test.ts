@@ -165,7 +165,7 @@ test('maxSocketsPerTarget bounds the connections to a backend; the requests beyo
   const backend = await startBackend(t, (_req, res) => void held.push(res));
   const gw = await startProxy(t, [{ prefix: '/pool', targets: [backend.url], auth: 'public' }], { proxy: { maxSocketsPerTarget: 2 } });
   const answers = Array.from({ length: 8 }, (_, i) => fetch(`${gw.url}/pool/${i}`).then(async (res) => [res.status, await res.text()] as const));
-  await eventually(() => held.length === 2, HANG_GUARD_MS, 'two requests at the backend');
+  await eventually(() => held.length === 2, 'two requests at the backend', HANG_GUARD_MS);
   await new Promise((resolve) => setTimeout(resolve, 100));
   assert.equal(held.length, 2, 'more requests at the backend than the pool allows');
   assert.equal(backend.connections(), 2);

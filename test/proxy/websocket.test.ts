@@ -17,10 +17,11 @@ import { test } from 'node:test';
 import { decodeJwt, decodeProtectedHeader, SignJWT } from 'jose';
 import { WebSocket } from 'ws';
 import { ManualClock } from '../helpers/clock.js';
-import { DEMO, parseRawResponse, postJson, sha256Hex, signIn, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { DEMO, logged, parseRawResponse, postJson, sha256Hex, signIn, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { freePort } from '../helpers/redis.js';
+import { eventually } from '../helpers/proxy.js';
 import {
-  eventually, handshakeText, openClient, rawExchange, roundTrip, startWsBackend, whenClosed, type WsBackend,
+  handshakeText, openClient, rawExchange, roundTrip, startWsBackend, whenClosed, type WsBackend,
 } from '../helpers/ws-backend.js';
 
 /** The gateway's clock as the wall clock: expiry timers run on real time, so tokens must too. */
@@ -75,10 +76,6 @@ async function assertRefused(gw: TestGateway, backend: WsBackend, payload: strin
 /** Every log line that mentions a secret, for the "no token in the log" checks. */
 function linesWith(gw: TestGateway, secrets: string[]): string[] {
   return gw.logs.filter((line) => secrets.some((s) => line.includes(s)));
-}
-
-function logLines(gw: TestGateway, msg: string): Record<string, unknown>[] {
-  return gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === msg);
 }
 
 test('WebSocket routes', async (t) => {
@@ -299,7 +296,7 @@ test('WebSocket routes', async (t) => {
     });
 
     await t.test('each refusal wrote an "upgrade" log line with its status', () => {
-      const statuses = logLines(gw, 'upgrade').map((line) => line.status);
+      const statuses = logged(gw, 'upgrade').map((line) => line.status);
       for (const status of [400, 401, 403, 405]) assert.ok(statuses.includes(status), `an upgrade line with status ${status}: ${statuses}`);
     });
   });
@@ -347,7 +344,7 @@ test('WebSocket routes', async (t) => {
     });
 
     await t.test('each backend failure wrote an "upgrade" log line with the status the client got', async () => {
-      const statuses = () => logLines(gw, 'upgrade').filter((l) => /^\/ws-(down|silent|forbidden)\//.test(String(l.path))).map((l) => `${l.path} ${l.status}`);
+      const statuses = () => logged(gw, 'upgrade').filter((l) => /^\/ws-(down|silent|forbidden)\//.test(String(l.path))).map((l) => `${l.path} ${l.status}`);
       // The client may read the relayed 403 before the gateway logs it: wait for the line at most 1 s.
       const deadline = Date.now() + 1000;
       while (statuses().length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
@@ -469,4 +466,50 @@ test('closing the gateway ends its open sockets', async (t) => {
   await Promise.all(closed);
   await eventually(() => backend.open() === 0, 'the backend sides closed');
   assert.equal(gw.services.proxy.openWebSockets(), 0);
+});
+
+test('a WebSocket route whose prefix covers the gateway\'s own paths never gets a handshake for them', async (t) => {
+  const backend = await startWsBackend(t);
+  const gw = await startGateway(t, {
+    overrides: {
+      routes: [
+        { prefix: '/', targets: [backend.url], websocket: true, auth: 'public' },
+        { prefix: '/api', targets: [backend.url], websocket: true },
+      ],
+    },
+  });
+  const { accessToken } = await signIn(gw);
+  const auth: [string, string] = ['Authorization', `Bearer ${accessToken}`];
+  const served = async (path: string, headers: [string, string][] = []) => {
+    const { raw } = await rawExchange(gw.url, handshakeText(gw.url, path, { headers }), { untilComplete: true });
+    assert.ok(!/^HTTP\/1\.1 101/m.test(raw), `${path}: nothing was switched: ${raw.slice(0, 200)}`);
+    return parseRawResponse(raw);
+  };
+
+  // The gateway's own paths are the gateway's whatever the Upgrade header says: answered as
+  // plain requests, by the gateway, as without it.
+  const health = await served('/healthz');
+  assert.deepEqual([health.status, health.body.success], [200, true]);
+  const roles = await served('/api/roles', [auth]);
+  assert.equal(roles.status, 200);
+  assert.ok(Array.isArray(roles.body.message.items), 'the gateway\'s roles answer');
+  const noToken = await served('/api/roles');
+  assert.deepEqual([noToken.status, noToken.body.message.code], [401, 'missing_token']);
+  const spelled = await served('/API/../api/./roles', [auth]);
+  assert.equal(spelled.status, 200, 'any spelling of an own path is the gateway\'s');
+  const otherMethod = await served('/api/signin', [auth]);
+  assert.deepEqual([otherMethod.status, otherMethod.body.message.code], [405, 'method_not_allowed']);
+  // Decided by the same screen as any request: an irregular head or path is its envelope.
+  const twoHosts = await served('/api/chat', [auth, ['Host', 'other']]);
+  assert.deepEqual([twoHosts.status, twoHosts.body.message.code], [400, 'invalid_request']);
+  const climbing = await served('/api/../../chat', [auth]);
+  assert.deepEqual([climbing.status, climbing.body.message.code], [400, 'invalid_request']);
+  assert.deepEqual({ handshakes: backend.handshakes.length, requests: backend.requests.length }, { handshakes: 0, requests: 0 },
+    `the backend got: ${JSON.stringify(backend.handshakes.map((h) => h.url))}`);
+
+  // Everything else under the prefixes is the backend's, as before.
+  const ws = await openClient(gw.url, '/api/chat', { token: accessToken });
+  t.after(() => ws.terminate());
+  assert.equal((await roundTrip(ws, 'still proxied')).data.toString(), 'still proxied');
+  assert.deepEqual(backend.handshakes.map((h) => h.url), ['/api/chat']);
 });

@@ -20,9 +20,9 @@ import type { Role } from '../../src/stores/directory.js';
 import type { RedisConnection } from '../../src/stores/redis/client.js';
 import {
   ACCOUNT, ALICE_CAPS, ALICE_LOWER, assertListing, assertNotFound, assertPrompt, assertSign, assertStaleServed, assertStoreError, DEMO_FILE, DEMO_ROLES, FIRST_PAGE,
-  listed, logged, MAX_STALE_MS, PAST_FRESH_MS, rolesCall, SECOND_PAGE, show, signCall, SWR_MS, timed, TTL_MS, UNKNOWN, until,
+  listed, MAX_STALE_MS, PAST_FRESH_MS, rolesCall, SECOND_PAGE, signCall, SWR_MS, TTL_MS, UNKNOWN, until,
 } from '../helpers/directory.js';
-import { call, signIn, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
+import { call, logged, show, signIn, startGateway, timed, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { startGatewayProcess, waitForLog, type GatewayProcess } from '../helpers/process.js';
 import { connectedRedis, redisSettings, redisSuite, silentLog, startRedis } from '../helpers/redis.js';
 

@@ -13,9 +13,10 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { connect } from 'node:net';
 import { test, type TestContext } from 'node:test';
-import { Redis } from 'ioredis';
-import { call, DEMO, postJson, sha256Hex, signIn, startGateway, type JsonResponse, type TestGateway, type TokenPair } from '../helpers/gateway.js';
-import { answersPing, redisSuite, startRedis, type TestRedis } from '../helpers/redis.js';
+import { rolesCall } from '../helpers/directory.js';
+import { call, DEMO, postJson, sha256Hex, show, signIn, startGateway, timed, type JsonResponse, type TestGateway, type TokenPair } from '../helpers/gateway.js';
+import { answersPing, rawRedisClient, redisSuite, startRedis } from '../helpers/redis.js';
+import { refreshHandleOf } from '../helpers/refresh-token.js';
 
 /** Short, so that a stall costs little; the breaker opens after BREAKER_FAILURES failures in a row. */
 const COMMAND_TIMEOUT_MS = 200;
@@ -53,20 +54,8 @@ function credentials(who: Who = DEMO.alice) {
 const signInCall = (gw: TestGateway, who: Who = DEMO.alice) => postJson(`${gw.url}/api/signin`, credentials(who));
 const refreshCall = (gw: TestGateway, refreshToken: string) => postJson(`${gw.url}/api/refresh`, { refreshToken });
 const resetCall = (gw: TestGateway, who: Who = DEMO.alice) => postJson(`${gw.url}/api/reset`, credentials(who));
-const rolesCall = (gw: TestGateway, accessToken: string) => call(`${gw.url}/api/roles`, { token: accessToken });
 const readyz = (gw: TestGateway) => call(`${gw.url}/readyz`);
 const healthz = (gw: TestGateway) => call(`${gw.url}/healthz`);
-
-/** Runs `fn` and says how long it took, in ms. */
-async function timed<T>(fn: () => Promise<T>): Promise<{ res: T; ms: number }> {
-  const started = performance.now();
-  const res = await fn();
-  return { res, ms: performance.now() - started };
-}
-
-function show(res: JsonResponse): string {
-  return `${res.status} ${JSON.stringify(res.body)}`;
-}
 
 /** The answer to any call that needed Redis while Redis fails: 503 in the envelope, never an auth failure. */
 function assertStoreUnavailable(res: JsonResponse, what: string, retryAfter = String(Math.ceil(BREAKER_COOLDOWN_MS / 1000))): void {
@@ -288,7 +277,7 @@ test('a refresh that stalls is never half-written: the same token then gets one 
   const keys = gw.services.config.redis.keyPrefix;
 
   const first = await signIn(gw);
-  const parts = handleOf(first.refreshToken);
+  const parts = refreshHandleOf(first.refreshToken);
 
   redis.pause();
   const stalled = await timed(() => refreshCall(gw, first.refreshToken));
@@ -298,7 +287,7 @@ test('a refresh that stalls is never half-written: the same token then gets one 
   await waitUntilReady(gw);
 
   // What the store holds now: the stalled rotate ran entirely or not at all.
-  const inspect = await inspector(t, redis);
+  const inspect = await rawRedisClient(t, redis);
   const tokenKey = `${keys}:rt:{${parts.accountId}}:${parts.tokenId}`;
   const familyKey = `${keys}:fam:{${parts.accountId}}:${parts.familyId}`;
   const consumed = await inspect.hgetall(tokenKey);
@@ -319,7 +308,7 @@ test('a refresh that stalls is never half-written: the same token then gets one 
   // The client retries with the same token: it gets a pair (the grace window returns the one the
   // stalled call stored), and that pair is the family's one current successor, not a fork.
   const retried = assertPair(await refreshCall(gw, first.refreshToken), 'the same refresh retried after recovery');
-  const retriedParts = handleOf(retried.refreshToken);
+  const retriedParts = refreshHandleOf(retried.refreshToken);
   assert.equal(retriedParts.familyId, parts.familyId);
   assert.equal((await inspect.hgetall(familyKey)).current, retriedParts.tokenId, 'the retried answer is the family\'s current token');
   if (consumed.next !== undefined) assert.equal(retriedParts.tokenId, consumed.next, 'the grace window returned the stalled call\'s successor');
@@ -327,7 +316,7 @@ test('a refresh that stalls is never half-written: the same token then gets one 
 
   // And that successor refreshes once more, normally.
   const after = assertPair(await refreshCall(gw, retried.refreshToken), 'refresh of the successor');
-  assert.equal((await inspect.hgetall(familyKey)).current, handleOf(after.refreshToken).tokenId);
+  assert.equal((await inspect.hgetall(familyKey)).current, refreshHandleOf(after.refreshToken).tokenId);
   assert.equal((await inspect.hgetall(familyKey)).revoked, undefined, 'the family was never treated as reused');
 });
 
@@ -394,7 +383,7 @@ test('Redis refusing writes (OOM) is a 503 too, and the refused rotate consumed 
   const gw = await startGatewayOn(t, redis.url);
   await waitUntilReady(gw, 5000);
   const first = await signIn(gw);
-  const inspect = await inspector(t, redis);
+  const inspect = await rawRedisClient(t, redis);
 
   // Redis answers, but with an error reply: a different failure from no answer at all.
   await inspect.config('SET', 'maxmemory-policy', 'noeviction');
@@ -448,7 +437,7 @@ test('Redis down when the gateway starts: it starts anyway, answers 503, and ser
 });
 
 /**
- * The README promises that during an outage an instance "goes on honouring every reset it knew
+ * docs/redis.md ("Redis faults") promises that during an outage an instance "goes on honouring every reset it knew
  * of when Redis became unreachable: those whose notice it heard ... and those in its cache",
  * also when the subscriber reconnects (a gap) while the store still cannot be read.
  */
@@ -467,7 +456,7 @@ test('a reset known from the cache is still honoured when the subscriber reconne
   assert.equal((await rolesCall(a, token)).status, 401, 'A refuses the reset token');
 
   // Redis fails A's calls (error replies) until A's breaker opens; the cached reset still holds.
-  const inspect = await inspector(t, redis);
+  const inspect = await rawRedisClient(t, redis);
   await inspect.config('SET', 'maxmemory-policy', 'noeviction');
   await inspect.config('SET', 'maxmemory', '1');
   for (let i = 0; i < BREAKER_FAILURES; i++) assertStoreUnavailable(await signInCall(a), `sign-in #${i} on A`, '10');
@@ -487,21 +476,6 @@ test('a reset known from the cache is still honoured when the subscriber reconne
     assert.equal(res.status, 401, `A still refuses the reset token after its subscriber reconnected (call #${i}): ${res.status}`);
   }
 });
-
-/** The ids a refresh token's handle names. */
-function handleOf(refreshToken: string): { accountId: string; keyId: string; familyId: string; tokenId: string } {
-  const [accountId, keyId, familyId, tokenId] = JSON.parse(Buffer.from(refreshToken.split('.')[0]!, 'base64url').toString('utf8')) as string[];
-  return { accountId: accountId!, keyId: keyId!, familyId: familyId!, tokenId: tokenId! };
-}
-
-/** A plain client to read what the store holds, closed in t.after. */
-async function inspector(t: TestContext, redis: TestRedis): Promise<Redis> {
-  const client = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  client.on('error', () => {});
-  await client.connect();
-  t.after(() => client.disconnect());
-  return client;
-}
 
 /** The first reply line to one inline command over a fresh, unauthenticated connection. */
 function rawReply(port: number, command: string): Promise<string> {

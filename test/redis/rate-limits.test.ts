@@ -15,8 +15,8 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { test, type TestContext } from 'node:test';
 import { startBackend } from '../helpers/backend.js';
-import { call, DEMO, postJson, sha256Hex, signIn, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
-import { logged, until } from '../helpers/directory.js';
+import { until } from '../helpers/directory.js';
+import { call, DEMO, logged, metricsText, postJson, sha256Hex, show, signIn, startGateway, timed, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { redisSuite, startRedis } from '../helpers/redis.js';
 
 const KID = 'limits-shared-1';
@@ -56,10 +56,6 @@ function instance(t: TestContext, { redisUrl, keyPrefix, limits, redis = {}, ext
 const roles = (gw: TestGateway, token: string) => call(`${gw.url}/api/roles`, { token });
 const wrongSignIn = (gw: TestGateway) => postJson(`${gw.url}/api/signin`, { apiKey: DEMO.alice.apiKey, apiSecret: WRONG });
 
-function show(res: JsonResponse): string {
-  return `${res.status} ${JSON.stringify(res.body)}`;
-}
-
 function count(answers: JsonResponse[]): Record<number, number> {
   const out: Record<number, number> = {};
   for (const res of answers) out[res.status] = (out[res.status] ?? 0) + 1;
@@ -70,18 +66,6 @@ function assertRateLimited(res: JsonResponse, what: string): void {
   assert.equal(res.status, 429, `${what}: ${show(res)}`);
   assert.deepEqual([res.body.success, res.body.message.code], [false, 'rate_limited'], what);
   assert.match(res.headers.get('retry-after') ?? '', /^[1-9]\d*$/, `${what}: Retry-After`);
-}
-
-async function timed<T>(fn: () => Promise<T>): Promise<{ res: T; ms: number }> {
-  const started = performance.now();
-  const res = await fn();
-  return { res, ms: performance.now() - started };
-}
-
-async function metricsText(gw: TestGateway): Promise<string> {
-  const res = await fetch(`${gw.url}/metrics`);
-  assert.equal(res.status, 200);
-  return res.text();
 }
 
 function gauge(metrics: string, limit: string, policy: string): number | undefined {

@@ -15,12 +15,12 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
-import { parseRefreshToken } from '../../src/auth/refresh.js';
 import { call, DEMO, postJson, sha256Hex, type JsonResponse, type TokenPair } from '../helpers/gateway.js';
 import { LISTENING, runCommand, gatewayEnv, startGatewayProcess, waitForLog, type GatewayProcess } from '../helpers/process.js';
-import { redisSuite, startRedis } from '../helpers/redis.js';
+import { rawRedisClient, redisSuite, startRedis } from '../helpers/redis.js';
+import { refreshHandleOf } from '../helpers/refresh-token.js';
 
 /** Every process of the suite is killed after this long, whatever happens. */
 const SUITE_LIMIT_MS = 90_000;
@@ -100,8 +100,7 @@ async function pollUntilRefused(gw: GatewayProcess, accessToken: string, deadlin
 
 /** The refresh tokens stored in Redis for this family (consumed ones included). */
 async function familyTokenCount(redis: Redis, refreshToken: string): Promise<number> {
-  const parts = parseRefreshToken(refreshToken);
-  assert.ok(parts !== undefined, 'a well-formed refresh token');
+  const parts = refreshHandleOf(refreshToken);
   let count = 0;
   let cursor = '0';
   do {
@@ -114,8 +113,7 @@ async function familyTokenCount(redis: Redis, refreshToken: string): Promise<num
 
 test('two gateway instances sharing one Redis and one signing key', redisSuite(), async (t) => {
   const redis = await startRedis(t);
-  const inspect = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  t.after(() => inspect.disconnect());
+  const inspect = await rawRedisClient(t, redis);
 
   const pem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   const shared = { REDIS_URL: redis.url, SIGNING_KEYS: JSON.stringify([{ kid: KID, alg: 'EdDSA', pem }]), LOG_LEVEL: 'info' };
@@ -190,7 +188,7 @@ test('two gateway instances sharing one Redis and one signing key', redisSuite()
     expectInvalidGrant(await refreshOn(quickA, first.refreshToken), 'the rotated token, past the window, on A');
     // The log line travels through a pipe and may land after the answer: wait for it.
     const warned = await waitForLog(quickA.child, (line) => line.msg === 'refresh token reused: family revoked', 5000);
-    assert.equal(warned.familyId, parseRefreshToken(first.refreshToken)!.familyId, 'A logged the revoked family');
+    assert.equal(warned.familyId, refreshHandleOf(first.refreshToken).familyId, 'A logged the revoked family');
     expectInvalidGrant(await refreshOn(quickB, second.refreshToken), 'the newest token on B');
     expectInvalidGrant(await refreshOn(quickA, second.refreshToken), 'the newest token on A');
 

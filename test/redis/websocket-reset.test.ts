@@ -12,7 +12,8 @@ import { WebSocket } from 'ws';
 import { DEMO, postJson, sha256Hex, type TokenPair } from '../helpers/gateway.js';
 import { startGatewayProcess, type GatewayProcess } from '../helpers/process.js';
 import { redisSuite, startRedis } from '../helpers/redis.js';
-import { eventually, openClient, roundTrip, startWsBackend, whenClosed } from '../helpers/ws-backend.js';
+import { eventually } from '../helpers/proxy.js';
+import { openClient, roundTrip, startWsBackend, whenClosed } from '../helpers/ws-backend.js';
 
 /** Every process of the suite is killed after this long, whatever happens. */
 const SUITE_LIMIT_MS = 30_000;

@@ -6,10 +6,9 @@
  * Tests may take over the upstream's answers (`upstream.respond`) and count what reached it.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { pathToFileURL } from 'node:url';
@@ -21,7 +20,7 @@ import { createRecordReader } from '../../src/stores/directory-records.js';
 import { HttpDirectory } from '../../src/stores/directory.http.js';
 import { DIRECTORY_FIXTURE, runDirectoryContract } from '../contracts/directory.contract.js';
 import { ADDRESS, expectBadStoreData, PROMPT_MS, rejection, timedPromise } from '../helpers/directory.js';
-import { ROOT, startNode } from '../helpers/process.js';
+import { ROOT, startNode, tempDir } from '../helpers/process.js';
 import { closedPort, eventually } from '../helpers/proxy.js';
 import { silentLog } from '../helpers/redis.js';
 
@@ -301,7 +300,7 @@ test('HttpDirectory: an upstream that does not answer is StoreTimeout after abou
     assert.equal(err.headers['Retry-After'], '1');
     assert.ok(ms < timeoutMs + PROMPT_MS, `${what}: took ${Math.round(ms)} ms with timeoutMs ${timeoutMs}`);
     const { req } = await arrived;
-    await eventually(() => req.socket.destroyed, PROMPT_MS, `${what}: the abandoned request's connection is closed`);
+    await eventually(() => req.socket.destroyed, `${what}: the abandoned request's connection is closed`, PROMPT_MS);
   }
   const { value: err } = await timedPromise(rejection(directory.findSignRecord('acct_a', ADDRESS), 'sign record'));
   assert.ok(err instanceof StoreTimeout, `sign record: ${String(err)}`);
@@ -340,8 +339,7 @@ test('HttpDirectory: an answer larger than maxResponseBytes is StoreUnavailable;
  * this file's other tests.
  */
 test('HttpDirectory: an oversized answer bigger than the socket buffers leaves the process running after timeoutMs', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'directory-http-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir(t, 'directory-http-');
   const script = join(dir, 'oversized.mts');
   const src = (path: string) => JSON.stringify(pathToFileURL(join(ROOT, 'src', path)).href);
   writeFileSync(script, `

@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Config } from '../../src/config/schema.js';
 import { StoreTimeout, StoreUnavailable } from '../../src/errors/errors.js';
 import type { DataFile } from '../../src/stores/data-file.js';
@@ -22,7 +22,7 @@ import type { DirectoryChange, Role } from '../../src/stores/directory.js';
 import { connectRedis, type RedisConnection } from '../../src/stores/redis/client.js';
 import { DIRECTORY_FIXTURE, runDirectoryContract } from '../contracts/directory.contract.js';
 import { ADDRESS, expectBadStoreData, PROMPT_MS, rejection, timedPromise } from '../helpers/directory.js';
-import { connectedRedis, redisSettings, redisSuite, silentLog, startRedis, type TestRedis } from '../helpers/redis.js';
+import { connectedRedis, rawRedisClient, redisSettings, redisSuite, silentLog, startRedis, type TestRedis } from '../helpers/redis.js';
 
 // ADDRESS (the fixture's sign record), PROMPT_MS, timedPromise, rejection and expectBadStoreData:
 // test/helpers/directory.ts.
@@ -36,15 +36,6 @@ async function connectTo(t: TestContext, server: TestRedis, extra: Partial<Confi
   const redis = await connectedRedis(redisSettings(server.url, { commandTimeoutMs: 5000, ...extra }));
   t.after(() => redis.close());
   return redis;
-}
-
-/** A plain ioredis client, as an operator's redis-cli would be; closed in t.after. */
-async function rawClient(t: TestContext, server: TestRedis): Promise<Redis> {
-  const client = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  client.on('error', () => {});
-  await client.connect();
-  t.after(() => client.disconnect());
-  return client;
 }
 
 // runDirectoryContract takes no test options: where redisSuite() skips, a placeholder of the
@@ -79,7 +70,7 @@ if (redisOptions.skip) {
 test('RedisDirectory: imported data sits in the documented layout', redisSuite(), async (t) => {
   const server = await startRedis(t);
   const directory = newDirectory(await connectTo(t, server));
-  const raw = await rawClient(t, server);
+  const raw = await rawRedisClient(t, server);
   await directory.importData(DIRECTORY_FIXTURE);
 
   assert.deepEqual(await raw.zrange('gw:roles:{acct_a}', 0, -1, 'WITHSCORES'), ['1', '1', '2', '2', '3', '3', '4', '4', '5', '5']);
@@ -389,7 +380,7 @@ async function subscribed(raw: Redis, count = 1, limitMs = 5000): Promise<void> 
  */
 async function watchedRedis(t: TestContext): Promise<{ server: TestRedis; raw: Redis; watcher: RedisDirectory; heard: ReturnType<typeof recorder> }> {
   const server = await startRedis(t);
-  const raw = await rawClient(t, server);
+  const raw = await rawRedisClient(t, server);
   const watcher = newDirectory(await connectTo(t, server));
   const heard = recorder();
   watcher.watch(heard.listener);
@@ -470,7 +461,7 @@ test('RedisDirectory: a reconnect of the subscriber is a gap, and notices are he
   await t.test('the server restarted (empty)', async () => {
     await server.restart();
     assert.deepEqual(await heard.next(10_000), { gap: true }, 'the reconnect to the new server');
-    const fresh = await rawClient(t, server);
+    const fresh = await rawRedisClient(t, server);
     await subscribed(fresh);
     await fresh.publish('gw:directory', JSON.stringify({ kind: 'account', accountId: 'acct_after_restart' }));
     assert.deepEqual(await heard.next(), { change: { kind: 'account', accountId: 'acct_after_restart' } }, 'subscribed again');

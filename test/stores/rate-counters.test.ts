@@ -15,7 +15,7 @@ import { RedisRateCounters } from '../../src/stores/rate-counters.redis.js';
 import type { CounterWindow } from '../../src/stores/rate-counters.js';
 import { runRateCountersContract } from '../contracts/rate-counters.contract.js';
 import { ManualClock } from '../helpers/clock.js';
-import { connectedRedis, redisSettings, redisSuite, startRedis } from '../helpers/redis.js';
+import { connectedRedis, rawRedisClient, redisSettings, redisSuite, startRedis } from '../helpers/redis.js';
 
 /** Generous for the contract: it checks behaviour, not timeouts (200 concurrent hits on a busy machine). */
 const CONTRACT_SETTINGS = { timeoutMs: 2000, breakerFailures: 5, breakerCooldownMs: 1000 };
@@ -115,11 +115,8 @@ test('redis counters', redisSuite(), async (t) => {
     await counters.hit('warm-up', [{ limit: 1, ms: 1000 }], 1);
 
     const monitor = new Redis(server.url, { lazyConnect: true });
-    const probe = new Redis(server.url);
-    t.after(() => {
-      monitor.disconnect();
-      probe.disconnect();
-    });
+    t.after(() => monitor.disconnect());
+    const probe = await rawRedisClient(t, server);
     const seen: { args: string[]; source: string }[] = [];
     const watching = await monitor.monitor();
     watching.on('monitor', (_time: string, args: string[], source: string) => seen.push({ args, source }));

@@ -1,17 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import { ConfigError, describeConfig, loadConfig, type LoadOptions } from '../../src/config/load.js';
 import { describeSettings } from '../../src/config/schema.js';
-
-/** A fresh temporary folder, removed when the test ends. */
-function tempDir(t: TestContext): string {
-  const dir = mkdtempSync(join(tmpdir(), 'gateway-config-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { tempDir } from '../helpers/process.js';
 
 /** Writes `value` (JSON unless already a string) to dir/name, making folders; returns the path. */
 function writeFile(dir: string, name: string, value: unknown): string {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { decodeSecretHash, hashSecret, secretDigest, verifyApiCredentials } from '../../src/auth/credentials.js';
+import { decodeSecretHash, verifyApiCredentials } from '../../src/auth/credentials.js';
 import { GatewayError } from '../../src/errors/errors.js';
-import { dataFileSchema, SECRET_DIGEST_PATTERN } from '../../src/stores/data-file.js';
+import { hashSecret, SECRET_DIGEST_PATTERN, secretDigest } from '../../src/domain/secrets.js';
+import { dataFileSchema } from '../../src/stores/data-file.js';
 import { MemoryKeyDirectory } from '../../src/stores/key-directory.memory.js';
 
 /** SHA-256("abc"), FIPS 180-2 test vector. */

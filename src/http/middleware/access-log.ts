@@ -1,6 +1,10 @@
 /**
  * One log line per request with its final status. Only the path is written, never the query
- * string or headers: those may carry tokens or personal data.
+ * string or headers: those may carry tokens or personal data. And only a path the gateway
+ * routed, normalised: a proxied request's (its route's prefix and below, which its backend
+ * reads too) or the pattern of the gateway's own route it matched (by any method). A request
+ * that matched nothing (404) or was refused before matching (400, 501) logs UNMATCHED_PATH:
+ * arbitrary caller text, a token pasted into a URL say, never lands in the log.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, Next } from 'koa';
@@ -18,6 +22,9 @@ export interface AccessEntry {
 }
 
 export type AccessLog = (entry: AccessEntry) => void;
+
+/** The path logged for a request that no route matched. */
+export const UNMATCHED_PATH = '(unmatched)';
 
 /** The writer of access-log lines, shared by the Koa middleware and the proxied-route path. */
 export function createAccessLog(log: Logger): AccessLog {
@@ -40,15 +47,13 @@ export function createAccessLog(log: Logger): AccessLog {
 export function logAccess(write: AccessLog) {
   return async function logAccess(ctx: Context, next: Next): Promise<void> {
     const started = performance.now();
-    // Read now: a later middleware may rewrite the URL.
-    const path = ctx.path;
     try {
       await next();
     } finally {
       write({
         requestId: ctx.state.requestId as string | undefined,
         method: ctx.method,
-        path,
+        path: ownRouteOf(ctx) ?? UNMATCHED_PATH,
         status: finalStatus(ctx.req, ctx.res, ctx.status),
         route: ctx.state.route as string | undefined,
         started,
@@ -56,6 +61,16 @@ export function logAccess(write: AccessLog) {
       });
     }
   };
+}
+
+/**
+ * The pattern of the gateway's own route the normalised path matched under some method, as
+ * @koa/router recorded it (its `router.use` layers have no methods and match every path).
+ */
+function ownRouteOf(ctx: Context): string | undefined {
+  const matched = (ctx as Context & { matched?: { methods: string[]; path: string | RegExp }[] }).matched;
+  const layer = matched?.find((l) => l.methods.length > 0);
+  return typeof layer?.path === 'string' ? layer.path : undefined;
 }
 
 /**

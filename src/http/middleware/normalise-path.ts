@@ -12,23 +12,14 @@
  * - `..` above the root;
  * - a request target that is not origin-form (`http://host/path`, `*`): this is not a forward
  *   proxy, and a second authority beside Host is one more thing to disagree about.
- * Case is kept; proxied prefixes compare without case (proxy/routes.ts).
+ * Case is kept; proxied prefixes compare without case (proxy/routes.ts). Run for every request
+ * as a step of the edge (http/edge.ts).
  */
-import type { Context, Next } from 'koa';
 import { InvalidRequest } from '../../errors/errors.js';
 
 /** Already normal: no escapes, no backslash, no dot segment, no empty segment. */
 const PLAIN = /^(?:\/(?!\.{1,2}(?:[/;]|$))[^/%\\#]+)*\/?$/;
 const UNRESERVED = /[A-Za-z0-9\-._~]/;
-
-export function normalisePath() {
-  return async function normalisePath(ctx: Context, next: Next): Promise<void> {
-    const url = ctx.req.url ?? '';
-    const normal = normaliseUrl(url);
-    if (normal !== url) ctx.req.url = normal;
-    await next();
-  };
-}
 
 /** A request target with its path normalised and its query untouched. */
 export function normaliseUrl(url: string): string {

@@ -12,24 +12,17 @@
  *   (Node's own missing-Host check is turned off in server.ts so that this answer, too, is
  *   the envelope.)
  *
- * test/http/request-head.test.ts holds these rules.
+ * Run for every request as a step of the edge (http/edge.ts); test/http/request-head.test.ts
+ * holds these rules.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Context, Next } from 'koa';
-import { GatewayError, InvalidRequest } from '../../errors/errors.js';
-import { countHeader } from '../raw-headers.js';
+import { InvalidRequest, UnsupportedTransferCoding } from '../../errors/errors.js';
+import { countHeader } from '../../util/raw-headers.js';
 
 const CLOSE = { Connection: 'close' };
 
 /** reg-name or IPv4, or a bracketed IPv6 literal, then an optional port. */
 const HOST = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=%]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
-
-export function refuseAmbiguousRequests() {
-  return async function refuseAmbiguousRequests(ctx: Context, next: Next): Promise<void> {
-    checkRequestHead(ctx.req);
-    await next();
-  };
-}
 
 /** Throws the 400/501 for a request head with ambiguous framing or target (also for upgrades). */
 export function checkRequestHead(req: IncomingMessage): void {
@@ -39,10 +32,7 @@ export function checkRequestHead(req: IncomingMessage): void {
     if (req.httpVersionMinor === 0 && req.httpVersionMajor === 1) {
       throw new InvalidRequest('Transfer-Encoding is not allowed in an HTTP/1.0 request.', { headers: CLOSE });
     }
-    if (transferEncoding.trim().toLowerCase() !== 'chunked') {
-      // A 5xx by the RFC's choice, but the caller's doing: its sentence is shown.
-      throw new GatewayError(501, 'unsupported_transfer_coding', 'The only transfer coding accepted is chunked.', { headers: CLOSE, expose: true });
-    }
+    if (transferEncoding.trim().toLowerCase() !== 'chunked') throw new UnsupportedTransferCoding();
   }
   const hosts = countHeader(req.rawHeaders, 'host');
   const host = req.headers.host;

@@ -4,8 +4,13 @@
  */
 import type { Context } from 'koa';
 import type { Registry } from 'prom-client';
-import type { ReadinessCheck } from '../../services.js';
-import { ok } from '../envelope.js';
+import { ok } from '../../errors/envelope.js';
+
+/** A dependency that can say whether it is usable right now (services.ts lists them). */
+export interface ReadinessCheck {
+  name: string;
+  isReady(): Promise<boolean>;
+}
 
 export function reportLiveness() {
   return async function reportLiveness(ctx: Context): Promise<void> {

@@ -6,7 +6,7 @@
 import type { Context } from 'koa';
 import type { Signer } from '../../auth/signer.js';
 
-export function publishKeys({ signer }: { signer: Signer }) {
+export function publishKeys({ signer }: { signer: Pick<Signer, 'jwks'> }) {
   const body = { keys: signer.jwks.keys, success: true, message: { keys: signer.jwks.keys } };
   return async function publishKeys(ctx: Context): Promise<void> {
     ctx.set('Cache-Control', 'public, max-age=300');

@@ -6,19 +6,18 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { parseRefreshToken } from '../../auth/refresh.js';
+import { ok } from '../../errors/envelope.js';
 import { InvalidGrant } from '../../errors/errors.js';
-import { readObjectBody, validateFields } from '../body.js';
-import { ok } from '../envelope.js';
-import type { SignInDeps } from './signin.js';
+import { readFields } from '../body.js';
+import type { CredentialRouteDeps } from './credentials.js';
 
 const RefreshBody = z.object({
   refreshToken: z.string().min(1).max(2048),
 });
 
-export function refresh({ auth, limits, clientAddress, bodyLimitBytes }: SignInDeps) {
+export function refresh({ auth, limits, clientAddress, bodyLimitBytes }: CredentialRouteDeps) {
   return async function refresh(ctx: Context): Promise<void> {
-    const body = await readObjectBody(ctx, { limit: bodyLimitBytes, accept: ['json', 'form'], untypedIsJson: true });
-    const { refreshToken } = validateFields(RefreshBody, body);
+    const { refreshToken } = await readFields(ctx, RefreshBody, { limit: bodyLimitBytes, accept: ['json', 'form'], untypedIsJson: true });
     // Every call counts, right or wrong: wrong-secret refreshes are guesses at a family's secret.
     const attempt = await limits.refresh(parseRefreshToken(refreshToken)?.familyId, clientAddress(ctx.req));
     const result = await auth.refresh(refreshToken);

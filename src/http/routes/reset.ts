@@ -5,25 +5,22 @@
  */
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { InvalidCredentials } from '../../errors/errors.js';
+import { ok } from '../../errors/envelope.js';
 import type { TimestampFormatter } from '../../util/time.js';
-import { readObjectBody, validateFields } from '../body.js';
-import { ok } from '../envelope.js';
-import { guarded, type SignInDeps } from './signin.js';
+import { readFields } from '../body.js';
+import { apiKeyFields, checkKeyCredentials, type CredentialRouteDeps } from './credentials.js';
 
 const ResetBody = z.object({
-  apiKey: z.string().min(1).max(256),
-  apiSecret: z.string().min(1).max(256),
+  ...apiKeyFields,
   scope: z.enum(['key', 'account']).default('key'),
 });
 
-export function resetTokens({ auth, limits, clientAddress, bodyLimitBytes, formatTimestamp }: SignInDeps & { formatTimestamp: TimestampFormatter }) {
+export function resetTokens(deps: CredentialRouteDeps & { formatTimestamp: TimestampFormatter }) {
+  const { auth, bodyLimitBytes, formatTimestamp } = deps;
   return async function resetTokens(ctx: Context): Promise<void> {
-    const body = await readObjectBody(ctx, { limit: bodyLimitBytes, accept: ['json'] });
-    const { apiKey, apiSecret, scope } = validateFields(ResetBody, body);
+    const { apiKey, apiSecret, scope } = await readFields(ctx, ResetBody, { limit: bodyLimitBytes, accept: ['json'] });
     // A reset checks the same secret as sign-in: it is one more guess, limited as one.
-    const result = await guarded(limits.signIn(apiKey, clientAddress(ctx.req)), () => auth.resetTokens(apiKey, apiSecret, scope), (r) => r.outcome === 'reset');
-    if (result.outcome !== 'reset') throw new InvalidCredentials();
+    const result = await checkKeyCredentials(deps, ctx, apiKey, () => auth.resetTokens(apiKey, apiSecret, scope));
     ctx.body = ok({
       scope,
       accountId: result.accountId,

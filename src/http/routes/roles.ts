@@ -4,9 +4,9 @@
  */
 import type { Context } from 'koa';
 import type { Identity } from '../../auth/bearer.js';
+import { ok } from '../../errors/envelope.js';
 import { InvalidRequest } from '../../errors/errors.js';
 import type { Directory, RolePage } from '../../stores/directory.js';
-import { ok } from '../envelope.js';
 import { integerQueryParam, singleQueryParam } from '../query.js';
 
 /** Far past any real listing, low enough that offset = (page - 1) * limit stays exact. */

@@ -5,12 +5,12 @@
  */
 import type { Context } from 'koa';
 import type { Identity } from '../../auth/bearer.js';
+import { ok } from '../../errors/envelope.js';
 import { InvalidRequest, NotFound } from '../../errors/errors.js';
-import { ADDRESS_PATTERN } from '../../stores/data-file.js';
+import { ADDRESS_PATTERN } from '../../domain/formats.js';
 import type { Directory, SignRecord } from '../../stores/directory.js';
 import type { TimestampFormatter } from '../../util/time.js';
 import { discardBody } from '../body.js';
-import { ok } from '../envelope.js';
 import { singleQueryParam } from '../query.js';
 
 export function lookUpSignRecord({ directory, formatTimestamp, bodyLimitBytes }: {

@@ -11,11 +11,12 @@
  * Every failure leaves here as StoreUnavailable (503 with Retry-After): a dependency failure
  * must never read as a bad token or bad credentials.
  */
-import { BrokenCircuitError, ConsecutiveBreaker, circuitBreaker, handleAll } from 'cockatiel';
+import { BrokenCircuitError } from 'cockatiel';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from '../../config/schema.js';
 import { StoreUnavailable } from '../../errors/errors.js';
 import type { Logger } from '../../telemetry/log.js';
+import { createStoreBreaker } from '../breaker.js';
 import { redisKeys, type RedisKeys } from './keys.js';
 import { SCRIPTS, type ScriptCommands } from './scripts.js';
 
@@ -51,13 +52,7 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
   const isClosed = () => closed;
   watchConnection(client, log, 'redis', isClosed);
 
-  const retryAfterSeconds = Math.max(1, Math.ceil(settings.breakerCooldownMs / 1000));
-  const breaker = circuitBreaker(handleAll, {
-    halfOpenAfter: settings.breakerCooldownMs,
-    breaker: new ConsecutiveBreaker(settings.breakerFailures),
-  });
-  breaker.onBreak(() => log.warn({ cooldownMs: settings.breakerCooldownMs }, 'redis circuit breaker open: calls fail at once'));
-  breaker.onReset(() => log.info('redis circuit breaker closed'));
+  const { breaker, retryAfterSeconds } = createStoreBreaker('redis', settings, log);
 
   const subscribers: (Redis | Cluster)[] = [];
   const stops: (() => void)[] = [];

@@ -1,5 +1,5 @@
 /**
- * Every Redis key and channel name the gateway uses, in one place (the README lists them).
+ * Every Redis key and channel name the gateway uses, in one place (docs/redis.md lists them).
  * Names are `<prefix>:<kind>:…`. Token state is hash-tagged by account (`{<accountId>}`), so
  * that each Lua script's keys share one Cluster slot; ids are checked before they get here
  * (auth/refresh.ts, the data file, key-directory.redis.ts), so a tag never holds `{` or `}`.
@@ -28,7 +28,7 @@ export interface RedisKeys {
   roles(accountId: string): string;
   /** Hash: the account's sign records, lowercase address → the record as JSON. Written by the signature collector. */
   signRecords(accountId: string): string;
-  /** Pub/sub channel on which writers announce directory changes (README: "Directory stores"). */
+  /** Pub/sub channel on which writers announce directory changes (docs/directory.md). */
   readonly directoryChannel: string;
   /**
    * String: one rate-limit window of a subject (a limit's name and who it counts), its count.

@@ -1,16 +1,16 @@
 /**
- * The README's settings table is documentation operators rely on: it must list every setting
- * of the schema, with the same environment name and default, and nothing else.
+ * The settings table in docs/configuration.md is documentation operators rely on: it must list
+ * every setting of the schema, with the same environment name and default, and nothing else.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { describeSettings } from '../../src/config/schema.js';
 
-test('the README settings table matches the config schema', () => {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+test('the settings table of docs/configuration.md matches the config schema', () => {
+  const page = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
   const rows = new Map<string, { env: string; def: string }>();
-  for (const line of readme.split('\n')) {
+  for (const line of page.split('\n')) {
     const m = /^\| `([a-zA-Z.]+)` \| (`[A-Z_]+`|—) \| (.+?) \| .+ \|$/.exec(line);
     if (m) rows.set(m[1]!, { env: m[2]!.replaceAll('`', ''), def: m[3]! });
   }

@@ -1,0 +1,94 @@
+/**
+ * The in-flight request: one attempt at one backend, through the one http-proxy-3 server that
+ * carries requests and WebSocket handshakes alike. Here, once for both: which target an attempt
+ * goes to (round-robin over the healthy ones) and the Host it names, the backend's silence
+ * (responseTimeoutMs until its answer's head, idleTimeoutMs after), and what a failure before
+ * its answer means to the client: 504 when it stayed silent past the timeout, 502 otherwise.
+ */
+import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import { ProxyServer } from 'http-proxy-3';
+import { BadGateway, GatewayTimeout, type GatewayError } from '../errors/errors.js';
+import type { Route } from './routes.js';
+import type { Target } from './targets.js';
+import type { Flight, FlightOptions, ProxyDeps } from './types.js';
+
+export interface Flights {
+  /** The http-proxy-3 server: `web` for requests, `ws` for handshakes; options carry the flight. */
+  readonly server: ProxyServer;
+  /** An attempt at the route's next healthy target other than `exclude`; a `target` route's Host names it. */
+  start(route: Route, headers: OutgoingHttpHeaders, exclude?: Target): Flight;
+  /** A backend failure before its answer: counted against the target, logged, and classified. */
+  failed(flight: Flight, err: Error, requestId: string): GatewayError;
+}
+
+/** Codes of failures that happened before a byte reached the backend: safe to try another target. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ECONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN']);
+const TIMEOUT_CODES = new Set(['ECONNECT_TIMEOUT', 'ERESPONSE_TIMEOUT']);
+
+export function createFlights({ log, clock }: Pick<ProxyDeps, 'log' | 'clock'>): Flights {
+  // toProxy: the request target goes on as the gateway normalised it, byte for byte (without
+  // it http-proxy-3 re-serialises it through WHATWG URL, which re-encodes `'` in queries and
+  // so breaks signed URLs).
+  const server = new ProxyServer({ xfwd: false, selfHandleResponse: true, prependPath: true, toProxy: true });
+
+  // Our header policy, applied as the last step before http-proxy-3 sends the request: it
+  // overrides whatever the earlier passes did to req.headers (deleteLength's CL.TE rewrite).
+  const applyHeaders = (req: IncomingMessage, _res: unknown, options: unknown) => {
+    req.headers = (options as FlightOptions).flight.headers as IncomingMessage['headers'];
+  };
+  server.before('web', 'stream', applyHeaders);
+  server.before('ws', 'stream', applyHeaders);
+
+  // Emitted once the backend request has a socket (never with an Expect header, which the
+  // policy always removes).
+  server.on('proxyReq', (proxyReq, _req, _res, options) => watch(proxyReq, (options as FlightOptions).flight));
+  server.on('proxyReqWs', (proxyReq, _req, _socket, options) => {
+    const flight = (options as FlightOptions).flight;
+    watch(proxyReq, flight);
+    // Registered before http-proxy-3's own listener, so the 101 it relays can still be edited.
+    proxyReq.once('upgrade', (proxyRes) => {
+      flight.responded = true;
+      proxyReq.setTimeout(0);
+      flight.onUpgrade?.(proxyRes);
+    });
+  });
+  // http-proxy-3 also reports client-socket errors here; each request's own callback handles
+  // the rest. Without a listener it would throw.
+  server.on('error', (err) => log.debug({ err: { code: (err as NodeJS.ErrnoException).code, message: err.message } }, 'proxy socket error'));
+
+  function watch(proxyReq: ClientRequest, flight: Flight): void {
+    proxyReq.setTimeout(flight.route.responseTimeoutMs, () => {
+      flight.timedOut = !flight.responded;
+      proxyReq.destroy(Object.assign(new Error(flight.responded ? 'backend idle' : 'backend silent'), { code: 'ERESPONSE_TIMEOUT' }));
+    });
+    proxyReq.once('response', (proxyRes) => {
+      flight.responded = true;
+      proxyReq.setTimeout(flight.route.idleTimeoutMs);
+      flight.onResponse?.(proxyRes);
+    });
+  }
+
+  return {
+    server,
+    start(route, headers, exclude) {
+      const target = route.pool.pick(clock.now(), exclude);
+      if (route.host === 'target') headers.host = target.url.host;
+      return { route, target, headers, responded: false, timedOut: false, onResponse: undefined, onUpgrade: undefined };
+    },
+    failed(flight, err, requestId) {
+      const code = codeOf(err);
+      const ejected = flight.route.pool.failed(flight.target, clock.now());
+      log.warn({ requestId, route: flight.route.name, target: flight.target.origin, code, ejected }, 'backend failed');
+      return flight.timedOut || TIMEOUT_CODES.has(code) ? new GatewayTimeout(err) : new BadGateway(err);
+    },
+  };
+}
+
+/** The failure happened before a byte reached the backend. */
+export function isNotConnected(err: Error): boolean {
+  return NOT_CONNECTED.has(codeOf(err));
+}
+
+function codeOf(err: Error): string {
+  return (err as NodeJS.ErrnoException).code ?? '';
+}

@@ -1,0 +1,94 @@
+/**
+ * Forwarding an admitted request to its route's backend, and the headers an admitted request
+ * or handshake is sent with.
+ *
+ * The response is written here (`selfHandleResponse`), not by http-proxy-3's outgoing passes,
+ * which would copy hop-by-hop headers and add their own `Connection`. Bodies stream both ways
+ * with backpressure (pipes, never buffers). A bodiless request whose target could not be
+ * connected to is tried once more on another target; nothing else is retried.
+ */
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { createHeaderPolicy } from './headers.js';
+import { isNotConnected, type Flights } from './flight.js';
+import type { Route, RouteMatch } from './routes.js';
+import type { Target } from './targets.js';
+import type { Admitted, FlightOptions } from './types.js';
+
+type HeaderPolicy = ReturnType<typeof createHeaderPolicy>;
+
+/** `webSocketProtocol`: given (a list, or null for none) only for a WebSocket handshake. */
+export type HeadersFor = (req: IncomingMessage, route: Route, admitted: Admitted, requestId: string, webSocketProtocol?: string | null) => OutgoingHttpHeaders;
+
+/**
+ * Resolves once the exchange is over (answered, cut, or the client gone); rejects with the
+ * GatewayError to answer when the backend failed before its answer started.
+ */
+export type Forward = (req: IncomingMessage, res: ServerResponse, match: RouteMatch, admitted: Admitted, requestId: string) => Promise<void>;
+
+/** The headers the backend gets (the Host of a `target` route is set per attempt, by Flights.start). */
+export function createHeadersFor(policy: HeaderPolicy): HeadersFor {
+  return function headersFor(req, route, { identity, assertion }, requestId, webSocketProtocol) {
+    return policy.upstream(req, {
+      identity: identity === undefined ? route.sends.anonymous : route.sends.caller,
+      caller: identity,
+      requestId,
+      assertion,
+      forwardAuthorization: route.forwardAuthorization,
+      host: route.host === 'preserve' ? req.headers.host ?? '' : '',
+      websocket: webSocketProtocol !== undefined,
+      webSocketProtocol: webSocketProtocol ?? undefined,
+    });
+  };
+}
+
+export function createForward(policy: HeaderPolicy, headersFor: HeadersFor, { server, start, failed }: Flights): Forward {
+  return function forward(req, res, match, admitted, requestId) {
+    const { route } = match;
+    const headers = headersFor(req, route, admitted, requestId);
+    req.url = match.upstreamUrl;
+    const bodiless = req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0';
+
+    return new Promise<void>((resolve, reject) => {
+      let attempts = 0;
+      const attempt = (exclude?: Target) => {
+        attempts++;
+        const flight = start(route, headers, exclude);
+        const { target } = flight;
+        flight.onResponse = (proxyRes) => {
+          route.pool.succeeded(target);
+          // The backend answered before the whole body arrived (413 and close, say): the
+          // rest of the upload has nowhere to go, so this connection ends with the answer.
+          if (!req.complete) res.shouldKeepAlive = false;
+          const head = policy.downstream(proxyRes.headers, proxyRes.rawHeaders);
+          // The gateway's quota is the one the client meets first: its fields replace a backend's.
+          if (admitted.limitHeaders !== undefined) {
+            delete head['ratelimit'];
+            delete head['ratelimit-policy'];
+          }
+          res.writeHead(proxyRes.statusCode ?? 502, head);
+          // A backend that breaks off mid-body: the client sees a cut, never a short body that
+          // looks complete. (The other way round, a client that leaves, http-proxy-3 destroys
+          // the backend request.) Not stream.pipeline: it builds an AbortController and a
+          // DOMException per call, 6 % of a proxied request's CPU.
+          proxyRes.once('error', () => res.destroy());
+          proxyRes.once('aborted', () => res.destroy());
+          proxyRes.pipe(res);
+        };
+        const options: FlightOptions = { target: target.url, agent: target.agent, connectTimeout: route.connectTimeoutMs, flight };
+        server.web(req, res, options, (err) => {
+          // After the answer's head, the response pipeline ends or cuts the connection itself;
+          // a failure on the request side (the backend stopped reading an upload it already
+          // answered) must not cut an answer that is still arriving whole.
+          if (flight.responded) return;
+          // The client went away first: not the backend's fault.
+          if (res.destroyed || req.socket.destroyed) return resolve();
+          const error = failed(flight, err, requestId);
+          if (isNotConnected(err) && bodiless && attempts < 2 && route.pool.targets.length > 1) return attempt(target);
+          reject(error);
+        });
+      };
+      res.once('close', () => resolve());
+      attempt();
+    });
+  };
+}

@@ -1,0 +1,54 @@
+/**
+ * Types shared by the proxy's steps (admission.ts, flight.ts, forward.ts, websocket.ts) and
+ * their assembly (proxy.ts). A leaf: it imports no step, so no step imports another through it.
+ */
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { ServerOptions } from 'http-proxy-3';
+import type { Authenticate, Identity } from '../auth/bearer.js';
+import type { Revocations } from '../auth/revocation.js';
+import type { Signer } from '../auth/signer.js';
+import type { Config } from '../config/schema.js';
+import type { LimitHeaders, RateLimits } from '../limits/rate-limits.js';
+import type { Logger } from '../telemetry/log.js';
+import type { Clock } from '../util/clock.js';
+import type { Route } from './routes.js';
+import type { Target } from './targets.js';
+
+export interface ProxyDeps {
+  config: Config;
+  log: Logger;
+  clock: Clock;
+  signer: Signer;
+  authenticate: Authenticate;
+  revocations: Revocations;
+  limits: RateLimits;
+}
+
+/** Who a route let through (undefined on a public route), the assertion it sends, and its quota's headers. */
+export interface Admitted {
+  identity: Identity | undefined;
+  assertion: string | undefined;
+  limitHeaders: LimitHeaders;
+}
+
+/** Who was let through, for the access log (set as soon as the token is verified). */
+export interface Seen {
+  identity?: Identity | undefined;
+}
+
+/** One attempt at one backend, handed to our http-proxy-3 hooks through its options. */
+export interface Flight {
+  readonly route: Route;
+  readonly target: Target;
+  readonly headers: OutgoingHttpHeaders;
+  /** The backend's response head arrived (or, for a WebSocket, its 101). */
+  responded: boolean;
+  /** The route's response timeout fired before that. */
+  timedOut: boolean;
+  /** Called with the backend's response head (for a WebSocket: an answer other than 101). */
+  onResponse: ((proxyRes: IncomingMessage) => void) | undefined;
+  /** Called once the backend switched protocols, before its 101 is relayed (WebSocket only). */
+  onUpgrade: ((proxyRes: IncomingMessage) => void) | undefined;
+}
+
+export type FlightOptions = ServerOptions & { flight: Flight };

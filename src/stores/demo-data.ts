@@ -1,0 +1,47 @@
+/**
+ * The demo data's API keys are a public credential: config/demo-data.json ships in the image,
+ * and the README prints their secrets. Under NODE_ENV=production (the Docker image's default,
+ * listening on all interfaces) the gateway refuses to start while its key source holds any of
+ * them, unless `data.allowDemoData` says so; test/startup.test.ts holds it.
+ *
+ * A key counts as demo data by its secret, not by the file's path or the key's name: a copy of
+ * the demo file under another name, or one demo key pasted into a real file, serves the same
+ * published secret. Each published secret is listed here in clear, as the README gives it, and
+ * test/unit/demo-data.test.ts checks that every key of the shipped file is among them.
+ */
+import { hashSecret, secretDigest } from '../domain/secrets.js';
+import type { DataFile } from './data-file.js';
+
+const PUBLISHED_DEMO_SECRETS = ['sk_demo_alice_secret', 'sk_demo_alice_disabled_secret', 'sk_demo_bob_secret'];
+const DEMO_DIGESTS = new Set(PUBLISHED_DEMO_SECRETS.map((secret) => secretDigest(hashSecret(secret))));
+
+export class DemoDataError extends Error {
+  override name = 'DemoDataError';
+}
+
+/** "<account>/<key id>" of every API key in `data` whose secret is a published demo secret. */
+export function findDemoKeys(data: DataFile): string[] {
+  return data.accounts.flatMap((account) => account.apiKeys.filter((key) => DEMO_DIGESTS.has(key.secretDigest)).map((key) => `${account.id}/${key.id}`));
+}
+
+/**
+ * Throws DemoDataError when a production gateway would serve demo keys without being told to;
+ * returns the warning to log when it was told to, else undefined.
+ */
+export function checkDemoData(data: DataFile, { file, isProduction, allowDemoData }: { file: string; isProduction: boolean; allowDemoData: boolean }): string | undefined {
+  if (!isProduction) return undefined;
+  const demoKeys = findDemoKeys(data);
+  if (demoKeys.length === 0) return undefined;
+  const what = `the data file ${file} holds demo API keys whose secrets are published in the README (${demoKeys.join(', ')})`;
+  if (allowDemoData) return `${what}: serving them because ALLOW_DEMO_DATA=true; anyone who can reach the gateway can sign in with them (give it real data with GATEWAY_DATA_FILE)`;
+  throw new DemoDataError([
+    `${what}; with NODE_ENV=production the gateway will not serve them.`,
+    'Give it real data instead:',
+    '  - a data file of your own accounts: GATEWAY_DATA_FILE=/path/to/data.json (setting data.file), with keys made by',
+    '    `npm run keys:create -- --account <id>` (in the image: `node dist/cli/create-key.js --account <id>`);',
+    '  - or keys and directory in Redis: KEY_SOURCE=redis and DIRECTORY_STORE=redis with REDIS_URL, filled by',
+    '    `npm run keys:import -- --file <your data file>` and `npm run directory:import -- --file <your data file>`',
+    '    (in the image: `node dist/cli/import-keys.js`, `node dist/cli/import-directory.js`).',
+    'To run the demo anyway (never on a reachable address), set ALLOW_DEMO_DATA=true (setting data.allowDemoData).',
+  ].join('\n'));
+}

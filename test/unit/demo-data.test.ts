@@ -1,0 +1,33 @@
+/**
+ * Which keys count as demo data (src/stores/demo-data.ts): every key of the shipped demo file,
+ * by its published secret, wherever it is copied; no key made by `keys:create`.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { test } from 'node:test';
+import { hashSecret, secretDigest } from '../../src/domain/secrets.js';
+import { readDataFile } from '../../src/stores/data-file.js';
+import { checkDemoData, DemoDataError, findDemoKeys } from '../../src/stores/demo-data.js';
+
+const demo = readDataFile(new URL('../../config/demo-data.json', import.meta.url).pathname);
+
+test('every API key of config/demo-data.json counts as demo data', () => {
+  const all = demo.accounts.flatMap((a) => a.apiKeys.map((k) => `${a.id}/${k.id}`));
+  assert.ok(all.length > 0);
+  assert.deepEqual(findDemoKeys(demo), all, 'a demo key whose secret is not in PUBLISHED_DEMO_SECRETS');
+});
+
+test('a key counts by its secret, whatever its account, id or apiKey', () => {
+  const demoKey = demo.accounts[0]!.apiKeys[0]!;
+  const fresh = { id: 'key_real', apiKey: 'ak_real', secretDigest: secretDigest(hashSecret(randomBytes(32).toString('base64url'))) };
+  const data = { accounts: [{ id: 'acct_real', apiKeys: [fresh, { ...demoKey, id: 'key_renamed', apiKey: 'ak_renamed' }] }] } as typeof demo;
+  assert.deepEqual(findDemoKeys(data), ['acct_real/key_renamed']);
+  assert.deepEqual(findDemoKeys({ accounts: [{ id: 'acct_real', apiKeys: [fresh] }] } as typeof demo), []);
+});
+
+test('refused only in production and only without the opt-in', () => {
+  const file = '/etc/gateway/data.json';
+  assert.equal(checkDemoData(demo, { file, isProduction: false, allowDemoData: false }), undefined);
+  assert.throws(() => checkDemoData(demo, { file, isProduction: true, allowDemoData: false }), DemoDataError);
+  assert.match(checkDemoData(demo, { file, isProduction: true, allowDemoData: true }) ?? '', /ALLOW_DEMO_DATA=true/);
+});
