@@ -457,16 +457,14 @@ function countingProblems(runs: Run[]): string[] {
 
 async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> {
   const keys = makeSigningKey();
-  const tokens = await TokenSupply.mint(NAME, keys.privateKey, tmp, TOKENS, ACCOUNTS);
-
   const redis = await startRedis(tmp);
-  const ctx: Context = {
-    backend: await startBenchServer('backend', 'backend.ts', CLIENT_CORE, {}, { readyPath: PATH, readyStatus: 200 }),
-    redis,
-    tokens,
-  };
+  const backend = await startBenchServer('backend', 'backend.ts', CLIENT_CORE, {}, { readyPath: PATH, readyStatus: 200 });
   const servers = new Map<Target, Server>();
-  for (const target of TARGETS) servers.set(target, await startTarget(target, runtime, keys, ctx.backend.url, redis.url));
+  for (const target of TARGETS) servers.set(target, await startTarget(target, runtime, keys, backend.url, redis.url));
+  // Minted once the gateways run: on a new Redis the first one starts the epoch, and a gateway
+  // refuses access tokens issued before it (src/stores/revocation.ts).
+  const tokens = await TokenSupply.mint(NAME, keys.privateKey, tmp, TOKENS, ACCOUNTS);
+  const ctx: Context = { backend, redis, tokens };
   for (const [target, server] of servers) await sanityCheck(target, server, ctx.tokens);
   const memory = new Map<Target, { before: number; after: number; peak: number }>();
   for (const [target, server] of servers) memory.set(target, { before: memoryMb(server.pid).rssMb, after: NaN, peak: NaN });

@@ -29,6 +29,7 @@ import { MemoryKeyDirectory } from './stores/key-directory.memory.js';
 import { RedisKeyDirectory } from './stores/key-directory.redis.js';
 import type { KeyDirectory } from './stores/key-directory.js';
 import { connectRedis, type RedisConnection } from './stores/redis/client.js';
+import { warnUnlessDurable } from './stores/redis/durability.js';
 import { MemoryRevocationStore } from './stores/revocation.memory.js';
 import { RedisRevocationStore } from './stores/revocation.redis.js';
 import { resetRetentionMs, type RevocationStore } from './stores/revocation.js';
@@ -103,7 +104,8 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
     const shared = redis;
     keys = config.data.keySource === 'redis' ? new RedisKeyDirectory(shared) : fileKeys;
     tokens = new RedisRefreshTokenStore(shared);
-    revocationStore = new RedisRevocationStore(shared, { retainMs, log });
+    // The epoch is checked as often as a cached copy of resets is trusted without a notice.
+    revocationStore = new RedisRevocationStore(shared, { retainMs, log, clock, checkEveryMs: config.redis.resetCacheTtlMs });
     counters = new RedisRateCounters(shared, {
       timeoutMs: config.limits.storeTimeoutMs,
       breakerFailures: config.redis.breakerFailures,
@@ -123,7 +125,7 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
     fileDirectory.load(next);
   });
   const directory = createDirectory(config, { log, clock, redis, fileDirectory });
-  const revocations = createRevocations({ store: revocationStore, clock, ttlMs: config.redis.resetCacheTtlMs, rememberMs });
+  const revocations = createRevocations({ store: revocationStore, clock, ttlMs: config.redis.resetCacheTtlMs, rememberMs, skewMs: t.clockSkewSeconds * 1000 });
   const auth = createAuthService({ keys, tokens, signer, revocations, clock, log, settings: t });
   const authenticate = createAuthenticator(signer, revocations);
   const metrics = createMetrics({ processMetrics: config.metrics.enabled });
@@ -151,9 +153,14 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
     readiness,
     state: redis === undefined ? 'memory' : 'redis',
     async warmUp() {
-      if (redis !== undefined && !(await redis.waitUntilReady(config.redis.connectTimeoutMs))) {
+      if (redis === undefined) return;
+      if (!(await redis.waitUntilReady(config.redis.connectTimeoutMs))) {
         log.warn('redis is not reachable yet: listening anyway; sign-in and refresh answer 503 until it is (see /readyz)');
+        return;
       }
+      // The epoch exists before the first token is issued, so no token of this start is from before it.
+      await revocationStore.epoch().catch(() => {});
+      await warnUnlessDurable(redis, log);
     },
     async close() {
       stopWatching();

@@ -11,6 +11,13 @@
  * every copy is read again before it is trusted, but still answers while the store cannot be
  * read. When nothing is known and the store cannot be read, the token is accepted: an outage
  * must not log everyone out (docs/redis.md states this guarantee).
+ *
+ * A token issued before the store's epoch began (stores/revocation.ts) is refused: resets from
+ * before it may be lost. The epoch is read once, then kept current by the store's `onEpoch`;
+ * a new one (a loss) is announced to the watchers as a gap, so open WebSockets are checked
+ * again. `skewMs` is the clock disagreement allowed between instances: a token issued that
+ * little before the epoch began is still accepted, so an instance whose clock lags the one
+ * that made the record does not have its fresh tokens refused.
  */
 import { LRUCache } from 'lru-cache';
 import { latestReset, type AccountResets, type ResetListener, type ResetScope, type RevocationStore } from '../stores/revocation.js';
@@ -45,6 +52,8 @@ export interface RevocationsOptions {
   rememberMs: number;
   /** Most accounts cached. */
   max?: number;
+  /** Clock disagreement allowed between instances when comparing with the epoch's start. */
+  skewMs?: number;
 }
 
 interface HeardResets {
@@ -58,7 +67,7 @@ interface CachedResets {
   epoch: number;
 }
 
-export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_000 }: RevocationsOptions): Revocations {
+export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_000, skewMs = 0 }: RevocationsOptions): Revocations {
   const perf = { now: () => clock.now() };
   let epoch = 0;
   const cached = new LRUCache<string, CachedResets>({
@@ -82,6 +91,28 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
 
   const listeners: ResetListener[] = [];
 
+  /** Tokens issued before this are refused; undefined until the store's epoch is first read. */
+  let refuseBefore: number | undefined;
+  let epochRead: Promise<void> | undefined;
+  function beginEpoch(startedAt: number): void {
+    const next = startedAt - skewMs;
+    if (next === refuseBefore) return;
+    const known = refuseBefore !== undefined;
+    refuseBefore = next;
+    // Data lost: every cached copy is from before, and what holds a token must check it again.
+    if (known) {
+      epoch++;
+      for (const listener of listeners) listener.onGap();
+    }
+  }
+  /** Reads the epoch once; a failed read is tried again by the next token that needs it. */
+  function readEpoch(): Promise<void> {
+    epochRead ??= store.epoch().then(beginEpoch, () => {
+      epochRead = undefined;
+    });
+    return epochRead;
+  }
+
   function remember(scope: ResetScope, at: number): void {
     const { accountId, keyId } = scope;
     const entry = heard.get(accountId) ?? { keys: new Map<string, number>() };
@@ -99,7 +130,10 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
       epoch++;
       for (const listener of listeners) listener.onGap();
     },
+    onEpoch: beginEpoch,
   });
+  // Not read here: a Redis store is not connected yet (services.warmUp reads it once it is,
+  // and the store announces it); the first token asks otherwise.
 
   function covers(resets: AccountResets | undefined, token: IssuedToken): boolean {
     return resets !== undefined && token.issuedAtMs <= latestReset(resets, token.keyId);
@@ -120,17 +154,27 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
 
     isRevoked(token) {
       if (covers(heard.get(token.accountId), token)) return true;
-      const fresh = cached.get(token.accountId);
-      if (fresh !== undefined && fresh.epoch === epoch) return covers(fresh.resets, token);
-      // Expired copy of this epoch: answer from it while one read refreshes it. Copy from
-      // before a gap: wait for the read, and fall back to the copy only if the read fails.
-      const kept = fresh ?? cached.peek(token.accountId, { allowStale: true });
-      const current = kept === undefined || kept.epoch === epoch;
-      return cached.fetch(token.accountId, { allowStale: current, forceRefresh: !current }).then(
-        (entry) => covers(entry?.resets, token),
-        // Nothing known and the store unreadable: accept (see the revocation guarantee in docs/redis.md).
-        () => false,
-      );
+      if (refuseBefore === undefined) {
+        // Until the epoch is known (the first token, or a start that found the store
+        // unreachable): ask; if it cannot be read, the resets decide, as in any outage.
+        return readEpoch().then(() => (refuseBefore !== undefined && token.issuedAtMs < refuseBefore) || isCoveredByStoredReset(token));
+      }
+      if (token.issuedAtMs < refuseBefore) return true;
+      return isCoveredByStoredReset(token);
     },
   };
+
+  function isCoveredByStoredReset(token: IssuedToken): boolean | Promise<boolean> {
+    const fresh = cached.get(token.accountId);
+    if (fresh !== undefined && fresh.epoch === epoch) return covers(fresh.resets, token);
+    // Expired copy of this epoch: answer from it while one read refreshes it. Copy from
+    // before a gap: wait for the read, and fall back to the copy only if the read fails.
+    const kept = fresh ?? cached.peek(token.accountId, { allowStale: true });
+    const current = kept === undefined || kept.epoch === epoch;
+    return cached.fetch(token.accountId, { allowStale: current, forceRefresh: !current }).then(
+      (entry) => covers(entry?.resets, token),
+      // Nothing known and the store unreadable: accept (see the revocation guarantee in docs/redis.md).
+      () => false,
+    );
+  }
 }

@@ -13,7 +13,8 @@ import type { Revocations } from './revocation.js';
 import type { Signer } from './signer.js';
 
 export type IssueResult =
-  | { outcome: 'issued'; pair: TokenPair }
+  /** `replayed`: a duplicate refresh inside the grace window, given the pair already minted. */
+  | { outcome: 'issued'; pair: TokenPair; replayed?: true }
   | { outcome: 'rejected'; reason: 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' };
 
 export type ResetResult =
@@ -96,7 +97,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
           return { outcome: 'issued', pair };
         case 'replayed': {
           const earlier = unsealPair(result.sealedPair, presented.secret);
-          return earlier === undefined ? { outcome: 'rejected', reason: 'invalid' } : { outcome: 'issued', pair: earlier };
+          return earlier === undefined ? { outcome: 'rejected', reason: 'invalid' } : { outcome: 'issued', pair: earlier, replayed: true };
         }
         case 'reused':
           log.warn({ accountId: presented.accountId, keyId: presented.keyId, familyId: result.familyId }, 'refresh token reused: family revoked');

@@ -3,7 +3,7 @@
  * (docs/rate-limits.md), and the subjects they count:
  *
  *   sign-in, token reset   attempts per address; failures per key+address, per address, per key
- *   refresh                calls per token family, per address
+ *   refresh                calls per token family (duplicates in the grace window given back), per address
  *   an authenticated route calls per account (and per key, per address where configured), per route
  *   a public route         calls per address, per route
  *
@@ -11,6 +11,7 @@
  * limit; a success gives its attempt back (and ends the key+address run of failures), so only
  * failures accumulate. The longer windows of a failure limit are its growing lockout.
  */
+import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Identity } from '../auth/bearer.js';
 import type { Config, QuotaRuleConfig, StoreFailurePolicy, WindowConfig } from '../config/schema.js';
@@ -26,11 +27,23 @@ export interface Attempt {
   undecided(): Promise<void>;
 }
 
+/** A refresh let through to the token store; say whether it turned out to be a duplicate. */
+export interface RefreshAttempt {
+  /** The RateLimit fields for the response (as counted when it arrived). */
+  headers: LimitHeaders;
+  /**
+   * It was a duplicate inside the grace window, answered with the pair already minted: the
+   * family's unit is given back, so duplicates never spend the family's limit (the address's
+   * unit stays spent: every call from an address counts).
+   */
+  replayed(): Promise<void>;
+}
+
 export interface RateLimits {
   /** Before checking an API key's secret; throws TooManyRequests while it is locked out. */
   signIn(apiKey: string, address: string): Promise<Attempt>;
-  /** Before rotating a refresh token (`familyId` when the token names one). */
-  refresh(familyId: string | undefined, address: string): Promise<LimitHeaders>;
+  /** Before rotating a refresh token (`familyId` when the token names one); throws TooManyRequests over a limit. */
+  refresh(familyId: string | undefined, address: string): Promise<RefreshAttempt>;
   /** Before serving an admitted call on a route (`identity` undefined on a public route). */
   route(route: RouteRef, identity: Identity | undefined, req: IncomingMessage): Promise<LimitHeaders>;
 }
@@ -76,11 +89,15 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
   return {
     async signIn(apiKey, address) {
       const l = signInLimits;
+      // An apiKey nobody holds is counted like a real one: any difference in the counting would
+      // show in the answers (a lockout or none) and tell which keys exist. What made-up keys
+      // can store is bounded by the per-address failure limit, and each key name by `bounded`.
+      const [ip, key] = [bounded(address), bounded(apiKey)];
       const checks = present([
-        check(l.address, `si:ip:${address}`),
-        check(l.pair, `sf:ka:${address}|${apiKey}`),
-        check(l.failedAddress, `sf:ip:${address}`),
-        check(l.failedKey, `sf:k:${apiKey}`),
+        check(l.address, `si:ip:${ip}`),
+        check(l.pair, `sf:ka:${ip}|${key}`),
+        check(l.failedAddress, `sf:ip:${ip}`),
+        check(l.failedKey, `sf:k:${key}`),
       ]);
       await limiter.take(checks);
       // A success or an undecided check is no failed guess: the failure counts get their unit
@@ -94,22 +111,21 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
       return { succeeded: () => giveBack(true), undecided: () => giveBack(false) };
     },
 
-    refresh(familyId, address) {
+    async refresh(familyId, address) {
       const l = refreshLimits;
-      return limiter.take(present([
-        familyId === undefined ? undefined : check(l.family, `rf:f:${familyId}`),
-        check(l.address, `rf:ip:${address}`),
-      ]));
+      const family = familyId === undefined ? undefined : check(l.family, `rf:f:${bounded(familyId)}`);
+      const headers = await limiter.take(present([family, check(l.address, `rf:ip:${bounded(address)}`)]));
+      return { headers, replayed: async () => { if (family !== undefined) await limiter.refund(family); } };
     },
 
     route(route, identity, req) {
       const quota = quotas(route, identity?.accountId);
       const checks: Check[] = [];
       if (identity !== undefined) {
-        if (quota.account !== undefined) checks.push({ limit: quota.account, subject: `q:${route.name}:a:${identity.accountId}`, cost: quota.cost });
-        if (quota.key !== undefined) checks.push({ limit: quota.key, subject: `q:${route.name}:k:${identity.keyId}`, cost: quota.cost });
+        if (quota.account !== undefined) checks.push({ limit: quota.account, subject: `q:${route.name}:a:${bounded(identity.accountId)}`, cost: quota.cost });
+        if (quota.key !== undefined) checks.push({ limit: quota.key, subject: `q:${route.name}:k:${bounded(identity.keyId)}`, cost: quota.cost });
       }
-      if (quota.address !== undefined) checks.push({ limit: quota.address, subject: `q:${route.name}:ip:${clientAddress(req)}`, cost: quota.cost });
+      if (quota.address !== undefined) checks.push({ limit: quota.address, subject: `q:${route.name}:ip:${bounded(clientAddress(req))}`, cost: quota.cost });
       return limiter.take(checks);
     },
   };
@@ -117,9 +133,23 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
 
 const OFF: RateLimits = {
   signIn: async () => ({ succeeded: async () => {}, undecided: async () => {} }),
-  refresh: async () => undefined,
+  refresh: async () => ({ headers: undefined, replayed: async () => {} }),
   route: async () => undefined,
 };
+
+/** Longest part of a subject kept as it came (the 45 characters of an IPv6 address fit). */
+const MAX_SUBJECT_PART = 64;
+
+/**
+ * A part of a subject that a client chooses (an apiKey, a family id, an address), bounded: kept
+ * as it is up to MAX_SUBJECT_PART characters, else replaced by `#` and the base64url SHA-256 of
+ * it (44 characters), so a counter's key name stays short whatever a client sends. A part that
+ * itself starts with `#` is digested too, so a raw part never reads as another one's digest.
+ */
+function bounded(part: string): string {
+  if (part.length <= MAX_SUBJECT_PART && !part.startsWith('#')) return part;
+  return `#${createHash('sha256').update(part, 'utf8').digest('base64url')}`;
+}
 
 function check(limit: Limit | undefined, subject: string): Check | undefined {
   return limit === undefined ? undefined : { limit, subject, cost: 1 };

@@ -53,8 +53,12 @@ export class MemoryRateCounters implements RateCounters {
   async refund(subject: string, windows: readonly CounterWindow[], cost: number): Promise<void> {
     const now = this.#clock.now();
     for (const w of windows) {
-      const slot = this.#slots.get(key(subject, w));
-      if (slot !== undefined && slot.endsAt > now) slot.count = Math.max(0, slot.count - cost);
+      const k = key(subject, w);
+      const slot = this.#slots.get(k);
+      if (slot === undefined || slot.endsAt <= now) continue;
+      slot.count = Math.max(0, slot.count - cost);
+      // As in Redis: a window back at 0 is forgotten, so a given-back attempt takes no entry.
+      if (slot.count === 0) this.#slots.delete(k);
     }
   }
 

@@ -35,7 +35,11 @@ export interface Tally {
 export interface RateCounters {
   /** Adds `cost` (≥ 1) to every window of `subject` when each has room for it; one atomic step. */
   hit(subject: string, windows: readonly CounterWindow[], cost: number): Promise<Tally>;
-  /** Gives back `cost` units taken earlier, to the windows still open (never below 0, never opening one). */
+  /**
+   * Gives back `cost` units taken earlier, to the windows still open (never below 0, never
+   * opening one). A window given back to 0 is forgotten, so an attempt refused or given back
+   * leaves nothing stored; the next unit opens a new window.
+   */
   refund(subject: string, windows: readonly CounterWindow[], cost: number): Promise<void>;
   /** Forgets every window of `subject`. */
   clear(subject: string, windows: readonly CounterWindow[]): Promise<void>;

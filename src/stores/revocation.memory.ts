@@ -1,15 +1,21 @@
 /**
  * Token resets in process memory, for a gateway that runs alone: listeners are called at once.
  * An entry is kept as long as any token issued before it can live (`retainMs`), then dropped.
+ *
+ * Its epoch is 0: it refuses no token for being older than the store. Its resets die with the
+ * process, as docs/redis.md says of memory state; an access token signed with a configured key
+ * and reset before a restart is accepted again after it. Refusing tokens from before the
+ * process started would close that, at the price of logging every client out on each restart:
+ * a choice left open here, where Redis's epoch is about data lost behind the gateway's back.
  */
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../util/clock.js';
-import { NO_RESETS, type AccountResets, type ResetListener, type ResetScope, type RevocationStore } from './revocation.js';
+import { NO_RESETS, type AccountResets, type ResetScope, type RevocationListener, type RevocationStore } from './revocation.js';
 import { entryBound } from '../util/lru.js';
 
 export class MemoryRevocationStore implements RevocationStore {
   readonly #resets: LRUCache<string, { account?: number; keys: Map<string, number> }>;
-  readonly #listeners: ResetListener[] = [];
+  readonly #listeners: RevocationListener[] = [];
   readonly #retainMs: number;
   readonly #clock: Clock;
 
@@ -40,7 +46,11 @@ export class MemoryRevocationStore implements RevocationStore {
     return this.#resets.get(accountId) ?? NO_RESETS;
   }
 
-  watch(listener: ResetListener): void {
+  async epoch(): Promise<number> {
+    return 0;
+  }
+
+  watch(listener: RevocationListener): void {
     this.#listeners.push(listener);
   }
 }

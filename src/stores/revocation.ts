@@ -6,6 +6,13 @@
  * guard checks this through auth/revocation.ts, which caches what `read` returns).
  *
  * Times are epoch milliseconds from the gateway instances' clocks, which must agree (NTP).
+ *
+ * A store that loses its data loses its resets with it, and a JWT outlives the loss: so each
+ * store has an epoch, the time from which it holds every reset, and a token issued before the
+ * epoch began is refused as if reset (auth/revocation.ts). Memory: the process's start. Redis:
+ * a record made by the first instance that finds none, which is a new deployment or a Redis
+ * that lost its data (restart without persistence, failover to an empty replica, eviction,
+ * FLUSHALL); every instance checks it on each (re)connection and every `resetCacheTtlMs`.
  */
 
 export interface ResetScope {
@@ -29,6 +36,12 @@ export interface ResetListener {
   onGap(): void;
 }
 
+/** What the store tells the reset cache (auth/revocation.ts): the notices, and each new epoch. */
+export interface RevocationListener extends ResetListener {
+  /** The store's epoch is (now) the one begun at `startedAt`: tokens issued before it are refused. */
+  onEpoch(startedAt: number): void;
+}
+
 export interface RevocationStore {
   /**
    * Records the reset and tells every instance (the listeners of `watch`). A later reset
@@ -37,8 +50,14 @@ export interface RevocationStore {
   reset(scope: ResetScope, at: number): Promise<void>;
   /** The account's resets as stored now. */
   read(accountId: string): Promise<AccountResets>;
-  /** Registers a listener for resets made anywhere from now on. */
-  watch(listener: ResetListener): void;
+  /**
+   * When the store's current epoch began. Redis: made now (with this instance's clock) when no
+   * epoch record exists, atomically, so instances racing to make it agree on one. A start that
+   * differs from the one this handle knew means the data was lost: the listeners hear `onEpoch`.
+   */
+  epoch(): Promise<number>;
+  /** Registers a listener for resets made anywhere from now on, and for new epochs. */
+  watch(listener: RevocationListener): void;
 }
 
 /** The time of the latest reset that covers a token of this key, or 0 when none does. */

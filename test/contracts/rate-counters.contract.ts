@@ -17,6 +17,8 @@ export interface CountersUnderTest {
   counters: RateCounters;
   /** Lets `ms` of time pass for the counters (memory: the clock; Redis: a real wait). */
   elapse(ms: number): Promise<void>;
+  /** How many windows the store holds now, of every subject (memory: its entries; Redis: DBSIZE). */
+  held(): Promise<number>;
   /** How far below the expected time left a window's `resetsInMs` may read (0: exact). */
   slackMs: number;
   close(): Promise<void>;
@@ -31,7 +33,7 @@ function subject(label = 's'): string {
 
 export function runRateCountersContract(name: string, make: () => Promise<CountersUnderTest>, options: { skip?: string | false } = {}): void {
   test(`RateCounters contract: ${name}`, options, async (t) => {
-    const { counters, elapse, slackMs, close } = await make();
+    const { counters, elapse, held, slackMs, close } = await make();
     t.after(close);
 
     /** `resetsInMs` of each window: exactly `expected` for a window just opened, else within the slack below it. */
@@ -186,6 +188,21 @@ export function runRateCountersContract(name: string, make: () => Promise<Counte
       const tallies = await hits(s, windows, 5);
       assert.deepEqual(tallies.map((x) => x.counts[0]), [1, 2, 3, 3, 3], 'from 0, not from -3');
       assert.equal(tallies.filter((x) => x.admitted).length, 3);
+    });
+
+    await t.test('a refund back to 0 leaves nothing held: a refused attempt leaves no trace', async () => {
+      const s = subject();
+      const windows = [{ limit: 3, ms: MINUTE }, { limit: 10, ms: HOUR }];
+      const before = await held();
+      await hits(s, windows, 2);
+      assert.equal(await held(), before + 2, 'one entry per window');
+      await counters.refund(s, windows, 1);
+      assert.equal(await held(), before + 2, 'a window still counting is kept');
+      await counters.refund(s, windows, 1);
+      assert.equal(await held(), before, 'windows back at 0 are gone');
+      const again = await counters.hit(s, windows, 1);
+      assert.deepEqual([again.admitted, again.counts], [true, [1, 1]]);
+      assertResets(again, [MINUTE, HOUR], 'the next hit opens new windows');
     });
 
     await t.test('refund on a subject never counted opens no window and leaves no credit', async () => {

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import { latestReset, type ResetListener, type ResetScope, type RevocationStore } from '../../src/stores/revocation.js';
+import { latestReset, type ResetScope, type RevocationListener, type RevocationStore } from '../../src/stores/revocation.js';
 
 export interface RevocationStoresUnderTest {
   a: RevocationStore;
@@ -31,10 +31,14 @@ interface Heard {
 }
 
 /** A listener that writes down what it hears. */
-function recorder(): ResetListener & { heard: Heard[]; gaps: number } {
+function recorder(): RevocationListener & { heard: Heard[]; gaps: number; epochs: number[] } {
   const rec = {
     heard: [] as Heard[],
     gaps: 0,
+    epochs: [] as number[],
+    onEpoch(startedAt: number) {
+      rec.epochs.push(startedAt);
+    },
     onReset(scope: ResetScope, at: number) {
       rec.heard.push({ scope: { ...scope }, at });
     },
@@ -81,6 +85,14 @@ export function runRevocationContract(
   test(`RevocationStore contract: ${name}`, options, async (t) => {
     const { a, b, close } = await make();
     t.after(close);
+
+    await t.test('epoch: one start, the same through both handles and on every call, not in the future', async () => {
+      const [x, y] = await Promise.all([a.epoch(), b.epoch()]);
+      assert.ok(Number.isSafeInteger(x), `a time: ${x}`);
+      assert.equal(y, x, 'both handles see one epoch');
+      assert.equal(await a.epoch(), x, 'and it stays');
+      assert.ok(x <= Date.now(), 'begun by now');
+    });
 
     await t.test('an account without resets reads empty', async () => {
       const resets = await b.read(account());

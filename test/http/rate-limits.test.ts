@@ -313,6 +313,26 @@ test('refresh: per family', async (t) => {
     assertStatus(await refreshCall(gw, pair.refreshToken), 200, 'the refused token after the window');
   });
 
+  await t.test('duplicates inside the grace window spend nothing: ten tabs refreshing at once leave the family its budget', async () => {
+    const family = await enforced(t, { refresh: { perFamily: [{ limit: 10, seconds: 60 }], perAddress: [{ limit: 1000, seconds: 60 }] } }, TRUSTED);
+    const first = await pairOf(family);
+    const tabs = await Promise.all(Array.from({ length: 10 }, () => refreshCall(family, first.refreshToken)));
+    tabs.forEach((res, i) => assertStatus(res, 200, `tab #${i + 1}`));
+    let pair: TokenPair = tabs[0]!.body.message;
+    secrets.add(pair.accessToken);
+    secrets.add(pair.refreshToken);
+    for (const [i, res] of tabs.entries()) assert.deepEqual(res.body.message, pair, `tab #${i + 1} got the one pair minted`);
+    // One rotation spent: nine more fit in the window, the tenth does not.
+    for (let i = 1; i <= 9; i++) {
+      const res = await refreshCall(family, pair.refreshToken);
+      assertStatus(res, 200, `refresh #${i} after the burst`);
+      pair = res.body.message;
+      secrets.add(pair.accessToken);
+      secrets.add(pair.refreshToken);
+    }
+    assertRateLimited(await refreshCall(family, pair.refreshToken), 'the eleventh rotation in the window', 60);
+  });
+
   await t.test('different addresses share the family limit', async () => {
     let pair = await pairOf(gw);
     for (const [i, address] of ['203.0.113.1', '203.0.113.2', '203.0.113.3'].entries()) {

@@ -116,6 +116,23 @@ test('rate limits shared by two instances on one Redis', redisSuite(), async (t)
     // Bob's key from the same address is not concerned.
     await signIn(b!, DEMO.bob);
   });
+
+  await t.test('refresh duplicates across both instances spend nothing of the family limit', async () => {
+    const limits = { refresh: { perFamily: [{ limit: 10, seconds: 600 }], perAddress: [{ limit: 1000, seconds: 600 }] } };
+    const [a, b] = await Promise.all([1, 2].map(() => instance(t, { redisUrl: redis.url, keyPrefix: 'rl-refresh', limits })));
+    const first = await signIn(a!);
+    const refreshOn = (gw: TestGateway, refreshToken: string) => postJson(`${gw.url}/api/refresh`, { refreshToken });
+    const tabs = await Promise.all(Array.from({ length: 10 }, (_, i) => refreshOn(i % 2 === 0 ? a! : b!, first.refreshToken)));
+    assert.deepEqual(count(tabs), { 200: 10 });
+    let pair = tabs[0]!.body.message;
+    for (const res of tabs) assert.deepEqual(res.body.message, pair, 'one pair minted, every duplicate got it');
+    for (let i = 1; i <= 9; i++) {
+      const res = await refreshOn(i % 2 === 0 ? a! : b!, pair.refreshToken);
+      assert.equal(res.status, 200, `refresh #${i} after the burst: ${show(res)}`);
+      pair = res.body.message;
+    }
+    assertRateLimited(await refreshOn(a!, pair.refreshToken), 'the eleventh rotation');
+  });
 });
 
 test('Redis killed: the failure policies, the degraded signals, and recovery', redisSuite(), async (t) => {

@@ -22,9 +22,11 @@ const CONTRACT_SETTINGS = { timeoutMs: 2000, breakerFailures: 5, breakerCooldown
 
 runRateCountersContract('memory', async () => {
   const clock = new ManualClock();
+  const counters = new MemoryRateCounters({ clock, maxEntries: 10_000 });
   return {
-    counters: new MemoryRateCounters({ clock, maxEntries: 10_000 }),
+    counters,
     elapse: async (ms) => clock.advance(ms),
+    held: async () => counters.size,
     slackMs: 0,
     close: async () => {},
   };
@@ -42,6 +44,7 @@ runRateCountersContract('redis', async () => {
   return {
     counters: new RedisRateCounters(redis, CONTRACT_SETTINGS),
     elapse: (ms) => sleep(ms),
+    held: () => redis.run((c) => c.dbsize()),
     // PTTL runs down while the test runs: a timer late by this much on a busy machine still passes.
     slackMs: 250,
     close: async () => {

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { createRevocations, type IssuedToken, type Revocations } from '../../src/auth/revocation.js';
 import { MemoryRevocationStore } from '../../src/stores/revocation.memory.js';
-import type { AccountResets, ResetListener, ResetScope, RevocationStore } from '../../src/stores/revocation.js';
+import type { AccountResets, ResetScope, RevocationListener, RevocationStore } from '../../src/stores/revocation.js';
 import { ManualClock } from '../helpers/clock.js';
 
 const TTL_MS = 1000;
@@ -21,7 +21,7 @@ const ACCOUNT = 'acct_a';
 /** The memory store, with reads counted and switchable to failing, and notices under the test's control. */
 class ProbeStore implements RevocationStore {
   readonly inner: MemoryRevocationStore;
-  readonly listeners: ResetListener[] = [];
+  readonly listeners: RevocationListener[] = [];
   reads = 0;
   failing = false;
   /** False: `reset` records without a notice, as if this instance's own notice had not come back yet. */
@@ -52,7 +52,15 @@ class ProbeStore implements RevocationStore {
     return this.inner.read(accountId);
   }
 
-  watch(listener: ResetListener): void {
+  /** The epoch began long before every token of these tests (test/redis/data-loss.test.ts has the epoch). */
+  startedAt = 0;
+
+  async epoch(): Promise<number> {
+    if (this.failing) throw new Error('store unavailable');
+    return this.startedAt;
+  }
+
+  watch(listener: RevocationListener): void {
     this.listeners.push(listener);
   }
 }
@@ -269,5 +277,52 @@ test('createRevocations', async (t) => {
     // Past rememberMs the token has expired anyway; the notice is forgotten.
     f.advance(2);
     assert.equal(await f.revocations.isRevoked(tok), false);
+  });
+});
+
+test('createRevocations: the store epoch', async (t) => {
+  const SKEW_MS = 5000;
+  /** A fixture whose store epoch began at `startedAt` (or cannot be read yet, with `failing`). */
+  function epochSetUp(startedAt: number, failing = false) {
+    const clock = new ManualClock(Date.UTC(2026, 0, 1));
+    const store = new ProbeStore(clock);
+    store.startedAt = startedAt;
+    store.failing = failing;
+    const revocations = createRevocations({ store, clock, ttlMs: TTL_MS, rememberMs: REMEMBER_MS, skewMs: SKEW_MS });
+    const issued = (issuedAtMs: number): IssuedToken => ({ accountId: ACCOUNT, keyId: 'key_1', issuedAtMs });
+    return { clock, store, revocations, issued };
+  }
+
+  await t.test('a token issued before the epoch began, beyond the allowed skew, is refused; later ones are not', async () => {
+    const start = Date.UTC(2026, 0, 1);
+    const { revocations, issued } = epochSetUp(start);
+    assert.equal(await revocations.isRevoked(issued(start - SKEW_MS - 1)), true, 'the first token waits for the epoch');
+    assert.equal(revocations.isRevoked(issued(start - SKEW_MS - 1)), true, 'then it is known: answered synchronously');
+    assert.equal(await revocations.isRevoked(issued(start - SKEW_MS)), false, 'within the skew');
+    assert.equal(await revocations.isRevoked(issued(start + 1)), false);
+  });
+
+  await t.test('a new epoch refuses older tokens at once and tells the watchers, as a gap', async () => {
+    const start = Date.UTC(2026, 0, 1);
+    const { clock, store, revocations, issued } = epochSetUp(start - 3_600_000);
+    const old = issued(start - 60_000);
+    assert.equal(await revocations.isRevoked(old), false);
+    let gaps = 0;
+    revocations.watch({ onReset() {}, onGap: () => void gaps++ });
+    for (const l of store.listeners) l.onEpoch(clock.now());
+    assert.equal(revocations.isRevoked(old), true);
+    assert.equal(gaps, 1, 'open WebSockets are checked again');
+    for (const l of store.listeners) l.onEpoch(clock.now());
+    assert.equal(gaps, 1, 'the same epoch again is no news');
+  });
+
+  await t.test('an epoch that cannot be read yet: the resets decide; once it can, it applies', async () => {
+    const start = Date.UTC(2026, 0, 1);
+    const { store, revocations, issued } = epochSetUp(start, true);
+    const old = issued(start - 60_000);
+    assert.equal(await revocations.isRevoked(old), false, 'nothing known and nothing readable: accepted, as in any outage');
+    store.failing = false;
+    assert.equal(await revocations.isRevoked(old), true, 'read on the next token');
+    assert.equal(revocations.isRevoked(old), true, 'and known from then on');
   });
 });

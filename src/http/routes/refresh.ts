@@ -19,10 +19,12 @@ export function refresh({ auth, limits, clientAddress, bodyLimitBytes }: Credent
   return async function refresh(ctx: Context): Promise<void> {
     const { refreshToken } = await readFields(ctx, RefreshBody, { limit: bodyLimitBytes, accept: ['json', 'form'], untypedIsJson: true });
     // Every call counts, right or wrong: wrong-secret refreshes are guesses at a family's secret.
-    const headers = await limits.refresh(parseRefreshToken(refreshToken)?.familyId, clientAddress(ctx.req));
+    const attempt = await limits.refresh(parseRefreshToken(refreshToken)?.familyId, clientAddress(ctx.req));
     const result = await auth.refresh(refreshToken);
     if (result.outcome !== 'issued') throw new InvalidGrant();
-    if (headers !== undefined) ctx.set(headers);
+    // A duplicate inside the grace window is the same refresh again, not another one.
+    if (result.replayed === true) await attempt.replayed();
+    if (attempt.headers !== undefined) ctx.set(attempt.headers);
     ctx.body = ok(result.pair);
   };
 }

@@ -31,6 +31,13 @@ export interface RedisConnection {
    * `onGap` runs each time that connection becomes ready: messages sent meanwhile are lost.
    */
   subscribe(channel: string, onMessage: (message: string) => void, onGap: () => void): void;
+  /**
+   * Runs `check` whenever the connection becomes ready (at start, and after each reconnection:
+   * Redis may have come back empty) and every `intervalMs` while it is, until close. A check
+   * that fails is tried again soon (backing off, at most `intervalMs` later): right after a
+   * reconnection the breaker may still be open from the outage.
+   */
+  keepChecking(intervalMs: number, check: () => Promise<unknown>): void;
   /** True when Redis answers a PING now. */
   ping(): Promise<boolean>;
   /** Resolves once connected, or after `timeoutMs` whatever the state (it never rejects). */
@@ -48,6 +55,7 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
   const { breaker, retryAfterSeconds } = createStoreBreaker('redis', settings, log);
 
   const subscribers: (Redis | Cluster)[] = [];
+  const stops: (() => void)[] = [];
 
   return {
     keys: redisKeys(settings.keyPrefix),
@@ -100,6 +108,28 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
       connectNext();
     },
 
+    keepChecking(intervalMs, check) {
+      let retry: NodeJS.Timeout | undefined;
+      const attempt = (failures: number) => {
+        clearTimeout(retry);
+        if (closed || client.status !== 'ready') return;
+        check().catch(() => {
+          if (closed) return;
+          retry = setTimeout(() => attempt(failures + 1), Math.min(backoffMs(failures), intervalMs));
+          retry.unref();
+        });
+      };
+      const onReady = () => attempt(0);
+      client.on('ready', onReady);
+      const timer = setInterval(onReady, intervalMs);
+      timer.unref();
+      stops.push(() => {
+        clearInterval(timer);
+        clearTimeout(retry);
+      });
+      onReady();
+    },
+
     async ping() {
       try {
         await this.run((c) => c.ping());
@@ -125,6 +155,7 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
 
     async close() {
       closed = true;
+      for (const stop of stops) stop();
       for (const c of [client, ...subscribers]) c.disconnect();
     },
   };

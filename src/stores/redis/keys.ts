@@ -15,6 +15,11 @@ export interface RedisKeys {
   apiKey(apiKey: string): string;
   /** Hash: the same record, by key id. No TTL. */
   keyId(keyId: string): string;
+  /**
+   * String: when the data in this Redis began (epoch ms; stores/revocation.ts). No TTL, on
+   * purpose: it must go only when everything else goes, so that its absence tells of a loss.
+   */
+  readonly epoch: string;
   /** Pub/sub channel on which every reset is announced. */
   readonly resetChannel: string;
   /** Sorted set: the account's role ids, each scored by itself (the listing order). Written by the dashboard. */
@@ -27,7 +32,9 @@ export interface RedisKeys {
   readonly directoryChannel: string;
   /**
    * String: one rate-limit window of a subject (a limit's name and who it counts), its count.
-   * TTL: the rest of the window. Tagged by subject, so a subject's windows share a slot.
+   * TTL: the rest of the window, and none left once counted back to 0 (deleted). Tagged by
+   * subject, so a subject's windows share a slot. A subject's client-chosen parts are at most 64
+   * characters or a digest (limits/rate-limits.ts `bounded`), so the name's length is bounded.
    */
   rateWindow(subject: string, ms: number): string;
 }
@@ -39,6 +46,7 @@ export function redisKeys(prefix: string): RedisKeys {
     resets: (accountId) => `${prefix}:reset:{${accountId}}`,
     apiKey: (apiKey) => `${prefix}:apikey:${apiKey}`,
     keyId: (keyId) => `${prefix}:key:${keyId}`,
+    epoch: `${prefix}:epoch`,
     resetChannel: `${prefix}:resets`,
     roleIndex: (accountId) => `${prefix}:roles:{${accountId}}`,
     roles: (accountId) => `${prefix}:role:{${accountId}}`,

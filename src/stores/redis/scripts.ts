@@ -140,14 +140,29 @@ out[1] = total
 return out
 `;
 
-/** The scripts as ioredis commands, and how they are called. */
+/**
+ * Reads the epoch record, making it when there is none (stores/revocation.ts): whoever comes
+ * first sets the start, and every instance racing it reads that same start back.
+ *
+ * KEYS[1] the epoch record        <prefix>:epoch
+ * ARGV[1] now: the start of a new epoch, if none exists
+ * Returns {start, made (1 when this call made the record, else 0)}
+ */
+export const EPOCH = `
+local start = redis.call('GET', KEYS[1])
+if start then return {start, 0} end
+redis.call('SET', KEYS[1], ARGV[1])
+return {ARGV[1], 1}
+`;
+
 /**
  * Counts one hit in every window of one subject, or in none (stores/rate-counters.ts). Each
  * window is a counter whose TTL is the rest of the window: set with the first unit, kept by
  * INCRBY, so a window ends when its key expires.
  *
  * KEYS[i]      window i of the subject      <prefix>:rl:{<subject>}:<ms>
- * ARGV[1]      cost (> 0: a hit; < 0: a refund, only into open windows, never below 0; 0: a look)
+ * ARGV[1]      cost (> 0: a hit; < 0: a refund, only into open windows, never below 0, a window
+ *              refunded to 0 deleted; 0: a look)
  * ARGV[1 + i]  limit of window i
  * ARGV[1+n+i]  length of window i in ms
  * Returns {admitted (1|0), count_1, resetsInMs_1, …, count_n, resetsInMs_n}
@@ -178,7 +193,14 @@ elseif cost < 0 then
   for i = 1, n do
     if counts[i] > 0 then
       counts[i] = math.max(0, counts[i] + cost)
-      redis.call('SET', KEYS[i], counts[i], 'KEEPTTL')
+      -- A window back at 0 holds nothing worth keeping: deleted, so that a refused or given-back
+      -- attempt leaves no key behind (the next unit opens a new window, as on a fresh subject).
+      if counts[i] == 0 then
+        redis.call('DEL', KEYS[i])
+        ttls[i] = tonumber(ARGV[1 + n + i])
+      else
+        redis.call('SET', KEYS[i], counts[i], 'KEEPTTL')
+      end
     end
   end
 end
@@ -190,11 +212,13 @@ end
 return out
 `;
 
+/** The scripts as ioredis commands, and how they are called. */
 export const SCRIPTS = {
   gwRotate: { numberOfKeys: 4, lua: ROTATE },
   gwCreateFamily: { numberOfKeys: 2, lua: CREATE_FAMILY },
   gwReset: { numberOfKeys: 1, lua: RESET },
   gwRolesPage: { numberOfKeys: 2, lua: ROLES_PAGE },
+  gwEpoch: { numberOfKeys: 1, lua: EPOCH },
   // The number of keys goes first in each call: one per window.
   gwRateHit: { lua: RATE_HIT },
 } as const;
@@ -204,5 +228,6 @@ export interface ScriptCommands {
   gwCreateFamily(...keysThenArgs: (string | number)[]): Promise<number>;
   gwReset(...keysThenArgs: (string | number)[]): Promise<number>;
   gwRolesPage(...keysThenArgs: (string | number)[]): Promise<(number | string | null)[]>;
+  gwEpoch(...keysThenArgs: (string | number)[]): Promise<[string, number]>;
   gwRateHit(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
 }
