@@ -197,7 +197,7 @@ export const configSchema = z.strictObject({
   directory: z.strictObject({
     store: setting(z.enum(['file', 'redis', 'http']).default('file'), {
       env: 'DIRECTORY_STORE',
-      description: 'Where roles and sign records are read: the data file, Redis (needs Redis; see "Directory stores"), or an HTTP upstream (`directory.http.*`).',
+      description: 'Where roles and sign records are read: the data file, Redis (needs Redis; see docs/directory.md), or an HTTP upstream (`directory.http.*`).',
     }),
     timeZone: setting(z.string().min(1).default('UTC'), {
       description: 'Redis and HTTP stores: IANA time zone of times they hold as `YYYY-MM-DD HH:MM:SS` (epoch ms and ISO 8601 times with an offset need none).',
@@ -373,7 +373,7 @@ export const configSchema = z.strictObject({
     }).prefault({}),
     rules: setting(z.array(quotaRuleSchema).max(1000).default([]), {
       env: 'RATE_LIMIT_RULES',
-      description: 'Quota overrides as a JSON array of {route?, account?, perAccount?, perKey?, perAddress?, cost?, dryRun?}; the first matching rule wins (see "Rate limits").',
+      description: 'Quota overrides as a JSON array of {route?, account?, perAccount?, perKey?, perAddress?, cost?, dryRun?}; the first matching rule wins (see docs/rate-limits.md).',
     }),
   }).prefault({}),
 
@@ -408,7 +408,7 @@ export const configSchema = z.strictObject({
 
   routes: setting(z.array(routeSchema).default([]), {
     env: 'ROUTES',
-    description: 'Proxied routes as a JSON array of {prefix, targets, …}; see "Routes" for every field.',
+    description: 'Proxied routes as a JSON array of {prefix, targets, …}; see docs/proxying.md for every field.',
   }),
 
   workers: setting(z.number().int().min(0).max(256).default(1), {
