@@ -222,12 +222,23 @@ interface WarmContext {
   tokenAt: number;
 }
 
+/**
+ * Signs in at ctx.gateway and puts the token in the file. The token is valid on every server
+ * started before now: a gateway, or koa on the gateway's modules, refuses access tokens issued
+ * before it started (its resets would have died with an earlier process: src/stores/revocation.memory.ts).
+ */
+async function renewToken(ctx: WarmContext): Promise<string> {
+  ctx.tokenAt = Date.now();
+  const token = await signIn(ctx.gateway.url);
+  writeFileSync(ctx.tokensFile, `${token}\n`);
+  return token;
+}
+
 /** A new access token when the one in use would not outlive the next run by a minute. */
 async function ensureToken(ctx: WarmContext, seconds: number): Promise<void> {
   if (Date.now() - ctx.tokenAt <= (TOKEN_LIFETIME_S - seconds - 60) * 1000) return;
   log('  access token near the end of its lifetime: signing in again');
-  ctx.tokenAt = Date.now();
-  writeFileSync(ctx.tokensFile, `${await signIn(ctx.gateway.url)}\n`);
+  await renewToken(ctx);
 }
 
 async function measure(ctx: WarmContext, target: Target, endpoint: Endpoint, server: Server, seconds: number, round: number): Promise<Run> {
@@ -442,10 +453,13 @@ async function profileGateway(ctx: WarmContext, tmp: string, runtime: Runtime, k
   const gw = await startDirectoryGateway('gateway (profiled)', runtime, keys, 'file', {}, ['--cpu-prof', '--cpu-prof-dir', dir]);
   const windows: [Endpoint, number, number][] = [];
   try {
-    for (const endpoint of ENDPOINTS) if (WARMUP > 0) await measure(ctx, 'gateway', endpoint, gw, WARMUP, -1);
+    // A new gateway refuses the tokens issued before it started: its own, from now on.
+    const own: WarmContext = { ...ctx, gateway: gw };
+    await renewToken(own);
+    for (const endpoint of ENDPOINTS) if (WARMUP > 0) await measure(own, 'gateway', endpoint, gw, WARMUP, -1);
     for (const endpoint of ENDPOINTS) {
       const from = profileClockUs();
-      const run = await measure(ctx, 'gateway', endpoint, gw, SECONDS, -1);
+      const run = await measure(own, 'gateway', endpoint, gw, SECONDS, -1);
       windows.push([endpoint, from, profileClockUs()]);
       log(`profile run: ${runLine(run)}`);
     }
@@ -539,15 +553,14 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
 
   // Warm cache: the gateway, one token, its answers; then koa with those answers.
   const gateway = await startDirectoryGateway('gateway', runtime, keys, 'file', {});
-  const tokensFile = join(tmp, 'token.txt');
-  const ctx: WarmContext = { demo, gateway, tokensFile, tokenAt: Date.now() };
-  const token = await signIn(gateway.url);
-  writeFileSync(tokensFile, `${token}\n`);
-  const bodies = await gatewayAnswers(demo, gateway, token);
+  const bodies = await gatewayAnswers(demo, gateway, await signIn(gateway.url));
   const modules = gatewayModules(runtime);
   const koa = await startNodeServer(LABEL.koa, 'koa-constant.ts', SERVER_CORE, { SIGNING_KEYS: keys.signingKeys, BODIES: JSON.stringify(bodies), GATEWAY_MODULES: modules.dir }, {
     nodeFlags: modules.nodeFlags, readyPath: '/api/roles', readyStatus: 401,
   });
+  // The load's token is signed in once koa runs too: koa refuses the one it was made with.
+  const ctx: WarmContext = { demo, gateway, tokensFile: join(tmp, 'token.txt'), tokenAt: 0 };
+  const token = await renewToken(ctx);
   const servers = new Map<Target, Server>([['gateway', gateway], ['koa', koa]]);
   await sanityCheck(demo, servers, token);
 

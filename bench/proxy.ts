@@ -20,10 +20,11 @@
  * on the core the servers under test use. With two or more cores the server under test is
  * pinned to core 1, and wrk, the proxies' backend and this script to core 0.
  *
- * Every request carries a different valid token (--tokens distinct ones, made at the start by
- * jose's SignJWT exactly as the gateway signs, cycled by bench/wrk/bearer.lua), so no cache of
- * verified tokens can flatter a server. Rounds run every server once, the order rotated by one
- * each round; figures are medians over rounds, ratios medians of the per-round ratios.
+ * Every request carries a different valid token (--tokens distinct ones, made once the servers
+ * run by jose's SignJWT exactly as the gateway signs, cycled by bench/wrk/bearer.lua), so no
+ * cache of verified tokens can flatter a server. Rounds run every server once, the order
+ * rotated by one each round; figures are medians over rounds, ratios medians of the per-round
+ * ratios.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -168,6 +169,8 @@ async function profileGateway(ctx: Context, tmp: string, runtime: Runtime, keys:
   const gw = await startTarget('gateway', runtime, keys, ctx.backend.url, ['--cpu-prof', '--cpu-prof-dir', dir]);
   let window: [number, number];
   try {
+    // A new gateway: it refuses the tokens minted before it started.
+    await ctx.tokens.renew();
     if (WARMUP > 0) await measure(ctx, 'gateway', gw, WARMUP, -1);
     const from = profileClockUs();
     const run = await measure(ctx, 'gateway', gw, SECONDS, -1);
@@ -238,15 +241,14 @@ function roundsTable(runs: Run[]): string {
 
 async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> {
   const keys = makeSigningKey();
-  const tokens = await TokenSupply.mint(NAME, keys.privateKey, tmp, TOKENS, 100);
   const foreignToken = await mintToken(makeSigningKey().privateKey, 0, 100);
-
-  const ctx: Context = {
-    backend: await startNodeServer('backend', 'backend.ts', CLIENT_CORE, {}),
-    tokens,
-  };
+  const backend = await startNodeServer('backend', 'backend.ts', CLIENT_CORE, {});
   const servers = new Map<Target, Server>();
-  for (const target of TARGETS) servers.set(target, await startTarget(target, runtime, keys, ctx.backend.url));
+  for (const target of TARGETS) servers.set(target, await startTarget(target, runtime, keys, backend.url));
+  // Minted once the gateways run: a gateway refuses access tokens issued before it started
+  // (src/stores/revocation.memory.ts).
+  const tokens = await TokenSupply.mint(NAME, keys.privateKey, tmp, TOKENS, 100);
+  const ctx: Context = { backend, tokens };
   for (const [target, server] of servers) await sanityCheck(target, server, ctx.tokens, foreignToken);
 
   const env = {
@@ -285,7 +287,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     `- gateway: src/ at ${env.commit}; ${env.runtime}; NODE_ENV=production, one Ed25519 signing key, \`ROUTES=[{"prefix":"/bench","targets":["http://127.0.0.1:<backend>"]}]\` (bearer token required, every other route setting at its default); \`gateway\`: LOG_LEVEL=info (the default; one access-log line per request, stdout to /dev/null); \`gateway (log warn)\`: LOG_LEVEL=warn`,
     `- peers: floor = http-proxy-3 ${env.packages['http-proxy-3']} + jose ${env.packages.jose} on node:http, keep-alive agent; fastify = fastify ${env.packages.fastify} + @fastify/http-proxy ${env.packages['@fastify/http-proxy']} (@fastify/reply-from ${env.packages['@fastify/reply-from']}, undici ${env.packages.undici}) + @fastify/jwt ${env.packages['@fastify/jwt']} (fast-jwt ${env.packages['fast-jwt']}), no logger; all under plain \`node\`, NODE_ENV=production`,
     `- pinning: ${env.pinning}; \`direct\` is a second instance of the backend, on core ${SERVER_CORE} like the other servers under test`,
-    `- load: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop, \`GET ${PATH}\`, each request with the next of ${TOKENS} distinct tokens (minted at the start, as the gateway signs them); ${ROUNDS} rounds × ${SECONDS} s per server after a ${WARMUP} s warm-up, the order rotated by one server each round`,
+    `- load: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop, \`GET ${PATH}\`, each request with the next of ${TOKENS} distinct tokens (minted once the gateways run, as the gateway signs them); ${ROUNDS} rounds × ${SECONDS} s per server after a ${WARMUP} s warm-up, the order rotated by one server each round`,
     stolenLine(runs),
     otherLoadLine(runs, QUIET_WAIT, 'run'),
     '',

@@ -125,7 +125,11 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
     fileDirectory.load(next);
   });
   const directory = createDirectory(config, { log, clock, redis, fileDirectory });
-  const revocations = createRevocations({ store: revocationStore, clock, ttlMs: config.redis.resetCacheTtlMs, rememberMs, skewMs: t.clockSkewSeconds * 1000 });
+  // The skew is for instances whose clocks disagree with the one that made Redis's epoch. A
+  // memory store's epoch comes from this process's clock, which issued every token it must
+  // accept: allowing skew there would accept tokens reset in the seconds before a restart.
+  const epochSkewMs = redis === undefined ? 0 : t.clockSkewSeconds * 1000;
+  const revocations = createRevocations({ store: revocationStore, clock, ttlMs: config.redis.resetCacheTtlMs, rememberMs, skewMs: epochSkewMs });
   const auth = createAuthService({ keys, tokens, signer, revocations, clock, log, settings: t });
   const authenticate = createAuthenticator(signer, revocations);
   const metrics = createMetrics({ processMetrics: config.metrics.enabled });

@@ -93,11 +93,20 @@ export class TokenSupply {
     return this.#tokens.file;
   }
 
+  /**
+   * Mints every token anew, now: for a gateway started after them, which refuses access tokens
+   * issued before it started (its resets would have died with an earlier process:
+   * src/stores/revocation.memory.ts; on Redis, before the epoch began).
+   */
+  async renew(): Promise<void> {
+    this.#tokens = await mintTokens(this.#privateKey, this.#tokens.file, this.#count, this.#accounts);
+  }
+
   /** The file, its tokens young enough to outlast a run of `seconds` with a minute to spare. */
   async fileFor(seconds: number): Promise<string> {
     if (Date.now() - this.#tokens.mintedAt > (TOKEN_LIFETIME_S - seconds - 60) * 1000) {
       log('  tokens near the end of their lifetime: minting new ones');
-      this.#tokens = await mintTokens(this.#privateKey, this.#tokens.file, this.#count, this.#accounts);
+      await this.renew();
     }
     return this.#tokens.file;
   }

@@ -2,11 +2,11 @@
  * Token resets in process memory, for a gateway that runs alone: listeners are called at once.
  * An entry is kept as long as any token issued before it can live (`retainMs`), then dropped.
  *
- * Its epoch is 0: it refuses no token for being older than the store. Its resets die with the
- * process, as docs/redis.md says of memory state; an access token signed with a configured key
- * and reset before a restart is accepted again after it. Refusing tokens from before the
- * process started would close that, at the price of logging every client out on each restart:
- * a choice left open here, where Redis's epoch is about data lost behind the gateway's back.
+ * Its epoch begins when it is made, at the process's start: a restart forgets every reset,
+ * while access tokens signed with a configured key outlive it, so every token issued before
+ * the start is refused (a reset survives the restart, as it does on Redis). Their refresh
+ * tokens were in memory too and are gone: clients sign in again either way, at the first call
+ * instead of the first refresh.
  */
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../util/clock.js';
@@ -18,10 +18,12 @@ export class MemoryRevocationStore implements RevocationStore {
   readonly #listeners: RevocationListener[] = [];
   readonly #retainMs: number;
   readonly #clock: Clock;
+  readonly #startedAt: number;
 
   constructor({ clock, retainMs }: { clock: Clock; retainMs: number }) {
     this.#clock = clock;
     this.#retainMs = retainMs;
+    this.#startedAt = clock.now();
     // Bounded by the number of accounts in the data file; `max` only guards the worst case.
     this.#resets = new LRUCache({ ...entryBound(1_000_000), ttl: retainMs, perf: { now: () => clock.now() }, ttlResolution: 0, ttlAutopurge: false });
   }
@@ -47,7 +49,7 @@ export class MemoryRevocationStore implements RevocationStore {
   }
 
   async epoch(): Promise<number> {
-    return 0;
+    return this.#startedAt;
   }
 
   watch(listener: RevocationListener): void {

@@ -2,9 +2,10 @@
  * The contract of RevocationStore (src/stores/revocation.ts), run once per implementation.
  *
  * `a` and `b` are two handles on one shared state, as two gateway instances would hold them
- * (memory: the same instance twice; Redis: two connections to one server). Every test uses
- * accounts of its own, so the tests do not see each other's resets. Times are near the real
- * clock, because a store keeps a reset only for a while after it (`retainMs`).
+ * (memory: the same instance twice; Redis: two connections to one server). `make` gives new
+ * state (a new instance, an empty Redis or a prefix of its own), so its epoch begins then.
+ * Every test uses accounts of its own, so the tests do not see each other's resets. Times are
+ * near the real clock, because a store keeps a reset only for a while after it (`retainMs`).
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -83,15 +84,20 @@ export function runRevocationContract(
   options: { skip?: string | false } = {},
 ): void {
   test(`RevocationStore contract: ${name}`, options, async (t) => {
+    // Every implementation's state is new here (a new process, an empty Redis): its data began now.
+    const made = Date.now();
     const { a, b, close } = await make();
     t.after(close);
 
-    await t.test('epoch: one start, the same through both handles and on every call, not in the future', async () => {
+    await t.test('epoch: when the data began (not before the store was made, not in the future), the same through both handles and on every call', async () => {
       const [x, y] = await Promise.all([a.epoch(), b.epoch()]);
       assert.ok(Number.isSafeInteger(x), `a time: ${x}`);
       assert.equal(y, x, 'both handles see one epoch');
       assert.equal(await a.epoch(), x, 'and it stays');
       assert.ok(x <= Date.now(), 'begun by now');
+      // A store whose epoch began before its data did would accept tokens issued before any
+      // reset it holds, among them tokens reset in data it never had.
+      assert.ok(x >= made, `begun with this store's data: ${x} >= ${made}`);
     });
 
     await t.test('an account without resets reads empty', async () => {

@@ -481,7 +481,9 @@ async function protectedRouteSuite(t: TestContext, route: ProtectedRoute, fx: Fi
     const now = Math.floor(gw.clock.now() / 1000);
     const oldest = ACCESS_TTL_MS / 1000 + SKEW_MS / 1000;
     await expectAccepted(fx, route, bearer(await signTrusted(trusted, accessClaims(gw, { iat: now - oldest, exp: now + 86_400 }))), 'as old as the lifetime plus skew');
-    await expectRefused(fx, route, bearer(await signTrusted(trusted, accessClaims(gw, { iat: now - oldest - 1, exp: now + 86_400 }))), INVALID_TOKEN, 'a second older');
+    const older = bearer(await signTrusted(trusted, accessClaims(gw, { iat: now - oldest - 1, exp: now + 86_400 })));
+    await expectRefused(fx, route, older, INVALID_TOKEN, 'a second older');
+    assert.equal((await send(fx, route, older)).body.message.description, 'The access token has expired.', 'refused for its age');
   });
 
   await t.test('a validly signed token is accepted up to 4096 characters and refused past it', async () => {
@@ -531,6 +533,11 @@ test('bearer-protected routes, two configured keys', async (t) => {
       },
     },
   });
+  // A memory gateway refuses access tokens issued before it started (its resets would have
+  // been lost with an earlier process: src/stores/revocation.memory.ts). The suite signs tokens
+  // as old as a token lifetime plus the skew, and one a second older that only its age must
+  // refuse: so the gateway has run a minute longer than that.
+  gw.clock.advance(ACCESS_TTL_MS + SKEW_MS + 60_000);
   const edKey: TrustedKey = { kid: 'ed-2025', alg: 'EdDSA', privateKey: ed.privateKey };
   const ecKey: TrustedKey = { kid: 'ec-2026', alg: 'ES256', privateKey: ec.privateKey };
   // The non-active key: it no longer signs, but its tokens must verify until they expire.
