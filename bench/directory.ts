@@ -51,7 +51,7 @@ import {
   loadReportLines, loadReportText, loadRow, otherLoadLine, pairedRatio, ratioLine, roundsTable as roundsTableOf, stolenLine,
   type LoadReport, type LoadRow, type Ratio,
 } from './lib/summary.js';
-import { makeSigningKey } from './lib/tokens.js';
+import { makeSigningKey, type SigningKey } from './lib/tokens.js';
 import { bearerRun, measureLoad, type LoadFigures } from './lib/wrk.js';
 
 const NAME = 'bench:directory';
@@ -169,11 +169,7 @@ function gatewayModules(runtime: Runtime): { dir: string; nodeFlags: string[] } 
   return runtime.mode === 'dist' ? { dir: dirname(runtime.entry[0]!), nodeFlags: [] } : { dir: join(ROOT, 'src'), nodeFlags: ['--import', 'tsx'] };
 }
 
-interface Keys {
-  signingKeys: string;
-}
-
-function gatewaySettings(keys: Keys, store: 'file' | Store, where: { upstream?: string; redis?: string }): Record<string, string> {
+function gatewaySettings(keys: SigningKey, store: 'file' | Store, where: { upstream?: string; redis?: string }): Record<string, string> {
   return {
     LOG_LEVEL: 'warn',
     SIGNING_KEYS: keys.signingKeys,
@@ -187,7 +183,7 @@ function gatewaySettings(keys: Keys, store: 'file' | Store, where: { upstream?: 
   };
 }
 
-async function startDirectoryGateway(name: string, runtime: Runtime, keys: Keys, store: 'file' | Store, where: { upstream?: string; redis?: string }, nodeFlags: string[] = []): Promise<Server> {
+async function startDirectoryGateway(name: string, runtime: Runtime, keys: SigningKey, store: 'file' | Store, where: { upstream?: string; redis?: string }, nodeFlags: string[] = []): Promise<Server> {
   // LOG_LEVEL=warn: its log (Server.out) should stay empty.
   return gatewayServer(name, await startGateway({ name, runtime, settings: gatewaySettings(keys, store, where), nodeFlags }));
 }
@@ -410,7 +406,7 @@ async function stormRedis(gw: Server, redis: RedisServer, token: string, key: St
 interface StormContext {
   demo: Demo;
   runtime: Runtime;
-  keys: Keys;
+  keys: SigningKey;
   upstream: Server;
   redis?: RedisServer;
 }
@@ -447,7 +443,7 @@ interface ProfileResult {
   summary: ProfileSummary;
 }
 
-async function profileGateway(ctx: WarmContext, tmp: string, runtime: Runtime, keys: Keys): Promise<ProfileResult[]> {
+async function profileGateway(ctx: WarmContext, tmp: string, runtime: Runtime, keys: SigningKey): Promise<ProfileResult[]> {
   const dir = join(tmp, 'prof-gateway');
   mkdirSync(dir, { recursive: true });
   const gw = await startDirectoryGateway('gateway (profiled)', runtime, keys, 'file', {}, ['--cpu-prof', '--cpu-prof-dir', dir]);
@@ -549,7 +545,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   const STORES: Store[] = ['http', ...(WANT_REDIS && hasRedis ? ['redis' as const] : [])];
   const demo = readDemo();
   const keyList = stormKeys(demo);
-  const keys: Keys = { signingKeys: makeSigningKey().signingKeys };
+  const keys = makeSigningKey();
 
   // Warm cache: the gateway, one token, its answers; then koa with those answers.
   const gateway = await startDirectoryGateway('gateway', runtime, keys, 'file', {});

@@ -50,7 +50,7 @@ import {
   loadReportLines, loadReportText, loadRow, medians, otherLoadLine, pairedRatio, perRound, ratioLine, roundsTable as roundsTableOf, stolenLine,
   type LoadReport, type LoadRow, type Ratio,
 } from './lib/summary.js';
-import { makeSigningKey, TokenSupply } from './lib/tokens.js';
+import { makeSigningKey, TokenSupply, type SigningKey } from './lib/tokens.js';
 import { bearerRun, measureLoad, type LoadFigures } from './lib/wrk.js';
 
 const NAME = 'bench:limits';
@@ -102,12 +102,7 @@ const quiet = new Quiet(QUIET_WAIT);
 // ---------------------------------------------------------------------------------------------
 // Servers
 
-interface Keys {
-  signingKeys: string;
-  publicPem: string;
-}
-
-function gatewaySettings(target: Target, keys: Keys, backendUrl: string, redisUrl: string): Record<string, string> {
+function gatewaySettings(target: Target, keys: SigningKey, backendUrl: string, redisUrl: string): Record<string, string> {
   return {
     // warn: no access-log line per request (bench:proxy measures that), and a log that should stay empty.
     LOG_LEVEL: 'warn',
@@ -119,7 +114,7 @@ function gatewaySettings(target: Target, keys: Keys, backendUrl: string, redisUr
   };
 }
 
-async function startTarget(target: Target, runtime: Runtime, keys: Keys, backendUrl: string, redisUrl: string, nodeFlags: string[] = []): Promise<Server> {
+async function startTarget(target: Target, runtime: Runtime, keys: SigningKey, backendUrl: string, redisUrl: string, nodeFlags: string[] = []): Promise<Server> {
   switch (target) {
     case 'direct': return startBenchServer(LABEL[target], 'backend.ts', SERVER_CORE, {}, { readyPath: PATH, readyStatus: 200 });
     case 'floor': return startBenchServer(LABEL[target], 'floor.ts', SERVER_CORE, { BACKEND: backendUrl, PUBLIC_KEY: keys.publicPem }, { readyPath: PATH, readyStatus: 401 });
@@ -311,7 +306,7 @@ function limitsShare(profile: CpuProfile, window: [number, number]): LimitsShare
   };
 }
 
-async function profileTargets(ctx: Context, tmp: string, runtime: Runtime, keys: Keys): Promise<ProfileResult[]> {
+async function profileTargets(ctx: Context, tmp: string, runtime: Runtime, keys: SigningKey): Promise<ProfileResult[]> {
   const results: ProfileResult[] = [];
   for (const target of PROFILED) {
     const dir = join(tmp, `prof-${target}`);

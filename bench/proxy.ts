@@ -41,7 +41,7 @@ import {
   loadReportLines, loadReportText, loadRow, otherLoadLine, pairedRatio, perRound, ratioLine, roundsTable as roundsTableOf, stolenLine,
   type LoadReport, type LoadRow, type Ratio,
 } from './lib/summary.js';
-import { makeSigningKey, mintToken, TokenSupply } from './lib/tokens.js';
+import { makeSigningKey, mintToken, TokenSupply, type SigningKey } from './lib/tokens.js';
 import { bearerRun, measureLoad, type LoadFigures } from './lib/wrk.js';
 
 const NAME = 'bench';
@@ -76,12 +76,7 @@ function startNodeServer(label: string, file: string, core: string, env: Record<
   return startBenchServer(label, file, core, env, { readyPath: PATH, readyStatus: file === 'backend.ts' ? 200 : 401 });
 }
 
-interface Keys {
-  signingKeys: string;
-  publicPem: string;
-}
-
-function gatewaySettings(keys: Keys, backendUrl: string, level: 'info' | 'warn'): Record<string, string> {
+function gatewaySettings(keys: SigningKey, backendUrl: string, level: 'info' | 'warn'): Record<string, string> {
   return {
     LOG_LEVEL: level,
     SIGNING_KEYS: keys.signingKeys,
@@ -89,7 +84,7 @@ function gatewaySettings(keys: Keys, backendUrl: string, level: 'info' | 'warn')
   };
 }
 
-async function startTarget(target: Target, runtime: Runtime, keys: Keys, backendUrl: string, nodeFlags: string[] = []): Promise<Server> {
+async function startTarget(target: Target, runtime: Runtime, keys: SigningKey, backendUrl: string, nodeFlags: string[] = []): Promise<Server> {
   const proxyEnv = { BACKEND: backendUrl, PUBLIC_KEY: keys.publicPem };
   switch (target) {
     case 'direct': return startNodeServer(LABEL[target], 'backend.ts', SERVER_CORE, {});
@@ -163,7 +158,7 @@ function runLine(run: Run): string {
 // ---------------------------------------------------------------------------------------------
 // Profile (--profile): one more gateway under --cpu-prof, after the measured rounds
 
-async function profileGateway(ctx: Context, tmp: string, runtime: Runtime, keys: Keys): Promise<ProfileSummary> {
+async function profileGateway(ctx: Context, tmp: string, runtime: Runtime, keys: SigningKey): Promise<ProfileSummary> {
   const dir = join(tmp, 'prof-gateway');
   mkdirSync(dir, { recursive: true });
   const gw = await startTarget('gateway', runtime, keys, ctx.backend.url, ['--cpu-prof', '--cpu-prof-dir', dir]);

@@ -83,7 +83,7 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
   }
   const signer = createSigner(config, clock);
   if (signer.isEphemeral) {
-    log.warn('no signing key configured: made one for this process; tokens will not survive a restart (set signing.keys)');
+    log.warn('no signing key configured: made one for this process; tokens will not survive a restart (set signing.keys, and REDIS_URL for sessions to outlive it)');
   }
   const { tokens: t } = config;
   const retainMs = resetRetentionMs(t);
