@@ -136,6 +136,21 @@ test('the loss closes WebSockets opened with tokens from before it; one opened a
   assert.equal((await roundTrip(after, 'again')).data.toString(), 'again');
 });
 
+test('an epoch made by an instance whose clock ran ahead does not refuse the tokens issued after it', redisSuite(), async (t) => {
+  // A host booted with a wrong clock (before NTP steps it), or one drifting, makes the record:
+  // "the data began" ten minutes from now. Every token the others issue until then would be
+  // "from before the epoch", refused everywhere: a sign-in would give a token no call accepts.
+  const redis = await startRedis(t);
+  const now = Date.now();
+  const ahead = await gatewayOn(t, redis.url, new ManualClock(now + 10 * 60_000));
+  assert.equal((await roles(ahead, (await signIn(ahead)).accessToken)).status, 200, 'the fast instance makes the record and serves its own tokens');
+  const clock = new ManualClock(now);
+  const gw = await gatewayOn(t, redis.url, clock);
+  const fresh = await signIn(gw);
+  clock.advance(1000);
+  await assertServed(gw, fresh.accessToken, 'a token issued after the record was made, by an instance with the right time');
+});
+
 test('instances racing to make the epoch on an empty Redis agree on one start', redisSuite(), async (t) => {
   const server = await startRedis(t);
   const lines: string[] = [];
