@@ -151,6 +151,21 @@ test('an epoch made by an instance whose clock ran ahead does not refuse the tok
   await assertServed(gw, fresh.accessToken, 'a token issued after the record was made, by an instance with the right time');
 });
 
+test('an epoch record that holds no time is reported, and tokens are judged by the resets alone', redisSuite(), async (t) => {
+  // Something else wrote the key (another program sharing the prefix, a hand edit): no start can
+  // be trusted, so nothing is refused for it, as while Redis is unreadable; the operator must hear of it.
+  const redis = await startRedis(t);
+  const raw = new Redis(redis.url);
+  t.after(() => raw.disconnect());
+  await raw.set('gw:epoch', 'not a time');
+  const clock = new ManualClock(Date.now());
+  const gw = await gatewayOn(t, redis.url, clock, { resetCacheTtlMs: 100 });
+  const alice = await signIn(gw);
+  await assertServed(gw, alice.accessToken, 'a fresh token');
+  const told = () => gw.logs.some((line) => /epoch/.test(line) && (JSON.parse(line) as { level: number }).level >= 40);
+  await until('a warn line names the unreadable epoch record', async () => told(), 2000);
+});
+
 test('instances racing to make the epoch on an empty Redis agree on one start', redisSuite(), async (t) => {
   const server = await startRedis(t);
   const lines: string[] = [];
