@@ -166,6 +166,23 @@ test('an epoch record that holds no time is reported, and tokens are judged by t
   await until('a warn line names the unreadable epoch record', async () => told(), 2000);
 });
 
+test('an unreadable epoch record does not cost every token check a round trip to Redis', redisSuite(), async (t) => {
+  // Until the epoch is known, a token check asks for it; when the answer is not a time, asking
+  // again for each token only adds a script call to every authenticated request.
+  const redis = await startRedis(t);
+  const raw = new Redis(redis.url);
+  t.after(() => raw.disconnect());
+  await raw.set('gw:epoch', 'not a time');
+  const gw = await gatewayOn(t, redis.url, new ManualClock(Date.now()), { resetCacheTtlMs: 60_000 });
+  const alice = await signIn(gw);
+  const scriptCalls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0);
+  const before = await scriptCalls();
+  const calls = 40;
+  for (let i = 0; i < calls; i++) await assertServed(gw, alice.accessToken, `call ${i}`);
+  const spent = (await scriptCalls()) - before;
+  assert.ok(spent <= 2, `${spent} script calls for ${calls} token checks`);
+});
+
 test('instances racing to make the epoch on an empty Redis agree on one start', redisSuite(), async (t) => {
   const server = await startRedis(t);
   const lines: string[] = [];
