@@ -110,10 +110,17 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
       for (const listener of listeners) listener.onGap();
     }
   }
-  /** Reads the epoch once; a failed read is tried again by the next token that needs it. */
+  /** Before this, no token asks for the epoch again: its last read failed. */
+  let askAgainAt = 0;
+  /**
+   * Reads the epoch once; a failed read is tried again by a token no sooner than `ttlMs` later
+   * (the store's own checks go on meanwhile), so that an unreadable record does not cost every
+   * token a round trip.
+   */
   function readEpoch(): Promise<void> {
     epochRead ??= store.epoch().then(beginEpoch, () => {
       epochRead = undefined;
+      askAgainAt = clock.now() + ttlMs;
     });
     return epochRead;
   }
@@ -162,6 +169,7 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
       if (refuseBefore === undefined) {
         // Until the epoch is known (the first token, or a start that found the store
         // unreachable): ask; if it cannot be read, the resets decide, as in any outage.
+        if (clock.now() < askAgainAt) return isCoveredByStoredReset(token);
         return readEpoch().then(() => (refuseBefore !== undefined && token.issuedAtMs < refuseBefore) || isCoveredByStoredReset(token));
       }
       if (token.issuedAtMs < refuseBefore) return true;
