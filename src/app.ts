@@ -51,8 +51,10 @@ export function createListeners(services: Services): Listeners {
   const routeRequest = createRouteRequest({
     hasRoutes: proxy.hasRoutes,
     match: proxy.match,
-    // A path the router knows under some method: the gateway's own.
-    isOwnPath: (path) => router.match(path, 'GET').path.some((layer) => layer.methods.length > 0),
+    // A path the router knows under some method: the gateway's own. Read as the route table
+    // reads paths (without case, without `;` parameters; proxy/routes.ts), since backends do:
+    // /HEALTHZ or /api;x/roles must not reach a catch-all that takes them for the gateway's.
+    isOwnPath: (path) => router.match(ownPathKey(path), 'GET').path.some((layer) => layer.methods.length > 0),
   });
   const serveProxied = createProxiedPath(services, accessLog);
   // The route shouldUpgrade found, for the 'upgrade' event of the same request.
@@ -80,6 +82,11 @@ export function createListeners(services: Services): Listeners {
       else proxy.upgrade(req, socket, head, routed.match, routed.path);
     },
   };
+}
+
+/** A normalised path as a backend may read it; the own routes are all lower case. */
+function ownPathKey(path: string): string {
+  return (path.includes(';') ? path.replace(/;[^/]*/g, '') : path).toLowerCase();
 }
 
 function createApp(services: Services, router: Router, accessLog: AccessLog): Koa {

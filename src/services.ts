@@ -14,7 +14,7 @@ import type { ReadinessCheck } from './http/routes/health.js';
 import { createLimiter } from './limits/limiter.js';
 import { createRateLimits, type RateLimits } from './limits/rate-limits.js';
 import { createProxy, type Proxy } from './proxy/proxy.js';
-import { readDataFile, watchDataFile } from './stores/data-file.js';
+import { readDataFile, watchDataFile, type DataFile } from './stores/data-file.js';
 import { checkDemoData } from './stores/demo-data.js';
 import { createCachedDirectory, type CachedDirectory } from './stores/directory.cache.js';
 import { HttpDirectory } from './stores/directory.http.js';
@@ -77,10 +77,13 @@ export interface Services {
  */
 export function createServices(config: Config, { log, clock = systemClock, isProduction = false }: { log: Logger; clock?: Clock; isProduction?: boolean }): Services {
   const data = readDataFile(config.data.file);
-  if (config.data.keySource === 'file') {
-    const warning = checkDemoData(data, { file: config.data.file, isProduction, allowDemoData: config.data.allowDemoData });
+  /** Throws DemoDataError for demo keys a production gateway must not serve: at start-up and on each reload. */
+  const checkDemoKeys = (next: DataFile) => {
+    if (config.data.keySource !== 'file') return;
+    const warning = checkDemoData(next, { file: config.data.file, isProduction, allowDemoData: config.data.allowDemoData });
     if (warning !== undefined) log.warn(warning);
-  }
+  };
+  checkDemoKeys(data);
   const signer = createSigner(config, clock);
   if (signer.isEphemeral) {
     log.warn('no signing key configured: made one for this process; tokens will not survive a restart (set signing.keys, and REDIS_URL for sessions to outlive it)');
@@ -121,6 +124,7 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
   // Watched only while something is read from it.
   const fileInUse = config.data.keySource === 'file' || config.directory.store === 'file';
   const stopWatching = watchDataFile(config.data.file, fileInUse ? config.data.watchIntervalMs : 0, log, (next) => {
+    checkDemoKeys(next);
     fileKeys.load(next);
     fileDirectory.load(next);
   });

@@ -187,6 +187,19 @@ test('under NODE_ENV=production the demo data is refused unless allowed explicit
   });
 });
 
+test('under NODE_ENV=production a data file reloaded with demo keys does not serve them', async (t) => {
+  // The start-up check is worth little if the watched file can bring the published secrets in
+  // afterwards (a ConfigMap swapped for the example, a demo key pasted in while running).
+  const file = join(tempDir(t), 'data.json');
+  writeFileSync(file, JSON.stringify({ accounts: [realAccount()] }));
+  const gateway = await startGatewayProcess(t, { NODE_ENV: 'production', GATEWAY_DATA_FILE: file, DATA_WATCH_INTERVAL_MS: '50' });
+  cpSync(join(ROOT, 'config/demo-data.json'), file);
+  // The reload is seen, whatever it decides (a reload or a refusal), within a few polls.
+  await waitForLog(gateway.child, (line) => /^data file/.test(String(line.msg)), 5000);
+  const res = await postJson(`${gateway.url}/api/signin`, { apiKey: 'ak_demo_alice', apiSecret: sha256Hex('sk_demo_alice_secret') });
+  assert.notEqual(res.status, 200, 'a published demo secret signed in on a production gateway');
+});
+
 /** An account with one key whose secret was made here and printed nowhere. */
 function realAccount(): object {
   return { id: 'acct_real', apiKeys: [{ id: 'key_real', apiKey: 'ak_real_1', secretDigest: storedDigest(randomBytes(32).toString('base64url')) }] };

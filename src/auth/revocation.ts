@@ -17,7 +17,8 @@
  * a new one (a loss) is announced to the watchers as a gap, so open WebSockets are checked
  * again. `skewMs` is the clock disagreement allowed between instances: a token issued that
  * little before the epoch began is still accepted, so an instance whose clock lags the one
- * that made the record does not have its fresh tokens refused.
+ * that made the record does not have its fresh tokens refused; a start later than this
+ * instance's own clock (made by a clock further ahead) counts from when it is first heard.
  */
 import { LRUCache } from 'lru-cache';
 import { latestReset, type AccountResets, type ResetListener, type ResetScope, type RevocationStore } from '../stores/revocation.js';
@@ -93,22 +94,33 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
 
   /** Tokens issued before this are refused; undefined until the store's epoch is first read. */
   let refuseBefore: number | undefined;
+  /** The epoch's start as the store last gave it. */
+  let heardStart: number | undefined;
   let epochRead: Promise<void> | undefined;
   function beginEpoch(startedAt: number): void {
-    const next = startedAt - skewMs;
-    if (next === refuseBefore) return;
-    const known = refuseBefore !== undefined;
-    refuseBefore = next;
+    if (startedAt === heardStart) return;
+    const known = heardStart !== undefined;
+    heardStart = startedAt;
+    // A start after this instance's now was made by a clock ahead of it, not by data begun in
+    // the future: counted from now, or every token issued here until then would be refused.
+    refuseBefore = Math.min(startedAt, clock.now()) - skewMs;
     // Data lost: every cached copy is from before, and what holds a token must check it again.
     if (known) {
       epoch++;
       for (const listener of listeners) listener.onGap();
     }
   }
-  /** Reads the epoch once; a failed read is tried again by the next token that needs it. */
+  /** Before this, no token asks for the epoch again: its last read failed. */
+  let askAgainAt = 0;
+  /**
+   * Reads the epoch once; a failed read is tried again by a token no sooner than `ttlMs` later
+   * (the store's own checks go on meanwhile), so that an unreadable record does not cost every
+   * token a round trip.
+   */
   function readEpoch(): Promise<void> {
     epochRead ??= store.epoch().then(beginEpoch, () => {
       epochRead = undefined;
+      askAgainAt = clock.now() + ttlMs;
     });
     return epochRead;
   }
@@ -157,6 +169,7 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
       if (refuseBefore === undefined) {
         // Until the epoch is known (the first token, or a start that found the store
         // unreachable): ask; if it cannot be read, the resets decide, as in any outage.
+        if (clock.now() < askAgainAt) return isCoveredByStoredReset(token);
         return readEpoch().then(() => (refuseBefore !== undefined && token.issuedAtMs < refuseBefore) || isCoveredByStoredReset(token));
       }
       if (token.issuedAtMs < refuseBefore) return true;

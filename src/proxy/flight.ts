@@ -6,6 +6,7 @@
  * its answer means to the client: 504 when it stayed silent past the timeout, 502 otherwise.
  */
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { ProxyServer } from 'http-proxy-3';
 import { BadGateway, GatewayTimeout, type GatewayError } from '../errors/errors.js';
 import type { Route } from './routes.js';
@@ -41,7 +42,16 @@ export function createFlights({ log, clock }: Pick<ProxyDeps, 'log' | 'clock'>):
 
   // Emitted once the backend request has a socket (never with an Expect header, which the
   // policy always removes).
-  server.on('proxyReq', (proxyReq, _req, _res, options) => watch(proxyReq, (options as FlightOptions).flight));
+  server.on('proxyReq', (proxyReq, _req, _res, options) => {
+    watch(proxyReq, (options as FlightOptions).flight);
+    // A plain request never asks to switch protocols (the header policy drops Upgrade), so a
+    // 101 is a broken backend. Without this listener Node's client drops the socket with neither
+    // an error nor a response, and nothing would ever answer the client: a failure (502) instead.
+    proxyReq.once('upgrade', (_proxyRes: IncomingMessage, socket: Duplex) => {
+      socket.destroy();
+      proxyReq.emit('error', Object.assign(new Error('backend switched protocols unasked'), { code: 'EUNEXPECTED_UPGRADE' }));
+    });
+  });
   server.on('proxyReqWs', (proxyReq, _req, _socket, options) => {
     const flight = (options as FlightOptions).flight;
     watch(proxyReq, flight);

@@ -125,7 +125,8 @@ export function readDataFile(file: string): DataFile {
 /**
  * Checks the file every `intervalMs` (fs.watchFile: a stat poll, which also sees an editor's
  * save-by-rename and a mounted ConfigMap's symlink swap, where fs.watch loses track) and hands
- * each changed, valid version to `onChange`. An invalid version is logged and changes nothing:
+ * each changed, valid version to `onChange`. An invalid version (or one `onChange` refuses by
+ * throwing) is logged and changes nothing:
  * the gateway keeps serving the last good one. Returns the function that stops watching.
  */
 export function watchDataFile(file: string, intervalMs: number, log: Logger, onChange: (data: DataFile) => void): () => void {
@@ -133,14 +134,13 @@ export function watchDataFile(file: string, intervalMs: number, log: Logger, onC
   const listener = (current: Stats, previous: Stats) => {
     if (current.mtimeMs === previous.mtimeMs && current.size === previous.size && current.ino === previous.ino) return;
     if (current.nlink === 0 && current.size === 0) return; // removed (or mid-rename): keep serving
-    let data: DataFile;
     try {
-      data = readDataFile(file);
+      // onChange may refuse a version too (services.ts: demo keys in production), by throwing.
+      onChange(readDataFile(file));
     } catch (err) {
       log.warn({ problems: (err as Error).message }, 'data file changed but is not valid: still serving the previous version');
       return;
     }
-    onChange(data);
     log.info('data file reloaded');
   };
   watchFile(file, { interval: intervalMs, persistent: false }, listener);

@@ -24,6 +24,8 @@ export class RedisRevocationStore implements RevocationStore {
   /** The epoch this handle last read; undefined until the first read. */
   #startedAt: number | undefined;
   #reading: Promise<number> | undefined;
+  /** The record's last value that was not a time, once reported. */
+  #unreadable: string | undefined;
 
   /**
    * `retainMs`: how long a reset must be kept, the longest any token issued before it can live.
@@ -49,8 +51,15 @@ export class RedisRevocationStore implements RevocationStore {
     const [value, made] = await this.#redis.run((c) => c.gwEpoch(this.#redis.keys.epoch, this.#clock.now()));
     const startedAt = Number(value);
     // Something else wrote there: no start can be trusted, so nothing is refused for it (as
-    // while Redis is unreadable), and the operator is told.
-    if (!Number.isSafeInteger(startedAt)) throw new Error('the epoch record does not hold a time');
+    // while Redis is unreadable), and the operator is told, once per value (this runs each second).
+    if (!Number.isSafeInteger(startedAt)) {
+      if (value !== this.#unreadable) {
+        this.#unreadable = value;
+        this.#log.warn({ key: this.#redis.keys.epoch }, 'the epoch record does not hold a time: ignored until it is deleted (an instance reading it then makes a new one); tokens are checked against the resets alone');
+      }
+      throw new Error('the epoch record does not hold a time');
+    }
+    this.#unreadable = undefined;
     const known = this.#startedAt;
     if (startedAt === known) return startedAt;
     this.#startedAt = startedAt;

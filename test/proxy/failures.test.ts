@@ -53,6 +53,23 @@ test('a backend that cannot be reached, resets, or does not speak HTTP: 502 bad_
   assert.equal((await call(`${gw.url}/healthz`)).status, 200);
 });
 
+test('a backend that switches protocols on a request that asked for no switch: 502 bad_gateway, not a hang', async (t) => {
+  // The gateway never forwards Upgrade on a plain request, so a 101 is a broken backend. Node's
+  // client drops such a connection without an error or a response: nothing then answers the
+  // client, the route's timeouts included (they watch the dropped socket), and no line is logged.
+  const switching = await startTcpBackend(t, (socket) => socket.once('data', () => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n')));
+  const gw = await startProxy(t, [
+    { prefix: '/plain', targets: [switching.url], responseTimeoutMs: 500 },
+    { prefix: '/ws', targets: [switching.url], websocket: true, responseTimeoutMs: 500 },
+  ]);
+  const { accessToken } = await signIn(gw);
+  for (const path of ['/plain/1', '/ws/1']) {
+    const res = await within(call(`${gw.url}${path}`, { token: accessToken }), HANG_GUARD_MS, path);
+    assertGatewayError(res, 502, 'bad_gateway', path);
+  }
+  await eventually(() => logLines(gw).filter((line) => line.msg === 'request' && line.status === 502).length === 2, 'both requests logged');
+});
+
 test('a backend that answers an upload early: the client gets that answer, not 502', async (t) => {
   // A backend refusing an upload from its head alone (413, or 401 from its own auth) answers
   // at once and discards the rest of the body. Talking to such a backend directly, a client

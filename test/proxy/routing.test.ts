@@ -145,6 +145,19 @@ test('the gateway\'s own paths never reach a catch-all route, under any method',
   assert.equal(backend.received.length, 1);
 });
 
+test('an own path spelt in another case or with segment parameters reaches no catch-all either', async (t) => {
+  // The route table reads a path without case and without `;` parameters (proxy/routes.ts),
+  // because backends do: a catch-all's backend reads these as the gateway's own paths.
+  const backend = await startBackend(t);
+  const gw = await startProxy(t, [{ prefix: '/', targets: [backend.url], auth: 'public' }]);
+  const spellings = ['/API/roles', '/Api/Signin', '/HEALTHZ', '/.Well-Known/jwks.json', '/api/roles;x=1', '/api;x=1/roles', '/healthz;', '/READYZ;a=b'];
+  for (const path of spellings) {
+    const res = await rawExchange(gw.url, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    assert.notEqual(res.status, 200, `${path} was answered by the catch-all`);
+  }
+  assert.equal(backend.received.length, 0, `the catch-all got: ${JSON.stringify(backend.received.map((r) => `${r.method} ${r.url}`))}`);
+});
+
 test('unknown paths get the 404 envelope and reach no backend', async (t) => {
   const backend = await startBackend(t);
   const gw = await startProxy(t, [{ prefix: '/orders', targets: [backend.url], auth: 'public' }]);

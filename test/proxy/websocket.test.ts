@@ -497,6 +497,9 @@ test('a WebSocket route whose prefix covers the gateway\'s own paths never gets 
   assert.deepEqual([noToken.status, noToken.body.message.code], [401, 'missing_token']);
   const spelled = await served('/API/../api/./roles', [auth]);
   assert.equal(spelled.status, 200, 'any spelling of an own path is the gateway\'s');
+  // Spellings the route table reads as an own path (without case, without parameters) are
+  // not the backend's either, though the gateway serves none of them.
+  for (const path of ['/HEALTHZ', '/Api/Roles', '/api;x=1/roles', '/healthz;']) assert.equal((await served(path, [auth])).status, 404, path);
   const otherMethod = await served('/api/signin', [auth]);
   assert.deepEqual([otherMethod.status, otherMethod.body.message.code], [405, 'method_not_allowed']);
   // Decided by the same screen as any request: an irregular head or path is its envelope.

@@ -136,6 +136,53 @@ test('the loss closes WebSockets opened with tokens from before it; one opened a
   assert.equal((await roundTrip(after, 'again')).data.toString(), 'again');
 });
 
+test('an epoch made by an instance whose clock ran ahead does not refuse the tokens issued after it', redisSuite(), async (t) => {
+  // A host booted with a wrong clock (before NTP steps it), or one drifting, makes the record:
+  // "the data began" ten minutes from now. Every token the others issue until then would be
+  // "from before the epoch", refused everywhere: a sign-in would give a token no call accepts.
+  const redis = await startRedis(t);
+  const now = Date.now();
+  const ahead = await gatewayOn(t, redis.url, new ManualClock(now + 10 * 60_000));
+  assert.equal((await roles(ahead, (await signIn(ahead)).accessToken)).status, 200, 'the fast instance makes the record and serves its own tokens');
+  const clock = new ManualClock(now);
+  const gw = await gatewayOn(t, redis.url, clock);
+  const fresh = await signIn(gw);
+  clock.advance(1000);
+  await assertServed(gw, fresh.accessToken, 'a token issued after the record was made, by an instance with the right time');
+});
+
+test('an epoch record that holds no time is reported, and tokens are judged by the resets alone', redisSuite(), async (t) => {
+  // Something else wrote the key (another program sharing the prefix, a hand edit): no start can
+  // be trusted, so nothing is refused for it, as while Redis is unreadable; the operator must hear of it.
+  const redis = await startRedis(t);
+  const raw = new Redis(redis.url);
+  t.after(() => raw.disconnect());
+  await raw.set('gw:epoch', 'not a time');
+  const clock = new ManualClock(Date.now());
+  const gw = await gatewayOn(t, redis.url, clock, { resetCacheTtlMs: 100 });
+  const alice = await signIn(gw);
+  await assertServed(gw, alice.accessToken, 'a fresh token');
+  const told = () => gw.logs.some((line) => /epoch/.test(line) && (JSON.parse(line) as { level: number }).level >= 40);
+  await until('a warn line names the unreadable epoch record', async () => told(), 2000);
+});
+
+test('an unreadable epoch record does not cost every token check a round trip to Redis', redisSuite(), async (t) => {
+  // Until the epoch is known, a token check asks for it; when the answer is not a time, asking
+  // again for each token only adds a script call to every authenticated request.
+  const redis = await startRedis(t);
+  const raw = new Redis(redis.url);
+  t.after(() => raw.disconnect());
+  await raw.set('gw:epoch', 'not a time');
+  const gw = await gatewayOn(t, redis.url, new ManualClock(Date.now()), { resetCacheTtlMs: 60_000 });
+  const alice = await signIn(gw);
+  const scriptCalls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0);
+  const before = await scriptCalls();
+  const calls = 40;
+  for (let i = 0; i < calls; i++) await assertServed(gw, alice.accessToken, `call ${i}`);
+  const spent = (await scriptCalls()) - before;
+  assert.ok(spent <= 2, `${spent} script calls for ${calls} token checks`);
+});
+
 test('instances racing to make the epoch on an empty Redis agree on one start', redisSuite(), async (t) => {
   const server = await startRedis(t);
   const lines: string[] = [];

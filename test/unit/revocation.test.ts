@@ -55,7 +55,10 @@ class ProbeStore implements RevocationStore {
   /** The epoch began long before every token of these tests (test/redis/data-loss.test.ts has the epoch). */
   startedAt = 0;
 
+  epochReads = 0;
+
   async epoch(): Promise<number> {
+    this.epochReads++;
     if (this.failing) throw new Error('store unavailable');
     return this.startedAt;
   }
@@ -318,11 +321,15 @@ test('createRevocations: the store epoch', async (t) => {
 
   await t.test('an epoch that cannot be read yet: the resets decide; once it can, it applies', async () => {
     const start = Date.UTC(2026, 0, 1);
-    const { store, revocations, issued } = epochSetUp(start, true);
+    const { clock, store, revocations, issued } = epochSetUp(start, true);
     const old = issued(start - 60_000);
     assert.equal(await revocations.isRevoked(old), false, 'nothing known and nothing readable: accepted, as in any outage');
     store.failing = false;
-    assert.equal(await revocations.isRevoked(old), true, 'read on the next token');
+    const reads = store.epochReads;
+    assert.equal(await revocations.isRevoked(old), false, 'not asked again by every token (the store\'s own checks go on)');
+    assert.equal(store.epochReads, reads, 'no read within ttlMs of the failed one');
+    clock.advance(TTL_MS);
+    assert.equal(await revocations.isRevoked(old), true, 'read on the next token once ttlMs has passed');
     assert.equal(revocations.isRevoked(old), true, 'and known from then on');
   });
 });
