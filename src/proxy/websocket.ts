@@ -19,6 +19,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { readBearerToken, type Identity } from '../auth/bearer.js';
 import { InvalidRequest, MethodNotAllowed } from '../errors/errors.js';
+import { shortPath } from '../http/middleware/access-log.js';
 import { requestIdOf } from '../http/middleware/request-id.js';
 import { answerSocket, failSocket } from '../http/raw-response.js';
 import type { Admit } from './admission.js';
@@ -142,7 +143,7 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
       const started = performance.now();
       // Until http-proxy-3 takes the socket, an error on it must not be unhandled.
       socket.on('error', () => {});
-      const logged = path.length > 256 ? `${path.slice(0, 256)}…` : path;
+      const logged = shortPath(path);
       handshake(req, socket, head, match, requestId).then(
         (status) => log.info({ requestId, method: req.method, path: logged, status, ms: Math.round(performance.now() - started) }, 'upgrade'),
         (err: unknown) => {

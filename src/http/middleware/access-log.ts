@@ -23,6 +23,11 @@ export interface AccessEntry {
 
 export type AccessLog = (entry: AccessEntry) => void;
 
+/** A path as log lines hold it: at most 256 characters, so no caller can make a line long. */
+export function shortPath(path: string): string {
+  return path.length > 256 ? `${path.slice(0, 256)}…` : path;
+}
+
 /** The path logged for a request that no route matched. */
 export const UNMATCHED_PATH = '(unmatched)';
 
@@ -35,7 +40,7 @@ export function createAccessLog(log: Logger): AccessLog {
     lines.info({
       requestId,
       method,
-      path: path.length > 256 ? `${path.slice(0, 256)}…` : path,
+      path: shortPath(path),
       status,
       route,
       ms: Math.round((performance.now() - started) * 10) / 10,
