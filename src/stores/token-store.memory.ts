@@ -20,7 +20,6 @@ interface TokenEntry {
   /** Set once consumed. */
   rotatedAt?: number;
   successorId?: string;
-  sealedPair?: string;
 }
 
 interface FamilyEntry {
@@ -29,6 +28,11 @@ interface FamilyEntry {
   revoked: boolean;
   /** The token id that may be rotated next. */
   currentTokenId: string;
+  /**
+   * The pair of the latest rotation, for a duplicate of it: kept once per family, not on each
+   * consumed token, which stays until the family ends (as in scripts.ts ROTATE).
+   */
+  sealedPair?: string;
 }
 
 export interface MemoryTokenStoreOptions {
@@ -77,15 +81,15 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
       }, { ttl: ttlUntil(expiresAt, req.now) });
       token.rotatedAt = req.now;
       token.successorId = req.successor.tokenId;
-      token.sealedPair = req.sealedPair;
       family.currentTokenId = req.successor.tokenId;
+      family.sealedPair = req.sealedPair;
       // The consumed entry stays until its family ends, so a late replay is still recognised.
       this.#tokens.set(req.tokenId, token, { ttl: ttlUntil(family.expiresAt, req.now) });
       return { outcome: 'rotated' };
     }
 
-    if (req.now - token.rotatedAt < req.graceMs && family.currentTokenId === token.successorId && token.sealedPair !== undefined) {
-      return { outcome: 'replayed', sealedPair: token.sealedPair };
+    if (req.now - token.rotatedAt < req.graceMs && family.currentTokenId === token.successorId && family.sealedPair !== undefined) {
+      return { outcome: 'replayed', sealedPair: family.sealedPair };
     }
     family.revoked = true;
     return { outcome: 'reused', familyId: token.familyId };

@@ -39,8 +39,9 @@ export interface RotateRequest {
   successor: NewToken;
   /**
    * The successor pair, encrypted under a key only the presented token's secret yields. Kept
-   * with the consumed token, so that a duplicate of this refresh arriving less than `graceMs`
-   * later (0: never) gets the same pair back.
+   * with the family until its next rotation (not with the consumed token, which stays until the
+   * family ends), so that a duplicate of this refresh arriving less than `graceMs` later (0:
+   * never) gets the same pair back.
    */
   sealedPair: string;
   now: number;

@@ -12,8 +12,10 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { Redis } from 'ioredis';
-import { DEMO, postJson, sha256Hex, startGateway, type JsonResponse } from '../helpers/gateway.js';
-import { redisSuite, startRedis } from '../helpers/redis.js';
+import { DEMO, postJson, sha256Hex, startGateway, type JsonResponse, type TokenPair } from '../helpers/gateway.js';
+import { startGatewayProcess } from '../helpers/process.js';
+import { rawRedisClient, redisSuite, startRedis } from '../helpers/redis.js';
+import { refreshHandleOf } from '../helpers/refresh-token.js';
 
 const WRONG = sha256Hex('not the secret');
 /** Longest key the gateway may write for one of these requests (prefix `gw`). */
@@ -117,4 +119,37 @@ test('a made-up API key gets exactly the answers of a real key with a wrong secr
   const madeUp = await attempts(`ak_${randomText(20)}`, '198.51.100.2');
   assert.deepEqual(real.map((a) => a.status), [401, 401, 401, 429, 429], 'the real key is locked out after 3 failures');
   assert.deepEqual(madeUp, real, 'the same answers, headers included');
+});
+
+test('each consumed refresh token leaves a small record for its family\'s lifetime, not its successor pair', redisSuite(), async (t) => {
+  const redis = await startRedis(t);
+  const raw = await rawRedisClient(t, redis);
+  const gw = await startGatewayProcess(t, { REDIS_URL: redis.url, RATE_LIMITS: 'off' });
+  const refresh = async (refreshToken: string) => {
+    const res = await postJson(`${gw.url}/api/refresh`, { refreshToken });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body.message as TokenPair;
+  };
+  const signedIn = await postJson(`${gw.url}/api/signin`, { apiKey: DEMO.alice.apiKey, apiSecret: sha256Hex(DEMO.alice.secret) });
+  assert.equal(signedIn.status, 200);
+  const chain: TokenPair[] = [signedIn.body.message as TokenPair];
+  const n = 30;
+  for (let i = 0; i < n; i++) chain.push(await refresh(chain.at(-1)!.refreshToken));
+
+  // Each consumed token's record: what recognises a reuse for the family's lifetime.
+  const { accountId } = refreshHandleOf(chain[0]!.refreshToken);
+  const consumed = chain.slice(0, n).map((pair) => `gw:rt:{${accountId}}:${refreshHandleOf(pair.refreshToken).tokenId}`);
+  const sizes = await Promise.all(consumed.map(async (key) => Number(await raw.call('MEMORY', 'USAGE', key))));
+  assert.ok(sizes.every((bytes) => bytes > 0), 'every consumed token is still recognised');
+  const ttls = await Promise.all(consumed.map((key) => raw.ttl(key)));
+  assert.ok(ttls.every((s) => s > 14 * 86400), 'kept until the family ends');
+  const largest = Math.max(...sizes);
+  // Ids, a digest and two times take under 300 bytes (Redis 7, listpack); a sealed pair with its
+  // access token took 1.8 KB.
+  assert.ok(largest <= 600, `a consumed token's record takes ${largest} bytes in Redis, ${n} of them ${sizes.reduce((a, b) => a + b, 0)}: it keeps its successor pair for 30 days, not 10 s`);
+
+  // The grace window still answers a duplicate with the same pair, and only the newest one.
+  assert.deepEqual(await refresh(chain.at(-2)!.refreshToken), chain.at(-1));
+  const reused = await postJson(`${gw.url}/api/refresh`, { refreshToken: chain.at(-3)!.refreshToken });
+  assert.equal(reused.status, 401, 'a token two rotations back is a reuse');
 });

@@ -24,11 +24,17 @@
  * ARGV[8] successor idle expiry (capped here at the family's expiry)
  * ARGV[9] the successor pair, sealed under the presented secret
  * Returns {'rotated'} | {'replayed', sealedPair} | {'reused'} | {'invalid'}
+ *
+ * The sealed pair is kept on the family, not on the consumed token: only the latest rotation's
+ * pair can ever be handed back (a duplicate needs its successor to be the family's current
+ * token), while a consumed token stays until its family ends, a month of a kilobyte per
+ * refresh for something usable for seconds. A token consumed by an earlier version still holds
+ * its own pair, which wins: during a rolling upgrade the family's may be an older rotation's.
  */
 export const ROTATE = `
 local t = redis.call('HMGET', KEYS[1], 'fam', 'key', 'hash', 'exp', 'rot', 'next', 'sealed')
 if not t[3] or t[3] ~= ARGV[3] or t[1] ~= ARGV[1] or t[2] ~= ARGV[2] then return {'invalid'} end
-local f = redis.call('HMGET', KEYS[2], 'exp', 'created', 'revoked', 'current')
+local f = redis.call('HMGET', KEYS[2], 'exp', 'created', 'revoked', 'current', 'sealed')
 local now = tonumber(ARGV[4])
 local famExp = tonumber(f[1])
 if not famExp or f[3] or famExp <= now then return {'invalid'} end
@@ -41,12 +47,12 @@ if not t[5] then
   redis.call('HSET', KEYS[3], 'fam', ARGV[1], 'key', ARGV[2], 'hash', ARGV[7], 'exp', exp)
   redis.call('PEXPIREAT', KEYS[3], exp)
   -- The consumed token stays until its family ends, so that a late reuse is recognised.
-  redis.call('HSET', KEYS[1], 'rot', ARGV[4], 'next', ARGV[6], 'sealed', ARGV[9])
+  redis.call('HSET', KEYS[1], 'rot', ARGV[4], 'next', ARGV[6])
   redis.call('PEXPIREAT', KEYS[1], famExp)
-  redis.call('HSET', KEYS[2], 'current', ARGV[6])
+  redis.call('HSET', KEYS[2], 'current', ARGV[6], 'sealed', ARGV[9])
   return {'rotated'}
 end
-if now - tonumber(t[5]) < tonumber(ARGV[5]) and f[4] == t[6] then return {'replayed', t[7]} end
+if now - tonumber(t[5]) < tonumber(ARGV[5]) and f[4] == t[6] then return {'replayed', t[7] or f[5]} end
 redis.call('HSET', KEYS[2], 'revoked', '1')
 return {'reused'}
 `;
