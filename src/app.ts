@@ -54,7 +54,7 @@ export function createListeners(services: Services): Listeners {
     // A path the router knows under some method: the gateway's own. Read as the route table
     // reads paths (without case, without `;` parameters; proxy/routes.ts), since backends do:
     // /HEALTHZ or /api;x/roles must not reach a catch-all that takes them for the gateway's.
-    isOwnPath: (path) => router.match(ownPathKey(path), 'GET').path.some((layer) => layer.methods.length > 0),
+    isOwnPath: createOwnPathCheck(router),
   });
   const serveProxied = createProxiedPath(services, accessLog);
   // The route shouldUpgrade found, for the 'upgrade' event of the same request.
@@ -82,6 +82,24 @@ export function createListeners(services: Services): Listeners {
       else proxy.upgrade(req, socket, head, routed.match, routed.path);
     },
   };
+}
+
+/**
+ * Whether a path is the gateway's own, asked of every proxied request: while every own route is
+ * a plain path (no parameters), one set lookup; otherwise the router itself decides.
+ */
+function createOwnPathCheck(router: Router): (path: string) => boolean {
+  const layers = router.stack.filter((layer) => layer.methods.length > 0);
+  const isPlain = (path: unknown) => typeof path === 'string' && /^[a-z0-9/._-]+$/.test(path);
+  if (layers.every((layer) => isPlain(layer.path))) {
+    const own = new Set(layers.map((layer) => layer.path as string));
+    return (path) => {
+      const key = ownPathKey(path);
+      // The router takes one trailing slash as the same path (normalising leaves at most one).
+      return own.has(key.length > 1 && key.endsWith('/') ? key.slice(0, -1) : key);
+    };
+  }
+  return (path) => router.match(ownPathKey(path), 'GET').path.some((layer) => layer.methods.length > 0);
 }
 
 /** A normalised path as a backend may read it; the own routes are all lower case. */

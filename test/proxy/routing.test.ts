@@ -145,7 +145,7 @@ test('the gateway\'s own paths never reach a catch-all route, under any method',
   assert.equal(backend.received.length, 1);
 });
 
-test('an own path spelt in another case or with segment parameters reaches no catch-all either', async (t) => {
+test('an own path spelt in another case or with segment parameters or a trailing slash reaches no catch-all either', async (t) => {
   // The route table reads a path without case and without `;` parameters (proxy/routes.ts),
   // because backends do: a catch-all's backend reads these as the gateway's own paths.
   const backend = await startBackend(t);
@@ -154,6 +154,12 @@ test('an own path spelt in another case or with segment parameters reaches no ca
   for (const path of spellings) {
     const res = await rawExchange(gw.url, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
     assert.notEqual(res.status, 200, `${path} was answered by the catch-all`);
+  }
+  // With one trailing slash the router serves the path itself (as /healthz): the gateway answers.
+  // Any other spelling is refused (404): only the exact one is the gateway's to serve.
+  for (const [path, status] of [['/healthz/', 200], ['/api/roles/', 401], ['/.well-known/jwks.json/', 200], ['/API/ROLES/', 404]] as const) {
+    const res = await rawExchange(gw.url, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    assert.equal(res.status, status, `${path}: the gateway's own answer`);
   }
   assert.equal(backend.received.length, 0, `the catch-all got: ${JSON.stringify(backend.received.map((r) => `${r.method} ${r.url}`))}`);
 });
