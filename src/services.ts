@@ -13,6 +13,7 @@ import { createClientAddress } from './http/client-address.js';
 import type { ReadinessCheck } from './http/routes/health.js';
 import { createLimiter } from './limits/limiter.js';
 import { createRateLimits, type RateLimits } from './limits/rate-limits.js';
+import { createOwnerServices, type OwnerServices } from './owner/service.js';
 import { createProxy, type Proxy } from './proxy/proxy.js';
 import { readDataFile, watchDataFile, type DataFile } from './stores/data-file.js';
 import { checkDemoData } from './stores/demo-data.js';
@@ -26,6 +27,10 @@ import { MemoryRateCounters } from './stores/rate-counters.memory.js';
 import { RedisRateCounters } from './stores/rate-counters.redis.js';
 import type { RateCounters } from './stores/rate-counters.js';
 import { MemoryKeyDirectory } from './stores/key-directory.memory.js';
+import { MemoryOwnerStore } from './stores/owner-store.memory.js';
+import type { OwnerStore } from './stores/owner-store.js';
+import { MemorySessionStore } from './stores/session-store.memory.js';
+import type { SessionStore } from './stores/session-store.js';
 import { RedisKeyDirectory } from './stores/key-directory.redis.js';
 import type { KeyDirectory } from './stores/key-directory.js';
 import { connectRedis, type RedisConnection } from './stores/redis/client.js';
@@ -61,6 +66,8 @@ export interface Services {
   /** The client's address as the limits count it (http/client-address.ts). */
   clientAddress: (req: IncomingMessage) => string;
   metrics: Metrics;
+  /** The owner API's service (src/owner/). */
+  owner: OwnerServices;
   formatTimestamp: TimestampFormatter;
   readiness: ReadinessCheck[];
   /** Where shared state lives, for the start-up log. */
@@ -141,6 +148,9 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
   const limiter = createLimiter({ counters, memory: memoryCounters, log, metrics, clock });
   const limits = createRateLimits(config.limits, limiter, clientAddress);
   const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits });
+  const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory });
+  const sessions: SessionStore = new MemorySessionStore({ clock });
+  const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, log, config });
 
   return {
     config,
@@ -157,6 +167,7 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
     limits,
     clientAddress,
     metrics,
+    owner,
     formatTimestamp: createTimestampFormatter(config.data.timeZone),
     readiness,
     state: redis === undefined ? 'memory' : 'redis',
@@ -203,4 +214,35 @@ function createDirectory(config: Config, { log, clock, redis, fileDirectory }: {
   }
   if (viaRedis !== undefined) changes.push(viaRedis);
   return createCachedDirectory({ store, changes, settings: config.directory.cache, clock, log });
+}
+
+/**
+ * Where the owner API writes: the data file when keys are read from it, Redis when they are.
+ * A data file behind several instances (Redis configured, keys still from the file) is only
+ * read: each instance would write its own copy. Roles and sign records are written only where
+ * they are read (directory.store), so a change never goes where no instance would see it.
+ */
+function createOwnerStore(config: Config, { data, fileKeys, fileDirectory }: {
+  log: Logger;
+  data: DataFile;
+  fileKeys: MemoryKeyDirectory;
+  fileDirectory: MemoryDirectory;
+}): OwnerStore {
+  const readOnly = usesRedis(config) && config.data.keySource === 'file'
+    ? 'The data file is only read while Redis is configured (each instance has its own copy): set KEY_SOURCE=redis to manage accounts through the owner API.'
+    : undefined;
+  const directoryReadOnly = config.directory.store === 'http'
+    ? 'Roles and sign records belong to the directory upstream (directory.store is "http"): change them there.'
+    : config.directory.store !== config.data.keySource
+      ? `Roles and sign records are read from ${config.directory.store === 'redis' ? 'Redis' : 'the data file'} while the owner API writes to ${config.data.keySource === 'redis' ? 'Redis' : 'the data file'}: set DIRECTORY_STORE and KEY_SOURCE alike to manage them here.`
+      : undefined;
+  return new MemoryOwnerStore(data, {
+    readOnly,
+    directoryReadOnly,
+    maxAuditEvents: config.owner.auditMaxEventsPerAccount,
+    onCommit(next) {
+      fileKeys.load(next);
+      fileDirectory.load(next);
+    },
+  });
 }

@@ -416,6 +416,39 @@ export const configSchema = z.strictObject({
     description: 'Processes serving the one port (0: one per CPU). More than 1 needs Redis and configured signing keys.',
   }),
 
+  owner: z.strictObject({
+    publicOrigin: setting(z.string().regex(/^https?:\/\/[^/?#\s]+$/, 'expected an origin: scheme, host and port only (no path)').refine(isOrigin, 'expected an origin as browsers send it: lowercase, without a default port').optional(), {
+      env: 'OWNER_PUBLIC_ORIGIN',
+      description: 'The origin owners reach the gateway at (`https://gw.example.com`): owner changes must come from it (CSRF check), its scheme decides the session cookie\'s `Secure`, and invite links point at it. Unset: the request\'s own origin.',
+    }),
+    adminTokenDigests: setting(z.array(z.string().regex(/^sha256:[0-9a-f]{64}$/, 'expected "sha256:" and 64 lowercase hex digits (see gatewayctl admin-token)')).max(16).default([]), {
+      env: 'OWNER_ADMIN_TOKEN_DIGESTS',
+      description: 'SHA-256 digests of the operator tokens (`gwadm_…`) that may manage every account, as a JSON array (several, to rotate); empty: no operator access.',
+    }),
+    sessionIdleSeconds: setting(z.number().int().min(60).max(86_400).default(1800), {
+      env: 'OWNER_SESSION_IDLE_SECONDS',
+      description: 'An owner session unused this long ends (the owner signs in again).',
+    }),
+    sessionMaxSeconds: setting(z.number().int().min(300).max(2_592_000).default(43_200), {
+      description: 'An owner session ends this long after sign-in, used or not.',
+    }),
+    bodyLimitBytes: setting(z.number().int().min(1024).max(1_048_576).default(16_384), {
+      description: 'Largest request body of the owner API; larger gets 413.',
+    }),
+    inviteTtlHours: setting(z.number().int().min(1).max(720).default(72), {
+      description: 'How long an invite link can be used (once).',
+    }),
+    auditMaxEventsPerAccount: setting(z.number().int().min(100).max(1_000_000).default(1000), {
+      description: 'Audit events kept per account, newest first (every event is also logged as an `audit` line).',
+    }),
+    settingsTokenCacheTtlMs: setting(z.number().int().min(0).max(300_000).default(60_000), {
+      description: 'How long an instance trusts its cached copy of an API settings token (a revoke reaches every instance at once through the reset notices regardless).',
+    }),
+    settingsTokenMaxDays: setting(z.number().int().min(1).max(3650).optional(), {
+      description: 'Longest lifetime an API settings token may be given; unset: tokens may also never expire.',
+    }),
+  }).prefault({}),
+
   metrics: z.strictObject({
     enabled: setting(z.boolean().default(true), {
       env: 'METRICS_ENABLED',
@@ -468,6 +501,12 @@ export const configSchema = z.strictObject({
   }
   const prefixes = c.routes.map((r) => r.prefix.toLowerCase());
   prefixes.forEach((prefix, i) => {
+    // The owner API and its description are the gateway's own, whatever the routes say.
+    if (prefix === '/owner' || prefix.startsWith('/owner/') || prefix === '/openapi.json') {
+      ctx.addIssue({ code: 'custom', path: ['routes', i, 'prefix'], message: `"${c.routes[i]!.prefix}" is the gateway's own (the owner API under /owner, /openapi.json)` });
+    }
+  });
+  prefixes.forEach((prefix, i) => {
     if (prefixes.indexOf(prefix) !== i) ctx.addIssue({ code: 'custom', path: ['routes', i, 'prefix'], message: `duplicate prefix "${c.routes[i]!.prefix}" (prefixes compare without case)` });
   });
   if (c.workers !== 1 && (redisModes === 0 || c.signing.keys.length === 0)) {
@@ -487,6 +526,15 @@ export const configSchema = z.strictObject({
     ctx.addIssue({ code: 'custom', path: ['signing', 'activeKid'], message: 'must name one of signing.keys' });
   }
 });
+
+/** Spelt exactly as a browser's Origin header spells it, so the CSRF check can compare strings. */
+function isOrigin(value: string): boolean {
+  try {
+    return new URL(value).origin === value;
+  } catch {
+    return false;
+  }
+}
 
 /** An http(s) URL, once its placeholders are filled, that names every placeholder given. */
 function isUrlTemplate(template: string, placeholders: readonly string[]): boolean {

@@ -76,6 +76,7 @@ export function errorAnswer(error: GatewayError, requestId: string | undefined, 
   const body = failure({
     code: error.code,
     description: error.expose ? error.message : 'The gateway failed to answer this request.',
+    ...(error.field !== undefined && error.expose ? { field: error.field } : {}),
     ...(error.status >= 500 ? { requestId } : {}),
   });
   return { status: error.status, headers, body };

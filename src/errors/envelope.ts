@@ -9,6 +9,8 @@ export interface ErrorMessage {
   code: string;
   /** One human sentence. */
   description: string;
+  /** The request field at fault, where one is (owner API validation, conflicts). */
+  field?: string;
   /** Present on 5xx answers, so a caller can quote it to the operator. */
   requestId?: string;
 }

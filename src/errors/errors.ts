@@ -16,6 +16,8 @@ export interface GatewayErrorOptions {
   challenge?: { error?: ChallengeError; scope?: string };
   /** Show the message to the caller even from 500 up (it names no internals). */
   expose?: boolean;
+  /** The request field at fault ("name", "scopes.2"), rendered as `message.field`. */
+  field?: string;
 }
 
 export class GatewayError extends Error {
@@ -23,6 +25,7 @@ export class GatewayError extends Error {
   readonly code: string;
   readonly headers: Record<string, string>;
   readonly challenge: GatewayErrorOptions['challenge'];
+  readonly field: string | undefined;
   readonly #expose: boolean | undefined;
 
   constructor(status: number, code: string, message: string, options: GatewayErrorOptions = {}) {
@@ -32,6 +35,7 @@ export class GatewayError extends Error {
     this.code = code;
     this.headers = options.headers ?? {};
     this.challenge = options.challenge;
+    this.field = options.field;
     this.#expose = options.expose;
   }
 
@@ -85,6 +89,55 @@ export class InvalidGrant extends GatewayError {
 export class InsufficientScope extends GatewayError {
   constructor(scope: string) {
     super(403, 'insufficient_scope', `This route requires the scope "${scope}".`, { challenge: { error: 'insufficient_scope', scope } });
+  }
+}
+
+/** A change that contradicts what is stored: a duplicate id, slug or email, the last owner removed. */
+export class Conflict extends GatewayError {
+  constructor(message: string, field?: string) {
+    super(409, 'conflict', message, field === undefined ? {} : { field });
+  }
+}
+
+/** The object belongs to a store the gateway only reads (the HTTP directory, a file shared by several instances). */
+export class ReadOnlyStore extends GatewayError {
+  constructor(message: string) {
+    super(409, 'read_only_store', message);
+  }
+}
+
+/** The caller is known but may not do this (an owner asking for an operator's action). */
+export class Forbidden extends GatewayError {
+  constructor(message = 'This operation is not allowed for this caller.', code = 'forbidden') {
+    super(403, code, message);
+  }
+}
+
+/** A state-changing owner call without the session's CSRF token, or from a foreign origin. */
+export class CsrfFailed extends GatewayError {
+  constructor(message = 'This change needs the session\'s X-CSRF-Token header and must come from the gateway\'s own origin.') {
+    super(403, 'csrf_failed', message);
+  }
+}
+
+/** No owner session, or one that expired or was signed out: one answer for all of them. */
+export class SessionRequired extends GatewayError {
+  constructor() {
+    super(401, 'session_required', 'Sign in first: this call needs an owner session (or an operator token).');
+  }
+}
+
+/** Owner sign-in failed. Same answer for an unknown email and a wrong password. */
+export class InvalidOwnerCredentials extends GatewayError {
+  constructor() {
+    super(401, 'invalid_credentials', 'The email or password is not valid.');
+  }
+}
+
+/** A present admin token that matches none configured: one answer, whatever was wrong with it. */
+export class InvalidAdminToken extends GatewayError {
+  constructor() {
+    super(401, 'invalid_credentials', 'The admin token is not valid.', { challenge: {} });
   }
 }
 

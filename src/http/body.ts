@@ -37,12 +37,18 @@ export async function discardBody(ctx: Context, limit: number): Promise<void> {
   await readRawBody(ctx, limit);
 }
 
-/** The fields a route needs, or a 400 that names every field at fault. */
-function validateFields<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
+/**
+ * The fields a route needs, or a 400 that names every field at fault in its sentence and the
+ * first one as `field` (an unknown key is named by itself).
+ */
+export function validateFields<T extends z.ZodType>(schema: T, body: unknown, what = 'request body'): z.infer<T> {
   const parsed = schema.safeParse(body);
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map((i) => (i.path.length > 0 ? `${i.path.join('.')}: ${i.message}` : i.message));
-  throw new InvalidRequest(`Invalid request body: ${problems.join('; ')}.`);
+  const first = parsed.error.issues[0]!;
+  const path = first.code === 'unrecognized_keys' ? [...first.path, first.keys[0]!] : first.path;
+  const field = path.length > 0 ? path.join('.') : undefined;
+  throw new InvalidRequest(`Invalid ${what}: ${problems.join('; ')}.`, field === undefined ? {} : { field });
 }
 
 function bodyKind(ctx: Context, accept: readonly BodyKind[], untypedIsJson: boolean): BodyKind {

@@ -12,8 +12,11 @@ import type { Config } from '../config/schema.js';
 import { MethodNotAllowed, NotFound } from '../errors/errors.js';
 import type { RateLimits, RouteRef } from '../limits/rate-limits.js';
 import type { Directory } from '../stores/directory.js';
+import type { OwnerServices } from '../owner/service.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { TimestampFormatter } from '../util/time.js';
+import { registerOwnerApi } from './owner/register.js';
+import { ownerOperations } from './routes/owner/index.js';
 import { reportLiveness, reportMetrics, reportReadiness, type ReadinessCheck } from './routes/health.js';
 import { publishKeys } from './routes/jwks.js';
 import { refresh } from './routes/refresh.js';
@@ -24,7 +27,7 @@ import { signIn } from './routes/signin.js';
 
 /** What the own routes use: services.ts's Services has all of it, and nothing else reaches a route. */
 export interface RouterDeps {
-  config: Pick<Config, 'server' | 'roles' | 'metrics'>;
+  config: Pick<Config, 'server' | 'roles' | 'metrics' | 'owner'>;
   auth: AuthService;
   directory: Directory;
   signer: Pick<Signer, 'jwks'>;
@@ -34,9 +37,10 @@ export interface RouterDeps {
   formatTimestamp: TimestampFormatter;
   readiness: readonly ReadinessCheck[];
   metrics: Pick<Metrics, 'registry'>;
+  owner: OwnerServices;
 }
 
-export function createRouter({ auth, directory, signer, authenticate, config, formatTimestamp, readiness, limits, clientAddress, metrics }: RouterDeps): Router {
+export function createRouter({ auth, directory, signer, authenticate, config, formatTimestamp, readiness, limits, clientAddress, metrics, owner }: RouterDeps): Router {
   const bodyLimitBytes = config.server.bodyLimitBytes;
   const credentials = { auth, limits, clientAddress, bodyLimitBytes };
   const bearer = requireBearer(authenticate);
@@ -55,6 +59,7 @@ export function createRouter({ auth, directory, signer, authenticate, config, fo
   router.get('/healthz', reportLiveness());
   router.get('/readyz', reportReadiness({ checks: readiness }));
   if (config.metrics.enabled) router.get('/metrics', reportMetrics({ registry: metrics.registry }));
+  registerOwnerApi(router, { config, operations: ownerOperations(owner, { config }), sessions: owner.sessions, limits, clientAddress });
   return router;
 }
 

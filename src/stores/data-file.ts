@@ -5,22 +5,11 @@
  */
 import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
 import { z } from 'zod';
-import { ADDRESS_PATTERN, ID_PATTERN, ID_SPELLING, SCOPE_PATTERN } from '../domain/formats.js';
-import { SECRET_DIGEST_PATTERN } from '../domain/secrets.js';
+import { ADDRESS_PATTERN } from '../domain/formats.js';
 import type { Logger } from '../telemetry/log.js';
 import type { SignRecord } from './directory.js';
 import type { ApiKeyRecord } from './key-directory.js';
-
-const ID = z.string().regex(ID_PATTERN, `expected ${ID_SPELLING}`);
-
-const apiKeySchema = z.strictObject({
-  id: ID,
-  apiKey: z.string().min(8).max(256),
-  secretDigest: z.string().regex(SECRET_DIGEST_PATTERN, 'expected "sha256:" and 64 lowercase hex digits (see npm run keys:create)'),
-  disabled: z.boolean().default(false),
-  /** What tokens of this key may do; routes may require one (`requiredScope`). */
-  scopes: z.array(z.string().regex(SCOPE_PATTERN, 'expected a scope token (no spaces or quotes)')).max(64).default([]),
-});
+import { apiKeySchema, auditEventSchema, ID, inviteSchema, isoTime, memberSchema, ownerSchema, settingsTokenSchema } from './owner-records.js';
 
 const roleSchema = z.strictObject({
   id: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
@@ -37,19 +26,52 @@ const signRecordSchema = z.strictObject({
   signedExpiredAt: z.iso.datetime({ offset: true }),
 });
 
+/**
+ * An account. Everything past `signRecords` is written by the owner API (src/owner/) and
+ * optional, so a hand-written file needs none of it.
+ */
 const accountSchema = z.strictObject({
   id: ID,
   name: z.string().max(256).optional(),
   apiKeys: z.array(apiKeySchema).default([]),
   roles: z.array(roleSchema).default([]),
   signRecords: z.array(signRecordSchema).default([]),
+  /** false: no key of the account signs in, and no token of it is accepted. */
+  enabled: z.boolean().default(true),
+  createdAt: isoTime.optional(),
+  /** A deleted account keeps its id (never reused) and its audit events, nothing else. */
+  deletedAt: isoTime.optional(),
+  members: z.array(memberSchema).default([]),
+  invites: z.array(inviteSchema).default([]),
+  settingsTokens: z.array(settingsTokenSchema).default([]),
+  /** Newest last; the owner store keeps the newest `owner.auditMaxEventsPerAccount`. */
+  audit: z.array(auditEventSchema).default([]),
 });
 
 export const dataFileSchema = z.strictObject({
   accounts: z.array(accountSchema),
+  /** People who manage accounts (members of them); global, since one may own several accounts. */
+  owners: z.array(ownerSchema).default([]),
 }).superRefine((data, ctx) => {
-  const seen = { account: new Set<string>(), apiKey: new Set<string>(), keyId: new Set<string>() };
+  const owners = { id: new Set<string>(), email: new Set<string>() };
+  data.owners.forEach((owner, o) => {
+    if (owners.id.has(owner.id)) ctx.addIssue({ code: 'custom', path: ['owners', o, 'id'], message: `duplicate owner id "${owner.id}"` });
+    const email = owner.email.toLowerCase();
+    if (owners.email.has(email)) ctx.addIssue({ code: 'custom', path: ['owners', o, 'email'], message: 'duplicate email (emails compare case-insensitively)' });
+    owners.id.add(owner.id);
+    owners.email.add(email);
+  });
+  const seen = { account: new Set<string>(), apiKey: new Set<string>(), keyId: new Set<string>(), tokenId: new Set<string>(), tokenDigest: new Set<string>() };
   data.accounts.forEach((account, a) => {
+    account.settingsTokens.forEach((token, t) => {
+      if (seen.tokenId.has(token.id)) ctx.addIssue({ code: 'custom', path: ['accounts', a, 'settingsTokens', t, 'id'], message: `duplicate settings token id "${token.id}"` });
+      if (seen.tokenDigest.has(token.digest)) ctx.addIssue({ code: 'custom', path: ['accounts', a, 'settingsTokens', t, 'digest'], message: 'duplicate settings token digest' });
+      seen.tokenId.add(token.id);
+      seen.tokenDigest.add(token.digest);
+    });
+    account.members.forEach((member, m) => {
+      if (!owners.id.has(member.ownerId)) ctx.addIssue({ code: 'custom', path: ['accounts', a, 'members', m, 'ownerId'], message: `no owner has id "${member.ownerId}"` });
+    });
     if (seen.account.has(account.id)) ctx.addIssue({ code: 'custom', path: ['accounts', a, 'id'], message: `duplicate account id "${account.id}"` });
     seen.account.add(account.id);
     account.apiKeys.forEach((key, k) => {
@@ -76,13 +98,17 @@ export type DataFile = z.infer<typeof dataFileSchema>;
 export type AccountData = DataFile['accounts'][number];
 
 /** A key of the data file as every key directory holds it. */
-export function toApiKeyRecord(account: AccountData, key: AccountData['apiKeys'][number]): ApiKeyRecord {
+export function toApiKeyRecord(account: Pick<AccountData, 'id' | 'enabled' | 'deletedAt'>, key: AccountData['apiKeys'][number]): ApiKeyRecord {
   return Object.freeze({
     keyId: key.id,
     accountId: account.id,
     secretDigest: key.secretDigest,
-    disabled: key.disabled,
+    // A disabled or deleted account's keys sign no one in, whatever each key says.
+    disabled: key.disabled || !account.enabled || account.deletedAt !== undefined,
     scopes: Object.freeze([...key.scopes]),
+    ...(key.previousSecretDigest !== undefined && key.previousValidUntil !== undefined
+      ? { previousSecretDigest: key.previousSecretDigest, previousValidUntil: Date.parse(key.previousValidUntil) }
+      : {}),
   });
 }
 

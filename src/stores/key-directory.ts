@@ -8,6 +8,9 @@ export interface ApiKeyRecord {
   disabled: boolean;
   /** Granted to the key's tokens (the `scope` claim). */
   scopes: readonly string[];
+  /** A rolled key's replaced secret, which still signs in until `previousValidUntil` (epoch ms). */
+  previousSecretDigest?: string;
+  previousValidUntil?: number;
 }
 
 export interface KeyDirectory {

@@ -4,10 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { DataFile } from '../../src/stores/data-file.js';
+import { dataFileSchema, type DataFile } from '../../src/stores/data-file.js';
 import type { Directory } from '../../src/stores/directory.js';
 
-export const DIRECTORY_FIXTURE: DataFile = {
+export const DIRECTORY_FIXTURE: DataFile = dataFileSchema.parse({
   accounts: [
     {
       id: 'acct_a',
@@ -19,7 +19,7 @@ export const DIRECTORY_FIXTURE: DataFile = {
     },
     { id: 'acct_b', apiKeys: [], roles: [{ id: 9, slug: 'b', name: 'B role', description: '', public: false }], signRecords: [] },
   ],
-};
+});
 
 export function runDirectoryContract(name: string, makeDirectory: (data: DataFile) => Promise<{ directory: Directory; close(): Promise<void> }>): void {
   test(`Directory contract: ${name}`, async (t) => {

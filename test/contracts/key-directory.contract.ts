@@ -1,12 +1,12 @@
 /** The contract of KeyDirectory (src/stores/key-directory.ts), run once per implementation. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { DataFile } from '../../src/stores/data-file.js';
+import { dataFileSchema, type DataFile } from '../../src/stores/data-file.js';
 import type { KeyDirectory } from '../../src/stores/key-directory.js';
 
 const DIGEST = `sha256:${'ab'.repeat(32)}`;
 
-export const KEY_FIXTURE: DataFile = {
+export const KEY_FIXTURE: DataFile = dataFileSchema.parse({
   accounts: [
     {
       id: 'acct_a',
@@ -18,7 +18,7 @@ export const KEY_FIXTURE: DataFile = {
       signRecords: [],
     },
   ],
-};
+});
 
 export function runKeyDirectoryContract(name: string, makeKeys: (data: DataFile) => Promise<{ keys: KeyDirectory; close(): Promise<void> }>): void {
   test(`KeyDirectory contract: ${name}`, async (t) => {

@@ -14,7 +14,7 @@ import { test, type TestContext } from 'node:test';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../src/config/schema.js';
 import { StoreTimeout, StoreUnavailable } from '../../src/errors/errors.js';
-import type { DataFile } from '../../src/stores/data-file.js';
+import { dataFileSchema, type DataFile } from '../../src/stores/data-file.js';
 import { createRecordReader } from '../../src/stores/directory-records.js';
 import { MemoryDirectory } from '../../src/stores/directory.memory.js';
 import { RedisDirectory } from '../../src/stores/directory.redis.js';
@@ -272,7 +272,7 @@ test('RedisDirectory: the name search over a big account agrees with MemoryDirec
   const server = await startRedis(t);
   const directory = newDirectory(await connectTo(t, server));
   const roles = bigAccount(2000);
-  const data: DataFile = { accounts: [{ id: 'acct_big', apiKeys: [], roles, signRecords: [] }] };
+  const data: DataFile = dataFileSchema.parse({ accounts: [{ id: 'acct_big', apiKeys: [], roles, signRecords: [] }] });
   const memory = new MemoryDirectory(data);
   assert.deepEqual(await directory.importData(data), { roles: 2000, signRecords: 0 });
 

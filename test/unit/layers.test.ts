@@ -12,10 +12,11 @@
  *   5. stores/          state behind interfaces, with memory, Redis and HTTP implementations
  *   6. auth/            credentials, tokens, resets, the bearer check
  *   7. limits/          sign-in lockouts and quotas (they count a verified identity: auth/)
- *   8. http/            body, query, client address, own routes, router, middleware
- *   9. proxy/           configured routes to backends (they reuse http/'s request checks)
- *  10. services.ts, app.ts, server.ts   wiring: pick implementations, order middleware, listen
- *  11. main.ts, cli/    entry points
+ *   8. owner/           the owner API's service: accounts, owners, keys, settings tokens, roles
+ *   9. http/            body, query, client address, own routes, router, middleware
+ *  10. proxy/           configured routes to backends (they reuse http/'s request checks)
+ *  11. services.ts, app.ts, server.ts   wiring: pick implementations, order middleware, listen
+ *  12. main.ts, cli/    entry points
  *
  * So a service never reaches the HTTP layer, a store never reaches auth, and the wiring is
  * the only place that sees everything. A new top-level folder must be given a layer here.
@@ -36,6 +37,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['stores/'],
   ['auth/'],
   ['limits/'],
+  ['owner/'],
   ['http/'],
   ['proxy/'],
   ['services.ts', 'app.ts', 'server.ts'],

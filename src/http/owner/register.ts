@@ -1,0 +1,93 @@
+/**
+ * Serves the owner API's operations (http/owner/operation.ts) on the gateway's router, under
+ * /owner/v1. Each request goes: origin check → caller → CSRF (in resolveCaller) → the
+ * initial-password gate → path, query and body validated by the operation's schemas → handler →
+ * `{success:true, message}`. The whole /owner tree is the gateway's own: a path no operation
+ * serves is a 404 (or a 405) here, never passed to a configured route.
+ */
+import type { IncomingMessage } from 'node:http';
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import type { z } from 'zod';
+import type { Config } from '../../config/schema.js';
+import { ok } from '../../errors/envelope.js';
+import { InvalidAdminToken, MethodNotAllowed, NotFound } from '../../errors/errors.js';
+import type { RateLimits } from '../../limits/rate-limits.js';
+import { discardBody, readFields, validateFields } from '../body.js';
+import type { SessionResolver } from '../../owner/types.js';
+import { checkOrigin, requirePasswordChanged, resolveCaller, type ResolvedCaller } from './caller.js';
+import type { Operation } from './operation.js';
+
+export const OWNER_PREFIX = '/owner/v1';
+
+export interface OwnerApiDeps {
+  config: Pick<Config, 'owner'>;
+  operations: readonly Operation[];
+  sessions: SessionResolver;
+  limits: RateLimits;
+  clientAddress: (req: IncomingMessage) => string;
+}
+
+/** Operations a caller with an operator-set initial password may still use. */
+const BEFORE_PASSWORD_CHANGE = new Set(['getSession', 'deleteSession', 'changePassword']);
+
+export function registerOwnerApi(router: Router, { config, operations, sessions, limits, clientAddress }: OwnerApiDeps): void {
+  const owner = config.owner;
+  for (const op of operations) {
+    const path = op.path.replaceAll(/\{(\w+)\}/g, ':$1');
+    router[op.method](op.operationId, path, async (ctx: Context) => {
+      checkOrigin(ctx, owner.publicOrigin);
+      let resolved: ResolvedCaller | undefined;
+      if (op.auth !== 'public') {
+        resolved = await resolveAdminOrSession(ctx, { sessions, owner, limits, clientAddress });
+        if (op.auth === 'session' && resolved.caller.kind !== 'owner') throw new NotFound('Operators have no session.');
+        if (!BEFORE_PASSWORD_CHANGE.has(op.operationId)) requirePasswordChanged(resolved);
+      }
+      const params = op.params === undefined ? {} : validateFields(op.params, ctx.params, 'path');
+      const query = op.query === undefined ? {} : validateFields(op.query, { ...ctx.query }, 'query');
+      let body: unknown;
+      if (op.body !== undefined) body = await readFields(ctx, op.body as z.ZodType, { limit: owner.bodyLimitBytes, accept: ['json'] });
+      else await discardBody(ctx, owner.bodyLimitBytes);
+      const message = await op.handle({
+        params,
+        query,
+        body,
+        caller: resolved?.caller,
+        sessionToken: resolved?.sessionToken,
+        meta: { ip: clientAddress(ctx.req), requestId: String(ctx.state.requestId ?? '') },
+        ctx,
+      });
+      ctx.status = op.status ?? 200;
+      ctx.body = ok(message as object);
+    });
+  }
+  // Last: whatever else is under /owner. A path served under other methods is a 405.
+  router.all('/owner', answerOwnerUnmatched);
+  router.all('/owner/{*rest}', answerOwnerUnmatched);
+}
+
+/** An admin token is a secret guessed like an API secret: each presented one counts as a sign-in attempt. */
+async function resolveAdminOrSession(ctx: Context, { sessions, owner, limits, clientAddress }: {
+  sessions: SessionResolver;
+  owner: Config['owner'];
+  limits: RateLimits;
+  clientAddress: (req: IncomingMessage) => string;
+}): Promise<ResolvedCaller> {
+  if (ctx.get('authorization') === '') return resolveCaller(ctx, { sessions, config: owner });
+  const attempt = await limits.signIn('#operator', clientAddress(ctx.req));
+  try {
+    const resolved = await resolveCaller(ctx, { sessions, config: owner });
+    await attempt.succeeded();
+    return resolved;
+  } catch (err) {
+    if (!(err instanceof InvalidAdminToken)) await attempt.undecided();
+    throw err;
+  }
+}
+
+async function answerOwnerUnmatched(ctx: Context): Promise<void> {
+  const matched = (ctx as Context & { matched?: { methods: string[]; path: string }[] }).matched ?? [];
+  const allowed = [...new Set(matched.filter((layer) => !layer.path.startsWith('/owner/{*rest}') && layer.path !== '/owner').flatMap((layer) => layer.methods))];
+  if (allowed.length > 0) throw new MethodNotAllowed(allowed.join(', '));
+  throw new NotFound();
+}

@@ -1,0 +1,19 @@
+/** Every operation of the owner API, in the order the OpenAPI document lists them. */
+import type { OwnerServices } from '../../../owner/service.js';
+import type { Operation } from '../../owner/operation.js';
+import { accountOperations } from './accounts.js';
+import type { OwnerRouteDeps } from './deps.js';
+import { directoryOperations } from './directory.js';
+import { keyOperations } from './keys.js';
+import { sessionOperations } from './sessions.js';
+import { settingsTokenOperations } from './settings-tokens.js';
+
+export function ownerOperations(owner: OwnerServices, deps: OwnerRouteDeps): Operation[] {
+  return [
+    ...sessionOperations(owner, deps),
+    ...accountOperations(owner, deps),
+    ...keyOperations(owner, deps),
+    ...settingsTokenOperations(owner, deps),
+    ...directoryOperations(owner, deps),
+  ];
+}

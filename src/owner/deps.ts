@@ -1,0 +1,17 @@
+/** What every part of the owner service is built from (services.ts picks the implementations). */
+import type { Revocations } from '../auth/revocation.js';
+import type { Config } from '../config/schema.js';
+import type { OwnerStore } from '../stores/owner-store.js';
+import type { SessionStore } from '../stores/session-store.js';
+import type { Logger } from '../telemetry/log.js';
+import type { Clock } from '../util/clock.js';
+
+export interface OwnerDeps {
+  store: OwnerStore;
+  sessions: SessionStore;
+  /** Token resets (auth/revocation.ts): a disabled or deleted key, a revoked settings token, an account reset. */
+  revocations: Revocations;
+  clock: Clock;
+  log: Logger;
+  config: Pick<Config, 'owner' | 'tokens'>;
+}
