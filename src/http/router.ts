@@ -15,6 +15,7 @@ import type { Directory } from '../stores/directory.js';
 import type { OwnerServices } from '../owner/service.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { TimestampFormatter } from '../util/time.js';
+import { buildOpenApiDocument, OPENAPI_PATH, serveOpenApiDocument } from './openapi/document.js';
 import { registerOwnerApi } from './owner/register.js';
 import { ownerOperations } from './routes/owner/index.js';
 import { reportLiveness, reportMetrics, reportReadiness, type ReadinessCheck } from './routes/health.js';
@@ -59,7 +60,9 @@ export function createRouter({ auth, directory, signer, authenticate, config, fo
   router.get('/healthz', reportLiveness());
   router.get('/readyz', reportReadiness({ checks: readiness }));
   if (config.metrics.enabled) router.get('/metrics', reportMetrics({ registry: metrics.registry }));
-  registerOwnerApi(router, { config, operations: ownerOperations(owner, { config }), sessions: owner.sessions, limits, clientAddress });
+  const operations = ownerOperations(owner, { config });
+  router.get(OPENAPI_PATH, serveOpenApiDocument(buildOpenApiDocument(operations)));
+  registerOwnerApi(router, { config, operations, sessions: owner.sessions, limits, clientAddress });
   return router;
 }
 

@@ -1,0 +1,186 @@
+/**
+ * The public API's routes (http/routes/*.ts), declared by hand: they predate the operation
+ * objects of the owner API and read their bodies themselves. Each shape here is what the route
+ * answers (docs/api.md); the conformance test (test/http/openapi.test.ts) holds them to it.
+ */
+import { z } from 'zod';
+import type { ZodOpenApiOperationObject, ZodOpenApiPathsObject } from 'zod-openapi';
+import { errorResponse, successEnvelope } from './schemas.js';
+
+const TokenPair = z.object({
+  accessToken: z.string().meta({ description: 'A JWT; send it as `Authorization: Bearer <accessToken>`.' }),
+  refreshToken: z.string().meta({ description: 'Single use: POST /api/refresh trades it for a new pair.' }),
+}).meta({ id: 'TokenPair' });
+
+const ApiKeyCredentials = {
+  apiKey: z.string().min(1).max(256).meta({ description: 'The API key (`gwk_…` for keys made by the owner API).' }),
+  apiSecret: z.string().min(1).max(256).meta({ description: 'The SHA-256 of the API secret: 64 hex digits, or base64/base64url of the 32 bytes. Never the secret itself.' }),
+};
+
+const SignInBody = z.object(ApiKeyCredentials).meta({ description: 'Fields besides these two are ignored.' });
+const RefreshBody = z.object({ refreshToken: z.string().min(1).max(2048) });
+const ResetBody = z.object({
+  ...ApiKeyCredentials,
+  scope: z.enum(['key', 'account']).optional().meta({ description: 'Default "key".' }),
+});
+
+const PublicReset = z.object({
+  scope: z.enum(['key', 'account']),
+  accountId: z.string(),
+  keyId: z.string().optional().meta({ description: 'Key scope only.' }),
+  resetAt: z.string().meta({ description: 'Written like the other timestamps of the public API (`YYYY-MM-DD HH:MM:SS`, UTC by default).' }),
+}).meta({ id: 'PublicReset' });
+
+const SignAnswer = z.object({
+  did: z.string().meta({ description: 'The address exactly as sent.' }),
+  signedNonce: z.number().int(),
+  signedAt: z.string().meta({ description: '`YYYY-MM-DD HH:MM:SS` in UTC (`data.timeZone` changes it).' }),
+  signedExpiredAt: z.string(),
+}).meta({ id: 'SignAnswer' });
+
+const RoleListing = z.object({
+  pages: z.string().regex(/^\d+$/).meta({ description: 'ceil(total / limit), as a string.' }),
+  items: z.array(z.object({
+    id: z.number().int(),
+    slug: z.string(),
+    name: z.string(),
+    description: z.string(),
+    public: z.union([z.literal(0), z.literal(1)]),
+  })),
+  total: z.number().int().min(0),
+}).meta({ id: 'RoleListing' });
+
+const Jwk = z.object({
+  kty: z.string(),
+  kid: z.string(),
+  alg: z.string().optional(),
+  use: z.string().optional(),
+  crv: z.string().optional(),
+  x: z.string().optional(),
+  y: z.string().optional(),
+  n: z.string().optional(),
+  e: z.string().optional(),
+}).meta({ id: 'Jwk' });
+
+const Jwks = z.object({
+  keys: z.array(Jwk),
+  success: z.literal(true),
+  message: z.object({ keys: z.array(Jwk) }),
+}).meta({ description: 'RFC 7517: JWKS clients read the top-level `keys`; the same set is in the envelope.' });
+
+const Readiness = z.object({
+  status: z.enum(['ready', 'unavailable']),
+  checks: z.record(z.string(), z.enum(['up', 'down'])),
+});
+
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/).meta({ description: 'Any case; looked up case-insensitively.' });
+const signQuery = z.object({ address });
+const rolesQuery = z.object({
+  page: z.number().int().min(1).max(1_000_000).optional().meta({ description: 'Default 1.' }),
+  limit: z.number().int().min(1).max(100).optional().meta({ description: 'Default `roles.defaultLimit` (10), at most `roles.maxLimit` (100).' }),
+  name: z.string().max(100).optional().meta({ description: 'Case-insensitive substring of the role\'s name; empty means no filter.' }),
+});
+
+const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
+
+function responses(success: z.ZodType, errors: number[], description = 'OK') {
+  return {
+    200: { description, ...json(successEnvelope(success)) },
+    ...Object.fromEntries(errors.map((status) => [status, errorResponse(status)])),
+  };
+}
+
+const credentialErrors = [400, 401, 413, 415, 429, 503];
+const bearerErrors = [400, 401, 429, 502, 503, 504];
+
+function signOperation(method: 'get' | 'post'): ZodOpenApiOperationObject {
+  return {
+    operationId: method === 'get' ? 'getSignRecord' : 'postSignRecord',
+    tags: ['public'],
+    summary: 'The caller\'s account\'s sign record for an address',
+    description: method === 'post' ? 'A body, if sent, is read up to the body limit and ignored.' : undefined,
+    security: [{ accessToken: [] }],
+    requestParams: { query: signQuery },
+    responses: responses(SignAnswer, method === 'get' ? [...bearerErrors, 404] : [...bearerErrors, 404, 413]),
+  };
+}
+
+export const publicPaths: ZodOpenApiPathsObject = {
+  '/api/signin': {
+    post: {
+      operationId: 'signIn',
+      tags: ['public'],
+      summary: 'Sign in with an API key and the SHA-256 of its secret',
+      security: [],
+      requestBody: { required: true, ...json(SignInBody) },
+      responses: responses(TokenPair, credentialErrors),
+    },
+  },
+  '/api/refresh': {
+    post: {
+      operationId: 'refresh',
+      tags: ['public'],
+      summary: 'Trade a refresh token for a new token pair',
+      security: [],
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': { schema: RefreshBody },
+          'application/x-www-form-urlencoded': { schema: RefreshBody },
+        },
+      },
+      responses: responses(TokenPair, credentialErrors),
+    },
+  },
+  '/api/reset': {
+    post: {
+      operationId: 'resetTokens',
+      tags: ['public'],
+      summary: 'Reset every token of a key or of its account, with the key\'s credentials',
+      security: [],
+      requestBody: { required: true, ...json(ResetBody) },
+      responses: responses(PublicReset, credentialErrors),
+    },
+  },
+  '/api/sign': { get: signOperation('get'), post: signOperation('post') },
+  '/api/roles': {
+    get: {
+      operationId: 'listRoles',
+      tags: ['public'],
+      summary: 'One page of the caller\'s account\'s roles, in id order',
+      security: [{ accessToken: [] }],
+      requestParams: { query: rolesQuery },
+      responses: responses(RoleListing, bearerErrors),
+    },
+  },
+  '/.well-known/jwks.json': {
+    get: {
+      operationId: 'getJwks',
+      tags: ['public'],
+      summary: 'The public keys that verify access tokens',
+      security: [],
+      responses: { 200: { description: 'The key set (Cache-Control: public, max-age=300).', ...json(Jwks) } },
+    },
+  },
+  '/healthz': {
+    get: {
+      operationId: 'getLiveness',
+      tags: ['health'],
+      summary: 'Liveness: the process answers',
+      security: [],
+      responses: responses(z.object({ status: z.literal('ok') }), []),
+    },
+  },
+  '/readyz': {
+    get: {
+      operationId: 'getReadiness',
+      tags: ['health'],
+      summary: 'Readiness: every store the gateway depends on answers',
+      security: [],
+      responses: {
+        200: { description: 'Every store answers.', ...json(z.object({ success: z.literal(true), message: Readiness })) },
+        503: { description: 'A store does not answer; `checks` says which.', ...json(z.object({ success: z.literal(false), message: Readiness })) },
+      },
+    },
+  },
+};

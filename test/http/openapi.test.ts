@@ -1,0 +1,418 @@
+/**
+ * The OpenAPI document against the real gateway. The document is valid OpenAPI 3.1, and a walk
+ * through every route it lists meets each status it documents at least once, with every answer
+ * checked against the document (helpers/openapi.ts): an undocumented status or field fails.
+ * The walk reads the owner operations from the document itself, so it grows with them: generic
+ * probes (no credentials, a foreign Origin, an oversized or mistyped body, an unknown field, an
+ * account that is not there, a lockout) reach every operation by its shape, and the scenario
+ * below reaches the successes and each operation's own errors by their agreed method and path.
+ * Only store failures (502, 503, 504) are left out: docs/api.md and the store suites cover them.
+ */
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { z } from 'zod';
+import { buildOpenApiDocument } from '../../src/http/openapi/document.js';
+import { operationStatuses } from '../../src/http/openapi/schemas.js';
+import { operation } from '../../src/http/owner/operation.js';
+import { DEMO, sha256Hex, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { conformance, type Conformance, type DocumentedOperation } from '../helpers/openapi.js';
+import { makeAdminToken, newPassword, OwnerApi, operatorCredential, PREFIX, sessionCredential, type Credential } from '../helpers/owner-api.js';
+
+const ADDRESS = '0x52908400098527886E0F7030069857D2E4169EE7';
+const NO_ADDRESS = `0x${'0'.repeat(40)}`;
+const EVIL_ORIGIN = 'https://evil.example';
+
+/** A value for a path parameter that names nothing (or, for `accountId`, the account given). */
+function placeholder(name: string, accountId: string): string {
+  if (name === 'accountId') return accountId;
+  if (name === 'address') return NO_ADDRESS;
+  if (name === 'roleId') return '999999';
+  return `${name.replace(/Id$/, '')}_nope`;
+}
+
+function fill(op: DocumentedOperation, accountId: string, override: Record<string, string> = {}): string {
+  return op.path.replaceAll(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(override[name] ?? placeholder(name, accountId)));
+}
+
+const isOwner = (op: DocumentedOperation) => op.path.startsWith(`${PREFIX}/`);
+const auth = (op: DocumentedOperation) => {
+  const security = op.operation.security ?? [];
+  if (security.length === 0) return 'public';
+  return security.some((s) => 'adminToken' in s) ? 'caller' : 'session';
+};
+const takesBody = (op: DocumentedOperation) => op.operation.requestBody !== undefined;
+
+test('GET /openapi.json is a valid OpenAPI 3.1 document naming every public route', async (t) => {
+  const gw = await startGateway(t);
+  const res = await fetch(`${gw.url}/openapi.json`);
+  assert.equal(res.status, 200);
+  const document = await res.json() as { openapi: string; paths: Record<string, Record<string, { operationId: string }>> };
+  assert.equal(document.openapi, '3.1.0');
+  const validator = new Validator();
+  const result = await validator.validate(document);
+  assert.ok(result.valid, JSON.stringify(result.errors, null, 1));
+  for (const [method, path] of [['post', '/api/signin'], ['post', '/api/refresh'], ['post', '/api/reset'], ['get', '/api/sign'], ['post', '/api/sign'],
+    ['get', '/api/roles'], ['get', '/.well-known/jwks.json'], ['get', '/healthz'], ['get', '/readyz']] as const) {
+    assert.ok(document.paths[path]?.[method] !== undefined, `${method} ${path} is described`);
+  }
+  const ids = Object.values(document.paths).flatMap((item) => Object.values(item).map((op) => op.operationId));
+  assert.equal(new Set(ids).size, ids.length, 'operation ids are unique');
+});
+
+test('an owner operation is described from its own schemas: params, query, body, envelope and every status it can answer', () => {
+  const op = operation({
+    operationId: 'renameThing',
+    method: 'patch',
+    path: '/owner/v1/accounts/{accountId}/things/{thingId}',
+    summary: 'Rename a thing',
+    tag: 'things',
+    auth: 'caller',
+    params: z.strictObject({ accountId: z.string(), thingId: z.string() }),
+    query: z.strictObject({ dryRun: z.enum(['yes', 'no']).optional() }),
+    body: z.strictObject({ name: z.string().min(1).max(100) }),
+    response: z.object({ id: z.string(), name: z.string() }),
+    errors: [409],
+    handle: async () => ({ id: 'x', name: 'y' }),
+  });
+  const document = buildOpenApiDocument([op]) as any;
+  const described = document.paths['/owner/v1/accounts/{accountId}/things/{thingId}'].patch;
+  assert.equal(described.operationId, 'renameThing');
+  assert.deepEqual(described.parameters.map((p: any) => `${p.in}:${p.name}:${p.required === true}`), ['path:accountId:true', 'path:thingId:true', 'query:dryRun:false']);
+  assert.equal(described.requestBody.content['application/json'].schema.additionalProperties, false, 'unknown body fields are refused, and documented so');
+  assert.deepEqual(Object.keys(described.responses).map(Number), [200, 400, 401, 403, 404, 409, 413, 415, 429, 503]);
+  assert.deepEqual(operationStatuses(op), [200, 400, 401, 403, 404, 409, 413, 415, 429, 503]);
+  const ok = described.responses['200'].content['application/json'].schema;
+  assert.deepEqual(ok.required, ['success', 'message']);
+  assert.equal(ok.properties.success.const, true);
+  assert.equal(described.responses['409'].content['application/json'].schema.$ref, '#/components/schemas/ErrorEnvelope');
+  assert.deepEqual(described.security, [{ sessionCookie: [], csrfToken: [] }, { adminToken: [] }], 'a change needs the CSRF token with a session, not with an admin token');
+  assert.throws(() => buildOpenApiDocument([op, op]), /Two owner operations/);
+  // The error envelope as documented is what errors/boundary.ts writes.
+  assert.deepEqual(document.components.schemas.ErrorMessage.required, ['code', 'description']);
+});
+
+test('every documented status of every route is met by the real gateway, each answer valid against the document', async (t) => {
+  const admin = makeAdminToken();
+  const gw = await startGateway(t, { overrides: { owner: { adminTokenDigests: [admin.digest] } } });
+  const api = await conformance(gw.url);
+  await walkPublicRoutes(api, gw);
+  const owner = await walkOwnerScenario(api, admin.token);
+  await probeOwnerOperations(api, admin.token, 'acct_alice', owner);
+
+  // Lockouts and quotas: a gateway whose limits trip at once.
+  const strict = await startGateway(t, {
+    overrides: {
+      owner: { adminTokenDigests: [admin.digest] },
+      limits: {
+        mode: 'enforce',
+        signIn: { failuresPerKeyAndAddress: [{ limit: 1, seconds: 60 }], failuresPerAddress: [{ limit: 1, seconds: 60 }] },
+        refresh: { perFamily: [{ limit: 1, seconds: 60 }], perAddress: [{ limit: 1, seconds: 60 }] },
+        calls: { perAccount: [{ limit: 1, seconds: 60 }] },
+      },
+    },
+  });
+  const limited = await conformance(strict.url);
+  await walkLimits(limited);
+  for (const pair of limited.seen) api.seen.add(pair);
+
+  const unmet = api.unmet((_op, status) => status === 502 || status === 503 || status === 504);
+  assert.deepEqual(unmet, [], `documented but never met:\n${unmet.join('\n')}`);
+});
+
+async function walkPublicRoutes(api: Conformance, gw: TestGateway): Promise<void> {
+  const alice = { apiKey: DEMO.alice.apiKey, apiSecret: sha256Hex(DEMO.alice.secret) };
+  const expect = async (status: number, res: Promise<{ status: number; body: any }>) => {
+    const answer = await res;
+    assert.equal(answer.status, status, JSON.stringify(answer.body));
+    return answer.body;
+  };
+  const big = JSON.stringify({ apiKey: 'x'.repeat(gw.services.config.server.bodyLimitBytes + 10), apiSecret: 'y' });
+  for (const path of ['/api/signin', '/api/refresh', '/api/reset']) {
+    await expect(400, api.fetch(path, { method: 'POST', json: {} }));
+    await expect(413, api.fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big }));
+    await expect(415, api.fetch(path, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' }));
+  }
+  const pair = (await expect(200, api.fetch('/api/signin', { method: 'POST', json: alice }))).message;
+  await expect(401, api.fetch('/api/signin', { method: 'POST', json: { ...alice, apiSecret: sha256Hex('wrong') } }));
+  await expect(200, api.fetch('/api/refresh', { method: 'POST', json: { refreshToken: pair.refreshToken } }));
+  await expect(401, api.fetch('/api/refresh', { method: 'POST', json: { refreshToken: 'not-a-refresh-token' } }));
+  await expect(401, api.fetch('/api/reset', { method: 'POST', json: { ...alice, apiSecret: sha256Hex('wrong') } }));
+
+  const fresh = (await expect(200, api.fetch('/api/signin', { method: 'POST', json: alice }))).message;
+  for (const method of ['GET', 'POST']) {
+    await expect(200, api.fetch(`/api/sign?address=${ADDRESS}`, { method, token: fresh.accessToken }));
+    await expect(404, api.fetch(`/api/sign?address=${NO_ADDRESS}`, { method, token: fresh.accessToken }));
+    await expect(400, api.fetch('/api/sign?address=0x12', { method, token: fresh.accessToken }));
+    await expect(401, api.fetch(`/api/sign?address=${ADDRESS}`, { method }));
+  }
+  await expect(413, api.fetch(`/api/sign?address=${ADDRESS}`, { method: 'POST', token: fresh.accessToken, body: 'x'.repeat(gw.services.config.server.bodyLimitBytes + 10) }));
+  const roles = await expect(200, api.fetch('/api/roles?limit=2&name=e', { token: fresh.accessToken }));
+  assert.ok(roles.message.items.length > 0);
+  await expect(400, api.fetch('/api/roles?limit=0', { token: fresh.accessToken }));
+  await expect(401, api.fetch('/api/roles', { token: 'not.a.token' }));
+  const keys = await expect(200, api.fetch('/.well-known/jwks.json'));
+  assert.ok(keys.keys.length > 0);
+  await expect(200, api.fetch('/healthz'));
+  await expect(200, api.fetch('/readyz'));
+  await expect(200, api.fetch('/api/reset', { method: 'POST', json: { ...alice, scope: 'key' } }));
+}
+
+/**
+ * The owner API end to end, as an operator and as owners, through every agreed operation
+ * present in the document; a step whose operation is not served yet is passed over.
+ */
+async function walkOwnerScenario(api: Conformance, adminToken: string): Promise<{ email: string; password: string } | undefined> {
+  let signedInOwner: { email: string; password: string } | undefined;
+  const has = (key: string) => api.operations.some((op) => op.key === key);
+  const operator = new OwnerApi(api.fetch, operatorCredential(adminToken));
+  const O = operator;
+  let accountId = 'acct_alice';
+  let created = false;
+  if (has(`POST ${PREFIX}/accounts`)) {
+    accountId = (await O.expect(201, O.post('/accounts', { name: 'Conformance Ltd' }))).id;
+    created = true;
+    await O.expect(409, O.post('/accounts', { id: accountId, name: 'Again' }));
+  }
+  const a = `/accounts/${accountId}`;
+  if (has(`GET ${PREFIX}/accounts`)) await O.expect(200, O.get('/accounts?limit=5'));
+  if (has(`GET ${PREFIX}/accounts/{accountId}`)) await O.expect(200, O.get(a));
+  if (has(`PATCH ${PREFIX}/accounts/{accountId}`)) await O.expect(200, O.patch(a, { name: 'Conformance Limited' }));
+
+  // The first owner, with an initial password to change.
+  const email = `first-${Date.now()}@example.com`;
+  const initial = newPassword();
+  let owner: OwnerApi | undefined;
+  if (has(`POST ${PREFIX}/accounts/{accountId}/owners`) && has(`POST ${PREFIX}/session`)) {
+    await O.expect(201, O.post(`${a}/owners`, { email, initialPassword: initial }));
+    await O.expect(409, O.post(`${a}/owners`, { email, initialPassword: initial }));
+    await O.expect(401, api.fetch(`${PREFIX}/session`, { method: 'POST', json: { email, password: `${initial}-wrong` } }));
+    const first = await api.fetch(`${PREFIX}/session`, { method: 'POST', json: { email, password: initial } });
+    const signedIn = await O.expect(200, Promise.resolve(first));
+    assert.equal(signedIn.owner.mustChangePassword, true);
+    const gated = O.as(sessionCredential(first));
+    // Every caller operation answers 403 password_change_required until the password changes.
+    for (const op of api.operations.filter((op) => isOwner(op) && auth(op) === 'caller')) {
+      const res = await api.fetch(fill(op, accountId), { method: op.method.toUpperCase(), headers: op.method === 'get' ? gated.who.read : gated.who.write, ...(takesBody(op) ? { json: {} } : {}) });
+      assert.equal(res.status, 403, `${op.key}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.message.code, 'password_change_required');
+    }
+    if (has(`POST ${PREFIX}/session/password`)) {
+      const password = newPassword();
+      await gated.expect(401, gated.post('/session/password', { currentPassword: `${initial}-wrong`, newPassword: password }));
+      const changed = await api.fetch(`${PREFIX}/session/password`, { method: 'POST', headers: gated.who.write, json: { currentPassword: initial, newPassword: password } });
+      assert.equal(changed.status, 200, JSON.stringify(changed.body));
+      owner = O.as(sessionCredential(changed));
+      signedInOwner = { email, password };
+    } else {
+      owner = gated;
+    }
+  }
+  if (owner !== undefined && has(`GET ${PREFIX}/session`)) await owner.expect(200, owner.get('/session'));
+  if (owner !== undefined && has(`POST ${PREFIX}/accounts`)) await owner.expect(403, owner.post('/accounts', { name: 'Not mine to make' }));
+
+  // Invites, and members.
+  if (has(`POST ${PREFIX}/accounts/{accountId}/invites`)) {
+    const second = `second-${Date.now()}@example.com`;
+    const invited = await O.expect(201, O.post(`${a}/invites`, { email: second }));
+    if (has(`GET ${PREFIX}/accounts/{accountId}/invites`)) await O.expect(200, O.get(`${a}/invites`));
+    if (has(`POST ${PREFIX}/invites/accept`)) {
+      const accepted = await O.expect(200, api.fetch(`${PREFIX}/invites/accept`, { method: 'POST', json: { token: invited.token, password: newPassword() } }));
+      await O.expect(404, api.fetch(`${PREFIX}/invites/accept`, { method: 'POST', json: { token: invited.token, password: newPassword() } }));
+      if (has(`GET ${PREFIX}/accounts/{accountId}/members`)) await O.expect(200, O.get(`${a}/members`));
+      if (has(`DELETE ${PREFIX}/accounts/{accountId}/members/{ownerId}`)) {
+        await O.expect(200, O.delete(`${a}/members/${accepted.ownerId}`));
+      }
+    }
+    if (has(`DELETE ${PREFIX}/accounts/{accountId}/invites/{inviteId}`)) {
+      const revoked = await O.expect(201, O.post(`${a}/invites`, { email: `third-${Date.now()}@example.com` }));
+      await O.expect(200, O.delete(`${a}/invites/${revoked.invite.id}`));
+    }
+  }
+  if (has(`DELETE ${PREFIX}/accounts/{accountId}/members/{ownerId}`) && has(`GET ${PREFIX}/accounts/{accountId}/members`) && created) {
+    const members = (await O.expect(200, O.get(`${a}/members`))).items as { ownerId: string }[];
+    if (members.length === 1) await O.expect(409, O.delete(`${a}/members/${members[0]!.ownerId}`));
+  }
+
+  // Keys.
+  const by = owner ?? O;
+  if (has(`POST ${PREFIX}/accounts/{accountId}/keys`)) {
+    const made = await by.expect(201, by.post(`${a}/keys`, { name: 'ci', description: 'The CI runner', scopes: ['read'] }));
+    const k = `${a}/keys/${made.key.id}`;
+    if (has(`GET ${PREFIX}/accounts/{accountId}/keys`)) await by.expect(200, by.get(`${a}/keys`));
+    if (has(`GET ${PREFIX}/accounts/{accountId}/keys/{keyId}`)) await by.expect(200, by.get(k));
+    if (has(`PATCH ${PREFIX}/accounts/{accountId}/keys/{keyId}`)) await by.expect(200, by.patch(k, { description: 'Still the CI runner' }));
+    if (has(`POST ${PREFIX}/accounts/{accountId}/keys/{keyId}/roll`)) await by.expect(200, by.post(`${k}/roll`, { overlapSeconds: 60 }));
+    if (has(`POST ${PREFIX}/accounts/{accountId}/keys/{keyId}/reset`)) await by.expect(200, by.post(`${k}/reset`));
+    if (has(`DELETE ${PREFIX}/accounts/{accountId}/keys/{keyId}`)) await by.expect(200, by.delete(k));
+  }
+  if (has(`POST ${PREFIX}/accounts/{accountId}/reset`)) await by.expect(200, by.post(`${a}/reset`));
+
+  // API settings tokens.
+  if (has(`POST ${PREFIX}/accounts/{accountId}/settings-tokens`)) {
+    const made = await by.expect(201, by.post(`${a}/settings-tokens`, { name: 'dashboard', expiresInSeconds: 3600 }));
+    const s = `${a}/settings-tokens/${made.settingsToken.id}`;
+    if (has(`GET ${PREFIX}/accounts/{accountId}/settings-tokens`)) await by.expect(200, by.get(`${a}/settings-tokens`));
+    if (has(`GET ${PREFIX}/accounts/{accountId}/settings-tokens/{tokenId}`)) await by.expect(200, by.get(s));
+    if (has(`DELETE ${PREFIX}/accounts/{accountId}/settings-tokens/{tokenId}`)) await by.expect(200, by.delete(s));
+  }
+
+  // Roles and sign records.
+  if (has(`POST ${PREFIX}/accounts/{accountId}/roles`)) {
+    const role = { id: 9001, slug: 'conformance', name: 'Conformance', description: 'Made by the OpenAPI walk.', public: false };
+    await by.expect(201, by.post(`${a}/roles`, role));
+    await by.expect(409, by.post(`${a}/roles`, role));
+    if (has(`GET ${PREFIX}/accounts/{accountId}/roles`)) await by.expect(200, by.get(`${a}/roles?limit=2`));
+    if (has(`GET ${PREFIX}/accounts/{accountId}/roles/{roleId}`)) await by.expect(200, by.get(`${a}/roles/9001`));
+    if (has(`PUT ${PREFIX}/accounts/{accountId}/roles/{roleId}`)) await by.expect(200, by.put(`${a}/roles/9001`, { ...role, id: 9002 }));
+    if (has(`DELETE ${PREFIX}/accounts/{accountId}/roles/{roleId}`)) await by.expect(200, by.delete(`${a}/roles/9002`));
+  }
+  if (has(`POST ${PREFIX}/accounts/{accountId}/sign-records`)) {
+    const address = `0x${'ab'.repeat(20)}`;
+    const record = { address, signedNonce: 1, signedAt: '2026-01-01T00:00:00.000Z', signedExpiredAt: '2027-01-01T00:00:00.000Z' };
+    await by.expect(201, by.post(`${a}/sign-records`, record));
+    await by.expect(409, by.post(`${a}/sign-records`, record));
+    const r = `${a}/sign-records/${address}`;
+    if (has(`GET ${PREFIX}/accounts/{accountId}/sign-records/{address}`)) await by.expect(200, by.get(r));
+    if (has(`PUT ${PREFIX}/accounts/{accountId}/sign-records/{address}`)) await by.expect(200, by.put(r, { signedNonce: 2, signedAt: record.signedAt, signedExpiredAt: record.signedExpiredAt }));
+    if (has(`DELETE ${PREFIX}/accounts/{accountId}/sign-records/{address}`)) await by.expect(200, by.delete(r));
+  }
+  if (has(`GET ${PREFIX}/accounts/{accountId}/audit`)) {
+    const audit = await by.expect(200, by.get(`${a}/audit?limit=100`));
+    assert.ok(audit.items.length > 0 || !created, 'the changes above are in the audit');
+  }
+  if (owner !== undefined && has(`DELETE ${PREFIX}/session`)) await owner.expect(200, owner.delete('/session'));
+  if (created && has(`DELETE ${PREFIX}/accounts/{accountId}`)) await O.expect(200, O.delete(a));
+  return signedInOwner;
+}
+
+/** A body each operation takes, for probes that must get past body validation. */
+function sampleBody(op: DocumentedOperation): unknown {
+  const role = { id: 424242, slug: 'probe', name: 'Probe', description: '', public: false };
+  const times = { signedNonce: 1, signedAt: '2026-01-01T00:00:00.000Z', signedExpiredAt: '2027-01-01T00:00:00.000Z' };
+  const samples: Record<string, unknown> = {
+    [`PATCH ${PREFIX}/accounts/{accountId}`]: { name: 'Probe' },
+    [`POST ${PREFIX}/accounts/{accountId}/owners`]: { email: 'probe@example.com', initialPassword: newPassword() },
+    [`POST ${PREFIX}/accounts/{accountId}/invites`]: { email: 'probe@example.com' },
+    [`POST ${PREFIX}/accounts/{accountId}/keys`]: { name: 'probe' },
+    [`PATCH ${PREFIX}/accounts/{accountId}/keys/{keyId}`]: { name: 'probe' },
+    [`POST ${PREFIX}/accounts/{accountId}/keys/{keyId}/roll`]: { overlapSeconds: 0 },
+    [`POST ${PREFIX}/accounts/{accountId}/settings-tokens`]: { name: 'probe' },
+    [`POST ${PREFIX}/accounts/{accountId}/roles`]: role,
+    [`PUT ${PREFIX}/accounts/{accountId}/roles/{roleId}`]: role,
+    [`POST ${PREFIX}/accounts/{accountId}/sign-records`]: { address: NO_ADDRESS, ...times },
+    [`PUT ${PREFIX}/accounts/{accountId}/sign-records/{address}`]: times,
+  };
+  return samples[op.key] ?? {};
+}
+
+/**
+ * What every owner operation answers by its shape alone, whatever it does: as the operator, or
+ * for the session's own operations as the owner the scenario left signed up.
+ */
+async function probeOwnerOperations(api: Conformance, adminToken: string, accountId: string, owner: { email: string; password: string } | undefined): Promise<void> {
+  const operator: Credential = operatorCredential(adminToken);
+  let session: Credential | undefined;
+  if (owner !== undefined) {
+    const res = await api.fetch(`${PREFIX}/session`, { method: 'POST', json: { email: owner.email, password: owner.password } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    session = sessionCredential(res);
+  }
+  for (const op of api.operations.filter(isOwner)) {
+    const method = op.method.toUpperCase();
+    const kind = auth(op);
+    const path = fill(op, accountId);
+    const expect = async (status: number, res: Promise<{ status: number; body: any }>, why: string) => {
+      const answer = await res;
+      assert.equal(answer.status, status, `${op.key} (${why}): ${JSON.stringify(answer.body)}`);
+      return answer;
+    };
+    const who = kind === 'public' ? { read: {}, write: {} } : kind === 'session' ? session : operator;
+    const as = method === 'GET' ? who?.read : who?.write;
+    if (kind !== 'public') await expect(401, api.fetch(path, { method }), 'no credentials');
+    if (kind === 'session') await expect(404, api.fetch(path, { method, headers: operator.write }), 'operators have no session');
+    if (method !== 'GET') await expect(403, api.fetch(path, { method, headers: { ...as, origin: EVIL_ORIGIN } }), 'a foreign origin');
+    if (as === undefined) continue;
+    if (method !== 'GET') {
+      await expect(413, api.fetch(path, { method, headers: { ...as, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'x'.repeat(20_000) }) }), 'a body over the limit');
+    }
+    if (takesBody(op)) {
+      await expect(415, api.fetch(path, { method, headers: { ...as, 'content-type': 'text/plain' }, body: 'hello' }), 'not JSON');
+      const res = await expect(400, api.fetch(path, { method, headers: as, json: { '%unknown': 1 } }), 'an unknown field');
+      assert.equal(typeof res.body.message.field, 'string', `${op.key}: the 400 names the field`);
+    } else if (op.operation.parameters?.some((p) => p.in === 'query')) {
+      await expect(400, api.fetch(`${path}?limit=0`, { method, headers: as }), 'a query parameter out of range');
+    } else if (op.path.includes('{')) {
+      const bad = { accountId: 'bad id!', keyId: 'bad id!', tokenId: 'bad id!', inviteId: 'bad id!', ownerId: 'bad id!', roleId: 'one', address: '0x12' };
+      await expect(400, api.fetch(fill(op, 'bad id!', bad), { method, headers: as }), 'a malformed path parameter');
+    }
+    if (op.path.includes('{accountId}')) {
+      await expect(404, api.fetch(fill(op, 'acct_nope'), { method, headers: as, ...(takesBody(op) ? { json: sampleBody(op) } : {}) }), 'an account that is not there');
+    }
+  }
+}
+
+/** Over the limits: every route the limits count answers 429 once its one allowed attempt is spent. */
+async function walkLimits(api: Conformance): Promise<void> {
+  const signedIn = await api.fetch('/api/signin', { method: 'POST', json: { apiKey: DEMO.alice.apiKey, apiSecret: sha256Hex(DEMO.alice.secret) } });
+  assert.equal(signedIn.status, 200, JSON.stringify(signedIn.body));
+  const { accessToken, refreshToken } = signedIn.body.message;
+  await api.fetch('/api/refresh', { method: 'POST', json: { refreshToken } });
+  assert.equal((await api.fetch('/api/refresh', { method: 'POST', json: { refreshToken } })).status, 429, '/api/refresh');
+  await api.fetch(`/api/sign?address=${ADDRESS}`, { token: accessToken });
+  for (const method of ['GET', 'POST']) assert.equal((await api.fetch(`/api/sign?address=${ADDRESS}`, { method, token: accessToken })).status, 429, `${method} /api/sign`);
+  await api.fetch('/api/roles', { token: accessToken });
+  assert.equal((await api.fetch('/api/roles', { token: accessToken })).status, 429, '/api/roles');
+
+  const wrong = { apiKey: DEMO.bob.apiKey, apiSecret: sha256Hex('wrong') };
+  assert.equal((await api.fetch('/api/signin', { method: 'POST', json: wrong })).status, 401);
+  for (const path of ['/api/signin', '/api/reset']) {
+    const res = await api.fetch(path, { method: 'POST', json: wrong });
+    assert.equal(res.status, 429, `${path}: ${JSON.stringify(res.body)}`);
+  }
+  // A wrong admin token is a failed sign-in from this address, now locked out: every call presenting one is refused.
+  for (const op of api.operations.filter((op) => isOwner(op) && auth(op) !== 'public')) {
+    const res = await api.fetch(fill(op, 'acct_alice'), { method: op.method.toUpperCase(), token: `gwadm_${'x'.repeat(43)}` });
+    assert.equal(res.status, 429, `${op.key}: ${JSON.stringify(res.body)}`);
+  }
+}
+
+test('the conformance check refuses an undocumented status, a field the schema does not name, and a path the document does not list', async (t) => {
+  const document = {
+    openapi: '3.1.0',
+    info: { title: 'x', version: '1' },
+    paths: {
+      '/thing/{id}': {
+        get: {
+          responses: {
+            200: { description: 'ok', content: { 'application/json': { schema: { $ref: '#/components/schemas/Thing' } } } },
+          },
+        },
+      },
+    },
+    components: { schemas: { Thing: { type: 'object', properties: { success: { const: true }, name: { type: 'string' } }, required: ['success'] } } },
+  };
+  const server = createServer((req, res) => {
+    const answers: Record<string, [number, unknown]> = {
+      '/openapi.json': [200, document],
+      '/thing/good': [200, { success: true, name: 'a' }],
+      '/thing/extra': [200, { success: true, name: 'a', secret: 'b' }],
+      '/thing/wrong-type': [200, { success: true, name: 1 }],
+      '/thing/teapot': [418, { success: false }],
+    };
+    const [status, body] = answers[req.url ?? ''] ?? [404, {}];
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  const api = await conformance(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  assert.equal((await api.fetch('/thing/good')).status, 200);
+  await assert.rejects(api.fetch('/thing/extra'), /does not match the document/);
+  await assert.rejects(api.fetch('/thing/wrong-type'), /does not match the document/);
+  await assert.rejects(api.fetch('/thing/teapot'), /undocumented status/);
+  await assert.rejects(api.fetch('/other'), /not in the OpenAPI document/);
+  assert.deepEqual([...api.seen], ['GET /thing/{id} 200']);
+  assert.deepEqual(api.unmet(), []);
+});
