@@ -57,7 +57,13 @@ export function sessionCredential(res: JsonResponse): Credential {
 export const PREFIX = '/owner/v1';
 
 export class OwnerApi {
-  constructor(readonly fetch: Fetcher, readonly who: Credential) {}
+  readonly fetch: Fetcher;
+  readonly who: Credential;
+
+  constructor(fetch: Fetcher, who: Credential) {
+    this.fetch = fetch;
+    this.who = who;
+  }
 
   as(who: Credential): OwnerApi {
     return new OwnerApi(this.fetch, who);
