@@ -1,0 +1,123 @@
+/**
+ * gatewayctl as an operator runs it: a real process (`node --import tsx src/cli/gatewayctl.ts`)
+ * talking to a real gateway process over the owner API, with the admin token in the
+ * environment. What it prints is what an operator hands on (the key and its secret, the
+ * invite link, the settings token), so the tests use those printed values against the gateway.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { copyFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { call, postJson } from '../helpers/gateway.js';
+import { startBackend } from '../helpers/backend.js';
+import { gatewayEnv, ROOT, runCommand, startGatewayProcess, tempDir, type CommandResult, type GatewayProcess } from '../helpers/process.js';
+
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+
+function ctl(t: TestContext, args: string[], env: Record<string, string> = {}): Promise<CommandResult> {
+  return runCommand(t, ['src/cli/gatewayctl.ts', ...args], { env: gatewayEnv(env) });
+}
+
+/** The command's --json answer, failing the test unless it exited 0. */
+async function ctlJson(t: TestContext, gw: GatewayProcess, token: string, args: string[]): Promise<any> {
+  const result = await ctl(t, ['--url', gw.url, '--json', ...args], { GATEWAY_ADMIN_TOKEN: token });
+  assert.equal(result.code, 0, `gatewayctl ${args.join(' ')}: ${result.stderr}${result.stdout}`);
+  return JSON.parse(result.stdout);
+}
+
+async function adminToken(t: TestContext): Promise<{ token: string; digest: string }> {
+  const result = await ctl(t, ['admin-token', '--json']);
+  assert.equal(result.code, 0, result.stderr);
+  return JSON.parse(result.stdout) as { token: string; digest: string };
+}
+
+/** A gateway on its own copy of the demo data file, accepting `digest`, with one proxied route. */
+async function startGatewayFor(t: TestContext, digest: string, extra: Record<string, string> = {}): Promise<GatewayProcess> {
+  const dir = tempDir(t);
+  const file = join(dir, 'data.json');
+  copyFileSync(join(ROOT, 'config/demo-data.json'), file);
+  return startGatewayProcess(t, { GATEWAY_DATA_FILE: file, OWNER_ADMIN_TOKEN_DIGESTS: JSON.stringify([digest]), ...extra });
+}
+
+test('admin-token (offline) prints a gwadm_ token of 43 base62 characters and the sha256: digest of the whole token', async (t) => {
+  const { token, digest } = await adminToken(t);
+  assert.match(token, /^gwadm_[0-9A-Za-z]{43}$/);
+  assert.equal(digest, `sha256:${sha256(token)}`);
+  const text = await ctl(t, ['admin-token']);
+  assert.equal(text.code, 0);
+  const printed = /Admin token: (gwadm_\w+)/.exec(text.stdout)?.[1];
+  assert.ok(printed !== undefined && printed !== token, 'each run makes a new token');
+  assert.ok(text.stdout.includes(`sha256:${sha256(printed)}`), 'the text names the digest to configure');
+});
+
+test('usage errors exit 2 without calling anything; a refusal or an unreachable gateway exits 1 and says why', async (t) => {
+  for (const args of [['bogus'], ['accounts', 'create'], ['keys', 'list', 'bad id!'], ['settings-tokens', 'create', 'acct_a', '--name', 'x', '--expires-in', 'soon'], ['accounts', 'list', '--nope']]) {
+    const result = await ctl(t, args, { GATEWAY_ADMIN_TOKEN: 'gwadm_x' });
+    assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
+    assert.match(result.stderr, /\S/);
+  }
+  const missing = await ctl(t, ['accounts', 'list']);
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /GATEWAY_ADMIN_TOKEN/);
+  const unreachable = await ctl(t, ['--url', 'http://127.0.0.1:9', 'accounts', 'list'], { GATEWAY_ADMIN_TOKEN: 'gwadm_x' });
+  assert.equal(unreachable.code, 1);
+  assert.match(unreachable.stderr, /cannot reach the gateway at http:\/\/127\.0\.0\.1:9/);
+
+  const { digest } = await adminToken(t);
+  const gw = await startGatewayFor(t, digest);
+  const wrong = await ctl(t, ['--url', gw.url, 'accounts', 'list'], { GATEWAY_ADMIN_TOKEN: `gwadm_${'x'.repeat(43)}` });
+  assert.equal(wrong.code, 1, wrong.stdout);
+  assert.match(wrong.stderr, /answered 401 invalid_credentials/);
+});
+
+test('an operator sets up an account over the API: account, first owner, invite, key (used at /api/signin), settings token (used on a proxied route), resets, disable', async (t) => {
+  const { token, digest } = await adminToken(t);
+  const backend = await startBackend(t);
+  const gw = await startGatewayFor(t, digest, { ROUTES: JSON.stringify([{ name: 'echo', prefix: '/echo', targets: [backend.url], auth: 'required' }]) });
+
+  const account = await ctlJson(t, gw, token, ['accounts', 'create', '--name', 'Acme Ltd']);
+  assert.equal(account.name, 'Acme Ltd');
+  assert.equal(account.enabled, true);
+  const listed = await ctlJson(t, gw, token, ['accounts', 'list']);
+  assert.ok(listed.some((a: { id: string }) => a.id === account.id), 'the new account is listed');
+  const text = await ctl(t, ['--url', gw.url, 'accounts', 'list'], { GATEWAY_ADMIN_TOKEN: token });
+  assert.match(text.stdout, new RegExp(`^${account.id}\\tAcme Ltd\\ttrue\\t`, 'm'), 'the text listing is one row per account');
+
+  const owner = await ctlJson(t, gw, token, ['owners', 'add', account.id, '--email', 'Founder@Example.com']);
+  assert.equal(owner.email, 'founder@example.com');
+  assert.ok(owner.initialPassword.length >= 15, 'a generated initial password of the documented length');
+  const signIn = await postJson(`${gw.url}/owner/v1/session`, { email: 'founder@example.com', password: owner.initialPassword });
+  assert.equal(signIn.status, 200, JSON.stringify(signIn.body));
+  assert.equal(signIn.body.message.owner.mustChangePassword, true);
+
+  const invite = await ctlJson(t, gw, token, ['invites', 'create', account.id, '--email', 'second@example.com']);
+  assert.match(invite.token, /^gwinv_[0-9A-Za-z]{43}$/);
+  assert.ok(invite.url.endsWith(`/owner/invite#${invite.token}`), invite.url);
+
+  const key = await ctlJson(t, gw, token, ['keys', 'create', account.id, '--name', 'ci', '--scope', 'read']);
+  assert.match(key.key.apiKey, /^gwk_[0-9A-Za-z]{24}$/);
+  assert.match(key.apiSecret, /^gwsk_[0-9A-Za-z]{43}$/);
+  const pair = await postJson(`${gw.url}/api/signin`, { apiKey: key.key.apiKey, apiSecret: sha256(key.apiSecret) });
+  assert.equal(pair.status, 200, `the printed key signs in: ${JSON.stringify(pair.body)}`);
+  const keys = await ctlJson(t, gw, token, ['keys', 'list', account.id]);
+  assert.deepEqual(keys.map((k: { id: string }) => k.id), [key.key.id]);
+  assert.ok(!JSON.stringify(keys).includes(key.apiSecret), 'the listing never shows the secret');
+
+  const settings = await ctlJson(t, gw, token, ['settings-tokens', 'create', account.id, '--name', 'dashboard', '--expires-in', '3600']);
+  assert.match(settings.token, /^gwst_[0-9A-Za-z]{49}$/);
+  const proxied = await call(`${gw.url}/echo/hello`, { token: settings.token });
+  assert.equal(proxied.status, 200, `the settings token is accepted on a proxied route: ${JSON.stringify(proxied.body)}`);
+
+  const keyReset = await ctlJson(t, gw, token, ['reset', account.id, '--key', key.key.id]);
+  assert.deepEqual([keyReset.scope, keyReset.keyId], ['key', key.key.id]);
+  assert.equal((await call(`${gw.url}/api/roles`, { token: pair.body.message.accessToken })).status, 401, 'the key reset refuses its access token');
+  const accountReset = await ctlJson(t, gw, token, ['reset', account.id]);
+  assert.equal(accountReset.scope, 'account');
+  assert.equal((await call(`${gw.url}/echo/hello`, { token: settings.token })).status, 401, 'the account reset revokes its settings tokens');
+
+  const disabled = await ctlJson(t, gw, token, ['accounts', 'disable', account.id]);
+  assert.equal(disabled.enabled, false);
+  const refused = await postJson(`${gw.url}/api/signin`, { apiKey: key.key.apiKey, apiSecret: sha256(key.apiSecret) });
+  assert.equal(refused.status, 401, 'a disabled account\'s keys no longer sign in');
+});
