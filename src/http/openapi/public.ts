@@ -95,7 +95,7 @@ const bearerErrors = [400, 401, 429, 502, 503, 504];
 
 function signOperation(method: 'get' | 'post'): ZodOpenApiOperationObject {
   return {
-    operationId: method === 'get' ? 'getSignRecord' : 'postSignRecord',
+    operationId: method === 'get' ? 'lookUpSignRecord' : 'lookUpSignRecordByPost',
     tags: ['public'],
     summary: 'The caller\'s account\'s sign record for an address',
     description: method === 'post' ? 'A body, if sent, is read up to the body limit and ignored.' : undefined,
@@ -108,7 +108,7 @@ function signOperation(method: 'get' | 'post'): ZodOpenApiOperationObject {
 export const publicPaths: ZodOpenApiPathsObject = {
   '/api/signin': {
     post: {
-      operationId: 'signIn',
+      operationId: 'signInWithApiKey',
       tags: ['public'],
       summary: 'Sign in with an API key and the SHA-256 of its secret',
       security: [],
@@ -118,7 +118,7 @@ export const publicPaths: ZodOpenApiPathsObject = {
   },
   '/api/refresh': {
     post: {
-      operationId: 'refresh',
+      operationId: 'refreshTokens',
       tags: ['public'],
       summary: 'Trade a refresh token for a new token pair',
       security: [],
@@ -145,7 +145,7 @@ export const publicPaths: ZodOpenApiPathsObject = {
   '/api/sign': { get: signOperation('get'), post: signOperation('post') },
   '/api/roles': {
     get: {
-      operationId: 'listRoles',
+      operationId: 'listRolesWithToken',
       tags: ['public'],
       summary: 'One page of the caller\'s account\'s roles, in id order',
       security: [{ accessToken: [] }],

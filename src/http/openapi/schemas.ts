@@ -48,14 +48,18 @@ export function errorResponse(status: number) {
 const UNSAFE: ReadonlySet<HttpMethod> = new Set(['post', 'put', 'patch', 'delete']);
 
 /**
- * Every status an owner operation documents: its success, its own `errors`, and the ones the
- * framework (http/owner/register.ts, caller.ts) answers for it, worked out from its shape.
+ * Every status an owner operation documents: its success, its own `errors`, and the ones
+ * operation.ts says every operation can answer (400, 401, 413, 415, 429, 503), narrowed by its
+ * shape (no 415 without a body, ...), plus those the framework (http/owner/register.ts,
+ * caller.ts) answers for it: 403 for the origin check and the initial-password gate, 404 for an
+ * account that is not the caller's and for an operator on a session's own route.
  */
 export function operationStatuses(op: Pick<Operation, 'method' | 'path' | 'auth' | 'params' | 'query' | 'body' | 'status' | 'errors'>): number[] {
   const statuses = new Set<number>([op.status ?? 200, ...op.errors]);
   if (op.params !== undefined || op.query !== undefined || op.body !== undefined) statuses.add(400);
-  // A present Authorization header is an admin token, checked on every non-public operation.
-  if (op.auth !== 'public') statuses.add(401).add(429);
+  // Credentials are checked, and counted as sign-in attempts, by every operation: an admin
+  // token or a session by the non-public ones, a password by the public ones.
+  statuses.add(401).add(429);
   // The origin check is for every change; the initial-password gate for every caller operation.
   if (UNSAFE.has(op.method) || op.auth === 'caller') statuses.add(403);
   // Operators have no session; an account id that is not the caller's is not found.
