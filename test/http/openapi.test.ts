@@ -256,7 +256,7 @@ async function walkOwnerScenario(api: Conformance, adminToken: string): Promise<
 
     const revoked = await O.expect(201, O.post(`${a}/invites`, { email: `fourth-${Date.now()}@example.com` }));
     await O.expect(200, O.delete(`${a}/invites/${revoked.invite.id}`));
-    await O.expect(409, O.delete(`${a}/invites/${revoked.invite.id}`));
+    await O.expect(409, O.delete(`${a}/invites/${invited.invite.id}`));
     const pending = await O.expect(201, O.post(`${a}/invites`, { email: `fifth-${Date.now()}@example.com` }));
     Object.assign(state, { inviteId: pending.invite.id, inviteToken: pending.token });
   }
@@ -459,3 +459,41 @@ async function walkLimits(api: Conformance, adminToken: string): Promise<void> {
     assert.equal(res.status, 429, `${op.key}: ${JSON.stringify(res.body)}`);
   }
 }
+
+test('the conformance check refuses an undocumented status, a field the schema does not name, and a path the document does not list', async (t) => {
+  const document = {
+    openapi: '3.1.0',
+    info: { title: 'x', version: '1' },
+    paths: {
+      '/thing/{id}': {
+        get: {
+          responses: {
+            200: { description: 'ok', content: { 'application/json': { schema: { $ref: '#/components/schemas/Thing' } } } },
+          },
+        },
+      },
+    },
+    components: { schemas: { Thing: { type: 'object', properties: { success: { const: true }, name: { type: 'string' } }, required: ['success'] } } },
+  };
+  const server = createServer((req, res) => {
+    const answers: Record<string, [number, unknown]> = {
+      '/openapi.json': [200, document],
+      '/thing/good': [200, { success: true, name: 'a' }],
+      '/thing/extra': [200, { success: true, name: 'a', secret: 'b' }],
+      '/thing/wrong-type': [200, { success: true, name: 1 }],
+      '/thing/teapot': [418, { success: false }],
+    };
+    const [status, body] = answers[req.url ?? ''] ?? [404, {}];
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  const api = await conformance(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  assert.equal((await api.fetch('/thing/good')).status, 200);
+  await assert.rejects(api.fetch('/thing/extra'), /does not match the document/);
+  await assert.rejects(api.fetch('/thing/wrong-type'), /does not match the document/);
+  await assert.rejects(api.fetch('/thing/teapot'), /undocumented status/);
+  await assert.rejects(api.fetch('/other'), /not in the OpenAPI document/);
+  assert.deepEqual([...api.seen], ['GET /thing/{id} 200']);
+  assert.deepEqual(api.unmet(), []);
+});
