@@ -53,6 +53,7 @@ test('GET /openapi.json is a valid OpenAPI 3.1 document naming every public rout
   const gw = await startGateway(t);
   const res = await fetch(`${gw.url}/openapi.json`);
   assert.equal(res.status, 200);
+  assert.equal(res.headers.get('cache-control'), 'public, max-age=300');
   const document = await res.json() as { openapi: string; paths: Record<string, Record<string, { operationId: string }>> };
   assert.equal(document.openapi, '3.1.0');
   const validator = new Validator();
