@@ -5,6 +5,7 @@
  * `node --import tsx test/helpers/data-file-child.ts <scenario> <data file>`; prints one JSON line.
  *   crash-before-rename  changes acct_a, and is killed (SIGKILL) when the writer calls rename
  *   change               changes acct_a's name to "changed"; prints the outcome and the name it then serves
+ *   write-loop           names acct_a "v1", "v2", … without end, printing {"wrote": n} after each write
  */
 import { syncBuiltinESMExports } from 'node:module';
 import fsPromises from 'node:fs/promises';
@@ -33,6 +34,11 @@ if (scenario === 'crash-before-rename') {
   } catch (err) {
     const { status, code } = err as { status?: number; code?: string };
     console.log(JSON.stringify({ ok: false, status, code, name: (await store.readAccount('acct_a'))?.name }));
+  }
+} else if (scenario === 'write-loop') {
+  for (let n = 1; ; n++) {
+    await rename(`v${n}`);
+    console.log(JSON.stringify({ wrote: n }));
   }
 } else {
   throw new Error(`unknown scenario ${scenario}`);

@@ -18,7 +18,7 @@ import { FileOwnerStore, type FileOwnerStoreOptions } from '../../src/stores/own
 import { createLogger } from '../../src/telemetry/log.js';
 import { auditEvent, OWNER_STORE_FIXTURE } from '../contracts/owner-store.contract.js';
 import { logged, postJson, sha256Hex, startGateway, storedDigest } from '../helpers/gateway.js';
-import { exitWithin, gatewayEnv, PROCESS_LIMIT_MS, ROOT, startGatewayProcess, startNode, tempDir } from '../helpers/process.js';
+import { exitWithin, gatewayEnv, logLines, PROCESS_LIMIT_MS, ROOT, startGatewayProcess, startNode, tempDir, waitForLog } from '../helpers/process.js';
 
 const T0 = Date.UTC(2026, 10, 1, 12);
 const DIGEST = (c: string) => `sha256:${c.repeat(64)}`;
@@ -212,6 +212,23 @@ test('a process killed just before the rename leaves the old file whole, and a n
   assert.equal((await store.readAccount('acct_a'))?.name, 'Account A');
   await renameAccount(store, 'acct_a', 'after the crash');
   assert.equal(readDataFile(file).accounts[0]!.name, 'after the crash');
+});
+
+test('a process killed at any moment while it writes leaves a valid file: the last version written or the one after', async (t) => {
+  // Big enough that a kill often lands inside a write.
+  const accounts = Array.from({ length: 2000 }, (_, i) => ({ id: `acct_${i}`, name: `Account ${i}`, apiKeys: [{ id: `key_${i}`, apiKey: `ak_loop_${i}`, secretDigest: DIGEST('a') }] }));
+  const file = writeDataFile(t, dataFileSchema.parse({ accounts: [{ id: 'acct_a', apiKeys: [] }, ...accounts] }));
+  for (const wanted of [3, 9]) {
+    const child = startNode(t, ['test/helpers/data-file-child.ts', 'write-loop', file]);
+    await waitForLog(child, (line) => line.wrote === wanted);
+    child.process.kill('SIGKILL');
+    await exitWithin(child);
+    const printed = logLines(child).map((line) => line.wrote as number);
+    const last = Math.max(...printed);
+    const name = readDataFile(file).accounts[0]!.name;
+    assert.ok(name === `v${last}` || name === `v${last + 1}`, `file holds ${name}, the child last reported v${last}`);
+    assert.equal(readDataFile(file).accounts.length, 2001);
+  }
 });
 
 test('a directory the gateway may not write: 503, the file and the served state unchanged, no temporary file', async (t) => {
