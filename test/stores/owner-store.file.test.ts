@@ -271,6 +271,15 @@ test('a write that fails after its temporary file is made removes it and is a 50
   assert.equal(writer.isOwnVersion(formatDataFile(OWNER_STORE_FIXTURE)), false);
 });
 
+test('a read-only store (the file shared by several instances) never writes it, whoever calls', async (t) => {
+  const file = writeDataFile(t);
+  const before = readFileSync(file, 'utf8');
+  const store = openStore(file, { readOnly: 'several instances' });
+  await assert.rejects(renameAccount(store, 'acct_a', 'lost'), { status: 409, code: 'read_only_store' });
+  assert.equal(readFileSync(file, 'utf8'), before);
+  assert.equal((await store.readAccount('acct_a'))?.name, 'Account A');
+});
+
 test('the shipped demo file is never written: changes stay in memory, one warning says so', async (t) => {
   const demo = join(ROOT, 'config', 'demo-data.json');
   const before = readFileSync(demo);
