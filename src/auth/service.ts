@@ -50,7 +50,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
 
   return {
     async signIn(apiKey, apiSecret) {
-      const key = await verifyApiCredentials(keys, apiKey, apiSecret);
+      const key = await verifyApiCredentials(keys, apiKey, apiSecret, clock.now());
       if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
 
       const now = clock.now();
@@ -108,7 +108,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
     },
 
     async resetTokens(apiKey, apiSecret, scope) {
-      const key = await verifyApiCredentials(keys, apiKey, apiSecret);
+      const key = await verifyApiCredentials(keys, apiKey, apiSecret, clock.now());
       if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
       const target = scope === 'key' ? { accountId: key.accountId, keyId: key.keyId } : { accountId: key.accountId };
       const at = await revocations.reset(target);
