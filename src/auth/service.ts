@@ -41,9 +41,11 @@ export interface AuthServiceDeps {
   clock: Clock;
   log: Logger;
   settings: Config['tokens'];
+  /** After an account-wide reset: what else must stop for good (the account's API settings tokens). */
+  onAccountReset?: (accountId: string) => Promise<void>;
 }
 
-export function createAuthService({ keys, tokens, signer, revocations, clock, log, settings }: AuthServiceDeps): AuthService {
+export function createAuthService({ keys, tokens, signer, revocations, clock, log, settings, onAccountReset }: AuthServiceDeps): AuthService {
   const refreshTtlMs = settings.refreshTokenTtlSeconds * 1000;
   const familyMaxMs = settings.refreshFamilyMaxSeconds * 1000;
   const graceMs = settings.refreshGraceSeconds * 1000;
@@ -112,6 +114,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
       const target = scope === 'key' ? { accountId: key.accountId, keyId: key.keyId } : { accountId: key.accountId };
       const at = await revocations.reset(target);
+      if (scope === 'account') await onAccountReset?.(key.accountId);
       log.info({ ...target, scope }, 'tokens reset');
       return { outcome: 'reset', ...target, at };
     },
