@@ -14,7 +14,6 @@ import { InvalidToken, MalformedAuthorization, MissingToken } from '../errors/er
 import { countHeader } from '../util/raw-headers.js';
 import { SETTINGS_TOKEN_PREFIX } from '../domain/settings-token.js';
 import type { Revocations } from './revocation.js';
-import type { SettingsTokenAuthenticate } from './settings-tokens.js';
 import type { Signer } from './signer.js';
 
 const CREDENTIALS = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+)(?: +(.*))?$/;
@@ -58,7 +57,7 @@ export type Authenticate = (token: string | undefined) => Promise<Identity>;
  * API settings token (its own prefix, never a JWT's first characters) goes to its own check
  * (auth/settings-tokens.ts) before any JWT parsing.
  */
-export function createAuthenticator(signer: Signer, revocations: Revocations, settingsTokens?: SettingsTokenAuthenticate): Authenticate {
+export function createAuthenticator(signer: Signer, revocations: Revocations, settingsTokens?: (token: string) => Promise<Identity>): Authenticate {
   return async function authenticate(token) {
     if (token === undefined) throw new MissingToken();
     if (settingsTokens !== undefined && token.startsWith(SETTINGS_TOKEN_PREFIX)) return settingsTokens(token);

@@ -43,6 +43,7 @@ export interface SettingsTokenAuthOptions {
   touchEveryMs?: number;
 }
 
+/** What bearer.ts's authenticator asks for a token starting `gwst_`. */
 export type SettingsTokenAuthenticate = (token: string) => Promise<Identity>;
 
 type Cached =
