@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { GatewayError } from '../../src/errors/errors.js';
+import { MemoryOwnerStore } from '../../src/stores/owner-store.memory.js';
 import { settingsTokenDigest } from '../../src/domain/settings-token.js';
 import { startBackend } from '../helpers/backend.js';
 import { call, DEMO, postJson, sha256Hex, show, signIn, type TestGateway } from '../helpers/gateway.js';
@@ -95,6 +96,26 @@ test('a bad checksum, an unknown, an expired and a revoked token are refused 401
   const again = await operator(gw).delete(`${ALICE}/settings-tokens/${second.settingsToken.id}`);
   assert.equal(again.status, 200, 'revoking twice changes nothing');
   assert.equal(again.body.message.revokedAt, revoked.body.message.revokedAt);
+});
+
+test('through the gateway: a bad checksum and a cached token cost no owner-store call', async (t) => {
+  // The gateway's owner store is a MemoryOwnerStore: its lookups are counted where they are defined.
+  const calls = { find: 0, read: 0 };
+  const { findSettingsToken, readAccount } = MemoryOwnerStore.prototype;
+  MemoryOwnerStore.prototype.findSettingsToken = function (this: MemoryOwnerStore, digest: string) { calls.find++; return findSettingsToken.call(this, digest); };
+  MemoryOwnerStore.prototype.readAccount = function (this: MemoryOwnerStore, id: string) { calls.read++; return readAccount.call(this, id); };
+  t.after(() => Object.assign(MemoryOwnerStore.prototype, { findSettingsToken, readAccount }));
+  const gw = await startOwnerGateway(t);
+  const { token } = await createToken(gw);
+  const typo = `${token.slice(0, 30)}${token[30] === 'a' ? 'b' : 'a'}${token.slice(31)}`;
+  const before = { ...calls };
+  for (let i = 0; i < 5; i++) assertInvalidToken(await rolesWith(gw, typo), 'bad checksum');
+  assert.deepEqual(calls, before, 'no store call for a token that fails its checksum');
+  assert.equal((await rolesWith(gw, token)).status, 200);
+  assert.equal(calls.find, before.find + 1, 'the first use reads the token once');
+  const afterMiss = { ...calls };
+  for (let i = 0; i < 10; i++) assert.equal((await rolesWith(gw, token)).status, 200);
+  assert.deepEqual(calls, afterMiss, 'cache hits: no store call');
 });
 
 test('owner.settingsTokenMaxDays caps a token\'s lifetime, and gives one to a token asked for without', async (t) => {
