@@ -45,8 +45,8 @@ import {
   type LoadReport, type LoadRow, type Ratio,
 } from './lib/summary.js';
 import { makeSigningKey, mintToken, TokenSupply, type SigningKey } from './lib/tokens.js';
-import { mintSettingsToken, settingsTokenDigest, settingsTokenStart } from '../src/domain/settings-token.js';
 import { bearerRun, measureLoad, type LoadFigures } from './lib/wrk.js';
+import { mintSettingsToken, settingsTokenDigest, settingsTokenStart } from '../src/domain/settings-token.js';
 
 const NAME = 'bench';
 const REPORT: Report = { file: join(REPORTS, 'proxy.md'), title: 'Proxy: gateway vs floor vs Fastify', script: `npm run ${NAME}` };

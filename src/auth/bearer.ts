@@ -10,9 +10,9 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
+import { SETTINGS_TOKEN_PREFIX } from '../domain/settings-token.js';
 import { InvalidToken, MalformedAuthorization, MissingToken } from '../errors/errors.js';
 import { countHeader } from '../util/raw-headers.js';
-import { SETTINGS_TOKEN_PREFIX } from '../domain/settings-token.js';
 import type { Revocations } from './revocation.js';
 import type { Signer } from './signer.js';
 
