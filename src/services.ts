@@ -7,6 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import { createAuthenticator, type Authenticate } from './auth/bearer.js';
 import { createAuthService, type AuthService } from './auth/service.js';
 import { createRevocations, type Revocations } from './auth/revocation.js';
+import { createSettingsTokenAuth } from './auth/settings-tokens.js';
 import { createSigner, type Signer } from './auth/signer.js';
 import { usesRedis, type Config } from './config/schema.js';
 import { createClientAddress } from './http/client-address.js';
@@ -152,8 +153,17 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
   // accept: allowing skew there would accept tokens reset in the seconds before a restart.
   const epochSkewMs = redis === undefined ? 0 : t.clockSkewSeconds * 1000;
   const revocations = createRevocations({ store: revocationStore, clock, ttlMs: config.redis.resetCacheTtlMs, rememberMs, skewMs: epochSkewMs });
-  const auth = createAuthService({ keys, tokens, signer, revocations, clock, log, settings: t });
-  const authenticate = createAuthenticator(signer, revocations);
+  const auth = createAuthService({
+    keys, tokens, signer, revocations, clock, log, settings: t,
+    // An account reset also revokes its API settings tokens for good (a reset is remembered for a while only).
+    onAccountReset: (accountId) => owner.settingsTokens.revokeAllOf(accountId),
+  });
+  const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory });
+  const settingsTokens = createSettingsTokenAuth({
+    store: ownerStore, revocations, clock, log,
+    cacheTtlMs: config.owner.settingsTokenCacheTtlMs, accessTokenTtlSeconds: t.accessTokenTtlSeconds,
+  });
+  const authenticate = createAuthenticator(signer, revocations, settingsTokens);
   const metrics = createMetrics({ processMetrics: config.metrics.enabled });
   const clientAddress = createClientAddress(config.proxy);
   const limiter = createLimiter({ counters, memory: memoryCounters, log, metrics, clock });
