@@ -158,7 +158,6 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
     // An account reset also revokes its API settings tokens for good (a reset is remembered for a while only).
     onAccountReset: (accountId) => owner.settingsTokens.revokeAllOf(accountId),
   });
-  const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory });
   const settingsTokens = createSettingsTokenAuth({
     store: ownerStore, revocations, clock, log,
     cacheTtlMs: config.owner.settingsTokenCacheTtlMs, accessTokenTtlSeconds: t.accessTokenTtlSeconds,

@@ -70,7 +70,13 @@ test('a settings token opens /api/sign, /api/roles and a proxied route, which is
     assert.ok(!text.includes(token), `${what} holds no token`);
     assert.ok(!text.includes(settingsTokenDigest(token)), `${what} holds no digest`);
   }
-  assert.ok(one.body.message.lastUsedAt !== undefined, 'its last use is recorded');
+  // Its last use is written after the answer (off the request's path): wait for it, briefly.
+  let used = one.body.message.lastUsedAt;
+  for (let i = 0; i < 40 && used === undefined; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+    used = (await operator(gw).get(`${ALICE}/settings-tokens/${settingsToken.id}`)).body.message.lastUsedAt;
+  }
+  assert.ok(used !== undefined, 'its last use is recorded');
 });
 
 test('a bad checksum, an unknown, an expired and a revoked token are refused 401 invalid_token', async (t) => {
