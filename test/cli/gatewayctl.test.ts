@@ -66,7 +66,7 @@ test('usage errors exit 2 without calling anything; a refusal or an unreachable 
 
   const { digest } = await adminToken(t);
   const gw = await startGatewayFor(t, digest);
-  const wrong = await ctl(t, ['--url', gw.url, 'accounts', 'list'], { GATEWAY_ADMIN_TOKEN: `gwadm_${'x'.repeat(43)}` });
+  const wrong = await ctl(t, ['--url', gw.url, 'keys', 'list', 'acct_alice'], { GATEWAY_ADMIN_TOKEN: `gwadm_${'x'.repeat(43)}` });
   assert.equal(wrong.code, 1, wrong.stdout);
   assert.match(wrong.stderr, /answered 401 invalid_credentials/);
 });
