@@ -29,7 +29,9 @@ import type { RateCounters } from './stores/rate-counters.js';
 import { MemoryKeyDirectory } from './stores/key-directory.memory.js';
 import { MemoryOwnerStore } from './stores/owner-store.memory.js';
 import type { OwnerStore } from './stores/owner-store.js';
+import { RedisOwnerStore } from './stores/owner-store.redis.js';
 import { MemorySessionStore } from './stores/session-store.memory.js';
+import { RedisSessionStore } from './stores/session-store.redis.js';
 import type { SessionStore } from './stores/session-store.js';
 import { RedisKeyDirectory } from './stores/key-directory.redis.js';
 import type { KeyDirectory } from './stores/key-directory.js';
@@ -148,8 +150,8 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
   const limiter = createLimiter({ counters, memory: memoryCounters, log, metrics, clock });
   const limits = createRateLimits(config.limits, limiter, clientAddress);
   const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits });
-  const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory });
-  const sessions: SessionStore = new MemorySessionStore({ clock });
+  const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory, redis });
+  const sessions: SessionStore = redis === undefined ? new MemorySessionStore({ clock }) : new RedisSessionStore(redis, { clock });
   const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, log, config });
 
   return {
@@ -222,11 +224,12 @@ function createDirectory(config: Config, { log, clock, redis, fileDirectory }: {
  * read: each instance would write its own copy. Roles and sign records are written only where
  * they are read (directory.store), so a change never goes where no instance would see it.
  */
-function createOwnerStore(config: Config, { data, fileKeys, fileDirectory }: {
+function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, redis }: {
   log: Logger;
   data: DataFile;
   fileKeys: MemoryKeyDirectory;
   fileDirectory: MemoryDirectory;
+  redis: RedisConnection | undefined;
 }): OwnerStore {
   const readOnly = usesRedis(config) && config.data.keySource === 'file'
     ? 'The data file is only read while Redis is configured (each instance has its own copy): set KEY_SOURCE=redis to manage accounts through the owner API.'
@@ -236,6 +239,10 @@ function createOwnerStore(config: Config, { data, fileKeys, fileDirectory }: {
     : config.directory.store !== config.data.keySource
       ? `Roles and sign records are read from ${config.directory.store === 'redis' ? 'Redis' : 'the data file'} while the owner API writes to ${config.data.keySource === 'redis' ? 'Redis' : 'the data file'}: set DIRECTORY_STORE and KEY_SOURCE alike to manage them here.`
       : undefined;
+  if (config.data.keySource === 'redis') {
+    const records = createRecordReader(config.directory.timeZone);
+    return new RedisOwnerStore(redis!, { records, log, maxAuditEvents: config.owner.auditMaxEventsPerAccount, directoryReadOnly });
+  }
   return new MemoryOwnerStore(data, {
     readOnly,
     directoryReadOnly,
