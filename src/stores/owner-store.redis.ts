@@ -6,6 +6,7 @@
  *   <prefix>:audit:{<a>}     stream of the account's audit events, newest MAXLEN kept
  *   <prefix>:roles:{<a>}, <prefix>:role:{<a>}, <prefix>:sign:{<a>}   roles and sign records,
  *                            in directory.redis.ts's layout, so RedisDirectory serves them
+ *   <prefix>:acct-keys:{<a>} set: names of the sign-in records written for its keys
  *   <prefix>:accounts        sorted set of account ids
  *   <prefix>:owner:<id>      hash: `doc` (OwnerRecord JSON) and `v`
  *   <prefix>:email:<email>, <prefix>:owner-accts:<ownerId>, <prefix>:stoken:<digest>,
@@ -332,6 +333,10 @@ export class RedisOwnerStore implements OwnerStore {
     const k = this.#redis.keys;
     const writes: Promise<unknown>[] = [];
     if (previous === undefined) writes.push(this.#redis.run((c) => c.zadd(k.accountIndex, 'NX', 0, next.id)));
+    // Every sign-in record the change may write is named first, so that one it writes is retired
+    // by a later change even if the instance writing it dies before it tidies up.
+    const names = next.apiKeys.flatMap((key) => [k.keyId(key.id), k.apiKey(key.apiKey)]);
+    if (names.length > 0) writes.push(this.#redis.run((c) => c.sadd(k.accountKeys(next.id), ...names)));
     const had = {
       members: new Set(previous?.members.map((m) => m.ownerId)),
       tokens: new Set(previous?.settingsTokens.map((t) => t.digest)),
@@ -346,7 +351,9 @@ export class RedisOwnerStore implements OwnerStore {
   /**
    * After a change is stored: the sign-in records of every key of `next` (all of them, so a
    * projection a crashed instance never wrote is repaired by the account's next change),
-   * tombstones for keys that went, and the index entries of tokens and invites that went.
+   * tombstones for every record named in the account's key set that `next` does not hold (so
+   * also those a crashed instance left behind), and the index entries of tokens and invites
+   * that went.
    * Members that went stay in their owner's set: readers check the account, and taking them
    * out here could undo a later change that added them back.
    */
@@ -356,16 +363,20 @@ export class RedisOwnerStore implements OwnerStore {
       key, version, fields === undefined ? '1' : '0', TOMBSTONE_MS, ...Object.entries(fields ?? {}).flat(),
     ));
     const live = new Set(next.apiKeys.flatMap((key) => [k.keyId(key.id), k.apiKey(key.apiKey)]));
-    const gone = (previous?.apiKeys ?? []).flatMap((key) => [k.keyId(key.id), k.apiKey(key.apiKey)]).filter((name) => !live.has(name));
-    await Promise.all([
-      ...next.apiKeys.map(async (key) => {
+    const named = await this.#redis.run((c) => c.smembers(k.accountKeys(next.id)));
+    const gone = [...new Set([...named, ...(previous?.apiKeys ?? []).flatMap((key) => [k.keyId(key.id), k.apiKey(key.apiKey)])])].filter((name) => !live.has(name));
+    const [, retired] = await Promise.all([
+      Promise.all(next.apiKeys.map(async (key) => {
         const fields = keyRecordFields(toApiKeyRecord(next, key));
         // The id record first, as putKey does: whoever finds the apiKey record finds the key it names.
         await project(k.keyId(key.id), fields);
         await project(k.apiKey(key.apiKey), fields);
-      }),
-      ...gone.map((name) => project(name, undefined)),
+      })),
+      Promise.all(gone.map(async (name) => ((await project(name, undefined)) === 1 ? name : undefined))),
     ]);
+    // A tombstone refused (a later version holds the record) leaves the name for that version's writer.
+    const done = retired.filter((name): name is string => name !== undefined);
+    if (done.length > 0) await this.#redis.run((c) => c.srem(k.accountKeys(next.id), ...done));
     const tokens = new Set(next.settingsTokens.map((t) => t.digest));
     const invites = new Set(next.invites.map((i) => i.digest));
     const stale = [

@@ -152,6 +152,27 @@ test('changes from two instances to one account all survive; older projections n
     assert.equal(await keys.findByKeyId(KEY.id), undefined);
   });
 
+  await t.test('a key deleted by an instance that died before retiring its records is retired by the account\'s next change', async () => {
+    const k = a.redis.keys;
+    const doomed = { ...KEY, id: 'key_doomed', apiKey: 'ak_doomed' };
+    await a.store.updateAccount(ACCOUNT.id, (doc) => ({ doc: { ...doc, apiKeys: [doomed] }, events: [], result: undefined }));
+    const keys = new RedisKeyDirectory(b.redis);
+    assert.equal((await keys.findByApiKey(doomed.apiKey))?.keyId, doomed.id);
+    // The dying instance: its change is stored (the script), its projections never written.
+    const stored = await a.redis.run((c) => c.hgetall(k.account(ACCOUNT.id)));
+    const without = { ...JSON.parse(stored.doc!), apiKeys: [] };
+    const version = await a.redis.run((c) => c.gwOwnerUpdateAccount(
+      k.account(ACCOUNT.id), k.audit(ACCOUNT.id), k.roleIndex(ACCOUNT.id), k.roles(ACCOUNT.id), k.signRecords(ACCOUNT.id),
+      stored.v!, JSON.stringify(without), '0', 100, k.directoryChannel, JSON.stringify({ kind: 'account', accountId: ACCOUNT.id }),
+    ));
+    assert.ok(version > 0);
+    assert.notEqual(await keys.findByApiKey(doomed.apiKey), undefined, 'still signs in: nothing retired it yet');
+    await b.store.updateAccount(ACCOUNT.id, (doc) => ({ doc: { ...doc, name: 'next change' }, events: [], result: undefined }));
+    assert.equal(await keys.findByApiKey(doomed.apiKey), undefined, 'retired by the next change');
+    assert.equal(await keys.findByKeyId(doomed.id), undefined);
+    assert.deepEqual(await a.redis.run((c) => c.smembers(k.accountKeys(ACCOUNT.id))), [], 'the account names no record it does not hold');
+  });
+
   await t.test('an index entry is believed only if the account agrees', async () => {
     const k = a.redis.keys;
     const digest = `sha256:${'9'.repeat(64)}`;

@@ -46,6 +46,8 @@ export interface RedisKeys {
   account(accountId: string): string;
   /** Stream: the account's audit events, each entry one field `e` (the event JSON); capped by MAXLEN. */
   audit(accountId: string): string;
+  /** Set: names of the sign-in records (apiKey, keyId) written for the account's keys and not yet retired. No TTL. */
+  accountKeys(accountId: string): string;
   /** Sorted set: every account id (deleted ones too), all scored 0 so that they sort by id. */
   readonly accountIndex: string;
   /** Hash: an owner: `doc` (OwnerRecord JSON) and `v`. No TTL. */
@@ -80,6 +82,7 @@ export function redisKeys(prefix: string): RedisKeys {
     rateWindow: (subject, ms) => `${prefix}:rl:{${subject}}:${ms}`,
     account: (accountId) => `${prefix}:acct:{${accountId}}`,
     audit: (accountId) => `${prefix}:audit:{${accountId}}`,
+    accountKeys: (accountId) => `${prefix}:acct-keys:{${accountId}}`,
     accountIndex: `${prefix}:accounts`,
     owner: (ownerId) => `${prefix}:owner:${ownerId}`,
     ownerEmail: (email) => `${prefix}:email:${email}`,
