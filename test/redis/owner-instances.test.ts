@@ -4,11 +4,13 @@
  * a directory cache TTL far above the waits here) serve at once — a role in /api/roles by the
  * directory notice, an API key signing in, a disabled key or account refused; changes from two
  * instances to one account all survive; projections of two changes that land out of order
- * never re-enable or bring back a key; an index entry is believed only if the account agrees;
- * sessions end by their TTL in Redis itself.
+ * never re-enable or bring back a key; an index entry is believed only if the account agrees
+ * (these on one server and on a Cluster of three masters, where a command spanning two slots
+ * would fail with CROSSSLOT); sessions end by their TTL in Redis itself.
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
+import type { Config } from '../../src/config/schema.js';
 import { createRecordReader } from '../../src/stores/directory-records.js';
 import { RedisKeyDirectory } from '../../src/stores/key-directory.redis.js';
 import { RedisOwnerStore } from '../../src/stores/owner-store.redis.js';
@@ -20,14 +22,15 @@ import { auditEvent } from '../contracts/owner-store.contract.js';
 import { rolesCall, TTL_MS, until } from '../helpers/directory.js';
 import { postJson, sha256Hex, show, startGateway, storedDigest, type TestGateway } from '../helpers/gateway.js';
 import { connectedRedis, rawRedisClient, redisSettings, redisSuite, silentLog, startRedis } from '../helpers/redis.js';
+import { startRedisCluster } from '../helpers/redis-topologies.js';
 
 const SECRET = 'sk_owner_store_instances_secret';
 const KEY = { id: 'key_inst_1', apiKey: 'ak_inst_1', secretDigest: storedDigest(SECRET), disabled: false, scopes: [] as string[] };
 const ACCOUNT: AccountDoc = { id: 'acct_inst', name: 'Instances', enabled: true, createdAt: '2026-11-01T00:00:00.000Z', apiKeys: [KEY], members: [], invites: [], settingsTokens: [] };
 const NOTICE_DEADLINE_MS = 5000;
 
-async function ownerStore(t: TestContext, url: string): Promise<{ store: RedisOwnerStore; redis: RedisConnection }> {
-  const redis = await connectedRedis(redisSettings(url));
+async function ownerStore(t: TestContext, url: string | Config['redis']): Promise<{ store: RedisOwnerStore; redis: RedisConnection }> {
+  const redis = await connectedRedis(typeof url === 'string' ? redisSettings(url) : url);
   t.after(() => redis.close());
   return { store: new RedisOwnerStore(redis, { records: createRecordReader('UTC'), log: silentLog, maxAuditEvents: 100 }), redis };
 }
@@ -114,10 +117,12 @@ test('two gateways serve what one instance\'s owner store writes: roles by the n
   });
 });
 
-test('changes from two instances to one account all survive; older projections never win', redisSuite(), async (t) => {
-  const server = await startRedis(t);
-  const a = await ownerStore(t, server.url);
-  const b = await ownerStore(t, server.url);
+for (const topology of ['one server', 'cluster'] as const) test(`changes from two instances to one account all survive; older projections never win (${topology})`, redisSuite(), async (t) => {
+  const settings = topology === 'cluster'
+    ? redisSettings('redis://unused', { url: undefined, clusterNodes: (await startRedisCluster(t)).nodes })
+    : redisSettings((await startRedis(t)).url);
+  const a = await ownerStore(t, settings);
+  const b = await ownerStore(t, settings);
   assert.equal(await a.store.createAccount({ ...ACCOUNT, apiKeys: [] }, []), true);
 
   await t.test('20 concurrent changes on each of two instances: all 40 kept, with their events', async () => {
