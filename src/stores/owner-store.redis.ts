@@ -250,24 +250,35 @@ export class RedisOwnerStore implements OwnerStore {
   }
 
   /**
-   * Walks the stream from its newest entry in chunks until `limit` events older than `before`
-   * are found: a page deep in the trail costs a read of what lies before it (at most the cap).
+   * Walks the stream from its newest entry in chunks. The cursor is found by position, as the
+   * memory store finds it: events of one millisecond have ids in random order among themselves,
+   * so comparing ids would skip or repeat some. A cursor no longer stored (trimmed away) pages
+   * by id instead, which needs the whole stream read (at most the cap); a stored one costs a
+   * read of what lies before it.
    */
   async listAudit(accountId: string, { before, limit }: { before?: string; limit: number }): Promise<AuditEvent[]> {
     const key = this.#redis.keys.audit(accountId);
-    const out: AuditEvent[] = [];
+    const after: AuditEvent[] = [];
+    const older: AuditEvent[] = [];
+    let passed = before === undefined;
     let end = '+';
-    while (out.length < limit) {
+    for (;;) {
       const entries = await this.#redis.run((c) => c.xrevrange(key, end, '-', 'COUNT', AUDIT_CHUNK));
       for (const [streamId, fields] of entries) {
         const event = readEvent(streamId, fields);
-        if (before === undefined || event.id < before) out.push(event);
-        if (out.length === limit) break;
+        if (passed) {
+          after.push(event);
+          if (after.length === limit) return after;
+        } else if (event.id === before) {
+          passed = true;
+        } else if (older.length < limit && event.id < before!) {
+          older.push(event);
+        }
       }
       if (entries.length < AUDIT_CHUNK) break;
       end = `(${entries[entries.length - 1]![0]}`;
     }
-    return out;
+    return passed ? after : older;
   }
 
   async findSettingsToken(digest: string): Promise<{ accountId: string; token: SettingsTokenRecord } | undefined> {
