@@ -95,6 +95,8 @@ export class RedisOwnerStore implements OwnerStore {
     const k = this.#redis.keys;
     const next = accountDocSchema.parse(doc);
     return this.#inTurn(`acct:${next.id}`, async () => {
+      // A taken id is the common refusal: answered before index entries are written for nothing.
+      if ((await this.#redis.run((c) => c.exists(k.account(next.id)))) === 1) return false;
       await this.#indexBefore(undefined, next);
       const created = await this.#redis.run((c) => c.gwOwnerCreateAccount(
         k.account(next.id), k.audit(next.id),

@@ -178,6 +178,15 @@ for (const topology of ['one server', 'cluster'] as const) test(`changes from tw
     assert.deepEqual(await a.redis.run((c) => c.smembers(k.accountKeys(ACCOUNT.id))), [], 'the account names no record it does not hold');
   });
 
+  await t.test('a createAccount refused for a taken id writes no index entry', async () => {
+    const k = a.redis.keys;
+    const digest = `sha256:${'5'.repeat(64)}`;
+    const again = { ...ACCOUNT, apiKeys: [{ ...KEY, id: 'key_again', apiKey: 'ak_again' }], settingsTokens: [{ id: 'st_again', name: 'x', digest, start: 'gwst_xxxx', scopes: [], createdAt: ACCOUNT.createdAt! }] };
+    assert.equal(await b.store.createAccount(again, []), false);
+    assert.equal(await a.redis.run((c) => c.get(k.settingsToken(digest))), null);
+    assert.equal(await a.redis.run((c) => c.sismember(k.accountKeys(ACCOUNT.id), k.apiKey('ak_again'))), 0);
+  });
+
   await t.test('an index entry is believed only if the account agrees', async () => {
     const k = a.redis.keys;
     const digest = `sha256:${'9'.repeat(64)}`;
