@@ -31,7 +31,9 @@ import type { RateCounters } from './stores/rate-counters.js';
 import { MemoryKeyDirectory } from './stores/key-directory.memory.js';
 import { FileOwnerStore } from './stores/owner-store.file.js';
 import type { OwnerStore } from './stores/owner-store.js';
+import { RedisOwnerStore } from './stores/owner-store.redis.js';
 import { MemorySessionStore } from './stores/session-store.memory.js';
+import { RedisSessionStore } from './stores/session-store.redis.js';
 import type { SessionStore } from './stores/session-store.js';
 import { RedisKeyDirectory } from './stores/key-directory.redis.js';
 import type { KeyDirectory } from './stores/key-directory.js';
@@ -133,7 +135,7 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
     tokens = new MemoryRefreshTokenStore({ clock, maxTokens: t.memoryStoreMaxTokens, resets });
     revocationStore = resets;
   }
-  const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory, isProduction });
+  const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory, isProduction, redis });
   const fileOwners = ownerStore instanceof FileOwnerStore ? ownerStore : undefined;
   // Watched only while something is read from it.
   const fileInUse = config.data.keySource === 'file' || config.directory.store === 'file';
@@ -168,7 +170,7 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
   const limiter = createLimiter({ counters, memory: memoryCounters, log, metrics, clock });
   const limits = createRateLimits(config.limits, limiter, clientAddress);
   const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits });
-  const sessions: SessionStore = new MemorySessionStore({ clock });
+  const sessions: SessionStore = redis === undefined ? new MemorySessionStore({ clock }) : new RedisSessionStore(redis, { clock });
   const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, log, config });
 
   return {
@@ -242,12 +244,13 @@ function createDirectory(config: Config, { log, clock, redis, fileDirectory }: {
  * read: each instance would write its own copy. Roles and sign records are written only where
  * they are read (directory.store), so a change never goes where no instance would see it.
  */
-function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, isProduction }: {
+function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, isProduction, redis }: {
   log: Logger;
   data: DataFile;
   fileKeys: MemoryKeyDirectory;
   fileDirectory: MemoryDirectory;
   isProduction: boolean;
+  redis: RedisConnection | undefined;
 }): OwnerStore {
   const readOnly = usesRedis(config) && config.data.keySource === 'file'
     ? 'The data file is only read while Redis is configured (each instance has its own copy): set KEY_SOURCE=redis to manage accounts through the owner API.'
@@ -257,6 +260,10 @@ function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, 
     : config.directory.store !== config.data.keySource
       ? `Roles and sign records are read from ${config.directory.store === 'redis' ? 'Redis' : 'the data file'} while the owner API writes to ${config.data.keySource === 'redis' ? 'Redis' : 'the data file'}: set DIRECTORY_STORE and KEY_SOURCE alike to manage them here.`
       : undefined;
+  if (config.data.keySource === 'redis') {
+    const records = createRecordReader(config.directory.timeZone);
+    return new RedisOwnerStore(redis!, { records, log, maxAuditEvents: config.owner.auditMaxEventsPerAccount, directoryReadOnly });
+  }
   // Written back to the data file (never the shipped demo file): see stores/owner-store.file.ts.
   return new FileOwnerStore(config.data.file, data, {
     log,
