@@ -150,7 +150,7 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
   const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits });
   const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory });
   const sessions: SessionStore = new MemorySessionStore({ clock });
-  const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, log, config });
+  const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config });
 
   return {
     config,
