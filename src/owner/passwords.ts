@@ -29,16 +29,36 @@ export const PASSWORD_MAX = 256;
 
 const options: Options = { ...PASSWORD_PARAMS, algorithm: ARGON2ID };
 const slots = bulkhead(HASH_CONCURRENCY, Number.POSITIVE_INFINITY);
+const load = { running: 0, waiting: 0 };
 let dummy: Promise<string> | undefined;
+
+/** Runs one argon2 computation when a slot is free. */
+async function inSlot<T>(work: () => Promise<T>): Promise<T> {
+  load.waiting += 1;
+  return slots.execute(async () => {
+    load.waiting -= 1;
+    load.running += 1;
+    try {
+      return await work();
+    } finally {
+      load.running -= 1;
+    }
+  });
+}
+
+/** How many argon2 computations run and wait now (for tests and metrics). */
+export function hashLoad(): { running: number; waiting: number } {
+  return { ...load };
+}
 
 /** The PHC string of a new password. */
 export function hashPassword(password: string): Promise<string> {
-  return slots.execute(() => hash(password, options));
+  return inSlot(() => hash(password, options));
 }
 
 /** Whether `password` is the one `phc` was made from; a malformed PHC string is a mismatch. */
 export function verifyPassword(phc: string, password: string): Promise<boolean> {
-  return slots.execute(async () => {
+  return inSlot(async () => {
     try {
       return await verify(phc, password);
     } catch {
