@@ -160,7 +160,8 @@ test('a change without the session\'s CSRF token, or with a wrong one, is 403 cs
 test('a change from a foreign origin or a cross-site fetch is 403, sign-in included; the own origin passes', async (t) => {
   const gw = await startOwnerGateway(t, { overrides: { owner: { publicOrigin: 'http://gw.example.test' } } });
   const owner = await accountWithOwner(gw, { accountId: 'acct_origin', email: 'origin@example.com', password: PASSWORD });
-  for (const headers of [{ origin: 'http://evil.example' }, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'https://gw.example.test' }]) {
+  const foreign: Record<string, string>[] = [{ origin: 'http://evil.example' }, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'https://gw.example.test' }];
+  for (const headers of foreign) {
     const res = await owner.send('PATCH', '/accounts/acct_origin', { name: 'Evil' }, headers);
     assert.equal(res.status, 403, `${JSON.stringify(headers)}: ${show(res)}`);
     assert.equal(res.body.message.code, 'csrf_failed');
