@@ -174,9 +174,9 @@ export function createSessionService({ store, sessions, clock, limits, log, conf
         result: current,
       }));
       const { digest, created } = await start({ ...before, passwordHash, mustChangePassword: false });
-      // Whoever else holds a session of this owner (perhaps who learnt the old password) is out.
-      await sessions.deleteOwnerSessions(owner.id, digest);
+      // Every other session of this owner ends (whoever learnt the old password is out), the presenting one by name.
       await sessions.delete(sessionDigest(token));
+      await sessions.deleteOwnerSessions(owner.id, digest);
       const event = makeEvent({ caller, meta }, now, {
         action: 'owner.password_change',
         target: { type: 'owner', id: owner.id },
