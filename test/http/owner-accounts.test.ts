@@ -81,6 +81,20 @@ test('operators create, list and delete accounts; an owner gets 403 for operator
   }
   assert.equal((await owner.get('/accounts/acct_mine')).body.message.enabled, true, 'nothing changed');
 
+  // Another account, a made-up one: one 404, and nothing changes.
+  const notMine = [
+    await owner.get('/accounts/acct_alice'),
+    await owner.send('PATCH', '/accounts/acct_alice', { name: 'Taken over' }),
+    await owner.get('/accounts/acct_made_up'),
+    await owner.send('PATCH', '/accounts/acct_made_up', { name: 'Taken over' }),
+  ];
+  for (const res of notMine) {
+    assertNotFound(res, 'another or a made-up account');
+    assert.deepEqual(res.body, notMine[0]!.body, 'the same answer for both');
+  }
+  assert.notEqual((await op.get('/accounts/acct_alice')).body.message.name, 'Taken over');
+  assertNotFound(await op.get('/accounts/acct_made_up'), 'an operator asking for a made-up account');
+
   const renamed = await owner.send('PATCH', '/accounts/acct_mine', { name: 'Renamed by its owner' });
   assert.equal(renamed.status, 200, show(renamed));
   assert.equal(renamed.body.message.name, 'Renamed by its owner');
@@ -334,3 +348,48 @@ test('audit: every change is listed newest first and pages without gaps or repea
   assert.ok(logged.includes('"action":"invite.accept"'), 'audit events are logged too');
 });
 
+
+test('bad input is a 400 naming the field: emails that are not, short passwords, unknown fields', async (t) => {
+  const gw = await startOwnerGateway(t);
+  const op = operator(gw);
+  const owner = await accountWithOwner(gw, { accountId: 'acct_input', email: 'input@example.com', password: PASSWORD });
+  const cases: [Client, string, string, unknown, string][] = [
+    [op, 'POST', '/accounts/acct_input/owners', { email: 'not-an-email', initialPassword: 'long enough initial password' }, 'email'],
+    [op, 'POST', '/accounts/acct_input/owners', { email: 'ok@example.com', initialPassword: 'short one' }, 'initialPassword'],
+    [op, 'POST', '/accounts/acct_input/owners', { email: `${'a'.repeat(250)}@example.com`, initialPassword: 'long enough initial password' }, 'email'],
+    [op, 'POST', '/accounts/acct_input/owners', { email: 'ok@example.com', initialPassword: 'x'.repeat(257) }, 'initialPassword'],
+    [owner, 'POST', '/accounts/acct_input/invites', { email: 'nope' }, 'email'],
+    [owner, 'POST', '/accounts/acct_input/invites', { email: 'ok@example.com', role: 'admin' }, 'role'],
+    [owner, 'PATCH', '/accounts/acct_input', { name: 'x', enabled: 'yes' }, 'enabled'],
+    [anonymous(gw), 'POST', '/session', { email: 'nope', password: PASSWORD }, 'email'],
+    [anonymous(gw), 'POST', '/session', { email: 'input@example.com', password: PASSWORD, remember: true }, 'remember'],
+    [anonymous(gw), 'POST', '/invites/accept', { token: 'gwinv_x', password: 5 }, 'password'],
+    [owner, 'GET', '/accounts/acct_input/audit?limit=101', undefined, 'limit'],
+    [owner, 'GET', '/accounts/acct_input/members?limit=2&sort=asc', undefined, 'sort'],
+    [owner, 'GET', '/accounts/acct_input/invites?cursor=inv_unknown', undefined, 'cursor'],
+  ];
+  for (const [who, method, path, body, field] of cases) {
+    const res = method === 'GET' ? await who.get(path) : await who.send(method, path, body);
+    assert.equal(res.status, 400, `${method} ${path} ${JSON.stringify(body)}: ${show(res)}`);
+    assert.equal(res.body.success, false);
+    assert.equal(res.body.message.field, field, `${method} ${path}: ${show(res)}`);
+  }
+  assert.equal((await owner.get('/accounts/acct_input/members')).body.message.items.length, 1, 'no owner was added');
+  const operatorSession = await op.get('/session');
+  assertNotFound(operatorSession, 'an operator has no session');
+});
+
+test('an invite accepted by several at once is used once', async (t) => {
+  const gw = await startOwnerGateway(t);
+  const host = await accountWithOwner(gw, { accountId: 'acct_race', email: 'race@example.com', password: PASSWORD });
+  const made = await host.send('POST', '/accounts/acct_race/invites', { email: 'racer@example.com' });
+  const token = made.body.message.token as string;
+  const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => anonymous(gw).send('POST', '/invites/accept', { token, password: `racer password number ${i}` })));
+  const statuses = answers.map((a) => a.status);
+  assert.equal(statuses.filter((s) => s === 200).length, 1, `one acceptance: ${statuses.join(', ')}`);
+  assert.ok(statuses.every((s) => s === 200 || s === 404 || s === 409), statuses.join(', '));
+  const members = (await host.get('/accounts/acct_race/members')).body.message.items;
+  assert.deepEqual(members.map((m: { email: string }) => m.email).sort(), ['race@example.com', 'racer@example.com']);
+  const winner = answers.findIndex((a) => a.status === 200);
+  await signIn(gw, 'racer@example.com', `racer password number ${winner}`);
+});
