@@ -67,10 +67,25 @@ export function verifyPassword(phc: string, password: string): Promise<boolean> 
   });
 }
 
+/** The hash unknown emails are checked against, made once per process. */
+function dummyHash(): Promise<string> {
+  dummy ??= hashPassword(randomBase62(32));
+  return dummy;
+}
+
+/**
+ * Makes the dummy hash now (at start-up), so that not even the first unknown email pays for
+ * making it: that one answer would take twice as long as a wrong password's.
+ */
+export function prepareDummyHash(): void {
+  dummyHash().catch(() => {
+    dummy = undefined;
+  });
+}
+
 /** As verifyPassword for an owner who does not exist: the same work, always false. */
 export async function verifyNobody(password: string): Promise<false> {
-  dummy ??= hashPassword(randomBase62(32));
-  await verifyPassword(await dummy, password);
+  await verifyPassword(await dummyHash(), password);
   return false;
 }
 

@@ -17,7 +17,7 @@ import type { OwnerSession } from '../stores/session-store.js';
 import { requireWritable } from './access.js';
 import { logEvents, makeEvent } from './audit.js';
 import type { OwnerDeps } from './deps.js';
-import { hashPassword, needsRehash, PASSWORD_MAX, PASSWORD_MIN, verifyNobody, verifyPassword } from './passwords.js';
+import { hashPassword, needsRehash, PASSWORD_MAX, PASSWORD_MIN, prepareDummyHash, verifyNobody, verifyPassword } from './passwords.js';
 import type { Caller, RequestMeta, ResumedSession, SessionResolver } from './types.js';
 import { accountView, ownerView, type AccountView, type OwnerView } from './views.js';
 
@@ -70,6 +70,7 @@ export function createSessionService({ store, sessions, clock, limits, log, conf
   const idleMs = config.owner.sessionIdleSeconds * 1000;
   const maxMs = config.owner.sessionMaxSeconds * 1000;
   const touchEveryMs = Math.min(TOUCH_EVERY_MS, idleMs / 4);
+  prepareDummyHash();
 
   /** A counted password check; throws InvalidOwnerCredentials on any failure. */
   async function checkPassword(email: string, owner: OwnerRecord | undefined, password: string, meta: RequestMeta): Promise<OwnerRecord> {

@@ -114,7 +114,7 @@ test('an unknown email costs an argon2 verification, as a wrong password does', 
     }
     return Math.min(...times);
   };
-  await fastest('nobody@example.com'); // the dummy hash is made on first use
+  await fastest('nobody@example.com'); // warm up both paths alike
   const wrong = await fastest('one@example.com');
   const unknown = await fastest('nobody@example.com');
   // Without the dummy an unknown email answers in a fraction of a millisecond; argon2 at 19 MiB takes about ten.
