@@ -216,6 +216,8 @@ test('invites: a one-time link; accepting creates the owner, or needs the existi
   };
   const accept = (token: string, password: string) => anonymous(gw).send('POST', '/invites/accept', { token, password });
 
+  const created = await host.send('POST', '/accounts/acct_host/invites', { email: 'cached@example.com' });
+  assert.equal(created.headers.get('cache-control'), 'no-store', 'an answer with an invite token is never cached');
   const fresh = await invite('New.Person@Example.com');
   assert.match(fresh.token, /^gwinv_[0-9A-Za-z]{43}$/);
   assert.equal(fresh.url, `https://console.example.test/owner/invite#${fresh.token}`);
@@ -274,8 +276,8 @@ test('invites: a one-time link; accepting creates the owner, or needs the existi
   // Another account's invites: 404 under either account's path (the sessions idled out meanwhile).
   const host2 = await signIn(gw, 'host@example.com', PASSWORD);
   const hostInvites = await listAll(host2, '/accounts/acct_host/invites', 2);
-  assert.equal(hostInvites.items.length, 4);
-  assert.deepEqual(hostInvites.items.map((i) => i.email), ['late@example.com', 'guest@example.com', 'revoked@example.com', 'new.person@example.com'], 'newest first');
+  assert.equal(hostInvites.items.length, 5);
+  assert.deepEqual(hostInvites.items.map((i) => i.email), ['late@example.com', 'guest@example.com', 'revoked@example.com', 'new.person@example.com', 'cached@example.com'], 'newest first');
   const pendingOne = (await host2.send('POST', '/accounts/acct_host/invites', { email: 'pending@example.com' })).body.message;
   const guestOnly = await accountWithOwner(gw, { accountId: 'acct_alone', email: 'alone@example.com', password: PASSWORD });
   assertNotFound(await guestOnly.get('/accounts/acct_host/invites'), 'listing another account\'s invites');

@@ -29,6 +29,7 @@ test('sign-in sets an HttpOnly, SameSite=Strict, Path=/ cookie that ends with th
   const expires = Date.parse(attributes.find((a) => a.startsWith('expires='))!.slice('expires='.length));
   assert.ok(Math.abs(expires - (Date.now() + 7200_000)) < 5000, `the cookie lives as long as the session: ${cookie}`);
 
+  assert.equal(res.headers.get('cache-control'), 'no-store', 'an answer with a session (and its CSRF token) is never cached');
   const session = res.body.message;
   assert.equal(session.owner.email, 'one@example.com', 'emails are kept lowercase');
   assert.equal(session.owner.mustChangePassword, false);
