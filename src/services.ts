@@ -171,7 +171,7 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
   const limits = createRateLimits(config.limits, limiter, clientAddress);
   const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits });
   const sessions: SessionStore = redis === undefined ? new MemorySessionStore({ clock }) : new RedisSessionStore(redis, { clock });
-  const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, log, config });
+  const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config });
 
   return {
     config,

@@ -212,7 +212,9 @@ export class MemoryOwnerStore implements OwnerStore {
 
   async listAudit(accountId: string, { before, limit }: { before?: string; limit: number }): Promise<AuditEvent[]> {
     const events = this.#account(this.#data, accountId)?.audit ?? [];
-    const older = before === undefined ? events : events.filter((e) => e.id < before);
+    // By position: events made in the same millisecond have ids in random order among themselves.
+    const at = before === undefined ? -1 : events.findIndex((e) => e.id === before);
+    const older = before === undefined ? events : at !== -1 ? events.slice(0, at) : events.filter((e) => e.id < before);
     return older.slice(-limit).reverse().map((e) => structuredClone(e));
   }
 
