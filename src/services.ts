@@ -3,7 +3,9 @@
  * memory by default, Redis when one is configured). Callers get interfaces and never import a
  * store's module.
  */
+import { existsSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
+import { resolve } from 'node:path';
 import { createAuthenticator, type Authenticate } from './auth/bearer.js';
 import { createAuthService, type AuthService } from './auth/service.js';
 import { createRevocations, type Revocations } from './auth/revocation.js';
@@ -29,7 +31,7 @@ import { MemoryRateCounters } from './stores/rate-counters.memory.js';
 import { RedisRateCounters } from './stores/rate-counters.redis.js';
 import type { RateCounters } from './stores/rate-counters.js';
 import { MemoryKeyDirectory } from './stores/key-directory.memory.js';
-import { FileOwnerStore } from './stores/owner-store.file.js';
+import { FileOwnerStore, isShippedDemoFile } from './stores/owner-store.file.js';
 import type { OwnerStore } from './stores/owner-store.js';
 import { RedisOwnerStore } from './stores/owner-store.redis.js';
 import { MemorySessionStore } from './stores/session-store.memory.js';
@@ -88,7 +90,8 @@ export interface Services {
  * `isProduction` (NODE_ENV=production, read by main.ts) makes demo keys in the data file an
  * error unless `data.allowDemoData` is set (stores/demo-data.ts).
  */
-export function createServices(config: Config, { log, clock = systemClock, isProduction = false }: { log: Logger; clock?: Clock; isProduction?: boolean }): Services {
+export function createServices(given: Config, { log, clock = systemClock, isProduction = false }: { log: Logger; clock?: Clock; isProduction?: boolean }): Services {
+  const config = withSavedDemoData(given, log);
   if (createDataFileIfMissing(config.data.file)) log.warn({ file: config.data.file }, 'the data file did not exist: created it with no accounts');
   const data = readDataFile(config.data.file);
   /** Throws DemoDataError for demo keys a production gateway must not serve: at start-up and on each reload. */
@@ -264,9 +267,10 @@ function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, 
     const records = createRecordReader(config.directory.timeZone);
     return new RedisOwnerStore(redis!, { records, log, maxAuditEvents: config.owner.auditMaxEventsPerAccount, directoryReadOnly });
   }
-  // Written back to the data file (never the shipped demo file): see stores/owner-store.file.ts.
+  // Written back to the data file (the shipped demo file's changes to their own file): see stores/owner-store.file.ts.
   return new FileOwnerStore(config.data.file, data, {
     log,
+    saveDemoTo: resolve(config.data.demoSaveFile),
     readOnly,
     directoryReadOnly,
     maxAuditEvents: config.owner.auditMaxEventsPerAccount,
@@ -278,4 +282,16 @@ function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, 
       fileDirectory.load(next, changes);
     },
   });
+}
+
+/**
+ * The shipped demo file is never written; what owners change on it is saved to
+ * `data.demoSaveFile` (stores/owner-store.file.ts). Once that file exists it is the data file,
+ * so the embedded default loses nothing at a restart.
+ */
+function withSavedDemoData(config: Config, log: Logger): Config {
+  const saved = resolve(config.data.demoSaveFile);
+  if (!isShippedDemoFile(config.data.file) || !existsSync(saved)) return config;
+  log.info({ file: saved }, 'reading the demo data with the owner changes saved to it (data.demoSaveFile), not the shipped demo file');
+  return { ...config, data: { ...config.data, file: saved } };
 }

@@ -89,6 +89,11 @@ export class MemoryOwnerStore implements OwnerStore {
       const { doc, events, result } = change(structuredClone(splitAccount(account)));
       if (doc === undefined) return { result, write: false };
       Object.assign(account, structuredClone(doc), { id: accountId });
+      // A deleted account keeps its id and audit trail, nothing else (as on Redis).
+      if (doc.deletedAt !== undefined) {
+        account.roles = [];
+        account.signRecords = [];
+      }
       this.#audit(data, accountId, events);
       return { result, changes: [{ kind: 'account', accountId }] };
     });
