@@ -6,12 +6,16 @@
  * every call with 409 read_only_store and never reaches the upstream.
  */
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { randomBase62 } from '../../src/domain/random.js';
+import type { GatewayError } from '../../src/errors/errors.js';
 import { adminTokenDigest } from '../../src/http/owner/caller.js';
-import { ACCOUNT, ALICE_ROLES, DEMO_ROLES } from '../helpers/directory.js';
+import { ACCOUNT, ALICE_CAPS, ALICE_ROLES, DEMO_FILE, DEMO_ROLES, UNKNOWN } from '../helpers/directory.js';
+import { tempDir } from '../helpers/process.js';
 import { call, DEMO, logged, show, signIn, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 
 const ADMIN_TOKEN = `gwadm_${randomBase62(43)}`;
@@ -344,8 +348,59 @@ test('acct_bob\'s roles and records are not reached through acct_alice\'s paths,
   assert.ok(bobRole !== undefined && !ALICE_ROLES.some((r) => r.id === bobRole.id), 'acct_bob has a role id acct_alice has not');
   assertError(await ownerCall(gw, 'GET', `${ROLES}/${bobRole.id}`), 404, 'not_found', undefined, 'bob\'s role under alice');
   assertError(await ownerCall(gw, 'DELETE', `${ROLES}/${bobRole.id}`), 404, 'not_found', undefined, 'delete bob\'s role under alice');
-  const madeUp = await ownerCall(gw, 'GET', '/accounts/acct_nobody/roles');
-  assertError(madeUp, 404, 'not_found', undefined, 'a made-up account');
+  assertError(await ownerCall(gw, 'GET', '/accounts/acct_nobody/roles'), 404, 'not_found', undefined, 'a made-up account');
   assertError(await ownerCall(gw, 'POST', '/accounts/acct_nobody/roles', AUDITOR), 404, 'not_found', undefined, 'create in a made-up account');
   assertOk(await ownerCall(gw, 'GET', `/accounts/${DEMO.bob.accountId}/roles/${bobRole.id}`), 200, bobRole, 'bob\'s role is still there');
+});
+
+test('an owner reaches only the roles and records of an account they are a member of: another account is the made-up account\'s 404', async (t) => {
+  const data = JSON.parse(readFileSync(DEMO_FILE, 'utf8'));
+  const addedAt = '2026-01-01T00:00:00.000Z';
+  data.owners = [{ id: 'owner_bob', email: 'bob@example.com', passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$x$y', createdAt: addedAt }];
+  data.accounts.find((a: { id: string }) => a.id === DEMO.bob.accountId).members = [{ ownerId: 'owner_bob', addedAt }];
+  const file = join(tempDir(t), 'data.json');
+  writeFileSync(file, JSON.stringify(data));
+  const gw = await startOwnerGateway(t, { data: { file } });
+  const directory = gw.services.owner.directory;
+  const caller = { kind: 'owner' as const, ownerId: 'owner_bob', email: 'bob@example.com' };
+  const bob = { caller, meta: { ip: '127.0.0.1', requestId: 'test' } };
+  const times = { signedNonce: 1, signedAt: Date.parse(STORED.signedAt), signedExpiredAt: Date.parse(STORED.signedExpiredAt) };
+  const aliceAddress = ALICE_CAPS.address.toLowerCase();
+  const attempts = (accountId: string, roleId: number, address: string): [string, () => Promise<unknown>][] => [
+    ['listRoles', () => directory.listRoles(caller, accountId, { limit: 50 })],
+    ['getRole', () => directory.getRole(caller, accountId, roleId)],
+    ['createRole', () => directory.createRole(bob, accountId, { ...AUDITOR, id: 500, slug: 'bobs' })],
+    ['replaceRole', () => directory.replaceRole(bob, accountId, roleId, { ...AUDITOR, id: roleId })],
+    ['deleteRole', () => directory.deleteRole(bob, accountId, roleId)],
+    ['getSignRecord', () => directory.getSignRecord(caller, accountId, address)],
+    ['createSignRecord', () => directory.createSignRecord(bob, accountId, { address: `0x${'b'.repeat(40)}`, ...times })],
+    ['replaceSignRecord', () => directory.replaceSignRecord(bob, accountId, address, times)],
+    ['deleteSignRecord', () => directory.deleteSignRecord(bob, accountId, address)],
+  ];
+  const outcome = (attempt: () => Promise<unknown>) => attempt().then(
+    (value) => ({ value }),
+    (err: GatewayError) => ({ status: err.status, code: err.code, message: err.message, field: err.field }),
+  );
+  const madeUp = attempts('acct_nobody', 9_999, UNKNOWN);
+  for (const [i, [what, attempt]] of attempts(ACCOUNT, DEMO_ROLES[0]!.id, aliceAddress).entries()) {
+    const seen = await outcome(attempt);
+    assert.deepEqual(seen, await outcome(madeUp[i]![1]), `${what} on acct_alice`);
+    assert.equal((seen as { status?: number }).status, 404, what);
+  }
+  // In bob's own account, acct_alice's role id and address are as unknown as made-up ones.
+  const bobRoleIds = new Set(data.accounts.find((a: { id: string }) => a.id === DEMO.bob.accountId).roles.map((r: { id: number }) => r.id));
+  const aliceOnlyRole = ALICE_ROLES.find((r) => !bobRoleIds.has(r.id))!.id;
+  const own = attempts(DEMO.bob.accountId, 9_999, UNKNOWN);
+  for (const [i, [what, attempt]] of attempts(DEMO.bob.accountId, aliceOnlyRole, aliceAddress).entries()) {
+    if (what.startsWith('create') || what === 'listRoles') continue;
+    assert.deepEqual(await outcome(attempt), await outcome(own[i]![1]), `${what} in acct_bob with acct_alice's id`);
+  }
+  assertOk(await ownerCall(gw, 'GET', `${ROLES}?limit=100`), 200, { items: DEMO_ROLES }, 'acct_alice\'s roles unchanged');
+  assertOk(await ownerCall(gw, 'GET', `${SIGNS}/${aliceAddress}`), 200, {
+    address: aliceAddress,
+    signedNonce: ALICE_CAPS.signedNonce,
+    signedAt: '2026-03-01T12:00:00.000Z',
+    signedExpiredAt: '2026-03-31T12:00:00.000Z',
+  }, 'acct_alice\'s record unchanged');
+  assert.deepEqual(logged(gw, 'audit'), []);
 });

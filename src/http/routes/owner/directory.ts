@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { ADDRESS_PATTERN } from '../../../domain/formats.js';
 import { ID, isoTime } from '../../../stores/owner-records.js';
 import type { OwnerServices } from '../../../owner/service.js';
-import type { Actor } from '../../../owner/types.js';
+import type { Actor, Caller } from '../../../owner/types.js';
 import { operation, type Operation, type OperationInput } from '../../owner/operation.js';
 import { MAX_NAME_SEARCH_LENGTH } from '../roles.js';
 import type { OwnerRouteDeps } from './deps.js';
@@ -79,8 +79,14 @@ const roleListQuery = z.strictObject({
 const DEFAULT_LIMIT = 50;
 const TAG = 'Roles and sign records';
 
+/** The caller of a `caller` operation: http/owner/register.ts sets it before any handler runs. */
+function callerOf(caller: Caller | undefined): Caller {
+  if (caller === undefined) throw new TypeError('a caller operation ran without a caller');
+  return caller;
+}
+
 function actorOf({ caller, meta }: Pick<OperationInput<unknown, unknown, unknown>, 'caller' | 'meta'>): Actor {
-  return { caller: caller!, meta };
+  return { caller: callerOf(caller), meta };
 }
 
 const toView = (record: { address: string; signedNonce: number; signedAt: number; signedExpiredAt: number }) => ({
@@ -111,7 +117,7 @@ export function directoryOperations(owner: OwnerServices, _deps: OwnerRouteDeps)
       query: roleListQuery,
       response: z.strictObject({ items: z.array(roleView), nextCursor: z.string().optional() }),
       errors: [403, 404, 409],
-      handle: ({ params, query, caller }) => directory.listRoles(caller!, params.accountId, {
+      handle: ({ params, query, caller }) => directory.listRoles(callerOf(caller), params.accountId, {
         limit: query.limit ?? DEFAULT_LIMIT,
         ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
         ...(query.name === undefined ? {} : { nameContains: query.name }),
@@ -141,7 +147,7 @@ export function directoryOperations(owner: OwnerServices, _deps: OwnerRouteDeps)
       params: roleParams,
       response: roleView,
       errors: [403, 404, 409],
-      handle: ({ params, caller }) => directory.getRole(caller!, params.accountId, params.roleId),
+      handle: ({ params, caller }) => directory.getRole(callerOf(caller), params.accountId, params.roleId),
     }),
     operation({
       operationId: 'replaceRole',
@@ -198,7 +204,7 @@ export function directoryOperations(owner: OwnerServices, _deps: OwnerRouteDeps)
       params: signParams,
       response: signRecordView,
       errors: [403, 404, 409],
-      handle: async ({ params, caller }) => toView(await directory.getSignRecord(caller!, params.accountId, params.address)),
+      handle: async ({ params, caller }) => toView(await directory.getSignRecord(callerOf(caller), params.accountId, params.address)),
     }),
     operation({
       operationId: 'replaceSignRecord',
