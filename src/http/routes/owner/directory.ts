@@ -107,7 +107,7 @@ export function directoryOperations(owner: OwnerServices, _deps: OwnerRouteDeps)
   const base = '/owner/v1/accounts/{accountId}';
   return [
     operation({
-      operationId: 'listRoles',
+      operationId: 'listAccountRoles',
       method: 'get',
       path: `${base}/roles`,
       summary: 'List the account\'s roles in id order (the order /api/roles lists them in).',
@@ -124,7 +124,7 @@ export function directoryOperations(owner: OwnerServices, _deps: OwnerRouteDeps)
       }),
     }),
     operation({
-      operationId: 'createRole',
+      operationId: 'createAccountRole',
       method: 'post',
       path: `${base}/roles`,
       summary: 'Create a role; /api/roles serves it at once.',
@@ -138,7 +138,7 @@ export function directoryOperations(owner: OwnerServices, _deps: OwnerRouteDeps)
       handle: (input) => directory.createRole(actorOf(input), input.params.accountId, input.body),
     }),
     operation({
-      operationId: 'getRole',
+      operationId: 'getAccountRole',
       method: 'get',
       path: `${base}/roles/{roleId}`,
       summary: 'Read one role.',
@@ -150,7 +150,7 @@ export function directoryOperations(owner: OwnerServices, _deps: OwnerRouteDeps)
       handle: ({ params, caller }) => directory.getRole(callerOf(caller), params.accountId, params.roleId),
     }),
     operation({
-      operationId: 'replaceRole',
+      operationId: 'replaceAccountRole',
       method: 'put',
       path: `${base}/roles/{roleId}`,
       summary: 'Replace a role as a whole; another id moves it (that is how roles are reordered).',
@@ -163,7 +163,7 @@ export function directoryOperations(owner: OwnerServices, _deps: OwnerRouteDeps)
       handle: (input) => directory.replaceRole(actorOf(input), input.params.accountId, input.params.roleId, input.body),
     }),
     operation({
-      operationId: 'deleteRole',
+      operationId: 'deleteAccountRole',
       method: 'delete',
       path: `${base}/roles/{roleId}`,
       summary: 'Delete a role.',
@@ -178,7 +178,7 @@ export function directoryOperations(owner: OwnerServices, _deps: OwnerRouteDeps)
       },
     }),
     operation({
-      operationId: 'createSignRecord',
+      operationId: 'createAccountSignRecord',
       method: 'post',
       path: `${base}/sign-records`,
       summary: 'Create the sign record of an address; /api/sign serves it at once.',
@@ -195,7 +195,7 @@ export function directoryOperations(owner: OwnerServices, _deps: OwnerRouteDeps)
       })),
     }),
     operation({
-      operationId: 'getSignRecord',
+      operationId: 'getAccountSignRecord',
       method: 'get',
       path: `${base}/sign-records/{address}`,
       summary: 'Read the sign record of an address (in either case).',
@@ -207,7 +207,7 @@ export function directoryOperations(owner: OwnerServices, _deps: OwnerRouteDeps)
       handle: async ({ params, caller }) => toView(await directory.getSignRecord(callerOf(caller), params.accountId, params.address)),
     }),
     operation({
-      operationId: 'replaceSignRecord',
+      operationId: 'replaceAccountSignRecord',
       method: 'put',
       path: `${base}/sign-records/{address}`,
       summary: 'Replace the nonce and times of an address\'s sign record.',
@@ -220,7 +220,7 @@ export function directoryOperations(owner: OwnerServices, _deps: OwnerRouteDeps)
       handle: async (input) => toView(await directory.replaceSignRecord(actorOf(input), input.params.accountId, input.params.address, fromTimes(input.body))),
     }),
     operation({
-      operationId: 'deleteSignRecord',
+      operationId: 'deleteAccountSignRecord',
       method: 'delete',
       path: `${base}/sign-records/{address}`,
       summary: 'Delete the sign record of an address.',
