@@ -15,7 +15,10 @@
  * - `fastify`: bench/servers/fastify.ts, fastify + @fastify/jwt + @fastify/http-proxy;
  * - `gateway`: the product, built from src/, with one route `/bench` to the backend (a bearer
  *   token required, the default) and LOG_LEVEL=info, its production default, the log going
- *   to /dev/null; `gateway (log warn)` is the same with LOG_LEVEL=warn (what the access log costs).
+ *   to /dev/null; `gateway (log warn)` is the same with LOG_LEVEL=warn (what the access log costs);
+ * - `gateway (settings token)`: the same gateway, called with API settings tokens (`gwst_…`,
+ *   --settings-tokens of them, one per account, written into its data file) instead of JWT
+ *   access tokens: the product's aim is that they cost no more than a JWT.
  * The proxies share one backend instance; `direct` gets its own instance of the same server,
  * on the core the servers under test use. With two or more cores the server under test is
  * pinned to core 1, and wrk, the proxies' backend and this script to core 0.
@@ -26,7 +29,7 @@
  * rotated by one each round; figures are medians over rounds, ratios medians of the per-round
  * ratios.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
 import { boundedInt, parseRunOptions } from './lib/cli.js';
@@ -43,14 +46,17 @@ import {
 } from './lib/summary.js';
 import { makeSigningKey, mintToken, TokenSupply, type SigningKey } from './lib/tokens.js';
 import { bearerRun, measureLoad, type LoadFigures } from './lib/wrk.js';
+import { mintSettingsToken, settingsTokenDigest, settingsTokenStart } from '../src/domain/settings-token.js';
 
 const NAME = 'bench';
 const REPORT: Report = { file: join(REPORTS, 'proxy.md'), title: 'Proxy: gateway vs floor vs Fastify', script: `npm run ${NAME}` };
 /** What every client asks every server for: under the gateway's route prefix, as it reaches the backend. */
 const PATH = '/bench/items/42';
 
-type Target = 'direct' | 'floor' | 'fastify' | 'gateway' | 'gateway-warn';
-const LABEL: Record<Target, string> = { direct: 'direct', floor: 'floor', fastify: 'fastify', gateway: 'gateway', 'gateway-warn': 'gateway (log warn)' };
+type Target = 'direct' | 'floor' | 'fastify' | 'gateway' | 'gateway-warn' | 'gateway-st';
+const LABEL: Record<Target, string> = {
+  direct: 'direct', floor: 'floor', fastify: 'fastify', gateway: 'gateway', 'gateway-warn': 'gateway (log warn)', 'gateway-st': 'gateway (settings token)',
+};
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -58,10 +64,17 @@ const LABEL: Record<Target, string> = { direct: 'direct', floor: 'floor', fastif
 const opt = parseRunOptions(NAME, { rounds: 5, seconds: 5, connections: 64 }, {
   tokens: { type: 'string', default: '20000' },
   'no-warn-variant': { type: 'boolean', default: false },
+  'settings-tokens': { type: 'string', default: '100' },
+  'no-settings-variant': { type: 'boolean', default: false },
 });
 const { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, quietWait: QUIET_WAIT } = opt;
 const TOKENS = boundedInt(NAME, 'tokens', opt.extra.tokens as string, 100, 200_000);
-const TARGETS: Target[] = ['direct', 'floor', 'fastify', 'gateway', ...(opt.extra['no-warn-variant'] === true ? [] : ['gateway-warn' as const])];
+const SETTINGS_TOKENS = boundedInt(NAME, 'settings-tokens', opt.extra['settings-tokens'] as string, 1, 10_000);
+const TARGETS: Target[] = [
+  'direct', 'floor', 'fastify', 'gateway',
+  ...(opt.extra['no-warn-variant'] === true ? [] : ['gateway-warn' as const]),
+  ...(opt.extra['no-settings-variant'] === true ? [] : ['gateway-st' as const]),
+];
 /** Hard bound on the whole run, whatever happens. */
 const BUDGET_MS = (120 + QUIET_WAIT + TARGETS.length * (WARMUP + 3 + ROUNDS * (SECONDS + 3)) + (opt.profile ? WARMUP + SECONDS + 30 : 0)) * 2 * 1000;
 
@@ -76,34 +89,59 @@ function startNodeServer(label: string, file: string, core: string, env: Record<
   return startBenchServer(label, file, core, env, { readyPath: PATH, readyStatus: file === 'backend.ts' ? 200 : 401 });
 }
 
-function gatewaySettings(keys: SigningKey, backendUrl: string, level: 'info' | 'warn'): Record<string, string> {
+function gatewaySettings(keys: SigningKey, backendUrl: string, level: 'info' | 'warn', dataFile: string): Record<string, string> {
   return {
     LOG_LEVEL: level,
     SIGNING_KEYS: keys.signingKeys,
     ROUTES: JSON.stringify([{ prefix: '/bench', targets: [backendUrl] }]),
+    GATEWAY_DATA_FILE: dataFile,
   };
 }
 
-async function startTarget(target: Target, runtime: Runtime, keys: SigningKey, backendUrl: string, nodeFlags: string[] = []): Promise<Server> {
+/**
+ * The demo data plus `count` accounts with one API settings token each (as the owner API
+ * stores them: digest and start), for every gateway alike; the tokens go to `<dir>/settings-tokens.txt`.
+ */
+function writeSettingsTokens(dir: string, count: number): { dataFile: string; tokensFile: string } {
+  const data = JSON.parse(readFileSync(new URL('../config/demo-data.json', import.meta.url), 'utf8')) as { accounts: unknown[] };
+  const createdAt = new Date().toISOString();
+  const tokens: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const token = mintSettingsToken();
+    tokens.push(token);
+    data.accounts.push({
+      id: `bench_st_${i}`, apiKeys: [],
+      settingsTokens: [{ id: `stk_bench_${i}`, name: 'bench', digest: settingsTokenDigest(token), start: settingsTokenStart(token), scopes: [], createdAt }],
+    });
+  }
+  const dataFile = join(dir, 'data.json');
+  const tokensFile = join(dir, 'settings-tokens.txt');
+  writeFileSync(dataFile, JSON.stringify(data));
+  writeFileSync(tokensFile, `${tokens.join('\n')}\n`);
+  return { dataFile, tokensFile };
+}
+
+async function startTarget(target: Target, runtime: Runtime, keys: SigningKey, backendUrl: string, dataFile: string, nodeFlags: string[] = []): Promise<Server> {
   const proxyEnv = { BACKEND: backendUrl, PUBLIC_KEY: keys.publicPem };
   switch (target) {
     case 'direct': return startNodeServer(LABEL[target], 'backend.ts', SERVER_CORE, {});
     case 'floor': return startNodeServer(LABEL[target], 'floor.ts', SERVER_CORE, proxyEnv);
     case 'fastify': return startNodeServer(LABEL[target], 'fastify.ts', SERVER_CORE, proxyEnv);
     case 'gateway':
+    case 'gateway-st':
     case 'gateway-warn': {
-      const level = target === 'gateway' ? 'info' : 'warn';
+      const level = target === 'gateway-warn' ? 'warn' : 'info';
       // Under info the log is one JSON line per request: to /dev/null, so that reading it here
       // does not load the client core. Under warn it should stay empty, so it is kept and checked.
-      const gw = await startGateway({ name: target, runtime, settings: gatewaySettings(keys, backendUrl, level), nodeFlags, stdout: level === 'info' ? 'ignore' : 'pipe' });
+      const gw = await startGateway({ name: target, runtime, settings: gatewaySettings(keys, backendUrl, level, dataFile), nodeFlags, stdout: level === 'info' ? 'ignore' : 'pipe' });
       return gatewayServer(LABEL[target], gw);
     }
   }
 }
 
 /** 200 with the backend's answer for a valid token; 401 without one, and for a token of another key. */
-async function sanityCheck(target: Target, server: Server, tokens: TokenSupply, foreignToken: string): Promise<void> {
-  const token = readFileSync(tokens.file, 'utf8').slice(0, 4096).split('\n')[0]!;
+async function sanityCheck(target: Target, server: Server, tokensFile: string, foreignToken: string): Promise<void> {
+  const token = readFileSync(tokensFile, 'utf8').slice(0, 4096).split('\n')[0]!;
   const get = async (authorization?: string) => {
     const res = await fetch(`${server.url}${PATH}`, { headers: authorization === undefined ? {} : { authorization } });
     return { status: res.status, body: await res.text() };
@@ -118,7 +156,8 @@ async function sanityCheck(target: Target, server: Server, tokens: TokenSupply, 
   try { reached = JSON.parse(ok.body) as typeof reached; } catch { /* checked below */ }
   if (reached.from !== 'bench-backend' || reached.path !== PATH) throw new Error(`${what}: the answer is not the backend's for ${PATH}: ${ok.body.slice(0, 300)}`);
   if (target === 'direct') return;
-  for (const [label, authorization] of [['without a token', undefined], ['with a token of another key', `Bearer ${foreignToken}`]] as const) {
+  const typo = `${token.slice(0, 10)}${token[10] === 'a' ? 'b' : 'a'}${token.slice(11)}`;
+  for (const [label, authorization] of [['without a token', undefined], ['with a token of another key', `Bearer ${foreignToken}`], ['with the token mistyped', `Bearer ${typo}`]] as const) {
     const r = await get(authorization);
     if (r.status !== 401) throw new Error(`${what}: GET ${PATH} ${label} answered ${r.status}, not 401: ${r.body.slice(0, 300)}`);
   }
@@ -137,10 +176,13 @@ interface Run extends LoadFigures {
 interface Context {
   backend: Server;
   tokens: TokenSupply;
+  /** API settings tokens, for `gateway-st` (they do not expire). */
+  settingsTokensFile: string;
+  dataFile: string;
 }
 
 async function measure(ctx: Context, target: Target, server: Server, seconds: number, round: number): Promise<Run> {
-  const tokensFile = await ctx.tokens.fileFor(seconds);
+  const tokensFile = target === 'gateway-st' ? ctx.settingsTokensFile : await ctx.tokens.fileFor(seconds);
   await quiet.wait(server.label);
   const figures = await measureLoad(bearerRun(server.url, PATH, tokensFile, CONNECTIONS, seconds), { server: server.pid, backend: ctx.backend.pid });
   if (!isRunning(server.proc)) throw new Error(`${server.label} died during the run:\n${server.err.tail()}`);
@@ -161,7 +203,7 @@ function runLine(run: Run): string {
 async function profileGateway(ctx: Context, tmp: string, runtime: Runtime, keys: SigningKey): Promise<ProfileSummary> {
   const dir = join(tmp, 'prof-gateway');
   mkdirSync(dir, { recursive: true });
-  const gw = await startTarget('gateway', runtime, keys, ctx.backend.url, ['--cpu-prof', '--cpu-prof-dir', dir]);
+  const gw = await startTarget('gateway', runtime, keys, ctx.backend.url, ctx.dataFile, ['--cpu-prof', '--cpu-prof-dir', dir]);
   let window: [number, number];
   try {
     // A new gateway: it refuses the tokens minted before it started.
@@ -207,6 +249,12 @@ function ratios(runs: Run[]): Ratio[] {
     list.push({ name: 'gateway (log warn) / floor, throughput', ...paired('gateway-warn', 'floor', rps) });
     list.push({ name: 'gateway / gateway (log warn), throughput', ...paired('gateway', 'gateway-warn', rps) });
   }
+  if (TARGETS.includes('gateway-st')) {
+    const st = paired('gateway-st', 'gateway', rps);
+    list.push({ name: 'gateway (settings token) / gateway (JWT), throughput', ...st, target: { text: '≥ 1.0× (no slower)', met: st.median >= 1 } });
+    list.push({ name: 'gateway (settings token) / gateway (JWT), p99 latency', ...paired('gateway-st', 'gateway', p99) });
+    list.push({ name: 'gateway (settings token) / gateway (JWT), CPU per request', ...paired('gateway-st', 'gateway', cpu) });
+  }
   return list;
 }
 
@@ -238,13 +286,14 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   const keys = makeSigningKey();
   const foreignToken = await mintToken(makeSigningKey().privateKey, 0, 100);
   const backend = await startNodeServer('backend', 'backend.ts', CLIENT_CORE, {});
+  const { dataFile, tokensFile: settingsTokensFile } = writeSettingsTokens(tmp, SETTINGS_TOKENS);
   const servers = new Map<Target, Server>();
-  for (const target of TARGETS) servers.set(target, await startTarget(target, runtime, keys, backend.url));
+  for (const target of TARGETS) servers.set(target, await startTarget(target, runtime, keys, backend.url, dataFile));
   // Minted once the gateways run: a gateway refuses access tokens issued before it started
   // (src/stores/revocation.memory.ts).
   const tokens = await TokenSupply.mint(NAME, keys.privateKey, tmp, TOKENS, 100);
-  const ctx: Context = { backend, tokens };
-  for (const [target, server] of servers) await sanityCheck(target, server, ctx.tokens, foreignToken);
+  const ctx: Context = { backend, tokens, settingsTokensFile, dataFile };
+  for (const [target, server] of servers) await sanityCheck(target, server, target === 'gateway-st' ? settingsTokensFile : tokens.file, foreignToken);
 
   const env = {
     ...runEnv(started, source, runtime),
@@ -279,7 +328,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     runHeading(env.date, 'bench'),
     '',
     `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, ${env.wrk}`,
-    `- gateway: src/ at ${env.commit}; ${env.runtime}; NODE_ENV=production, one Ed25519 signing key, \`ROUTES=[{"prefix":"/bench","targets":["http://127.0.0.1:<backend>"]}]\` (bearer token required, every other route setting at its default); \`gateway\`: LOG_LEVEL=info (the default; one access-log line per request, stdout to /dev/null); \`gateway (log warn)\`: LOG_LEVEL=warn`,
+    `- gateway: src/ at ${env.commit}; ${env.runtime}; NODE_ENV=production, one Ed25519 signing key, \`ROUTES=[{"prefix":"/bench","targets":["http://127.0.0.1:<backend>"]}]\` (bearer token required, every other route setting at its default); \`gateway\`: LOG_LEVEL=info (the default; one access-log line per request, stdout to /dev/null); \`gateway (log warn)\`: LOG_LEVEL=warn${TARGETS.includes('gateway-st') ? `; \`gateway (settings token)\`: the \`gateway\` settings, called with ${SETTINGS_TOKENS} API settings tokens (one per account, in the data file every gateway reads) cycled by bench/wrk/bearer.lua instead of JWTs` : ''}`,
     `- peers: floor = http-proxy-3 ${env.packages['http-proxy-3']} + jose ${env.packages.jose} on node:http, keep-alive agent; fastify = fastify ${env.packages.fastify} + @fastify/http-proxy ${env.packages['@fastify/http-proxy']} (@fastify/reply-from ${env.packages['@fastify/reply-from']}, undici ${env.packages.undici}) + @fastify/jwt ${env.packages['@fastify/jwt']} (fast-jwt ${env.packages['fast-jwt']}), no logger; all under plain \`node\`, NODE_ENV=production`,
     `- pinning: ${env.pinning}; \`direct\` is a second instance of the backend, on core ${SERVER_CORE} like the other servers under test`,
     `- load: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop, \`GET ${PATH}\`, each request with the next of ${TOKENS} distinct tokens (minted once the gateways run, as the gateway signs them); ${ROUNDS} rounds × ${SECONDS} s per server after a ${WARMUP} s warm-up, the order rotated by one server each round`,
@@ -303,7 +352,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   if (profile !== undefined) process.stdout.write(`\n${formatProfileSummary('gateway, proxied GET with a bearer token', profile)}\n`);
 
   writeRawFigures(RESULTS, 'proxy', started, {
-    env, options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, tokens: TOKENS, path: PATH, targets: TARGETS },
+    env, options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, tokens: TOKENS, settingsTokens: SETTINGS_TOKENS, path: PATH, targets: TARGETS },
     rows, ratios: ratioList, addedCpuUsPerReq: addedCpu(runs), runs, profile,
   });
   updateReport(NAME, REPORT, generated, {

@@ -7,6 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import { createAuthenticator, type Authenticate } from './auth/bearer.js';
 import { createAuthService, type AuthService } from './auth/service.js';
 import { createRevocations, type Revocations } from './auth/revocation.js';
+import { createSettingsTokenAuth } from './auth/settings-tokens.js';
 import { createSigner, type Signer } from './auth/signer.js';
 import { usesRedis, type Config } from './config/schema.js';
 import { createClientAddress } from './http/client-address.js';
@@ -16,6 +17,7 @@ import { createRateLimits, type RateLimits } from './limits/rate-limits.js';
 import { createOwnerServices, type OwnerServices } from './owner/service.js';
 import { createProxy, type Proxy } from './proxy/proxy.js';
 import { readDataFile, watchDataFile, type DataFile } from './stores/data-file.js';
+import { createDataFileIfMissing } from './stores/data-file-writer.js';
 import { checkDemoData } from './stores/demo-data.js';
 import { createCachedDirectory, type CachedDirectory } from './stores/directory.cache.js';
 import { HttpDirectory } from './stores/directory.http.js';
@@ -27,7 +29,7 @@ import { MemoryRateCounters } from './stores/rate-counters.memory.js';
 import { RedisRateCounters } from './stores/rate-counters.redis.js';
 import type { RateCounters } from './stores/rate-counters.js';
 import { MemoryKeyDirectory } from './stores/key-directory.memory.js';
-import { MemoryOwnerStore } from './stores/owner-store.memory.js';
+import { FileOwnerStore } from './stores/owner-store.file.js';
 import type { OwnerStore } from './stores/owner-store.js';
 import { MemorySessionStore } from './stores/session-store.memory.js';
 import type { SessionStore } from './stores/session-store.js';
@@ -68,6 +70,8 @@ export interface Services {
   metrics: Metrics;
   /** The owner API's service (src/owner/). */
   owner: OwnerServices;
+  /** What the owner API writes to (tests reach the store through it). */
+  ownerStore: OwnerStore;
   formatTimestamp: TimestampFormatter;
   readiness: ReadinessCheck[];
   /** Where shared state lives, for the start-up log. */
@@ -83,6 +87,7 @@ export interface Services {
  * error unless `data.allowDemoData` is set (stores/demo-data.ts).
  */
 export function createServices(config: Config, { log, clock = systemClock, isProduction = false }: { log: Logger; clock?: Clock; isProduction?: boolean }): Services {
+  if (createDataFileIfMissing(config.data.file)) log.warn({ file: config.data.file }, 'the data file did not exist: created it with no accounts');
   const data = readDataFile(config.data.file);
   /** Throws DemoDataError for demo keys a production gateway must not serve: at start-up and on each reload. */
   const checkDemoKeys = (next: DataFile) => {
@@ -128,27 +133,41 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
     tokens = new MemoryRefreshTokenStore({ clock, maxTokens: t.memoryStoreMaxTokens, resets });
     revocationStore = resets;
   }
+  const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory, isProduction });
+  const fileOwners = ownerStore instanceof FileOwnerStore ? ownerStore : undefined;
   // Watched only while something is read from it.
   const fileInUse = config.data.keySource === 'file' || config.directory.store === 'file';
   const stopWatching = watchDataFile(config.data.file, fileInUse ? config.data.watchIntervalMs : 0, log, (next) => {
     checkDemoKeys(next);
-    fileKeys.load(next);
-    fileDirectory.load(next);
-  });
+    if (fileOwners === undefined) {
+      fileKeys.load(next);
+      fileDirectory.load(next);
+    } else {
+      // The store reads the file itself, in turn with its changes; keys and directory follow in its onCommit.
+      fileOwners.refresh().catch((err: unknown) => log.warn({ err }, 'data file changed but the owner store could not read it'));
+    }
+  }, { isOwnVersion: (text) => fileOwners?.isOwnVersion(text) ?? false });
   const directory = createDirectory(config, { log, clock, redis, fileDirectory });
   // The skew is for instances whose clocks disagree with the one that made Redis's epoch. A
   // memory store's epoch comes from this process's clock, which issued every token it must
   // accept: allowing skew there would accept tokens reset in the seconds before a restart.
   const epochSkewMs = redis === undefined ? 0 : t.clockSkewSeconds * 1000;
   const revocations = createRevocations({ store: revocationStore, clock, ttlMs: config.redis.resetCacheTtlMs, rememberMs, skewMs: epochSkewMs });
-  const auth = createAuthService({ keys, tokens, signer, revocations, clock, log, settings: t });
-  const authenticate = createAuthenticator(signer, revocations);
+  const auth = createAuthService({
+    keys, tokens, signer, revocations, clock, log, settings: t,
+    // An account reset also revokes its API settings tokens for good (a reset is remembered for a while only).
+    onAccountReset: (accountId) => owner.settingsTokens.revokeAllOf(accountId),
+  });
+  const settingsTokens = createSettingsTokenAuth({
+    store: ownerStore, revocations, clock, log,
+    cacheTtlMs: config.owner.settingsTokenCacheTtlMs, accessTokenTtlSeconds: t.accessTokenTtlSeconds,
+  });
+  const authenticate = createAuthenticator(signer, revocations, settingsTokens);
   const metrics = createMetrics({ processMetrics: config.metrics.enabled });
   const clientAddress = createClientAddress(config.proxy);
   const limiter = createLimiter({ counters, memory: memoryCounters, log, metrics, clock });
   const limits = createRateLimits(config.limits, limiter, clientAddress);
   const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits });
-  const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory });
   const sessions: SessionStore = new MemorySessionStore({ clock });
   const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, log, config });
 
@@ -168,6 +187,7 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
     clientAddress,
     metrics,
     owner,
+    ownerStore,
     formatTimestamp: createTimestampFormatter(config.data.timeZone),
     readiness,
     state: redis === undefined ? 'memory' : 'redis',
@@ -222,11 +242,12 @@ function createDirectory(config: Config, { log, clock, redis, fileDirectory }: {
  * read: each instance would write its own copy. Roles and sign records are written only where
  * they are read (directory.store), so a change never goes where no instance would see it.
  */
-function createOwnerStore(config: Config, { data, fileKeys, fileDirectory }: {
+function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, isProduction }: {
   log: Logger;
   data: DataFile;
   fileKeys: MemoryKeyDirectory;
   fileDirectory: MemoryDirectory;
+  isProduction: boolean;
 }): OwnerStore {
   const readOnly = usesRedis(config) && config.data.keySource === 'file'
     ? 'The data file is only read while Redis is configured (each instance has its own copy): set KEY_SOURCE=redis to manage accounts through the owner API.'
@@ -236,13 +257,18 @@ function createOwnerStore(config: Config, { data, fileKeys, fileDirectory }: {
     : config.directory.store !== config.data.keySource
       ? `Roles and sign records are read from ${config.directory.store === 'redis' ? 'Redis' : 'the data file'} while the owner API writes to ${config.data.keySource === 'redis' ? 'Redis' : 'the data file'}: set DIRECTORY_STORE and KEY_SOURCE alike to manage them here.`
       : undefined;
-  return new MemoryOwnerStore(data, {
+  // Written back to the data file (never the shipped demo file): see stores/owner-store.file.ts.
+  return new FileOwnerStore(config.data.file, data, {
+    log,
     readOnly,
     directoryReadOnly,
     maxAuditEvents: config.owner.auditMaxEventsPerAccount,
-    onCommit(next) {
+    // The watcher's refusal (checkDemoKeys), without its warning: logged once per version already.
+    check: config.data.keySource === 'file' ? (next) => void checkDemoData(next, { file: config.data.file, isProduction, allowDemoData: config.data.allowDemoData }) : undefined,
+    onCommit(next, changes) {
       fileKeys.load(next);
-      fileDirectory.load(next);
+      // Own changes name what they touched; a version read from the file may have touched anything.
+      fileDirectory.load(next, changes);
     },
   });
 }

@@ -10,6 +10,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
+import { SETTINGS_TOKEN_PREFIX } from '../domain/settings-token.js';
 import { InvalidToken, MalformedAuthorization, MissingToken } from '../errors/errors.js';
 import { countHeader } from '../util/raw-headers.js';
 import type { Revocations } from './revocation.js';
@@ -42,19 +43,24 @@ export interface Identity {
   /** Milliseconds since the epoch (compared with token resets). */
   issuedAtMs: number;
   expiresAt: number;
-  /** The key's scopes, from the `scope` claim. */
+  /** The key's scopes, from the `scope` claim (an API settings token's own). */
   scopes: readonly string[];
+  /** An API settings token: its validity is kept in the owner store, not only in resets. */
+  durable?: boolean;
 }
 
 export type Authenticate = (token: string | undefined) => Promise<Identity>;
 
 /**
  * The one check of a bearer token, for the gateway's routes, proxied routes and WebSocket
- * upgrades alike: verified, then refused if a reset of its account or key came after it.
+ * upgrades alike: verified, then refused if a reset of its account or key came after it. An
+ * API settings token (its own prefix, never a JWT's first characters) goes to its own check
+ * (auth/settings-tokens.ts) before any JWT parsing.
  */
-export function createAuthenticator(signer: Signer, revocations: Revocations): Authenticate {
+export function createAuthenticator(signer: Signer, revocations: Revocations, settingsTokens?: (token: string) => Promise<Identity>): Authenticate {
   return async function authenticate(token) {
     if (token === undefined) throw new MissingToken();
+    if (settingsTokens !== undefined && token.startsWith(SETTINGS_TOKEN_PREFIX)) return settingsTokens(token);
     const claims = await signer.verifyAccessToken(token);
     const identity: Identity = {
       accountId: claims.sub, keyId: claims.client_id, tokenId: claims.jti,

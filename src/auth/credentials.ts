@@ -25,18 +25,28 @@ export function decodeSecretHash(apiSecret: string): Buffer | undefined {
 
 const DUMMY_DIGEST = secretDigest(randomBytes(32));
 
+/** Both digests against the presented one, always, so the time taken tells nothing. */
+function digestsEqual(expected: string, actual: Buffer): boolean {
+  const bytes = Buffer.from(expected);
+  return bytes.length === actual.length && timingSafeEqual(bytes, actual);
+}
+
 /**
- * The key record when apiKey and apiSecret match an enabled key, else undefined.
+ * The key record when apiKey and apiSecret match an enabled key, else undefined. A rolled
+ * key's replaced secret matches too until its `previousValidUntil` (compared with `now`).
  * A malformed apiSecret (not a SHA-256 in a known encoding) is the caller's format mistake: 400.
  */
-export async function verifyApiCredentials(keys: KeyDirectory, apiKey: string, apiSecret: string): Promise<ApiKeyRecord | undefined> {
+export async function verifyApiCredentials(keys: KeyDirectory, apiKey: string, apiSecret: string, now: number): Promise<ApiKeyRecord | undefined> {
   const secretHash = decodeSecretHash(apiSecret);
   if (secretHash === undefined) {
     throw new InvalidRequest('apiSecret must be the SHA-256 of the API secret, as 64 hex digits or base64.');
   }
   const record = await keys.findByApiKey(apiKey);
-  const expected = Buffer.from(record?.secretDigest ?? DUMMY_DIGEST);
   const actual = Buffer.from(secretDigest(secretHash));
-  const matches = expected.length === actual.length && timingSafeEqual(expected, actual);
+  // Both comparisons run whatever the record holds (a dummy stands in for what it lacks).
+  const current = digestsEqual(record?.secretDigest ?? DUMMY_DIGEST, actual);
+  const previous = digestsEqual(record?.previousSecretDigest ?? DUMMY_DIGEST, actual);
+  const previousValid = record?.previousSecretDigest !== undefined && record.previousValidUntil !== undefined && now < record.previousValidUntil;
+  const matches = current || (previous && previousValid);
   return matches && record !== undefined && !record.disabled ? record : undefined;
 }

@@ -35,8 +35,12 @@ export interface IssuedToken {
 export interface Revocations {
   /** Records a reset at the current time; returns that time. */
   reset(scope: ResetScope): Promise<number>;
-  /** True when a reset covers this token. Synchronous when the answer is cached. */
-  isRevoked(token: IssuedToken): boolean | Promise<boolean>;
+  /**
+   * True when a reset covers this token. Synchronous when the answer is cached. `durable`: the
+   * token's validity is kept in a durable store of its own (an API settings token in the owner
+   * store), so a token from before the epoch began is not refused for its age alone.
+   */
+  isRevoked(token: IssuedToken, options?: { durable?: boolean }): boolean | Promise<boolean>;
   /**
    * Told of every reset this instance learns of (its own or another's notice) and of every gap
    * in the notices: for what holds a token longer than one request (an open WebSocket).
@@ -164,8 +168,11 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
       listeners.push(listener);
     },
 
-    isRevoked(token) {
+    isRevoked(token, { durable = false } = {}) {
       if (covers(heard.get(token.accountId), token)) return true;
+      // Resets lost with the epoch cannot have covered a durable token: its own store records
+      // its revocation (and an account reset's) before the reset is made.
+      if (durable) return isCoveredByStoredReset(token);
       if (refuseBefore === undefined) {
         // Until the epoch is known (the first token, or a start that found the store
         // unreachable): ask; if it cannot be read, the resets decide, as in any outage.

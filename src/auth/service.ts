@@ -41,16 +41,18 @@ export interface AuthServiceDeps {
   clock: Clock;
   log: Logger;
   settings: Config['tokens'];
+  /** After an account-wide reset: what else must stop for good (the account's API settings tokens). */
+  onAccountReset?: (accountId: string) => Promise<void>;
 }
 
-export function createAuthService({ keys, tokens, signer, revocations, clock, log, settings }: AuthServiceDeps): AuthService {
+export function createAuthService({ keys, tokens, signer, revocations, clock, log, settings, onAccountReset }: AuthServiceDeps): AuthService {
   const refreshTtlMs = settings.refreshTokenTtlSeconds * 1000;
   const familyMaxMs = settings.refreshFamilyMaxSeconds * 1000;
   const graceMs = settings.refreshGraceSeconds * 1000;
 
   return {
     async signIn(apiKey, apiSecret) {
-      const key = await verifyApiCredentials(keys, apiKey, apiSecret);
+      const key = await verifyApiCredentials(keys, apiKey, apiSecret, clock.now());
       if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
 
       const now = clock.now();
@@ -108,10 +110,11 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
     },
 
     async resetTokens(apiKey, apiSecret, scope) {
-      const key = await verifyApiCredentials(keys, apiKey, apiSecret);
+      const key = await verifyApiCredentials(keys, apiKey, apiSecret, clock.now());
       if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
       const target = scope === 'key' ? { accountId: key.accountId, keyId: key.keyId } : { accountId: key.accountId };
       const at = await revocations.reset(target);
+      if (scope === 'account') await onAccountReset?.(key.accountId);
       log.info({ ...target, scope }, 'tokens reset');
       return { outcome: 'reset', ...target, at };
     },

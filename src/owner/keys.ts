@@ -1,8 +1,235 @@
-/** (Being built: issue 14.) */
+/**
+ * API keys of an account, and token resets. A key's secret is made here, shown once in the
+ * answer that made it, and kept only as `secretDigest(hashSecret(secret))` (domain/secrets.ts),
+ * the form /api/signin checks. Writing the account is what changes sign-in: every store keeps
+ * the key directory it serves in step (stores/owner-store.ts).
+ *
+ * Access tokens already issued are JWTs that no store is asked about, so whatever must stop
+ * them (a disabled or deleted key, a reset) goes through the reset machinery
+ * (auth/revocation.ts), which every instance hears at once. The reset comes after the write:
+ * a key written disabled signs no one in any more, and only then are its tokens killed, so no
+ * token can be issued between the two and outlive both.
+ */
+import { NotFound } from '../errors/errors.js';
+import { hashSecret, secretDigest } from '../domain/secrets.js';
+import { randomBase62 } from '../domain/random.js';
+import type { ApiKeyData, AuditEvent } from '../stores/owner-records.js';
+import type { AccountDoc } from '../stores/owner-store.js';
+import { loadAccount, requireWritable } from './access.js';
+import { logEvents, makeEvent } from './audit.js';
 import type { OwnerDeps } from './deps.js';
+import { pageById } from './pages.js';
+import type { Actor, Caller, Page, PageQuery } from './types.js';
 
-export type KeyService = Record<string, never>;
+/** A key as the owner API shows it: never its secret or digest. */
+export interface KeyView {
+  id: string;
+  apiKey: string;
+  name: string;
+  description: string;
+  enabled: boolean;
+  scopes: string[];
+  createdAt?: string;
+  /** While a roll's overlap lasts: until when the replaced secret still signs in. */
+  previousValidUntil?: string;
+}
 
-export function createKeyService(_deps: OwnerDeps): KeyService {
-  return {};
+export interface CreatedKey {
+  key: KeyView;
+  /** The new secret: in this answer only. */
+  apiSecret: string;
+}
+
+export interface ResetView {
+  scope: 'key' | 'account';
+  accountId: string;
+  keyId?: string;
+  resetAt: string;
+}
+
+export interface NewKey {
+  name: string;
+  description?: string;
+  scopes?: string[];
+}
+
+export interface KeyPatch {
+  name?: string;
+  description?: string;
+  enabled?: boolean;
+  scopes?: string[];
+}
+
+export interface KeyService {
+  list(caller: Caller, accountId: string, page: PageQuery): Promise<Page<KeyView>>;
+  create(actor: Actor, accountId: string, input: NewKey): Promise<CreatedKey>;
+  get(caller: Caller, accountId: string, keyId: string): Promise<KeyView>;
+  /** Disabling stops the key's access tokens at once; enabling again lets it sign in (old tokens stay dead). */
+  update(actor: Actor, accountId: string, keyId: string, patch: KeyPatch): Promise<KeyView>;
+  remove(actor: Actor, accountId: string, keyId: string): Promise<{ id: string; deleted: true }>;
+  /** A new secret; the replaced one signs in for `overlapSeconds` more (0: not at all). */
+  roll(actor: Actor, accountId: string, keyId: string, input: { overlapSeconds: number }): Promise<CreatedKey>;
+  /** Every token issued so far to this key stops, as `POST /api/reset` with scope key. */
+  resetKey(actor: Actor, accountId: string, keyId: string): Promise<ResetView>;
+  /**
+   * Every token of every key of the account stops, and every API settings token of it is
+   * revoked for good (persisted: a reset is remembered for a limited time only).
+   */
+  resetAccount(actor: Actor, accountId: string): Promise<ResetView>;
+}
+
+export const API_KEY_PREFIX = 'gwk_';
+export const API_SECRET_PREFIX = 'gwsk_';
+export const KEY_ID_PREFIX = 'key_';
+
+function newSecret(): { apiSecret: string; digest: string } {
+  const apiSecret = `${API_SECRET_PREFIX}${randomBase62(43)}`;
+  return { apiSecret, digest: secretDigest(hashSecret(apiSecret)) };
+}
+
+export function toKeyView(key: ApiKeyData): KeyView {
+  return {
+    id: key.id,
+    apiKey: key.apiKey,
+    name: key.name ?? '',
+    description: key.description ?? '',
+    enabled: !key.disabled,
+    scopes: [...key.scopes],
+    ...(key.createdAt !== undefined ? { createdAt: key.createdAt } : {}),
+    ...(key.previousValidUntil !== undefined && key.previousSecretDigest !== undefined ? { previousValidUntil: key.previousValidUntil } : {}),
+  };
+}
+
+function findKey(doc: AccountDoc, keyId: string): ApiKeyData {
+  const key = doc.apiKeys.find((k) => k.id === keyId);
+  if (key === undefined) throw new NotFound('No such key.');
+  return key;
+}
+
+/** The audited fields of a key: what its events record before and after a change. */
+function audited(key: ApiKeyData | undefined): Record<string, unknown> {
+  return {
+    name: key?.name, description: key?.description, enabled: key === undefined ? undefined : !key.disabled,
+    scopes: key?.scopes, previousValidUntil: key?.previousValidUntil,
+  };
+}
+
+function changesOf(before: ApiKeyData | undefined, after: ApiKeyData | undefined): Record<string, [unknown, unknown]> {
+  const was = audited(before);
+  const now = audited(after);
+  return Object.fromEntries(Object.keys(now).map((field) => [field, [was[field], now[field]]]));
+}
+
+export function createKeyService({ store, revocations, clock, log }: OwnerDeps): KeyService {
+  /** One change of one key, with its event, written as one store change. */
+  async function changeKey<T>(actor: Actor, accountId: string, keyId: string, action: string, edit: (key: ApiKeyData, now: number) => { key: ApiKeyData | undefined; result: T }): Promise<T> {
+    requireWritable(store);
+    await loadAccount(store, actor.caller, accountId);
+    const now = clock.now();
+    let events: AuditEvent[] = [];
+    const result = await store.updateAccount(accountId, (doc) => {
+      const before = findKey(doc, keyId);
+      const { key, result } = edit(structuredClone(before), now);
+      events = [makeEvent(actor, now, { action, target: { type: 'key', id: keyId }, changes: changesOf(before, key) })];
+      const apiKeys = key === undefined ? doc.apiKeys.filter((k) => k.id !== keyId) : doc.apiKeys.map((k) => (k.id === keyId ? key : k));
+      return { doc: { ...doc, apiKeys }, events, result };
+    });
+    logEvents(log, accountId, events);
+    return result;
+  }
+
+  return {
+    async list(caller, accountId, page) {
+      const doc = await loadAccount(store, caller, accountId);
+      return pageById(doc.apiKeys, page, toKeyView);
+    },
+
+    async get(caller, accountId, keyId) {
+      return toKeyView(findKey(await loadAccount(store, caller, accountId), keyId));
+    },
+
+    async create(actor, accountId, { name, description, scopes = [] }) {
+      requireWritable(store);
+      await loadAccount(store, actor.caller, accountId);
+      const now = clock.now();
+      const { apiSecret, digest } = newSecret();
+      const key: ApiKeyData = {
+        id: `${KEY_ID_PREFIX}${randomBase62(16)}`,
+        apiKey: `${API_KEY_PREFIX}${randomBase62(24)}`,
+        secretDigest: digest,
+        disabled: false,
+        scopes: [...new Set(scopes)],
+        name,
+        ...(description !== undefined && description !== '' ? { description } : {}),
+        createdAt: new Date(now).toISOString(),
+      };
+      const events = [makeEvent(actor, now, { action: 'key.create', target: { type: 'key', id: key.id }, changes: changesOf(undefined, key) })];
+      await store.updateAccount(accountId, (doc) => ({ doc: { ...doc, apiKeys: [...doc.apiKeys, key] }, events, result: undefined }));
+      logEvents(log, accountId, events);
+      return { key: toKeyView(key), apiSecret };
+    },
+
+    async update(actor, accountId, keyId, patch) {
+      const { view, stopTokens } = await changeKey(actor, accountId, keyId, 'key.update', (key) => {
+        const next: ApiKeyData = { ...key };
+        if (patch.name !== undefined) next.name = patch.name;
+        if (patch.description !== undefined) next.description = patch.description;
+        if (patch.enabled !== undefined) next.disabled = !patch.enabled;
+        if (patch.scopes !== undefined) next.scopes = [...new Set(patch.scopes)];
+        // A disabled key's tokens stop; so do those carrying a scope the key no longer grants.
+        const disabled = next.disabled && !key.disabled;
+        const narrowed = key.scopes.some((scope) => !next.scopes.includes(scope));
+        return { key: next, result: { view: toKeyView(next), stopTokens: disabled || narrowed } };
+      });
+      if (stopTokens) await revocations.reset({ accountId, keyId });
+      return view;
+    },
+
+    async remove(actor, accountId, keyId) {
+      await changeKey(actor, accountId, keyId, 'key.delete', () => ({ key: undefined, result: undefined }));
+      await revocations.reset({ accountId, keyId });
+      return { id: keyId, deleted: true };
+    },
+
+    async roll(actor, accountId, keyId, { overlapSeconds }) {
+      const { apiSecret, digest } = newSecret();
+      const view = await changeKey(actor, accountId, keyId, 'key.roll', (key, now) => {
+        const { previousSecretDigest: _digest, previousValidUntil: _until, ...rest } = key;
+        const next: ApiKeyData = overlapSeconds === 0
+          ? { ...rest, secretDigest: digest }
+          : { ...rest, secretDigest: digest, previousSecretDigest: key.secretDigest, previousValidUntil: new Date(now + overlapSeconds * 1000).toISOString() };
+        return { key: next, result: toKeyView(next) };
+      });
+      return { key: view, apiSecret };
+    },
+
+    async resetKey(actor, accountId, keyId) {
+      requireWritable(store);
+      findKey(await loadAccount(store, actor.caller, accountId), keyId);
+      const at = await revocations.reset({ accountId, keyId });
+      const events = [makeEvent(actor, at, { action: 'key.reset', target: { type: 'key', id: keyId } })];
+      await store.appendAudit(accountId, events);
+      logEvents(log, accountId, events);
+      return { scope: 'key', accountId, keyId, resetAt: new Date(at).toISOString() };
+    },
+
+    async resetAccount(actor, accountId) {
+      requireWritable(store);
+      await loadAccount(store, actor.caller, accountId);
+      const now = clock.now();
+      const events = [makeEvent(actor, now, { action: 'account.reset', target: { type: 'account', id: accountId } })];
+      // Persisted first: the reset below stops the tokens everywhere at once, but is itself
+      // remembered only for a while, and a settings token lives longer.
+      await store.updateAccount(accountId, (doc) => ({ doc: revokeSettingsTokens(doc, now), events, result: undefined }));
+      logEvents(log, accountId, events);
+      const at = await revocations.reset({ accountId });
+      return { scope: 'account', accountId, resetAt: new Date(at).toISOString() };
+    },
+  };
+}
+
+/** The account with every settings token not yet revoked revoked at `now`. */
+export function revokeSettingsTokens(doc: AccountDoc, now: number): AccountDoc {
+  const at = new Date(now).toISOString();
+  return { ...doc, settingsTokens: doc.settingsTokens.map((t) => (t.revokedAt === undefined ? { ...t, revokedAt: at } : t)) };
 }

@@ -73,7 +73,7 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
     onGap() {
       for (const sockets of byAccount.values()) {
         for (const open of sockets) {
-          void Promise.resolve(revocations.isRevoked(open.identity)).then((revoked) => revoked && end(open, 'reset'), () => {});
+          void Promise.resolve(revocations.isRevoked(open.identity, { durable: open.identity.durable })).then((revoked) => revoked && end(open, 'reset'), () => {});
         }
       }
     },

@@ -130,22 +130,37 @@ export class DataFileError extends Error {
 }
 
 export function readDataFile(file: string): DataFile {
+  return parseDataFile(file, readDataFileText(file));
+}
+
+function readDataFileText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new DataFileError(file, [`cannot be read: ${(err as Error).message}`]);
+  }
+}
+
+/** `text` as the data file `file` holds it; throws DataFileError listing every problem. */
+export function parseDataFile(file: string, text: string): DataFile {
   let value: unknown;
   try {
-    value = JSON.parse(readFileSync(file, 'utf8'));
+    value = JSON.parse(text);
   } catch (err) {
     // V8 quotes the text around a JSON syntax error, and this file holds API keys: only the
     // position is kept.
-    const problem = err instanceof SyntaxError
-      ? `not valid JSON${/ at position \d+.*$|$/.exec(err.message)![0]}`
-      : `cannot be read: ${(err as Error).message}`;
-    throw new DataFileError(file, [problem]);
+    throw new DataFileError(file, [`not valid JSON${/ at position \d+.*$|$/.exec((err as Error).message)![0]}`]);
   }
   const parsed = dataFileSchema.safeParse(value);
   if (!parsed.success) {
     throw new DataFileError(file, parsed.error.issues.map((i) => `${i.path.join('.') || '(top level)'}: ${i.message}`));
   }
   return parsed.data;
+}
+
+export interface WatchOptions {
+  /** True for a version this process wrote itself (owner-store.file.ts): it is already served, so it is skipped silently. */
+  isOwnVersion?: (text: string) => boolean;
 }
 
 /**
@@ -155,14 +170,16 @@ export function readDataFile(file: string): DataFile {
  * throwing) is logged and changes nothing:
  * the gateway keeps serving the last good one. Returns the function that stops watching.
  */
-export function watchDataFile(file: string, intervalMs: number, log: Logger, onChange: (data: DataFile) => void): () => void {
+export function watchDataFile(file: string, intervalMs: number, log: Logger, onChange: (data: DataFile) => void, { isOwnVersion }: WatchOptions = {}): () => void {
   if (intervalMs === 0) return () => {};
   const listener = (current: Stats, previous: Stats) => {
     if (current.mtimeMs === previous.mtimeMs && current.size === previous.size && current.ino === previous.ino) return;
     if (current.nlink === 0 && current.size === 0) return; // removed (or mid-rename): keep serving
     try {
+      const text = readDataFileText(file);
+      if (isOwnVersion?.(text) === true) return;
       // onChange may refuse a version too (services.ts: demo keys in production), by throwing.
-      onChange(readDataFile(file));
+      onChange(parseDataFile(file, text));
     } catch (err) {
       log.warn({ problems: (err as Error).message }, 'data file changed but is not valid: still serving the previous version');
       return;

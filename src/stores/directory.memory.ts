@@ -1,9 +1,10 @@
 import { toSignRecord, type DataFile } from './data-file.js';
-import type { Directory, DirectoryChangeListener, DirectoryChanges, Role, RolePage, RoleQuery, SignRecord } from './directory.js';
+import type { Directory, DirectoryChange, DirectoryChangeListener, DirectoryChanges, Role, RolePage, RoleQuery, SignRecord } from './directory.js';
 
 /**
  * Directory held in process memory, built from the data file (the "file" store). `load`
- * replaces everything at once when the file changes, and tells the cache to read again.
+ * replaces everything at once when the file changes, and tells the cache to read again: all
+ * of it, or only what `changes` names when the gateway made the change itself (the owner API).
  */
 export class MemoryDirectory implements Directory, DirectoryChanges {
   #roles = new Map<string, Role[]>();
@@ -18,7 +19,7 @@ export class MemoryDirectory implements Directory, DirectoryChanges {
     this.#listeners.push(listener);
   }
 
-  load(data: DataFile): void {
+  load(data: DataFile, changes?: readonly DirectoryChange[]): void {
     const roles = new Map<string, Role[]>();
     const signRecords = new Map<string, Map<string, SignRecord>>();
     for (const account of data.accounts) {
@@ -30,7 +31,10 @@ export class MemoryDirectory implements Directory, DirectoryChanges {
     }
     this.#roles = roles;
     this.#signRecords = signRecords;
-    for (const listener of this.#listeners) listener.onGap();
+    for (const listener of this.#listeners) {
+      if (changes === undefined) listener.onGap();
+      else for (const change of changes) listener.onChange(change);
+    }
   }
 
   async findSignRecord(accountId: string, address: string): Promise<SignRecord | undefined> {

@@ -2,8 +2,10 @@
  * The owner store held in process memory, as a whole data file. Changes run one at a time
  * (a promise queue): each takes a copy, changes it, checks it against the data file's schema,
  * hands it to `persist` (owner-store.file.ts writes the file there) and only then becomes the
- * state, so a failed write changes nothing. `onCommit` tells the stores that serve sign-in,
- * roles and sign records (MemoryKeyDirectory, MemoryDirectory) about the new state.
+ * state, so a failed write changes nothing. `reload` lets each change start from a newer
+ * version read from elsewhere (a human's edit of the data file), so it is never overwritten.
+ * `onCommit` tells the stores that serve sign-in, roles and sign records (MemoryKeyDirectory,
+ * MemoryDirectory) about the new state.
  */
 import { NotFound } from '../errors/errors.js';
 import { dataFileSchema, toSignRecord, type AccountData, type DataFile } from './data-file.js';
@@ -14,8 +16,16 @@ import { splitAccount, type AccountDoc, type AccountUpdate, type OwnerStore, typ
 export interface MemoryOwnerStoreOptions {
   /** Makes the next state durable before it is served; a throw leaves everything as it was. */
   persist?: (next: DataFile) => Promise<void>;
-  /** Called with every new state and what changed in the directory, after `persist`. */
-  onCommit?: (next: DataFile, changes: readonly DirectoryChange[]) => void;
+  /**
+   * Called in turn before each change (and by `refresh`): a newer state to start from, or
+   * undefined to keep the current one. Not persisted; a throw fails the change, nothing changed.
+   */
+  reload?: () => DataFile | undefined;
+  /**
+   * Called with every new state and what changed in the directory, after `persist`; `changes`
+   * undefined: anything may have changed (a state from `reload` or `replace`).
+   */
+  onCommit?: (next: DataFile, changes: readonly DirectoryChange[] | undefined) => void;
   readOnly?: string;
   directoryReadOnly?: string;
   /** Audit events kept per account (the oldest go first). */
@@ -41,9 +51,17 @@ export class MemoryOwnerStore implements OwnerStore {
     return this.#data;
   }
 
-  /** Replaces the state with one read from elsewhere (a foreign edit of the file), in turn with changes. */
+  /** Replaces the state with one read from elsewhere (a foreign edit of the file), in turn with changes; not persisted. */
   replace(next: DataFile): Promise<void> {
-    return this.#commit(() => ({ next, changes: [], result: undefined }), false);
+    return this.#commit(() => {
+      this.#serve(next, undefined);
+      return { next: undefined, changes: [], result: undefined };
+    });
+  }
+
+  /** Runs `reload` in turn with changes, so a newer state found elsewhere is served without waiting for a change. */
+  refresh(): Promise<void> {
+    return this.#commit(() => ({ next: undefined, changes: [], result: undefined }));
   }
 
   async listAccounts(): Promise<AccountDoc[]> {
@@ -232,21 +250,27 @@ export class MemoryOwnerStore implements OwnerStore {
       const draft = structuredClone(current);
       const { result, changes = [], write = true } = apply(draft);
       return { next: write ? draft : undefined, changes, result };
-    }, true);
+    });
   }
 
-  #commit<T>(step: (current: DataFile) => { next: DataFile | undefined; changes: DirectoryChange[]; result: T }, validate: boolean): Promise<T> {
+  #commit<T>(step: (current: DataFile) => { next: DataFile | undefined; changes: DirectoryChange[]; result: T }): Promise<T> {
     const run = this.#queue.then(async () => {
+      const reloaded = this.#options.reload?.();
+      if (reloaded !== undefined) this.#serve(reloaded, undefined);
       const { next, changes, result } = step(this.#data);
       if (next === undefined) return result;
       // A change the schema refuses is a bug of the caller's, never written.
-      const checked = validate ? dataFileSchema.parse(next) : next;
+      const checked = dataFileSchema.parse(next);
       await this.#options.persist?.(checked);
-      this.#data = checked;
-      this.#options.onCommit?.(checked, changes);
+      this.#serve(checked, changes);
       return result;
     });
     this.#queue = run.catch(() => {});
     return run;
+  }
+
+  #serve(next: DataFile, changes: readonly DirectoryChange[] | undefined): void {
+    this.#data = next;
+    this.#options.onCommit?.(next, changes);
   }
 }

@@ -9,6 +9,7 @@ import { MemoryKeyDirectory } from '../../src/stores/key-directory.memory.js';
 /** SHA-256("abc"), FIPS 180-2 test vector. */
 const ABC_SHA256_HEX = 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad';
 const ABC_BYTES = Buffer.from(ABC_SHA256_HEX, 'hex');
+const NOW = Date.UTC(2026, 0, 1);
 
 test('decodeSecretHash', async (t) => {
   await t.test('reads lowercase and uppercase hex', () => {
@@ -92,26 +93,26 @@ test('verifyApiCredentials', async (t) => {
   await t.test('returns the record for a matching key and secret, in every encoding', async () => {
     const hash = hashSecret('secret-one');
     for (const apiSecret of [hash.toString('hex'), hash.toString('hex').toUpperCase(), hash.toString('base64'), hash.toString('base64url')]) {
-      const record = await verifyApiCredentials(keys, 'ak_test_one', apiSecret);
+      const record = await verifyApiCredentials(keys, 'ak_test_one', apiSecret, NOW);
       assert.deepEqual(record, { keyId: 'key_one', accountId: 'acct_one', secretDigest: secretDigest(hash), disabled: false, scopes: [] }, apiSecret);
     }
   });
 
   await t.test('returns undefined for a wrong secret', async () => {
-    assert.equal(await verifyApiCredentials(keys, 'ak_test_one', hashSecret('secret-two').toString('hex')), undefined);
+    assert.equal(await verifyApiCredentials(keys, 'ak_test_one', hashSecret('secret-two').toString('hex'), NOW), undefined);
   });
 
   await t.test('returns undefined for an unknown key', async () => {
-    assert.equal(await verifyApiCredentials(keys, 'ak_nobody', hashSecret('secret-one').toString('hex')), undefined);
+    assert.equal(await verifyApiCredentials(keys, 'ak_nobody', hashSecret('secret-one').toString('hex'), NOW), undefined);
   });
 
   await t.test('returns undefined for a disabled key with its right secret', async () => {
-    assert.equal(await verifyApiCredentials(keys, 'ak_test_off', hashSecret('secret-off').toString('hex')), undefined);
+    assert.equal(await verifyApiCredentials(keys, 'ak_test_off', hashSecret('secret-off').toString('hex'), NOW), undefined);
   });
 
   await t.test('refuses the plain secret (not a hash) with a 400 GatewayError', async () => {
     for (const apiSecret of ['secret-one', '', hashSecret('secret-one').toString('hex').slice(1)]) {
-      await assert.rejects(verifyApiCredentials(keys, 'ak_test_one', apiSecret), (err: unknown) => {
+      await assert.rejects(verifyApiCredentials(keys, 'ak_test_one', apiSecret, NOW), (err: unknown) => {
         assert.ok(err instanceof GatewayError);
         assert.equal(err.status, 400);
         assert.equal(err.code, 'invalid_request');
@@ -121,6 +122,25 @@ test('verifyApiCredentials', async (t) => {
   });
 
   await t.test('refuses a malformed secret with 400 even for an unknown key', async () => {
-    await assert.rejects(verifyApiCredentials(keys, 'ak_nobody', 'nope'), (err: unknown) => err instanceof GatewayError && err.status === 400);
+    await assert.rejects(verifyApiCredentials(keys, 'ak_nobody', 'nope', NOW), (err: unknown) => err instanceof GatewayError && err.status === 400);
+  });
+
+  await t.test('a rolled key: the new secret, and the replaced one until previousValidUntil, not after', async () => {
+    const until = Date.UTC(2026, 5, 1);
+    const rolled = new MemoryKeyDirectory(dataFileSchema.parse({
+      accounts: [{
+        id: 'acct_roll',
+        apiKeys: [{
+          id: 'key_roll', apiKey: 'ak_test_roll', secretDigest: secretDigest(hashSecret('secret-new')),
+          previousSecretDigest: secretDigest(hashSecret('secret-old')), previousValidUntil: new Date(until).toISOString(),
+        }],
+      }],
+    }));
+    const send = (secret: string) => hashSecret(secret).toString('hex');
+    assert.equal((await verifyApiCredentials(rolled, 'ak_test_roll', send('secret-new'), until - 1))?.keyId, 'key_roll');
+    assert.equal((await verifyApiCredentials(rolled, 'ak_test_roll', send('secret-old'), until - 1))?.keyId, 'key_roll', 'the old secret during the overlap');
+    assert.equal(await verifyApiCredentials(rolled, 'ak_test_roll', send('secret-old'), until), undefined, 'the old secret once the overlap is over');
+    assert.equal((await verifyApiCredentials(rolled, 'ak_test_roll', send('secret-new'), until + 1))?.keyId, 'key_roll', 'the new secret after it');
+    assert.equal(await verifyApiCredentials(rolled, 'ak_test_roll', send('secret-other'), until - 1), undefined);
   });
 });

@@ -305,6 +305,17 @@ test('createRevocations: the store epoch', async (t) => {
     assert.equal(await revocations.isRevoked(issued(start + 1)), false);
   });
 
+  await t.test('a durable token (an API settings token) is not refused for its age, but a reset after it still covers it', async () => {
+    const start = Date.UTC(2026, 0, 1);
+    const { clock, revocations, issued } = epochSetUp(start);
+    const old = issued(start - 86_400_000);
+    assert.equal(await revocations.isRevoked(old), true, 'a JWT that old is refused');
+    assert.equal(await revocations.isRevoked(old, { durable: true }), false, 'a durable token is not');
+    clock.advance(1);
+    await revocations.reset({ accountId: ACCOUNT, keyId: 'key_1' });
+    assert.equal(await revocations.isRevoked(old, { durable: true }), true, 'a reset after it covers it');
+  });
+
   await t.test('a new epoch refuses older tokens at once and tells the watchers, as a gap', async () => {
     const start = Date.UTC(2026, 0, 1);
     const { clock, store, revocations, issued } = epochSetUp(start - 3_600_000);

@@ -1,0 +1,115 @@
+/**
+ * Checking an API settings token (`gwst_…`, domain/settings-token.ts) presented as a bearer
+ * token, for every path an access token opens. The order keeps store round trips off the
+ * request path:
+ *
+ *   1. the checksum, with no store call: a typo or a made-up token is a 401 for free;
+ *   2. an lru-cache of digests (a found token for `cacheTtlMs`, an unknown one for a few
+ *      seconds, bounded in entries), one store read per miss however many requests wait on it;
+ *   3. revoked or expired (as the cached copy says) → 401; a disabled or deleted account too;
+ *   4. the reset check every access token gets (auth/revocation.ts): a revoke is announced as
+ *      a reset of the token's id and an account reset covers it, and every instance hears both
+ *      at once, so a stale cached copy is never what lets a revoked token through.
+ *
+ * A settings token's validity is durable (in the owner store), so unlike a JWT it is not
+ * refused for being older than the reset store's epoch (a restart of a memory gateway).
+ * Its last use is written back at most once per `touchEveryMs` per token on this instance.
+ */
+import { LRUCache } from 'lru-cache';
+import { isWellFormedSettingsToken, settingsTokenDigest } from '../domain/settings-token.js';
+import { InvalidToken } from '../errors/errors.js';
+import type { SettingsTokenRecord } from '../stores/owner-records.js';
+import type { OwnerStore } from '../stores/owner-store.js';
+import type { Logger } from '../telemetry/log.js';
+import type { Clock } from '../util/clock.js';
+import { entryBound } from '../util/lru.js';
+import type { Identity } from './bearer.js';
+import type { Revocations } from './revocation.js';
+
+export interface SettingsTokenAuthOptions {
+  store: Pick<OwnerStore, 'findSettingsToken' | 'readAccount' | 'updateAccount' | 'readOnly'>;
+  revocations: Revocations;
+  clock: Clock;
+  log: Logger;
+  /** How long a found token is trusted without reading it again (owner.settingsTokenCacheTtlMs). */
+  cacheTtlMs: number;
+  /** An identity lasts no longer than an access token would (an open WebSocket is closed then). */
+  accessTokenTtlSeconds: number;
+  /** How long an unknown digest is remembered as unknown. */
+  negativeTtlMs?: number;
+  /** Most digests cached. */
+  max?: number;
+  /** Least time between two writes of one token's lastUsedAt by this instance. */
+  touchEveryMs?: number;
+}
+
+/** What bearer.ts's authenticator asks for a token starting `gwst_`. */
+export type SettingsTokenAuthenticate = (token: string) => Promise<Identity>;
+
+type Cached =
+  | { found: false }
+  | { found: true; accountId: string; token: SettingsTokenRecord; accountLive: boolean };
+
+export function createSettingsTokenAuth({
+  store, revocations, clock, log, cacheTtlMs, accessTokenTtlSeconds, negativeTtlMs = 5_000, max = 10_000, touchEveryMs = 300_000,
+}: SettingsTokenAuthOptions): SettingsTokenAuthenticate {
+  const perf = { now: () => clock.now() };
+  const cache = new LRUCache<string, Cached>({
+    ...entryBound(max),
+    ttl: cacheTtlMs,
+    perf,
+    ttlResolution: 0,
+    ttlAutopurge: false,
+    fetchMethod: async (digest, _stale, { options }) => {
+      const found = await store.findSettingsToken(digest);
+      if (found === undefined) {
+        options.ttl = negativeTtlMs;
+        return { found: false };
+      }
+      const account = await store.readAccount(found.accountId);
+      return { found: true, accountId: found.accountId, token: found.token, accountLive: account !== undefined && account.enabled && account.deletedAt === undefined };
+    },
+  });
+  // A lastUsedAt written (or being written) by this instance: token id → when.
+  const touched = new LRUCache<string, number>({ ...entryBound(max), ttl: touchEveryMs, perf, ttlResolution: 0, ttlAutopurge: false });
+
+  function touch(accountId: string, token: SettingsTokenRecord, now: number): void {
+    if (store.readOnly !== undefined || touched.has(token.id)) return;
+    if (token.lastUsedAt !== undefined && now - Date.parse(token.lastUsedAt) < touchEveryMs) return;
+    touched.set(token.id, now);
+    const at = new Date(now).toISOString();
+    store.updateAccount(accountId, (doc) => {
+      const stored = doc.settingsTokens.find((t) => t.id === token.id);
+      // Gone or revoked meanwhile: nothing to record.
+      if (stored === undefined || stored.revokedAt !== undefined) return { events: [], result: undefined };
+      return { doc: { ...doc, settingsTokens: doc.settingsTokens.map((t) => (t.id === token.id ? { ...t, lastUsedAt: at } : t)) }, events: [], result: undefined };
+    }).catch((err: unknown) => {
+      touched.delete(token.id);
+      log.warn({ err, accountId, tokenId: token.id }, 'could not record the last use of an API settings token');
+    });
+  }
+
+  return async function authenticateSettingsToken(presented) {
+    if (!isWellFormedSettingsToken(presented)) throw new InvalidToken('The API settings token is not one the gateway made (bad checksum).');
+    const entry = await cache.fetch(settingsTokenDigest(presented));
+    const now = clock.now();
+    if (entry === undefined || !entry.found) throw new InvalidToken('The API settings token is unknown.');
+    const { accountId, token } = entry;
+    if (token.revokedAt !== undefined) throw new InvalidToken('The API settings token was revoked.');
+    const expiresAtMs = token.expiresAt === undefined ? Infinity : Date.parse(token.expiresAt);
+    if (expiresAtMs <= now) throw new InvalidToken('The API settings token has expired.');
+    if (!entry.accountLive) throw new InvalidToken('The API settings token\'s account is disabled.');
+    const createdAtMs = Date.parse(token.createdAt);
+    const identity: Identity = {
+      accountId, keyId: token.id, tokenId: token.id,
+      issuedAt: Math.floor(createdAtMs / 1000), issuedAtMs: createdAtMs,
+      expiresAt: Math.floor(Math.min(expiresAtMs, now + accessTokenTtlSeconds * 1000) / 1000),
+      scopes: token.scopes,
+      durable: true,
+    };
+    const revoked = revocations.isRevoked(identity, { durable: true });
+    if (revoked === true || (revoked !== false && await revoked)) throw new InvalidToken('The API settings token was revoked by a token reset.');
+    touch(accountId, token, now);
+    return identity;
+  };
+}
