@@ -404,3 +404,22 @@ test('an owner reaches only the roles and records of an account they are a membe
   }, 'acct_alice\'s record unchanged');
   assert.deepEqual(logged(gw, 'audit'), []);
 });
+
+test('on a data file of its own, roles and sign records written through the owner API are there after a restart', async (t) => {
+  const file = join(tempDir(t), 'data.json');
+  writeFileSync(file, readFileSync(DEMO_FILE, 'utf8'));
+  const first = await startOwnerGateway(t, { data: { file } });
+  assertOk(await ownerCall(first, 'POST', ROLES, AUDITOR), 201, AUDITOR, 'create');
+  assertOk(await ownerCall(first, 'PUT', `${ROLES}/1`, { ...DEMO_ROLES[0]!, id: 50 }), 200, { ...DEMO_ROLES[0]!, id: 50 }, 'move role 1');
+  assertOk(await ownerCall(first, 'DELETE', `${ROLES}/2`), 200, { id: 2, deleted: true }, 'delete role 2');
+  assertOk(await ownerCall(first, 'POST', SIGNS, RECORD), 201, STORED, 'create a record');
+  await first.close();
+
+  const second = await startOwnerGateway(t, { data: { file } });
+  const expected = [...DEMO_ROLES.filter((r) => r.id !== 1 && r.id !== 2), { ...DEMO_ROLES[0]!, id: 50 }, AUDITOR];
+  assertOk(await ownerCall(second, 'GET', `${ROLES}?limit=100`), 200, { items: expected }, 'roles after the restart');
+  assertOk(await ownerCall(second, 'GET', `${SIGNS}/${STORED.address}`), 200, STORED, 'the record after the restart');
+  const { accessToken } = await signIn(second, DEMO.alice);
+  const listing = await call(`${second.url}/api/roles?limit=100`, { token: accessToken });
+  assert.deepEqual(listing.body.message.items.map((r: { id: number }) => r.id), expected.map((r) => r.id));
+});
