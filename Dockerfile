@@ -18,6 +18,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY config ./config
+# Owner API changes made on the demo data are saved in data/ (data.demoSaveFile); mount a
+# volume there, or give GATEWAY_DATA_FILE a file in a writable directory of your own.
+RUN mkdir -p /app/data && chown node:node /app/data
+VOLUME /app/data
 USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s \

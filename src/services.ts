@@ -3,7 +3,9 @@
  * memory by default, Redis when one is configured). Callers get interfaces and never import a
  * store's module.
  */
+import { existsSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
+import { resolve } from 'node:path';
 import { createAuthenticator, type Authenticate } from './auth/bearer.js';
 import { createAuthService, type AuthService } from './auth/service.js';
 import { createRevocations, type Revocations } from './auth/revocation.js';
@@ -29,9 +31,11 @@ import { MemoryRateCounters } from './stores/rate-counters.memory.js';
 import { RedisRateCounters } from './stores/rate-counters.redis.js';
 import type { RateCounters } from './stores/rate-counters.js';
 import { MemoryKeyDirectory } from './stores/key-directory.memory.js';
-import { FileOwnerStore } from './stores/owner-store.file.js';
+import { FileOwnerStore, isShippedDemoFile } from './stores/owner-store.file.js';
 import type { OwnerStore } from './stores/owner-store.js';
+import { RedisOwnerStore } from './stores/owner-store.redis.js';
 import { MemorySessionStore } from './stores/session-store.memory.js';
+import { RedisSessionStore } from './stores/session-store.redis.js';
 import type { SessionStore } from './stores/session-store.js';
 import { RedisKeyDirectory } from './stores/key-directory.redis.js';
 import type { KeyDirectory } from './stores/key-directory.js';
@@ -86,7 +90,8 @@ export interface Services {
  * `isProduction` (NODE_ENV=production, read by main.ts) makes demo keys in the data file an
  * error unless `data.allowDemoData` is set (stores/demo-data.ts).
  */
-export function createServices(config: Config, { log, clock = systemClock, isProduction = false }: { log: Logger; clock?: Clock; isProduction?: boolean }): Services {
+export function createServices(given: Config, { log, clock = systemClock, isProduction = false }: { log: Logger; clock?: Clock; isProduction?: boolean }): Services {
+  const config = withSavedDemoData(given, log);
   if (createDataFileIfMissing(config.data.file)) log.warn({ file: config.data.file }, 'the data file did not exist: created it with no accounts');
   const data = readDataFile(config.data.file);
   /** Throws DemoDataError for demo keys a production gateway must not serve: at start-up and on each reload. */
@@ -133,7 +138,7 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
     tokens = new MemoryRefreshTokenStore({ clock, maxTokens: t.memoryStoreMaxTokens, resets });
     revocationStore = resets;
   }
-  const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory, isProduction });
+  const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory, isProduction, redis });
   const fileOwners = ownerStore instanceof FileOwnerStore ? ownerStore : undefined;
   // Watched only while something is read from it.
   const fileInUse = config.data.keySource === 'file' || config.directory.store === 'file';
@@ -168,8 +173,8 @@ export function createServices(config: Config, { log, clock = systemClock, isPro
   const limiter = createLimiter({ counters, memory: memoryCounters, log, metrics, clock });
   const limits = createRateLimits(config.limits, limiter, clientAddress);
   const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits });
-  const sessions: SessionStore = new MemorySessionStore({ clock });
-  const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, log, config });
+  const sessions: SessionStore = redis === undefined ? new MemorySessionStore({ clock }) : new RedisSessionStore(redis, { clock });
+  const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config });
 
   return {
     config,
@@ -242,12 +247,13 @@ function createDirectory(config: Config, { log, clock, redis, fileDirectory }: {
  * read: each instance would write its own copy. Roles and sign records are written only where
  * they are read (directory.store), so a change never goes where no instance would see it.
  */
-function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, isProduction }: {
+function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, isProduction, redis }: {
   log: Logger;
   data: DataFile;
   fileKeys: MemoryKeyDirectory;
   fileDirectory: MemoryDirectory;
   isProduction: boolean;
+  redis: RedisConnection | undefined;
 }): OwnerStore {
   const readOnly = usesRedis(config) && config.data.keySource === 'file'
     ? 'The data file is only read while Redis is configured (each instance has its own copy): set KEY_SOURCE=redis to manage accounts through the owner API.'
@@ -257,9 +263,14 @@ function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, 
     : config.directory.store !== config.data.keySource
       ? `Roles and sign records are read from ${config.directory.store === 'redis' ? 'Redis' : 'the data file'} while the owner API writes to ${config.data.keySource === 'redis' ? 'Redis' : 'the data file'}: set DIRECTORY_STORE and KEY_SOURCE alike to manage them here.`
       : undefined;
-  // Written back to the data file (never the shipped demo file): see stores/owner-store.file.ts.
+  if (config.data.keySource === 'redis') {
+    const records = createRecordReader(config.directory.timeZone);
+    return new RedisOwnerStore(redis!, { records, log, maxAuditEvents: config.owner.auditMaxEventsPerAccount, directoryReadOnly });
+  }
+  // Written back to the data file (the shipped demo file's changes to their own file): see stores/owner-store.file.ts.
   return new FileOwnerStore(config.data.file, data, {
     log,
+    saveDemoTo: resolve(config.data.demoSaveFile),
     readOnly,
     directoryReadOnly,
     maxAuditEvents: config.owner.auditMaxEventsPerAccount,
@@ -271,4 +282,16 @@ function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, 
       fileDirectory.load(next, changes);
     },
   });
+}
+
+/**
+ * The shipped demo file is never written; what owners change on it is saved to
+ * `data.demoSaveFile` (stores/owner-store.file.ts). Once that file exists it is the data file,
+ * so the embedded default loses nothing at a restart.
+ */
+function withSavedDemoData(config: Config, log: Logger): Config {
+  const saved = resolve(config.data.demoSaveFile);
+  if (!isShippedDemoFile(config.data.file) || !existsSync(saved)) return config;
+  log.info({ file: saved }, 'reading the demo data with the owner changes saved to it (data.demoSaveFile), not the shipped demo file');
+  return { ...config, data: { ...config.data, file: saved } };
 }

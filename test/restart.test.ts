@@ -7,10 +7,15 @@
  */
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { decodeProtectedHeader } from 'jose';
 import { call, DEMO, postJson, sha256Hex, signIn, type TokenPair } from './helpers/gateway.js';
+import { ADMIN_TOKEN } from './helpers/owner.js';
 import { exitWithin, startGatewayProcess, type GatewayProcess } from './helpers/process.js';
+import { adminTokenDigest } from '../src/http/owner/caller.js';
 
 const KID = 'restart-1';
 
@@ -53,4 +58,34 @@ test('memory state, configured keys: a reset survives a restart; every access to
   assert.equal(decodeProtectedHeader(reset.accessToken).kid, KID);
   await assertServed(second, fresh.accessToken, 'a token signed in after the restart');
   await assertServed(second, (await signIn(second, DEMO.bob)).accessToken, 'another account, signed in after the restart');
+});
+
+test('the embedded default keeps what owners change: saved beside the demo data (never into it), read again after a restart', async (t) => {
+  const demo = readFileSync(new URL('../config/demo-data.json', import.meta.url));
+  const dir = mkdtempSync(join(tmpdir(), 'gw-demo-save-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const env = { DEMO_SAVE_FILE: join(dir, 'data', 'gateway-data.json'), OWNER_ADMIN_TOKEN_DIGESTS: JSON.stringify([adminTokenDigest(ADMIN_TOKEN)]) };
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+  const first = await startGatewayProcess(t, env);
+  const renamed = await fetch(`${first.url}/owner/v1/accounts/acct_alice`, { method: 'PATCH', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Renamed before the restart' }) });
+  assert.equal(renamed.status, 200, await renamed.text());
+  const role = await fetch(`${first.url}/owner/v1/accounts/acct_alice/roles`, {
+    method: 'POST', headers: { ...admin, 'content-type': 'application/json' },
+    body: JSON.stringify({ id: 900, slug: 'kept', name: 'Kept role', description: '', public: true }),
+  });
+  assert.equal(role.status, 201, await role.text());
+  assert.ok(first.child.process.kill('SIGTERM'));
+  assert.deepEqual(await exitWithin(first.child), { code: 0, signal: null });
+
+  const second = await startGatewayProcess(t, env);
+  const account = await (await fetch(`${second.url}/owner/v1/accounts/acct_alice`, { headers: admin })).json() as { message: { name: string } };
+  assert.equal(account.message.name, 'Renamed before the restart');
+  const kept = await fetch(`${second.url}/owner/v1/accounts/acct_alice/roles/900`, { headers: admin });
+  assert.equal(kept.status, 200, await kept.text());
+  // And the data plane serves it: alice's roles through /api/roles.
+  const { accessToken } = await signIn(second, DEMO.alice);
+  const roles = await call(`${second.url}/api/roles?limit=100`, { token: accessToken });
+  assert.ok((roles.body.message.items as { id: number }[]).some((r) => r.id === 900), JSON.stringify(roles.body));
+  assert.deepEqual(readFileSync(new URL('../config/demo-data.json', import.meta.url)), demo, 'the shipped demo file is unchanged');
 });

@@ -176,6 +176,10 @@ export const configSchema = z.strictObject({
       env: 'GATEWAY_DATA_FILE',
       description: 'Data file with accounts, API keys, roles and sign records (relative paths: from the config file, else the working directory).',
     }),
+    demoSaveFile: setting(z.string().min(1).default('data/gateway-data.json'), {
+      env: 'DEMO_SAVE_FILE',
+      description: 'The shipped demo data file is never written: owner API changes made on it are saved here, and once this file exists it is read instead of the demo file (relative paths: from the working directory).',
+    }),
     keySource: setting(z.enum(['file', 'redis']).default('file'), {
       env: 'KEY_SOURCE',
       description: 'Where API keys are looked up: the data file, or Redis (written by `npm run keys:create -- --redis` or `keys:import`; needs Redis).',

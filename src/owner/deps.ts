@@ -1,6 +1,7 @@
 /** What every part of the owner service is built from (services.ts picks the implementations). */
 import type { Revocations } from '../auth/revocation.js';
 import type { Config } from '../config/schema.js';
+import type { RateLimits } from '../limits/rate-limits.js';
 import type { OwnerStore } from '../stores/owner-store.js';
 import type { SessionStore } from '../stores/session-store.js';
 import type { Logger } from '../telemetry/log.js';
@@ -12,6 +13,8 @@ export interface OwnerDeps {
   /** Token resets (auth/revocation.ts): a disabled or deleted key, a revoked settings token, an account reset. */
   revocations: Revocations;
   clock: Clock;
+  /** Owner sign-in and every other password check count as sign-in attempts (limits/rate-limits.ts). */
+  limits: RateLimits;
   log: Logger;
   config: Pick<Config, 'owner' | 'tokens'>;
 }

@@ -1,9 +1,194 @@
-/** (Being built: issue 14.) */
+/**
+ * Owner sign-in and sessions. A session id is 43 base62 characters (256 bits) that only the
+ * cookie carries; the session store keeps it by its SHA-256, with the CSRF token every change
+ * must echo, an idle deadline (owner.sessionIdleSeconds, moved on by use) and an absolute one
+ * (owner.sessionMaxSeconds, never moved).
+ *
+ * Every password check is a sign-in attempt counted by the sign-in limits under
+ * `owner:<email>` (the API-key sign-in's lockouts, with the email as the key), before the hash
+ * is computed. An unknown email, a wrong password and a disabled owner get one answer, after
+ * the same argon2 work (owner/passwords.ts).
+ */
+import { InvalidOwnerCredentials, InvalidRequest } from '../errors/errors.js';
+import { randomBase62 } from '../domain/random.js';
+import { secretDigest } from '../domain/secrets.js';
+import type { OwnerRecord } from '../stores/owner-records.js';
+import type { OwnerSession } from '../stores/session-store.js';
+import { requireWritable } from './access.js';
+import { logEvents, makeEvent } from './audit.js';
 import type { OwnerDeps } from './deps.js';
-import type { SessionResolver } from './types.js';
+import { hashPassword, needsRehash, PASSWORD_MAX, PASSWORD_MIN, prepareDummyHash, verifyNobody, verifyPassword } from './passwords.js';
+import type { Caller, RequestMeta, ResumedSession, SessionResolver } from './types.js';
+import { accountView, ownerView, type AccountView, type OwnerView } from './views.js';
 
-export type SessionService = SessionResolver;
+/** What the session routes answer: who is signed in, to which accounts, and the session's deadlines. */
+export interface SessionView {
+  owner: OwnerView;
+  accounts: AccountView[];
+  csrfToken: string;
+  idleExpiresAt: string;
+  expiresAt: string;
+}
 
-export function createSessionService(_deps: OwnerDeps): SessionService {
-  return { resume: async () => undefined };
+/** A new session: the id for the cookie (shown once), and what it is. */
+export interface NewSession {
+  token: string;
+  session: SessionView;
+  /** Seconds until the absolute end: the cookie's Max-Age. */
+  maxAgeSeconds: number;
+}
+
+export interface SessionService extends SessionResolver {
+  /** Throws InvalidOwnerCredentials (one answer for every failure) or TooManyRequests. */
+  signIn(email: string, password: string, meta: RequestMeta): Promise<NewSession>;
+  /** The session of this token (already resumed by the caller check); SessionRequired-worthy: undefined. */
+  describe(token: string): Promise<SessionView | undefined>;
+  signOut(token: string): Promise<void>;
+  /**
+   * Checks the current password (counted like a sign-in), stores the new one, ends every
+   * session of the owner and starts a new one; clears mustChangePassword.
+   */
+  changePassword(caller: Extract<Caller, { kind: 'owner' }>, token: string, passwords: { currentPassword: string; newPassword: string }, meta: RequestMeta): Promise<NewSession>;
+}
+
+/** The id the cookie carries: 43 base62 characters, 256 bits. */
+const SESSION_ID_LENGTH = 43;
+/** The idle deadline is moved at most this often (each move is a store write), or at a quarter of the idle time if shorter. */
+const TOUCH_EVERY_MS = 60_000;
+
+/** The key of a session in the store: the SHA-256 of its id, so the store holds nothing a browser could present. */
+export function sessionDigest(token: string): string {
+  return secretDigest(Buffer.from(token, 'utf8'));
+}
+
+/** The limits' subject for an owner's password guesses (emails are stored, and compared, lowercase). */
+function signInSubject(email: string): string {
+  return `owner:${email.toLowerCase()}`;
+}
+
+export function createSessionService({ store, sessions, clock, limits, log, config }: OwnerDeps): SessionService {
+  const idleMs = config.owner.sessionIdleSeconds * 1000;
+  const maxMs = config.owner.sessionMaxSeconds * 1000;
+  const touchEveryMs = Math.min(TOUCH_EVERY_MS, idleMs / 4);
+  prepareDummyHash();
+
+  /** A counted password check; throws InvalidOwnerCredentials on any failure. */
+  async function checkPassword(email: string, owner: OwnerRecord | undefined, password: string, meta: RequestMeta): Promise<OwnerRecord> {
+    const attempt = await limits.signIn(signInSubject(email), meta.ip);
+    let matched: boolean;
+    try {
+      matched = owner === undefined ? await verifyNobody(password) : await verifyPassword(owner.passwordHash, password);
+    } catch (err) {
+      await attempt.undecided();
+      throw err;
+    }
+    if (!matched || owner === undefined || owner.disabled) throw new InvalidOwnerCredentials();
+    await attempt.succeeded();
+    return owner;
+  }
+
+  async function view(owner: OwnerRecord, session: OwnerSession): Promise<SessionView> {
+    const accounts: AccountView[] = [];
+    for (const id of await store.accountsOf(owner.id)) {
+      const doc = await store.readAccount(id);
+      if (doc !== undefined && doc.deletedAt === undefined) accounts.push(accountView(doc));
+    }
+    return {
+      owner: ownerView(owner),
+      accounts,
+      csrfToken: session.csrfToken,
+      idleExpiresAt: new Date(session.idleExpiresAt).toISOString(),
+      expiresAt: new Date(session.expiresAt).toISOString(),
+    };
+  }
+
+  async function start(owner: OwnerRecord): Promise<{ digest: string; created: NewSession }> {
+    const token = randomBase62(SESSION_ID_LENGTH);
+    const digest = sessionDigest(token);
+    const now = clock.now();
+    const session: OwnerSession = {
+      ownerId: owner.id,
+      csrfToken: randomBase62(SESSION_ID_LENGTH),
+      createdAt: now,
+      idleExpiresAt: Math.min(now + idleMs, now + maxMs),
+      expiresAt: now + maxMs,
+    };
+    await sessions.create(digest, session);
+    return { digest, created: { token, session: await view(owner, session), maxAgeSeconds: Math.floor(maxMs / 1000) } };
+  }
+
+  /** A hash made with older parameters is replaced now that the password is known (failures only logged). */
+  async function rehashIfOld(owner: OwnerRecord, password: string): Promise<void> {
+    if (!needsRehash(owner.passwordHash) || store.readOnly !== undefined) return;
+    try {
+      const passwordHash = await hashPassword(password);
+      await store.updateOwner(owner.id, (current) => (current.passwordHash === owner.passwordHash ? { owner: { ...current, passwordHash }, result: undefined } : { result: undefined }));
+    } catch (err) {
+      log.warn({ err, ownerId: owner.id }, 'owner password rehash failed: the old hash stays');
+    }
+  }
+
+  return {
+    async signIn(email, password, meta) {
+      const owner = await checkPassword(email, await store.findOwnerByEmail(email.toLowerCase()), password, meta);
+      await rehashIfOld(owner, password);
+      return (await start(owner)).created;
+    },
+
+    async resume(token): Promise<ResumedSession | undefined> {
+      const digest = sessionDigest(token);
+      const session = await sessions.find(digest);
+      if (session === undefined) return undefined;
+      const owner = await store.findOwner(session.ownerId);
+      if (owner === undefined || owner.disabled) {
+        await sessions.delete(digest);
+        return undefined;
+      }
+      const now = clock.now();
+      // Each touch is a write: skipped while the deadline was moved less than touchEveryMs ago.
+      if (session.idleExpiresAt - now < idleMs - touchEveryMs && session.idleExpiresAt < session.expiresAt) {
+        await sessions.touch(digest, now + idleMs);
+      }
+      return { caller: { kind: 'owner', ownerId: owner.id, email: owner.email }, csrfToken: session.csrfToken, mustChangePassword: owner.mustChangePassword };
+    },
+
+    async describe(token) {
+      const session = await sessions.find(sessionDigest(token));
+      const owner = session === undefined ? undefined : await store.findOwner(session.ownerId);
+      return session === undefined || owner === undefined ? undefined : view(owner, session);
+    },
+
+    async signOut(token) {
+      await sessions.delete(sessionDigest(token));
+    },
+
+    async changePassword(caller, token, { currentPassword, newPassword }, meta) {
+      if (newPassword.length < PASSWORD_MIN || newPassword.length > PASSWORD_MAX) {
+        throw new InvalidRequest(`The new password must have ${PASSWORD_MIN} to ${PASSWORD_MAX} characters.`, { field: 'newPassword' });
+      }
+      requireWritable(store);
+      const owner = await checkPassword(caller.email, await store.findOwner(caller.ownerId), currentPassword, meta);
+      const passwordHash = await hashPassword(newPassword);
+      const now = clock.now();
+      const before = await store.updateOwner(owner.id, (current) => ({
+        owner: { ...current, passwordHash, mustChangePassword: false, passwordChangedAt: new Date(now).toISOString() },
+        result: current,
+      }));
+      const { digest, created } = await start({ ...before, passwordHash, mustChangePassword: false });
+      // Every other session of this owner ends (whoever learnt the old password is out), the presenting one by name.
+      await sessions.delete(sessionDigest(token));
+      await sessions.deleteOwnerSessions(owner.id, digest);
+      const event = makeEvent({ caller, meta }, now, {
+        action: 'owner.password_change',
+        target: { type: 'owner', id: owner.id },
+        changes: { mustChangePassword: [before.mustChangePassword, false] },
+      });
+      // The owner's own change, recorded in each account they manage.
+      for (const accountId of await store.accountsOf(owner.id)) {
+        await store.appendAudit(accountId, [event]);
+        logEvents(log, accountId, [event]);
+      }
+      return created;
+    },
+  };
 }

@@ -13,7 +13,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, unlinkSync, writeSync } from 'node:fs';
-import { open, realpath, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, realpath, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { StoreUnavailable } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
@@ -49,9 +49,13 @@ export class DataFileWriter {
   readonly #log: Logger;
   #lastDigest: string | undefined;
 
-  constructor(file: string, { log }: { log: Logger }) {
+  readonly #createDirectory: boolean;
+
+  /** `createDirectory`: make the file's directory on the first write (the demo's save file, data/). */
+  constructor(file: string, { log, createDirectory = false }: { log: Logger; createDirectory?: boolean }) {
     this.file = file;
     this.#log = log;
+    this.#createDirectory = createDirectory;
   }
 
   /** True when `text` is exactly what this writer last wrote. */
@@ -62,6 +66,7 @@ export class DataFileWriter {
   /** Replaces the file with `data`; returns the version written. Throws StoreUnavailable, the file unchanged. */
   async write(data: DataFile): Promise<FileVersion> {
     const bytes = Buffer.from(formatDataFile(data));
+    if (this.#createDirectory) await mkdir(dirname(resolve(this.file)), { recursive: true, mode: 0o700 }).catch((err: unknown) => { throw new StoreUnavailable(err); });
     let target: string;
     let mode: number | undefined;
     try {

@@ -3,7 +3,9 @@
  * `npm run keys:create -- --redis`). Each key is two hashes with the same fields, one found by
  * the apiKey clients send and one by key id:
  *   keyId, accountId, secretDigest ("sha256:<64 hex>"), disabled ("0" or "1"), and optionally
- *   scopes (scope tokens separated by single spaces; absent or empty: none).
+ *   scopes (scope tokens separated by single spaces; absent or empty: none), and during a
+ *   roll's overlap previousSecretDigest and previousValidUntil (epoch ms), both or neither.
+ * Keys written by the owner store (owner-store.redis.ts) also hold `v`, their account's version.
  * A record with a missing or malformed field counts as absent, so a half-written key never
  * signs anyone in.
  */
@@ -34,7 +36,7 @@ export class RedisKeyDirectory implements KeyDirectory {
     if (!isWellFormed(record)) {
       throw new TypeError('putKey: the key id and account id must be plain ids, the digest "sha256:<64 hex>" and scopes scope tokens');
     }
-    const fields = { keyId: record.keyId, accountId: record.accountId, secretDigest: record.secretDigest, disabled: record.disabled ? '1' : '0', scopes: record.scopes.join(' ') };
+    const fields = keyRecordFields(record);
     const k = this.#redis.keys;
     // Two keys in two Cluster slots: two commands. The id record goes first, so a reader that
     // finds the apiKey record also finds the key it names.
@@ -55,14 +57,34 @@ export class RedisKeyDirectory implements KeyDirectory {
   }
 }
 
+/** A key record as the fields of its hashes. */
+export function keyRecordFields(record: ApiKeyRecord): Record<string, string> {
+  return {
+    keyId: record.keyId,
+    accountId: record.accountId,
+    secretDigest: record.secretDigest,
+    disabled: record.disabled ? '1' : '0',
+    scopes: record.scopes.join(' '),
+    ...(record.previousSecretDigest !== undefined && record.previousValidUntil !== undefined
+      ? { previousSecretDigest: record.previousSecretDigest, previousValidUntil: String(record.previousValidUntil) }
+      : {}),
+  };
+}
+
 function toRecord(fields: Record<string, string>): ApiKeyRecord | undefined {
-  const { keyId, accountId, secretDigest, disabled, scopes: scopeText = '' } = fields;
+  const { keyId, accountId, secretDigest, disabled, scopes: scopeText = '', previousSecretDigest, previousValidUntil } = fields;
   if (keyId === undefined || accountId === undefined || secretDigest === undefined || (disabled !== '0' && disabled !== '1')) return undefined;
-  const record = { keyId, accountId, secretDigest, disabled: disabled === '1', scopes: scopeText === '' ? [] : scopeText.split(' ') };
+  const record: ApiKeyRecord = { keyId, accountId, secretDigest, disabled: disabled === '1', scopes: scopeText === '' ? [] : scopeText.split(' ') };
+  // A half-present overlap is no overlap: the key signs in with its current secret only.
+  if (previousSecretDigest !== undefined && previousValidUntil !== undefined && /^[0-9]{1,16}$/.test(previousValidUntil)) {
+    record.previousSecretDigest = previousSecretDigest;
+    record.previousValidUntil = Number(previousValidUntil);
+  }
   return isWellFormed(record) ? record : undefined;
 }
 
-/** What both directions hold a key record to: plain ids, a "sha256:<64 hex>" digest, scope tokens. */
-function isWellFormed({ keyId, accountId, secretDigest, scopes }: ApiKeyRecord): boolean {
-  return ID.test(keyId) && ID.test(accountId) && DIGEST.test(secretDigest) && scopes.every((s) => SCOPE.test(s));
+/** What both directions hold a key record to: plain ids, "sha256:<64 hex>" digests, scope tokens. */
+function isWellFormed({ keyId, accountId, secretDigest, scopes, previousSecretDigest }: ApiKeyRecord): boolean {
+  return ID.test(keyId) && ID.test(accountId) && DIGEST.test(secretDigest) && scopes.every((s) => SCOPE.test(s))
+    && (previousSecretDigest === undefined || DIGEST.test(previousSecretDigest));
 }

@@ -12,7 +12,8 @@
  * would throw the edit away.
  *
  * The demo file shipped in the repository (config/demo-data.json, compared by real path) is
- * never written: changes stay in memory until the process ends, and one warning says so.
+ * never written: changes made on it are saved to `saveDemoTo` (data.demoSaveFile), which
+ * services.ts reads instead of the demo file from then on; one info line says so.
  * test/stores/owner-store.file.test.ts holds all of this.
  */
 import { closeSync, fstatSync, openSync, readFileSync, realpathSync, statSync } from 'node:fs';
@@ -41,6 +42,8 @@ export interface FileOwnerStoreOptions {
   /** Why every write is refused (the file is only read: several instances); nothing is written then. */
   readOnly?: string;
   directoryReadOnly?: string;
+  /** Where changes made on the shipped demo file go (`data.demoSaveFile`); absent: kept in memory only. */
+  saveDemoTo?: string;
   /** Refuses a version of the file by throwing, as the watcher's handler does (demo keys in production). */
   check?: (data: DataFile) => void;
   onCommit?: MemoryOwnerStoreOptions['onCommit'];
@@ -49,7 +52,7 @@ export interface FileOwnerStoreOptions {
 export class FileOwnerStore extends MemoryOwnerStore {
   /** True for the bytes of this store's own last write: the watcher skips them. */
   readonly isOwnVersion: (text: string) => boolean;
-  /** False for the shipped demo file: changes stay in memory. */
+  /** False when changes stay in memory (the shipped demo file with nowhere to save them). */
   readonly isWritingFile: boolean;
 
   /** `data` is the file's content as just read (services.ts reads it at start-up). */
@@ -68,8 +71,11 @@ export class FileOwnerStore extends MemoryOwnerStore {
   }
 }
 
-function bindDataFile(file: string, { log, readOnly, check }: FileOwnerStoreOptions) {
-  const writer = isShippedDemoFile(file) ? undefined : new DataFileWriter(file, { log });
+function bindDataFile(dataFile: string, { log, readOnly, check, saveDemoTo }: FileOwnerStoreOptions) {
+  const isDemo = isShippedDemoFile(dataFile);
+  // The demo's changes go to their own file, which holds the demo and every change since.
+  const file = isDemo && saveDemoTo !== undefined ? saveDemoTo : dataFile;
+  const writer = isDemo && saveDemoTo === undefined ? undefined : new DataFileWriter(file, { log, createDirectory: isDemo });
   // The version the caller's `data` was read from, a moment ago.
   let known = statVersion(file);
   let hasWarned = false;
@@ -102,6 +108,10 @@ function bindDataFile(file: string, { log, readOnly, check }: FileOwnerStoreOpti
           log.warn({ file }, 'the data file is the demo file shipped with the gateway, which is never written: owner API changes are kept in memory only and are lost at restart (give GATEWAY_DATA_FILE a file of your own)');
         }
         return;
+      }
+      if (isDemo && !hasWarned) {
+        hasWarned = true;
+        log.info({ file }, 'owner API changes to the shipped demo data are saved to their own file, read instead of the demo file from the next start (data.demoSaveFile)');
       }
       known = await writer.write(next);
     },

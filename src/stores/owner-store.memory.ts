@@ -89,6 +89,11 @@ export class MemoryOwnerStore implements OwnerStore {
       const { doc, events, result } = change(structuredClone(splitAccount(account)));
       if (doc === undefined) return { result, write: false };
       Object.assign(account, structuredClone(doc), { id: accountId });
+      // A deleted account keeps its id and audit trail, nothing else (as on Redis).
+      if (doc.deletedAt !== undefined) {
+        account.roles = [];
+        account.signRecords = [];
+      }
       this.#audit(data, accountId, events);
       return { result, changes: [{ kind: 'account', accountId }] };
     });
@@ -212,7 +217,9 @@ export class MemoryOwnerStore implements OwnerStore {
 
   async listAudit(accountId: string, { before, limit }: { before?: string; limit: number }): Promise<AuditEvent[]> {
     const events = this.#account(this.#data, accountId)?.audit ?? [];
-    const older = before === undefined ? events : events.filter((e) => e.id < before);
+    // By position: events made in the same millisecond have ids in random order among themselves.
+    const at = before === undefined ? -1 : events.findIndex((e) => e.id === before);
+    const older = before === undefined ? events : at !== -1 ? events.slice(0, at) : events.filter((e) => e.id < before);
     return older.slice(-limit).reverse().map((e) => structuredClone(e));
   }
 

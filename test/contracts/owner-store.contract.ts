@@ -246,6 +246,16 @@ export function runOwnerStoreContract(name: string, makeStore: MakeOwnerStore): 
       assert.deepEqual(await store.accountsOf('own_ann'), ['acct_b']);
     });
 
+    await t.test('an account marked deleted keeps its id and audit trail, and loses its roles and sign records', async (st) => {
+      const store = await fresh(st);
+      await store.updateAccount('acct_a', (doc) => ({ doc: { ...doc, apiKeys: [], members: [], deletedAt: '2026-11-02T00:00:00.000Z' }, events: [auditEvent(T0, 'account.delete')], result: undefined }));
+      assert.equal((await store.readAccount('acct_a'))?.deletedAt, '2026-11-02T00:00:00.000Z');
+      assert.deepEqual(await store.listRoles('acct_a', { offset: 0, limit: 10 }), { items: [], total: 0 });
+      assert.equal(await store.getRole('acct_a', 1), undefined);
+      assert.equal(await store.getSignRecord('acct_a', '0x52908400098527886e0f7030069857d2e4169ee7'), undefined);
+      assert.equal((await store.listAudit('acct_a', { limit: 1 }))[0]?.action, 'account.delete');
+    });
+
     await t.test('listRoles: id order, paged with the total, filtered by a case-insensitive name part; getRole', async (st) => {
       const store = await fresh(st);
       const first = await store.listRoles('acct_a', { offset: 0, limit: 2 });

@@ -4,8 +4,10 @@
  * Closed in t.after.
  */
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { loadConfig } from '../../src/config/load.js';
 import { createServices, type Services } from '../../src/services.js';
@@ -49,7 +51,9 @@ export async function startGateway(t: TestContext | undefined, { overrides = {},
     env: {},
     // Limits are off unless a test sets them: most suites sign in and call far faster than
     // the default quotas allow, and test something else (test/*/rate-limits* test the limits).
-    overrides: mergeDeep({ server: { host: '127.0.0.1', port: 0 }, log: { level: 'info' }, limits: { mode: 'off' } }, overrides),
+    // Changes made on the shipped demo data are saved to a file of this gateway's own, so no
+    // test's changes reach another's (or the checkout's data/).
+    overrides: mergeDeep({ server: { host: '127.0.0.1', port: 0 }, log: { level: 'info' }, limits: { mode: 'off' }, data: { demoSaveFile: join(tmpdir(), `gw-demo-${randomUUID()}`, 'data.json') } }, overrides),
   });
   const logs: string[] = [];
   const log = createLogger(config.log.level, { write: (line: string) => void logs.push(line) });

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,7 +41,8 @@ export function gatewayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEn
   delete env.NODE_TEST_CONTEXT;
   for (const row of describeSettings()) if (row.env !== undefined) delete env[row.env];
   // Limits are off unless a test sets them (see helpers/gateway.ts).
-  return { ...env, RATE_LIMITS: 'off', ...extra };
+  // As test/helpers/gateway.ts: a save file of the demo data's own (restart tests pass one to keep).
+  return { ...env, RATE_LIMITS: 'off', DEMO_SAVE_FILE: join(tmpdir(), `gw-demo-${randomUUID()}`, 'data.json'), ...extra };
 }
 
 export interface StartNodeOptions {

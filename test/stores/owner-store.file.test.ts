@@ -300,6 +300,24 @@ test('the shipped demo file is never written: changes stay in memory, one warnin
   assert.equal(openStore(copy).isWritingFile, true);
 });
 
+test('changes made on the shipped demo file go to the save file (data.demoSaveFile), made with its directory', async (t) => {
+  const demo = join(ROOT, 'config', 'demo-data.json');
+  const before = readFileSync(demo);
+  const saveTo = join(tempDir(t), 'data', 'gateway-data.json');
+  const { log, lines } = captureLog();
+  const store = openStore(demo, { log, saveDemoTo: saveTo });
+  assert.equal(store.isWritingFile, true);
+  await renameAccount(store, 'acct_alice', 'saved');
+  await renameAccount(store, 'acct_bob', 'saved too');
+  const saved = readDataFile(saveTo);
+  assert.deepEqual(saved.accounts.map((a) => a.name), ['saved', 'saved too']);
+  assert.equal(saved.accounts[0]!.apiKeys.length, readDataFile(demo).accounts[0]!.apiKeys.length, 'the demo data with the changes');
+  assert.deepEqual(readFileSync(demo), before);
+  assert.equal(lines().filter((l) => l.level === 30 && /demo data are saved/.test(String(l.msg))).length, 1);
+  // A fresh store over the save file (what services.ts reads once it exists) has both changes.
+  assert.equal((await openStore(saveTo).readAccount('acct_bob'))?.name, 'saved too');
+});
+
 test('own changes tell the directory exactly what changed; a version read from the file is a gap', async (t) => {
   const file = writeDataFile(t);
   const directory = new MemoryDirectory(readDataFile(file));

@@ -37,6 +37,33 @@ export interface RedisKeys {
    * characters or a digest (limits/rate-limits.ts `bounded`), so the name's length is bounded.
    */
   rateWindow(subject: string, ms: number): string;
+
+  // The owner store (owner-store.redis.ts). What lives in an account's slot is changed by
+  // scripts; everything found by another name (an owner, an email, a digest) is a projection
+  // or an index written in order around them, which readers check against the account.
+
+  /** Hash: an account: `doc` (AccountDoc JSON) and `v` (its version, +1 per change). No TTL. */
+  account(accountId: string): string;
+  /** Stream: the account's audit events, each entry one field `e` (the event JSON); capped by MAXLEN. */
+  audit(accountId: string): string;
+  /** Set: names of the sign-in records (apiKey, keyId) written for the account's keys and not yet retired. No TTL. */
+  accountKeys(accountId: string): string;
+  /** Sorted set: every account id (deleted ones too), all scored 0 so that they sort by id. */
+  readonly accountIndex: string;
+  /** Hash: an owner: `doc` (OwnerRecord JSON) and `v`. No TTL. */
+  owner(ownerId: string): string;
+  /** String: the owner id holding this email (lowercase). Claimed with SET NX; trusted only if the owner agrees. */
+  ownerEmail(email: string): string;
+  /** Set: ids of accounts the owner was made a member of (never shrinks by itself); trusted only if the account agrees. */
+  ownerAccounts(ownerId: string): string;
+  /** String: the account id holding the settings token with this digest; trusted only if the account agrees. */
+  settingsToken(digest: string): string;
+  /** String: the account id holding the invite with this digest; trusted only if the account agrees. */
+  invite(digest: string): string;
+  /** Hash: an owner session, by the digest of its id. TTL: its idle or absolute end, whichever is sooner. */
+  session(digest: string): string;
+  /** Set: digests of the owner's sessions. TTL: its latest session's absolute end. */
+  ownerSessions(ownerId: string): string;
 }
 
 export function redisKeys(prefix: string): RedisKeys {
@@ -53,5 +80,16 @@ export function redisKeys(prefix: string): RedisKeys {
     signRecords: (accountId) => `${prefix}:sign:{${accountId}}`,
     directoryChannel: `${prefix}:directory`,
     rateWindow: (subject, ms) => `${prefix}:rl:{${subject}}:${ms}`,
+    account: (accountId) => `${prefix}:acct:{${accountId}}`,
+    audit: (accountId) => `${prefix}:audit:{${accountId}}`,
+    accountKeys: (accountId) => `${prefix}:acct-keys:{${accountId}}`,
+    accountIndex: `${prefix}:accounts`,
+    owner: (ownerId) => `${prefix}:owner:${ownerId}`,
+    ownerEmail: (email) => `${prefix}:email:${email}`,
+    ownerAccounts: (ownerId) => `${prefix}:owner-accts:${ownerId}`,
+    settingsToken: (digest) => `${prefix}:stoken:${digest}`,
+    invite: (digest) => `${prefix}:invite:${digest}`,
+    session: (digest) => `${prefix}:sess:${digest}`,
+    ownerSessions: (ownerId) => `${prefix}:owner-sess:${ownerId}`,
   };
 }

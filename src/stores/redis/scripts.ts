@@ -218,6 +218,293 @@ end
 return out
 `;
 
+// The owner store's scripts (owner-store.redis.ts). Each changes one account's slot (`{acct}`)
+// together with its audit events and the notice on the directory channel, so a change is
+// recorded and announced exactly when it is made. Audit events are stream entries with one field,
+// `e` (the event JSON), trimmed to exactly the newest ARGV `maxlen` (an exact MAXLEN evicts one
+// entry per event added: cheap at these sizes, and the cap is then the documented one).
+
+/** Appends the events ARGV[from..] to the stream `key`, keeping the newest `maxlen`. */
+const AUDIT_FN = `
+local function audit(key, maxlen, from)
+  for i = from, #ARGV do redis.call('XADD', key, 'MAXLEN', maxlen, '*', 'e', ARGV[i]) end
+end
+`;
+
+/**
+ * Creates an account, unless the id is taken (a deleted account keeps its id).
+ *
+ * KEYS[1] the account             <prefix>:acct:{acct}     (hash: doc, v)
+ * KEYS[2] its audit stream        <prefix>:audit:{acct}
+ * ARGV[1] the AccountDoc JSON
+ * ARGV[2] audit events kept (maxlen)
+ * ARGV[3] the directory channel
+ * ARGV[4] the notice ({"kind":"account","accountId"})
+ * ARGV[5…] audit events (JSON each)
+ * Returns 1 when created, 0 when the id is taken.
+ */
+export const OWNER_CREATE_ACCOUNT = AUDIT_FN + `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'doc', ARGV[1], 'v', 1)
+audit(KEYS[2], ARGV[2], 5)
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 1
+`;
+
+/**
+ * Stores a changed account if nobody changed it since it was read (its version), with its
+ * events; an account deleted by this change loses its roles and sign records here too.
+ *
+ * KEYS[1] the account             <prefix>:acct:{acct}     (hash: doc, v)
+ * KEYS[2] its audit stream        <prefix>:audit:{acct}
+ * KEYS[3] its role index          <prefix>:roles:{acct}
+ * KEYS[4] its roles               <prefix>:role:{acct}
+ * KEYS[5] its sign records        <prefix>:sign:{acct}
+ * ARGV[1] the version the change was made from
+ * ARGV[2] the new AccountDoc JSON
+ * ARGV[3] '1' when this change deletes the account (roles and sign records go), else '0'
+ * ARGV[4] audit events kept (maxlen)
+ * ARGV[5] the directory channel
+ * ARGV[6] the notice ({"kind":"account","accountId"})
+ * ARGV[7…] audit events (JSON each)
+ * Returns the new version; 0 when there is no account; -1 when its version moved (read again).
+ */
+export const OWNER_UPDATE_ACCOUNT = AUDIT_FN + `
+local v = redis.call('HGET', KEYS[1], 'v')
+if not v then return 0 end
+if v ~= ARGV[1] then return -1 end
+local next = tonumber(v) + 1
+redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'v', next)
+if ARGV[3] == '1' then redis.call('DEL', KEYS[3], KEYS[4], KEYS[5]) end
+audit(KEYS[2], ARGV[4], 7)
+redis.call('PUBLISH', ARGV[5], ARGV[6])
+return next
+`;
+
+/**
+ * Records events that change nothing else, if the account exists.
+ *
+ * KEYS[1] the account             <prefix>:acct:{acct}
+ * KEYS[2] its audit stream        <prefix>:audit:{acct}
+ * ARGV[1] audit events kept (maxlen)
+ * ARGV[2…] audit events (JSON each)
+ * Returns 1, or 0 when there is no account.
+ */
+export const OWNER_APPEND_AUDIT = AUDIT_FN + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+audit(KEYS[2], ARGV[1], 2)
+return 1
+`;
+
+/**
+ * Creates a role or replaces one (possibly under another id), in the layout of
+ * directory.redis.ts. Ids and slugs are unique within the account: checked against the role
+ * hash itself, since roles imported by other writers have no slug index. A role whose JSON
+ * cannot be read has no slug to clash with.
+ *
+ * KEYS[1] the account             <prefix>:acct:{acct}
+ * KEYS[2] the role index          <prefix>:roles:{acct}    (sorted set of ids, score = id)
+ * KEYS[3] the roles               <prefix>:role:{acct}     (hash: id → JSON)
+ * KEYS[4] the audit stream        <prefix>:audit:{acct}
+ * ARGV[1] the role's id (decimal)
+ * ARGV[2] its slug
+ * ARGV[3] its JSON
+ * ARGV[4] the id of the role it replaces ('' to create)
+ * ARGV[5] audit events kept (maxlen)
+ * ARGV[6] the directory channel
+ * ARGV[7] the notice ({"kind":"roles","accountId"})
+ * ARGV[8…] audit events (JSON each)
+ * Returns 'ok', 'id_taken', 'slug_taken' or 'not_found' (no account, or nothing to replace).
+ */
+export const OWNER_PUT_ROLE = AUDIT_FN + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'not_found' end
+local id, slug, replaces = ARGV[1], ARGV[2], ARGV[4]
+if replaces ~= '' and redis.call('HEXISTS', KEYS[3], replaces) == 0 then return 'not_found' end
+if id ~= replaces and (redis.call('HEXISTS', KEYS[3], id) == 1 or redis.call('ZSCORE', KEYS[2], id)) then return 'id_taken' end
+local all = redis.call('HGETALL', KEYS[3])
+for i = 1, #all, 2 do
+  if all[i] ~= replaces then
+    local ok, role = pcall(cjson.decode, all[i + 1])
+    if ok and type(role) == 'table' and role.slug ~= nil and tostring(role.slug) == slug then return 'slug_taken' end
+  end
+end
+if replaces ~= '' then
+  redis.call('ZREM', KEYS[2], replaces)
+  redis.call('HDEL', KEYS[3], replaces)
+end
+redis.call('ZADD', KEYS[2], tonumber(id), id)
+redis.call('HSET', KEYS[3], id, ARGV[3])
+audit(KEYS[4], ARGV[5], 8)
+redis.call('PUBLISH', ARGV[6], ARGV[7])
+return 'ok'
+`;
+
+/**
+ * Deletes a role.
+ *
+ * KEYS[1] the account             <prefix>:acct:{acct}
+ * KEYS[2] the role index          <prefix>:roles:{acct}
+ * KEYS[3] the roles               <prefix>:role:{acct}
+ * KEYS[4] the audit stream        <prefix>:audit:{acct}
+ * ARGV[1] the role's id (decimal)
+ * ARGV[2] audit events kept (maxlen)
+ * ARGV[3] the directory channel
+ * ARGV[4] the notice ({"kind":"roles","accountId"})
+ * ARGV[5…] audit events (JSON each)
+ * Returns 1, or 0 when there is no such role (or account).
+ */
+export const OWNER_DELETE_ROLE = AUDIT_FN + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local removed = redis.call('HDEL', KEYS[3], ARGV[1]) + redis.call('ZREM', KEYS[2], ARGV[1])
+if removed == 0 then return 0 end
+audit(KEYS[4], ARGV[2], 5)
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 1
+`;
+
+/**
+ * Creates or replaces a sign record, in the layout of directory.redis.ts.
+ *
+ * KEYS[1] the account             <prefix>:acct:{acct}
+ * KEYS[2] the sign records        <prefix>:sign:{acct}     (hash: lowercase address → JSON)
+ * KEYS[3] the audit stream        <prefix>:audit:{acct}
+ * ARGV[1] the address (lowercase)
+ * ARGV[2] the record's JSON
+ * ARGV[3] 'create' (the address must have no record) or 'replace' (it must have one)
+ * ARGV[4] audit events kept (maxlen)
+ * ARGV[5] the directory channel
+ * ARGV[6] the notice ({"kind":"sign","accountId","address"})
+ * ARGV[7…] audit events (JSON each)
+ * Returns 'ok', 'exists' or 'not_found'.
+ */
+export const OWNER_PUT_SIGN = AUDIT_FN + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'not_found' end
+local present = redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1
+if ARGV[3] == 'create' and present then return 'exists' end
+if ARGV[3] == 'replace' and not present then return 'not_found' end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+audit(KEYS[3], ARGV[4], 7)
+redis.call('PUBLISH', ARGV[5], ARGV[6])
+return 'ok'
+`;
+
+/**
+ * Deletes a sign record.
+ *
+ * KEYS[1] the account             <prefix>:acct:{acct}
+ * KEYS[2] the sign records        <prefix>:sign:{acct}
+ * KEYS[3] the audit stream        <prefix>:audit:{acct}
+ * ARGV[1] the address (lowercase)
+ * ARGV[2] audit events kept (maxlen)
+ * ARGV[3] the directory channel
+ * ARGV[4] the notice ({"kind":"sign","accountId","address"})
+ * ARGV[5…] audit events (JSON each)
+ * Returns 1, or 0 when there is no such record (or account).
+ */
+export const OWNER_DELETE_SIGN = AUDIT_FN + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('HDEL', KEYS[2], ARGV[1]) == 0 then return 0 end
+audit(KEYS[3], ARGV[2], 5)
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 1
+`;
+
+/**
+ * Writes a versioned document (an owner) if its version is still the one it was read at.
+ *
+ * KEYS[1] the document            <prefix>:owner:<ownerId>   (hash: doc, v)
+ * ARGV[1] the version it was read at ('0': it must not exist yet)
+ * ARGV[2] the new JSON
+ * Returns the new version, or -1 when the version moved (or, for '0', the document exists).
+ */
+export const PUT_VERSIONED = `
+local v = redis.call('HGET', KEYS[1], 'v') or '0'
+if v ~= ARGV[1] then return -1 end
+local next = tonumber(v) + 1
+redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'v', next)
+return next
+`;
+
+/**
+ * Sets (or deletes) an index entry only if it still holds what the caller saw: so that taking
+ * over a stale entry, or releasing one's own, never undoes someone else's claim.
+ *
+ * KEYS[1] the index entry         <prefix>:email:<email>
+ * ARGV[1] the value expected ('' for none)
+ * ARGV[2] the new value ('' deletes)
+ * Returns 1 when written, 0 when the entry held something else.
+ */
+export const SWAP_INDEX = `
+local current = redis.call('GET', KEYS[1]) or ''
+if current ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2]) end
+return 1
+`;
+
+/**
+ * Writes an API key's sign-in record (key-directory.redis.ts) as of one version of its
+ * account, unless a later version was already written: projections of two changes may
+ * arrive out of order, and an older one must never re-enable or bring back a key. A deleted
+ * key becomes a tombstone holding only its version, which refuses older writes until it
+ * expires (and reads as no key: it lacks every field a record needs).
+ *
+ * KEYS[1] the record              <prefix>:key:<keyId> or <prefix>:apikey:<apiKey>
+ * ARGV[1] the account's version
+ * ARGV[2] '1' for a tombstone, else '0'
+ * ARGV[3] how long a tombstone stays, in ms
+ * ARGV[4…] field, value, field, value, … (the record; none for a tombstone)
+ * Returns 1 when written, 0 when a later version was there.
+ */
+export const PROJECT_KEY = `
+local stored = tonumber(redis.call('HGET', KEYS[1], 'v') or '-1')
+local v = tonumber(ARGV[1])
+if stored > v then return 0 end
+redis.call('DEL', KEYS[1])
+if ARGV[2] == '1' then
+  redis.call('HSET', KEYS[1], 'v', v)
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 1
+end
+redis.call('HSET', KEYS[1], 'v', v, unpack(ARGV, 4))
+return 1
+`;
+
+/**
+ * Moves a session's idle deadline, capped at its absolute end, and its TTL with it; an ended
+ * or unknown session stays ended.
+ *
+ * KEYS[1] the session             <prefix>:sess:<digest>
+ * ARGV[1] the new idle deadline (epoch ms)
+ * ARGV[2] now (epoch ms, the gateway's clock, which also set the deadlines)
+ * Returns 1, or 0 when there is no session.
+ */
+export const SESSION_TOUCH = `
+local ends = tonumber(redis.call('HGET', KEYS[1], 'expiresAt'))
+if not ends then return 0 end
+local idle = math.min(tonumber(ARGV[1]), ends)
+local ttl = idle - tonumber(ARGV[2])
+if ttl <= 0 then
+  redis.call('DEL', KEYS[1])
+  return 0
+end
+redis.call('HSET', KEYS[1], 'idleExpiresAt', idle)
+redis.call('PEXPIRE', KEYS[1], ttl)
+return 1
+`;
+
+/**
+ * Adds a session to its owner's set, which lives as long as the owner's longest session.
+ *
+ * KEYS[1] the owner's sessions    <prefix>:owner-sess:<ownerId>
+ * ARGV[1] the session's digest
+ * ARGV[2] the session's absolute end, as a TTL in ms
+ */
+export const SESSION_LINK = `
+redis.call('SADD', KEYS[1], ARGV[1])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 1
+`;
+
 /** The scripts as ioredis commands, and how they are called. */
 export const SCRIPTS = {
   gwRotate: { numberOfKeys: 4, lua: ROTATE },
@@ -227,6 +514,18 @@ export const SCRIPTS = {
   gwEpoch: { numberOfKeys: 1, lua: EPOCH },
   // The number of keys goes first in each call: one per window.
   gwRateHit: { lua: RATE_HIT },
+  gwOwnerCreateAccount: { numberOfKeys: 2, lua: OWNER_CREATE_ACCOUNT },
+  gwOwnerUpdateAccount: { numberOfKeys: 5, lua: OWNER_UPDATE_ACCOUNT },
+  gwOwnerAppendAudit: { numberOfKeys: 2, lua: OWNER_APPEND_AUDIT },
+  gwOwnerPutRole: { numberOfKeys: 4, lua: OWNER_PUT_ROLE },
+  gwOwnerDeleteRole: { numberOfKeys: 4, lua: OWNER_DELETE_ROLE },
+  gwOwnerPutSign: { numberOfKeys: 3, lua: OWNER_PUT_SIGN },
+  gwOwnerDeleteSign: { numberOfKeys: 3, lua: OWNER_DELETE_SIGN },
+  gwPutVersioned: { numberOfKeys: 1, lua: PUT_VERSIONED },
+  gwSwapIndex: { numberOfKeys: 1, lua: SWAP_INDEX },
+  gwProjectKey: { numberOfKeys: 1, lua: PROJECT_KEY },
+  gwSessionTouch: { numberOfKeys: 1, lua: SESSION_TOUCH },
+  gwSessionLink: { numberOfKeys: 1, lua: SESSION_LINK },
 } as const;
 
 export interface ScriptCommands {
@@ -236,4 +535,16 @@ export interface ScriptCommands {
   gwRolesPage(...keysThenArgs: (string | number)[]): Promise<(number | string | null)[]>;
   gwEpoch(...keysThenArgs: (string | number)[]): Promise<[string, number]>;
   gwRateHit(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
+  gwOwnerCreateAccount(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwOwnerUpdateAccount(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwOwnerAppendAudit(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwOwnerPutRole(...keysThenArgs: (string | number)[]): Promise<string>;
+  gwOwnerDeleteRole(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwOwnerPutSign(...keysThenArgs: (string | number)[]): Promise<string>;
+  gwOwnerDeleteSign(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwPutVersioned(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwSwapIndex(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwProjectKey(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwSessionTouch(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwSessionLink(...keysThenArgs: (string | number)[]): Promise<number>;
 }

@@ -1,0 +1,71 @@
+/**
+ * Schemas the owner API's operations share: what they take (emails, passwords, ids, paging) and
+ * the views they answer. Answers are strict objects too: the OpenAPI document is made from them
+ * and real answers are checked against it, so a field answered but not described is a failure.
+ */
+import { z } from 'zod';
+import { ID_PATTERN, ID_SPELLING } from '../../../domain/formats.js';
+import { PASSWORD_MAX, PASSWORD_MIN } from '../../../owner/passwords.js';
+import { auditEventSchema, EMAIL_MAX, NAME_MAX } from '../../../stores/owner-records.js';
+
+export const idField = z.string().regex(ID_PATTERN, `expected ${ID_SPELLING}`);
+export const emailField = z.email().max(EMAIL_MAX);
+/** A password being set: NIST SP 800-63B rev 4 lengths, no composition rules. */
+export const newPasswordField = z.string().min(PASSWORD_MIN).max(PASSWORD_MAX);
+/** A password being checked: any length up to the maximum (a short one simply does not match). */
+export const presentedPasswordField = z.string().min(1).max(PASSWORD_MAX);
+export const nameField = z.string().min(1).max(NAME_MAX);
+
+export const accountParams = z.strictObject({ accountId: idField });
+
+/** `limit` 1–100 (50 if absent) and the `nextCursor` of the page before. */
+export const pageQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  cursor: z.string().min(1).max(256).optional(),
+});
+
+export function pageOf<T extends z.ZodType>(item: T) {
+  return z.strictObject({ items: z.array(item), nextCursor: z.string().optional() });
+}
+
+export const accountSchema = z.strictObject({
+  id: z.string(),
+  /** "" when the account has none. */
+  name: z.string(),
+  enabled: z.boolean(),
+  /** Absent for accounts written by hand in the data file. */
+  createdAt: z.iso.datetime().optional(),
+});
+
+export const ownerSchema = z.strictObject({
+  id: z.string(),
+  email: z.string(),
+  /** Set by an operator's initial password: only the session routes and the password change work. */
+  mustChangePassword: z.boolean(),
+  createdAt: z.iso.datetime(),
+});
+
+export const memberSchema = z.strictObject({
+  ownerId: z.string(),
+  email: z.string(),
+  addedAt: z.iso.datetime(),
+});
+
+export const inviteSchema = z.strictObject({
+  id: z.string(),
+  email: z.string(),
+  createdAt: z.iso.datetime(),
+  expiresAt: z.iso.datetime(),
+  status: z.enum(['pending', 'used', 'revoked', 'expired']),
+});
+
+export const sessionSchema = z.strictObject({
+  owner: ownerSchema,
+  accounts: z.array(accountSchema),
+  /** To send as X-CSRF-Token with every change made with this session. */
+  csrfToken: z.string(),
+  idleExpiresAt: z.iso.datetime(),
+  expiresAt: z.iso.datetime(),
+});
+
+export { auditEventSchema };

@@ -1,0 +1,456 @@
+/**
+ * The owner store in Redis, for `data.keySource` "redis": every instance reads and writes the
+ * same accounts. The layout (docs/redis.md lists every key):
+ *
+ *   <prefix>:acct:{<a>}      hash: `doc` (the AccountDoc as JSON) and `v` (its version)
+ *   <prefix>:audit:{<a>}     stream of the account's audit events, newest MAXLEN kept
+ *   <prefix>:roles:{<a>}, <prefix>:role:{<a>}, <prefix>:sign:{<a>}   roles and sign records,
+ *                            in directory.redis.ts's layout, so RedisDirectory serves them
+ *   <prefix>:acct-keys:{<a>} set: names of the sign-in records written for its keys
+ *   <prefix>:accounts        sorted set of account ids
+ *   <prefix>:owner:<id>      hash: `doc` (OwnerRecord JSON) and `v`
+ *   <prefix>:email:<email>, <prefix>:owner-accts:<ownerId>, <prefix>:stoken:<digest>,
+ *   <prefix>:invite:<digest> indexes; <prefix>:key:<keyId>, <prefix>:apikey:<apiKey> the
+ *                            sign-in records of key-directory.redis.ts
+ *
+ * What is atomic: everything in an account's slot changes in one script with its audit events
+ * and its notice on the directory channel; `updateAccount` reads the doc, lets the caller decide
+ * in JS, and the script stores the result only if the version is still the one read (else it
+ * reads again). Changes from one process to one account also wait for each other, so only
+ * other instances can race it.
+ *
+ * What is written in order around it, one command at a time (other slots on a Cluster):
+ * indexes that lead to the account (account list, owner's accounts, settings-token and invite
+ * digests) BEFORE the change, so nothing committed is ever unfindable; index entries of things
+ * the change removed, and the keys' sign-in records, AFTER it. Readers trust an index only when
+ * the account it names agrees, so an entry left by a failed or raced change is never believed.
+ * Sign-in records carry the account's version and a script refuses an older one, so two
+ * changes' projections arriving out of order never re-enable or bring back a key.
+ */
+import { z } from 'zod';
+import { BadStoreData, Conflict, NotFound, StoreUnavailable } from '../errors/errors.js';
+import type { Logger } from '../telemetry/log.js';
+import { dataFileSchema, toApiKeyRecord, toSignRecord, type DataFile } from './data-file.js';
+import type { RecordReader } from './directory-records.js';
+import type { DirectoryChange, Role, RolePage, RoleQuery, SignRecord } from './directory.js';
+import { RedisDirectory } from './directory.redis.js';
+import { keyRecordFields } from './key-directory.redis.js';
+import { auditEventSchema, ownerSchema, type AuditEvent, type InviteRecord, type OwnerRecord, type SettingsTokenRecord } from './owner-records.js';
+import type { AccountDoc, AccountUpdate, OwnerStore, PutRoleOutcome, PutSignRecordOutcome } from './owner-store.js';
+import type { RedisConnection } from './redis/client.js';
+
+const accountDocSchema = dataFileSchema.shape.accounts.element.omit({ roles: true, signRecords: true, audit: true });
+
+/** How long a deleted key's tombstone refuses older projections: far longer than any write takes. */
+const TOMBSTONE_MS = 60_000;
+/** Attempts of one change against other instances' changes to the same account or owner. */
+const MAX_ATTEMPTS = 50;
+/** Audit events read per round trip while paging. */
+const AUDIT_CHUNK = 200;
+
+export interface RedisOwnerStoreOptions {
+  records: RecordReader;
+  log: Logger;
+  /** Audit events kept per account (the oldest go first). */
+  maxAuditEvents: number;
+  readOnly?: string;
+  directoryReadOnly?: string;
+}
+
+interface Versioned<T> {
+  doc: T;
+  v: string;
+}
+
+export class RedisOwnerStore implements OwnerStore {
+  readonly readOnly: string | undefined;
+  readonly directoryReadOnly: string | undefined;
+  readonly #redis: RedisConnection;
+  readonly #directory: RedisDirectory;
+  readonly #records: RecordReader;
+  readonly #maxAudit: number;
+  /** The last change queued per account or owner in this process. */
+  readonly #turns = new Map<string, Promise<unknown>>();
+
+  constructor(redis: RedisConnection, options: RedisOwnerStoreOptions) {
+    this.#redis = redis;
+    this.#records = options.records;
+    this.#directory = new RedisDirectory(redis, { records: options.records, log: options.log });
+    this.#maxAudit = options.maxAuditEvents;
+    this.readOnly = options.readOnly;
+    this.directoryReadOnly = options.directoryReadOnly;
+  }
+
+  async listAccounts(): Promise<AccountDoc[]> {
+    const ids = await this.#redis.run((c) => c.zrange(this.#redis.keys.accountIndex, 0, -1));
+    const docs = await Promise.all(ids.map((id) => this.readAccount(id)));
+    return docs.filter((d): d is AccountDoc => d !== undefined);
+  }
+
+  async readAccount(accountId: string): Promise<AccountDoc | undefined> {
+    return (await this.#readAccount(accountId))?.doc;
+  }
+
+  async createAccount(doc: AccountDoc, events: readonly AuditEvent[]): Promise<boolean> {
+    const k = this.#redis.keys;
+    const next = accountDocSchema.parse(doc);
+    return this.#inTurn(`acct:${next.id}`, async () => {
+      // A taken id is the common refusal: answered before index entries are written for nothing.
+      if ((await this.#redis.run((c) => c.exists(k.account(next.id)))) === 1) return false;
+      await this.#indexBefore(undefined, next);
+      const created = await this.#redis.run((c) => c.gwOwnerCreateAccount(
+        k.account(next.id), k.audit(next.id),
+        JSON.stringify(next), this.#maxAudit, k.directoryChannel, notice({ kind: 'account', accountId: next.id }), ...events.map(eventJson),
+      ));
+      if (created !== 1) return false;
+      await this.#projectAfter(undefined, next, 1);
+      return true;
+    });
+  }
+
+  updateAccount<T>(accountId: string, change: (doc: AccountDoc) => AccountUpdate<T>): Promise<T> {
+    const k = this.#redis.keys;
+    return this.#inTurn(`acct:${accountId}`, async () => {
+      for (let attempt = 1; ; attempt++) {
+        const current = await this.#readAccount(accountId);
+        if (current === undefined) throw new NotFound();
+        const { doc, events, result } = change(structuredClone(current.doc));
+        if (doc === undefined) return result;
+        const next = accountDocSchema.parse({ ...doc, id: accountId });
+        const deletes = next.deletedAt !== undefined && current.doc.deletedAt === undefined;
+        await this.#indexBefore(current.doc, next);
+        const version = await this.#redis.run((c) => c.gwOwnerUpdateAccount(
+          k.account(accountId), k.audit(accountId), k.roleIndex(accountId), k.roles(accountId), k.signRecords(accountId),
+          current.v, JSON.stringify(next), deletes ? '1' : '0', this.#maxAudit, k.directoryChannel,
+          notice({ kind: 'account', accountId }), ...events.map(eventJson),
+        ));
+        if (version === 0) throw new NotFound();
+        if (version > 0) {
+          await this.#projectAfter(current.doc, next, version);
+          return result;
+        }
+        await raced(attempt, `account ${accountId}`);
+      }
+    });
+  }
+
+  async findOwner(ownerId: string): Promise<OwnerRecord | undefined> {
+    return (await this.#readOwner(ownerId))?.doc;
+  }
+
+  async findOwnerByEmail(email: string): Promise<OwnerRecord | undefined> {
+    const wanted = email.toLowerCase();
+    const ownerId = await this.#redis.run((c) => c.get(this.#redis.keys.ownerEmail(wanted)));
+    if (ownerId === null) return undefined;
+    const owner = await this.findOwner(ownerId);
+    return owner?.email.toLowerCase() === wanted ? owner : undefined;
+  }
+
+  async createOwner(owner: OwnerRecord): Promise<boolean> {
+    const record = ownerSchema.parse(owner);
+    const email = record.email.toLowerCase();
+    return this.#inTurn(`owner:${record.id}`, async () => {
+      if (!(await this.#claimEmail(email, record.id))) return false;
+      const written = await this.#redis.run((c) => c.gwPutVersioned(this.#redis.keys.owner(record.id), '0', JSON.stringify(record)));
+      if (written > 0) return true;
+      // The id was taken: the email goes back to whoever may want it.
+      await this.#redis.run((c) => c.gwSwapIndex(this.#redis.keys.ownerEmail(email), record.id, ''));
+      return false;
+    });
+  }
+
+  updateOwner<T>(ownerId: string, change: (owner: OwnerRecord) => { owner?: OwnerRecord; result: T }): Promise<T> {
+    const k = this.#redis.keys;
+    return this.#inTurn(`owner:${ownerId}`, async () => {
+      for (let attempt = 1; ; attempt++) {
+        const current = await this.#readOwner(ownerId);
+        if (current === undefined) throw new NotFound();
+        const { owner, result } = change(structuredClone(current.doc));
+        if (owner === undefined) return result;
+        const next = ownerSchema.parse({ ...owner, id: ownerId });
+        const [before, after] = [current.doc.email.toLowerCase(), next.email.toLowerCase()];
+        if (before !== after && !(await this.#claimEmail(after, ownerId))) throw new Conflict('Another owner has this email.', 'email');
+        const version = await this.#redis.run((c) => c.gwPutVersioned(k.owner(ownerId), current.v, JSON.stringify(next)));
+        if (version > 0) {
+          if (before !== after) await this.#redis.run((c) => c.gwSwapIndex(k.ownerEmail(before), ownerId, ''));
+          return result;
+        }
+        await raced(attempt, `owner ${ownerId}`);
+      }
+    });
+  }
+
+  async accountsOf(ownerId: string): Promise<string[]> {
+    const ids = await this.#redis.run((c) => c.smembers(this.#redis.keys.ownerAccounts(ownerId)));
+    const docs = await Promise.all(ids.sort().map((id) => this.readAccount(id)));
+    // The set only grows: the account decides.
+    return docs.filter((d) => d !== undefined && d.deletedAt === undefined && d.members.some((m) => m.ownerId === ownerId)).map((d) => d!.id);
+  }
+
+  listRoles(accountId: string, query: RoleQuery): Promise<RolePage> {
+    return this.#directory.listRoles(accountId, query);
+  }
+
+  async getRole(accountId: string, id: number): Promise<Role | undefined> {
+    const json = await this.#redis.run((c) => c.hget(this.#redis.keys.roles(accountId), String(id)));
+    if (json === null) return undefined;
+    const where = `role ${id}`;
+    const value = parseJson(json, where);
+    return this.#records.role(typeof value === 'object' && value !== null && !('id' in value) ? { ...value, id } : value, where);
+  }
+
+  async putRole(accountId: string, role: Role, replaces: number | undefined, events: readonly AuditEvent[]): Promise<PutRoleOutcome> {
+    const k = this.#redis.keys;
+    const { id, slug, name, description } = role;
+    const json = JSON.stringify({ id, slug, name, description, public: role.public });
+    const outcome = await this.#redis.run((c) => c.gwOwnerPutRole(
+      k.account(accountId), k.roleIndex(accountId), k.roles(accountId), k.audit(accountId),
+      String(id), slug, json, replaces === undefined ? '' : String(replaces), this.#maxAudit, k.directoryChannel,
+      notice({ kind: 'roles', accountId }), ...events.map(eventJson),
+    ));
+    if (outcome !== 'ok' && outcome !== 'id_taken' && outcome !== 'slug_taken' && outcome !== 'not_found') throw new BadStoreData(new Error(`putRole answered ${String(outcome)}`));
+    return outcome;
+  }
+
+  async deleteRole(accountId: string, id: number, events: readonly AuditEvent[]): Promise<boolean> {
+    const k = this.#redis.keys;
+    return 1 === await this.#redis.run((c) => c.gwOwnerDeleteRole(
+      k.account(accountId), k.roleIndex(accountId), k.roles(accountId), k.audit(accountId),
+      String(id), this.#maxAudit, k.directoryChannel, notice({ kind: 'roles', accountId }), ...events.map(eventJson),
+    ));
+  }
+
+  getSignRecord(accountId: string, address: string): Promise<SignRecord | undefined> {
+    return this.#directory.findSignRecord(accountId, address);
+  }
+
+  async putSignRecord(accountId: string, record: SignRecord, mode: 'create' | 'replace', events: readonly AuditEvent[]): Promise<PutSignRecordOutcome> {
+    const k = this.#redis.keys;
+    const address = record.address.toLowerCase();
+    const outcome = await this.#redis.run((c) => c.gwOwnerPutSign(
+      k.account(accountId), k.signRecords(accountId), k.audit(accountId),
+      address, signJson(record), mode, this.#maxAudit, k.directoryChannel,
+      notice({ kind: 'sign', accountId, address }), ...events.map(eventJson),
+    ));
+    if (outcome !== 'ok' && outcome !== 'exists' && outcome !== 'not_found') throw new BadStoreData(new Error(`putSignRecord answered ${String(outcome)}`));
+    return outcome;
+  }
+
+  async deleteSignRecord(accountId: string, address: string, events: readonly AuditEvent[]): Promise<boolean> {
+    const k = this.#redis.keys;
+    const lower = address.toLowerCase();
+    return 1 === await this.#redis.run((c) => c.gwOwnerDeleteSign(
+      k.account(accountId), k.signRecords(accountId), k.audit(accountId),
+      lower, this.#maxAudit, k.directoryChannel, notice({ kind: 'sign', accountId, address: lower }), ...events.map(eventJson),
+    ));
+  }
+
+  async appendAudit(accountId: string, events: readonly AuditEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const k = this.#redis.keys;
+    await this.#redis.run((c) => c.gwOwnerAppendAudit(k.account(accountId), k.audit(accountId), this.#maxAudit, ...events.map(eventJson)));
+  }
+
+  /**
+   * Walks the stream from its newest entry in chunks. The cursor is found by position, as the
+   * memory store finds it: events of one millisecond have ids in random order among themselves,
+   * so comparing ids would skip or repeat some. A cursor no longer stored (trimmed away) pages
+   * by id instead, which needs the whole stream read (at most the cap); a stored one costs a
+   * read of what lies before it.
+   */
+  async listAudit(accountId: string, { before, limit }: { before?: string; limit: number }): Promise<AuditEvent[]> {
+    const key = this.#redis.keys.audit(accountId);
+    const after: AuditEvent[] = [];
+    const older: AuditEvent[] = [];
+    let passed = before === undefined;
+    let end = '+';
+    for (;;) {
+      const entries = await this.#redis.run((c) => c.xrevrange(key, end, '-', 'COUNT', AUDIT_CHUNK));
+      for (const [streamId, fields] of entries) {
+        const event = readEvent(streamId, fields);
+        if (passed) {
+          after.push(event);
+          if (after.length === limit) return after;
+        } else if (event.id === before) {
+          passed = true;
+        } else if (older.length < limit && event.id < before!) {
+          older.push(event);
+        }
+      }
+      if (entries.length < AUDIT_CHUNK) break;
+      end = `(${entries[entries.length - 1]![0]}`;
+    }
+    return passed ? after : older;
+  }
+
+  async findSettingsToken(digest: string): Promise<{ accountId: string; token: SettingsTokenRecord } | undefined> {
+    const accountId = await this.#redis.run((c) => c.get(this.#redis.keys.settingsToken(digest)));
+    if (accountId === null) return undefined;
+    const token = (await this.readAccount(accountId))?.settingsTokens.find((t) => t.digest === digest);
+    return token === undefined ? undefined : { accountId, token };
+  }
+
+  async findInvite(digest: string): Promise<{ accountId: string; invite: InviteRecord } | undefined> {
+    const accountId = await this.#redis.run((c) => c.get(this.#redis.keys.invite(digest)));
+    if (accountId === null) return undefined;
+    const invite = (await this.readAccount(accountId))?.invites.find((i) => i.digest === digest);
+    return invite === undefined ? undefined : { accountId, invite };
+  }
+
+  /**
+   * Writes a data file's owners and accounts (with their roles, sign records and audit events)
+   * into Redis, leaving every owner or account that already exists as it is. For a move from
+   * the data file to Redis, and for tests. Returns how many of each were written.
+   */
+  async importData(data: DataFile): Promise<{ owners: number; accounts: number }> {
+    const counts = { owners: 0, accounts: 0 };
+    for (const owner of data.owners) {
+      if (await this.createOwner(owner)) counts.owners++;
+    }
+    for (const account of data.accounts) {
+      const { roles, signRecords, audit, ...doc } = account;
+      if (!(await this.createAccount(doc, audit))) continue;
+      counts.accounts++;
+      if (roles.length > 0) await this.#directory.putRoles(account.id, roles);
+      for (const record of signRecords) await this.#directory.putSignRecord(account.id, toSignRecord(record));
+    }
+    return counts;
+  }
+
+  async #readAccount(accountId: string): Promise<Versioned<AccountDoc> | undefined> {
+    const stored = await this.#redis.run((c) => c.hgetall(this.#redis.keys.account(accountId)));
+    return readVersioned(stored, accountDocSchema, `account ${accountId}`);
+  }
+
+  async #readOwner(ownerId: string): Promise<Versioned<OwnerRecord> | undefined> {
+    const stored = await this.#redis.run((c) => c.hgetall(this.#redis.keys.owner(ownerId)));
+    return readVersioned(stored, ownerSchema, `owner ${ownerId}`);
+  }
+
+  /**
+   * Takes `email` for `ownerId`: free, already ours, or held by an entry its owner disowns (a
+   * claim whose owner was never written, or who moved to another email). False when another
+   * owner has it.
+   */
+  async #claimEmail(email: string, ownerId: string): Promise<boolean> {
+    const key = this.#redis.keys.ownerEmail(email);
+    if ((await this.#redis.run((c) => c.set(key, ownerId, 'NX'))) === 'OK') return true;
+    const holder = await this.#redis.run((c) => c.get(key));
+    if (holder === ownerId) return true;
+    if (holder !== null && (await this.findOwner(holder))?.email.toLowerCase() === email) return false;
+    return 1 === await this.#redis.run((c) => c.gwSwapIndex(key, holder ?? '', ownerId));
+  }
+
+  /** The index entries that lead to what `next` adds, written before it is. */
+  async #indexBefore(previous: AccountDoc | undefined, next: AccountDoc): Promise<void> {
+    const k = this.#redis.keys;
+    const writes: Promise<unknown>[] = [];
+    if (previous === undefined) writes.push(this.#redis.run((c) => c.zadd(k.accountIndex, 'NX', 0, next.id)));
+    // Every sign-in record the change may write is named first, so that one it writes is retired
+    // by a later change even if the instance writing it dies before it tidies up.
+    const names = next.apiKeys.flatMap((key) => [k.keyId(key.id), k.apiKey(key.apiKey)]);
+    if (names.length > 0) writes.push(this.#redis.run((c) => c.sadd(k.accountKeys(next.id), ...names)));
+    const had = {
+      members: new Set(previous?.members.map((m) => m.ownerId)),
+      tokens: new Set(previous?.settingsTokens.map((t) => t.digest)),
+      invites: new Set(previous?.invites.map((i) => i.digest)),
+    };
+    for (const m of next.members) if (!had.members.has(m.ownerId)) writes.push(this.#redis.run((c) => c.sadd(k.ownerAccounts(m.ownerId), next.id)));
+    for (const t of next.settingsTokens) if (!had.tokens.has(t.digest)) writes.push(this.#redis.run((c) => c.set(k.settingsToken(t.digest), next.id)));
+    for (const i of next.invites) if (!had.invites.has(i.digest)) writes.push(this.#redis.run((c) => c.set(k.invite(i.digest), next.id)));
+    await Promise.all(writes);
+  }
+
+  /**
+   * After a change is stored: the sign-in records of every key of `next` (all of them, so a
+   * projection a crashed instance never wrote is repaired by the account's next change),
+   * tombstones for every record named in the account's key set that `next` does not hold (so
+   * also those a crashed instance left behind), and the index entries of tokens and invites
+   * that went.
+   * Members that went stay in their owner's set: readers check the account, and taking them
+   * out here could undo a later change that added them back.
+   */
+  async #projectAfter(previous: AccountDoc | undefined, next: AccountDoc, version: number): Promise<void> {
+    const k = this.#redis.keys;
+    const project = (key: string, fields: Record<string, string> | undefined) => this.#redis.run((c) => c.gwProjectKey(
+      key, version, fields === undefined ? '1' : '0', TOMBSTONE_MS, ...Object.entries(fields ?? {}).flat(),
+    ));
+    const live = new Set(next.apiKeys.flatMap((key) => [k.keyId(key.id), k.apiKey(key.apiKey)]));
+    const named = await this.#redis.run((c) => c.smembers(k.accountKeys(next.id)));
+    const gone = [...new Set([...named, ...(previous?.apiKeys ?? []).flatMap((key) => [k.keyId(key.id), k.apiKey(key.apiKey)])])].filter((name) => !live.has(name));
+    const [, retired] = await Promise.all([
+      Promise.all(next.apiKeys.map(async (key) => {
+        const fields = keyRecordFields(toApiKeyRecord(next, key));
+        // The id record first, as putKey does: whoever finds the apiKey record finds the key it names.
+        await project(k.keyId(key.id), fields);
+        await project(k.apiKey(key.apiKey), fields);
+      })),
+      Promise.all(gone.map(async (name) => ((await project(name, undefined)) === 1 ? name : undefined))),
+    ]);
+    // A tombstone refused (a later version holds the record) leaves the name for that version's writer.
+    const done = retired.filter((name): name is string => name !== undefined);
+    if (done.length > 0) await this.#redis.run((c) => c.srem(k.accountKeys(next.id), ...done));
+    const tokens = new Set(next.settingsTokens.map((t) => t.digest));
+    const invites = new Set(next.invites.map((i) => i.digest));
+    const stale = [
+      ...(previous?.settingsTokens ?? []).filter((t) => !tokens.has(t.digest)).map((t) => k.settingsToken(t.digest)),
+      ...(previous?.invites ?? []).filter((i) => !invites.has(i.digest)).map((i) => k.invite(i.digest)),
+    ];
+    await Promise.all(stale.map((key) => this.#redis.run((c) => c.del(key))));
+  }
+
+  /** Runs changes to one account (or owner) of this process one after the other. */
+  #inTurn<T>(name: string, step: () => Promise<T>): Promise<T> {
+    const run = (this.#turns.get(name) ?? Promise.resolve()).then(step);
+    const settled = run.catch(() => {});
+    this.#turns.set(name, settled);
+    void settled.then(() => {
+      if (this.#turns.get(name) === settled) this.#turns.delete(name);
+    });
+    return run;
+  }
+}
+
+/** After a lost race: try again soon, spread out so that racing instances do not meet again. */
+async function raced(attempt: number, what: string): Promise<void> {
+  if (attempt >= MAX_ATTEMPTS) throw new StoreUnavailable(new Error(`${what}: ${attempt} attempts lost to concurrent changes`));
+  await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 * attempt)));
+}
+
+function readVersioned<T>(stored: Record<string, string>, schema: z.ZodType<T>, where: string): Versioned<T> | undefined {
+  if (stored.doc === undefined && stored.v === undefined) return undefined;
+  if (stored.doc === undefined || stored.v === undefined) throw new BadStoreData(new Error(`${where}: a document and its version are expected`));
+  const parsed = schema.safeParse(parseJson(stored.doc, where));
+  if (!parsed.success) throw new BadStoreData(new Error(`${where}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(record)'}: ${i.message}`).join('; ')}`));
+  return { doc: parsed.data, v: stored.v };
+}
+
+function readEvent(streamId: string, fields: string[]): AuditEvent {
+  const json = fields[fields.indexOf('e') + 1];
+  const where = `audit event ${streamId}`;
+  if (fields.indexOf('e') === -1 || json === undefined) throw new BadStoreData(new Error(`${where}: no event`));
+  const parsed = auditEventSchema.safeParse(parseJson(json, where));
+  if (!parsed.success) throw new BadStoreData(new Error(`${where}: not an audit event`));
+  return parsed.data;
+}
+
+function parseJson(json: string, where: string): unknown {
+  try {
+    return JSON.parse(json);
+  } catch {
+    throw new BadStoreData(new Error(`${where}: not JSON`));
+  }
+}
+
+function eventJson(event: AuditEvent): string {
+  return JSON.stringify(auditEventSchema.parse(event));
+}
+
+function notice(change: DirectoryChange): string {
+  return JSON.stringify(change);
+}
+
+/** A sign record as directory.redis.ts writes it: the address is the field, times ISO 8601. */
+function signJson({ signedNonce, signedAt, signedExpiredAt }: SignRecord): string {
+  return JSON.stringify({ signedNonce, signedAt: new Date(signedAt).toISOString(), signedExpiredAt: new Date(signedExpiredAt).toISOString() });
+}

@@ -1,0 +1,122 @@
+/**
+ * Owner passwords and sign-in, below HTTP: the argon2id parameters in the PHC string, the bound
+ * on hashes running at once, the rehash of a hash made with older parameters, the dummy verify
+ * that makes an unknown email cost what a wrong password costs, disabled owners, and the
+ * subject the sign-in limits count.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { hash } from '@node-rs/argon2';
+import type { Revocations } from '../../src/auth/revocation.js';
+import { loadConfig } from '../../src/config/load.js';
+import { InvalidOwnerCredentials } from '../../src/errors/errors.js';
+import type { RateLimits } from '../../src/limits/rate-limits.js';
+import { HASH_CONCURRENCY, hashLoad, hashPassword, needsRehash, verifyPassword } from '../../src/owner/passwords.js';
+import { createSessionService } from '../../src/owner/sessions.js';
+import { dataFileSchema } from '../../src/stores/data-file.js';
+import { MemoryOwnerStore } from '../../src/stores/owner-store.memory.js';
+import { MemorySessionStore } from '../../src/stores/session-store.memory.js';
+import { createLogger } from '../../src/telemetry/log.js';
+import { ManualClock } from '../helpers/clock.js';
+
+const PASSWORD = 'correct horse battery staple';
+const META = { ip: '192.0.2.1', requestId: 'r1' };
+
+test('a hash is an argon2id PHC string with 19456 KiB, 2 passes, 1 lane; it verifies only its password', async () => {
+  const phc = await hashPassword(PASSWORD);
+  assert.match(phc, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$/);
+  assert.notEqual(await hashPassword(PASSWORD), phc, 'salted: the same password hashes differently');
+  assert.equal(await verifyPassword(phc, PASSWORD), true);
+  assert.equal(await verifyPassword(phc, `${PASSWORD} `), false);
+  assert.equal(await verifyPassword('not a PHC string', PASSWORD), false, 'a malformed hash is a mismatch, not a crash');
+  assert.equal(needsRehash(phc), false);
+  assert.equal(needsRehash(await hash(PASSWORD, { memoryCost: 8192, timeCost: 3, parallelism: 1 })), true, 'older parameters');
+  assert.equal(needsRehash('garbage'), true);
+});
+
+test(`at most ${HASH_CONCURRENCY} hashes run at once; the rest wait their turn`, async () => {
+  let most = 0;
+  let waited = 0;
+  let done = false;
+  const watch = (async () => {
+    while (!done) {
+      const { running, waiting } = hashLoad();
+      most = Math.max(most, running);
+      waited = Math.max(waited, waiting);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  })();
+  const hashes = await Promise.all(Array.from({ length: 3 * HASH_CONCURRENCY }, (_, i) => hashPassword(`password number ${i} and more`)));
+  done = true;
+  await watch;
+  assert.equal(new Set(hashes).size, 3 * HASH_CONCURRENCY, 'every hash was made');
+  assert.equal(most, HASH_CONCURRENCY, `running at once: ${most}`);
+  assert.ok(waited >= HASH_CONCURRENCY, `the others queued (${waited} at most)`);
+  assert.deepEqual(hashLoad(), { running: 0, waiting: 0 });
+});
+
+async function setUp(owner: { passwordHash: string; disabled?: boolean }) {
+  const clock = new ManualClock();
+  const at = new Date(clock.now()).toISOString();
+  const data = dataFileSchema.parse({
+    accounts: [{ id: 'acct_x', name: 'X', members: [{ ownerId: 'own_1', addedAt: at }] }],
+    owners: [{ id: 'own_1', email: 'one@example.com', createdAt: at, ...owner }],
+  });
+  const store = new MemoryOwnerStore(data, { maxAuditEvents: 100 });
+  const subjects: string[] = [];
+  const limits = {
+    async signIn(subject: string) {
+      subjects.push(subject);
+      return { succeeded: async () => {}, undecided: async () => {} };
+    },
+  } as unknown as RateLimits;
+  const config = loadConfig({ env: {}, overrides: {} });
+  const service = createSessionService({
+    store,
+    sessions: new MemorySessionStore({ clock }),
+    revocations: {} as Revocations,
+    clock,
+    limits,
+    log: createLogger('silent'),
+    config,
+  });
+  return { store, service, subjects };
+}
+
+test('a hash made with older parameters is replaced at the next sign-in, and the password still works', async () => {
+  const old = await hash(PASSWORD, { memoryCost: 8192, timeCost: 3, parallelism: 1 });
+  const { store, service } = await setUp({ passwordHash: old });
+  await service.signIn('one@example.com', PASSWORD, META);
+  const rehashed = (await store.findOwner('own_1'))!.passwordHash;
+  assert.notEqual(rehashed, old);
+  assert.match(rehashed, /\$m=19456,t=2,p=1\$/);
+  await service.signIn('one@example.com', PASSWORD, META);
+  await assert.rejects(service.signIn('one@example.com', 'a wrong password here', META), InvalidOwnerCredentials);
+  assert.equal((await store.findOwner('own_1'))!.passwordHash, rehashed, 'a current hash is left alone');
+});
+
+test('a disabled owner cannot sign in, with the right password too; every attempt is counted as owner:<lowercase email>', async () => {
+  const { service, subjects } = await setUp({ passwordHash: await hashPassword(PASSWORD), disabled: true });
+  await assert.rejects(service.signIn('One@Example.com', PASSWORD, META), InvalidOwnerCredentials);
+  await assert.rejects(service.signIn('nobody@example.com', PASSWORD, META), InvalidOwnerCredentials);
+  assert.deepEqual(subjects, ['owner:one@example.com', 'owner:nobody@example.com']);
+});
+
+test('an unknown email costs an argon2 verification, as a wrong password does', async () => {
+  const { service } = await setUp({ passwordHash: await hashPassword(PASSWORD) });
+  /** The fastest of 5 failed sign-ins: the cost of the work itself, least disturbed by a loaded machine. */
+  const fastest = async (email: string): Promise<number> => {
+    const times: number[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      const started = performance.now();
+      await assert.rejects(service.signIn(email, 'a wrong password here', META), InvalidOwnerCredentials);
+      times.push(performance.now() - started);
+    }
+    return Math.min(...times);
+  };
+  await fastest('nobody@example.com'); // warm up both paths alike
+  const wrong = await fastest('one@example.com');
+  const unknown = await fastest('nobody@example.com');
+  // Without the dummy an unknown email answers in a fraction of a millisecond; argon2 at 19 MiB takes about ten.
+  assert.ok(unknown > wrong * 0.3, `unknown email ${unknown.toFixed(1)} ms, wrong password ${wrong.toFixed(1)} ms`);
+});
