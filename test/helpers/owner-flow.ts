@@ -55,13 +55,13 @@ async function expectSignedIn(gw: Instance, apiKey: string, apiSecret: string, w
 /** Polls `probe` until it gives `status`; the ms it took, or a failure after `limitMs`. */
 export async function within(limitMs: number, what: string, probe: () => Promise<JsonResponse>, status: number): Promise<number> {
   const started = Date.now();
-  let last: JsonResponse | undefined;
-  while (Date.now() - started <= limitMs) {
-    last = await probe();
+  // At least one probe, even when the budget was spent before the call.
+  for (;;) {
+    const last = await probe();
     if (last.status === status) return Date.now() - started;
+    if (Date.now() - started > limitMs) assert.fail(`${what}: still ${show(last)} after ${limitMs} ms (expected ${status})`);
     await sleep(POLL_MS);
   }
-  assert.fail(`${what}: still ${last === undefined ? 'unanswered' : show(last)} after ${limitMs} ms (expected ${status})`);
 }
 
 /**
