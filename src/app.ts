@@ -28,6 +28,7 @@ import { NotFound } from './errors/errors.js';
 import { createRouteRequest, isWebSocketHandshake, screenRequests, type Routed } from './http/edge.js';
 import { createAccessLog, finalStatus, logAccess, type AccessLog } from './http/middleware/access-log.js';
 import { assignRequestId, requestIdOf } from './http/middleware/request-id.js';
+import { OWNER_TREE } from './http/owner/register.js';
 import { failResponse, failSocket } from './http/raw-response.js';
 import { answerUnmatched, createRouter } from './http/router.js';
 import type { RouteMatch } from './proxy/routes.js';
@@ -86,15 +87,20 @@ export function createListeners(services: Services): Listeners {
 
 /**
  * Whether a path is the gateway's own, asked of every proxied request: while every own route is
- * a plain path (no parameters), one set lookup; otherwise the router itself decides.
+ * a plain path (no parameters) or lies in the owner API's tree (all of which is own: its
+ * catch-all answers every path under it), one prefix test and one set lookup; otherwise the
+ * router itself decides.
  */
 function createOwnPathCheck(router: Router): (path: string) => boolean {
   const layers = router.stack.filter((layer) => layer.methods.length > 0);
   const isPlain = (path: unknown) => typeof path === 'string' && /^[a-z0-9/._-]+$/.test(path);
-  if (layers.every((layer) => isPlain(layer.path))) {
-    const own = new Set(layers.map((layer) => layer.path as string));
+  const isOwnerTree = (path: unknown) => typeof path === 'string' && (path === OWNER_TREE || path.startsWith(`${OWNER_TREE}/`));
+  if (layers.every((layer) => isPlain(layer.path) || isOwnerTree(layer.path))) {
+    const own = new Set(layers.filter((layer) => isPlain(layer.path)).map((layer) => layer.path as string));
+    const hasOwnerTree = layers.some((layer) => isOwnerTree(layer.path));
     return (path) => {
       const key = ownPathKey(path);
+      if (hasOwnerTree && isOwnerTree(key)) return true;
       // The router takes one trailing slash as the same path (normalising leaves at most one).
       return own.has(key.length > 1 && key.endsWith('/') ? key.slice(0, -1) : key);
     };

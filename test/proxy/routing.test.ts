@@ -164,6 +164,27 @@ test('an own path spelt in another case or with segment parameters or a trailing
   assert.equal(backend.received.length, 0, `the catch-all got: ${JSON.stringify(backend.received.map((r) => `${r.method} ${r.url}`))}`);
 });
 
+test('the owner API\'s whole tree is the gateway\'s own: no spelling of a path under /owner reaches a catch-all route; /ownerx does', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await startProxy(t, [{ prefix: '/', targets: [backend.url], auth: 'public' }]);
+  const spellings = ['/owner', '/owner/', '/owner/v1', '/owner/v1/accounts', '/owner/v1/accounts/acct_alice/keys', '/owner/v2/anything/at/all',
+    '/OWNER/v1/accounts', '/Owner', '/owner;x=1/v1/session', '/owner/v1;a/accounts', '/owner//v1/session'];
+  for (const path of spellings) {
+    for (const method of ['GET', 'POST', 'DELETE']) {
+      const res = await rawExchange(gw.url, `${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+      assert.notEqual(res.status, 200, `${method} ${path} was answered by the catch-all`);
+    }
+  }
+  const described = await rawExchange(gw.url, 'GET /openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+  assert.equal(JSON.parse(described.body).openapi, '3.1.0', 'the gateway\'s own description');
+  assert.equal(backend.received.length, 0, `the catch-all got: ${JSON.stringify(backend.received.map((r) => `${r.method} ${r.url}`))}`);
+  for (const path of ['/ownerx', '/owners/1', '/x/owner/v1']) {
+    const res = await rawExchange(gw.url, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    assert.equal(res.status, 200, `${path} is a backend's`);
+  }
+  assert.equal(backend.received.length, 3);
+});
+
 test('unknown paths get the 404 envelope and reach no backend', async (t) => {
   const backend = await startBackend(t);
   const gw = await startProxy(t, [{ prefix: '/orders', targets: [backend.url], auth: 'public' }]);

@@ -19,6 +19,8 @@ import { checkOrigin, requirePasswordChanged, resolveCaller, type ResolvedCaller
 import type { Operation } from './operation.js';
 
 export const OWNER_PREFIX = '/owner/v1';
+/** Every path under it is the gateway's own (app.ts's own-path check relies on it). */
+export const OWNER_TREE = '/owner';
 
 export interface OwnerApiDeps {
   config: Pick<Config, 'owner'>;
@@ -62,8 +64,8 @@ export function registerOwnerApi(router: Router, { config, operations, sessions,
     });
   }
   // Last: whatever else is under /owner. A path served under other methods is a 405.
-  router.all('/owner', answerOwnerUnmatched);
-  router.all('/owner/{*rest}', answerOwnerUnmatched);
+  router.all(OWNER_TREE, answerOwnerUnmatched);
+  router.all(`${OWNER_TREE}/{*rest}`, answerOwnerUnmatched);
 }
 
 /** An admin token is a secret guessed like an API secret: each presented one counts as a sign-in attempt. */
@@ -87,7 +89,7 @@ async function resolveAdminOrSession(ctx: Context, { sessions, owner, limits, cl
 
 async function answerOwnerUnmatched(ctx: Context): Promise<void> {
   const matched = (ctx as Context & { matched?: { methods: string[]; path: string }[] }).matched ?? [];
-  const allowed = [...new Set(matched.filter((layer) => !layer.path.startsWith('/owner/{*rest}') && layer.path !== '/owner').flatMap((layer) => layer.methods))];
+  const allowed = [...new Set(matched.filter((layer) => layer.path !== `${OWNER_TREE}/{*rest}` && layer.path !== OWNER_TREE).flatMap((layer) => layer.methods))];
   if (allowed.length > 0) throw new MethodNotAllowed(allowed.join(', '));
   throw new NotFound();
 }
