@@ -133,3 +133,26 @@ test('lastUsedAt is written at most once per token per 5 minutes', async () => {
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal(calls.updateAccount, 2, 'one more once 5 minutes have passed');
 });
+
+test('a lastUsedAt write that fails is not tried again by every request: still at most once per 5 minutes', async () => {
+  const { clock, token, calls, memory } = setUp();
+  const failing = createSettingsTokenAuth({
+    store: {
+      readOnly: undefined,
+      findSettingsToken: (digest) => memory.findSettingsToken(digest),
+      readAccount: (id) => memory.readAccount(id),
+      updateAccount: () => { calls.updateAccount++; return Promise.reject(new Error('store down')); },
+    },
+    revocations: createRevocations({ store: new MemoryRevocationStore({ clock, retainMs: 86_400_000 }), clock, ttlMs: 1000, rememberMs: ACCESS_TTL_S * 1000 }),
+    clock, log: createLogger('silent'), cacheTtlMs: CACHE_TTL_MS, accessTokenTtlSeconds: ACCESS_TTL_S,
+  });
+  for (let i = 0; i < 20; i++) {
+    await failing(token);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  assert.equal(calls.updateAccount, 1, 'a failing store gets one write, not one per request');
+  clock.advance(300_001);
+  await failing(token);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(calls.updateAccount, 2, 'tried again once 5 minutes have passed');
+});
