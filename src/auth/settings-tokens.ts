@@ -13,7 +13,8 @@
  *
  * A settings token's validity is durable (in the owner store), so unlike a JWT it is not
  * refused for being older than the reset store's epoch (a restart of a memory gateway).
- * Its last use is written back at most once per `touchEveryMs` per token on this instance.
+ * Its last use is written back at most once per `touchEveryMs` per token on this instance,
+ * whether the write succeeds or not.
  */
 import { LRUCache } from 'lru-cache';
 import { isWellFormedSettingsToken, settingsTokenDigest } from '../domain/settings-token.js';
@@ -84,7 +85,7 @@ export function createSettingsTokenAuth({
       if (stored === undefined || stored.revokedAt !== undefined) return { events: [], result: undefined };
       return { doc: { ...doc, settingsTokens: doc.settingsTokens.map((t) => (t.id === token.id ? { ...t, lastUsedAt: at } : t)) }, events: [], result: undefined };
     }).catch((err: unknown) => {
-      touched.delete(token.id);
+      // Not forgotten: a failing store would otherwise get a write (and the log a line) per request.
       log.warn({ err, accountId, tokenId: token.id }, 'could not record the last use of an API settings token');
     });
   }
