@@ -18,7 +18,7 @@ import { randomBase62 } from '../domain/random.js';
 import { secretDigest } from '../domain/secrets.js';
 import type { AuditEvent, InviteRecord, OwnerRecord } from '../stores/owner-records.js';
 import type { AccountDoc } from '../stores/owner-store.js';
-import { loadAccount, requireOperator, requireWritable } from './access.js';
+import { loadAccount, requireOperator, requireReachable, requireWritable } from './access.js';
 import { logEvents, makeEvent, type EventInput } from './audit.js';
 import type { OwnerDeps } from './deps.js';
 import { hashPassword, verifyPassword } from './passwords.js';
@@ -81,12 +81,6 @@ export function createAccountService({ store, sessions, revocations, clock, limi
     return inputs.map((input) => makeEvent(actor, now, input));
   }
 
-  /** The account is live inside the change too: a deletion may have come between. */
-  function live(doc: AccountDoc): AccountDoc {
-    if (doc.deletedAt !== undefined) throw new NotFound('No such account.');
-    return doc;
-  }
-
   /** Owners who belong to no account any more lose their sessions. */
   async function signOutIfHomeless(ownerIds: readonly string[]): Promise<void> {
     for (const ownerId of ownerIds) {
@@ -132,7 +126,7 @@ export function createAccountService({ store, sessions, revocations, clock, limi
       requireWritable(store);
       const now = clock.now();
       const { doc, made, disabled } = await store.updateAccount(accountId, (current) => {
-        live(current);
+        requireReachable(actor.caller, current);
         const next = { ...current, ...(name !== undefined ? { name } : {}), ...(enabled !== undefined ? { enabled } : {}) };
         const changes = { name: [current.name ?? '', next.name ?? ''], enabled: [current.enabled, next.enabled] } satisfies Record<string, [unknown, unknown]>;
         if (next.name === current.name && next.enabled === current.enabled) return { events: [], result: { doc: current, made: [], disabled: false } };
@@ -151,7 +145,7 @@ export function createAccountService({ store, sessions, revocations, clock, limi
       requireWritable(store);
       const now = clock.now();
       const { made, formerMembers } = await store.updateAccount(accountId, (current) => {
-        live(current);
+        requireReachable(actor.caller, current);
         const made = events(actor, now, { action: 'account.delete', target: { type: 'account', id: accountId } });
         const tombstone: AccountDoc = { ...current, enabled: false, deletedAt: iso(now), apiKeys: [], members: [], invites: [], settingsTokens: [] };
         return { doc: tombstone, events: made, result: { made, formerMembers: current.members.map((m) => m.ownerId) } };
@@ -172,7 +166,7 @@ export function createAccountService({ store, sessions, revocations, clock, limi
       requireWritable(store);
       const now = clock.now();
       const made = await store.updateAccount(accountId, (current) => {
-        live(current);
+        requireReachable(actor.caller, current);
         if (!current.members.some((m) => m.ownerId === ownerId)) throw new NotFound('No such member.');
         if (current.members.length === 1) throw new Conflict('An account keeps at least one owner: add another before removing this one.', 'ownerId');
         const made = events(actor, now, { action: 'member.remove', target: { type: 'owner', id: ownerId } });
@@ -208,7 +202,7 @@ export function createAccountService({ store, sessions, revocations, clock, limi
       const member = { ownerId: owner.id, addedAt: iso(clock.now()) };
       const now = clock.now();
       const made = await store.updateAccount(accountId, (current) => {
-        live(current);
+        requireReachable(actor.caller, current);
         if (current.members.some((m) => m.ownerId === member.ownerId)) throw new Conflict('This owner is already a member of the account.', 'email');
         const made = events(actor, now, {
           action: 'member.add',
@@ -250,7 +244,7 @@ export function createAccountService({ store, sessions, revocations, clock, limi
         expiresAt: iso(now + config.owner.inviteTtlHours * 3_600_000),
       };
       const made = await store.updateAccount(accountId, (current) => {
-        live(current);
+        requireReachable(actor.caller, current);
         const kept = current.invites.filter((i) => inviteStatus(i, now) === 'pending' || endOf(i) > now - ENDED_INVITE_KEPT_MS);
         if (kept.length >= MAX_INVITES) throw new Conflict(`An account holds at most ${MAX_INVITES} invites: revoke some first.`);
         const made = events(actor, now, { action: 'invite.create', target: { type: 'invite', id: invite.id }, changes: { email: [null, wanted], expiresAt: [null, invite.expiresAt] } });
@@ -265,7 +259,7 @@ export function createAccountService({ store, sessions, revocations, clock, limi
       requireWritable(store);
       const now = clock.now();
       const { invite, made } = await store.updateAccount(accountId, (current) => {
-        live(current);
+        requireReachable(actor.caller, current);
         const invite = current.invites.find((i) => i.id === inviteId);
         if (invite === undefined) throw new NotFound('No such invite.');
         const status = inviteStatus(invite, now);

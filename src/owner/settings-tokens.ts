@@ -12,7 +12,7 @@ import { mintSettingsToken, settingsTokenDigest, settingsTokenStart } from '../d
 import { NotFound } from '../errors/errors.js';
 import type { SettingsTokenRecord } from '../stores/owner-records.js';
 import type { AccountDoc } from '../stores/owner-store.js';
-import { loadAccount, requireWritable } from './access.js';
+import { loadAccount, requireReachable, requireWritable } from './access.js';
 import { logEvents, makeEvent } from './audit.js';
 import type { OwnerDeps } from './deps.js';
 import { revokeSettingsTokens } from './keys.js';
@@ -114,7 +114,7 @@ export function createSettingsTokenService({ store, revocations, clock, log, con
         target: { type: 'settings_token', id: record.id },
         changes: { name: [undefined, name], scopes: [undefined, record.scopes], expiresAt: [undefined, record.expiresAt] },
       })];
-      await store.updateAccount(accountId, (doc) => ({ doc: { ...doc, settingsTokens: [...doc.settingsTokens, record] }, events, result: undefined }));
+      await store.updateAccount(accountId, (doc) => ({ doc: { ...requireReachable(actor.caller, doc), settingsTokens: [...doc.settingsTokens, record] }, events, result: undefined }));
       logEvents(log, accountId, events);
       return { settingsToken: toSettingsTokenView(record, now), token };
     },
@@ -125,7 +125,7 @@ export function createSettingsTokenService({ store, revocations, clock, log, con
       const now = clock.now();
       const events = [makeEvent(actor, now, { action: 'settings_token.revoke', target: { type: 'settings_token', id: tokenId } })];
       const revoked = await store.updateAccount(accountId, (doc) => {
-        const token = findToken(doc, tokenId);
+        const token = findToken(requireReachable(actor.caller, doc), tokenId);
         if (token.revokedAt !== undefined) return { events: [], result: { token, written: false } };
         const next = { ...token, revokedAt: new Date(now).toISOString() };
         return { doc: { ...doc, settingsTokens: doc.settingsTokens.map((t) => (t.id === tokenId ? next : t)) }, events, result: { token: next, written: true } };
