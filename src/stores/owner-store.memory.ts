@@ -148,7 +148,7 @@ export class MemoryOwnerStore implements OwnerStore {
 
   putRole(accountId: string, role: Role, replaces: number | undefined, events: readonly AuditEvent[]): Promise<PutRoleOutcome> {
     return this.#change((data) => {
-      const account = this.#account(data, accountId);
+      const account = this.#liveAccount(data, accountId);
       if (account === undefined) return { result: 'not_found' as const };
       const others = account.roles.filter((r) => r.id !== replaces);
       if (replaces !== undefined && others.length === account.roles.length) return { result: 'not_found' as const };
@@ -162,7 +162,7 @@ export class MemoryOwnerStore implements OwnerStore {
 
   deleteRole(accountId: string, id: number, events: readonly AuditEvent[]): Promise<boolean> {
     return this.#change((data) => {
-      const account = this.#account(data, accountId);
+      const account = this.#liveAccount(data, accountId);
       const index = account?.roles.findIndex((r) => r.id === id) ?? -1;
       if (account === undefined || index === -1) return { result: false };
       account.roles.splice(index, 1);
@@ -178,7 +178,7 @@ export class MemoryOwnerStore implements OwnerStore {
 
   putSignRecord(accountId: string, record: SignRecord, mode: 'create' | 'replace', events: readonly AuditEvent[]): Promise<PutSignRecordOutcome> {
     return this.#change((data) => {
-      const account = this.#account(data, accountId);
+      const account = this.#liveAccount(data, accountId);
       if (account === undefined) return { result: 'not_found' as const };
       const index = account.signRecords.findIndex((s) => s.address.toLowerCase() === record.address);
       if (mode === 'create' && index !== -1) return { result: 'exists' as const };
@@ -198,7 +198,7 @@ export class MemoryOwnerStore implements OwnerStore {
 
   deleteSignRecord(accountId: string, address: string, events: readonly AuditEvent[]): Promise<boolean> {
     return this.#change((data) => {
-      const account = this.#account(data, accountId);
+      const account = this.#liveAccount(data, accountId);
       const index = account?.signRecords.findIndex((s) => s.address.toLowerCase() === address) ?? -1;
       if (account === undefined || index === -1) return { result: false };
       account.signRecords.splice(index, 1);
@@ -241,6 +241,12 @@ export class MemoryOwnerStore implements OwnerStore {
 
   #account(data: DataFile, accountId: string): AccountData | undefined {
     return data.accounts.find((a) => a.id === accountId);
+  }
+
+  /** The account unless it is deleted: a role or sign record written after the deletion would outlive it. */
+  #liveAccount(data: DataFile, accountId: string): AccountData | undefined {
+    const account = this.#account(data, accountId);
+    return account?.deletedAt === undefined ? account : undefined;
   }
 
   #audit(data: DataFile, accountId: string, events: readonly AuditEvent[]): void {

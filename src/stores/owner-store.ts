@@ -60,7 +60,8 @@ export interface OwnerStore {
   /**
    * Creates a role (`replaces` absent: its id must be free) or replaces role `replaces` (which
    * must exist; `role.id` may differ: that moves it). Slugs are unique within the account.
-   * Announced to every instance's directory cache.
+   * Announced to every instance's directory cache. A deleted account (as an unknown one) takes
+   * no role or sign record: not_found, or false for the deletes.
    */
   putRole(accountId: string, role: Role, replaces: number | undefined, events: readonly AuditEvent[]): Promise<PutRoleOutcome>;
   deleteRole(accountId: string, id: number, events: readonly AuditEvent[]): Promise<boolean>;
