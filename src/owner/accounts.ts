@@ -21,6 +21,7 @@ import type { AccountDoc } from '../stores/owner-store.js';
 import { loadAccount, requireOperator, requireReachable, requireWritable } from './access.js';
 import { logEvents, makeEvent, type EventInput } from './audit.js';
 import type { OwnerDeps } from './deps.js';
+import { revokeSettingsTokens } from './keys.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import type { Actor, Caller, Page, PageQuery, RequestMeta } from './types.js';
 import { accountView, inviteStatus, inviteView, memberView, type AccountView, type InviteView, type MemberView } from './views.js';
@@ -36,7 +37,7 @@ export interface AccountService {
   listAccounts(caller: Caller, page: PageQuery): Promise<Page<AccountView>>;
   createAccount(actor: Actor, input: { id?: string; name: string }): Promise<AccountView>;
   getAccount(caller: Caller, accountId: string): Promise<AccountView>;
-  /** `enabled` is the operator's; disabling resets every token of the account. */
+  /** `enabled` is the operator's; disabling resets every token of the account and revokes its settings tokens for good. */
   updateAccount(actor: Actor, accountId: string, input: { name?: string; enabled?: boolean }): Promise<AccountView>;
   deleteAccount(actor: Actor, accountId: string): Promise<{ id: string; deleted: true }>;
 
@@ -127,11 +128,15 @@ export function createAccountService({ store, sessions, revocations, clock, limi
       const now = clock.now();
       const { doc, made, disabled } = await store.updateAccount(accountId, (current) => {
         requireReachable(actor.caller, current);
-        const next = { ...current, ...(name !== undefined ? { name } : {}), ...(enabled !== undefined ? { enabled } : {}) };
-        const changes = { name: [current.name ?? '', next.name ?? ''], enabled: [current.enabled, next.enabled] } satisfies Record<string, [unknown, unknown]>;
-        if (next.name === current.name && next.enabled === current.enabled) return { events: [], result: { doc: current, made: [], disabled: false } };
+        const changed = { ...current, ...(name !== undefined ? { name } : {}), ...(enabled !== undefined ? { enabled } : {}) };
+        const changes = { name: [current.name ?? '', changed.name ?? ''], enabled: [current.enabled, changed.enabled] } satisfies Record<string, [unknown, unknown]>;
+        if (changed.name === current.name && changed.enabled === current.enabled) return { events: [], result: { doc: current, made: [], disabled: false } };
+        const disabled = current.enabled && !changed.enabled;
+        // Disabling is an account reset, which revokes the settings tokens for good (keys.ts
+        // resetAccount): the reset below is remembered for a while only, a settings token lives on.
+        const next = disabled ? revokeSettingsTokens(changed, now) : changed;
         const made = events(actor, now, { action: 'account.update', target: { type: 'account', id: accountId }, changes });
-        return { doc: next, events: made, result: { doc: next, made, disabled: current.enabled && !next.enabled } };
+        return { doc: next, events: made, result: { doc: next, made, disabled } };
       });
       logEvents(log, accountId, made);
       // After the write: a token checked between the reset and the write would otherwise pass.
