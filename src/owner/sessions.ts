@@ -132,7 +132,16 @@ export function createSessionService({ store, sessions, clock, limits, log, conf
     async signIn(email, password, meta) {
       const owner = await checkPassword(email, await store.findOwnerByEmail(email.toLowerCase()), password, meta);
       await rehashIfOld(owner, password);
-      return (await start(owner)).created;
+      const { digest, created } = await start(owner);
+      // A password change committed while this sign-in was checked may have ended the owner's
+      // sessions before this one was stored: read again after storing it, so that one of the two
+      // always sees the other.
+      const current = await store.findOwner(owner.id);
+      if (current === undefined || current.disabled || current.passwordChangedAt !== owner.passwordChangedAt) {
+        await sessions.delete(digest);
+        throw new InvalidOwnerCredentials();
+      }
+      return created;
     },
 
     async resume(token): Promise<ResumedSession | undefined> {
