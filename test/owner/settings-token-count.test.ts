@@ -33,7 +33,7 @@ test('tokens revoked or expired more than 30 days ago are dropped when one is ma
   const longAgo = new Date(Date.now() - 31 * DAY).toISOString();
   const lately = new Date(Date.now() - DAY).toISOString();
   const gw = await startOwnerGateway(t, {
-    edit: seed(100, (n) => (n === 0 ? { revokedAt: lately } : n === 1 ? { expiresAt: lately } : n % 2 === 0 ? { revokedAt: longAgo } : { expiresAt: longAgo })),
+    edit: seed(100, (n): Record<string, string> => (n === 0 ? { revokedAt: lately } : n === 1 ? { expiresAt: lately } : n % 2 === 0 ? { revokedAt: longAgo } : { expiresAt: longAgo })),
   });
   const res = await operator(gw).post('/accounts/acct_alice/settings-tokens', { name: 'fresh' });
   assert.equal(res.status, 201, show(res));
