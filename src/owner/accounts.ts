@@ -13,7 +13,7 @@
  * reset after the write). A deleted account stays as a tombstone: its id is never given again,
  * its audit events stay, everything else goes.
  */
-import { Conflict, InvalidOwnerCredentials, InvalidRequest, NotFound } from '../errors/errors.js';
+import { Conflict, InvalidRequest, NotFound } from '../errors/errors.js';
 import { randomBase62 } from '../domain/random.js';
 import { secretDigest } from '../domain/secrets.js';
 import type { AuditEvent, InviteRecord, OwnerRecord } from '../stores/owner-records.js';
@@ -22,7 +22,8 @@ import { loadAccount, requireOperator, requireReachable, requireWritable } from 
 import { logEvents, makeEvent, type EventInput } from './audit.js';
 import type { OwnerDeps } from './deps.js';
 import { revokeSettingsTokens } from './keys.js';
-import { hashPassword, verifyPassword } from './passwords.js';
+import { hashPassword } from './passwords.js';
+import { checkOwnerPassword } from './sessions.js';
 import type { Actor, Caller, Page, PageQuery, RequestMeta } from './types.js';
 import { accountView, inviteStatus, inviteView, memberView, type AccountView, type InviteView, type MemberView } from './views.js';
 
@@ -291,16 +292,7 @@ export function createAccountService({ store, sessions, revocations, clock, limi
       if (owner !== undefined) {
         if (account.members.some((m) => m.ownerId === owner!.id)) throw new Conflict('This owner is already a member of the account.', 'token');
         // The invited email has an owner: only that owner's password accepts for them.
-        const attempt = await limits.signIn(`owner:${invite.email}`, meta.ip);
-        let matched: boolean;
-        try {
-          matched = await verifyPassword(owner.passwordHash, password);
-        } catch (err) {
-          await attempt.undecided();
-          throw err;
-        }
-        if (!matched || owner.disabled) throw new InvalidOwnerCredentials();
-        await attempt.succeeded();
+        await checkOwnerPassword(limits, invite.email, owner, password, meta);
       } else {
         const fresh: OwnerRecord = {
           id: `own_${randomBase62(16)}`,
