@@ -177,7 +177,8 @@ export function createKeyService({ store, revocations, clock, log }: OwnerDeps):
         if (patch.enabled !== undefined) next.disabled = !patch.enabled;
         if (patch.scopes !== undefined) next.scopes = [...new Set(patch.scopes)];
         // A disabled key's tokens stop; so do those carrying a scope the key no longer grants.
-        const disabled = next.disabled && !key.disabled;
+        // Also when it was disabled already: a retry after a failed reset must still make it.
+        const disabled = next.disabled && patch.enabled === false;
         const narrowed = key.scopes.some((scope) => !next.scopes.includes(scope));
         return { key: next, result: { view: toKeyView(next), stopTokens: disabled || narrowed } };
       });
