@@ -38,3 +38,28 @@ test('a retried disable of a key whose reset failed makes the reset', async (t) 
   assert.equal(retried.enabled, false);
   assert.deepEqual(resets, [{ accountId: 'acct_alice', keyId: key.id }], 'the retry resets the key\'s tokens');
 });
+
+test('a retried disable of an account whose reset failed makes the reset', async (t) => {
+  const gw = await startOwnerGateway(t);
+  const { services, clock } = gw;
+  const resets: unknown[] = [];
+  let failNext = true;
+  const revocations: Revocations = {
+    ...services.revocations,
+    async reset(scope) {
+      if (failNext) {
+        failNext = false;
+        throw new StoreUnavailable(new Error('resets unreachable'));
+      }
+      resets.push(scope);
+      return services.revocations.reset(scope);
+    },
+  };
+  const owner = createOwnerServices({ store: services.ownerStore, sessions: new MemorySessionStore({ clock }), revocations, clock, limits: services.limits, log: services.log, config: services.config });
+  const actor = { caller: { kind: 'operator' as const }, meta: { ip: '127.0.0.1', requestId: 'test' } };
+  await assert.rejects(owner.accounts.updateAccount(actor, 'acct_alice', { enabled: false }), StoreUnavailable);
+  assert.deepEqual(resets, []);
+  const retried = await owner.accounts.updateAccount(actor, 'acct_alice', { enabled: false });
+  assert.equal(retried.enabled, false);
+  assert.deepEqual(resets, [{ accountId: 'acct_alice' }], 'the retry resets the account\'s tokens');
+});
