@@ -141,7 +141,8 @@ export function createAccountService({ store, sessions, revocations, clock, limi
       });
       logEvents(log, accountId, made);
       // After the write: a token checked between the reset and the write would otherwise pass.
-      if (disabled) await revocations.reset({ accountId });
+      // Also when it was disabled already: a retry after a failed reset must still make it.
+      if (disabled || enabled === false) await revocations.reset({ accountId });
       return accountView(doc);
     },
 
