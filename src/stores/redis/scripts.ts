@@ -485,16 +485,22 @@ return 1
 
 /**
  * Moves a session's idle deadline, capped at its absolute end, and its TTL with it; an ended
- * or unknown session stays ended.
+ * (by the deadlines and `now`, whatever its key's TTL says) or unknown session stays ended.
  *
  * KEYS[1] the session             <prefix>:sess:<digest>
  * ARGV[1] the new idle deadline (epoch ms)
  * ARGV[2] now (epoch ms, the gateway's clock, which also set the deadlines)
- * Returns 1, or 0 when there is no session.
+ * Returns 1, or 0 when there is no session (or it has ended: it is deleted).
  */
 export const SESSION_TOUCH = `
 local ends = tonumber(redis.call('HGET', KEYS[1], 'expiresAt'))
-if not ends then return 0 end
+local was = tonumber(redis.call('HGET', KEYS[1], 'idleExpiresAt'))
+if not ends or not was then return 0 end
+-- Ended by the gateway's clock, though its key has not expired yet: not revived.
+if tonumber(ARGV[2]) >= math.min(was, ends) then
+  redis.call('DEL', KEYS[1])
+  return 0
+end
 local idle = math.min(tonumber(ARGV[1]), ends)
 local ttl = idle - tonumber(ARGV[2])
 if ttl <= 0 then
