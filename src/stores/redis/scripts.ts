@@ -518,11 +518,12 @@ return 1
  * KEYS[1] the owner's sessions    <prefix>:owner-sess:<ownerId>
  * ARGV[1] the session's digest
  * ARGV[2] the session's absolute end, as a TTL in ms
+ * Returns how many digests the set holds (the caller prunes ended ones past a bound).
  */
 export const SESSION_LINK = `
 redis.call('SADD', KEYS[1], ARGV[1])
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 1
+return redis.call('SCARD', KEYS[1])
 `;
 
 /** The scripts as ioredis commands, and how they are called. */
