@@ -235,6 +235,16 @@ export function runOwnerStoreContract(name: string, makeStore: MakeOwnerStore): 
       await assert.rejects(store.updateOwner('own_none', (owner) => ({ owner, result: undefined })), { status: 404 });
     });
 
+    await t.test('updateOwner to an email another owner has (in any case) is a Conflict naming email; a free one moves the owner', async (st) => {
+      const store = await fresh(st);
+      await assert.rejects(store.updateOwner('own_ann', (owner) => ({ owner: { ...owner, email: 'BOB@example.com' }, result: undefined })), { status: 409, field: 'email' });
+      assert.equal((await store.findOwnerByEmail('bob@example.com'))?.id, 'own_bob');
+      assert.equal((await store.findOwner('own_ann'))?.email, 'ann@example.com');
+      await store.updateOwner('own_ann', (owner) => ({ owner: { ...owner, email: 'ann2@example.com' }, result: undefined }));
+      assert.equal((await store.findOwnerByEmail('ann2@example.com'))?.id, 'own_ann');
+      assert.equal(await store.findOwnerByEmail('ann@example.com'), undefined);
+    });
+
     await t.test('accountsOf lists the accounts an owner is a member of, deleted ones left out', async (st) => {
       const store = await fresh(st);
       assert.deepEqual(await store.accountsOf('own_ann'), ['acct_a']);
