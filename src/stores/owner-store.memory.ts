@@ -7,7 +7,7 @@
  * `onCommit` tells the stores that serve sign-in, roles and sign records (MemoryKeyDirectory,
  * MemoryDirectory) about the new state.
  */
-import { NotFound } from '../errors/errors.js';
+import { Conflict, NotFound } from '../errors/errors.js';
 import { dataFileSchema, toSignRecord, type AccountData, type DataFile } from './data-file.js';
 import type { DirectoryChange, Role, RolePage, RoleQuery, SignRecord } from './directory.js';
 import type { AuditEvent, InviteRecord, OwnerRecord, SettingsTokenRecord } from './owner-records.js';
@@ -123,6 +123,8 @@ export class MemoryOwnerStore implements OwnerStore {
       if (index === -1) throw new NotFound();
       const { owner, result } = change(structuredClone(data.owners[index]!));
       if (owner === undefined) return { result, write: false };
+      const email = owner.email.toLowerCase();
+      if (data.owners.some((o) => o.id !== ownerId && o.email.toLowerCase() === email)) throw new Conflict('Another owner has this email.', 'email');
       data.owners[index] = { ...structuredClone(owner), id: ownerId };
       return { result };
     });

@@ -50,7 +50,7 @@ export interface OwnerStore {
   findOwnerByEmail(email: string): Promise<OwnerRecord | undefined>;
   /** Adds an owner; false when the email (or id) is taken. */
   createOwner(owner: OwnerRecord): Promise<boolean>;
-  /** As updateAccount, for one owner; `owner` absent writes nothing. Throws NotFound when there is none. */
+  /** As updateAccount, for one owner; `owner` absent writes nothing. Throws NotFound when there is none, Conflict (field email) when another owner has the new email. */
   updateOwner<T>(ownerId: string, change: (owner: OwnerRecord) => { owner?: OwnerRecord; result: T }): Promise<T>;
   /** Ids of the accounts whose member list holds the owner (deleted accounts left out). */
   accountsOf(ownerId: string): Promise<string[]>;
