@@ -34,6 +34,12 @@ export interface SettingsTokenAuthOptions {
   log: Logger;
   /** How long a found token is trusted without reading it again (owner.settingsTokenCacheTtlMs). */
   cacheTtlMs: number;
+  /**
+   * How long this instance remembers a reset it heard (auth/revocation.ts `rememberMs`): a found
+   * token is trusted no longer, so a revoke's reset outlives every copy cached before it even
+   * when the stored resets cannot be read (which accepts).
+   */
+  resetsRememberedMs?: number;
   /** An identity lasts no longer than an access token would (an open WebSocket is closed then). */
   accessTokenTtlSeconds: number;
   /** How long an unknown digest is remembered as unknown. */
@@ -53,11 +59,12 @@ type Cached =
 
 export function createSettingsTokenAuth({
   store, revocations, clock, log, cacheTtlMs, accessTokenTtlSeconds, negativeTtlMs = 5_000, max = 10_000, touchEveryMs = 300_000,
+  resetsRememberedMs = Infinity,
 }: SettingsTokenAuthOptions): SettingsTokenAuthenticate {
   const perf = { now: () => clock.now() };
   const cache = new LRUCache<string, Cached>({
     ...entryBound(max),
-    ttl: cacheTtlMs,
+    ttl: Math.min(cacheTtlMs, resetsRememberedMs),
     perf,
     ttlResolution: 0,
     ttlAutopurge: false,
