@@ -182,3 +182,20 @@ test('a revoked token\'s cached copy is not trusted longer than the reset is rem
   readable = false;
   await assert.rejects(authenticate(token), invalidToken, 'the reset is forgotten and unreadable: the token\'s own record decides');
 });
+
+test('owner.settingsTokenCacheTtlMs 0 caches nothing (lru-cache reads a ttl of 0 as "for ever")', async () => {
+  const { clock, token, memory } = setUp();
+  let reads = 0;
+  const authenticate = createSettingsTokenAuth({
+    store: { ...memory, readOnly: undefined, findSettingsToken: (digest) => { reads++; return memory.findSettingsToken(digest); }, readAccount: (id) => memory.readAccount(id), updateAccount: (id, change) => memory.updateAccount(id, change) },
+    revocations: createRevocations({ store: new MemoryRevocationStore({ clock, retainMs: 86_400_000 }), clock, ttlMs: 1000, rememberMs: ACCESS_TTL_S * 1000 }),
+    clock, log: createLogger('silent'), cacheTtlMs: 0, accessTokenTtlSeconds: ACCESS_TTL_S,
+  });
+  await authenticate(token);
+  clock.advance(1);
+  await authenticate(token);
+  assert.equal(reads, 2, 'each check reads the token');
+  await memory.updateAccount('acct_1', (doc) => ({ doc: { ...doc, settingsTokens: doc.settingsTokens.map((t) => ({ ...t, revokedAt: new Date(clock.now()).toISOString() })) }, events: [], result: undefined }));
+  clock.advance(1);
+  await assert.rejects(authenticate(token), invalidToken, 'a revoke written to the store is seen at once');
+});
