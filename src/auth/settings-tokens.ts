@@ -64,7 +64,8 @@ export function createSettingsTokenAuth({
   const perf = { now: () => clock.now() };
   const cache = new LRUCache<string, Cached>({
     ...entryBound(max),
-    ttl: Math.min(cacheTtlMs, resetsRememberedMs),
+    // At least 1 ms: lru-cache reads a ttl of 0 as "never stale" (0 here means no caching).
+    ttl: Math.max(1, Math.min(cacheTtlMs, resetsRememberedMs)),
     perf,
     ttlResolution: 0,
     ttlAutopurge: false,

@@ -192,10 +192,10 @@ test('owner.settingsTokenCacheTtlMs 0 caches nothing (lru-cache reads a ttl of 0
     clock, log: createLogger('silent'), cacheTtlMs: 0, accessTokenTtlSeconds: ACCESS_TTL_S,
   });
   await authenticate(token);
-  clock.advance(1);
+  clock.advance(2);
   await authenticate(token);
   assert.equal(reads, 2, 'each check reads the token');
   await memory.updateAccount('acct_1', (doc) => ({ doc: { ...doc, settingsTokens: doc.settingsTokens.map((t) => ({ ...t, revokedAt: new Date(clock.now()).toISOString() })) }, events: [], result: undefined }));
-  clock.advance(1);
+  clock.advance(2);
   await assert.rejects(authenticate(token), invalidToken, 'a revoke written to the store is seen at once');
 });
