@@ -165,7 +165,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   });
   const settingsTokens = createSettingsTokenAuth({
     store: ownerStore, revocations, clock, log,
-    cacheTtlMs: config.owner.settingsTokenCacheTtlMs, accessTokenTtlSeconds: t.accessTokenTtlSeconds,
+    cacheTtlMs: config.owner.settingsTokenCacheTtlMs, accessTokenTtlSeconds: t.accessTokenTtlSeconds, resetsRememberedMs: rememberMs,
   });
   const authenticate = createAuthenticator(signer, revocations, settingsTokens);
   const metrics = createMetrics({ processMetrics: config.metrics.enabled });

@@ -13,7 +13,8 @@
  *
  * A settings token's validity is durable (in the owner store), so unlike a JWT it is not
  * refused for being older than the reset store's epoch (a restart of a memory gateway).
- * Its last use is written back at most once per `touchEveryMs` per token on this instance.
+ * Its last use is written back at most once per `touchEveryMs` per token on this instance,
+ * whether the write succeeds or not.
  */
 import { LRUCache } from 'lru-cache';
 import { isWellFormedSettingsToken, settingsTokenDigest } from '../domain/settings-token.js';
@@ -33,6 +34,12 @@ export interface SettingsTokenAuthOptions {
   log: Logger;
   /** How long a found token is trusted without reading it again (owner.settingsTokenCacheTtlMs). */
   cacheTtlMs: number;
+  /**
+   * How long this instance remembers a reset it heard (auth/revocation.ts `rememberMs`): a found
+   * token is trusted no longer, so a revoke's reset outlives every copy cached before it even
+   * when the stored resets cannot be read (which accepts).
+   */
+  resetsRememberedMs?: number;
   /** An identity lasts no longer than an access token would (an open WebSocket is closed then). */
   accessTokenTtlSeconds: number;
   /** How long an unknown digest is remembered as unknown. */
@@ -52,11 +59,13 @@ type Cached =
 
 export function createSettingsTokenAuth({
   store, revocations, clock, log, cacheTtlMs, accessTokenTtlSeconds, negativeTtlMs = 5_000, max = 10_000, touchEveryMs = 300_000,
+  resetsRememberedMs = Infinity,
 }: SettingsTokenAuthOptions): SettingsTokenAuthenticate {
   const perf = { now: () => clock.now() };
   const cache = new LRUCache<string, Cached>({
     ...entryBound(max),
-    ttl: cacheTtlMs,
+    // At least 1 ms: lru-cache reads a ttl of 0 as "never stale" (0 here means no caching).
+    ttl: Math.max(1, Math.min(cacheTtlMs, resetsRememberedMs)),
     perf,
     ttlResolution: 0,
     ttlAutopurge: false,
@@ -84,7 +93,7 @@ export function createSettingsTokenAuth({
       if (stored === undefined || stored.revokedAt !== undefined) return { events: [], result: undefined };
       return { doc: { ...doc, settingsTokens: doc.settingsTokens.map((t) => (t.id === token.id ? { ...t, lastUsedAt: at } : t)) }, events: [], result: undefined };
     }).catch((err: unknown) => {
-      touched.delete(token.id);
+      // Not forgotten: a failing store would otherwise get a write (and the log a line) per request.
       log.warn({ err, accountId, tokenId: token.id }, 'could not record the last use of an API settings token');
     });
   }

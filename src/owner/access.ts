@@ -9,7 +9,15 @@ import type { AccountDoc, OwnerStore } from '../stores/owner-store.js';
 import type { Caller } from './types.js';
 
 export async function loadAccount(store: OwnerStore, caller: Caller, accountId: string): Promise<AccountDoc> {
-  const account = await store.readAccount(accountId);
+  return requireReachable(caller, await store.readAccount(accountId));
+}
+
+/**
+ * The account if the caller may reach it, else NotFound. Called again inside each store change
+ * (on the account as the change reads it): a deletion, or the caller's removal from the
+ * members, may have come between loadAccount and the write.
+ */
+export function requireReachable(caller: Caller, account: AccountDoc | undefined): AccountDoc {
   if (account === undefined || account.deletedAt !== undefined) throw new NotFound('No such account.');
   if (caller.kind === 'owner' && !account.members.some((m) => m.ownerId === caller.ownerId)) throw new NotFound('No such account.');
   return account;

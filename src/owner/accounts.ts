@@ -13,15 +13,17 @@
  * reset after the write). A deleted account stays as a tombstone: its id is never given again,
  * its audit events stay, everything else goes.
  */
-import { Conflict, InvalidOwnerCredentials, InvalidRequest, NotFound } from '../errors/errors.js';
+import { Conflict, InvalidRequest, NotFound } from '../errors/errors.js';
 import { randomBase62 } from '../domain/random.js';
 import { secretDigest } from '../domain/secrets.js';
 import type { AuditEvent, InviteRecord, OwnerRecord } from '../stores/owner-records.js';
 import type { AccountDoc } from '../stores/owner-store.js';
-import { loadAccount, requireOperator, requireWritable } from './access.js';
+import { loadAccount, requireOperator, requireReachable, requireWritable } from './access.js';
 import { logEvents, makeEvent, type EventInput } from './audit.js';
 import type { OwnerDeps } from './deps.js';
-import { hashPassword, verifyPassword } from './passwords.js';
+import { revokeSettingsTokens } from './keys.js';
+import { hashPassword } from './passwords.js';
+import { checkOwnerPassword } from './sessions.js';
 import type { Actor, Caller, Page, PageQuery, RequestMeta } from './types.js';
 import { accountView, inviteStatus, inviteView, memberView, type AccountView, type InviteView, type MemberView } from './views.js';
 
@@ -36,7 +38,7 @@ export interface AccountService {
   listAccounts(caller: Caller, page: PageQuery): Promise<Page<AccountView>>;
   createAccount(actor: Actor, input: { id?: string; name: string }): Promise<AccountView>;
   getAccount(caller: Caller, accountId: string): Promise<AccountView>;
-  /** `enabled` is the operator's; disabling resets every token of the account. */
+  /** `enabled` is the operator's; disabling resets every token of the account and revokes its settings tokens for good. */
   updateAccount(actor: Actor, accountId: string, input: { name?: string; enabled?: boolean }): Promise<AccountView>;
   deleteAccount(actor: Actor, accountId: string): Promise<{ id: string; deleted: true }>;
 
@@ -79,12 +81,6 @@ export function createAccountService({ store, sessions, revocations, clock, limi
   /** Builds the events of one change, all at one time. */
   function events(actor: Actor, now: number, ...inputs: EventInput[]): AuditEvent[] {
     return inputs.map((input) => makeEvent(actor, now, input));
-  }
-
-  /** The account is live inside the change too: a deletion may have come between. */
-  function live(doc: AccountDoc): AccountDoc {
-    if (doc.deletedAt !== undefined) throw new NotFound('No such account.');
-    return doc;
   }
 
   /** Owners who belong to no account any more lose their sessions. */
@@ -132,16 +128,21 @@ export function createAccountService({ store, sessions, revocations, clock, limi
       requireWritable(store);
       const now = clock.now();
       const { doc, made, disabled } = await store.updateAccount(accountId, (current) => {
-        live(current);
-        const next = { ...current, ...(name !== undefined ? { name } : {}), ...(enabled !== undefined ? { enabled } : {}) };
-        const changes = { name: [current.name ?? '', next.name ?? ''], enabled: [current.enabled, next.enabled] } satisfies Record<string, [unknown, unknown]>;
-        if (next.name === current.name && next.enabled === current.enabled) return { events: [], result: { doc: current, made: [], disabled: false } };
+        requireReachable(actor.caller, current);
+        const changed = { ...current, ...(name !== undefined ? { name } : {}), ...(enabled !== undefined ? { enabled } : {}) };
+        const changes = { name: [current.name ?? '', changed.name ?? ''], enabled: [current.enabled, changed.enabled] } satisfies Record<string, [unknown, unknown]>;
+        if (changed.name === current.name && changed.enabled === current.enabled) return { events: [], result: { doc: current, made: [], disabled: false } };
+        const disabled = current.enabled && !changed.enabled;
+        // Disabling is an account reset, which revokes the settings tokens for good (keys.ts
+        // resetAccount): the reset below is remembered for a while only, a settings token lives on.
+        const next = disabled ? revokeSettingsTokens(changed, now) : changed;
         const made = events(actor, now, { action: 'account.update', target: { type: 'account', id: accountId }, changes });
-        return { doc: next, events: made, result: { doc: next, made, disabled: current.enabled && !next.enabled } };
+        return { doc: next, events: made, result: { doc: next, made, disabled } };
       });
       logEvents(log, accountId, made);
       // After the write: a token checked between the reset and the write would otherwise pass.
-      if (disabled) await revocations.reset({ accountId });
+      // Also when it was disabled already: a retry after a failed reset must still make it.
+      if (disabled || enabled === false) await revocations.reset({ accountId });
       return accountView(doc);
     },
 
@@ -151,7 +152,7 @@ export function createAccountService({ store, sessions, revocations, clock, limi
       requireWritable(store);
       const now = clock.now();
       const { made, formerMembers } = await store.updateAccount(accountId, (current) => {
-        live(current);
+        requireReachable(actor.caller, current);
         const made = events(actor, now, { action: 'account.delete', target: { type: 'account', id: accountId } });
         const tombstone: AccountDoc = { ...current, enabled: false, deletedAt: iso(now), apiKeys: [], members: [], invites: [], settingsTokens: [] };
         return { doc: tombstone, events: made, result: { made, formerMembers: current.members.map((m) => m.ownerId) } };
@@ -172,7 +173,7 @@ export function createAccountService({ store, sessions, revocations, clock, limi
       requireWritable(store);
       const now = clock.now();
       const made = await store.updateAccount(accountId, (current) => {
-        live(current);
+        requireReachable(actor.caller, current);
         if (!current.members.some((m) => m.ownerId === ownerId)) throw new NotFound('No such member.');
         if (current.members.length === 1) throw new Conflict('An account keeps at least one owner: add another before removing this one.', 'ownerId');
         const made = events(actor, now, { action: 'member.remove', target: { type: 'owner', id: ownerId } });
@@ -208,7 +209,7 @@ export function createAccountService({ store, sessions, revocations, clock, limi
       const member = { ownerId: owner.id, addedAt: iso(clock.now()) };
       const now = clock.now();
       const made = await store.updateAccount(accountId, (current) => {
-        live(current);
+        requireReachable(actor.caller, current);
         if (current.members.some((m) => m.ownerId === member.ownerId)) throw new Conflict('This owner is already a member of the account.', 'email');
         const made = events(actor, now, {
           action: 'member.add',
@@ -250,7 +251,7 @@ export function createAccountService({ store, sessions, revocations, clock, limi
         expiresAt: iso(now + config.owner.inviteTtlHours * 3_600_000),
       };
       const made = await store.updateAccount(accountId, (current) => {
-        live(current);
+        requireReachable(actor.caller, current);
         const kept = current.invites.filter((i) => inviteStatus(i, now) === 'pending' || endOf(i) > now - ENDED_INVITE_KEPT_MS);
         if (kept.length >= MAX_INVITES) throw new Conflict(`An account holds at most ${MAX_INVITES} invites: revoke some first.`);
         const made = events(actor, now, { action: 'invite.create', target: { type: 'invite', id: invite.id }, changes: { email: [null, wanted], expiresAt: [null, invite.expiresAt] } });
@@ -265,7 +266,7 @@ export function createAccountService({ store, sessions, revocations, clock, limi
       requireWritable(store);
       const now = clock.now();
       const { invite, made } = await store.updateAccount(accountId, (current) => {
-        live(current);
+        requireReachable(actor.caller, current);
         const invite = current.invites.find((i) => i.id === inviteId);
         if (invite === undefined) throw new NotFound('No such invite.');
         const status = inviteStatus(invite, now);
@@ -292,16 +293,7 @@ export function createAccountService({ store, sessions, revocations, clock, limi
       if (owner !== undefined) {
         if (account.members.some((m) => m.ownerId === owner!.id)) throw new Conflict('This owner is already a member of the account.', 'token');
         // The invited email has an owner: only that owner's password accepts for them.
-        const attempt = await limits.signIn(`owner:${invite.email}`, meta.ip);
-        let matched: boolean;
-        try {
-          matched = await verifyPassword(owner.passwordHash, password);
-        } catch (err) {
-          await attempt.undecided();
-          throw err;
-        }
-        if (!matched || owner.disabled) throw new InvalidOwnerCredentials();
-        await attempt.succeeded();
+        await checkOwnerPassword(limits, invite.email, owner, password, meta);
       } else {
         const fresh: OwnerRecord = {
           id: `own_${randomBase62(16)}`,

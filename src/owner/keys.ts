@@ -15,7 +15,7 @@ import { hashSecret, secretDigest } from '../domain/secrets.js';
 import { randomBase62 } from '../domain/random.js';
 import type { ApiKeyData, AuditEvent } from '../stores/owner-records.js';
 import type { AccountDoc } from '../stores/owner-store.js';
-import { loadAccount, requireWritable } from './access.js';
+import { loadAccount, requireReachable, requireWritable } from './access.js';
 import { logEvents, makeEvent } from './audit.js';
 import type { OwnerDeps } from './deps.js';
 import { pageById } from './pages.js';
@@ -128,7 +128,7 @@ export function createKeyService({ store, revocations, clock, log }: OwnerDeps):
     const now = clock.now();
     let events: AuditEvent[] = [];
     const result = await store.updateAccount(accountId, (doc) => {
-      const before = findKey(doc, keyId);
+      const before = findKey(requireReachable(actor.caller, doc), keyId);
       const { key, result } = edit(structuredClone(before), now);
       events = [makeEvent(actor, now, { action, target: { type: 'key', id: keyId }, changes: changesOf(before, key) })];
       const apiKeys = key === undefined ? doc.apiKeys.filter((k) => k.id !== keyId) : doc.apiKeys.map((k) => (k.id === keyId ? key : k));
@@ -164,7 +164,7 @@ export function createKeyService({ store, revocations, clock, log }: OwnerDeps):
         createdAt: new Date(now).toISOString(),
       };
       const events = [makeEvent(actor, now, { action: 'key.create', target: { type: 'key', id: key.id }, changes: changesOf(undefined, key) })];
-      await store.updateAccount(accountId, (doc) => ({ doc: { ...doc, apiKeys: [...doc.apiKeys, key] }, events, result: undefined }));
+      await store.updateAccount(accountId, (doc) => ({ doc: { ...requireReachable(actor.caller, doc), apiKeys: [...doc.apiKeys, key] }, events, result: undefined }));
       logEvents(log, accountId, events);
       return { key: toKeyView(key), apiSecret };
     },
@@ -177,7 +177,8 @@ export function createKeyService({ store, revocations, clock, log }: OwnerDeps):
         if (patch.enabled !== undefined) next.disabled = !patch.enabled;
         if (patch.scopes !== undefined) next.scopes = [...new Set(patch.scopes)];
         // A disabled key's tokens stop; so do those carrying a scope the key no longer grants.
-        const disabled = next.disabled && !key.disabled;
+        // Also when it was disabled already: a retry after a failed reset must still make it.
+        const disabled = next.disabled && patch.enabled === false;
         const narrowed = key.scopes.some((scope) => !next.scopes.includes(scope));
         return { key: next, result: { view: toKeyView(next), stopTokens: disabled || narrowed } };
       });
@@ -220,7 +221,7 @@ export function createKeyService({ store, revocations, clock, log }: OwnerDeps):
       const events = [makeEvent(actor, now, { action: 'account.reset', target: { type: 'account', id: accountId } })];
       // Persisted first: the reset below stops the tokens everywhere at once, but is itself
       // remembered only for a while, and a settings token lives longer.
-      await store.updateAccount(accountId, (doc) => ({ doc: revokeSettingsTokens(doc, now), events, result: undefined }));
+      await store.updateAccount(accountId, (doc) => ({ doc: revokeSettingsTokens(requireReachable(actor.caller, doc), now), events, result: undefined }));
       logEvents(log, accountId, events);
       const at = await revocations.reset({ accountId });
       return { scope: 'account', accountId, resetAt: new Date(at).toISOString() };

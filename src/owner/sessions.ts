@@ -12,6 +12,7 @@
 import { InvalidOwnerCredentials, InvalidRequest } from '../errors/errors.js';
 import { randomBase62 } from '../domain/random.js';
 import { secretDigest } from '../domain/secrets.js';
+import type { RateLimits } from '../limits/rate-limits.js';
 import type { OwnerRecord } from '../stores/owner-records.js';
 import type { OwnerSession } from '../stores/session-store.js';
 import { requireWritable } from './access.js';
@@ -66,6 +67,25 @@ function signInSubject(email: string): string {
   return `owner:${email.toLowerCase()}`;
 }
 
+/**
+ * The password check of a sign-in, a password change and an invite accepted as an existing
+ * owner: counted by the sign-in limits under `owner:<email>` before any hashing, the same
+ * argon2 work for an unknown email, and one answer (InvalidOwnerCredentials) for every failure.
+ */
+export async function checkOwnerPassword(limits: RateLimits, email: string, owner: OwnerRecord | undefined, password: string, meta: RequestMeta): Promise<OwnerRecord> {
+  const attempt = await limits.signIn(signInSubject(email), meta.ip);
+  let matched: boolean;
+  try {
+    matched = owner === undefined ? await verifyNobody(password) : await verifyPassword(owner.passwordHash, password);
+  } catch (err) {
+    await attempt.undecided();
+    throw err;
+  }
+  if (!matched || owner === undefined || owner.disabled) throw new InvalidOwnerCredentials();
+  await attempt.succeeded();
+  return owner;
+}
+
 export function createSessionService({ store, sessions, clock, limits, log, config }: OwnerDeps): SessionService {
   const idleMs = config.owner.sessionIdleSeconds * 1000;
   const maxMs = config.owner.sessionMaxSeconds * 1000;
@@ -73,18 +93,8 @@ export function createSessionService({ store, sessions, clock, limits, log, conf
   prepareDummyHash();
 
   /** A counted password check; throws InvalidOwnerCredentials on any failure. */
-  async function checkPassword(email: string, owner: OwnerRecord | undefined, password: string, meta: RequestMeta): Promise<OwnerRecord> {
-    const attempt = await limits.signIn(signInSubject(email), meta.ip);
-    let matched: boolean;
-    try {
-      matched = owner === undefined ? await verifyNobody(password) : await verifyPassword(owner.passwordHash, password);
-    } catch (err) {
-      await attempt.undecided();
-      throw err;
-    }
-    if (!matched || owner === undefined || owner.disabled) throw new InvalidOwnerCredentials();
-    await attempt.succeeded();
-    return owner;
+  function checkPassword(email: string, owner: OwnerRecord | undefined, password: string, meta: RequestMeta): Promise<OwnerRecord> {
+    return checkOwnerPassword(limits, email, owner, password, meta);
   }
 
   async function view(owner: OwnerRecord, session: OwnerSession): Promise<SessionView> {
@@ -132,7 +142,16 @@ export function createSessionService({ store, sessions, clock, limits, log, conf
     async signIn(email, password, meta) {
       const owner = await checkPassword(email, await store.findOwnerByEmail(email.toLowerCase()), password, meta);
       await rehashIfOld(owner, password);
-      return (await start(owner)).created;
+      const { digest, created } = await start(owner);
+      // A password change committed while this sign-in was checked may have ended the owner's
+      // sessions before this one was stored: read again after storing it, so that one of the two
+      // always sees the other.
+      const current = await store.findOwner(owner.id);
+      if (current === undefined || current.disabled || current.passwordChangedAt !== owner.passwordChangedAt) {
+        await sessions.delete(digest);
+        throw new InvalidOwnerCredentials();
+      }
+      return created;
     },
 
     async resume(token): Promise<ResumedSession | undefined> {

@@ -9,10 +9,10 @@
  */
 import { randomBase62 } from '../domain/random.js';
 import { mintSettingsToken, settingsTokenDigest, settingsTokenStart } from '../domain/settings-token.js';
-import { NotFound } from '../errors/errors.js';
+import { Conflict, NotFound } from '../errors/errors.js';
 import type { SettingsTokenRecord } from '../stores/owner-records.js';
 import type { AccountDoc } from '../stores/owner-store.js';
-import { loadAccount, requireWritable } from './access.js';
+import { loadAccount, requireReachable, requireWritable } from './access.js';
 import { logEvents, makeEvent } from './audit.js';
 import type { OwnerDeps } from './deps.js';
 import { revokeSettingsTokens } from './keys.js';
@@ -55,6 +55,15 @@ export interface SettingsTokenService {
 }
 
 export const SETTINGS_TOKEN_ID_PREFIX = 'stk_';
+/** Tokens revoked or expired longer ago than this are dropped when a new one is made (an unknown token is refused as a revoked one is). */
+const ENDED_TOKEN_KEPT_MS = 30 * 86_400_000;
+/** Tokens an account holds at most (ended ones within ENDED_TOKEN_KEPT_MS included), as for invites. */
+const MAX_SETTINGS_TOKENS = 100;
+
+/** When a token stopped working (or will), if it does. */
+function endOf(token: SettingsTokenRecord): number {
+  return Math.min(token.revokedAt === undefined ? Infinity : Date.parse(token.revokedAt), token.expiresAt === undefined ? Infinity : Date.parse(token.expiresAt));
+}
 
 export function toSettingsTokenView(token: SettingsTokenRecord, now: number): SettingsTokenView {
   const status: SettingsTokenStatus = token.revokedAt !== undefined
@@ -114,7 +123,11 @@ export function createSettingsTokenService({ store, revocations, clock, log, con
         target: { type: 'settings_token', id: record.id },
         changes: { name: [undefined, name], scopes: [undefined, record.scopes], expiresAt: [undefined, record.expiresAt] },
       })];
-      await store.updateAccount(accountId, (doc) => ({ doc: { ...doc, settingsTokens: [...doc.settingsTokens, record] }, events, result: undefined }));
+      await store.updateAccount(accountId, (doc) => {
+        const kept = requireReachable(actor.caller, doc).settingsTokens.filter((t) => endOf(t) > now - ENDED_TOKEN_KEPT_MS);
+        if (kept.length >= MAX_SETTINGS_TOKENS) throw new Conflict(`An account holds at most ${MAX_SETTINGS_TOKENS} API settings tokens: revoke some first.`);
+        return { doc: { ...doc, settingsTokens: [...kept, record] }, events, result: undefined };
+      });
       logEvents(log, accountId, events);
       return { settingsToken: toSettingsTokenView(record, now), token };
     },
@@ -125,7 +138,7 @@ export function createSettingsTokenService({ store, revocations, clock, log, con
       const now = clock.now();
       const events = [makeEvent(actor, now, { action: 'settings_token.revoke', target: { type: 'settings_token', id: tokenId } })];
       const revoked = await store.updateAccount(accountId, (doc) => {
-        const token = findToken(doc, tokenId);
+        const token = findToken(requireReachable(actor.caller, doc), tokenId);
         if (token.revokedAt !== undefined) return { events: [], result: { token, written: false } };
         const next = { ...token, revokedAt: new Date(now).toISOString() };
         return { doc: { ...doc, settingsTokens: doc.settingsTokens.map((t) => (t.id === tokenId ? next : t)) }, events, result: { token: next, written: true } };

@@ -7,7 +7,7 @@
  * `onCommit` tells the stores that serve sign-in, roles and sign records (MemoryKeyDirectory,
  * MemoryDirectory) about the new state.
  */
-import { NotFound } from '../errors/errors.js';
+import { Conflict, NotFound } from '../errors/errors.js';
 import { dataFileSchema, toSignRecord, type AccountData, type DataFile } from './data-file.js';
 import type { DirectoryChange, Role, RolePage, RoleQuery, SignRecord } from './directory.js';
 import type { AuditEvent, InviteRecord, OwnerRecord, SettingsTokenRecord } from './owner-records.js';
@@ -123,6 +123,8 @@ export class MemoryOwnerStore implements OwnerStore {
       if (index === -1) throw new NotFound();
       const { owner, result } = change(structuredClone(data.owners[index]!));
       if (owner === undefined) return { result, write: false };
+      const email = owner.email.toLowerCase();
+      if (data.owners.some((o) => o.id !== ownerId && o.email.toLowerCase() === email)) throw new Conflict('Another owner has this email.', 'email');
       data.owners[index] = { ...structuredClone(owner), id: ownerId };
       return { result };
     });
@@ -148,7 +150,7 @@ export class MemoryOwnerStore implements OwnerStore {
 
   putRole(accountId: string, role: Role, replaces: number | undefined, events: readonly AuditEvent[]): Promise<PutRoleOutcome> {
     return this.#change((data) => {
-      const account = this.#account(data, accountId);
+      const account = this.#liveAccount(data, accountId);
       if (account === undefined) return { result: 'not_found' as const };
       const others = account.roles.filter((r) => r.id !== replaces);
       if (replaces !== undefined && others.length === account.roles.length) return { result: 'not_found' as const };
@@ -162,7 +164,7 @@ export class MemoryOwnerStore implements OwnerStore {
 
   deleteRole(accountId: string, id: number, events: readonly AuditEvent[]): Promise<boolean> {
     return this.#change((data) => {
-      const account = this.#account(data, accountId);
+      const account = this.#liveAccount(data, accountId);
       const index = account?.roles.findIndex((r) => r.id === id) ?? -1;
       if (account === undefined || index === -1) return { result: false };
       account.roles.splice(index, 1);
@@ -178,7 +180,7 @@ export class MemoryOwnerStore implements OwnerStore {
 
   putSignRecord(accountId: string, record: SignRecord, mode: 'create' | 'replace', events: readonly AuditEvent[]): Promise<PutSignRecordOutcome> {
     return this.#change((data) => {
-      const account = this.#account(data, accountId);
+      const account = this.#liveAccount(data, accountId);
       if (account === undefined) return { result: 'not_found' as const };
       const index = account.signRecords.findIndex((s) => s.address.toLowerCase() === record.address);
       if (mode === 'create' && index !== -1) return { result: 'exists' as const };
@@ -198,7 +200,7 @@ export class MemoryOwnerStore implements OwnerStore {
 
   deleteSignRecord(accountId: string, address: string, events: readonly AuditEvent[]): Promise<boolean> {
     return this.#change((data) => {
-      const account = this.#account(data, accountId);
+      const account = this.#liveAccount(data, accountId);
       const index = account?.signRecords.findIndex((s) => s.address.toLowerCase() === address) ?? -1;
       if (account === undefined || index === -1) return { result: false };
       account.signRecords.splice(index, 1);
@@ -241,6 +243,12 @@ export class MemoryOwnerStore implements OwnerStore {
 
   #account(data: DataFile, accountId: string): AccountData | undefined {
     return data.accounts.find((a) => a.id === accountId);
+  }
+
+  /** The account unless it is deleted: a role or sign record written after the deletion would outlive it. */
+  #liveAccount(data: DataFile, accountId: string): AccountData | undefined {
+    const account = this.#account(data, accountId);
+    return account?.deletedAt === undefined ? account : undefined;
   }
 
   #audit(data: DataFile, accountId: string, events: readonly AuditEvent[]): void {

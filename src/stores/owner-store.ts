@@ -50,7 +50,7 @@ export interface OwnerStore {
   findOwnerByEmail(email: string): Promise<OwnerRecord | undefined>;
   /** Adds an owner; false when the email (or id) is taken. */
   createOwner(owner: OwnerRecord): Promise<boolean>;
-  /** As updateAccount, for one owner; `owner` absent writes nothing. Throws NotFound when there is none. */
+  /** As updateAccount, for one owner; `owner` absent writes nothing. Throws NotFound when there is none, Conflict (field email) when another owner has the new email. */
   updateOwner<T>(ownerId: string, change: (owner: OwnerRecord) => { owner?: OwnerRecord; result: T }): Promise<T>;
   /** Ids of the accounts whose member list holds the owner (deleted accounts left out). */
   accountsOf(ownerId: string): Promise<string[]>;
@@ -60,7 +60,8 @@ export interface OwnerStore {
   /**
    * Creates a role (`replaces` absent: its id must be free) or replaces role `replaces` (which
    * must exist; `role.id` may differ: that moves it). Slugs are unique within the account.
-   * Announced to every instance's directory cache.
+   * Announced to every instance's directory cache. A deleted account (as an unknown one) takes
+   * no role or sign record: not_found, or false for the deletes.
    */
   putRole(accountId: string, role: Role, replaces: number | undefined, events: readonly AuditEvent[]): Promise<PutRoleOutcome>;
   deleteRole(accountId: string, id: number, events: readonly AuditEvent[]): Promise<boolean>;

@@ -33,7 +33,13 @@ export class MemorySessionStore implements SessionStore {
 
   async touch(digest: string, idleExpiresAt: number): Promise<void> {
     const session = this.#sessions.get(digest);
-    if (session !== undefined) session.idleExpiresAt = Math.min(idleExpiresAt, session.expiresAt);
+    if (session === undefined) return;
+    // Ended already (as Redis has let its key expire): a touch does not revive it.
+    if (this.#clock.now() >= Math.min(session.idleExpiresAt, session.expiresAt)) {
+      this.#sessions.delete(digest);
+      return;
+    }
+    session.idleExpiresAt = Math.min(idleExpiresAt, session.expiresAt);
   }
 
   async delete(digest: string): Promise<void> {

@@ -16,6 +16,9 @@ import type { Clock } from '../util/clock.js';
 import type { RedisConnection } from './redis/client.js';
 import type { OwnerSession, SessionStore } from './session-store.js';
 
+/** Digests an owner's set may hold before a sign-in prunes the ended ones. */
+const PRUNE_ABOVE = 16;
+
 export class RedisSessionStore implements SessionStore {
   readonly #redis: RedisConnection;
   readonly #clock: Clock;
@@ -42,7 +45,22 @@ export class RedisSessionStore implements SessionStore {
       const failed = results?.find(([err]) => err !== null);
       if (results === null || failed !== undefined) throw failed?.[0] ?? new Error('transaction aborted');
     });
-    await this.#redis.run((c) => c.gwSessionLink(k.ownerSessions(session.ownerId), digest, Math.max(1, session.expiresAt - now)));
+    const held = await this.#redis.run((c) => c.gwSessionLink(k.ownerSessions(session.ownerId), digest, Math.max(1, session.expiresAt - now)));
+    // Housekeeping: a failure leaves the ended digests for the next sign-in, and fails no sign-in.
+    if (held > PRUNE_ABOVE) await this.#prune(session.ownerId, digest).catch(() => {});
+  }
+
+  /**
+   * Drops the digests of ended sessions from the owner's set: each sign-in extends the set's
+   * TTL, so an owner who signs in often would keep every ended session's digest in it for ever.
+   * One EXISTS per digest (on a Cluster they lie in different slots), only past PRUNE_ABOVE.
+   */
+  async #prune(ownerId: string, keep: string): Promise<void> {
+    const k = this.#redis.keys;
+    const digests = (await this.#redis.run((c) => c.smembers(k.ownerSessions(ownerId)))).filter((d) => d !== keep);
+    const exists = await Promise.all(digests.map((d) => this.#redis.run((c) => c.exists(k.session(d)))));
+    const ended = digests.filter((_, i) => exists[i] === 0);
+    if (ended.length > 0) await this.#redis.run((c) => c.srem(k.ownerSessions(ownerId), ...ended));
   }
 
   async find(digest: string): Promise<OwnerSession | undefined> {

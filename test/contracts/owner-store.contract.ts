@@ -235,6 +235,16 @@ export function runOwnerStoreContract(name: string, makeStore: MakeOwnerStore): 
       await assert.rejects(store.updateOwner('own_none', (owner) => ({ owner, result: undefined })), { status: 404 });
     });
 
+    await t.test('updateOwner to an email another owner has (in any case) is a Conflict naming email; a free one moves the owner', async (st) => {
+      const store = await fresh(st);
+      await assert.rejects(store.updateOwner('own_ann', (owner) => ({ owner: { ...owner, email: 'BOB@example.com' }, result: undefined })), { status: 409, field: 'email' });
+      assert.equal((await store.findOwnerByEmail('bob@example.com'))?.id, 'own_bob');
+      assert.equal((await store.findOwner('own_ann'))?.email, 'ann@example.com');
+      await store.updateOwner('own_ann', (owner) => ({ owner: { ...owner, email: 'ann2@example.com' }, result: undefined }));
+      assert.equal((await store.findOwnerByEmail('ann2@example.com'))?.id, 'own_ann');
+      assert.equal(await store.findOwnerByEmail('ann@example.com'), undefined);
+    });
+
     await t.test('accountsOf lists the accounts an owner is a member of, deleted ones left out', async (st) => {
       const store = await fresh(st);
       assert.deepEqual(await store.accountsOf('own_ann'), ['acct_a']);
@@ -254,6 +264,17 @@ export function runOwnerStoreContract(name: string, makeStore: MakeOwnerStore): 
       assert.equal(await store.getRole('acct_a', 1), undefined);
       assert.equal(await store.getSignRecord('acct_a', '0x52908400098527886e0f7030069857d2e4169ee7'), undefined);
       assert.equal((await store.listAudit('acct_a', { limit: 1 }))[0]?.action, 'account.delete');
+    });
+
+    await t.test('a deleted account takes no role or sign record (a write that raced its deletion): not_found, nothing stored', async (st) => {
+      const store = await fresh(st);
+      await store.updateAccount('acct_a', (doc) => ({ doc: { ...doc, apiKeys: [], members: [], deletedAt: '2026-11-02T00:00:00.000Z' }, events: [], result: undefined }));
+      const address = '0x52908400098527886e0f7030069857d2e4169ee7';
+      assert.equal(await store.putRole('acct_a', { id: 11, slug: 'late', name: 'Late', description: '', public: true }, undefined, [auditEvent(T0, 'role.create')]), 'not_found');
+      assert.equal(await store.putSignRecord('acct_a', { address, signedNonce: 7, signedAt: T0, signedExpiredAt: T0 + 1000 }, 'create', [auditEvent(T0, 'sign.create')]), 'not_found');
+      assert.deepEqual(await store.listRoles('acct_a', { offset: 0, limit: 10 }), { items: [], total: 0 });
+      assert.equal(await store.getSignRecord('acct_a', address), undefined);
+      assert.deepEqual(await actions(store, 'acct_a'), ['old.two', 'old.one'], 'no event recorded for a write that was refused');
     });
 
     await t.test('listRoles: id order, paged with the total, filtered by a case-insensitive name part; getRole', async (st) => {

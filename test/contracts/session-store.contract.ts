@@ -95,6 +95,13 @@ export function runSessionStoreContract(name: string, make: () => Promise<Sessio
       await sessions.delete(d);
       await sessions.touch(d, now() + 60_000);
       assert.equal(await sessions.find(d), undefined);
+      // Idle past its deadline, and not looked at since: a touch then (a request that found it a
+      // moment before) does not revive it.
+      const idle = digest();
+      await sessions.create(idle, session(ownerId(), { idleMs: 1500 }));
+      await elapse(1600);
+      await sessions.touch(idle, now() + 60_000);
+      assert.equal(await sessions.find(idle), undefined, 'an idle-ended session stays ended');
     });
 
     await t.test('deleteOwnerSessions ends every session of the owner but the one kept, and no one else\'s', async () => {

@@ -86,3 +86,21 @@ test('the audit cursor is found by position: events of one millisecond are paged
   const older = await store.listAudit('acct_ms', { before: auditEvent(at, 'gone', 'x', '9'.repeat(12)).id, limit: 10 });
   assert.deepEqual(older.map((e) => e.action), ['same.3', 'same.2', 'same.1']);
 });
+
+// Each sign-in adds its digest to the owner's set, whose TTL each sign-in extends: an owner who
+// signs in more often than sessionMaxSeconds kept it for ever, growing by one ended digest each time.
+test('an owner\'s session set does not keep the digests of ended sessions without end', suite, async (t) => {
+  const settings = await standalone();
+  const redis = await connectedRedis(settings);
+  t.after(() => redis.close());
+  const sessions = new RedisSessionStore(redis, { clock: systemClock });
+  const session = () => ({ ownerId: 'own_often', csrfToken: 'c', createdAt: Date.now(), idleExpiresAt: Date.now() + 60_000, expiresAt: Date.now() + 600_000 });
+  for (let i = 0; i < 40; i++) {
+    await sessions.create(`sha256:ended${i}`, session());
+    await sessions.delete(`sha256:ended${i}`);
+  }
+  await sessions.create('sha256:live', session());
+  const held = await redis.run((c) => c.smembers(redis.keys.ownerSessions('own_often')));
+  assert.ok(held.includes('sha256:live'));
+  assert.ok(held.length <= 17, `${held.length} digests held for 1 live session`);
+});

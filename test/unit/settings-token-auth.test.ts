@@ -133,3 +133,69 @@ test('lastUsedAt is written at most once per token per 5 minutes', async () => {
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal(calls.updateAccount, 2, 'one more once 5 minutes have passed');
 });
+
+test('a lastUsedAt write that fails is not tried again by every request: still at most once per 5 minutes', async () => {
+  const { clock, token, calls, memory } = setUp();
+  const failing = createSettingsTokenAuth({
+    store: {
+      readOnly: undefined,
+      findSettingsToken: (digest) => memory.findSettingsToken(digest),
+      readAccount: (id) => memory.readAccount(id),
+      updateAccount: () => { calls.updateAccount++; return Promise.reject(new Error('store down')); },
+    },
+    revocations: createRevocations({ store: new MemoryRevocationStore({ clock, retainMs: 86_400_000 }), clock, ttlMs: 1000, rememberMs: ACCESS_TTL_S * 1000 }),
+    clock, log: createLogger('silent'), cacheTtlMs: CACHE_TTL_MS, accessTokenTtlSeconds: ACCESS_TTL_S,
+  });
+  for (let i = 0; i < 20; i++) {
+    await failing(token);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  assert.equal(calls.updateAccount, 1, 'a failing store gets one write, not one per request');
+  clock.advance(300_001);
+  await failing(token);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(calls.updateAccount, 2, 'tried again once 5 minutes have passed');
+});
+
+test('a revoked token\'s cached copy is not trusted longer than the reset is remembered: refused even while the reset store cannot be read', async () => {
+  const { clock, token, memory } = setUp();
+  const rememberMs = 10_000;
+  const store = new MemoryRevocationStore({ clock, retainMs: 86_400_000 });
+  let readable = true;
+  const flaky: typeof store = Object.assign(Object.create(store) as typeof store, {
+    reset: (scope: Parameters<typeof store.reset>[0], at: number) => store.reset(scope, at),
+    read: (accountId: string) => (readable ? store.read(accountId) : Promise.reject(new Error('resets unreachable'))),
+    epoch: () => store.epoch(),
+    watch: (listener: Parameters<typeof store.watch>[0]) => store.watch(listener),
+  });
+  const revocations = createRevocations({ store: flaky, clock, ttlMs: 1000, rememberMs });
+  const authenticate = createSettingsTokenAuth({
+    store: memory, revocations, clock, log: createLogger('silent'), cacheTtlMs: CACHE_TTL_MS, accessTokenTtlSeconds: ACCESS_TTL_S, resetsRememberedMs: rememberMs,
+  });
+  await authenticate(token);
+  clock.advance(1);
+  // The revoke: written to the owner store, then announced as a reset of the token's id.
+  await memory.updateAccount('acct_1', (doc) => ({ doc: { ...doc, settingsTokens: doc.settingsTokens.map((t) => ({ ...t, revokedAt: new Date(clock.now()).toISOString() })) }, events: [], result: undefined }));
+  await revocations.reset({ accountId: 'acct_1', keyId: 'stk_1' });
+  await assert.rejects(authenticate(token), invalidToken);
+  clock.advance(rememberMs + 1);
+  readable = false;
+  await assert.rejects(authenticate(token), invalidToken, 'the reset is forgotten and unreadable: the token\'s own record decides');
+});
+
+test('owner.settingsTokenCacheTtlMs 0 caches nothing (lru-cache reads a ttl of 0 as "for ever")', async () => {
+  const { clock, token, memory } = setUp();
+  let reads = 0;
+  const authenticate = createSettingsTokenAuth({
+    store: { ...memory, readOnly: undefined, findSettingsToken: (digest) => { reads++; return memory.findSettingsToken(digest); }, readAccount: (id) => memory.readAccount(id), updateAccount: (id, change) => memory.updateAccount(id, change) },
+    revocations: createRevocations({ store: new MemoryRevocationStore({ clock, retainMs: 86_400_000 }), clock, ttlMs: 1000, rememberMs: ACCESS_TTL_S * 1000 }),
+    clock, log: createLogger('silent'), cacheTtlMs: 0, accessTokenTtlSeconds: ACCESS_TTL_S,
+  });
+  await authenticate(token);
+  clock.advance(2);
+  await authenticate(token);
+  assert.equal(reads, 2, 'each check reads the token');
+  await memory.updateAccount('acct_1', (doc) => ({ doc: { ...doc, settingsTokens: doc.settingsTokens.map((t) => ({ ...t, revokedAt: new Date(clock.now()).toISOString() })) }, events: [], result: undefined }));
+  clock.advance(2);
+  await assert.rejects(authenticate(token), invalidToken, 'a revoke written to the store is seen at once');
+});

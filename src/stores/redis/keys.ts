@@ -62,7 +62,7 @@ export interface RedisKeys {
   invite(digest: string): string;
   /** Hash: an owner session, by the digest of its id. TTL: its idle or absolute end, whichever is sooner. */
   session(digest: string): string;
-  /** Set: digests of the owner's sessions. TTL: its latest session's absolute end. */
+  /** Set: digests of the owner's sessions (ended ones pruned at a sign-in past 16). TTL: its latest session's absolute end. */
   ownerSessions(ownerId: string): string;
 }
 

@@ -232,6 +232,20 @@ end
 `;
 
 /**
+ * Whether the account hash `key` holds an account that is not deleted: a role or sign record
+ * written after the deletion (which took them all) would outlive it. A doc that cannot be read
+ * is no live account.
+ */
+const LIVE_FN = `
+local function live(key)
+  local doc = redis.call('HGET', key, 'doc')
+  if not doc then return false end
+  local ok, account = pcall(cjson.decode, doc)
+  return ok and type(account) == 'table' and account.deletedAt == nil
+end
+`;
+
+/**
  * Creates an account, unless the id is taken (a deleted account keeps its id).
  *
  * KEYS[1] the account             <prefix>:acct:{acct}     (hash: doc, v)
@@ -314,10 +328,10 @@ return 1
  * ARGV[6] the directory channel
  * ARGV[7] the notice ({"kind":"roles","accountId"})
  * ARGV[8…] audit events (JSON each)
- * Returns 'ok', 'id_taken', 'slug_taken' or 'not_found' (no account, or nothing to replace).
+ * Returns 'ok', 'id_taken', 'slug_taken' or 'not_found' (no account, a deleted one, or nothing to replace).
  */
-export const OWNER_PUT_ROLE = AUDIT_FN + `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 'not_found' end
+export const OWNER_PUT_ROLE = AUDIT_FN + LIVE_FN + `
+if not live(KEYS[1]) then return 'not_found' end
 local id, slug, replaces = ARGV[1], ARGV[2], ARGV[4]
 if replaces ~= '' and redis.call('HEXISTS', KEYS[3], replaces) == 0 then return 'not_found' end
 if id ~= replaces and (redis.call('HEXISTS', KEYS[3], id) == 1 or redis.call('ZSCORE', KEYS[2], id)) then return 'id_taken' end
@@ -351,10 +365,10 @@ return 'ok'
  * ARGV[3] the directory channel
  * ARGV[4] the notice ({"kind":"roles","accountId"})
  * ARGV[5…] audit events (JSON each)
- * Returns 1, or 0 when there is no such role (or account).
+ * Returns 1, or 0 when there is no such role (or account, or it is deleted).
  */
-export const OWNER_DELETE_ROLE = AUDIT_FN + `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+export const OWNER_DELETE_ROLE = AUDIT_FN + LIVE_FN + `
+if not live(KEYS[1]) then return 0 end
 local removed = redis.call('HDEL', KEYS[3], ARGV[1]) + redis.call('ZREM', KEYS[2], ARGV[1])
 if removed == 0 then return 0 end
 audit(KEYS[4], ARGV[2], 5)
@@ -375,10 +389,10 @@ return 1
  * ARGV[5] the directory channel
  * ARGV[6] the notice ({"kind":"sign","accountId","address"})
  * ARGV[7…] audit events (JSON each)
- * Returns 'ok', 'exists' or 'not_found'.
+ * Returns 'ok', 'exists' or 'not_found' (also for no account or a deleted one).
  */
-export const OWNER_PUT_SIGN = AUDIT_FN + `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 'not_found' end
+export const OWNER_PUT_SIGN = AUDIT_FN + LIVE_FN + `
+if not live(KEYS[1]) then return 'not_found' end
 local present = redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1
 if ARGV[3] == 'create' and present then return 'exists' end
 if ARGV[3] == 'replace' and not present then return 'not_found' end
@@ -399,10 +413,10 @@ return 'ok'
  * ARGV[3] the directory channel
  * ARGV[4] the notice ({"kind":"sign","accountId","address"})
  * ARGV[5…] audit events (JSON each)
- * Returns 1, or 0 when there is no such record (or account).
+ * Returns 1, or 0 when there is no such record (or account, or it is deleted).
  */
-export const OWNER_DELETE_SIGN = AUDIT_FN + `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+export const OWNER_DELETE_SIGN = AUDIT_FN + LIVE_FN + `
+if not live(KEYS[1]) then return 0 end
 if redis.call('HDEL', KEYS[2], ARGV[1]) == 0 then return 0 end
 audit(KEYS[3], ARGV[2], 5)
 redis.call('PUBLISH', ARGV[3], ARGV[4])
@@ -471,16 +485,22 @@ return 1
 
 /**
  * Moves a session's idle deadline, capped at its absolute end, and its TTL with it; an ended
- * or unknown session stays ended.
+ * (by the deadlines and `now`, whatever its key's TTL says) or unknown session stays ended.
  *
  * KEYS[1] the session             <prefix>:sess:<digest>
  * ARGV[1] the new idle deadline (epoch ms)
  * ARGV[2] now (epoch ms, the gateway's clock, which also set the deadlines)
- * Returns 1, or 0 when there is no session.
+ * Returns 1, or 0 when there is no session (or it has ended: it is deleted).
  */
 export const SESSION_TOUCH = `
 local ends = tonumber(redis.call('HGET', KEYS[1], 'expiresAt'))
-if not ends then return 0 end
+local was = tonumber(redis.call('HGET', KEYS[1], 'idleExpiresAt'))
+if not ends or not was then return 0 end
+-- Ended by the gateway's clock, though its key has not expired yet: not revived.
+if tonumber(ARGV[2]) >= math.min(was, ends) then
+  redis.call('DEL', KEYS[1])
+  return 0
+end
 local idle = math.min(tonumber(ARGV[1]), ends)
 local ttl = idle - tonumber(ARGV[2])
 if ttl <= 0 then
@@ -498,11 +518,12 @@ return 1
  * KEYS[1] the owner's sessions    <prefix>:owner-sess:<ownerId>
  * ARGV[1] the session's digest
  * ARGV[2] the session's absolute end, as a TTL in ms
+ * Returns how many digests the set holds (the caller prunes ended ones past a bound).
  */
 export const SESSION_LINK = `
 redis.call('SADD', KEYS[1], ARGV[1])
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 1
+return redis.call('SCARD', KEYS[1])
 `;
 
 /** The scripts as ioredis commands, and how they are called. */
