@@ -176,7 +176,7 @@ test('the owner API\'s whole tree is the gateway\'s own: no spelling of a path u
     }
   }
   const described = await rawExchange(gw.url, 'GET /openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
-  assert.equal(JSON.parse(described.body).openapi, '3.1.0', 'the gateway\'s own description');
+  assert.equal(JSON.parse(described.body.toString()).openapi, '3.1.0', 'the gateway\'s own description');
   assert.equal(backend.received.length, 0, `the catch-all got: ${JSON.stringify(backend.received.map((r) => `${r.method} ${r.url}`))}`);
   for (const path of ['/ownerx', '/owners/1', '/x/owner/v1']) {
     const res = await rawExchange(gw.url, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
