@@ -1,0 +1,45 @@
+/**
+ * The owner API attacked on a real gateway: by an outsider (no credential, or guessed ones) and
+ * by a malicious owner (a session of their own, aiming at another account or at the gateway).
+ * Each test here is a hole that was found open, or an attack that must keep failing.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { call, show } from '../helpers/gateway.js';
+import { ADMIN_TOKEN, accountWithOwner, anonymous, operator, sessionCookie, startOwnerGateway } from '../helpers/owner.js';
+
+const PASSWORD = 'correct horse battery staple';
+const TRUSTED = { proxy: { trustedProxies: ['127.0.0.1'] } };
+
+test('over TLS only the __Host- cookie carries a session: a plain gw_session (which a sibling subdomain can set) is not read', async (t) => {
+  const origin = 'https://gw.example.test';
+  const gw = await startOwnerGateway(t, { overrides: { owner: { publicOrigin: origin } } });
+  await accountWithOwner(gw, { accountId: 'acct_attacker', email: 'attacker@example.com', password: PASSWORD });
+  const res = await anonymous(gw).send('POST', '/session', { email: 'attacker@example.com', password: PASSWORD }, { origin });
+  assert.equal(res.status, 200, show(res));
+  const id = /^__Host-gw_session=([^;]+)/.exec(sessionCookie(res)!)![1]!;
+  assert.equal((await call(`${gw.url}/owner/v1/session`, { headers: { cookie: `__Host-gw_session=${id}` } })).status, 200, 'the __Host- cookie works');
+  // evil.example.test sets `gw_session=<the attacker's session>; Domain=example.test`: the
+  // victim's browser, not signed in, would then act in the attacker's account (login CSRF).
+  const planted = await call(`${gw.url}/owner/v1/session`, { headers: { cookie: `gw_session=${id}` } });
+  assert.equal(planted.status, 401, show(planted));
+  assert.equal(planted.body.message.code, 'session_required');
+});
+
+test('guessed admin tokens from many addresses do not lock the real admin token out', async (t) => {
+  const gw = await startOwnerGateway(t, { overrides: { ...TRUSTED, limits: { mode: 'enforce' } } });
+  const wrong = `gwadm_${'x'.repeat(43)}`;
+  // One guess from each of many addresses: past failuresPerKey (50 an hour) if every admin
+  // token counted as the same key.
+  for (let i = 1; i <= 60; i++) {
+    const res = await operator(gw, wrong).get('/accounts', { 'x-forwarded-for': `198.51.100.${i}` });
+    assert.equal(res.status, 401, `guess #${i}: ${show(res)}`);
+  }
+  const real = await operator(gw).get('/accounts', { 'x-forwarded-for': '203.0.113.7' });
+  assert.equal(real.status, 200, `the operator still gets in: ${show(real)}`);
+  // The guessing address itself is still stopped.
+  let last = await operator(gw, wrong).get('/accounts', { 'x-forwarded-for': '198.51.100.1' });
+  for (let i = 0; i < 30 && last.status === 401; i++) last = await operator(gw, wrong).get('/accounts', { 'x-forwarded-for': '198.51.100.1' });
+  assert.equal(last.status, 429, `an address guessing on is locked out: ${show(last)}`);
+  assert.ok(!gw.logs.some((line) => line.includes(ADMIN_TOKEN)), 'the admin token is never logged');
+});
