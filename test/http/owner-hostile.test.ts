@@ -32,7 +32,7 @@ test('guessed admin tokens from many addresses do not lock the real admin token 
   // One guess from each of many addresses: past failuresPerKey (50 an hour) if every admin
   // token counted as the same key.
   for (let i = 1; i <= 60; i++) {
-    const res = await operator(gw, wrong).get('/accounts', { 'x-forwarded-for': `198.51.100.${i}` });
+    const res = await operator(gw, `${wrong}${i}`).get('/accounts', { 'x-forwarded-for': `198.51.100.${i}` });
     assert.equal(res.status, 401, `guess #${i}: ${show(res)}`);
   }
   const real = await operator(gw).get('/accounts', { 'x-forwarded-for': '203.0.113.7' });

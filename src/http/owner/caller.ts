@@ -78,7 +78,9 @@ export async function resolveCaller(ctx: Context, { sessions, config }: { sessio
     if (!isAdminToken(token, config.adminTokenDigests)) throw new InvalidAdminToken();
     return { caller: { kind: 'operator' }, mustChangePassword: false };
   }
-  const token = ctx.cookies.get(sessionCookieName(servedOverTls(config, ctx))) ?? ctx.cookies.get(sessionCookieName(false));
+  // Over TLS only the `__Host-` name: a plain `gw_session` may have been set by a sibling
+  // subdomain (Domain=parent), which would sign a browser into the setter's session.
+  const token = ctx.cookies.get(sessionCookieName(servedOverTls(config, ctx)));
   if (token === undefined || token.length > 256) throw new SessionRequired();
   const session = await sessions.resume(token);
   if (session === undefined) throw new SessionRequired();
