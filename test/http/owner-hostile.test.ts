@@ -4,6 +4,8 @@
  * Each test here is a hole that was found open, or an attack that must keep failing.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { call, show } from '../helpers/gateway.js';
 import { ADMIN_TOKEN, accountWithOwner, anonymous, operator, sessionCookie, startOwnerGateway } from '../helpers/owner.js';
@@ -42,4 +44,32 @@ test('guessed admin tokens from many addresses do not lock the real admin token 
   for (let i = 0; i < 30 && last.status === 401; i++) last = await operator(gw, wrong).get('/accounts', { 'x-forwarded-for': '198.51.100.1' });
   assert.equal(last.status, 429, `an address guessing on is locked out: ${show(last)}`);
   assert.ok(!gw.logs.some((line) => line.includes(ADMIN_TOKEN)), 'the admin token is never logged');
+});
+
+/** Gives an account `count` more keys and API settings tokens by hand, in its data file (the next change reads the file first). */
+function hoardByHand(file: string, accountId: string, { keys, tokens }: { keys: number; tokens: number }): void {
+  const data = JSON.parse(readFileSync(file, 'utf8'));
+  const account = data.accounts.find((a: { id: string }) => a.id === accountId);
+  const hex = (prefix: string, i: number) => `sha256:${createHash('sha256').update(`${prefix}${i}`).digest('hex')}`;
+  for (let i = 0; i < keys; i++) account.apiKeys.push({ id: `key_hoard_${i}`, apiKey: `ak_hoard_${i}`, secretDigest: hex('key', i) });
+  const createdAt = new Date().toISOString();
+  for (let i = 0; i < tokens; i++) account.settingsTokens.push({ id: `stk_hoard_${i}`, name: `t${i}`, digest: hex('token', i), start: 'gwst_hoar', createdAt });
+  writeFileSync(file, JSON.stringify(data));
+}
+
+test('an owner cannot grow an account without bound: keys and API settings tokens are capped (the data file is rewritten whole at each change)', async (t) => {
+  const gw = await startOwnerGateway(t);
+  const owner = await accountWithOwner(gw, { accountId: 'acct_hoard', email: 'hoard@example.com', password: PASSWORD });
+  hoardByHand(gw.services.config.data.file, 'acct_hoard', { keys: 999, tokens: 99 });
+  const last = await owner.send('POST', '/accounts/acct_hoard/keys', { name: 'the thousandth' });
+  assert.equal(last.status, 201, show(last));
+  const key = await owner.send('POST', '/accounts/acct_hoard/keys', { name: 'one too many' });
+  assert.equal(key.status, 409, show(key));
+  assert.equal(key.body.message.code, 'conflict');
+
+  const lastToken = await owner.send('POST', '/accounts/acct_hoard/settings-tokens', { name: 'the hundredth' });
+  assert.equal(lastToken.status, 201, show(lastToken));
+  const token = await owner.send('POST', '/accounts/acct_hoard/settings-tokens', { name: 'one too many' });
+  assert.equal(token.status, 409, show(token));
+  assert.equal(token.body.message.code, 'conflict');
 });
