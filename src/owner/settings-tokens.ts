@@ -9,7 +9,7 @@
  */
 import { randomBase62 } from '../domain/random.js';
 import { mintSettingsToken, settingsTokenDigest, settingsTokenStart } from '../domain/settings-token.js';
-import { NotFound } from '../errors/errors.js';
+import { Conflict, NotFound } from '../errors/errors.js';
 import type { SettingsTokenRecord } from '../stores/owner-records.js';
 import type { AccountDoc } from '../stores/owner-store.js';
 import { loadAccount, requireWritable } from './access.js';
@@ -20,6 +20,14 @@ import { pageById } from './pages.js';
 import type { Actor, Caller, Page, PageQuery } from './types.js';
 
 export type SettingsTokenStatus = 'active' | 'revoked' | 'expired';
+
+/**
+ * Tokens revoked or expired longer ago than this are dropped when a new one is made: a token
+ * no longer stored is unknown, so refused all the same.
+ */
+const ENDED_TOKEN_KEPT_MS = 30 * 86_400_000;
+/** Tokens an account holds at most (ended ones within ENDED_TOKEN_KEPT_MS included): each change rewrites the account. */
+const MAX_SETTINGS_TOKENS = 100;
 
 export interface SettingsTokenView {
   id: string;
@@ -114,7 +122,11 @@ export function createSettingsTokenService({ store, revocations, clock, log, con
         target: { type: 'settings_token', id: record.id },
         changes: { name: [undefined, name], scopes: [undefined, record.scopes], expiresAt: [undefined, record.expiresAt] },
       })];
-      await store.updateAccount(accountId, (doc) => ({ doc: { ...doc, settingsTokens: [...doc.settingsTokens, record] }, events, result: undefined }));
+      await store.updateAccount(accountId, (doc) => {
+        const kept = doc.settingsTokens.filter((t) => endOf(t) > now - ENDED_TOKEN_KEPT_MS);
+        if (kept.length >= MAX_SETTINGS_TOKENS) throw new Conflict(`An account holds at most ${MAX_SETTINGS_TOKENS} API settings tokens, counting those revoked or expired in the last 30 days.`);
+        return { doc: { ...doc, settingsTokens: [...kept, record] }, events, result: undefined };
+      });
       logEvents(log, accountId, events);
       return { settingsToken: toSettingsTokenView(record, now), token };
     },
@@ -144,4 +156,9 @@ export function createSettingsTokenService({ store, revocations, clock, log, con
       await store.updateAccount(accountId, (doc) => ({ doc: revokeSettingsTokens(doc, now), events: [], result: undefined }));
     },
   };
+}
+
+/** When a token stopped working; Infinity while it works. */
+function endOf(token: SettingsTokenRecord): number {
+  return Date.parse(token.revokedAt ?? token.expiresAt ?? '') || Infinity;
 }
