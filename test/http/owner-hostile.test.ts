@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { call, show } from '../helpers/gateway.js';
+import { gatewayEnv, runCommand } from '../helpers/process.js';
 import { ADMIN_TOKEN, accountWithOwner, anonymous, operator, sessionCookie, startOwnerGateway } from '../helpers/owner.js';
 
 const PASSWORD = 'correct horse battery staple';
@@ -72,4 +73,47 @@ test('an owner cannot grow an account without bound: keys and API settings token
   const token = await owner.send('POST', '/accounts/acct_hoard/settings-tokens', { name: 'one too many' });
   assert.equal(token.status, 409, show(token));
   assert.equal(token.body.message.code, 'conflict');
+});
+
+test('names are one line of text: control characters, bidi overrides and lone surrogates are refused (400 naming the field)', async (t) => {
+  const gw = await startOwnerGateway(t);
+  const owner = await accountWithOwner(gw, { accountId: 'acct_names', email: 'names@example.com', password: PASSWORD });
+  // An ESC sequence rewrites an operator's terminal (gatewayctl prints names), a newline or a
+  // tab forges a row of its table, U+202E shows a name backwards, NUL cuts it in C tools, and a
+  // lone surrogate does not survive UTF-8 (Redis would keep U+FFFD instead).
+  for (const bad of ['\u001b]52;c;cm0gLXJmIH4=\u0007x', 'a\nkey_forged\tgwk_x', 'a\u0000b', 'invoice\u202Efdp.exe', '\ud800', 'x\u0085y']) {
+    for (const [path, body, method] of [
+      ['/accounts/acct_names/keys', { name: bad }, 'POST'],
+      ['/accounts/acct_names/settings-tokens', { name: bad }, 'POST'],
+      ['/accounts/acct_names', { name: bad }, 'PATCH'],
+      ['/accounts/acct_names/roles', { id: 1, slug: 'r', name: bad, public: true }, 'POST'],
+    ] as const) {
+      const res = await owner.send(method, path, body);
+      assert.equal(res.status, 400, `${method} ${path} ${JSON.stringify(bad)}: ${show(res)}`);
+      assert.equal(res.body.message.field, 'name');
+    }
+  }
+  const fine = await owner.send('POST', '/accounts/acct_names/keys', { name: 'Zürich 東京 👩‍💻 ci', description: 'two\nlines\tand a tab' });
+  assert.equal(fine.status, 201, `letters of any script, emoji sequences; a description keeps its line breaks: ${show(fine)}`);
+});
+
+test('gatewayctl prints control characters of names it is given escaped, never raw to the operator\'s terminal', async (t) => {
+  const gw = await startOwnerGateway(t);
+  // Written before names were checked, or by hand: the file may hold any text.
+  const file = gw.services.config.data.file;
+  const data = JSON.parse(readFileSync(file, 'utf8'));
+  const alice = data.accounts.find((a: { id: string }) => a.id === 'acct_alice');
+  alice.name = 'Alice\u001b[2J\u001b]0;pwned\u0007';
+  alice.apiKeys[0].name = 'ci\nkey_forged\tak_forged';
+  writeFileSync(file, JSON.stringify(data));
+  // A change reads the file first (the hand edit is then served).
+  assert.equal((await operator(gw).send('POST', '/accounts', { id: 'acct_other', name: 'other' })).status, 201);
+  const env = gatewayEnv({ GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN });
+  for (const args of [['accounts', 'list'], ['keys', 'list', 'acct_alice']]) {
+    const result = await runCommand(t, ['src/cli/gatewayctl.ts', '--url', gw.url, ...args], { env });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, args[0] === 'accounts' ? /Alice/ : /ci/);
+    assert.doesNotMatch(result.stdout, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/, `no raw control character: ${JSON.stringify(result.stdout)}`);
+    assert.ok(!result.stdout.split('\n').some((line) => line.startsWith('key_forged')), 'no forged row');
+  }
 });
