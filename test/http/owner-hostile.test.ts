@@ -48,17 +48,19 @@ test('guessed admin tokens from many addresses do not lock the real admin token 
 });
 
 /** Gives an account `count` more keys and API settings tokens by hand, in its data file (the next change reads the file first). */
-function hoardByHand(file: string, accountId: string, { keys, tokens }: { keys: number; tokens: number }): void {
+function hoardByHand(file: string, accountId: string, { keys = 0, tokens = 0, roles = 0 }: { keys?: number; tokens?: number; roles?: number }): void {
   const data = JSON.parse(readFileSync(file, 'utf8'));
   const account = data.accounts.find((a: { id: string }) => a.id === accountId);
   const hex = (prefix: string, i: number) => `sha256:${createHash('sha256').update(`${prefix}${i}`).digest('hex')}`;
   for (let i = 0; i < keys; i++) account.apiKeys.push({ id: `key_hoard_${i}`, apiKey: `ak_hoard_${i}`, secretDigest: hex('key', i) });
   const createdAt = new Date().toISOString();
   for (let i = 0; i < tokens; i++) account.settingsTokens.push({ id: `stk_hoard_${i}`, name: `t${i}`, digest: hex('token', i), start: 'gwst_hoar', createdAt });
+  account.roles ??= [];
+  for (let i = 0; i < roles; i++) account.roles.push({ id: 1000 + i, slug: `r${i}`, name: `Role ${i}`, description: '', public: false });
   writeFileSync(file, JSON.stringify(data));
 }
 
-test('an owner cannot grow an account without bound: keys and API settings tokens are capped (the data file is rewritten whole at each change)', async (t) => {
+test('an owner cannot grow an account without bound: keys, API settings tokens and roles are capped (the data file is rewritten whole at each change)', async (t) => {
   const gw = await startOwnerGateway(t);
   const owner = await accountWithOwner(gw, { accountId: 'acct_hoard', email: 'hoard@example.com', password: PASSWORD });
   hoardByHand(gw.services.config.data.file, 'acct_hoard', { keys: 999, tokens: 99 });
@@ -73,6 +75,15 @@ test('an owner cannot grow an account without bound: keys and API settings token
   const token = await owner.send('POST', '/accounts/acct_hoard/settings-tokens', { name: 'one too many' });
   assert.equal(token.status, 409, show(token));
   assert.equal(token.body.message.code, 'conflict');
+
+  hoardByHand(gw.services.config.data.file, 'acct_hoard', { roles: 999 });
+  const lastRole = await owner.send('POST', '/accounts/acct_hoard/roles', { id: 1, slug: 'the-thousandth', name: 'The thousandth', public: true });
+  assert.equal(lastRole.status, 201, show(lastRole));
+  const role = await owner.send('POST', '/accounts/acct_hoard/roles', { id: 2, slug: 'one-too-many', name: 'One too many', public: true });
+  assert.equal(role.status, 409, show(role));
+  assert.equal(role.body.message.code, 'conflict');
+  const moved = await owner.send('PUT', '/accounts/acct_hoard/roles/1', { id: 3, slug: 'moved', name: 'Moved', public: true });
+  assert.equal(moved.status, 200, `a replacement adds nothing: ${show(moved)}`);
 });
 
 test('names are one line of text: control characters, bidi overrides and lone surrogates are refused (400 naming the field)', async (t) => {
