@@ -128,3 +128,31 @@ test('gatewayctl prints control characters of names it is given escaped, never r
     assert.ok(!result.stdout.split('\n').some((line) => line.startsWith('key_forged')), 'no forged row');
   }
 });
+
+test('a sign-in with the old password racing a password change gets no session that outlives the change', async (t) => {
+  const gw = await startOwnerGateway(t);
+  const owner = await accountWithOwner(gw, { accountId: 'acct_race', email: 'race@example.com', password: PASSWORD });
+  // The sign-in reads the owner (old hash), then is held until the change is done: as if its
+  // argon2 check had run while the change was written.
+  const store = gw.services.ownerStore;
+  const find = store.findOwnerByEmail.bind(store);
+  let release!: () => void;
+  const changed = new Promise<void>((resolve) => { release = resolve; });
+  let held = false;
+  store.findOwnerByEmail = async (email) => {
+    const found = await find(email);
+    if (!held) {
+      held = true;
+      await changed;
+    }
+    return found;
+  };
+  const racing = anonymous(gw).send('POST', '/session', { email: 'race@example.com', password: PASSWORD });
+  while (!held) await new Promise((resolve) => setTimeout(resolve, 5));
+  const change = await owner.send('POST', '/session/password', { currentPassword: PASSWORD, newPassword: 'the new passphrase, long enough' });
+  assert.equal(change.status, 200, show(change));
+  release();
+  const res = await racing;
+  assert.equal(res.status, 401, `whoever knew the old password is out: ${show(res)}`);
+  assert.equal(sessionCookie(res), undefined, 'no session cookie');
+});
