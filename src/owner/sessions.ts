@@ -117,22 +117,35 @@ export function createSessionService({ store, sessions, clock, limits, log, conf
     return { digest, created: { token, session: await view(owner, session), maxAgeSeconds: Math.floor(maxMs / 1000) } };
   }
 
-  /** A hash made with older parameters is replaced now that the password is known (failures only logged). */
-  async function rehashIfOld(owner: OwnerRecord, password: string): Promise<void> {
-    if (!needsRehash(owner.passwordHash) || store.readOnly !== undefined) return;
+  /**
+   * A hash made with older parameters is replaced now that the password is known (failures only
+   * logged). Answers the hash the owner has for this password afterwards.
+   */
+  async function rehashIfOld(owner: OwnerRecord, password: string): Promise<string> {
+    if (!needsRehash(owner.passwordHash) || store.readOnly !== undefined) return owner.passwordHash;
     try {
       const passwordHash = await hashPassword(password);
-      await store.updateOwner(owner.id, (current) => (current.passwordHash === owner.passwordHash ? { owner: { ...current, passwordHash }, result: undefined } : { result: undefined }));
+      return await store.updateOwner(owner.id, (current) => (current.passwordHash === owner.passwordHash ? { owner: { ...current, passwordHash }, result: passwordHash } : { result: owner.passwordHash }));
     } catch (err) {
       log.warn({ err, ownerId: owner.id }, 'owner password rehash failed: the old hash stays');
+      return owner.passwordHash;
     }
   }
 
   return {
     async signIn(email, password, meta) {
       const owner = await checkPassword(email, await store.findOwnerByEmail(email.toLowerCase()), password, meta);
-      await rehashIfOld(owner, password);
-      return (await start(owner)).created;
+      const passwordHash = await rehashIfOld(owner, password);
+      const { digest, created } = await start(owner);
+      // A password change may have landed while the old password was checked (argon2 takes a
+      // while, and may wait its turn), ending every session before this one existed: read again
+      // now that this one is stored, so it cannot outlive the change either.
+      const current = await store.findOwner(owner.id);
+      if (current === undefined || current.disabled || current.passwordHash !== passwordHash) {
+        await sessions.delete(digest);
+        throw new InvalidOwnerCredentials();
+      }
+      return created;
     },
 
     async resume(token): Promise<ResumedSession | undefined> {
