@@ -7,7 +7,11 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { createSettingsTokenAuth } from '../../src/auth/settings-tokens.js';
+import { mintSettingsToken } from '../../src/domain/settings-token.js';
+import type { OwnerStore } from '../../src/stores/owner-store.js';
 import { call, show } from '../helpers/gateway.js';
+import { silentLog } from '../helpers/redis.js';
 import { gatewayEnv, runCommand } from '../helpers/process.js';
 import { ADMIN_TOKEN, accountWithOwner, anonymous, operator, sessionCookie, startOwnerGateway } from '../helpers/owner.js';
 
@@ -156,3 +160,34 @@ test('a sign-in with the old password racing a password change gets no session t
   assert.equal(res.status, 401, `whoever knew the old password is out: ${show(res)}`);
   assert.equal(sessionCookie(res), undefined, 'no session cookie');
 });
+
+test('a flood of well-formed but unknown API settings tokens does not push known ones out of the cache (each would cost a store read again)', async (t) => {
+  const gw = await startOwnerGateway(t);
+  const owner = await accountWithOwner(gw, { accountId: 'acct_cache', email: 'cache@example.com', password: PASSWORD });
+  const made = await owner.send('POST', '/accounts/acct_cache/settings-tokens', { name: 'dashboard' });
+  assert.equal(made.status, 201, show(made));
+  const store = gw.services.ownerStore;
+  let reads = 0;
+  const counting = { ...pick(store), findSettingsToken: (digest: string) => { reads++; return store.findSettingsToken(digest); } };
+  const authenticate = createSettingsTokenAuth({
+    store: counting, revocations: gw.services.revocations, clock: gw.clock, log: silentLog,
+    cacheTtlMs: 60_000, accessTokenTtlSeconds: 900, max: 50,
+  });
+  const token = made.body.message.token as string;
+  await authenticate(token);
+  assert.equal(reads, 1);
+  // Anyone can make tokens with a valid checksum (CRC32 is no secret).
+  for (let i = 0; i < 200; i++) await assert.rejects(authenticate(mintSettingsToken()), /unknown/);
+  assert.equal(reads, 201);
+  await authenticate(token);
+  assert.equal(reads, 201, 'the known token is still cached');
+});
+
+function pick(store: OwnerStore): Pick<OwnerStore, 'findSettingsToken' | 'readAccount' | 'updateAccount' | 'readOnly'> {
+  return {
+    findSettingsToken: (digest) => store.findSettingsToken(digest),
+    readAccount: (id) => store.readAccount(id),
+    updateAccount: (id, change) => store.updateAccount(id, change),
+    readOnly: store.readOnly,
+  };
+}
