@@ -191,3 +191,16 @@ function pick(store: OwnerStore): Pick<OwnerStore, 'findSettingsToken' | 'readAc
     readOnly: store.readOnly,
   };
 }
+
+test('an unreadable client address from a trusted proxy (kept as "invalid:" and up to 64 characters of it) does not break the audit event of a change', async (t) => {
+  // A client inside the trusted range (an internal dashboard user), or a proxy passing the header on as it came.
+  const gw = await startOwnerGateway(t, { overrides: TRUSTED });
+  const owner = await accountWithOwner(gw, { accountId: 'acct_xff', email: 'xff@example.com', password: PASSWORD });
+  const res = await owner.send('POST', '/accounts/acct_xff/keys', { name: 'ci' }, { 'x-forwarded-for': 'y'.repeat(70) });
+  assert.equal(res.status, 201, show(res));
+  const audit = await owner.get('/accounts/acct_xff/audit?limit=1');
+  assert.equal(audit.status, 200, show(audit));
+  const [event] = audit.body.message.items;
+  assert.equal(event.action, 'key.create');
+  assert.ok(event.ip.startsWith('invalid:y') && event.ip.length <= 64, event.ip);
+});

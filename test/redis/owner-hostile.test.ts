@@ -37,3 +37,14 @@ test('Redis: an owner cannot grow an account document without bound (keys and AP
   assert.equal(doc.apiKeys.length, 1000, 'Redis holds the thousand keys, no more');
   assert.equal(doc.settingsTokens.length, 100);
 });
+
+test('Redis: an unreadable client address from a trusted proxy does not make a change fail (it answered 503 store_unavailable)', redisSuite(), async (t) => {
+  const redis = await startRedis(t);
+  const gw = await startOwnerGateway(t, { overrides: { proxy: { trustedProxies: ['127.0.0.1'] }, redis: { url: redis.url }, data: { keySource: 'redis' }, directory: { store: 'redis' } } });
+  const owner = await accountWithOwner(gw, { accountId: 'acct_xff', email: 'xff@example.com', password: 'correct horse battery staple' });
+  const res = await owner.send('POST', '/accounts/acct_xff/keys', { name: 'ci' }, { 'x-forwarded-for': 'y'.repeat(70) });
+  assert.equal(res.status, 201, show(res));
+  const audit = await owner.get('/accounts/acct_xff/audit?limit=1');
+  assert.equal(audit.status, 200, show(audit));
+  assert.ok(audit.body.message.items[0].ip.length <= 64);
+});
