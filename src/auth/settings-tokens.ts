@@ -4,8 +4,9 @@
  * request path:
  *
  *   1. the checksum, with no store call: a typo or a made-up token is a 401 for free;
- *   2. an lru-cache of digests (a found token for `cacheTtlMs`, an unknown one for a few
- *      seconds, bounded in entries), one store read per miss however many requests wait on it;
+ *   2. lru-caches of digests, each bounded in entries: found tokens for `cacheTtlMs`, unknown
+ *      ones for a few seconds in a cache of their own (a flood of made-up tokens cannot push the
+ *      tokens in use out); one store read per miss however many requests wait on it;
  *   3. revoked or expired (as the cached copy says) → 401; a disabled or deleted account too;
  *   4. the reset check every access token gets (auth/revocation.ts): a revoke is announced as
  *      a reset of the token's id and an account reset covers it, and every instance hears both
@@ -53,15 +54,20 @@ export interface SettingsTokenAuthOptions {
 /** What bearer.ts's authenticator asks for a token starting `gwst_`. */
 export type SettingsTokenAuthenticate = (token: string) => Promise<Identity>;
 
-type Cached =
-  | { found: false }
-  | { found: true; accountId: string; token: SettingsTokenRecord; accountLive: boolean };
+interface Cached {
+  accountId: string;
+  token: SettingsTokenRecord;
+  accountLive: boolean;
+}
 
 export function createSettingsTokenAuth({
   store, revocations, clock, log, cacheTtlMs, accessTokenTtlSeconds, negativeTtlMs = 5_000, max = 10_000, touchEveryMs = 300_000,
   resetsRememberedMs = Infinity,
 }: SettingsTokenAuthOptions): SettingsTokenAuthenticate {
   const perf = { now: () => clock.now() };
+  // Unknown digests apart from found ones: anyone can make well-formed tokens (a checksum is no
+  // secret), and a flood of them must not push the tokens in use out of the cache.
+  const unknown = new LRUCache<string, true>({ ...entryBound(max), ttl: negativeTtlMs, perf, ttlResolution: 0, ttlAutopurge: false });
   const cache = new LRUCache<string, Cached>({
     ...entryBound(max),
     // At least 1 ms: lru-cache reads a ttl of 0 as "never stale" (0 here means no caching).
@@ -69,14 +75,14 @@ export function createSettingsTokenAuth({
     perf,
     ttlResolution: 0,
     ttlAutopurge: false,
-    fetchMethod: async (digest, _stale, { options }) => {
+    fetchMethod: async (digest) => {
       const found = await store.findSettingsToken(digest);
       if (found === undefined) {
-        options.ttl = negativeTtlMs;
-        return { found: false };
+        unknown.set(digest, true);
+        return undefined;
       }
       const account = await store.readAccount(found.accountId);
-      return { found: true, accountId: found.accountId, token: found.token, accountLive: account !== undefined && account.enabled && account.deletedAt === undefined };
+      return { accountId: found.accountId, token: found.token, accountLive: account !== undefined && account.enabled && account.deletedAt === undefined };
     },
   });
   // A lastUsedAt written (or being written) by this instance: token id → when.
@@ -100,9 +106,10 @@ export function createSettingsTokenAuth({
 
   return async function authenticateSettingsToken(presented) {
     if (!isWellFormedSettingsToken(presented)) throw new InvalidToken('The API settings token is not one the gateway made (bad checksum).');
-    const entry = await cache.fetch(settingsTokenDigest(presented));
+    const digest = settingsTokenDigest(presented);
+    const entry = unknown.has(digest) ? undefined : await cache.fetch(digest);
     const now = clock.now();
-    if (entry === undefined || !entry.found) throw new InvalidToken('The API settings token is unknown.');
+    if (entry === undefined) throw new InvalidToken('The API settings token is unknown.');
     const { accountId, token } = entry;
     if (token.revokedAt !== undefined) throw new InvalidToken('The API settings token was revoked.');
     const expiresAtMs = token.expiresAt === undefined ? Infinity : Date.parse(token.expiresAt);

@@ -134,8 +134,17 @@ async function listAll(client: Client, path: string): Promise<any[]> {
   return items;
 }
 
+/**
+ * Text from the gateway as the terminal shows it: control and bidi characters written as
+ * `\u{…}`, so a name (set by an owner, or by hand in the data file) can neither send escape
+ * sequences to the operator's terminal nor forge lines or cells of a table.
+ */
+function printable(text: string): string {
+  return text.replace(/[\p{Cc}\p{Cs}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+}
+
 function table(rows: any[], columns: string[]): string {
-  const cell = (v: unknown) => (v === undefined ? '-' : Array.isArray(v) ? (v.length === 0 ? '-' : v.join(',')) : String(v));
+  const cell = (v: unknown) => printable(v === undefined ? '-' : Array.isArray(v) ? (v.length === 0 ? '-' : v.join(',')) : String(v));
   return [columns.join('\t'), ...rows.map((row) => columns.map((c) => cell(row[c])).join('\t'))].join('\n');
 }
 

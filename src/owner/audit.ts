@@ -14,6 +14,9 @@ export const AUDITED_FIELDS = new Set([
   'signedNonce', 'signedAt', 'signedExpiredAt', 'expiresAt', 'previousValidUntil', 'mustChangePassword',
 ]);
 
+/** The longest `ip` an event holds (stores/owner-records.ts). */
+const IP_MAX = 64;
+
 export interface EventInput {
   action: string;
   target: { type: string; id: string };
@@ -31,7 +34,9 @@ export function makeEvent(actor: Actor, now: number, { action, target, changes }
     action,
     actor: actor.caller.kind === 'owner' ? { type: 'owner', id: actor.caller.ownerId } : { type: 'operator' },
     target,
-    ip: actor.meta.ip,
+    // An unreadable forwarded address comes as "invalid:" and up to 64 characters of it: kept
+    // to what an event holds, so it cannot make the change it records fail.
+    ip: actor.meta.ip.slice(0, IP_MAX),
     requestId: actor.meta.requestId,
     ...(kept !== undefined && Object.keys(kept).length > 0 ? { changes: kept } : {}),
   };

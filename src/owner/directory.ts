@@ -19,6 +19,9 @@ import { logEvents, makeEvent } from './audit.js';
 import type { OwnerDeps } from './deps.js';
 import type { Actor, Caller, Page, PageQuery } from './types.js';
 
+/** Roles an account holds at most, made through the owner API (each one rewrites the data file, where it lives). */
+const MAX_ROLES = 1000;
+
 export interface RoleListQuery extends PageQuery {
   /** Case-insensitive substring of the name, as `/api/roles?name=` takes it. */
   nameContains?: string;
@@ -108,6 +111,11 @@ export function createDirectoryService({ store, clock, log }: OwnerDeps): Direct
 
     async createRole(actor, accountId, role) {
       await loadForWrite(actor, accountId);
+      // Checked before the write, not inside it: concurrent creations may pass it together, so
+      // the bound is MAX_ROLES plus the creations in flight, not exact.
+      if ((await store.listRoles(accountId, { offset: 0, limit: 1 })).total >= MAX_ROLES) {
+        throw new Conflict(`An account holds at most ${MAX_ROLES} roles: delete some first.`);
+      }
       const event = makeEvent(actor, clock.now(), { action: 'role.create', target: { type: 'role', id: String(role.id) }, changes: roleChanges(undefined, role) });
       settleRole(await store.putRole(accountId, role, undefined, [event]), 'No such account.');
       logEvents(log, accountId, [event]);

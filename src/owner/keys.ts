@@ -10,7 +10,7 @@
  * a key written disabled signs no one in any more, and only then are its tokens killed, so no
  * token can be issued between the two and outlive both.
  */
-import { NotFound } from '../errors/errors.js';
+import { Conflict, NotFound } from '../errors/errors.js';
 import { hashSecret, secretDigest } from '../domain/secrets.js';
 import { randomBase62 } from '../domain/random.js';
 import type { ApiKeyData, AuditEvent } from '../stores/owner-records.js';
@@ -81,6 +81,8 @@ export interface KeyService {
 export const API_KEY_PREFIX = 'gwk_';
 export const API_SECRET_PREFIX = 'gwsk_';
 export const KEY_ID_PREFIX = 'key_';
+/** Keys an account holds at most: each change rewrites the account (the whole data file, or its Redis document). */
+const MAX_KEYS = 1000;
 
 function newSecret(): { apiSecret: string; digest: string } {
   const apiSecret = `${API_SECRET_PREFIX}${randomBase62(43)}`;
@@ -164,7 +166,10 @@ export function createKeyService({ store, revocations, clock, log }: OwnerDeps):
         createdAt: new Date(now).toISOString(),
       };
       const events = [makeEvent(actor, now, { action: 'key.create', target: { type: 'key', id: key.id }, changes: changesOf(undefined, key) })];
-      await store.updateAccount(accountId, (doc) => ({ doc: { ...requireReachable(actor.caller, doc), apiKeys: [...doc.apiKeys, key] }, events, result: undefined }));
+      await store.updateAccount(accountId, (doc) => {
+        if (doc.apiKeys.length >= MAX_KEYS) throw new Conflict(`An account holds at most ${MAX_KEYS} keys: delete some first.`);
+        return { doc: { ...requireReachable(actor.caller, doc), apiKeys: [...doc.apiKeys, key] }, events, result: undefined };
+      });
       logEvents(log, accountId, events);
       return { key: toKeyView(key), apiSecret };
     },

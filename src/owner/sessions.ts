@@ -127,27 +127,32 @@ export function createSessionService({ store, sessions, clock, limits, log, conf
     return { digest, created: { token, session: await view(owner, session), maxAgeSeconds: Math.floor(maxMs / 1000) } };
   }
 
-  /** A hash made with older parameters is replaced now that the password is known (failures only logged). */
-  async function rehashIfOld(owner: OwnerRecord, password: string): Promise<void> {
-    if (!needsRehash(owner.passwordHash) || store.readOnly !== undefined) return;
+  /**
+   * A hash made with older parameters is replaced now that the password is known (failures only
+   * logged). Answers the hash the owner has for this password afterwards.
+   */
+  async function rehashIfOld(owner: OwnerRecord, password: string): Promise<string> {
+    if (!needsRehash(owner.passwordHash) || store.readOnly !== undefined) return owner.passwordHash;
     try {
       const passwordHash = await hashPassword(password);
-      await store.updateOwner(owner.id, (current) => (current.passwordHash === owner.passwordHash ? { owner: { ...current, passwordHash }, result: undefined } : { result: undefined }));
+      return await store.updateOwner(owner.id, (current) => (current.passwordHash === owner.passwordHash ? { owner: { ...current, passwordHash }, result: passwordHash } : { result: owner.passwordHash }));
     } catch (err) {
       log.warn({ err, ownerId: owner.id }, 'owner password rehash failed: the old hash stays');
+      return owner.passwordHash;
     }
   }
 
   return {
     async signIn(email, password, meta) {
       const owner = await checkPassword(email, await store.findOwnerByEmail(email.toLowerCase()), password, meta);
-      await rehashIfOld(owner, password);
+      const passwordHash = await rehashIfOld(owner, password);
       const { digest, created } = await start(owner);
       // A password change committed while this sign-in was checked may have ended the owner's
       // sessions before this one was stored: read again after storing it, so that one of the two
-      // always sees the other.
+      // always sees the other. The hash tells (every change makes a new salt), where a time
+      // might not: two changes can fall in one millisecond.
       const current = await store.findOwner(owner.id);
-      if (current === undefined || current.disabled || current.passwordChangedAt !== owner.passwordChangedAt) {
+      if (current === undefined || current.disabled || current.passwordHash !== passwordHash) {
         await sessions.delete(digest);
         throw new InvalidOwnerCredentials();
       }

@@ -21,6 +21,14 @@ import type { Actor, Caller, Page, PageQuery } from './types.js';
 
 export type SettingsTokenStatus = 'active' | 'revoked' | 'expired';
 
+/**
+ * Tokens revoked or expired longer ago than this are dropped when a new one is made: a token
+ * no longer stored is unknown, so refused all the same.
+ */
+const ENDED_TOKEN_KEPT_MS = 30 * 86_400_000;
+/** Tokens an account holds at most (ended ones within ENDED_TOKEN_KEPT_MS included): each change rewrites the account. */
+const MAX_SETTINGS_TOKENS = 100;
+
 export interface SettingsTokenView {
   id: string;
   name: string;
@@ -55,10 +63,6 @@ export interface SettingsTokenService {
 }
 
 export const SETTINGS_TOKEN_ID_PREFIX = 'stk_';
-/** Tokens revoked or expired longer ago than this are dropped when a new one is made (an unknown token is refused as a revoked one is). */
-const ENDED_TOKEN_KEPT_MS = 30 * 86_400_000;
-/** Tokens an account holds at most (ended ones within ENDED_TOKEN_KEPT_MS included), as for invites. */
-const MAX_SETTINGS_TOKENS = 100;
 
 /** When a token stopped working (or will), if it does. */
 function endOf(token: SettingsTokenRecord): number {
@@ -125,7 +129,7 @@ export function createSettingsTokenService({ store, revocations, clock, log, con
       })];
       await store.updateAccount(accountId, (doc) => {
         const kept = requireReachable(actor.caller, doc).settingsTokens.filter((t) => endOf(t) > now - ENDED_TOKEN_KEPT_MS);
-        if (kept.length >= MAX_SETTINGS_TOKENS) throw new Conflict(`An account holds at most ${MAX_SETTINGS_TOKENS} API settings tokens: revoke some first.`);
+        if (kept.length >= MAX_SETTINGS_TOKENS) throw new Conflict(`An account holds at most ${MAX_SETTINGS_TOKENS} API settings tokens, counting those revoked or expired in the last 30 days.`);
         return { doc: { ...doc, settingsTokens: [...kept, record] }, events, result: undefined };
       });
       logEvents(log, accountId, events);
@@ -158,3 +162,4 @@ export function createSettingsTokenService({ store, revocations, clock, log, con
     },
   };
 }
+

@@ -68,15 +68,21 @@ export function registerOwnerApi(router: Router, { config, operations, sessions,
   router.all(`${OWNER_TREE}/{*rest}`, answerOwnerUnmatched);
 }
 
-/** An admin token is a secret guessed like an API secret: each presented one counts as a sign-in attempt. */
+/**
+ * An admin token is a secret guessed like an API secret: each presented one counts as a sign-in
+ * attempt, keyed by the presented token (the limits digest it). Keyed by one name for every
+ * admin token, failures spread over many addresses would lock every operator out (the per-key
+ * limit); each address guessing is still stopped by the per-address limits.
+ */
 async function resolveAdminOrSession(ctx: Context, { sessions, owner, limits, clientAddress }: {
   sessions: SessionResolver;
   owner: Config['owner'];
   limits: RateLimits;
   clientAddress: (req: IncomingMessage) => string;
 }): Promise<ResolvedCaller> {
-  if (ctx.get('authorization') === '') return resolveCaller(ctx, { sessions, config: owner });
-  const attempt = await limits.signIn('#operator', clientAddress(ctx.req));
+  const authorization = ctx.get('authorization');
+  if (authorization === '') return resolveCaller(ctx, { sessions, config: owner });
+  const attempt = await limits.signIn(`#operator ${authorization}`, clientAddress(ctx.req));
   try {
     const resolved = await resolveCaller(ctx, { sessions, config: owner });
     await attempt.succeeded();

@@ -17,6 +17,7 @@ import type { Actor, Caller } from '../../../owner/types.js';
 import { operation, type Operation, type OperationInput } from '../../owner/operation.js';
 import { MAX_NAME_SEARCH_LENGTH } from '../roles.js';
 import type { OwnerRouteDeps } from './deps.js';
+import { lineOfText } from './schemas.js';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,255}$/;
 const TEXT_MAX = 256;
@@ -30,7 +31,7 @@ const address = z.string().regex(ADDRESS_PATTERN, 'expected 0x and 40 hex digits
 const roleBody = z.strictObject({
   id: roleId.describe('Roles are listed in id order: choose ids to order them.'),
   slug: z.string().regex(SLUG_PATTERN, 'expected 1 to 256 of a-z 0-9 . _ - (starting with a letter or digit)'),
-  name: z.string().min(1).max(TEXT_MAX),
+  name: lineOfText(TEXT_MAX),
   description: z.string().max(DESCRIPTION_MAX).default(''),
   public: z.boolean(),
 });

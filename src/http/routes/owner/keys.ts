@@ -6,9 +6,10 @@
 import { z } from 'zod';
 import type { OwnerServices } from '../../../owner/service.js';
 import type { Caller } from '../../../owner/types.js';
-import { DESCRIPTION_MAX, ID, isoTime, NAME_MAX, scopeList } from '../../../stores/owner-records.js';
+import { DESCRIPTION_MAX, ID, isoTime, scopeList } from '../../../stores/owner-records.js';
 import { operation, type Operation } from '../../owner/operation.js';
 import type { OwnerRouteDeps } from './deps.js';
+import { nameField } from './schemas.js';
 
 /** The longest overlap of a roll: 30 days. */
 export const ROLL_OVERLAP_MAX_SECONDS = 2_592_000;
@@ -18,7 +19,7 @@ export const pageQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).default(50),
   cursor: z.string().min(1).max(512).optional(),
 });
-export const name = z.string().min(1).max(NAME_MAX);
+export const name = nameField;
 
 const keyParams = z.strictObject({ accountId: ID, keyId: ID });
 

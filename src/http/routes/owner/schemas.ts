@@ -14,7 +14,19 @@ export const emailField = z.email().max(EMAIL_MAX);
 export const newPasswordField = z.string().min(PASSWORD_MIN).max(PASSWORD_MAX);
 /** A password being checked: any length up to the maximum (a short one simply does not match). */
 export const presentedPasswordField = z.string().min(1).max(PASSWORD_MAX);
-export const nameField = z.string().min(1).max(NAME_MAX);
+/**
+ * What no name may hold: control characters (an ESC sequence acts on the terminal of whoever
+ * lists names with gatewayctl, a line break forges a row), bidi controls (U+202E shows a name
+ * backwards), and lone surrogates (not text: UTF-8, hence Redis, cannot keep them).
+ */
+const UNPRINTABLE = /[\p{Cc}\p{Cs}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+
+/** One line of printable text, 1 to `max` characters: a name. */
+export function lineOfText(max: number) {
+  return z.string().min(1).max(max).refine((text) => !UNPRINTABLE.test(text), 'expected one line of text, without control characters, bidi controls or lone surrogates');
+}
+
+export const nameField = lineOfText(NAME_MAX);
 
 export const accountParams = z.strictObject({ accountId: idField });
 
