@@ -189,10 +189,18 @@ export function createAccountService({ store, sessions, revocations, clock, limi
       const doc = await loadAccount(store, actor.caller, accountId);
       requireWritable(store);
       const wanted = email.toLowerCase();
-      let owner = await store.findOwnerByEmail(wanted);
-      if (owner !== undefined && doc.members.some((m) => m.ownerId === owner!.id)) throw new Conflict('This owner is already a member of the account.', 'email');
+      // Emails are not verified (an invite's token goes to whoever asked for it), so an owner's
+      // email proves nothing: whoever made that owner may have chosen someone else's address.
+      // An existing owner joins another account only by an invite, whose acceptance needs both
+      // the token and that owner's password; adding them here would hand the account to them.
+      const existing = await store.findOwnerByEmail(wanted);
+      if (existing !== undefined) {
+        const member = doc.members.some((m) => m.ownerId === existing.id);
+        throw new Conflict(member ? 'This owner is already a member of the account.' : 'An owner with this email exists already: invite them instead (accepting needs their password).', 'email');
+      }
+      let owner: OwnerRecord | undefined;
       let created = false;
-      if (owner === undefined) {
+      {
         const fresh: OwnerRecord = {
           id: `own_${randomBase62(16)}`,
           email: wanted,
@@ -202,9 +210,9 @@ export function createAccountService({ store, sessions, revocations, clock, limi
           createdAt: iso(clock.now()),
         };
         created = await store.createOwner(fresh);
-        // Lost a race with another creation of the same email: that owner is the one added.
-        owner = created ? fresh : await store.findOwnerByEmail(wanted);
-        if (owner === undefined) throw new Conflict('This email changed hands meanwhile: try again.', 'email');
+        // Lost a race with another creation of the same email: as if it had existed before.
+        if (!created) throw new Conflict('An owner with this email exists already: invite them instead (accepting needs their password).', 'email');
+        owner = fresh;
       }
       const member = { ownerId: owner.id, addedAt: iso(clock.now()) };
       const now = clock.now();

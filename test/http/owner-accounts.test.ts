@@ -154,7 +154,7 @@ test('a deleted account is a tombstone: 404 everywhere, its id never reused, its
   assertNotFound(accept, 'an invite to a deleted account');
 });
 
-test('members: operators add owners (new ones must change the password, existing ones keep theirs); the last owner stays; another account\'s members are 404', async (t) => {
+test('members: operators add new owners (who must change the password), never an existing owner by email; the last owner stays; another account\'s members are 404', async (t) => {
   const gw = await startOwnerGateway(t);
   const op = operator(gw);
   const first = await accountWithOwner(gw, { accountId: 'acct_team', email: 'first@example.com', password: PASSWORD });
@@ -166,12 +166,19 @@ test('members: operators add owners (new ones must change the password, existing
   const second = await signIn(gw, 'second@example.com', 'an initial password');
   assert.equal(second.signIn.body.message.owner.mustChangePassword, true);
 
+  // An existing owner's email proves nothing (emails are not verified: whoever made that owner
+  // chose it), so adding by email would hand the account to whoever holds that owner. They join
+  // by an invite, whose acceptance needs their password.
   const addExisting = await op.send('POST', '/accounts/acct_team/owners', { email: 'stranger@example.com', initialPassword: 'ignored for an existing owner' });
-  assert.equal(addExisting.status, 201, show(addExisting));
+  assert.equal(addExisting.status, 409, show(addExisting));
+  assert.equal(addExisting.body.message.field, 'email');
   const strangerAgain = await signIn(gw, 'stranger@example.com', PASSWORD);
-  assert.equal(strangerAgain.signIn.body.message.owner.mustChangePassword, false, 'an existing owner keeps their password');
-  assert.deepEqual(strangerAgain.signIn.body.message.accounts.map((a: { id: string }) => a.id).sort(), ['acct_other', 'acct_team']);
+  assert.deepEqual(strangerAgain.signIn.body.message.accounts.map((a: { id: string }) => a.id), ['acct_other'], 'not added');
   assert.equal((await anonymous(gw).send('POST', '/session', { email: 'stranger@example.com', password: 'ignored for an existing owner' })).status, 401);
+  const invite = await op.send('POST', '/accounts/acct_team/invites', { email: 'stranger@example.com' });
+  assert.equal(invite.status, 201, show(invite));
+  const joined = await anonymous(gw).send('POST', '/invites/accept', { token: invite.body.message.token, password: PASSWORD });
+  assert.equal(joined.status, 200, show(joined));
 
   const twice = await op.send('POST', '/accounts/acct_team/owners', { email: 'first@example.com', initialPassword: 'another initial one' });
   assert.equal(twice.status, 409, show(twice));

@@ -119,7 +119,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       operationId: 'addOwner',
       method: 'post',
       path: '/owner/v1/accounts/{accountId}/owners',
-      summary: 'Add an owner with an initial password they must change (operator); an existing owner is added as is',
+      summary: 'Add a new owner with an initial password they must change (operator); an email that has an owner already is a 409: invite them',
       tag: 'Members',
       auth: 'caller',
       params: accountParams,
