@@ -204,3 +204,16 @@ test('an unreadable client address from a trusted proxy (kept as "invalid:" and 
   assert.equal(event.action, 'key.create');
   assert.ok(event.ip.startsWith('invalid:y') && event.ip.length <= 64, event.ip);
 });
+
+test('every listing reads `limit` as plain decimal digits: 1e2, 0x10, 5.0, +5 and " 5" are 400 naming limit', async (t) => {
+  const gw = await startOwnerGateway(t);
+  const op = operator(gw);
+  for (const path of ['/accounts', '/accounts/acct_alice/keys', '/accounts/acct_alice/settings-tokens', '/accounts/acct_alice/members', '/accounts/acct_alice/invites', '/accounts/acct_alice/audit', '/accounts/acct_alice/roles']) {
+    for (const limit of ['1e2', '0x10', '5.0', '+5', '%205', '0', '101']) {
+      const res = await op.get(`${path}?limit=${limit}`);
+      assert.equal(res.status, 400, `${path}?limit=${limit}: ${show(res)}`);
+      assert.equal(res.body.message.field, 'limit', `${path}?limit=${limit}`);
+    }
+    assert.equal((await op.get(`${path}?limit=2`)).status, 200, path);
+  }
+});

@@ -17,7 +17,7 @@ import type { Actor, Caller } from '../../../owner/types.js';
 import { operation, type Operation, type OperationInput } from '../../owner/operation.js';
 import { MAX_NAME_SEARCH_LENGTH } from '../roles.js';
 import type { OwnerRouteDeps } from './deps.js';
-import { lineOfText } from './schemas.js';
+import { limitField, lineOfText } from './schemas.js';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,255}$/;
 const TEXT_MAX = 256;
@@ -72,7 +72,7 @@ const roleParams = z.strictObject({ accountId: ID, roleId: roleIdText });
 const signParams = z.strictObject({ accountId: ID, address });
 
 const roleListQuery = z.strictObject({
-  limit: z.string().regex(/^[0-9]{1,3}$/, 'expected a whole number from 1 to 100').transform(Number).pipe(z.number().int().min(1).max(100)).optional(),
+  limit: limitField.optional(),
   cursor: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'expected the nextCursor of the page before').optional(),
   name: z.string().max(MAX_NAME_SEARCH_LENGTH).optional().describe('Only roles whose name contains this (case-insensitive).'),
 });

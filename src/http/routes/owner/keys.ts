@@ -9,16 +9,13 @@ import type { Caller } from '../../../owner/types.js';
 import { DESCRIPTION_MAX, ID, isoTime, scopeList } from '../../../stores/owner-records.js';
 import { operation, type Operation } from '../../owner/operation.js';
 import type { OwnerRouteDeps } from './deps.js';
-import { nameField } from './schemas.js';
+import { nameField, pageQuery } from './schemas.js';
 
 /** The longest overlap of a roll: 30 days. */
 export const ROLL_OVERLAP_MAX_SECONDS = 2_592_000;
 
 export const accountParams = z.strictObject({ accountId: ID });
-export const pageQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(50),
-  cursor: z.string().min(1).max(512).optional(),
-});
+export { pageQuery };
 export const name = nameField;
 
 const keyParams = z.strictObject({ accountId: ID, keyId: ID });

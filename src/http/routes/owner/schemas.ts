@@ -30,10 +30,13 @@ export const nameField = lineOfText(NAME_MAX);
 
 export const accountParams = z.strictObject({ accountId: idField });
 
+/** A listing's `limit`: 1 to 100 in plain decimal digits (not `1e2` or `0x10`, as Number() would read). */
+export const limitField = z.string().regex(/^[0-9]{1,3}$/, 'expected a whole number from 1 to 100').transform(Number).pipe(z.number().int().min(1).max(100));
+
 /** `limit` 1–100 (50 if absent) and the `nextCursor` of the page before. */
 export const pageQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(50),
-  cursor: z.string().min(1).max(256).optional(),
+  limit: limitField.default(50),
+  cursor: z.string().min(1).max(512).optional(),
 });
 
 export function pageOf<T extends z.ZodType>(item: T) {
