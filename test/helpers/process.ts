@@ -136,7 +136,9 @@ export async function exitWithin(child: Child, limitMs = PROCESS_LIMIT_MS): Prom
 /** A fresh directory, removed when the test ends. */
 export function tempDir(t: TestContext, prefix = 'gateway-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  // A gateway of the test may still be writing there (its temporary files come and go) until
+  // its own after hook ends it: retried, as rm -rf would be.
+  t.after(() => rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }));
   return dir;
 }
 
