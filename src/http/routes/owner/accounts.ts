@@ -6,24 +6,12 @@
  */
 import { z } from 'zod';
 import type { OwnerServices } from '../../../owner/service.js';
-import type { Actor, Caller, RequestMeta } from '../../../owner/types.js';
-import { SessionRequired } from '../../../errors/errors.js';
 import { operation, type Operation } from '../../owner/operation.js';
 import type { OwnerRouteDeps } from './deps.js';
 import {
   accountParams, accountSchema, auditEventSchema, emailField, idField, inviteSchema, memberSchema, nameField,
-  newPasswordField, pageOf, pageQuery,
+  actorOf, callerOf, newPasswordField, pageOf, pageQuery,
 } from './schemas.js';
-
-/** The caller of a `caller` operation (the router sets it; absent only on `public` ones). */
-function who(caller: Caller | undefined): Caller {
-  if (caller === undefined) throw new SessionRequired();
-  return caller;
-}
-
-function actor(caller: Caller | undefined, meta: RequestMeta): Actor {
-  return { caller: who(caller), meta };
-}
 
 export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): Operation[] {
   const accounts = owner.accounts;
@@ -38,7 +26,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       query: pageQuery,
       response: pageOf(accountSchema),
       errors: [403],
-      handle: ({ query, caller }) => accounts.listAccounts(who(caller), query),
+      handle: ({ query, caller }) => accounts.listAccounts(callerOf(caller), query),
     }),
     operation({
       operationId: 'createAccount',
@@ -51,7 +39,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       status: 201,
       response: accountSchema,
       errors: [403, 409],
-      handle: ({ body, caller, meta }) => accounts.createAccount(actor(caller, meta), body),
+      handle: ({ body, caller, meta }) => accounts.createAccount(actorOf({ caller, meta }), body),
     }),
     operation({
       operationId: 'getAccount',
@@ -63,7 +51,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       params: accountParams,
       response: accountSchema,
       errors: [403, 404],
-      handle: ({ params, caller }) => accounts.getAccount(who(caller), params.accountId),
+      handle: ({ params, caller }) => accounts.getAccount(callerOf(caller), params.accountId),
     }),
     operation({
       operationId: 'updateAccount',
@@ -76,7 +64,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       body: z.strictObject({ name: nameField.optional(), enabled: z.boolean().optional() }),
       response: accountSchema,
       errors: [403, 404, 409],
-      handle: ({ params, body, caller, meta }) => accounts.updateAccount(actor(caller, meta), params.accountId, body),
+      handle: ({ params, body, caller, meta }) => accounts.updateAccount(actorOf({ caller, meta }), params.accountId, body),
     }),
     operation({
       operationId: 'deleteAccount',
@@ -88,7 +76,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       params: accountParams,
       response: z.strictObject({ id: z.string(), deleted: z.literal(true) }),
       errors: [403, 404, 409],
-      handle: ({ params, caller, meta }) => accounts.deleteAccount(actor(caller, meta), params.accountId),
+      handle: ({ params, caller, meta }) => accounts.deleteAccount(actorOf({ caller, meta }), params.accountId),
     }),
     operation({
       operationId: 'listMembers',
@@ -101,7 +89,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       query: pageQuery,
       response: pageOf(memberSchema),
       errors: [403, 404],
-      handle: ({ params, query, caller }) => accounts.listMembers(who(caller), params.accountId, query),
+      handle: ({ params, query, caller }) => accounts.listMembers(callerOf(caller), params.accountId, query),
     }),
     operation({
       operationId: 'removeMember',
@@ -113,7 +101,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       params: z.strictObject({ accountId: idField, ownerId: idField }),
       response: z.strictObject({ ownerId: z.string(), removed: z.literal(true) }),
       errors: [403, 404, 409],
-      handle: ({ params, caller, meta }) => accounts.removeMember(actor(caller, meta), params.accountId, params.ownerId),
+      handle: ({ params, caller, meta }) => accounts.removeMember(actorOf({ caller, meta }), params.accountId, params.ownerId),
     }),
     operation({
       operationId: 'addOwner',
@@ -127,7 +115,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       status: 201,
       response: memberSchema,
       errors: [403, 404, 409],
-      handle: ({ params, body, caller, meta }) => accounts.addOwner(actor(caller, meta), params.accountId, body),
+      handle: ({ params, body, caller, meta }) => accounts.addOwner(actorOf({ caller, meta }), params.accountId, body),
     }),
     operation({
       operationId: 'listInvites',
@@ -140,7 +128,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       query: pageQuery,
       response: pageOf(inviteSchema),
       errors: [403, 404],
-      handle: ({ params, query, caller }) => accounts.listInvites(who(caller), params.accountId, query),
+      handle: ({ params, query, caller }) => accounts.listInvites(callerOf(caller), params.accountId, query),
     }),
     operation({
       operationId: 'createInvite',
@@ -155,7 +143,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       response: z.strictObject({ invite: inviteSchema, token: z.string(), url: z.string() }),
       errors: [403, 404, 409],
       async handle({ params, body, caller, meta, ctx }) {
-        const { invite, token } = await accounts.createInvite(actor(caller, meta), params.accountId, body);
+        const { invite, token } = await accounts.createInvite(actorOf({ caller, meta }), params.accountId, body);
         return { invite, token, url: `${deps.config.owner.publicOrigin ?? `${ctx.protocol}://${ctx.host}`}/owner/invite#${token}` };
       },
     }),
@@ -169,7 +157,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       params: z.strictObject({ accountId: idField, inviteId: idField }),
       response: inviteSchema,
       errors: [403, 404, 409],
-      handle: ({ params, caller, meta }) => accounts.revokeInvite(actor(caller, meta), params.accountId, params.inviteId),
+      handle: ({ params, caller, meta }) => accounts.revokeInvite(actorOf({ caller, meta }), params.accountId, params.inviteId),
     }),
     operation({
       operationId: 'acceptInvite',
@@ -194,7 +182,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       query: pageQuery,
       response: pageOf(auditEventSchema),
       errors: [403, 404],
-      handle: ({ params, query, caller }) => accounts.listAudit(who(caller), params.accountId, query),
+      handle: ({ params, query, caller }) => accounts.listAudit(callerOf(caller), params.accountId, query),
     }),
   ];
 }

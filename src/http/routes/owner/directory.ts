@@ -13,11 +13,10 @@ import { z } from 'zod';
 import { ADDRESS_PATTERN } from '../../../domain/formats.js';
 import { ID, isoTime } from '../../../stores/owner-records.js';
 import type { OwnerServices } from '../../../owner/service.js';
-import type { Actor, Caller } from '../../../owner/types.js';
-import { operation, type Operation, type OperationInput } from '../../owner/operation.js';
+import { operation, type Operation } from '../../owner/operation.js';
 import { MAX_NAME_SEARCH_LENGTH } from '../roles.js';
 import type { OwnerRouteDeps } from './deps.js';
-import { limitField, lineOfText } from './schemas.js';
+import { accountParams, actorOf, callerOf, limitField, lineOfText } from './schemas.js';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,255}$/;
 const TEXT_MAX = 256;
@@ -67,7 +66,6 @@ const signRecordView = z.strictObject({
   signedExpiredAt: z.iso.datetime(),
 }).meta({ id: 'SignRecord' });
 
-const accountParams = z.strictObject({ accountId: ID });
 const roleParams = z.strictObject({ accountId: ID, roleId: roleIdText });
 const signParams = z.strictObject({ accountId: ID, address });
 
@@ -79,16 +77,6 @@ const roleListQuery = z.strictObject({
 
 const DEFAULT_LIMIT = 50;
 const TAG = 'Roles and sign records';
-
-/** The caller of a `caller` operation: http/owner/register.ts sets it before any handler runs. */
-function callerOf(caller: Caller | undefined): Caller {
-  if (caller === undefined) throw new TypeError('a caller operation ran without a caller');
-  return caller;
-}
-
-function actorOf({ caller, meta }: Pick<OperationInput<unknown, unknown, unknown>, 'caller' | 'meta'>): Actor {
-  return { caller: callerOf(caller), meta };
-}
 
 const toView = (record: { address: string; signedNonce: number; signedAt: number; signedExpiredAt: number }) => ({
   address: record.address,

@@ -5,18 +5,14 @@
  */
 import { z } from 'zod';
 import type { OwnerServices } from '../../../owner/service.js';
-import type { Caller } from '../../../owner/types.js';
 import { DESCRIPTION_MAX, ID, isoTime, scopeList } from '../../../stores/owner-records.js';
 import { operation, type Operation } from '../../owner/operation.js';
 import type { OwnerRouteDeps } from './deps.js';
-import { nameField, pageQuery } from './schemas.js';
+import { accountParams, actorOf, callerOf, nameField, pageOf, pageQuery } from './schemas.js';
 
 /** The longest overlap of a roll: 30 days. */
 export const ROLL_OVERLAP_MAX_SECONDS = 2_592_000;
 
-export const accountParams = z.strictObject({ accountId: ID });
-export { pageQuery };
-export const name = nameField;
 
 const keyParams = z.strictObject({ accountId: ID, keyId: ID });
 
@@ -38,11 +34,6 @@ export const resetView = z.strictObject({
   resetAt: isoTime,
 });
 
-/** The caller of a `caller` operation: set by http/owner/register.ts before the handler runs. */
-export function callerOf(caller: Caller | undefined): Caller {
-  if (caller === undefined) throw new TypeError('a caller operation ran without a caller');
-  return caller;
-}
 
 export function keyOperations(owner: OwnerServices, _deps: OwnerRouteDeps): Operation[] {
   const { keys } = owner;
@@ -52,7 +43,7 @@ export function keyOperations(owner: OwnerServices, _deps: OwnerRouteDeps): Oper
       operationId: 'listKeys', method: 'get', path: '/owner/v1/accounts/{accountId}/keys', tag, auth: 'caller',
       summary: 'List the account\'s API keys (never a secret or its digest).',
       params: accountParams, query: pageQuery,
-      response: z.strictObject({ items: z.array(keyView), nextCursor: z.string().optional() }),
+      response: pageOf(keyView),
       errors: [404],
       handle: ({ params, query, caller }) => keys.list(callerOf(caller), params.accountId, query),
     }),
@@ -60,9 +51,9 @@ export function keyOperations(owner: OwnerServices, _deps: OwnerRouteDeps): Oper
       operationId: 'createKey', method: 'post', path: '/owner/v1/accounts/{accountId}/keys', tag, auth: 'caller',
       summary: 'Create an API key; its secret is in this answer only.',
       params: accountParams,
-      body: z.strictObject({ name, description: z.string().max(DESCRIPTION_MAX).optional(), scopes: scopeList.optional() }),
+      body: z.strictObject({ name: nameField, description: z.string().max(DESCRIPTION_MAX).optional(), scopes: scopeList.optional() }),
       status: 201, response: createdKey, errors: [404, 409],
-      handle: ({ params, body, caller, meta }) => keys.create({ caller: callerOf(caller), meta }, params.accountId, body),
+      handle: ({ params, body, caller, meta }) => keys.create(actorOf({ caller, meta }), params.accountId, body),
     }),
     operation({
       operationId: 'getKey', method: 'get', path: '/owner/v1/accounts/{accountId}/keys/{keyId}', tag, auth: 'caller',
@@ -74,15 +65,15 @@ export function keyOperations(owner: OwnerServices, _deps: OwnerRouteDeps): Oper
       operationId: 'updateKey', method: 'patch', path: '/owner/v1/accounts/{accountId}/keys/{keyId}', tag, auth: 'caller',
       summary: 'Rename, describe, disable or enable an API key, or change its scopes. Disabling it (or taking a scope away) stops its access tokens at once.',
       params: keyParams,
-      body: z.strictObject({ name: name.optional(), description: z.string().max(DESCRIPTION_MAX).optional(), enabled: z.boolean().optional(), scopes: scopeList.optional() }),
+      body: z.strictObject({ name: nameField.optional(), description: z.string().max(DESCRIPTION_MAX).optional(), enabled: z.boolean().optional(), scopes: scopeList.optional() }),
       response: keyView, errors: [404, 409],
-      handle: ({ params, body, caller, meta }) => keys.update({ caller: callerOf(caller), meta }, params.accountId, params.keyId, body),
+      handle: ({ params, body, caller, meta }) => keys.update(actorOf({ caller, meta }), params.accountId, params.keyId, body),
     }),
     operation({
       operationId: 'deleteKey', method: 'delete', path: '/owner/v1/accounts/{accountId}/keys/{keyId}', tag, auth: 'caller',
       summary: 'Delete an API key; its access tokens stop at once.',
       params: keyParams, response: z.strictObject({ id: z.string(), deleted: z.literal(true) }), errors: [404, 409],
-      handle: ({ params, caller, meta }) => keys.remove({ caller: callerOf(caller), meta }, params.accountId, params.keyId),
+      handle: ({ params, caller, meta }) => keys.remove(actorOf({ caller, meta }), params.accountId, params.keyId),
     }),
     operation({
       operationId: 'rollKey', method: 'post', path: '/owner/v1/accounts/{accountId}/keys/{keyId}/roll', tag, auth: 'caller',
@@ -90,19 +81,19 @@ export function keyOperations(owner: OwnerServices, _deps: OwnerRouteDeps): Oper
       params: keyParams,
       body: z.strictObject({ overlapSeconds: z.number().int().min(0).max(ROLL_OVERLAP_MAX_SECONDS) }),
       response: createdKey, errors: [404, 409],
-      handle: ({ params, body, caller, meta }) => keys.roll({ caller: callerOf(caller), meta }, params.accountId, params.keyId, body),
+      handle: ({ params, body, caller, meta }) => keys.roll(actorOf({ caller, meta }), params.accountId, params.keyId, body),
     }),
     operation({
       operationId: 'resetKey', method: 'post', path: '/owner/v1/accounts/{accountId}/keys/{keyId}/reset', tag, auth: 'caller',
       summary: 'Stop every token issued so far to this API key (as POST /api/reset with scope key).',
       params: keyParams, response: resetView, errors: [404, 409],
-      handle: ({ params, caller, meta }) => keys.resetKey({ caller: callerOf(caller), meta }, params.accountId, params.keyId),
+      handle: ({ params, caller, meta }) => keys.resetKey(actorOf({ caller, meta }), params.accountId, params.keyId),
     }),
     operation({
       operationId: 'resetAccount', method: 'post', path: '/owner/v1/accounts/{accountId}/reset', tag, auth: 'caller',
       summary: 'Stop every token of every key of the account, and revoke all its API settings tokens.',
       params: accountParams, response: resetView, errors: [404, 409],
-      handle: ({ params, caller, meta }) => keys.resetAccount({ caller: callerOf(caller), meta }, params.accountId),
+      handle: ({ params, caller, meta }) => keys.resetAccount(actorOf({ caller, meta }), params.accountId),
     }),
   ];
 }

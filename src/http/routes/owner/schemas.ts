@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { ID_PATTERN, ID_SPELLING } from '../../../domain/formats.js';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../../../owner/passwords.js';
+import type { Actor, Caller, RequestMeta } from '../../../owner/types.js';
 import { auditEventSchema, EMAIL_MAX, NAME_MAX } from '../../../stores/owner-records.js';
 
 export const idField = z.string().regex(ID_PATTERN, `expected ${ID_SPELLING}`);
@@ -29,6 +30,20 @@ export function lineOfText(max: number) {
 export const nameField = lineOfText(NAME_MAX);
 
 export const accountParams = z.strictObject({ accountId: idField });
+
+/**
+ * The caller of a `caller` or `session` operation: http/owner/register.ts sets it before any
+ * handler runs, so its absence is a bug of the router's, not the client's.
+ */
+export function callerOf(caller: Caller | undefined): Caller {
+  if (caller === undefined) throw new TypeError('a caller operation ran without a caller');
+  return caller;
+}
+
+/** The actor of a change: who, and where the request came from. */
+export function actorOf({ caller, meta }: { caller: Caller | undefined; meta: RequestMeta }): Actor {
+  return { caller: callerOf(caller), meta };
+}
 
 /** A listing's `limit`: 1 to 100 in plain decimal digits (not `1e2` or `0x10`, as Number() would read). */
 export const limitField = z.string().regex(/^[0-9]{1,3}$/, 'expected a whole number from 1 to 100').transform(Number).pipe(z.number().int().min(1).max(100));

@@ -7,7 +7,7 @@ import type { OwnerServices } from '../../../owner/service.js';
 import { ID, isoTime, scopeList } from '../../../stores/owner-records.js';
 import { operation, type Operation } from '../../owner/operation.js';
 import type { OwnerRouteDeps } from './deps.js';
-import { accountParams, callerOf, name, pageQuery } from './keys.js';
+import { accountParams, actorOf, callerOf, nameField as name, pageOf, pageQuery } from './schemas.js';
 
 /** The longest lifetime a token can be asked for: 10 years (owner.settingsTokenMaxDays may cap it further). */
 export const SETTINGS_TOKEN_MAX_SECONDS = 3650 * 86_400;
@@ -34,7 +34,7 @@ export function settingsTokenOperations(owner: OwnerServices, _deps: OwnerRouteD
       operationId: 'listSettingsTokens', method: 'get', path: '/owner/v1/accounts/{accountId}/settings-tokens', tag, auth: 'caller',
       summary: 'List the account\'s API settings tokens, with when each was created, last used and expires.',
       params: accountParams, query: pageQuery,
-      response: z.strictObject({ items: z.array(settingsTokenView), nextCursor: z.string().optional() }),
+      response: pageOf(settingsTokenView),
       errors: [404],
       handle: ({ params, query, caller }) => settingsTokens.list(callerOf(caller), params.accountId, query),
     }),
@@ -46,7 +46,7 @@ export function settingsTokenOperations(owner: OwnerServices, _deps: OwnerRouteD
       status: 201,
       response: z.strictObject({ settingsToken: settingsTokenView, token: z.string().startsWith('gwst_') }),
       errors: [404, 409],
-      handle: ({ params, body, caller, meta }) => settingsTokens.create({ caller: callerOf(caller), meta }, params.accountId, body),
+      handle: ({ params, body, caller, meta }) => settingsTokens.create(actorOf({ caller, meta }), params.accountId, body),
     }),
     operation({
       operationId: 'getSettingsToken', method: 'get', path: '/owner/v1/accounts/{accountId}/settings-tokens/{tokenId}', tag, auth: 'caller',
@@ -58,7 +58,7 @@ export function settingsTokenOperations(owner: OwnerServices, _deps: OwnerRouteD
       operationId: 'revokeSettingsToken', method: 'delete', path: '/owner/v1/accounts/{accountId}/settings-tokens/{tokenId}', tag, auth: 'caller',
       summary: 'Revoke an API settings token: refused on every instance at once, for good.',
       params: tokenParams, response: settingsTokenView, errors: [404, 409],
-      handle: ({ params, caller, meta }) => settingsTokens.revoke({ caller: callerOf(caller), meta }, params.accountId, params.tokenId),
+      handle: ({ params, caller, meta }) => settingsTokens.revoke(actorOf({ caller, meta }), params.accountId, params.tokenId),
     }),
   ];
 }
