@@ -5,6 +5,7 @@
  * `node --import tsx test/helpers/data-file-child.ts <scenario> <data file>`; prints one JSON line.
  *   crash-before-rename  changes acct_a, and is killed (SIGKILL) when the writer calls rename
  *   change               changes acct_a's name to "changed"; prints the outcome and the name it then serves
+ *                        (with DROP_TO_UID set, as that user: root is bound by no permission)
  *   write-loop           names acct_a "v1", "v2", … without end, printing {"wrote": n} after each write
  */
 import { syncBuiltinESMExports } from 'node:module';
@@ -28,6 +29,14 @@ if (scenario === 'crash-before-rename') {
   await rename('never served');
   console.log(JSON.stringify({ survived: true }));
 } else if (scenario === 'change') {
+  // Run by root, it becomes this user only now, with every module loaded: the user need not
+  // be able to read the checkout (a clone in a private temporary directory), only be bound by
+  // the data file's directory's permissions.
+  const uid = process.env.DROP_TO_UID;
+  if (uid !== undefined) {
+    process.setgid!(Number(uid));
+    process.setuid!(Number(uid));
+  }
   try {
     await rename('changed');
     console.log(JSON.stringify({ ok: true, name: (await store.readAccount('acct_a'))?.name }));

@@ -248,7 +248,7 @@ test('a directory the gateway may not write: 503, the file and the served state 
       cwd: ROOT,
       encoding: 'utf8',
       timeout: PROCESS_LIMIT_MS,
-      ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+      ...(asRoot ? { env: { ...process.env, DROP_TO_UID: '65534' } } : {}),
     });
   } finally {
     // Before tempDir's clean-up, which could not empty the directory otherwise.
