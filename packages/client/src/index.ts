@@ -1,0 +1,15 @@
+/**
+ * The official client of the authenticating gateway. `GatewayClient` calls the public API
+ * with tokens renewed inside; the owner API is the separate entry point
+ * `@auth-gateway/client/owner`.
+ */
+export { GatewayClient } from './client.js';
+export {
+  AbortError, ApiError, AuthenticationError, ConfigurationError, ConflictError, GatewayError, InvalidRequestError,
+  NetworkError, NotFoundError, PermissionError, RateLimitError, ServerError, TimeoutError, UnexpectedResponseError,
+} from './errors.js';
+export type { ApiErrorDetails, GatewayErrorDetails } from './errors.js';
+export type {
+  CallOptions, ClientOptions, Credentials, GatewayRequestInit, RateLimitInfo, RateLimitItem, ResetResult, RetryOptions, Role,
+  RolesPage, RolesQuery, SignRecord, TokenPair, TokenStorage,
+} from './types.js';
