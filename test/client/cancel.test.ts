@@ -77,9 +77,12 @@ test('an already-aborted signal: AbortError, and nothing is sent', async (t) => 
 
 test('a refused connection: NetworkError, distinct from the other two', async () => {
   const port = await closedPort();
-  const client = new GatewayClient({ baseUrl: `http://127.0.0.1:${port}`, credentials: alice, retry: { baseDelayMs: 10 } });
+  const { fetch, sent } = recordingFetch();
+  const client = new GatewayClient({ baseUrl: `http://127.0.0.1:${port}`, credentials: alice, retry: { baseDelayMs: 10 }, fetch });
   const err = await client.roles().then(() => assert.fail('refused'), (e: unknown) => e);
   assert.equal(kind(err), 'NetworkError network_error');
+  // The sign-in's own retries only: the call does not retry a renewal that already gave up.
+  assert.deepEqual(sent.map((s) => `${s.method} ${new URL(s.url).pathname}`), Array(3).fill('POST /api/signin'));
   assert.ok(!(err instanceof TimeoutError) && !(err instanceof AbortError));
   assert.equal((err as NetworkError).status, undefined, 'no answer, no status');
   const fetched = await client.fetch('/svc/x').catch((e: unknown) => e);
