@@ -486,15 +486,15 @@ export const configSchema = z.strictObject({
     }),
     maxAgeSeconds: setting(z.number().int().min(0).max(86_400).default(600), {
       env: 'CORS_MAX_AGE_SECONDS',
-      description: 'How long a browser may reuse a preflight answer (`Access-Control-Max-Age`; browsers cap it, Chromium at 7200).',
+      description: 'How long a browser may reuse a preflight answer (`Access-Control-Max-Age`, 0 … 86400; browsers cap it, Chromium at 7200).',
     }),
     allowHeaders: setting(commaList(HEADER_NAME, 32).default([]), {
       env: 'CORS_ALLOW_HEADERS',
-      description: 'Request headers allowed beyond `Authorization`, `Content-Type` and `X-Request-Id` (a proxied backend\'s own, comma-separated).',
+      description: 'Request headers allowed beyond `Authorization`, `Content-Type` and `X-Request-Id` (a proxied backend\'s own, comma-separated; at most 32).',
     }),
     exposeHeaders: setting(commaList(HEADER_NAME, 32).default([]), {
       env: 'CORS_EXPOSE_HEADERS',
-      description: 'Answer headers scripts may read beyond the gateway\'s own (`X-Request-Id`, `Retry-After`, `RateLimit`, `RateLimit-Policy`, `WWW-Authenticate`): a proxied backend\'s, comma-separated.',
+      description: 'Answer headers scripts may read beyond the gateway\'s own (`X-Request-Id`, `Retry-After`, `RateLimit`, `RateLimit-Policy`, `WWW-Authenticate`): a proxied backend\'s, comma-separated; at most 32.',
     }),
   }).prefault({}),
 
