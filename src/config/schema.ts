@@ -16,6 +16,8 @@ export interface SettingMeta {
   env?: string;
   /** true for values that must never be printed (config dumps redact them). */
   secret?: boolean;
+  /** A list whose environment value may be comma-separated (`a,b`) as well as a JSON array. */
+  list?: 'comma';
 }
 
 function setting<T extends z.ZodType>(schema: T, meta: SettingMeta): T {
@@ -101,6 +103,13 @@ const quotaRuleSchema = z.strictObject({
 });
 
 const w = (limit: number, seconds: number) => ({ limit, seconds });
+
+/** A browser origin, spelt as browsers send it in Origin; or "*" (alone: checked below). */
+const corsOrigin = z.union([
+  z.literal('*'),
+  z.string().regex(/^https?:\/\/[^/?#\s]+$/, { message: 'expected an origin: "http(s)://host[:port]", without a path or trailing "/"', abort: true })
+    .refine(isOrigin, 'expected an origin as browsers send it: lower-case scheme and host, without a default port'),
+], { error: 'expected an origin "http(s)://host[:port]" (no path, no trailing "/") or "*"' });
 
 export const configSchema = z.strictObject({
   server: z.strictObject({
@@ -453,6 +462,29 @@ export const configSchema = z.strictObject({
     }),
   }).prefault({}),
 
+  // Browsers on other origins (docs/api.md, "CORS"). Off while allowedOrigins is empty.
+  cors: z.strictObject({
+    allowedOrigins: setting(z.array(corsOrigin).max(64).default([]), {
+      env: 'CORS_ALLOWED_ORIGINS',
+      list: 'comma',
+      description: 'Origins whose browser pages may call the gateway (`https://app.example.com`, comma-separated or a JSON array; `"*"` alone: any); empty: CORS off, no answer changes. See docs/api.md, "CORS".',
+    }),
+    maxAgeSeconds: setting(z.number().int().min(0).max(86_400).default(600), {
+      env: 'CORS_MAX_AGE_SECONDS',
+      description: 'How long a browser may reuse a preflight answer (`Access-Control-Max-Age`, 0 … 86400; browsers cap it, Chromium at 7200).',
+    }),
+    allowHeaders: setting(z.array(HEADER_NAME).max(32).default([]), {
+      env: 'CORS_ALLOW_HEADERS',
+      list: 'comma',
+      description: 'Request headers allowed beyond `Authorization`, `Content-Type` and `X-Request-Id` (a proxied backend\'s own, comma-separated; at most 32).',
+    }),
+    exposeHeaders: setting(z.array(HEADER_NAME).max(32).default([]), {
+      env: 'CORS_EXPOSE_HEADERS',
+      list: 'comma',
+      description: 'Answer headers scripts may read beyond the gateway\'s own (`X-Request-Id`, `Retry-After`, `RateLimit`, `RateLimit-Policy`, `WWW-Authenticate`): a proxied backend\'s, comma-separated; at most 32.',
+    }),
+  }).prefault({}),
+
   metrics: z.strictObject({
     enabled: setting(z.boolean().default(true), {
       env: 'METRICS_ENABLED',
@@ -522,6 +554,9 @@ export const configSchema = z.strictObject({
       ctx.addIssue({ code: 'custom', path: ['limits', 'rules', i, 'route'], message: `no route is named "${rule.route}" (known: ${[...routeNames].join(', ')})` });
     }
   });
+  if (c.cors.allowedOrigins.includes('*') && c.cors.allowedOrigins.length > 1) {
+    ctx.addIssue({ code: 'custom', path: ['cors', 'allowedOrigins'], message: '"*" allows every origin: give it alone, or list the origins without it' });
+  }
   const kids = c.signing.keys.map((k) => k.kid);
   kids.forEach((kid, i) => {
     if (kids.indexOf(kid) !== i) ctx.addIssue({ code: 'custom', path: ['signing', 'keys', i, 'kid'], message: `duplicate kid "${kid}"` });
@@ -579,6 +614,8 @@ export interface SettingRow {
   default: unknown;
   env: string | undefined;
   secret: boolean;
+  /** The environment value may be a comma-separated list (SettingMeta.list). */
+  commaList: boolean;
   description: string;
 }
 
@@ -601,6 +638,7 @@ export function describeSettings(): SettingRow[] {
         default: def.type === 'default' ? def.defaultValue : undefined,
         env: meta.env,
         secret: meta.secret === true,
+        commaList: meta.list === 'comma',
         description: meta.description,
       });
       return;
