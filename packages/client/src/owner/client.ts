@@ -98,8 +98,8 @@ export const OPERATIONS = {
 
 export type OperationName = keyof typeof OPERATIONS;
 
-/** One request of an operation: its path parameters, query and JSON body. */
-interface Request {
+/** One call of an operation: its path parameters, query and JSON body. */
+interface Call {
   params?: Record<string, string | number>;
   query?: Record<string, string | number | undefined>;
   body?: unknown;
@@ -159,7 +159,7 @@ export class OwnerClient {
     }
     this.#transport = new Transport({ baseUrl, fetch: options.fetch, timeoutMs: options.timeoutMs, retry: options.retry, onRateLimit: options.onRateLimit });
 
-    const call = <T>(name: OperationName, request: Request, callOptions?: CallOptions) => this.#call<T>(name, request, callOptions);
+    const call = <T>(name: OperationName, request: Call, callOptions?: CallOptions) => this.#call<T>(name, request, callOptions);
     const all = <T>(name: OperationName, params: Record<string, string>, query: Record<string, string | number | undefined>, callOptions?: CallOptions) =>
       everyItem<T>((cursor) => this.#call<Page<T>>(name, { params, query: { ...query, cursor } }, callOptions));
 
@@ -266,6 +266,7 @@ export class OwnerClient {
   /**
    * Ends the session held, if any (`DELETE /owner/v1/session`); a later call signs in again.
    * With an admin token, or before any sign-in, there is nothing to end and nothing is sent.
+   * Whatever the answer, the client forgets the session.
    */
   async signOut(options?: CallOptions): Promise<SignedOut> {
     if (this.#adminToken !== undefined) return { signedOut: true };
@@ -292,7 +293,7 @@ export class OwnerClient {
    * read into the answer or the typed error, and for a session that ended, one sign-in and one
    * replay. `adopt` sees a successful answer's message and response (for a new session cookie).
    */
-  async #call<T>(name: OperationName, request: Request, options: CallOptions = {}, adopt?: (value: T, res: Response) => void): Promise<T> {
+  async #call<T>(name: OperationName, request: Call, options: CallOptions = {}, adopt?: (value: T, res: Response) => void): Promise<T> {
     const operation: Operation = OPERATIONS[name];
     const scope = this.#transport.scope(options);
     try {
