@@ -45,6 +45,12 @@ export interface Conformance {
   operations: DocumentedOperation[];
   /** fetch(base + path) with the answer checked against the document; the JSON body parsed. */
   fetch(path: string, init?: RequestInit & { token?: string; json?: unknown }): Promise<JsonResponse>;
+  /**
+   * Holds one answer received some other way (a client under test with its own fetch) to the
+   * document, as `fetch` does: the operation matched by method and path, its status, its body.
+   * Returns the operation's key and the parsed body.
+   */
+  check(method: string, url: URL, status: number, contentType: string | null, text: string): { key: string; body: any };
   /** `${operation key} ${status}` of every answer checked so far. */
   seen: Set<string>;
   /** The documented (operation, status) pairs not met yet, leaving out `exempt` statuses. */
@@ -116,6 +122,24 @@ export async function conformance(baseUrl: string): Promise<Conformance> {
   const match = (method: string, pathname: string) => matchers.find((m) => m.op.method === method && m.pattern.test(pathname))?.op;
 
   const seen = new Set<string>();
+  const check = (method: string, url: URL, status: number, contentType: string | null, text: string): { key: string; body: any } => {
+    const op = match(method.toLowerCase(), url.pathname);
+    assert.ok(op !== undefined, `${method.toUpperCase()} ${url.pathname} is not in the OpenAPI document`);
+    const where = `${op.key} answered ${status} ${text.slice(0, 500)}`;
+    assert.ok(op.statuses.includes(status), `undocumented status: ${where} (documented: ${op.statuses.join(', ')})`);
+    assert.match(contentType ?? '', /^application\/json/, where);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      assert.fail(`not JSON: ${where}`);
+    }
+    const validate = validatorFor(op, status);
+    assert.ok(validate !== undefined, `no JSON schema documented for ${op.key} ${status}`);
+    assert.ok(validate(parsed), `the body does not match the document: ${where}\n${JSON.stringify(validate.errors, null, 1)}`);
+    seen.add(`${op.key} ${status}`);
+    return { key: op.key, body: parsed };
+  };
   return {
     document,
     operations,
@@ -131,25 +155,13 @@ export async function conformance(baseUrl: string): Promise<Conformance> {
       }
       const method = (rest.method ?? 'GET').toLowerCase();
       const url = new URL(path, baseUrl);
-      const op = match(method, url.pathname);
-      assert.ok(op !== undefined, `${method.toUpperCase()} ${url.pathname} is not in the OpenAPI document`);
+      assert.ok(match(method, url.pathname) !== undefined, `${method.toUpperCase()} ${url.pathname} is not in the OpenAPI document`);
       const res = await fetch(url, { ...rest, headers, body });
       const text = await res.text();
-      const where = `${op.key} answered ${res.status} ${text.slice(0, 500)}`;
-      assert.ok(op.statuses.includes(res.status), `undocumented status: ${where} (documented: ${op.statuses.join(', ')})`);
-      assert.match(res.headers.get('content-type') ?? '', /^application\/json/, where);
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        assert.fail(`not JSON: ${where}`);
-      }
-      const validate = validatorFor(op, res.status);
-      assert.ok(validate !== undefined, `no JSON schema documented for ${op.key} ${res.status}`);
-      assert.ok(validate(parsed), `the body does not match the document: ${where}\n${JSON.stringify(validate.errors, null, 1)}`);
-      seen.add(`${op.key} ${res.status}`);
-      return { status: res.status, headers: res.headers, body: parsed as any };
+      const { body: parsed } = check(method, url, res.status, res.headers.get('content-type'), text);
+      return { status: res.status, headers: res.headers, body: parsed };
     },
+    check,
     unmet(exempt = () => false) {
       return operations.flatMap((op) => op.statuses.filter((s) => !exempt(op, s) && !seen.has(`${op.key} ${s}`)).map((s) => `${op.key} ${s}`));
     },

@@ -1,4 +1,399 @@
-/** The owner API's shapes (the gateway's GET /openapi.json). */
-export interface OwnerClientOptions {
+/**
+ * The owner API's shapes, written by hand after the gateway's `GET /openapi.json` (the names
+ * are docs/owner.md's: Session, Account, Key, …). test/client/owner-conformance.test.ts holds
+ * every field list here to the document, and every answer the tests receive to its schema.
+ * Times are ISO 8601 strings in UTC (`2026-11-23T21:00:00.000Z`); optional fields are left out,
+ * never `null`.
+ */
+import type { CallOptions, RateLimitInfo, RetryOptions } from '../types.js';
+
+export type { CallOptions, RateLimitInfo, RateLimitItem, RetryOptions } from '../types.js';
+
+interface OwnerClientCommonOptions {
+  /** The gateway's base URL, e.g. `https://gateway.example.com`. */
   baseUrl: string | URL;
+  /** Per-call time limit, retries, waits and a sign-in included; default 30,000. */
+  timeoutMs?: number;
+  /** Retry policy for idempotent calls; `false` turns retries off. */
+  retry?: RetryOptions | false;
+  /** A fetch implementation; default the platform's `globalThis.fetch`. */
+  fetch?: typeof fetch;
+  /** Called with the RateLimit fields of every answer that carries them. */
+  onRateLimit?: (info: RateLimitInfo) => void;
+}
+
+/** An operator: every call carries `Authorization: Bearer gwadm_…`. */
+export interface OperatorCredentials {
+  adminToken: string;
+  email?: never;
+  password?: never;
+}
+
+/**
+ * An owner: the client signs in at `POST /owner/v1/session` on its first call, keeps the
+ * session cookie and CSRF token in memory, and signs in again (once) when the session ends.
+ * The password stays in memory for that.
+ */
+export interface OwnerCredentials {
+  email: string;
+  password: string;
+  adminToken?: never;
+}
+
+export type OwnerClientOptions = OwnerClientCommonOptions & (OperatorCredentials | OwnerCredentials);
+
+/** `limit` 1–100 (default 50); `cursor` the previous page's `nextCursor`, passed back as given. */
+export interface PageQuery {
+  limit?: number;
+  cursor?: string;
+}
+
+/** Every listing's answer; `nextCursor` is absent on the last page. */
+export interface Page<T> {
+  items: T[];
+  nextCursor?: string;
+}
+
+/** An iterator over every item of a listing: `limit` is the size of each page fetched. */
+export interface IterateQuery {
+  limit?: number;
+}
+
+export interface Owner {
+  id: string;
+  email: string;
+  mustChangePassword: boolean;
+  createdAt: string;
+}
+
+export interface Account {
+  id: string;
+  /** `""` when the account has none. */
+  name: string;
+  enabled: boolean;
+  /** Absent for accounts written by hand in the data file. */
+  createdAt?: string;
+}
+
+/** `POST /owner/v1/session`, `GET /owner/v1/session`, `POST /owner/v1/session/password`. */
+export interface Session {
+  owner: Owner;
+  /** The accounts this owner manages. */
+  accounts: Account[];
+  csrfToken: string;
+  idleExpiresAt: string;
+  expiresAt: string;
+}
+
+export interface SignedOut {
+  signedOut: true;
+}
+
+export interface ChangePasswordInput {
+  currentPassword: string;
+  /** 15 to 256 characters. */
+  newPassword: string;
+}
+
+export interface CreateAccountInput {
+  /** `[A-Za-z0-9._:@-]{1,128}`; default `acct_` + 16 base62 characters. */
+  id?: string;
+  /** 1 to 100 characters. */
+  name: string;
+}
+
+/** `enabled` is the operator's; owners may rename. */
+export interface UpdateAccountInput {
+  name?: string;
+  enabled?: boolean;
+}
+
+export interface AccountDeleted {
+  id: string;
+  deleted: true;
+}
+
+export interface Member {
+  ownerId: string;
+  email: string;
+  addedAt: string;
+}
+
+export interface MemberRemoved {
+  ownerId: string;
+  removed: true;
+}
+
+export interface AddOwnerInput {
+  email: string;
+  /** 15 to 256 characters; the owner must change it before anything else. */
+  initialPassword: string;
+}
+
+export type InviteStatus = 'pending' | 'used' | 'revoked' | 'expired';
+
+export interface Invite {
+  id: string;
+  email: string;
+  createdAt: string;
+  expiresAt: string;
+  status: InviteStatus;
+}
+
+export interface CreateInviteInput {
+  email: string;
+}
+
+/** `token` (`gwinv_…`) and `url` are shown this once. */
+export interface InviteWithToken {
+  invite: Invite;
+  token: string;
+  url: string;
+}
+
+export interface AcceptInviteInput {
+  token: string;
+  /** The new owner's password, or an existing owner's own. */
+  password: string;
+}
+
+export interface InviteAccepted {
+  ownerId: string;
+  accountId: string;
+}
+
+/** An API key: never its secret nor a digest. */
+export interface Key {
+  /** `key_…` */
+  id: string;
+  /** `gwk_…`, what `/api/signin` takes. */
+  apiKey: string;
+  name: string;
+  description: string;
+  enabled: boolean;
+  scopes: string[];
+  createdAt?: string;
+  /** Until when the secret before the latest roll still signs in. */
+  previousValidUntil?: string;
+}
+
+export interface CreateKeyInput {
+  name: string;
+  description?: string;
+  scopes?: string[];
+}
+
+export interface UpdateKeyInput {
+  name?: string;
+  description?: string;
+  enabled?: boolean;
+  scopes?: string[];
+}
+
+/** `apiSecret` (`gwsk_…`) is shown this once. */
+export interface KeyWithSecret {
+  key: Key;
+  apiSecret: string;
+}
+
+export interface KeyDeleted {
+  id: string;
+  deleted: true;
+}
+
+export interface RollKeyInput {
+  /** 0 to 2,592,000 (30 days): how long the old secret still signs in. */
+  overlapSeconds: number;
+}
+
+/** `POST …/reset` and `POST …/keys/{keyId}/reset`. */
+export interface Reset {
+  scope: 'key' | 'account';
+  accountId: string;
+  /** Key scope only. */
+  keyId?: string;
+  resetAt: string;
+}
+
+export type SettingsTokenStatus = 'active' | 'revoked' | 'expired';
+
+/** An API settings token: never the token itself. */
+export interface SettingsToken {
+  /** `stk_…` */
+  id: string;
+  name: string;
+  /** The token's first 9 characters. */
+  start: string;
+  scopes: string[];
+  createdAt: string;
+  expiresAt?: string;
+  lastUsedAt?: string;
+  revokedAt?: string;
+  status: SettingsTokenStatus;
+}
+
+export interface CreateSettingsTokenInput {
+  name: string;
+  scopes?: string[];
+  /** 60 to 315,360,000 (10 years); absent: no expiry (unless the gateway caps it). */
+  expiresInSeconds?: number;
+}
+
+/** `token` (`gwst_…`) is shown this once. */
+export interface SettingsTokenWithToken {
+  settingsToken: SettingsToken;
+  token: string;
+}
+
+/** A role as the owner API has it (`/api/roles` shows `public` as 0 or 1). */
+export interface Role {
+  /** 0 … 2^53−1; roles are listed in id order. */
+  id: number;
+  slug: string;
+  name: string;
+  description: string;
+  public: boolean;
+}
+
+/** What a role is created or replaced with; `description` defaults to `""`. */
+export interface RoleInput {
+  id: number;
+  /** 1 to 256 of `a-z 0-9 . _ -`, starting with a letter or digit, unique in the account. */
+  slug: string;
+  name: string;
+  description?: string;
+  public: boolean;
+}
+
+export interface RoleQuery extends PageQuery {
+  /** Only roles whose name contains this (case-insensitive). */
+  name?: string;
+}
+
+export interface RoleIterateQuery extends IterateQuery {
+  name?: string;
+}
+
+export interface RoleDeleted {
+  id: number;
+  deleted: true;
+}
+
+export interface SignRecord {
+  /** Lowercase. */
+  address: string;
+  signedNonce: number;
+  signedAt: string;
+  signedExpiredAt: string;
+}
+
+/** Times in ISO 8601 with `Z` or an offset; `signedExpiredAt` after `signedAt`. */
+export interface SignRecordInput {
+  /** `0x` and 40 hex digits, any case. */
+  address: string;
+  signedNonce: number;
+  signedAt: string;
+  signedExpiredAt: string;
+}
+
+export type SignRecordUpdate = Omit<SignRecordInput, 'address'>;
+
+export interface SignRecordDeleted {
+  address: string;
+  deleted: true;
+}
+
+export interface AuditEvent {
+  id: string;
+  at: string;
+  /** `account.update`, `key.create`, `key.roll`, `role.create`, … */
+  action: string;
+  actor: { type: 'owner' | 'operator' | 'system'; id?: string };
+  target: { type: string; id: string };
+  ip?: string;
+  requestId?: string;
+  /** Each changed field's value before and after (never a secret). */
+  changes?: Record<string, [before: unknown, after: unknown]>;
+}
+
+/*
+ * The client's method groups. Every method takes the per-call options last (an AbortSignal,
+ * a time limit, a retry policy) and throws the typed errors of `@auth-gateway/client/owner`.
+ * `all` iterates over every page of a listing, one request per page, each page with `options`.
+ */
+
+/** Accounts: `create`, `delete` and `update({enabled})` are the operator's. */
+export interface AccountsApi {
+  list(query?: PageQuery, options?: CallOptions): Promise<Page<Account>>;
+  all(query?: IterateQuery, options?: CallOptions): AsyncGenerator<Account, void, undefined>;
+  create(input: CreateAccountInput, options?: CallOptions): Promise<Account>;
+  get(accountId: string, options?: CallOptions): Promise<Account>;
+  update(accountId: string, input: UpdateAccountInput, options?: CallOptions): Promise<Account>;
+  delete(accountId: string, options?: CallOptions): Promise<AccountDeleted>;
+  /** Ends every token of every key of the account and revokes its settings tokens for good. */
+  reset(accountId: string, options?: CallOptions): Promise<Reset>;
+}
+
+export interface MembersApi {
+  list(accountId: string, query?: PageQuery, options?: CallOptions): Promise<Page<Member>>;
+  all(accountId: string, query?: IterateQuery, options?: CallOptions): AsyncGenerator<Member, void, undefined>;
+  /** The operator's: a new owner with an initial password (an existing owner joins by an invite). */
+  addOwner(accountId: string, input: AddOwnerInput, options?: CallOptions): Promise<Member>;
+  remove(accountId: string, ownerId: string, options?: CallOptions): Promise<MemberRemoved>;
+}
+
+export interface InvitesApi {
+  list(accountId: string, query?: PageQuery, options?: CallOptions): Promise<Page<Invite>>;
+  all(accountId: string, query?: IterateQuery, options?: CallOptions): AsyncGenerator<Invite, void, undefined>;
+  create(accountId: string, input: CreateInviteInput, options?: CallOptions): Promise<InviteWithToken>;
+  revoke(accountId: string, inviteId: string, options?: CallOptions): Promise<Invite>;
+  /** Sent without the client's credentials: the invite's token and a password are the credential. */
+  accept(input: AcceptInviteInput, options?: CallOptions): Promise<InviteAccepted>;
+}
+
+export interface KeysApi {
+  list(accountId: string, query?: PageQuery, options?: CallOptions): Promise<Page<Key>>;
+  all(accountId: string, query?: IterateQuery, options?: CallOptions): AsyncGenerator<Key, void, undefined>;
+  /** The answer's `apiSecret` is shown this once. */
+  create(accountId: string, input: CreateKeyInput, options?: CallOptions): Promise<KeyWithSecret>;
+  get(accountId: string, keyId: string, options?: CallOptions): Promise<Key>;
+  update(accountId: string, keyId: string, input: UpdateKeyInput, options?: CallOptions): Promise<Key>;
+  delete(accountId: string, keyId: string, options?: CallOptions): Promise<KeyDeleted>;
+  /** A new secret, shown this once; the old one signs in for `overlapSeconds` more. */
+  roll(accountId: string, keyId: string, input: RollKeyInput, options?: CallOptions): Promise<KeyWithSecret>;
+  /** Ends every token the key has issued. */
+  reset(accountId: string, keyId: string, options?: CallOptions): Promise<Reset>;
+}
+
+export interface SettingsTokensApi {
+  list(accountId: string, query?: PageQuery, options?: CallOptions): Promise<Page<SettingsToken>>;
+  all(accountId: string, query?: IterateQuery, options?: CallOptions): AsyncGenerator<SettingsToken, void, undefined>;
+  /** The answer's `token` is shown this once. */
+  create(accountId: string, input: CreateSettingsTokenInput, options?: CallOptions): Promise<SettingsTokenWithToken>;
+  get(accountId: string, tokenId: string, options?: CallOptions): Promise<SettingsToken>;
+  revoke(accountId: string, tokenId: string, options?: CallOptions): Promise<SettingsToken>;
+}
+
+export interface RolesApi {
+  list(accountId: string, query?: RoleQuery, options?: CallOptions): Promise<Page<Role>>;
+  all(accountId: string, query?: RoleIterateQuery, options?: CallOptions): AsyncGenerator<Role, void, undefined>;
+  get(accountId: string, roleId: number, options?: CallOptions): Promise<Role>;
+  create(accountId: string, input: RoleInput, options?: CallOptions): Promise<Role>;
+  /** Replaces the role `roleId`; a different `input.id` moves it (roles are listed in id order). */
+  replace(accountId: string, roleId: number, input: RoleInput, options?: CallOptions): Promise<Role>;
+  delete(accountId: string, roleId: number, options?: CallOptions): Promise<RoleDeleted>;
+}
+
+/** The owner API has no listing of sign records: they are looked up by address. */
+export interface SignRecordsApi {
+  create(accountId: string, input: SignRecordInput, options?: CallOptions): Promise<SignRecord>;
+  get(accountId: string, address: string, options?: CallOptions): Promise<SignRecord>;
+  replace(accountId: string, address: string, input: SignRecordUpdate, options?: CallOptions): Promise<SignRecord>;
+  delete(accountId: string, address: string, options?: CallOptions): Promise<SignRecordDeleted>;
+}
+
+/** The account's audit log, newest first. */
+export interface AuditApi {
+  list(accountId: string, query?: PageQuery, options?: CallOptions): Promise<Page<AuditEvent>>;
+  all(accountId: string, query?: IterateQuery, options?: CallOptions): AsyncGenerator<AuditEvent, void, undefined>;
 }
