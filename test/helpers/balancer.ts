@@ -29,6 +29,8 @@ export interface Balancer {
   url: string;
   /** Every request forwarded so far, in arrival order. */
   forwarded: Forwarded[];
+  /** The upstream the next request will go to. */
+  readonly next: number;
   close(): Promise<void>;
 }
 
@@ -91,5 +93,5 @@ export async function startBalancer(t: TestContext, upstreams: string[]): Promis
     await closed;
   };
   t.after(close);
-  return { url: `http://127.0.0.1:${port}`, forwarded, close };
+  return { url: `http://127.0.0.1:${port}`, forwarded, get next() { return next; }, close };
 }
