@@ -1,7 +1,8 @@
 /**
  * The client against the real deployment shape: two gateway processes (`node --import tsx
  * src/main.ts`) sharing one real redis-server and one signing key, API keys and settings tokens
- * in Redis (KEY_SOURCE=redis), rate limits enforced and counted in Redis, and one GatewayClient
+ * in Redis (KEY_SOURCE=redis), rate limits enforced and counted in Redis, a proxied route
+ * (/echo) to a real backend, and one GatewayClient
  * talking to them through a round-robin load balancer (helpers/balancer.ts), so that consecutive
  * requests of one client land on different instances.
  *
@@ -13,14 +14,17 @@
  * The subtests run in order on the one pair of processes; the last one stops Redis.
  */
 import assert from 'node:assert/strict';
-import { generateKeyPairSync } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   AuthenticationError, GatewayClient, RateLimitError, ServerError, type RateLimitInfo, type RolesPage,
 } from '../../packages/client/src/index.js';
+import { startBackend } from '../helpers/backend.js';
 import { startBalancer, type Balancer, type Forwarded } from '../helpers/balancer.js';
 import { call, show } from '../helpers/gateway.js';
 import { makeAdminToken } from '../helpers/owner-api.js';
@@ -103,8 +107,27 @@ async function assertRefusedOnBoth(a: GatewayProcess, b: GatewayProcess, token: 
   assert.ok(onB !== undefined && onB <= REACH_MS, `${what}: refused on B after ${onB} ms`);
 }
 
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+/** What the backend streams down for GET /echo/download: 1 MiB in 64 KiB chunks. */
+const DOWNLOAD = Array.from({ length: 16 }, () => randomBytes(64 * 1024));
+
 test('the client against two gateway instances on one Redis, through a round-robin balancer', redisSuite(), async (t) => {
   const redis = await startRedis(t);
+  // The proxied route's backend: hashes what it is sent as it arrives, and streams DOWNLOAD.
+  const backend = await startBackend(t, (req, res) => {
+    if (req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      pipeline(Readable.from(DOWNLOAD), res).catch(() => res.destroy());
+      return;
+    }
+    const hash = createHash('sha256');
+    let bytes = 0;
+    req.on('data', (chunk: Buffer) => { hash.update(chunk); bytes += chunk.length; });
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ bytes, sha256: hash.digest('hex'), account: req.headers['x-account-id'] ?? null }));
+    });
+  }, { readBody: false });
   const admin = makeAdminToken();
   const pem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   const configFile = join(tempDir(t, 'client-redis-'), 'gateway.json');
@@ -127,6 +150,7 @@ test('the client against two gateway instances on one Redis, through a round-rob
     OWNER_ADMIN_TOKEN_DIGESTS: JSON.stringify([admin.digest]),
     RATE_LIMITS: 'enforce',
     LOG_LEVEL: 'info',
+    ROUTES: JSON.stringify([{ name: 'echo', prefix: '/echo', targets: [backend.url] }]),
   };
   const [a, b] = await Promise.all([1, 2].map(() => startGatewayProcess(t, env, { limitMs: SUITE_LIMIT_MS })));
   const gws = [a!, b!];
@@ -256,6 +280,29 @@ test('the client against two gateway instances on one Redis, through a round-rob
     // One request per call, nothing retried, nothing renewed; one refusal from each instance.
     assert.deepEqual(sent.map((s) => [s.path, s.status]), [['/api/roles', 401], ['/api/roles', 401]]);
     assert.deepEqual(trace(lb, from).map(([u, p, s]) => [p, s, u]).sort(), [['/api/roles', 401, 0], ['/api/roles', 401, 1]]);
+  });
+
+  await t.test('client.fetch on a proxied route through both instances: a streamed upload and a streamed download arrive whole', async () => {
+    const streamer = new GatewayClient({ baseUrl: lb.url, credentials: key });
+    await streamer.signIn();
+    const from = lb.forwarded.length;
+    for (let i = 0; i < 2; i++) {
+      const chunks = Array.from({ length: 16 }, () => randomBytes(64 * 1024));
+      const queue = [...chunks];
+      const body = new ReadableStream<Uint8Array>({ pull(controller) { const next = queue.shift(); if (next === undefined) controller.close(); else controller.enqueue(next); } });
+      const res = await streamer.fetch('/echo/upload', { method: 'POST', body, headers: { 'content-type': 'application/octet-stream' } });
+      assert.equal(res.status, 200, await res.clone().text());
+      assert.deepEqual(await res.json(), { bytes: 16 * 64 * 1024, sha256: sha256(Buffer.concat(chunks)), account: 'acct_client' }, `upload ${i + 1}`);
+    }
+    for (let i = 0; i < 2; i++) {
+      const res = await streamer.fetch('/echo/download');
+      assert.equal(res.status, 200);
+      const got = Buffer.from(await res.arrayBuffer());
+      assert.equal(got.length, 16 * 64 * 1024, `download ${i + 1}`);
+      assert.equal(sha256(got), sha256(Buffer.concat(DOWNLOAD)), `download ${i + 1}`);
+    }
+    const proxied = trace(lb, from);
+    assert.deepEqual(proxied.map(([u, p, s]) => [p, s, u]).sort(), [['/echo/download', 200, 0], ['/echo/download', 200, 1], ['/echo/upload', 200, 0], ['/echo/upload', 200, 1]]);
   });
 
   await t.test('429 from a quota counted in Redis for both instances: Retry-After honoured, then RateLimitError past maxRetryAfterMs', async () => {
