@@ -1,10 +1,9 @@
 /**
  * The client against the real deployment shape: two gateway processes (`node --import tsx
  * src/main.ts`) sharing one real redis-server and one signing key, API keys and settings tokens
- * in Redis (KEY_SOURCE=redis), rate limits enforced and counted in Redis, a proxied route
- * (/echo) to a real backend, and one GatewayClient
- * talking to them through a round-robin load balancer (helpers/balancer.ts), so that consecutive
- * requests of one client land on different instances.
+ * in Redis (KEY_SOURCE=redis), rate limits enforced and counted in Redis, a proxied route (/echo)
+ * to a real backend, and each GatewayClient talking to them through a round-robin load balancer
+ * (helpers/balancer.ts), so that consecutive requests of one client land on different instances.
  *
  * Access tokens live 4 s (ACCESS_TOKEN_TTL_SECONDS), so the client's default renewal point
  * (half the lifetime for so short a token) comes 2 s after each pair arrives. What a client did
