@@ -10,7 +10,8 @@
  * is read from two sides: the balancer's record of where each request went and what it got, and
  * the gateways' own access logs ("request" lines with path and status).
  *
- * The subtests run in order on the one pair of processes; the last one stops Redis.
+ * The subtests run in order on the one pair of processes; the last two stop Redis, then the
+ * balancer.
  */
 import assert from 'node:assert/strict';
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
@@ -21,7 +22,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  AuthenticationError, GatewayClient, RateLimitError, ServerError, type RateLimitInfo, type RolesPage,
+  AuthenticationError, GatewayClient, NetworkError, RateLimitError, ServerError, type RateLimitInfo, type RolesPage,
 } from '../../packages/client/src/index.js';
 import { startBackend } from '../helpers/backend.js';
 import { startBalancer, type Balancer, type Forwarded } from '../helpers/balancer.js';
@@ -387,5 +388,16 @@ test('the client against two gateway instances on one Redis, through a round-rob
         assert.ok(waited >= 1000, `retry ${i} sent ${waited} ms after the 503`);
       }
     });
+  });
+
+  await t.test('the balancer gone: a sign-in that gets no answer is tried three times in all, then NetworkError', async () => {
+    await lb.close();
+    const sent: Sent[] = [];
+    const orphan = new GatewayClient({ baseUrl: lb.url, credentials: key, fetch: recordingFetch(sent), retry: { baseDelayMs: 10, maxDelayMs: 20 } });
+    const err = await orphan.roles().then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof NetworkError, String(err));
+    assert.equal(err.code, 'network_error');
+    // The renewal retries its own request (twice); the call must not retry the whole renewal on top.
+    assert.deepEqual(sent.map((s) => s.path), ['/api/signin', '/api/signin', '/api/signin'], `${sent.length} requests`);
   });
 });
