@@ -72,6 +72,17 @@ export function within<T>(scope: CallScope, promise: Promise<T>): Promise<T> {
   });
 }
 
+/**
+ * A renewal's failure on its way through a call's retry loop: the renewal has made its own
+ * retries, so the call must not retry it again (a NetworkError would be). Callers unwrap it.
+ */
+export class RenewalFailure {
+  readonly error: unknown;
+  constructor(error: unknown) {
+    this.error = error;
+  }
+}
+
 export class TokenManager {
   readonly #transport: Transport;
   readonly #storage: TokenStorage | undefined;
@@ -138,6 +149,11 @@ export class TokenManager {
     return renewed.accessToken;
   }
 
+  /** token(), for use inside Transport.withRetries: a failure comes wrapped in RenewalFailure. */
+  bearer(scope: CallScope): Promise<string> {
+    return this.token(scope).catch((err: unknown) => { throw new RenewalFailure(err); });
+  }
+
   /**
    * The gateway refused `accessToken` (401 invalid_token): forget it, unless a renewal has
    * already replaced it, so that the next token() renews.
@@ -163,7 +179,11 @@ export class TokenManager {
     this.#loading ??= (async () => {
       const stored = await this.#storage?.load();
       if (stored !== undefined && this.#settingsToken === undefined) this.#held = this.#fromStored(stored);
-    })();
+    })().catch((err: unknown) => {
+      // A storage that failed once (a locked IndexedDB, say) is asked again by the next call.
+      this.#loading = undefined;
+      throw err;
+    });
     return this.#loading;
   }
 
