@@ -201,9 +201,11 @@ test('the client against two gateway instances on one Redis, through a round-rob
   await t.test('100 concurrent calls while the token is due: exactly one /api/refresh over both instances', async () => {
     await sleep(DUE_AFTER_MS);
     const from = lb.forwarded.length;
-    const refreshesBefore = (await loggedAtLeast(gws, '/api/refresh', lb.forwarded.filter((f) => pathOf(f) === '/api/refresh').length)).length;
-    const signInsBefore = accessLines(gws, '/api/signin').length;
-    const rolesBefore = accessLines(gws, '/api/roles').length;
+    // The counts before, once every answer sent so far is in the logs.
+    const forwardedOn = (path: string) => lb.forwarded.filter((f) => pathOf(f) === path).length;
+    const refreshesBefore = (await loggedAtLeast(gws, '/api/refresh', forwardedOn('/api/refresh'))).length;
+    const signInsBefore = (await loggedAtLeast(gws, '/api/signin', forwardedOn('/api/signin'))).length;
+    const rolesBefore = (await loggedAtLeast(gws, '/api/roles', forwardedOn('/api/roles'))).length;
 
     const pages = await Promise.all(Array.from({ length: 100 }, () => client.roles()));
     pages.forEach((page, i) => assertRolesPage(page, `call #${i}`));
