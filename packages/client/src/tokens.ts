@@ -21,6 +21,10 @@ import type { CallScope, Transport } from './transport.js';
 import type { Credentials, TokenPair, TokenStorage } from './types.js';
 
 const LOCK_TIMEOUT_MS = 10_000;
+/** After a renewal failed for want of the gateway's store or network, the held token is used this long before the next try. */
+const RENEW_AGAIN_MS = 5_000;
+/** A token this close to its expiry is not sent: it could expire on the way. */
+const EXPIRY_SLACK_MS = 1_000;
 
 interface Held {
   /** Dropped (undefined) when the gateway refused it; the refresh token stays usable. */
@@ -28,6 +32,8 @@ interface Held {
   refreshToken: string | undefined;
   /** Local time after which the access token should be renewed; undefined: only on a 401. */
   renewAt: number | undefined;
+  /** Local time at which the access token expires; undefined when unknown. */
+  expiresAt: number | undefined;
 }
 
 interface LockManager {
@@ -144,9 +150,32 @@ export class TokenManager {
     await within(scope, this.#load());
     const held = this.#held;
     if (held?.accessToken !== undefined && (held.renewAt === undefined || Date.now() < held.renewAt)) return held.accessToken;
-    const renewed = await within(scope, this.renew());
+    let renewed: Held;
+    try {
+      renewed = await within(scope, this.renew());
+    } catch (err) {
+      const fallback = this.#stillValid(scope, err);
+      if (fallback === undefined) throw err;
+      return fallback;
+    }
     if (renewed.accessToken === undefined) throw new AuthenticationError({ status: 401, code: 'invalid_token', description: 'no access token after renewal' });
     return renewed.accessToken;
+  }
+
+  /**
+   * A renewal that failed because the gateway could not renew (its store down, a 429, no
+   * answer) says nothing against the token in hand: while it has not expired it is still good
+   * (the gateway validates it without the store), so it is used, and the renewal is tried again
+   * a few seconds later rather than by every call. A refusal (401) or the caller's own abort is
+   * never papered over.
+   */
+  #stillValid(scope: CallScope, err: unknown): string | undefined {
+    if (scope.signal.aborted || err instanceof AuthenticationError || err instanceof ConfigurationError) return undefined;
+    const held = this.#held;
+    const now = Date.now();
+    if (held?.accessToken === undefined || held.expiresAt === undefined || now >= held.expiresAt - EXPIRY_SLACK_MS) return undefined;
+    this.#held = { ...held, renewAt: Math.min(now + RENEW_AGAIN_MS, held.expiresAt - EXPIRY_SLACK_MS) };
+    return held.accessToken;
   }
 
   /** token(), for use inside Transport.withRetries: a failure comes wrapped in RenewalFailure. */
@@ -238,10 +267,12 @@ export class TokenManager {
 
   async #accept(pair: TokenPair): Promise<Held> {
     const life = lifetimeOf(pair.accessToken);
+    const expiresAt = life === undefined ? undefined : Date.now() + life.lifetimeMs;
     this.#held = {
       accessToken: pair.accessToken,
       refreshToken: pair.refreshToken,
-      renewAt: life === undefined ? undefined : Date.now() + life.lifetimeMs - this.#renewBefore(life.lifetimeMs),
+      renewAt: life === undefined || expiresAt === undefined ? undefined : expiresAt - this.#renewBefore(life.lifetimeMs),
+      expiresAt,
     };
     this.#expired = undefined;
     await this.#storage?.save({ accessToken: pair.accessToken, refreshToken: pair.refreshToken });
@@ -252,11 +283,12 @@ export class TokenManager {
   #fromStored(pair: TokenPair): Held {
     const accessToken = pair.accessToken === '' ? undefined : pair.accessToken;
     const life = accessToken === undefined ? undefined : lifetimeOf(accessToken);
-    const now = Date.now();
+    const expiresAt = life === undefined ? undefined : Math.min(life.expMs, Date.now() + life.lifetimeMs);
     return {
       accessToken,
       refreshToken: pair.refreshToken,
-      renewAt: life === undefined ? undefined : Math.min(life.expMs, now + life.lifetimeMs) - this.#renewBefore(life.lifetimeMs),
+      renewAt: life === undefined || expiresAt === undefined ? undefined : expiresAt - this.#renewBefore(life.lifetimeMs),
+      expiresAt,
     };
   }
 
