@@ -7,54 +7,89 @@
  * Renewal, single flight and the 401 replay live in tokens.ts; HTTP, deadlines and retries in
  * transport.ts.
  */
+import { AuthenticationError, ConfigurationError } from './errors.js';
+import { gatewayFetch } from './fetch.js';
+import { TokenManager } from './tokens.js';
+import { isIdempotent, readEnvelope, Transport, type JsonCall } from './transport.js';
 import type {
   CallOptions, ClientOptions, GatewayRequestInit, RateLimitInfo, ResetResult, Role, RolesPage, RolesQuery, SignRecord,
 } from './types.js';
 
 export class GatewayClient {
+  readonly #transport: Transport;
+  readonly #tokens: TokenManager;
+
   constructor(options: ClientOptions) {
-    void options;
-    throw new Error('not implemented');
+    const { credentials } = options;
+    if (credentials === null || typeof credentials !== 'object'
+      || !(('apiKey' in credentials && 'apiSecret' in credentials) || 'settingsToken' in credentials || 'refreshToken' in credentials)) {
+      throw new ConfigurationError({ code: 'invalid_credentials_option', description: 'credentials: {apiKey, apiSecret}, {settingsToken} or {refreshToken, accessToken?}' });
+    }
+    const inBrowser = typeof (globalThis as { window?: unknown }).window !== 'undefined' && typeof (globalThis as { document?: unknown }).document !== 'undefined';
+    if (inBrowser && !('refreshToken' in credentials) && options.dangerouslyAllowBrowser !== true) {
+      throw new ConfigurationError({
+        code: 'secret_in_browser',
+        description: 'an API secret or API settings token in a web page is readable by every script on it: mint a pair on your backend and pass {refreshToken}, or set dangerouslyAllowBrowser: true',
+      });
+    }
+    this.#transport = new Transport({
+      baseUrl: new URL(options.baseUrl), fetch: options.fetch, timeoutMs: options.timeoutMs, retry: options.retry, onRateLimit: options.onRateLimit,
+    });
+    this.#tokens = new TokenManager({
+      transport: this.#transport,
+      credentials,
+      storage: options.storage,
+      crossTabLock: options.crossTabLock,
+      lockName: options.lockName,
+      renewBeforeMs: options.renewBeforeMs,
+      onSessionExpired: options.onSessionExpired,
+    });
+    this.fetch = gatewayFetch(this.#transport, this.#tokens);
   }
 
   /** The gateway's base URL, with a trailing slash. */
   get baseUrl(): URL {
-    throw new Error('not implemented');
+    return new URL(this.#transport.baseUrl);
   }
 
   /** The RateLimit fields of the latest answer that carried them. */
   get rateLimit(): RateLimitInfo | undefined {
-    throw new Error('not implemented');
+    return this.#transport.rateLimit;
   }
 
   /** Signs in now rather than at the first call (key credentials; a no-op for a settings token). */
-  signIn(options?: CallOptions): Promise<void> {
-    void options;
-    throw new Error('not implemented');
+  async signIn(options?: CallOptions): Promise<void> {
+    await this.accessToken(options);
   }
 
   /** A valid access token (renewed if due), for calls made without this client. */
-  accessToken(options?: CallOptions): Promise<string> {
-    void options;
-    throw new Error('not implemented');
+  async accessToken(options?: CallOptions): Promise<string> {
+    const scope = this.#transport.scope(options);
+    try {
+      return await this.#tokens.token(scope);
+    } finally {
+      scope.end();
+    }
   }
 
   /** `GET /api/sign?address=…`: the account's sign record for an address. */
   sign(address: string, options?: CallOptions): Promise<SignRecord> {
-    void address; void options;
-    throw new Error('not implemented');
+    return this.#authorized<SignRecord>({ method: 'GET', path: '/api/sign', query: { address } }, options);
   }
 
   /** `GET /api/roles`: one page of the account's roles. */
-  roles(query?: RolesQuery, options?: CallOptions): Promise<RolesPage> {
-    void query; void options;
-    throw new Error('not implemented');
+  roles(query: RolesQuery = {}, options?: CallOptions): Promise<RolesPage> {
+    return this.#authorized<RolesPage>({ method: 'GET', path: '/api/roles', query: { page: query.page, limit: query.limit, name: query.name } }, options);
   }
 
   /** Every role matching `query.name`, page after page (`query.limit` per request). */
-  allRoles(query?: Omit<RolesQuery, 'page'>, options?: CallOptions): AsyncIterableIterator<Role> {
-    void query; void options;
-    throw new Error('not implemented');
+  async *allRoles(query: Omit<RolesQuery, 'page'> = {}, options?: CallOptions): AsyncIterableIterator<Role> {
+    for (let page = 1; ; page++) {
+      const answer = await this.roles({ ...query, page }, options);
+      yield* answer.items;
+      // Without a limit the gateway's default applies; a short page or the last page ends it.
+      if (answer.items.length === 0 || (query.limit !== undefined && answer.items.length < query.limit) || page >= Number(answer.pages)) return;
+    }
   }
 
   /**
@@ -62,9 +97,15 @@ export class GatewayClient {
    * is refused from now on, this client's too; the client signs in again at its next call.
    * Needs key credentials (ConfigurationError otherwise). Never retried.
    */
-  reset(options?: CallOptions & { scope?: 'key' | 'account' }): Promise<ResetResult> {
-    void options;
-    throw new Error('not implemented');
+  async reset(options: CallOptions & { scope?: 'key' | 'account' } = {}): Promise<ResetResult> {
+    const { scope = 'key', ...callOptions } = options;
+    if (!this.#tokens.hasKey) throw new ConfigurationError({ code: 'no_api_key', description: 'reset needs the API key and secret in the credentials' });
+    const result = await this.#transport.json<ResetResult>({
+      method: 'POST', path: '/api/reset', body: { ...(await this.#tokens.keyCredentials()), scope }, retryable: false,
+    }, callOptions);
+    // Every token of the key is dead now: the next call signs in rather than learning it by a 401.
+    await this.#tokens.drop();
+    return result;
   }
 
   /**
@@ -73,12 +114,33 @@ export class GatewayClient {
    * and returns the backend's answer as it came (a 4xx or 5xx is a Response, not an error).
    * Throws NetworkError, TimeoutError or AbortError when no answer came.
    */
-  readonly fetch: (input: string | URL | Request, init?: GatewayRequestInit) => Promise<Response> = () => {
-    throw new Error('not implemented');
-  };
+  readonly fetch: (input: string | URL | Request, init?: GatewayRequestInit) => Promise<Response>;
 
   /** Forgets the token pair, in memory and in the storage hook. */
-  forget(): Promise<void> {
-    throw new Error('not implemented');
+  async forget(): Promise<void> {
+    await this.#tokens.drop();
+  }
+
+  /** A call with the bearer token; a 401 invalid_token renews and replays it once. */
+  async #authorized<T>(call: JsonCall, options: CallOptions = {}): Promise<T> {
+    const scope = this.#transport.scope(options);
+    try {
+      const url = this.#transport.url(call.path, call.query);
+      for (let replay = 0; ; replay++) {
+        let used = '';
+        const res = await this.#transport.withRetries(scope, this.#transport.policy(options), call.retryable ?? isIdempotent(call.method), async () => {
+          used = await this.#tokens.token(scope);
+          return this.#transport.attempt(scope, url, { method: call.method, headers: { accept: 'application/json', authorization: `Bearer ${used}` } });
+        });
+        try {
+          return await readEnvelope<T>(res, scope);
+        } catch (err) {
+          if (replay > 0 || this.#tokens.isSettingsToken || !(err instanceof AuthenticationError && err.code === 'invalid_token')) throw err;
+          this.#tokens.refused(used);
+        }
+      }
+    } finally {
+      scope.end();
+    }
   }
 }

@@ -93,8 +93,16 @@ export class CallScope {
   }
 
   end(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.stopTimer();
     this.#caller?.removeEventListener('abort', this.#onAbort);
+  }
+
+  /**
+   * Ends the time limit only: the caller's signal still aborts. For client.fetch, whose answer's
+   * body is read after the call returns, by the caller, who may still cancel it.
+   */
+  stopTimer(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
   }
 }
 
@@ -165,15 +173,19 @@ export class Transport {
     return retryPolicy(options.retry, this.#retry);
   }
 
-  /** One attempt: fetch, with failures as typed errors. The RateLimit fields are recorded. */
-  async attempt(scope: CallScope, url: URL, init: RequestInit): Promise<Response> {
+  /**
+   * One attempt: fetch, with failures as typed errors. The RateLimit fields are recorded.
+   * `input` may be a Request (client.fetch builds one per attempt to carry a caller's Request).
+   */
+  async attempt(scope: CallScope, input: URL | Request, init: RequestInit = {}): Promise<Response> {
     scope.check();
     let res: Response;
     try {
-      res = await this.#fetch(url, { ...init, signal: scope.signal });
+      res = await this.#fetch(input, { ...init, signal: scope.signal });
     } catch (err) {
       if (scope.signal.aborted) throw scope.abortError();
-      throw new NetworkError({ code: 'network_error', description: `no answer from ${url.origin}: ${describe(err)}`, cause: err });
+      const origin = input instanceof URL ? input.origin : new URL(input.url).origin;
+      throw new NetworkError({ code: 'network_error', description: `no answer from ${origin}: ${describe(err)}`, cause: err });
     }
     const info = parseRateLimit(res.headers);
     if (info !== undefined) {

@@ -1,0 +1,250 @@
+/**
+ * The token pair and its renewal.
+ *
+ * When to renew: the access token's lifetime is read from its own payload (exp − iat), and its
+ * expiry counted from the moment the pair arrived here, so a client whose clock is wrong renews
+ * on time all the same. (A pair this client did not receive itself, from the storage hook or the
+ * credentials, has no receipt time: its exp is read against the local clock, capped at one
+ * lifetime; a wrong clock then costs one 401 and a replay, nothing more.) A token that is not a
+ * readable JWT is renewed only when the gateway refuses it.
+ *
+ * Single flight: one renewal promise per client, every caller awaits it; with a storage hook and
+ * Web Locks, one per origin too: the renewal runs inside a lock and first re-reads the storage,
+ * adopting the pair another tab has just rotated instead of spending a refresh token that is no
+ * longer the newest. A lock that cannot be had in 10 s (a tab frozen while holding it) is given
+ * up for an in-process renewal: the gateway's grace window answers a duplicate refresh with the
+ * same pair, so the worst case is one extra request.
+ */
+import { AuthenticationError, ConfigurationError, type GatewayError } from './errors.js';
+import { sha256Hex } from './secret.js';
+import type { CallScope, Transport } from './transport.js';
+import type { Credentials, TokenPair, TokenStorage } from './types.js';
+
+const LOCK_TIMEOUT_MS = 10_000;
+
+interface Held {
+  /** Dropped (undefined) when the gateway refused it; the refresh token stays usable. */
+  accessToken: string | undefined;
+  refreshToken: string | undefined;
+  /** Local time after which the access token should be renewed; undefined: only on a 401. */
+  renewAt: number | undefined;
+}
+
+interface LockManager {
+  request<T>(name: string, options: { signal?: AbortSignal }, callback: () => Promise<T>): Promise<T>;
+}
+
+export interface TokenManagerOptions {
+  transport: Transport;
+  credentials: Credentials;
+  storage?: TokenStorage | undefined;
+  crossTabLock?: boolean | undefined;
+  lockName?: string | undefined;
+  renewBeforeMs?: number | undefined;
+  onSessionExpired?: ((error: Error) => void) | undefined;
+}
+
+/** The access token's lifetime in ms (exp − iat of its payload), or undefined when unreadable. */
+export function lifetimeOf(token: string): { lifetimeMs: number; expMs: number } | undefined {
+  const part = token.split('.')[1];
+  if (part === undefined) return undefined;
+  try {
+    const b64 = part.replace(/-/g, '+').replace(/_/g, '/');
+    const binary = atob(b64 + '='.repeat((4 - (b64.length % 4)) % 4));
+    const payload = JSON.parse(new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)))) as { exp?: unknown; iat?: unknown };
+    if (typeof payload.exp !== 'number' || typeof payload.iat !== 'number' || payload.exp <= payload.iat) return undefined;
+    return { lifetimeMs: (payload.exp - payload.iat) * 1000, expMs: payload.exp * 1000 };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Waits for a shared promise, but gives up (with the call's own error) when the call ends. */
+export function within<T>(scope: CallScope, promise: Promise<T>): Promise<T> {
+  scope.check();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(scope.abortError());
+    scope.signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => { scope.signal.removeEventListener('abort', onAbort); resolve(value); },
+      (err: unknown) => { scope.signal.removeEventListener('abort', onAbort); reject(err); },
+    );
+  });
+}
+
+export class TokenManager {
+  readonly #transport: Transport;
+  readonly #storage: TokenStorage | undefined;
+  readonly #lockName: string;
+  readonly #useLock: boolean;
+  readonly #renewBeforeMs: number | undefined;
+  readonly #onSessionExpired: ((error: Error) => void) | undefined;
+  readonly #apiKey: string | undefined;
+  readonly #settingsToken: string | undefined;
+  /** The plain secret, kept only until it is hashed. */
+  #plainSecret: string | undefined;
+  #secretHex: Promise<string> | undefined;
+  #held: Held | undefined;
+  #loading: Promise<void> | undefined;
+  #renewal: Promise<Held> | undefined;
+  /** Why the session ended, for refresh-only credentials: every later call fails with it. */
+  #expired: GatewayError | undefined;
+
+  constructor(options: TokenManagerOptions) {
+    const { credentials } = options;
+    this.#transport = options.transport;
+    this.#storage = options.storage;
+    this.#renewBeforeMs = options.renewBeforeMs;
+    this.#onSessionExpired = options.onSessionExpired;
+    if ('apiKey' in credentials) {
+      this.#apiKey = credentials.apiKey;
+      this.#plainSecret = credentials.apiSecret;
+    } else if ('settingsToken' in credentials) {
+      this.#settingsToken = credentials.settingsToken;
+    } else {
+      this.#held = this.#fromStored({ refreshToken: credentials.refreshToken, accessToken: credentials.accessToken ?? '' });
+    }
+    this.#lockName = options.lockName ?? `auth-gateway-client:${this.#transport.baseUrl.href}:${this.#apiKey ?? 'session'}`;
+    this.#useLock = options.storage !== undefined && options.crossTabLock !== false && typeof locks()?.request === 'function';
+  }
+
+  get hasKey(): boolean {
+    return this.#apiKey !== undefined;
+  }
+
+  get isSettingsToken(): boolean {
+    return this.#settingsToken !== undefined;
+  }
+
+  /** The apiKey and hashed secret, for sign-in and reset. */
+  async keyCredentials(): Promise<{ apiKey: string; apiSecret: string }> {
+    if (this.#apiKey === undefined) throw new ConfigurationError({ code: 'no_api_key', description: 'this needs the API key and secret in the credentials' });
+    if (this.#secretHex === undefined) {
+      this.#secretHex = sha256Hex(this.#plainSecret ?? '');
+      this.#plainSecret = undefined;
+    }
+    return { apiKey: this.#apiKey, apiSecret: await this.#secretHex };
+  }
+
+  /** A valid access token: the held one, or a renewed one when it is due or missing. */
+  async token(scope: CallScope): Promise<string> {
+    scope.check();
+    if (this.#settingsToken !== undefined) return this.#settingsToken;
+    await within(scope, this.#load());
+    const held = this.#held;
+    if (held?.accessToken !== undefined && (held.renewAt === undefined || Date.now() < held.renewAt)) return held.accessToken;
+    const renewed = await within(scope, this.renew());
+    if (renewed.accessToken === undefined) throw new AuthenticationError({ status: 401, code: 'invalid_token', description: 'no access token after renewal' });
+    return renewed.accessToken;
+  }
+
+  /**
+   * The gateway refused `accessToken` (401 invalid_token): forget it, unless a renewal has
+   * already replaced it, so that the next token() renews.
+   */
+  refused(accessToken: string): void {
+    if (this.#held?.accessToken === accessToken) this.#held = { ...this.#held, accessToken: undefined };
+  }
+
+  /** Forgets the pair, here and in the storage hook (the pair is dead or unwanted). */
+  async drop(): Promise<void> {
+    this.#held = undefined;
+    this.#loading = Promise.resolve();
+    await this.#storage?.save(undefined);
+  }
+
+  /** The one renewal in flight, started if there is none. */
+  renew(): Promise<Held> {
+    this.#renewal ??= this.#renewShared().finally(() => { this.#renewal = undefined; });
+    return this.#renewal;
+  }
+
+  #load(): Promise<void> {
+    this.#loading ??= (async () => {
+      const stored = await this.#storage?.load();
+      if (stored !== undefined && this.#settingsToken === undefined) this.#held = this.#fromStored(stored);
+    })();
+    return this.#loading;
+  }
+
+  async #renewShared(): Promise<Held> {
+    const manager = this.#useLock ? locks() : undefined;
+    if (manager !== undefined) {
+      let entered = false;
+      try {
+        return await manager.request(this.#lockName, { signal: AbortSignal.timeout(LOCK_TIMEOUT_MS) }, () => {
+          entered = true;
+          return this.#renewNow(true);
+        });
+      } catch (err) {
+        if (entered) throw err;
+        // The lock was not granted in time (or Web Locks failed): renew in this process only.
+      }
+    }
+    return this.#renewNow(false);
+  }
+
+  async #renewNow(recheck: boolean): Promise<Held> {
+    if (recheck && this.#storage !== undefined) {
+      const stored = await this.#storage.load();
+      // Another tab rotated the pair while this one waited for the lock: its pair is the newest.
+      if (stored !== undefined && stored.refreshToken !== this.#held?.refreshToken) {
+        this.#held = this.#fromStored(stored);
+        this.#expired = undefined;
+        return this.#held;
+      }
+    }
+    const refreshToken = this.#held?.refreshToken;
+    if (refreshToken !== undefined) {
+      try {
+        return await this.#accept(await this.#transport.json<TokenPair>({ method: 'POST', path: '/api/refresh', body: { refreshToken }, retryable: true }));
+      } catch (err) {
+        if (!(err instanceof AuthenticationError && err.code === 'invalid_grant')) throw err;
+        if (this.#apiKey === undefined) {
+          this.#expired = err;
+          await this.drop();
+          this.#onSessionExpired?.(err);
+          throw err;
+        }
+        // A dead refresh token (reset, reused, expired) with the key at hand: one fresh sign-in.
+      }
+    }
+    if (this.#apiKey === undefined) {
+      throw this.#expired ?? new AuthenticationError({ status: 401, code: 'invalid_grant', description: 'the session has ended and there is no API key to sign in with' });
+    }
+    const body = await this.keyCredentials();
+    return this.#accept(await this.#transport.json<TokenPair>({ method: 'POST', path: '/api/signin', body, retryable: true }));
+  }
+
+  async #accept(pair: TokenPair): Promise<Held> {
+    const life = lifetimeOf(pair.accessToken);
+    this.#held = {
+      accessToken: pair.accessToken,
+      refreshToken: pair.refreshToken,
+      renewAt: life === undefined ? undefined : Date.now() + life.lifetimeMs - this.#renewBefore(life.lifetimeMs),
+    };
+    this.#expired = undefined;
+    await this.#storage?.save({ accessToken: pair.accessToken, refreshToken: pair.refreshToken });
+    return this.#held;
+  }
+
+  /** A pair not received by this client: its exp, read against the local clock, at most one lifetime ahead. */
+  #fromStored(pair: TokenPair): Held {
+    const accessToken = pair.accessToken === '' ? undefined : pair.accessToken;
+    const life = accessToken === undefined ? undefined : lifetimeOf(accessToken);
+    const now = Date.now();
+    return {
+      accessToken,
+      refreshToken: pair.refreshToken,
+      renewAt: life === undefined ? undefined : Math.min(life.expMs, now + life.lifetimeMs) - this.#renewBefore(life.lifetimeMs),
+    };
+  }
+
+  #renewBefore(lifetimeMs: number): number {
+    return this.#renewBeforeMs ?? Math.min(lifetimeMs / 2, Math.max(5000, lifetimeMs * 0.1));
+  }
+}
+
+function locks(): LockManager | undefined {
+  return (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks;
+}
