@@ -148,6 +148,27 @@ test('in Chromium, an access token the gateway refuses as expired is renewed wit
   assert.equal(requests(gw, '/api/sign').filter((l) => l.status === 401).length, 2, 'the test\'s own call and the page\'s first attempt');
 });
 
+test('in Chromium, with a 2 s token lifetime the client renews before expiry, from the token\'s exp, with no 401 on the way', browserSuite(), async (t) => {
+  // The gateway's clock stands still, so its tokens never expire there: only the client's own
+  // schedule (renew when less than half the lifetime is left) can cause a refresh.
+  const { gw, originA, browser } = await setUp(t, { tokens: { memoryStoreMaxTokens: 10_000, accessTokenTtlSeconds: 2 } });
+  const pair = await signIn(gw);
+  const page = await openPage(browser, originA);
+  const tokens = await inPage<string[]>(page, `
+    const gateway = new client.GatewayClient({ baseUrl: ${JSON.stringify(gw.url)}, credentials: ${JSON.stringify(pair)} });
+    const seen = [await gateway.accessToken()];
+    await gateway.sign(${JSON.stringify(ADDRESS)});
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    await gateway.sign(${JSON.stringify(ADDRESS)});
+    seen.push(await gateway.accessToken());
+    return seen;
+  `);
+  assert.equal(tokens[0], pair.accessToken);
+  assert.notEqual(tokens[1], pair.accessToken);
+  assert.equal(requests(gw, '/api/refresh').filter((l) => l.status === 200).length, 1);
+  assert.equal(requests(gw, '/api/sign').filter((l) => l.status !== 200).length, 0);
+});
+
 /**
  * Two tabs of origin A sharing localStorage as the storage hook, both needing a renewal at
  * once (their pair has no access token). The refresh is slowed in the page so that both are
