@@ -25,6 +25,7 @@ import Koa from 'koa';
 import type Router from '@koa/router';
 import { errorBoundary } from './errors/boundary.js';
 import { NotFound } from './errors/errors.js';
+import { corsAnswers, corsPreflights, createCors, PROXIED_METHODS, type Cors } from './http/cors.js';
 import { createRouteRequest, isWebSocketHandshake, screenRequests, type Routed } from './http/edge.js';
 import { createAccessLog, finalStatus, logAccess, type AccessLog } from './http/middleware/access-log.js';
 import { assignRequestId, requestIdOf } from './http/middleware/request-id.js';
@@ -48,7 +49,8 @@ export function createListeners(services: Services): Listeners {
   const { proxy, log } = services;
   const router = createRouter(services);
   const accessLog = createAccessLog(log);
-  const koa = createApp(services, router, accessLog).callback();
+  const cors = createCors(services.config.cors);
+  const koa = createApp(services, router, accessLog, cors).callback();
   const routeRequest = createRouteRequest({
     hasRoutes: proxy.hasRoutes,
     match: proxy.match,
@@ -57,7 +59,7 @@ export function createListeners(services: Services): Listeners {
     // /HEALTHZ or /api;x/roles must not reach a catch-all that takes them for the gateway's.
     isOwnPath: createOwnPathCheck(router),
   });
-  const serveProxied = createProxiedPath(services, accessLog);
+  const serveProxied = createProxiedPath(services, accessLog, cors);
   // The route shouldUpgrade found, for the 'upgrade' event of the same request.
   const handshakes = new WeakMap<IncomingMessage, Routed<RouteMatch>>();
 
@@ -113,12 +115,15 @@ function ownPathKey(path: string): string {
   return (path.includes(';') ? path.replace(/;[^/]*/g, '') : path).toLowerCase();
 }
 
-function createApp(services: Services, router: Router, accessLog: AccessLog): Koa {
+function createApp(services: Services, router: Router, accessLog: AccessLog, cors: Cors | undefined): Koa {
   const app = new Koa();
   app.use(assignRequestId());
   app.use(logAccess(accessLog));
+  // Outside the boundary, so that error answers get the CORS headers too (http/cors.ts).
+  if (cors !== undefined) app.use(corsAnswers(cors, OWNER_TREE));
   app.use(errorBoundary({ log: services.log }));
   app.use(screenRequests());
+  if (cors !== undefined) app.use(corsPreflights(cors, OWNER_TREE, createMethodsOf(router)));
   app.use(router.routes());
   app.use(answerUnmatched());
 
@@ -127,9 +132,21 @@ function createApp(services: Services, router: Router, accessLog: AccessLog): Ko
   return app;
 }
 
-/** Serves a request the edge routed to a configured route. */
-function createProxiedPath({ proxy, log }: Services, accessLog: AccessLog) {
-  return async function serveProxied(req: IncomingMessage, res: ServerResponse, { match, path }: Routed<RouteMatch>, started: number): Promise<void> {
+/** The methods the router serves on a path (for a preflight's answer), or undefined when it serves none. */
+function createMethodsOf(router: Router): (path: string) => string | undefined {
+  return (path) => {
+    const methods = new Set(router.match(path, 'OPTIONS').path.flatMap((layer) => layer.methods));
+    methods.delete('OPTIONS');
+    return methods.size === 0 ? undefined : [...methods].join(', ');
+  };
+}
+
+/**
+ * Serves a request the edge routed to a configured route. With CORS on, the same path behind
+ * a preflight answer and the CORS headers (http/cors.ts); off, exactly the path without them.
+ */
+function createProxiedPath({ proxy, log }: Services, accessLog: AccessLog, cors: Cors | undefined) {
+  const serveProxied = async function serveProxied(req: IncomingMessage, res: ServerResponse, { match, path }: Routed<RouteMatch>, started: number): Promise<void> {
     const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
     const seen: Seen = {};
@@ -143,6 +160,25 @@ function createProxiedPath({ proxy, log }: Services, accessLog: AccessLog) {
         requestId, method: req.method, path, status: finalStatus(req, res, planned),
         route: match.route.name, started, accountId: seen.identity?.accountId,
       });
+    }
+  };
+  if (cors === undefined) return serveProxied;
+
+  return async function serveProxiedWithCors(req: IncomingMessage, res: ServerResponse, routed: Routed<RouteMatch>, started: number): Promise<void> {
+    if (!cors.isPreflight(req)) {
+      cors.decorate(res, cors.allowedOrigin(req));
+      return serveProxied(req, res, routed, started);
+    }
+    // A preflight is the gateway's to answer: no admission, no backend.
+    const requestId = requestIdOf(req);
+    res.setHeader('X-Request-Id', requestId);
+    let planned = 204;
+    try {
+      res.writeHead(204, cors.preflight(req, PROXIED_METHODS)).end();
+    } catch (thrown) {
+      planned = failResponse(log, req, res, thrown, requestId).status;
+    } finally {
+      accessLog({ requestId, method: req.method, path: routed.path, status: finalStatus(req, res, planned), route: routed.match.route.name, started, accountId: undefined });
     }
   };
 }

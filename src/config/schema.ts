@@ -102,6 +102,31 @@ const quotaRuleSchema = z.strictObject({
 
 const w = (limit: number, seconds: number) => ({ limit, seconds });
 
+/**
+ * A list setting whose environment value is comma-separated (`a,b`), as operators write lists
+ * of origins and header names; a JSON array is read too, like every other list's.
+ */
+function commaList<T extends z.ZodType>(item: T, max: number) {
+  return z.preprocess((value) => {
+    if (typeof value !== 'string') return value;
+    if (value.trimStart().startsWith('[')) {
+      try {
+        return JSON.parse(value) as unknown;
+      } catch {
+        return value;
+      }
+    }
+    return value.split(',').map((part) => part.trim()).filter((part) => part !== '');
+  }, z.array(item).max(max));
+}
+
+/** A browser origin, spelt as browsers send it in Origin; or "*" (alone: checked below). */
+const corsOrigin = z.union([
+  z.literal('*'),
+  z.string().regex(/^https?:\/\/[^/?#\s]+$/, { message: 'expected an origin: "http(s)://host[:port]", without a path or trailing "/"', abort: true })
+    .refine(isOrigin, 'expected an origin as browsers send it: lower-case scheme and host, without a default port'),
+], { error: 'expected an origin "http(s)://host[:port]" (no path, no trailing "/") or "*"' });
+
 export const configSchema = z.strictObject({
   server: z.strictObject({
     host: setting(z.string().min(1).default('127.0.0.1'), {
@@ -453,6 +478,26 @@ export const configSchema = z.strictObject({
     }),
   }).prefault({}),
 
+  // Browsers on other origins (docs/api.md, "CORS"). Off while allowedOrigins is empty.
+  cors: z.strictObject({
+    allowedOrigins: setting(commaList(corsOrigin, 64).default([]), {
+      env: 'CORS_ALLOWED_ORIGINS',
+      description: 'Origins whose browser pages may call the gateway (`https://app.example.com`, comma-separated or a JSON array; `"*"` alone: any); empty: CORS off, no answer changes. See docs/api.md, "CORS".',
+    }),
+    maxAgeSeconds: setting(z.number().int().min(0).max(86_400).default(600), {
+      env: 'CORS_MAX_AGE_SECONDS',
+      description: 'How long a browser may reuse a preflight answer (`Access-Control-Max-Age`; browsers cap it, Chromium at 7200).',
+    }),
+    allowHeaders: setting(commaList(HEADER_NAME, 32).default([]), {
+      env: 'CORS_ALLOW_HEADERS',
+      description: 'Request headers allowed beyond `Authorization`, `Content-Type` and `X-Request-Id` (a proxied backend\'s own, comma-separated).',
+    }),
+    exposeHeaders: setting(commaList(HEADER_NAME, 32).default([]), {
+      env: 'CORS_EXPOSE_HEADERS',
+      description: 'Answer headers scripts may read beyond the gateway\'s own (`X-Request-Id`, `Retry-After`, `RateLimit`, `RateLimit-Policy`, `WWW-Authenticate`): a proxied backend\'s, comma-separated.',
+    }),
+  }).prefault({}),
+
   metrics: z.strictObject({
     enabled: setting(z.boolean().default(true), {
       env: 'METRICS_ENABLED',
@@ -522,6 +567,9 @@ export const configSchema = z.strictObject({
       ctx.addIssue({ code: 'custom', path: ['limits', 'rules', i, 'route'], message: `no route is named "${rule.route}" (known: ${[...routeNames].join(', ')})` });
     }
   });
+  if (c.cors.allowedOrigins.includes('*') && c.cors.allowedOrigins.length > 1) {
+    ctx.addIssue({ code: 'custom', path: ['cors', 'allowedOrigins'], message: '"*" allows every origin: give it alone, or list the origins without it' });
+  }
   const kids = c.signing.keys.map((k) => k.kid);
   kids.forEach((kid, i) => {
     if (kids.indexOf(kid) !== i) ctx.addIssue({ code: 'custom', path: ['signing', 'keys', i, 'kid'], message: `duplicate kid "${kid}"` });

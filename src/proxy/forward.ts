@@ -8,6 +8,7 @@
  * connected to is tried once more on another target; nothing else is retried.
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Cors } from '../http/cors.js';
 import type { createHeaderPolicy } from './headers.js';
 import { isNotConnected, type Flights } from './flight.js';
 import type { Route, RouteMatch } from './routes.js';
@@ -41,7 +42,14 @@ export function createHeadersFor(policy: HeaderPolicy): HeadersFor {
   };
 }
 
-export function createForward(policy: HeaderPolicy, headersFor: HeadersFor, { server, start, failed }: Flights): Forward {
+/**
+ * `cors`: given while CORS is on, when the gateway owns it on every answer (http/cors.ts): a
+ * backend's own Access-Control-* headers go (two Allow-Origin values make a browser refuse the
+ * answer). Off, the backend's headers are read exactly as before, at no cost.
+ */
+export function createForward(policy: HeaderPolicy, headersFor: HeadersFor, { server, start, failed }: Flights, cors?: Pick<Cors, 'takeOverBackend'>): Forward {
+  const downstream: HeaderPolicy['downstream'] = cors === undefined ? policy.downstream
+    : (headers, rawHeaders) => cors.takeOverBackend(policy.downstream(headers, rawHeaders));
   return function forward(req, res, match, admitted, requestId) {
     const { route } = match;
     const headers = headersFor(req, route, admitted, requestId);
@@ -59,7 +67,7 @@ export function createForward(policy: HeaderPolicy, headersFor: HeadersFor, { se
           // The backend answered before the whole body arrived (413 and close, say): the
           // rest of the upload has nowhere to go, so this connection ends with the answer.
           if (!req.complete) res.shouldKeepAlive = false;
-          const head = policy.downstream(proxyRes.headers, proxyRes.rawHeaders);
+          const head = downstream(proxyRes.headers, proxyRes.rawHeaders);
           // The gateway's quota is the one the client meets first: its fields replace a backend's.
           if (admitted.limitHeaders !== undefined) {
             delete head['ratelimit'];
