@@ -175,40 +175,48 @@ test('in Chromium, with a 2 s token lifetime the client renews before expiry, fr
  * inside their renewal together: with the Web Lock the second tab waits, re-reads storage and
  * adopts the first tab's pair; without it each tab spends the refresh token.
  */
-async function twoTabs(t: TestContext, crossTabLock: boolean): Promise<{ refreshes: number; dids: string[] }> {
+async function twoTabs(t: TestContext, crossTabLock: boolean): Promise<{ refreshes: number; dids: string[]; lockRequests: number }> {
   const { gw, originA, browser } = await setUp(t);
   const { refreshToken } = await signIn(gw);
   const tabs = [await openPage(browser, originA), await openPage(browser, originA)];
-  const script = `
+  // Each tab first loads the module and builds its client (counting the Web Lock requests it
+  // makes), so that the two renewals below start together rather than a module load apart.
+  const prepare = `
+    const request = navigator.locks.request.bind(navigator.locks);
+    globalThis.lockRequests = 0;
+    navigator.locks.request = (...args) => { globalThis.lockRequests += 1; return request(...args); };
     const storage = {
       load: () => JSON.parse(localStorage.getItem('gateway-pair') ?? 'null') ?? undefined,
       save: (pair) => pair ? localStorage.setItem('gateway-pair', JSON.stringify(pair)) : localStorage.removeItem('gateway-pair'),
     };
     const slowRefresh = async (input, init) => {
       const url = input instanceof Request ? input.url : String(input);
-      if (url.endsWith('/api/refresh')) await new Promise((resolve) => setTimeout(resolve, 300));
+      if (url.endsWith('/api/refresh')) await new Promise((resolve) => setTimeout(resolve, 500));
       return fetch(input, init);
     };
-    const gateway = new client.GatewayClient({
+    globalThis.gateway = new client.GatewayClient({
       baseUrl: ${JSON.stringify(gw.url)}, credentials: { refreshToken: ${JSON.stringify(refreshToken)} },
       storage, fetch: slowRefresh, crossTabLock: ${crossTabLock},
     });
-    return (await gateway.sign(${JSON.stringify(ADDRESS)})).did;
   `;
-  const dids = await Promise.all(tabs.map((tab) => inPage<string>(tab, script)));
-  return { refreshes: requests(gw, '/api/refresh').length, dids };
+  for (const tab of tabs) await inPage(tab, prepare);
+  const dids = await Promise.all(tabs.map((tab) => tab.evaluate(`gateway.sign(${JSON.stringify(ADDRESS)}).then((record) => record.did)`) as Promise<string>));
+  const counts = await Promise.all(tabs.map((tab) => tab.evaluate('globalThis.lockRequests') as Promise<number>));
+  return { refreshes: requests(gw, '/api/refresh').length, dids, lockRequests: counts[0]! + counts[1]! };
 }
 
 test('in Chromium, two tabs sharing localStorage as storage renew through one refresh (Web Locks)', browserSuite(), async (t) => {
-  const { refreshes, dids } = await twoTabs(t, true);
+  const { refreshes, dids, lockRequests } = await twoTabs(t, true);
   assert.deepEqual(dids, [ADDRESS, ADDRESS]);
   assert.equal(refreshes, 1, 'one /api/refresh on the gateway\'s access log');
+  assert.equal(lockRequests, 2, 'each tab asked for the lock once');
 });
 
 test('in Chromium, the same two tabs with crossTabLock: false each refresh (what the lock saves)', browserSuite(), async (t) => {
-  const { refreshes, dids } = await twoTabs(t, false);
+  const { refreshes, dids, lockRequests } = await twoTabs(t, false);
   assert.deepEqual(dids, [ADDRESS, ADDRESS]);
   assert.equal(refreshes, 2);
+  assert.equal(lockRequests, 0);
 });
 
 test('in Chromium, a page on an origin the gateway does not allow gets NetworkError (CORS refused)', browserSuite(), async (t) => {
@@ -228,6 +236,13 @@ test('in Chromium, a page on an origin the gateway does not allow gets NetworkEr
     assert.deepEqual(result[name], { isNetworkError: true, code: 'network_error', name: 'NetworkError' }, `${name}: ${JSON.stringify(result[name])}`);
   }
   assert.equal(backend.received.length, 0);
+  // What the browser met: the gateway refuses this origin's preflight, and the call never went.
+  const preflight = await fetch(`${gw.url}/api/sign?address=${ADDRESS}`, {
+    method: 'OPTIONS', headers: { origin: originC, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+  });
+  assert.equal(preflight.status, 403);
+  assert.equal(preflight.headers.get('access-control-allow-origin'), null);
+  assert.equal(requests(gw, '/api/sign').length, 0);
 });
 
 test('in Chromium, the constructor refuses an API key and secret (or a settings token) unless dangerouslyAllowBrowser', browserSuite(), async (t) => {
