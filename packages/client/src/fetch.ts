@@ -9,7 +9,7 @@
  * still cancels it.
  */
 import { ConfigurationError } from './errors.js';
-import type { TokenManager } from './tokens.js';
+import { RenewalFailure, type TokenManager } from './tokens.js';
 import { isIdempotent, type Transport } from './transport.js';
 import type { GatewayRequestInit } from './types.js';
 
@@ -44,9 +44,9 @@ export function gatewayFetch(transport: Transport, tokens: TokenManager): Gatewa
       for (let replay = 0; ; replay++) {
         let used = '';
         const res = await transport.withRetries(scope, transport.policy({ retry }), replayable && isIdempotent(method), async () => {
-          used = await tokens.token(scope);
+          used = await tokens.bearer(scope);
           return transport.attempt(scope, build(used));
-        });
+        }).catch((err: unknown) => { throw err instanceof RenewalFailure ? err.error : err; });
         if (replay === 0 && replayable && !tokens.isSettingsToken && await isInvalidToken(res)) {
           tokens.refused(used);
           await res.body?.cancel().catch(() => {});

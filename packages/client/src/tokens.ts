@@ -72,6 +72,17 @@ export function within<T>(scope: CallScope, promise: Promise<T>): Promise<T> {
   });
 }
 
+/**
+ * A renewal's failure on its way through a call's retry loop: the renewal has made its own
+ * retries, so the call must not retry it again (a NetworkError would be). Callers unwrap it.
+ */
+export class RenewalFailure {
+  readonly error: unknown;
+  constructor(error: unknown) {
+    this.error = error;
+  }
+}
+
 export class TokenManager {
   readonly #transport: Transport;
   readonly #storage: TokenStorage | undefined;
@@ -136,6 +147,11 @@ export class TokenManager {
     const renewed = await within(scope, this.renew());
     if (renewed.accessToken === undefined) throw new AuthenticationError({ status: 401, code: 'invalid_token', description: 'no access token after renewal' });
     return renewed.accessToken;
+  }
+
+  /** token(), for use inside Transport.withRetries: a failure comes wrapped in RenewalFailure. */
+  bearer(scope: CallScope): Promise<string> {
+    return this.token(scope).catch((err: unknown) => { throw new RenewalFailure(err); });
   }
 
   /**
