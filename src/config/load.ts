@@ -109,6 +109,8 @@ function readEnv(env: NodeJS.ProcessEnv, problems: string[]): Record<string, unk
       value = /^-?\d+(\.\d+)?$/.test(text.trim()) ? Number(text) : text;
     } else if (row.type === 'boolean') {
       value = text === 'true' ? true : text === 'false' ? false : text;
+    } else if (row.commaList && !text.trimStart().startsWith('[')) {
+      value = text.split(',').map((part) => part.trim()).filter((part) => part !== '');
     } else if (row.type === 'array' || row.type === 'object') {
       try {
         value = JSON.parse(text);

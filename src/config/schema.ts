@@ -16,6 +16,8 @@ export interface SettingMeta {
   env?: string;
   /** true for values that must never be printed (config dumps redact them). */
   secret?: boolean;
+  /** A list whose environment value may be comma-separated (`a,b`) as well as a JSON array. */
+  list?: 'comma';
 }
 
 function setting<T extends z.ZodType>(schema: T, meta: SettingMeta): T {
@@ -101,24 +103,6 @@ const quotaRuleSchema = z.strictObject({
 });
 
 const w = (limit: number, seconds: number) => ({ limit, seconds });
-
-/**
- * A list setting whose environment value is comma-separated (`a,b`), as operators write lists
- * of origins and header names; a JSON array is read too, like every other list's.
- */
-function commaList<T extends z.ZodType>(item: T, max: number) {
-  return z.preprocess((value) => {
-    if (typeof value !== 'string') return value;
-    if (value.trimStart().startsWith('[')) {
-      try {
-        return JSON.parse(value) as unknown;
-      } catch {
-        return value;
-      }
-    }
-    return value.split(',').map((part) => part.trim()).filter((part) => part !== '');
-  }, z.array(item).max(max));
-}
 
 /** A browser origin, spelt as browsers send it in Origin; or "*" (alone: checked below). */
 const corsOrigin = z.union([
@@ -480,21 +464,24 @@ export const configSchema = z.strictObject({
 
   // Browsers on other origins (docs/api.md, "CORS"). Off while allowedOrigins is empty.
   cors: z.strictObject({
-    allowedOrigins: setting(commaList(corsOrigin, 64).default([]), {
+    allowedOrigins: setting(z.array(corsOrigin).max(64).default([]), {
       env: 'CORS_ALLOWED_ORIGINS',
+      list: 'comma',
       description: 'Origins whose browser pages may call the gateway (`https://app.example.com`, comma-separated or a JSON array; `"*"` alone: any); empty: CORS off, no answer changes. See docs/api.md, "CORS".',
     }),
     maxAgeSeconds: setting(z.number().int().min(0).max(86_400).default(600), {
       env: 'CORS_MAX_AGE_SECONDS',
-      description: 'How long a browser may reuse a preflight answer (`Access-Control-Max-Age`; browsers cap it, Chromium at 7200).',
+      description: 'How long a browser may reuse a preflight answer (`Access-Control-Max-Age`, 0 … 86400; browsers cap it, Chromium at 7200).',
     }),
-    allowHeaders: setting(commaList(HEADER_NAME, 32).default([]), {
+    allowHeaders: setting(z.array(HEADER_NAME).max(32).default([]), {
       env: 'CORS_ALLOW_HEADERS',
-      description: 'Request headers allowed beyond `Authorization`, `Content-Type` and `X-Request-Id` (a proxied backend\'s own, comma-separated).',
+      list: 'comma',
+      description: 'Request headers allowed beyond `Authorization`, `Content-Type` and `X-Request-Id` (a proxied backend\'s own, comma-separated; at most 32).',
     }),
-    exposeHeaders: setting(commaList(HEADER_NAME, 32).default([]), {
+    exposeHeaders: setting(z.array(HEADER_NAME).max(32).default([]), {
       env: 'CORS_EXPOSE_HEADERS',
-      description: 'Answer headers scripts may read beyond the gateway\'s own (`X-Request-Id`, `Retry-After`, `RateLimit`, `RateLimit-Policy`, `WWW-Authenticate`): a proxied backend\'s, comma-separated.',
+      list: 'comma',
+      description: 'Answer headers scripts may read beyond the gateway\'s own (`X-Request-Id`, `Retry-After`, `RateLimit`, `RateLimit-Policy`, `WWW-Authenticate`): a proxied backend\'s, comma-separated; at most 32.',
     }),
   }).prefault({}),
 
@@ -627,6 +614,8 @@ export interface SettingRow {
   default: unknown;
   env: string | undefined;
   secret: boolean;
+  /** The environment value may be a comma-separated list (SettingMeta.list). */
+  commaList: boolean;
   description: string;
 }
 
@@ -649,6 +638,7 @@ export function describeSettings(): SettingRow[] {
         default: def.type === 'default' ? def.defaultValue : undefined,
         env: meta.env,
         secret: meta.secret === true,
+        commaList: meta.list === 'comma',
         description: meta.description,
       });
       return;
