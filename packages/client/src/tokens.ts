@@ -179,7 +179,11 @@ export class TokenManager {
     this.#loading ??= (async () => {
       const stored = await this.#storage?.load();
       if (stored !== undefined && this.#settingsToken === undefined) this.#held = this.#fromStored(stored);
-    })();
+    })().catch((err: unknown) => {
+      // A storage that failed once (a locked IndexedDB, say) is asked again by the next call.
+      this.#loading = undefined;
+      throw err;
+    });
     return this.#loading;
   }
 
