@@ -134,7 +134,8 @@ export function isSameOriginPath(path: string, ownerTree: string): boolean {
 
 /**
  * Koa's half, outside the error boundary (so error answers get the headers too): the headers
- * of an actual answer on a CORS path. `pathOf` reads the path once the edge normalised it.
+ * of an actual answer on a CORS path. Set after the chain ran, when ctx.path is the path the
+ * edge normalised (the boundary would drop anything set before an error).
  */
 export function corsAnswers(cors: Cors, ownerTree: string) {
   return async function corsAnswers(ctx: Context, next: Next): Promise<void> {
