@@ -27,3 +27,11 @@ export type RequiredKeys<T> = Exclude<keyof T, OptionalKeys<T>>;
 export function expectType<Expected>(): <Actual>(value: Actual, ...exactly: Equal<Actual, Expected> extends true ? [] : [never]) => void {
   return () => undefined;
 }
+
+/**
+ * Compiles only when `value` is assignable to T, and gives it back: `expectAssignable<number>(role.id)`.
+ * For "exactly this type" use `expectType<T>()(value)` or `Expect<Equal<typeof x, T>>`.
+ */
+export function expectAssignable<T>(value: T): T {
+  return value;
+}
