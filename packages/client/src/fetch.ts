@@ -9,7 +9,7 @@
  * still cancels it.
  */
 import { ConfigurationError } from './errors.js';
-import { RenewalFailure, type TokenManager } from './tokens.js';
+import type { TokenManager } from './tokens.js';
 import { isIdempotent, type Transport } from './transport.js';
 import type { GatewayRequestInit } from './types.js';
 
@@ -42,11 +42,7 @@ export function gatewayFetch(transport: Transport, tokens: TokenManager): Gatewa
         return new Request(base, { ...rest, method, headers, ...(withBody ? { duplex: 'half' } : {}) } as RequestInit);
       };
       for (let replay = 0; ; replay++) {
-        let used = '';
-        const res = await transport.withRetries(scope, transport.policy({ retry }), replayable && isIdempotent(method), async () => {
-          used = await tokens.bearer(scope);
-          return transport.attempt(scope, build(used));
-        }).catch((err: unknown) => { throw err instanceof RenewalFailure ? err.error : err; });
+        const { res, token: used } = await tokens.send(scope, transport.policy({ retry }), replayable && isIdempotent(method), (token) => transport.attempt(scope, build(token)));
         if (replay === 0 && replayable && !tokens.isSettingsToken && await isInvalidToken(res)) {
           tokens.refused(used);
           await res.body?.cancel().catch(() => {});

@@ -106,20 +106,25 @@ export class CallScope {
   }
 }
 
+/** Waits for a shared promise (a renewal, a sign-in), but gives up with the call's own error when the call ends. */
+export function within<T>(scope: CallScope, promise: Promise<T>): Promise<T> {
+  scope.check();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(scope.abortError());
+    scope.signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => { scope.signal.removeEventListener('abort', onAbort); resolve(value); },
+      (err: unknown) => { scope.signal.removeEventListener('abort', onAbort); reject(err); },
+    );
+  });
+}
+
 export interface TransportOptions {
   baseUrl: URL;
   fetch?: typeof fetch | undefined;
   timeoutMs?: number | undefined;
   retry?: RetryOptions | false | undefined;
   onRateLimit?: ((info: RateLimitInfo) => void) | undefined;
-}
-
-/** A request the transport sends; `init.signal` is set by the transport. */
-export interface Exchange {
-  url: URL;
-  init: RequestInit;
-  /** Whether the request may be sent again: idempotent method and a body that can be re-read. */
-  retryable: boolean;
 }
 
 export interface JsonCall {
@@ -208,7 +213,7 @@ export class Transport {
         res = await send();
       } catch (err) {
         if (!(err instanceof NetworkError) || !canRetry) throw err;
-        await this.#wait(scope, backoff(policy, attempt));
+        await scope.sleep(backoff(policy, attempt));
         continue;
       }
       if (!canRetry || !RETRY_STATUSES.has(res.status)) return res;
@@ -218,12 +223,8 @@ export class Transport {
       // A wait that would outlast the deadline is not started: the answer in hand is the result.
       if (Date.now() + delay >= scope.deadline) return res;
       await res.body?.cancel().catch(() => {});
-      await this.#wait(scope, delay);
+      await scope.sleep(delay);
     }
-  }
-
-  async #wait(scope: CallScope, ms: number): Promise<void> {
-    await scope.sleep(ms);
   }
 
   /** A JSON call answered in the envelope: the message, or the typed error. */

@@ -20,7 +20,7 @@
  * calls `/owner/v1` with `credentials: 'include'` itself.
  */
 import { AuthenticationError, ConfigurationError, UnexpectedResponseError } from '../errors.js';
-import { isIdempotent, readEnvelope, Transport, type CallScope } from '../transport.js';
+import { isIdempotent, readEnvelope, Transport, within } from '../transport.js';
 import type { CallOptions, RateLimitInfo } from '../types.js';
 import type {
   AccountsApi, AuditApi, ChangePasswordInput, InvitesApi, KeysApi, MembersApi, OwnerClientOptions, Page, RolesApi,
@@ -406,25 +406,6 @@ function sessionCookieOf(res: Response): string | undefined {
 
 function isSessionEnded(err: unknown): boolean {
   return err instanceof AuthenticationError && err.code === 'session_required';
-}
-
-/** Waits for `promise`, or throws the scope's typed error as soon as the scope ends. */
-function within<T>(scope: CallScope, promise: Promise<T>): Promise<T> {
-  scope.check();
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(scope.abortError());
-    scope.signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        scope.signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        scope.signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
 }
 
 function configuration(description: string): ConfigurationError {
