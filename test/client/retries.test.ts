@@ -1,14 +1,17 @@
 /**
  * The retry policy's arithmetic, against a scripted server on 127.0.0.1 (a real gateway cannot
  * be made to answer 503 twice and then 200 on cue): full-jitter exponential backoff, the jitter
- * added to a Retry-After, no wait started past the call's deadline, and a stream body never sent twice. Math.random is pinned, and
+ * added to a Retry-After, no wait started past the call's deadline (for an answer and for a
+ * refused connection alike), and a stream body never sent twice. Math.random is pinned, and
  * the waits the client schedules are read from setTimeout, so nothing depends on the machine's
  * speed.
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { GatewayClient, RateLimitError, ServerError } from '../../packages/client/src/index.js';
+import { GatewayClient, NetworkError, RateLimitError, ServerError } from '../../packages/client/src/index.js';
 import { startBackend } from '../helpers/backend.js';
+import { closedPort } from '../helpers/proxy.js';
+import { recordingFetch } from './helpers.js';
 
 const ROLES = { success: true, message: { pages: '1', items: [], total: 0 } };
 const TIMEOUT_MS = 30_000;
@@ -70,6 +73,16 @@ test('no wait is started past the deadline: a Retry-After longer than the time l
   assert.equal(backend.received.length, 1);
   const unavailable = await scripted(t, [{ status: 503, headers: { 'retry-after': '2' } }]);
   assert.ok(await unavailable.client.roles({}, { timeoutMs: 1000 }).catch((e: unknown) => e) instanceof ServerError);
+});
+
+test('no wait is started past the deadline after a refused connection either: NetworkError, not TimeoutError', async (t) => {
+  pinRandom(t, 0.5);
+  const port = await closedPort();
+  const { fetch, sent } = recordingFetch();
+  const client = new GatewayClient({ baseUrl: `http://127.0.0.1:${port}`, credentials: { settingsToken: 'gwst_test' }, fetch, retry: { baseDelayMs: 10_000 } });
+  const err = await client.roles({}, { timeoutMs: 1000 }).then(() => assert.fail('refused'), (e: unknown) => e);
+  assert.ok(err instanceof NetworkError, String(err));
+  assert.equal(sent.length, 1, 'a backoff of 5 s does not fit in 1 s: not retried');
 });
 
 test('client.fetch: an idempotent PUT with a stream body is not retried on a 503 (the stream is spent), a replayable one is', async (t) => {

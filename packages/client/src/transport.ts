@@ -213,7 +213,10 @@ export class Transport {
         res = await send();
       } catch (err) {
         if (!(err instanceof NetworkError) || !canRetry) throw err;
-        await scope.sleep(backoff(policy, attempt));
+        const delay = backoff(policy, attempt);
+        // As below: no wait past the deadline; the failure in hand says more than a TimeoutError.
+        if (Date.now() + delay >= scope.deadline) throw err;
+        await scope.sleep(delay);
         continue;
       }
       if (!canRetry || !RETRY_STATUSES.has(res.status)) return res;
