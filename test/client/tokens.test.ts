@@ -71,6 +71,16 @@ test('100 concurrent sign() calls while the token is due: exactly one /api/refre
   assert.equal(storage.saves.length, 1, 'the new pair saved');
 });
 
+test('expiry is counted from receipt: a gateway whose clock is 899 s behind still gets one sign-in and no refresh for five calls', async (t) => {
+  // Its tokens' exp lies 1 s ahead by the local clock; their lifetime (exp − iat) is 900 s.
+  const gw = await startGateway(t, { clock: setBack(899_000) });
+  const client = new GatewayClient({ baseUrl: gw.url, credentials: alice });
+  for (let i = 0; i < 5; i++) assert.equal((await client.sign(ALICE_RECORD)).signedNonce, 42);
+  await settle();
+  assert.equal(accessLines(gw, '/api/signin').length, 1);
+  assert.equal(accessLines(gw, '/api/refresh').length, 0, 'the local clock against exp would have renewed at every call');
+});
+
 test('a refresh answered invalid_grant: key credentials sign in once; refresh-only credentials end the session', async (t) => {
   const gw = await startGateway(t, { clock: setBack(899_000) });
   // A used refresh token, past the 10 s grace window: refused invalid_grant.
@@ -161,6 +171,45 @@ test('a gateway that always answers 401 invalid_token: the call is sent exactly 
   const fetched = await client.fetch('/svc/x');
   assert.equal(fetched.status, 401, 'client.fetch returns the second 401');
   assert.equal(counts.roles, 4, 'client.fetch: one call and one replay');
+});
+
+test('a 401 for a token already renewed does not drop the new one: two calls refused with the old token, one refresh', async (t) => {
+  const jwt = (claims: object) => `e30.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig`;
+  const now = Math.floor(Date.now() / 1000);
+  const tokens = [jwt({ iat: now, exp: now + 900, n: 1 }), jwt({ iat: now, exp: now + 900, n: 2 })];
+  const counts = { signin: 0, refresh: 0 };
+  // The second call's 401 is held back until the first call's replay arrives with the new token.
+  const heldBack: (() => void)[] = [];
+  let refusedOld = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const answer = (status: number, message: object, headers: Record<string, string> = {}) => {
+        res.writeHead(status, { 'content-type': 'application/json', ...headers });
+        res.end(JSON.stringify({ success: status === 200, message }));
+      };
+      if (req.url === '/api/signin' || req.url === '/api/refresh') {
+        const n = req.url === '/api/signin' ? counts.signin++ : ++counts.refresh;
+        answer(200, { accessToken: tokens[Math.min(n, 1)], refreshToken: `r${n}` });
+        return;
+      }
+      const refuse = () => answer(401, { code: 'invalid_token', description: 'old' }, { 'www-authenticate': 'Bearer error="invalid_token"' });
+      if (req.headers.authorization === `Bearer ${tokens[0]}`) {
+        if (refusedOld++ === 0) refuse();
+        else heldBack.push(refuse);
+        return;
+      }
+      for (const release of heldBack.splice(0)) release();
+      answer(200, { pages: '1', items: [], total: 0 });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const client = new GatewayClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, credentials: alice });
+  await client.signIn();
+  const pages = await Promise.all([client.roles(), client.roles()]);
+  assert.deepEqual(pages.map((p) => p.total), [0, 0]);
+  assert.deepEqual(counts, { signin: 1, refresh: 1 });
 });
 
 test('a revoked API settings token: AuthenticationError invalid_token, sent once, never renewed', async (t) => {
