@@ -25,10 +25,13 @@ export function gatewayFetch(transport: Transport, tokens: TokenManager): Gatewa
     if (url.origin !== transport.baseUrl.origin) {
       throw new ConfigurationError({ code: 'foreign_origin', description: `client.fetch sends the bearer token to ${transport.baseUrl.origin} only, not to ${url.origin}` });
     }
+    if (isStream(rest.body) && !canStreamBodies()) {
+      throw new ConfigurationError({ code: 'stream_body_unsupported', description: 'this platform\'s fetch cannot send a ReadableStream body (Firefox and Safari cannot): pass a Blob, an ArrayBuffer or a string' });
+    }
     const method = (rest.method ?? source?.method ?? 'GET').toUpperCase();
     // A Request's body is a stream, but a clone of the untouched original can be sent again.
     const pristine = source?.clone();
-    const replayable = rest.body === undefined || rest.body === null || !isStream(rest.body);
+    const replayable = !isStream(rest.body);
     const scope = transport.scope({ signal: signal ?? source?.signal, timeoutMs, retry });
     let ok = false;
     try {
@@ -61,6 +64,26 @@ export function gatewayFetch(transport: Transport, tokens: TokenManager): Gatewa
 function isStream(body: unknown): boolean {
   return (typeof ReadableStream !== 'undefined' && body instanceof ReadableStream)
     || (typeof body === 'object' && body !== null && Symbol.asyncIterator in body);
+}
+
+/**
+ * Whether the platform's fetch can send a ReadableStream body. Firefox and Safari ignore
+ * `duplex` and send the text "[object ReadableStream]" (with a text/plain type) instead: a
+ * silent corruption, so such a body is refused there. (The detection of Chrome's article on
+ * request streams; Chromium sends one over HTTP/2 only, and over HTTP/1.1 fetch fails, a
+ * NetworkError.)
+ */
+function canStreamBodies(): boolean {
+  let duplexRead = false;
+  const probe = new Request('http://localhost/', {
+    method: 'POST',
+    body: new ReadableStream(),
+    get duplex() {
+      duplexRead = true;
+      return 'half';
+    },
+  } as RequestInit);
+  return duplexRead && !probe.headers.has('content-type');
 }
 
 /** 401 whose WWW-Authenticate or envelope says invalid_token; the answer itself stays unread. */
