@@ -33,7 +33,7 @@ export class GatewayClient {
       });
     }
     this.#transport = new Transport({
-      baseUrl: new URL(options.baseUrl), fetch: options.fetch, timeoutMs: options.timeoutMs, retry: options.retry, onRateLimit: options.onRateLimit,
+      baseUrl: options.baseUrl, fetch: options.fetch, timeoutMs: options.timeoutMs, retry: options.retry, onRateLimit: options.onRateLimit,
     });
     this.#tokens = new TokenManager({
       transport: this.#transport,

@@ -11,7 +11,7 @@
  * call's deadline: a retry that could not finish in time is not started.
  */
 import {
-  AbortError, apiErrorFor, GatewayError, NetworkError, TimeoutError, UnexpectedResponseError,
+  AbortError, apiErrorFor, ConfigurationError, GatewayError, NetworkError, TimeoutError, UnexpectedResponseError,
 } from './errors.js';
 import { parseRateLimit, parseRetryAfter } from './rate-limit.js';
 import type { CallOptions, RateLimitInfo, RetryOptions } from './types.js';
@@ -120,7 +120,7 @@ export function within<T>(scope: CallScope, promise: Promise<T>): Promise<T> {
 }
 
 export interface TransportOptions {
-  baseUrl: URL;
+  baseUrl: string | URL;
   fetch?: typeof fetch | undefined;
   timeoutMs?: number | undefined;
   retry?: RetryOptions | false | undefined;
@@ -147,7 +147,13 @@ export class Transport {
   readonly #onRateLimit: ((info: RateLimitInfo) => void) | undefined;
   #rateLimit: RateLimitInfo | undefined;
 
-  constructor({ baseUrl, fetch: given, timeoutMs = DEFAULT_TIMEOUT_MS, retry, onRateLimit }: TransportOptions) {
+  constructor({ baseUrl: baseUrlOption, fetch: given, timeoutMs = DEFAULT_TIMEOUT_MS, retry, onRateLimit }: TransportOptions) {
+    let baseUrl: URL;
+    try {
+      baseUrl = new URL(baseUrlOption);
+    } catch (cause) {
+      throw new ConfigurationError({ code: 'invalid_configuration', description: `baseUrl is not a URL: ${String(baseUrlOption)}`, cause });
+    }
     // A base URL with a path (https://host/gw) keeps it: paths are appended, not resolved.
     this.baseUrl = new URL(baseUrl.href.endsWith('/') ? baseUrl.href : `${baseUrl.href}/`);
     const platform = given ?? globalThis.fetch;

@@ -151,13 +151,7 @@ export class OwnerClient {
       this.#email = email;
       this.#password = password;
     }
-    let baseUrl: URL;
-    try {
-      baseUrl = new URL(options.baseUrl);
-    } catch (cause) {
-      throw new ConfigurationError({ code: 'invalid_configuration', description: `baseUrl is not a URL: ${String(options.baseUrl)}`, cause });
-    }
-    this.#transport = new Transport({ baseUrl, fetch: options.fetch, timeoutMs: options.timeoutMs, retry: options.retry, onRateLimit: options.onRateLimit });
+    this.#transport = new Transport({ baseUrl: options.baseUrl, fetch: options.fetch, timeoutMs: options.timeoutMs, retry: options.retry, onRateLimit: options.onRateLimit });
 
     const call = <T>(name: OperationName, request: Call, callOptions?: CallOptions) => this.#call<T>(name, request, callOptions);
     const all = <T>(name: OperationName, params: Record<string, string>, query: Record<string, string | number | undefined>, callOptions?: CallOptions) =>
