@@ -75,6 +75,15 @@ test('no wait is started past the deadline: a Retry-After longer than the time l
   assert.ok(await unavailable.client.roles({}, { timeoutMs: 1000 }).catch((e: unknown) => e) instanceof ServerError);
 });
 
+test('Retry-After as an HTTP date is read too: 5 s ahead does not fit in a 2 s call, so the 503 is the answer at once', async (t) => {
+  const at = new Date(Date.now() + 5000).toUTCString();
+  const { backend, client } = await scripted(t, [{ status: 503, headers: { 'retry-after': at } }, { status: 200 }]);
+  const err = await client.roles({}, { timeoutMs: 2000 }).then(() => assert.fail('refused'), (e: unknown) => e);
+  assert.ok(err instanceof ServerError, String(err));
+  assert.ok(err.retryAfterMs !== undefined && err.retryAfterMs > 3000 && err.retryAfterMs <= 5000, String(err.retryAfterMs));
+  assert.equal(backend.received.length, 1);
+});
+
 test('no wait is started past the deadline after a refused connection either: NetworkError, not TimeoutError', async (t) => {
   pinRandom(t, 0.5);
   const port = await closedPort();

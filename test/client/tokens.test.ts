@@ -267,6 +267,23 @@ test('cross-tab: two clients sharing one storage, both due at once, refresh once
   assert.equal(storage.saves.length, 1);
 });
 
+test('cross-tab: a lock another tab never lets go of is given up after 10 s for a renewal in this process', async (t) => {
+  const gw = await startGateway(t, { clock: setBack(899_000) });
+  const storage = memoryStorage(await signIn(gw));
+  const lockName = `stuck-${gw.url}`;
+  // A frozen tab holding the lock: released only when the test ends.
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => { release = resolve; });
+  const granted = new Promise<void>((resolve) => { void navigator.locks.request(lockName, () => { resolve(); return held; }); });
+  t.after(() => release());
+  await granted;
+  const client = new GatewayClient({ baseUrl: gw.url, credentials: alice, storage, lockName });
+  assert.equal((await client.sign(ALICE_RECORD)).signedNonce, 42);
+  await settle();
+  assert.equal(accessLines(gw, '/api/refresh', 200).length, 1, 'renewed without the lock');
+  assert.equal(storage.saves.length, 1);
+});
+
 test('the plain secret never leaves the process: sign-in and reset send its SHA-256 hex', async (t: TestContext) => {
   const gw = await startGateway(t);
   const { fetch, sent } = recordingFetch();
