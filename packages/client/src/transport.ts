@@ -134,7 +134,6 @@ export interface JsonCall {
   query?: Record<string, string | number | undefined>;
   /** Sent as JSON. */
   body?: unknown;
-  headers?: Record<string, string>;
   /** Overrides the method's idempotency, for calls the gateway refuses without effect. */
   retryable?: boolean;
 }
@@ -237,15 +236,13 @@ export class Transport {
   }
 
   /** A JSON call answered in the envelope: the message, or the typed error. */
-  async json<T>(call: JsonCall, options: CallOptions = {}, bearer?: () => Promise<string | undefined>): Promise<T> {
+  async json<T>(call: JsonCall, options: CallOptions = {}): Promise<T> {
     const scope = this.scope(options);
     try {
       const url = this.url(call.path, call.query);
-      const res = await this.withRetries(scope, this.policy(options), call.retryable ?? isIdempotent(call.method), async () => {
-        const headers: Record<string, string> = { accept: 'application/json', ...call.headers };
+      const res = await this.withRetries(scope, this.policy(options), call.retryable ?? isIdempotent(call.method), () => {
+        const headers: Record<string, string> = { accept: 'application/json' };
         if (call.body !== undefined) headers['content-type'] = 'application/json';
-        const token = await bearer?.();
-        if (token !== undefined) headers.authorization = `Bearer ${token}`;
         return this.attempt(scope, url, {
           method: call.method,
           headers,
