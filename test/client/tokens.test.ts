@@ -6,15 +6,14 @@
  * gateway's side, from its access log.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
 import { AuthenticationError, GatewayClient, type TokenPair, type TokenStorage } from '../../packages/client/src/index.js';
+import { startBackend } from '../helpers/backend.js';
 import { ManualClock } from '../helpers/clock.js';
 import { DEMO, postJson, sha256Hex, show, signIn, startGateway } from '../helpers/gateway.js';
 import { operator, startOwnerGateway } from '../helpers/owner-keys.js';
-import { ALICE_RECORD, accessLines, RealClock, recordingFetch, settle, statusLines } from './helpers.js';
+import { ALICE_RECORD, accessLines, RealClock, recordingFetch, settle, statusLines, unsignedJwt } from './helpers.js';
 
 const alice = { apiKey: DEMO.alice.apiKey, apiSecret: DEMO.alice.secret };
 
@@ -145,25 +144,19 @@ test('recovery after a reset in the middle of use: client.reset(), POST /api/res
 
 test('a gateway that always answers 401 invalid_token: the call is sent exactly twice, then thrown', async (t) => {
   const counts = { roles: 0, signin: 0 };
-  const jwt = (claims: object) => `e30.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig`;
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      if (req.url === '/api/signin' || req.url === '/api/refresh') {
-        counts.signin++;
-        const now = Math.floor(Date.now() / 1000);
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ success: true, message: { accessToken: jwt({ iat: now, exp: now + 900 }), refreshToken: `r${counts.signin}` } }));
-        return;
-      }
-      counts.roles++;
-      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer error="invalid_token"' });
-      res.end(JSON.stringify({ success: false, message: { code: 'invalid_token', description: 'no' } }));
-    });
+  const server = await startBackend(t, (req, res) => {
+    if (req.url === '/api/signin' || req.url === '/api/refresh') {
+      counts.signin++;
+      const now = Math.floor(Date.now() / 1000);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ success: true, message: { accessToken: unsignedJwt({ iat: now, exp: now + 900 }), refreshToken: `r${counts.signin}` } }));
+      return;
+    }
+    counts.roles++;
+    res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer error="invalid_token"' });
+    res.end(JSON.stringify({ success: false, message: { code: 'invalid_token', description: 'no' } }));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const client = new GatewayClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, credentials: alice });
+  const client = new GatewayClient({ baseUrl: server.url, credentials: alice });
   const err = await client.roles().then(() => assert.fail('refused'), (e: unknown) => e);
   assert.ok(err instanceof AuthenticationError);
   assert.equal(err.code, 'invalid_token');
@@ -174,38 +167,32 @@ test('a gateway that always answers 401 invalid_token: the call is sent exactly 
 });
 
 test('a 401 for a token already renewed does not drop the new one: two calls refused with the old token, one refresh', async (t) => {
-  const jwt = (claims: object) => `e30.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig`;
   const now = Math.floor(Date.now() / 1000);
-  const tokens = [jwt({ iat: now, exp: now + 900, n: 1 }), jwt({ iat: now, exp: now + 900, n: 2 })];
+  const tokens = [unsignedJwt({ iat: now, exp: now + 900, n: 1 }), unsignedJwt({ iat: now, exp: now + 900, n: 2 })];
   const counts = { signin: 0, refresh: 0 };
   // The second call's 401 is held back until the first call's replay arrives with the new token.
   const heldBack: (() => void)[] = [];
   let refusedOld = 0;
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      const answer = (status: number, message: object, headers: Record<string, string> = {}) => {
-        res.writeHead(status, { 'content-type': 'application/json', ...headers });
-        res.end(JSON.stringify({ success: status === 200, message }));
-      };
-      if (req.url === '/api/signin' || req.url === '/api/refresh') {
-        const n = req.url === '/api/signin' ? counts.signin++ : ++counts.refresh;
-        answer(200, { accessToken: tokens[Math.min(n, 1)], refreshToken: `r${n}` });
-        return;
-      }
-      const refuse = () => answer(401, { code: 'invalid_token', description: 'old' }, { 'www-authenticate': 'Bearer error="invalid_token"' });
-      if (req.headers.authorization === `Bearer ${tokens[0]}`) {
-        if (refusedOld++ === 0) refuse();
-        else heldBack.push(refuse);
-        return;
-      }
-      for (const release of heldBack.splice(0)) release();
-      answer(200, { pages: '1', items: [], total: 0 });
-    });
+  const server = await startBackend(t, (req, res) => {
+    const answer = (status: number, message: object, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': 'application/json', ...headers });
+      res.end(JSON.stringify({ success: status === 200, message }));
+    };
+    if (req.url === '/api/signin' || req.url === '/api/refresh') {
+      const n = req.url === '/api/signin' ? counts.signin++ : ++counts.refresh;
+      answer(200, { accessToken: tokens[Math.min(n, 1)], refreshToken: `r${n}` });
+      return;
+    }
+    const refuse = () => answer(401, { code: 'invalid_token', description: 'old' }, { 'www-authenticate': 'Bearer error="invalid_token"' });
+    if (req.headers.authorization === `Bearer ${tokens[0]}`) {
+      if (refusedOld++ === 0) refuse();
+      else heldBack.push(refuse);
+      return;
+    }
+    for (const release of heldBack.splice(0)) release();
+    answer(200, { pages: '1', items: [], total: 0 });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const client = new GatewayClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, credentials: alice });
+  const client = new GatewayClient({ baseUrl: server.url, credentials: alice });
   await client.signIn();
   const pages = await Promise.all([client.roles(), client.roles()]);
   assert.deepEqual(pages.map((p) => p.total), [0, 0]);
