@@ -139,3 +139,21 @@ test('client.fetch replays a replayable body once after a 401 invalid_token; a s
   assert.equal(accessLines(gw, '/svc/b', 401).length, 1);
   assert.equal(backend.received.length, 2);
 });
+
+test('where fetch cannot stream a request body (Firefox, Safari), a stream body is refused before anything is sent', async (t) => {
+  const backend = await startBackend(t);
+  const client = new GatewayClient({ baseUrl: backend.url, credentials: { settingsToken: 'gwst_test' } });
+  const Platform = globalThis.Request;
+  // Such a Request never reads `duplex` and sends the stream as the text "[object ReadableStream]".
+  globalThis.Request = class extends Platform {
+    constructor(input: Request | string | URL, init?: RequestInit) {
+      super(input, init?.body instanceof ReadableStream ? { method: init.method, headers: init.headers, body: String(init.body) } : init);
+    }
+  };
+  t.after(() => { globalThis.Request = Platform; });
+  const body = new ReadableStream<Uint8Array>({ start(c) { c.enqueue(new Uint8Array([1])); c.close(); } });
+  const err = await client.fetch('/up', { method: 'PUT', body }).then(() => assert.fail('refused'), (e: unknown) => e);
+  assert.ok(err instanceof ConfigurationError, String(err));
+  assert.equal(err.code, 'stream_body_unsupported');
+  assert.equal(backend.received.length, 0);
+});

@@ -17,6 +17,11 @@ export class RealClock extends ManualClock {
   }
 }
 
+/** A JWT-shaped token with these claims and no valid signature, for scripted servers: the client reads only its payload. */
+export function unsignedJwt(claims: object): string {
+  return `e30.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig`;
+}
+
 export const ALICE_RECORD = '0x52908400098527886E0F7030069857D2E4169EE7';
 
 /** Access-log lines of `path` (optionally with this status). */

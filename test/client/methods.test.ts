@@ -35,7 +35,9 @@ test('sign, roles and allRoles answer in the interface\'s shapes', async (t) => 
   assert.equal(accessLines(gw, '/api/roles').length, 1 + Math.ceil(all.items.length / 2), 'one request per page, no empty page after the last');
 });
 
-test('refused options: reset() without the key, a secret in a browser unless allowed', async () => {
+test('refused options: a base URL that is not one, reset() without the key, a secret in a browser unless allowed', async () => {
+  // ConfigurationError, as OwnerClient's: not the TypeError of new URL().
+  assert.throws(() => new GatewayClient({ baseUrl: 'gateway.example.com', credentials: alice }), ConfigurationError);
   const session = new GatewayClient({ baseUrl: 'http://127.0.0.1:9', credentials: { refreshToken: 'r' } });
   assert.ok(await session.reset().catch((e: unknown) => e) instanceof ConfigurationError);
   const settings = new GatewayClient({ baseUrl: 'http://127.0.0.1:9', credentials: { settingsToken: 'gwst_x' } });

@@ -6,15 +6,14 @@
  * gateway's side, from its access log.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
 import { AuthenticationError, GatewayClient, type TokenPair, type TokenStorage } from '../../packages/client/src/index.js';
+import { startBackend } from '../helpers/backend.js';
 import { ManualClock } from '../helpers/clock.js';
 import { DEMO, postJson, sha256Hex, show, signIn, startGateway } from '../helpers/gateway.js';
 import { operator, startOwnerGateway } from '../helpers/owner-keys.js';
-import { ALICE_RECORD, accessLines, RealClock, recordingFetch, settle, statusLines } from './helpers.js';
+import { ALICE_RECORD, accessLines, RealClock, recordingFetch, settle, statusLines, unsignedJwt } from './helpers.js';
 
 const alice = { apiKey: DEMO.alice.apiKey, apiSecret: DEMO.alice.secret };
 
@@ -69,6 +68,16 @@ test('100 concurrent sign() calls while the token is due: exactly one /api/refre
   assert.equal(accessLines(gw, '/api/signin').length, 1, 'the sign-in of the test itself only');
   assert.equal(accessLines(gw, '/api/sign', 200).length, 100);
   assert.equal(storage.saves.length, 1, 'the new pair saved');
+});
+
+test('expiry is counted from receipt: a gateway whose clock is 899 s behind still gets one sign-in and no refresh for five calls', async (t) => {
+  // Its tokens' exp lies 1 s ahead by the local clock; their lifetime (exp − iat) is 900 s.
+  const gw = await startGateway(t, { clock: setBack(899_000) });
+  const client = new GatewayClient({ baseUrl: gw.url, credentials: alice });
+  for (let i = 0; i < 5; i++) assert.equal((await client.sign(ALICE_RECORD)).signedNonce, 42);
+  await settle();
+  assert.equal(accessLines(gw, '/api/signin').length, 1);
+  assert.equal(accessLines(gw, '/api/refresh').length, 0, 'the local clock against exp would have renewed at every call');
 });
 
 test('a refresh answered invalid_grant: key credentials sign in once; refresh-only credentials end the session', async (t) => {
@@ -135,25 +144,19 @@ test('recovery after a reset in the middle of use: client.reset(), POST /api/res
 
 test('a gateway that always answers 401 invalid_token: the call is sent exactly twice, then thrown', async (t) => {
   const counts = { roles: 0, signin: 0 };
-  const jwt = (claims: object) => `e30.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig`;
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      if (req.url === '/api/signin' || req.url === '/api/refresh') {
-        counts.signin++;
-        const now = Math.floor(Date.now() / 1000);
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ success: true, message: { accessToken: jwt({ iat: now, exp: now + 900 }), refreshToken: `r${counts.signin}` } }));
-        return;
-      }
-      counts.roles++;
-      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer error="invalid_token"' });
-      res.end(JSON.stringify({ success: false, message: { code: 'invalid_token', description: 'no' } }));
-    });
+  const server = await startBackend(t, (req, res) => {
+    if (req.url === '/api/signin' || req.url === '/api/refresh') {
+      counts.signin++;
+      const now = Math.floor(Date.now() / 1000);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ success: true, message: { accessToken: unsignedJwt({ iat: now, exp: now + 900 }), refreshToken: `r${counts.signin}` } }));
+      return;
+    }
+    counts.roles++;
+    res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer error="invalid_token"' });
+    res.end(JSON.stringify({ success: false, message: { code: 'invalid_token', description: 'no' } }));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const client = new GatewayClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, credentials: alice });
+  const client = new GatewayClient({ baseUrl: server.url, credentials: alice });
   const err = await client.roles().then(() => assert.fail('refused'), (e: unknown) => e);
   assert.ok(err instanceof AuthenticationError);
   assert.equal(err.code, 'invalid_token');
@@ -161,6 +164,39 @@ test('a gateway that always answers 401 invalid_token: the call is sent exactly 
   const fetched = await client.fetch('/svc/x');
   assert.equal(fetched.status, 401, 'client.fetch returns the second 401');
   assert.equal(counts.roles, 4, 'client.fetch: one call and one replay');
+});
+
+test('a 401 for a token already renewed does not drop the new one: two calls refused with the old token, one refresh', async (t) => {
+  const now = Math.floor(Date.now() / 1000);
+  const tokens = [unsignedJwt({ iat: now, exp: now + 900, n: 1 }), unsignedJwt({ iat: now, exp: now + 900, n: 2 })];
+  const counts = { signin: 0, refresh: 0 };
+  // The second call's 401 is held back until the first call's replay arrives with the new token.
+  const heldBack: (() => void)[] = [];
+  let refusedOld = 0;
+  const server = await startBackend(t, (req, res) => {
+    const answer = (status: number, message: object, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': 'application/json', ...headers });
+      res.end(JSON.stringify({ success: status === 200, message }));
+    };
+    if (req.url === '/api/signin' || req.url === '/api/refresh') {
+      const n = req.url === '/api/signin' ? counts.signin++ : ++counts.refresh;
+      answer(200, { accessToken: tokens[Math.min(n, 1)], refreshToken: `r${n}` });
+      return;
+    }
+    const refuse = () => answer(401, { code: 'invalid_token', description: 'old' }, { 'www-authenticate': 'Bearer error="invalid_token"' });
+    if (req.headers.authorization === `Bearer ${tokens[0]}`) {
+      if (refusedOld++ === 0) refuse();
+      else heldBack.push(refuse);
+      return;
+    }
+    for (const release of heldBack.splice(0)) release();
+    answer(200, { pages: '1', items: [], total: 0 });
+  });
+  const client = new GatewayClient({ baseUrl: server.url, credentials: alice });
+  await client.signIn();
+  const pages = await Promise.all([client.roles(), client.roles()]);
+  assert.deepEqual(pages.map((p) => p.total), [0, 0]);
+  assert.deepEqual(counts, { signin: 1, refresh: 1 });
 });
 
 test('a revoked API settings token: AuthenticationError invalid_token, sent once, never renewed', async (t) => {
@@ -215,6 +251,23 @@ test('cross-tab: two clients sharing one storage, both due at once, refresh once
   assert.equal(accessLines(gw, '/api/refresh').length, 1, 'one refresh for both');
   assert.equal(accessLines(gw, '/api/signin').length, 1, 'no sign-in by either client');
   // Neither a refresh nor a sign-in of its own, yet its call passed: the second adopted the first's pair.
+  assert.equal(storage.saves.length, 1);
+});
+
+test('cross-tab: a lock another tab never lets go of is given up after 10 s for a renewal in this process', async (t) => {
+  const gw = await startGateway(t, { clock: setBack(899_000) });
+  const storage = memoryStorage(await signIn(gw));
+  const lockName = `stuck-${gw.url}`;
+  // A frozen tab holding the lock: released only when the test ends.
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => { release = resolve; });
+  const granted = new Promise<void>((resolve) => { void navigator.locks.request(lockName, () => { resolve(); return held; }); });
+  t.after(() => release());
+  await granted;
+  const client = new GatewayClient({ baseUrl: gw.url, credentials: alice, storage, lockName });
+  assert.equal((await client.sign(ALICE_RECORD)).signedNonce, 42);
+  await settle();
+  assert.equal(accessLines(gw, '/api/refresh', 200).length, 1, 'renewed without the lock');
   assert.equal(storage.saves.length, 1);
 });
 

@@ -9,7 +9,7 @@
  */
 import { AuthenticationError, ConfigurationError } from './errors.js';
 import { gatewayFetch } from './fetch.js';
-import { RenewalFailure, TokenManager } from './tokens.js';
+import { TokenManager } from './tokens.js';
 import { isIdempotent, readEnvelope, Transport, type JsonCall } from './transport.js';
 import type {
   CallOptions, ClientOptions, GatewayRequestInit, RateLimitInfo, ResetResult, Role, RolesPage, RolesQuery, SignRecord,
@@ -33,7 +33,7 @@ export class GatewayClient {
       });
     }
     this.#transport = new Transport({
-      baseUrl: new URL(options.baseUrl), fetch: options.fetch, timeoutMs: options.timeoutMs, retry: options.retry, onRateLimit: options.onRateLimit,
+      baseUrl: options.baseUrl, fetch: options.fetch, timeoutMs: options.timeoutMs, retry: options.retry, onRateLimit: options.onRateLimit,
     });
     this.#tokens = new TokenManager({
       transport: this.#transport,
@@ -127,11 +127,8 @@ export class GatewayClient {
     try {
       const url = this.#transport.url(call.path, call.query);
       for (let replay = 0; ; replay++) {
-        let used = '';
-        const res = await this.#transport.withRetries(scope, this.#transport.policy(options), call.retryable ?? isIdempotent(call.method), async () => {
-          used = await this.#tokens.bearer(scope);
-          return this.#transport.attempt(scope, url, { method: call.method, headers: { accept: 'application/json', authorization: `Bearer ${used}` } });
-        }).catch(unwrap);
+        const { res, token: used } = await this.#tokens.send(scope, this.#transport.policy(options), call.retryable ?? isIdempotent(call.method), (token) =>
+          this.#transport.attempt(scope, url, { method: call.method, headers: { accept: 'application/json', authorization: `Bearer ${token}` } }));
         try {
           return await readEnvelope<T>(res, scope);
         } catch (err) {
@@ -143,8 +140,4 @@ export class GatewayClient {
       scope.end();
     }
   }
-}
-
-function unwrap(err: unknown): never {
-  throw err instanceof RenewalFailure ? err.error : err;
 }

@@ -9,7 +9,7 @@
  * still cancels it.
  */
 import { ConfigurationError } from './errors.js';
-import { RenewalFailure, type TokenManager } from './tokens.js';
+import type { TokenManager } from './tokens.js';
 import { isIdempotent, type Transport } from './transport.js';
 import type { GatewayRequestInit } from './types.js';
 
@@ -25,10 +25,13 @@ export function gatewayFetch(transport: Transport, tokens: TokenManager): Gatewa
     if (url.origin !== transport.baseUrl.origin) {
       throw new ConfigurationError({ code: 'foreign_origin', description: `client.fetch sends the bearer token to ${transport.baseUrl.origin} only, not to ${url.origin}` });
     }
+    if (isStream(rest.body) && !canStreamBodies()) {
+      throw new ConfigurationError({ code: 'stream_body_unsupported', description: 'this platform\'s fetch cannot send a ReadableStream body (Firefox and Safari cannot): pass a Blob, an ArrayBuffer or a string' });
+    }
     const method = (rest.method ?? source?.method ?? 'GET').toUpperCase();
     // A Request's body is a stream, but a clone of the untouched original can be sent again.
     const pristine = source?.clone();
-    const replayable = rest.body === undefined || rest.body === null || !isStream(rest.body);
+    const replayable = !isStream(rest.body);
     const scope = transport.scope({ signal: signal ?? source?.signal, timeoutMs, retry });
     let ok = false;
     try {
@@ -42,11 +45,7 @@ export function gatewayFetch(transport: Transport, tokens: TokenManager): Gatewa
         return new Request(base, { ...rest, method, headers, ...(withBody ? { duplex: 'half' } : {}) } as RequestInit);
       };
       for (let replay = 0; ; replay++) {
-        let used = '';
-        const res = await transport.withRetries(scope, transport.policy({ retry }), replayable && isIdempotent(method), async () => {
-          used = await tokens.bearer(scope);
-          return transport.attempt(scope, build(used));
-        }).catch((err: unknown) => { throw err instanceof RenewalFailure ? err.error : err; });
+        const { res, token: used } = await tokens.send(scope, transport.policy({ retry }), replayable && isIdempotent(method), (token) => transport.attempt(scope, build(token)));
         if (replay === 0 && replayable && !tokens.isSettingsToken && await isInvalidToken(res)) {
           tokens.refused(used);
           await res.body?.cancel().catch(() => {});
@@ -65,6 +64,26 @@ export function gatewayFetch(transport: Transport, tokens: TokenManager): Gatewa
 function isStream(body: unknown): boolean {
   return (typeof ReadableStream !== 'undefined' && body instanceof ReadableStream)
     || (typeof body === 'object' && body !== null && Symbol.asyncIterator in body);
+}
+
+/**
+ * Whether the platform's fetch can send a ReadableStream body. Firefox and Safari ignore
+ * `duplex` and send the text "[object ReadableStream]" (with a text/plain type) instead: a
+ * silent corruption, so such a body is refused there. (The detection of Chrome's article on
+ * request streams; Chromium sends one over HTTP/2 only, and over HTTP/1.1 fetch fails, a
+ * NetworkError.)
+ */
+function canStreamBodies(): boolean {
+  let duplexRead = false;
+  const probe = new Request('http://localhost/', {
+    method: 'POST',
+    body: new ReadableStream(),
+    get duplex() {
+      duplexRead = true;
+      return 'half';
+    },
+  } as RequestInit);
+  return duplexRead && !probe.headers.has('content-type');
 }
 
 /** 401 whose WWW-Authenticate or envelope says invalid_token; the answer itself stays unread. */

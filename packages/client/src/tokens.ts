@@ -17,7 +17,7 @@
  */
 import { AuthenticationError, ConfigurationError, type GatewayError } from './errors.js';
 import { sha256Hex } from './secret.js';
-import type { CallScope, Transport } from './transport.js';
+import { within, type CallScope, type RetryPolicy, type Transport } from './transport.js';
 import type { Credentials, TokenPair, TokenStorage } from './types.js';
 
 const LOCK_TIMEOUT_MS = 10_000;
@@ -65,24 +65,11 @@ export function lifetimeOf(token: string): { lifetimeMs: number; expMs: number }
   }
 }
 
-/** Waits for a shared promise, but gives up (with the call's own error) when the call ends. */
-export function within<T>(scope: CallScope, promise: Promise<T>): Promise<T> {
-  scope.check();
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(scope.abortError());
-    scope.signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => { scope.signal.removeEventListener('abort', onAbort); resolve(value); },
-      (err: unknown) => { scope.signal.removeEventListener('abort', onAbort); reject(err); },
-    );
-  });
-}
-
 /**
  * A renewal's failure on its way through a call's retry loop: the renewal has made its own
- * retries, so the call must not retry it again (a NetworkError would be). Callers unwrap it.
+ * retries, so the call must not retry it again (a NetworkError would be). send() unwraps it.
  */
-export class RenewalFailure {
+class RenewalFailure {
   readonly error: unknown;
   constructor(error: unknown) {
     this.error = error;
@@ -178,9 +165,18 @@ export class TokenManager {
     return held.accessToken;
   }
 
-  /** token(), for use inside Transport.withRetries: a failure comes wrapped in RenewalFailure. */
-  bearer(scope: CallScope): Promise<string> {
-    return this.token(scope).catch((err: unknown) => { throw new RenewalFailure(err); });
+  /**
+   * Sends with a valid access token under the call's retry policy: `send` makes one attempt with
+   * the token of the moment. Answers the last response and the token it carried (to hand to
+   * refused() if the gateway refuses it).
+   */
+  async send(scope: CallScope, policy: RetryPolicy | false, retryable: boolean, send: (token: string) => Promise<Response>): Promise<{ res: Response; token: string }> {
+    let token = '';
+    const res = await this.#transport.withRetries(scope, policy, retryable, async () => {
+      token = await this.token(scope).catch((err: unknown) => { throw new RenewalFailure(err); });
+      return send(token);
+    }).catch((err: unknown) => { throw err instanceof RenewalFailure ? err.error : err; });
+    return { res, token };
   }
 
   /**

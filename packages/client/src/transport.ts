@@ -11,7 +11,7 @@
  * call's deadline: a retry that could not finish in time is not started.
  */
 import {
-  AbortError, apiErrorFor, GatewayError, NetworkError, TimeoutError, UnexpectedResponseError,
+  AbortError, apiErrorFor, ConfigurationError, GatewayError, NetworkError, TimeoutError, UnexpectedResponseError,
 } from './errors.js';
 import { parseRateLimit, parseRetryAfter } from './rate-limit.js';
 import type { CallOptions, RateLimitInfo, RetryOptions } from './types.js';
@@ -106,20 +106,25 @@ export class CallScope {
   }
 }
 
+/** Waits for a shared promise (a renewal, a sign-in), but gives up with the call's own error when the call ends. */
+export function within<T>(scope: CallScope, promise: Promise<T>): Promise<T> {
+  scope.check();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(scope.abortError());
+    scope.signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => { scope.signal.removeEventListener('abort', onAbort); resolve(value); },
+      (err: unknown) => { scope.signal.removeEventListener('abort', onAbort); reject(err); },
+    );
+  });
+}
+
 export interface TransportOptions {
-  baseUrl: URL;
+  baseUrl: string | URL;
   fetch?: typeof fetch | undefined;
   timeoutMs?: number | undefined;
   retry?: RetryOptions | false | undefined;
   onRateLimit?: ((info: RateLimitInfo) => void) | undefined;
-}
-
-/** A request the transport sends; `init.signal` is set by the transport. */
-export interface Exchange {
-  url: URL;
-  init: RequestInit;
-  /** Whether the request may be sent again: idempotent method and a body that can be re-read. */
-  retryable: boolean;
 }
 
 export interface JsonCall {
@@ -129,7 +134,6 @@ export interface JsonCall {
   query?: Record<string, string | number | undefined>;
   /** Sent as JSON. */
   body?: unknown;
-  headers?: Record<string, string>;
   /** Overrides the method's idempotency, for calls the gateway refuses without effect. */
   retryable?: boolean;
 }
@@ -142,7 +146,13 @@ export class Transport {
   readonly #onRateLimit: ((info: RateLimitInfo) => void) | undefined;
   #rateLimit: RateLimitInfo | undefined;
 
-  constructor({ baseUrl, fetch: given, timeoutMs = DEFAULT_TIMEOUT_MS, retry, onRateLimit }: TransportOptions) {
+  constructor({ baseUrl: baseUrlOption, fetch: given, timeoutMs = DEFAULT_TIMEOUT_MS, retry, onRateLimit }: TransportOptions) {
+    let baseUrl: URL;
+    try {
+      baseUrl = new URL(baseUrlOption);
+    } catch (cause) {
+      throw new ConfigurationError({ code: 'invalid_configuration', description: `baseUrl is not a URL: ${String(baseUrlOption)}`, cause });
+    }
     // A base URL with a path (https://host/gw) keeps it: paths are appended, not resolved.
     this.baseUrl = new URL(baseUrl.href.endsWith('/') ? baseUrl.href : `${baseUrl.href}/`);
     const platform = given ?? globalThis.fetch;
@@ -208,7 +218,10 @@ export class Transport {
         res = await send();
       } catch (err) {
         if (!(err instanceof NetworkError) || !canRetry) throw err;
-        await this.#wait(scope, backoff(policy, attempt));
+        const delay = backoff(policy, attempt);
+        // As below: no wait past the deadline; the failure in hand says more than a TimeoutError.
+        if (Date.now() + delay >= scope.deadline) throw err;
+        await scope.sleep(delay);
         continue;
       }
       if (!canRetry || !RETRY_STATUSES.has(res.status)) return res;
@@ -218,24 +231,18 @@ export class Transport {
       // A wait that would outlast the deadline is not started: the answer in hand is the result.
       if (Date.now() + delay >= scope.deadline) return res;
       await res.body?.cancel().catch(() => {});
-      await this.#wait(scope, delay);
+      await scope.sleep(delay);
     }
   }
 
-  async #wait(scope: CallScope, ms: number): Promise<void> {
-    await scope.sleep(ms);
-  }
-
   /** A JSON call answered in the envelope: the message, or the typed error. */
-  async json<T>(call: JsonCall, options: CallOptions = {}, bearer?: () => Promise<string | undefined>): Promise<T> {
+  async json<T>(call: JsonCall, options: CallOptions = {}): Promise<T> {
     const scope = this.scope(options);
     try {
       const url = this.url(call.path, call.query);
-      const res = await this.withRetries(scope, this.policy(options), call.retryable ?? isIdempotent(call.method), async () => {
-        const headers: Record<string, string> = { accept: 'application/json', ...call.headers };
+      const res = await this.withRetries(scope, this.policy(options), call.retryable ?? isIdempotent(call.method), () => {
+        const headers: Record<string, string> = { accept: 'application/json' };
         if (call.body !== undefined) headers['content-type'] = 'application/json';
-        const token = await bearer?.();
-        if (token !== undefined) headers.authorization = `Bearer ${token}`;
         return this.attempt(scope, url, {
           method: call.method,
           headers,

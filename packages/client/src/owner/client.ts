@@ -20,7 +20,7 @@
  * calls `/owner/v1` with `credentials: 'include'` itself.
  */
 import { AuthenticationError, ConfigurationError, UnexpectedResponseError } from '../errors.js';
-import { isIdempotent, readEnvelope, Transport, type CallScope } from '../transport.js';
+import { isIdempotent, readEnvelope, Transport, within } from '../transport.js';
 import type { CallOptions, RateLimitInfo } from '../types.js';
 import type {
   AccountsApi, AuditApi, ChangePasswordInput, InvitesApi, KeysApi, MembersApi, OwnerClientOptions, Page, RolesApi,
@@ -151,13 +151,7 @@ export class OwnerClient {
       this.#email = email;
       this.#password = password;
     }
-    let baseUrl: URL;
-    try {
-      baseUrl = new URL(options.baseUrl);
-    } catch (cause) {
-      throw new ConfigurationError({ code: 'invalid_configuration', description: `baseUrl is not a URL: ${String(options.baseUrl)}`, cause });
-    }
-    this.#transport = new Transport({ baseUrl, fetch: options.fetch, timeoutMs: options.timeoutMs, retry: options.retry, onRateLimit: options.onRateLimit });
+    this.#transport = new Transport({ baseUrl: options.baseUrl, fetch: options.fetch, timeoutMs: options.timeoutMs, retry: options.retry, onRateLimit: options.onRateLimit });
 
     const call = <T>(name: OperationName, request: Call, callOptions?: CallOptions) => this.#call<T>(name, request, callOptions);
     const all = <T>(name: OperationName, params: Record<string, string>, query: Record<string, string | number | undefined>, callOptions?: CallOptions) =>
@@ -406,25 +400,6 @@ function sessionCookieOf(res: Response): string | undefined {
 
 function isSessionEnded(err: unknown): boolean {
   return err instanceof AuthenticationError && err.code === 'session_required';
-}
-
-/** Waits for `promise`, or throws the scope's typed error as soon as the scope ends. */
-function within<T>(scope: CallScope, promise: Promise<T>): Promise<T> {
-  scope.check();
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(scope.abortError());
-    scope.signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        scope.signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        scope.signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
 }
 
 function configuration(description: string): ConfigurationError {
