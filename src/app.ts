@@ -25,7 +25,7 @@ import Koa from 'koa';
 import type Router from '@koa/router';
 import { errorBoundary } from './errors/boundary.js';
 import { NotFound } from './errors/errors.js';
-import { corsAnswers, corsPreflights, createCors, PROXIED_METHODS, type Cors } from './http/cors.js';
+import { corsAnswers, corsPreflights, PROXIED_METHODS, type Cors } from './http/cors.js';
 import { createRouteRequest, isWebSocketHandshake, screenRequests, type Routed } from './http/edge.js';
 import { createAccessLog, finalStatus, logAccess, type AccessLog } from './http/middleware/access-log.js';
 import { assignRequestId, requestIdOf } from './http/middleware/request-id.js';
@@ -49,7 +49,7 @@ export function createListeners(services: Services): Listeners {
   const { proxy, log } = services;
   const router = createRouter(services);
   const accessLog = createAccessLog(log);
-  const cors = createCors(services.config.cors);
+  const { cors } = services;
   const koa = createApp(services, router, accessLog, cors).callback();
   const routeRequest = createRouteRequest({
     hasRoutes: proxy.hasRoutes,

@@ -12,6 +12,7 @@ import { createRevocations, type Revocations } from './auth/revocation.js';
 import { createSettingsTokenAuth } from './auth/settings-tokens.js';
 import { createSigner, type Signer } from './auth/signer.js';
 import { usesRedis, type Config } from './config/schema.js';
+import { createCors, type Cors } from './http/cors.js';
 import { createClientAddress } from './http/client-address.js';
 import type { ReadinessCheck } from './http/routes/health.js';
 import { createLimiter } from './limits/limiter.js';
@@ -67,6 +68,8 @@ export interface Services {
   authenticate: Authenticate;
   /** The configured routes to backends. */
   proxy: Proxy;
+  /** CORS for browsers on listed origins; undefined while it is off. */
+  cors: Cors | undefined;
   /** Sign-in lockouts and quotas (limits/). */
   limits: RateLimits;
   /** The client's address as the limits count it (http/client-address.ts). */
@@ -172,12 +175,14 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   const clientAddress = createClientAddress(config.proxy);
   const limiter = createLimiter({ counters, memory: memoryCounters, log, metrics, clock });
   const limits = createRateLimits(config.limits, limiter, clientAddress);
-  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits });
+  const cors = createCors(config.cors);
+  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors });
   const sessions: SessionStore = redis === undefined ? new MemorySessionStore({ clock }) : new RedisSessionStore(redis, { clock });
   const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config });
 
   return {
     config,
+    cors,
     log,
     clock,
     signer,

@@ -15,7 +15,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { readBearerToken } from '../auth/bearer.js';
-import { createCors } from '../http/cors.js';
 import { MethodNotAllowed, SERVED_METHODS } from '../errors/errors.js';
 import { createAdmission } from './admission.js';
 import { createFlights } from './flight.js';
@@ -57,7 +56,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
   const admit = createAdmission(deps);
   const flights = createFlights(deps);
   const headersFor = createHeadersFor(policy);
-  const forward = createForward(policy, headersFor, flights, createCors(config.cors));
+  const forward = createForward(policy, headersFor, flights, deps.cors);
   const webSockets = createWebSockets({ ...deps, admit, headersFor, flights });
 
   return {

@@ -8,6 +8,7 @@ import type { Authenticate, Identity } from '../auth/bearer.js';
 import type { Revocations } from '../auth/revocation.js';
 import type { Signer } from '../auth/signer.js';
 import type { Config } from '../config/schema.js';
+import type { Cors } from '../http/cors.js';
 import type { LimitHeaders, RateLimits } from '../limits/rate-limits.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
@@ -22,6 +23,8 @@ export interface ProxyDeps {
   authenticate: Authenticate;
   revocations: Revocations;
   limits: RateLimits;
+  /** CORS, undefined while it is off (http/cors.ts). */
+  cors: Cors | undefined;
 }
 
 /** Who a route let through (undefined on a public route), the assertion it sends, and its quota's headers. */
