@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConfigurationError, GatewayClient, NotFoundError } from '../../packages/client/src/index.js';
+import { OwnerClient } from '../../packages/client/src/owner/index.js';
 import { DEMO, startGateway } from '../helpers/gateway.js';
 import { ALICE_RECORD, accessLines, settle } from './helpers.js';
 
@@ -54,5 +55,15 @@ test('refused options: a base URL that is not one, reset() without the key, a se
   } finally {
     delete g.window;
     delete g.document;
+  }
+  // A web worker is a browser too: what it holds was shipped to the visitor's machine.
+  const w = globalThis as { WorkerGlobalScope?: unknown };
+  w.WorkerGlobalScope = class {};
+  try {
+    assert.throws(() => new GatewayClient({ baseUrl: 'http://127.0.0.1:9', credentials: alice }), ConfigurationError);
+    assert.throws(() => new OwnerClient({ baseUrl: 'http://127.0.0.1:9', adminToken: 'gwadm_x' }), ConfigurationError);
+    assert.ok(new GatewayClient({ baseUrl: 'http://127.0.0.1:9', credentials: { refreshToken: 'r' } }));
+  } finally {
+    delete w.WorkerGlobalScope;
   }
 });

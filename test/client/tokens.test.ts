@@ -240,6 +240,32 @@ test('storage hook: a stored pair is used without sign-in, every new pair is sav
   assert.equal(storage.pair, undefined);
 });
 
+test('{refreshToken} with a storage holding a dead pair from an earlier visit: the handed-over token is tried before the session ends', async (t) => {
+  const gw = await startGateway(t);
+  const dead = await signIn(gw);
+  // The stored pair dies (its key reset); the application's backend then mints a fresh one.
+  await postJson(`${gw.url}/api/reset`, { apiKey: alice.apiKey, apiSecret: sha256Hex(alice.apiSecret) });
+  gw.clock.advance(1000);
+  const fresh = await signIn(gw);
+  const storage = memoryStorage(dead);
+  let expired = 0;
+  const client = new GatewayClient({ baseUrl: gw.url, credentials: { refreshToken: fresh.refreshToken }, storage, onSessionExpired: () => { expired++; } });
+  const page = await client.roles();
+  assert.ok(page.items.length > 0);
+  await settle();
+  assert.deepEqual(accessLines(gw, '/api/refresh').map((l) => l.status), [401, 200], 'the stored token refused, then the handed-over one');
+  assert.equal(expired, 0);
+  assert.notEqual(storage.pair?.refreshToken, dead.refreshToken, 'the new pair is saved');
+
+  // Once both are spent and dead, the session ends: one more refresh, no loop.
+  await postJson(`${gw.url}/api/reset`, { apiKey: alice.apiKey, apiSecret: sha256Hex(alice.apiSecret) });
+  gw.clock.advance(1000);
+  await assert.rejects(client.roles(), (err: unknown) => err instanceof AuthenticationError && err.code === 'invalid_grant');
+  assert.equal(expired, 1);
+  await settle();
+  assert.deepEqual(accessLines(gw, '/api/refresh').map((l) => l.status), [401, 200, 401]);
+});
+
 test('cross-tab: two clients sharing one storage, both due at once, refresh once (Web Locks, one Node process)', async (t) => {
   assert.equal(typeof navigator.locks?.request, 'function', 'Node 24 has Web Locks');
   const gw = await startGateway(t, { clock: setBack(899_000) });

@@ -9,6 +9,7 @@
  */
 import { AuthenticationError, ConfigurationError } from './errors.js';
 import { gatewayFetch } from './fetch.js';
+import { runsInBrowser } from './platform.js';
 import { TokenManager } from './tokens.js';
 import { isIdempotent, readEnvelope, Transport, type JsonCall } from './transport.js';
 import type {
@@ -25,8 +26,7 @@ export class GatewayClient {
       || !(('apiKey' in credentials && 'apiSecret' in credentials) || 'settingsToken' in credentials || 'refreshToken' in credentials)) {
       throw new ConfigurationError({ code: 'invalid_credentials_option', description: 'credentials: {apiKey, apiSecret}, {settingsToken} or {refreshToken, accessToken?}' });
     }
-    const inBrowser = typeof (globalThis as { window?: unknown }).window !== 'undefined' && typeof (globalThis as { document?: unknown }).document !== 'undefined';
-    if (inBrowser && !('refreshToken' in credentials) && options.dangerouslyAllowBrowser !== true) {
+    if (runsInBrowser() && !('refreshToken' in credentials) && options.dangerouslyAllowBrowser !== true) {
       throw new ConfigurationError({
         code: 'secret_in_browser',
         description: 'an API secret or API settings token in a web page is readable by every script on it: mint a pair on your backend and pass {refreshToken}, or set dangerouslyAllowBrowser: true',

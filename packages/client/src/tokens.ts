@@ -93,6 +93,13 @@ export class TokenManager {
   #renewal: Promise<Held> | undefined;
   /** Why the session ended, for refresh-only credentials: every later call fails with it. */
   #expired: GatewayError | undefined;
+  /**
+   * The `{refreshToken}` of the credentials while it has not been tried: a pair loaded from the
+   * storage hook is used first (in a browser it is the tabs' newest), but when that one is dead
+   * (a pair left from an earlier visit) the one the application just handed over is tried before
+   * the session is declared over.
+   */
+  #handedOver: TokenPair | undefined;
 
   constructor(options: TokenManagerOptions) {
     const { credentials } = options;
@@ -106,7 +113,8 @@ export class TokenManager {
     } else if ('settingsToken' in credentials) {
       this.#settingsToken = credentials.settingsToken;
     } else {
-      this.#held = this.#fromStored({ refreshToken: credentials.refreshToken, accessToken: credentials.accessToken ?? '' });
+      this.#handedOver = { refreshToken: credentials.refreshToken, accessToken: credentials.accessToken ?? '' };
+      this.#held = this.#fromStored(this.#handedOver);
     }
     this.#lockName = options.lockName ?? `auth-gateway-client:${this.#transport.baseUrl.href}:${this.#apiKey ?? 'session'}`;
     this.#useLock = options.storage !== undefined && options.crossTabLock !== false && typeof locks()?.request === 'function';
@@ -190,6 +198,7 @@ export class TokenManager {
   /** Forgets the pair, here and in the storage hook (the pair is dead or unwanted). */
   async drop(): Promise<void> {
     this.#held = undefined;
+    this.#handedOver = undefined;
     this.#loading = Promise.resolve();
     await this.#storage?.save(undefined);
   }
@@ -239,12 +248,18 @@ export class TokenManager {
         return this.#held;
       }
     }
-    const refreshToken = this.#held?.refreshToken;
-    if (refreshToken !== undefined) {
+    for (let refreshToken = this.#held?.refreshToken; refreshToken !== undefined;) {
+      if (refreshToken === this.#handedOver?.refreshToken) this.#handedOver = undefined;
       try {
         return await this.#accept(await this.#transport.json<TokenPair>({ method: 'POST', path: '/api/refresh', body: { refreshToken }, retryable: true }));
       } catch (err) {
         if (!(err instanceof AuthenticationError && err.code === 'invalid_grant')) throw err;
+        if (this.#handedOver !== undefined) {
+          // The stored pair was dead; the application's own refresh token is still untried.
+          this.#held = this.#fromStored(this.#handedOver);
+          refreshToken = this.#handedOver.refreshToken;
+          continue;
+        }
         if (this.#apiKey === undefined) {
           this.#expired = err;
           await this.drop();
@@ -252,6 +267,7 @@ export class TokenManager {
           throw err;
         }
         // A dead refresh token (reset, reused, expired) with the key at hand: one fresh sign-in.
+        break;
       }
     }
     if (this.#apiKey === undefined) {

@@ -20,6 +20,7 @@
  * calls `/owner/v1` with `credentials: 'include'` itself.
  */
 import { AuthenticationError, ConfigurationError, UnexpectedResponseError } from '../errors.js';
+import { runsInBrowser } from '../platform.js';
 import { isIdempotent, readEnvelope, Transport, within } from '../transport.js';
 import type { CallOptions, RateLimitInfo } from '../types.js';
 import type {
@@ -134,8 +135,7 @@ export class OwnerClient {
   #signingIn: Promise<{ held: HeldSession; session: Session }> | undefined;
 
   constructor(options: OwnerClientOptions) {
-    const platform = globalThis as { window?: unknown; document?: unknown };
-    if (platform.window !== undefined && platform.document !== undefined) {
+    if (runsInBrowser()) {
       throw new ConfigurationError({
         code: 'browser_unsupported',
         description: 'OwnerClient is for scripts and servers: a page can neither read Set-Cookie nor keep an admin token or a password from its other scripts',
