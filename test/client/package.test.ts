@@ -85,8 +85,8 @@ test('npm pack: the tarball holds dist (ESM and declarations of both entry point
   assert.ok(info && existsSync(join(out, info.filename)));
   const files = info.files.map((f) => f.path).sort();
   const stray = files.filter((p) => !p.startsWith('dist/') && p !== 'README.md' && p !== 'package.json' && p !== 'LICENSE');
-  assert.deepEqual(stray, [], 'only dist, README.md and package.json are published');
-  for (const needed of ['dist/index.js', 'dist/index.d.ts', 'dist/owner/index.js', 'dist/owner/index.d.ts', 'README.md', 'package.json']) {
+  assert.deepEqual(stray, [], 'only dist, README.md, LICENSE and package.json are published');
+  for (const needed of ['dist/index.js', 'dist/index.d.ts', 'dist/owner/index.js', 'dist/owner/index.d.ts', 'README.md', 'package.json', 'LICENSE']) {
     assert.ok(files.includes(needed), `${needed} is in the tarball`);
   }
   assert.ok(!files.some((p) => p.endsWith('.ts') && !p.endsWith('.d.ts')), 'no TypeScript source');
