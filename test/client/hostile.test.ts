@@ -1,0 +1,253 @@
+/**
+ * The client against a hostile or broken gateway: a plain HTTP server that answers as it likes
+ * (redirects to another origin, endless bodies, envelopes of the wrong shape), a second server
+ * standing for the attacker's origin that records whatever reaches it, and storage hooks that
+ * return garbage. What must hold: no credential (secret hash, refresh token, password, bearer)
+ * reaches another origin or an error's text, nothing grows without bound, nothing loops.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test, type TestContext } from 'node:test';
+import {
+  GatewayClient, GatewayError, UnexpectedResponseError, type TokenPair, type TokenStorage,
+} from '../../packages/client/src/index.js';
+import { OwnerClient } from '../../packages/client/src/owner/index.js';
+import { sha256Hex } from '../helpers/gateway.js';
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+
+interface Server {
+  url: string;
+  seen: Seen[];
+}
+
+type Answer = (req: IncomingMessage, res: ServerResponse, seen: Seen) => void | Promise<void>;
+
+async function serve(t: TestContext, answer: Answer): Promise<Server> {
+  const seen: Seen[] = [];
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const record = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString() };
+    seen.push(record);
+    await answer(req, res, record);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+}
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+}
+
+/** A JWT-shaped token (unsigned: the client only reads its payload). */
+function jwt(payload: Record<string, unknown>): string {
+  const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  return `${part({ alg: 'HS256' })}.${part(payload)}.sig`;
+}
+
+function pair(n: number): TokenPair {
+  const now = Math.floor(Date.now() / 1000);
+  return { accessToken: jwt({ iat: now, exp: now + 900, n }), refreshToken: `refresh-${n}` };
+}
+
+const SECRET = 'the-plain-secret';
+const key = { apiKey: 'key-1', apiSecret: SECRET };
+
+/** Every string an error carries: message, description, and its causes' messages. */
+function textOf(err: unknown): string {
+  const parts: string[] = [];
+  for (let e = err, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    parts.push(String((e as { message?: unknown }).message), String((e as { description?: unknown }).description), String(e));
+  }
+  return parts.join('\n');
+}
+
+test('a sign-in answered with a redirect to another origin sends the secret hash nowhere else', async (t) => {
+  const evil = await serve(t, (_req, res) => json(res, 200, { success: true, message: pair(1) }));
+  const gateway = await serve(t, (_req, res) => res.writeHead(307, { location: `${evil.url}/api/signin` }).end());
+  const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, retry: false });
+  await assert.rejects(client.signIn(), UnexpectedResponseError);
+  assert.equal(evil.seen.length, 0, `the other origin received ${JSON.stringify(evil.seen)}`);
+});
+
+test('a refresh answered with a redirect to another origin sends the refresh token nowhere else', async (t) => {
+  const evil = await serve(t, (_req, res) => json(res, 200, { success: true, message: pair(2) }));
+  const gateway = await serve(t, (_req, res) => res.writeHead(308, { location: `${evil.url}/api/refresh` }).end());
+  const client = new GatewayClient({ baseUrl: gateway.url, credentials: { refreshToken: 'refresh-secret' }, retry: false });
+  await assert.rejects(client.signIn(), GatewayError);
+  assert.equal(evil.seen.length, 0, `the other origin received ${JSON.stringify(evil.seen)}`);
+});
+
+test('an owner sign-in answered with a redirect to another origin sends the password nowhere else', async (t) => {
+  const evil = await serve(t, (_req, res) => json(res, 200, { success: true, message: { csrfToken: 'c' } }, { 'set-cookie': 'gw_session=stolen' }));
+  const gateway = await serve(t, (_req, res) => res.writeHead(307, { location: `${evil.url}/owner/v1/session` }).end());
+  const owner = new OwnerClient({ baseUrl: gateway.url, email: 'o@example.com', password: 'hunter2-password', retry: false });
+  await assert.rejects(owner.getSession(), GatewayError);
+  assert.equal(evil.seen.length, 0, `the other origin received ${JSON.stringify(evil.seen)}`);
+});
+
+test('client.fetch: a backend redirecting to another origin does not get the bearer token there (the platform drops it)', async (t) => {
+  const evil = await serve(t, (_req, res) => res.writeHead(200).end('evil'));
+  const gateway = await serve(t, (req, res) => {
+    if (req.url === '/api/signin') return json(res, 200, { success: true, message: pair(3) });
+    const status = req.url === '/r302' ? 302 : 307;
+    res.writeHead(status, { location: `${evil.url}/x` }).end();
+  });
+  const client = new GatewayClient({ baseUrl: gateway.url, credentials: key });
+  for (const path of ['/r302', '/r307']) {
+    const res = await client.fetch(path, path === '/r307' ? { method: 'PUT', body: 'data' } : {});
+    await res.text();
+  }
+  assert.equal(evil.seen.length, 2);
+  for (const seen of evil.seen) assert.equal(seen.headers.authorization, undefined);
+});
+
+test('a success envelope whose pair is of the wrong shape is an UnexpectedResponseError, not a TypeError', async (t) => {
+  for (const message of [{ accessToken: 123, refreshToken: 'r' }, { accessToken: 'a.b.c' }, { accessToken: 'ok', refreshToken: 'bad\nvalue' }, []]) {
+    const gateway = await serve(t, (_req, res) => json(res, 200, { success: true, message }));
+    const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, retry: false });
+    await assert.rejects(client.signIn(), UnexpectedResponseError, JSON.stringify(message));
+  }
+});
+
+test('a storage hook returning garbage is ignored: the client signs in', async (t) => {
+  for (const stored of [null, 'garbage', 42, { accessToken: 5, refreshToken: {} }, { accessToken: 'x\ny', refreshToken: 'r\r\nz' }]) {
+    let signIns = 0;
+    const gateway = await serve(t, (req, res) => {
+      if (req.url === '/api/signin') {
+        signIns++;
+        return json(res, 200, { success: true, message: pair(4) });
+      }
+      return json(res, 200, { success: true, message: { pages: '1', items: [], total: 0 } });
+    });
+    const storage: TokenStorage = { load: () => stored as unknown as TokenPair, save: () => {} };
+    const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, storage, retry: false });
+    const page = await client.roles().catch((err: unknown) => assert.fail(`stored ${JSON.stringify(stored)}: ${textOf(err)}`));
+    assert.equal(page.total, 0);
+    assert.equal(signIns, 1);
+  }
+});
+
+test('a token that cannot go in a header never ends up in an error message', async (t) => {
+  const gateway = await serve(t, (_req, res) => json(res, 200, { success: true, message: { pages: '1', items: [], total: 0 } }));
+  const leaked = 'secret-access-token\nx';
+  const client = new GatewayClient({ baseUrl: gateway.url, credentials: { refreshToken: 'refresh-x', accessToken: leaked }, retry: false });
+  const err = await client.roles().then(() => undefined, (e: unknown) => e);
+  if (err !== undefined) assert.ok(!textOf(err).includes('secret-access-token'), textOf(err));
+});
+
+test('forget() while a sign-in is under way: the pair it brings is not stored afterwards', async (t) => {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => { release = resolve; });
+  let signIns = 0;
+  const gateway = await serve(t, async (req, res) => {
+    if (req.url === '/api/signin') {
+      signIns++;
+      if (signIns === 1) await held;
+      return json(res, 200, { success: true, message: pair(signIns) });
+    }
+    return json(res, 200, { success: true, message: { pages: '1', items: [], total: 0 } });
+  });
+  const saves: (TokenPair | undefined)[] = [];
+  const storage: TokenStorage = { load: () => undefined, save: (p) => { saves.push(p); } };
+  const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, storage, retry: false });
+  const first = client.roles();
+  while (signIns === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  await client.forget();
+  release();
+  await first;
+  assert.equal(saves.at(-1), undefined, `saved after forget(): ${JSON.stringify(saves)}`);
+  await client.roles();
+  assert.equal(signIns, 2, 'the call after forget() signs in again');
+});
+
+test('reset() while a sign-in is under way: the pair minted before the reset is not kept', async (t) => {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => { release = resolve; });
+  let signIns = 0;
+  const gateway = await serve(t, async (req, res) => {
+    if (req.url === '/api/signin') {
+      signIns++;
+      if (signIns === 1) await held;
+      return json(res, 200, { success: true, message: pair(signIns) });
+    }
+    if (req.url === '/api/reset') return json(res, 200, { success: true, message: { scope: 'key', accountId: 1, keyId: 1, resetAt: new Date().toISOString() } });
+    return json(res, 200, { success: true, message: { pages: '1', items: [], total: 0 } });
+  });
+  const saves: (TokenPair | undefined)[] = [];
+  const storage: TokenStorage = { load: () => undefined, save: (p) => { saves.push(p); } };
+  const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, storage, retry: false });
+  const first = client.roles().catch(() => undefined);
+  while (signIns === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  await client.reset();
+  release();
+  await first;
+  assert.equal(saves.at(-1), undefined, `saved after reset(): ${JSON.stringify(saves)}`);
+  await client.roles();
+  assert.equal(signIns, 2, 'the call after reset() signs in again');
+});
+
+test('an endless answer to a JSON call is cut off at a bound, not read until the time limit', async (t) => {
+  const gateway = await serve(t, (req, res) => {
+    if (req.url === '/api/signin') return json(res, 200, { success: true, message: pair(5) });
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const chunk = Buffer.alloc(1 << 16, 0x20);
+    const pump = () => { while (res.write(chunk)); };
+    res.on('drain', pump);
+    pump();
+    req.socket.on('close', () => res.removeListener('drain', pump));
+  });
+  const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, retry: false, timeoutMs: 4000 });
+  await assert.rejects(client.roles(), (err: unknown) => {
+    assert.ok(err instanceof UnexpectedResponseError, textOf(err));
+    return true;
+  });
+});
+
+test('allRoles against a gateway whose pages field is garbage ends instead of looping', async (t) => {
+  const gateway = await serve(t, (req, res) => {
+    if (req.url === '/api/signin') return json(res, 200, { success: true, message: pair(6) });
+    return json(res, 200, { success: true, message: { pages: 'lots', total: 2, items: [
+      { id: 1, slug: 'a', name: 'a', description: '', public: 1 }, { id: 2, slug: 'b', name: 'b', description: '', public: 0 },
+    ] } });
+  });
+  const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, retry: false });
+  let count = 0;
+  try {
+    for await (const _role of client.allRoles({ limit: 2 })) {
+      if (++count > 50) break;
+    }
+  } catch (err) {
+    assert.ok(err instanceof UnexpectedResponseError, textOf(err));
+  }
+  assert.ok(count <= 50, 'allRoles kept going');
+});
+
+test('no error on the sign-in and refresh paths carries the secret, its hash or the refresh token', async (t) => {
+  const hash = await sha256Hex(SECRET);
+  const answers: Answer[] = [
+    (_req, res) => json(res, 401, { success: false, message: { code: 'invalid_credentials', description: 'nope' } }),
+    (_req, res) => json(res, 503, { success: false, message: { code: 'store_unavailable', description: 'down', requestId: 'r' } }, { 'retry-after': '1' }),
+    (_req, res) => res.writeHead(500, { 'content-type': 'text/html' }).end(`<p>${hash}</p>`),
+    (req, res) => req.socket.destroy(),
+    (_req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.write('{"success":true'); setTimeout(() => res.socket?.destroy(), 20); },
+  ];
+  for (const answer of answers) {
+    const gateway = await serve(t, answer);
+    for (const credentials of [key, { refreshToken: 'refresh-token-secret' }]) {
+      const client = new GatewayClient({ baseUrl: gateway.url, credentials, retry: false, timeoutMs: 2000 });
+      const err = await client.signIn().then(() => assert.fail('signed in'), (e: unknown) => e);
+      assert.ok(err instanceof GatewayError, textOf(err));
+      const text = textOf(err);
+      for (const secret of [SECRET, hash, 'refresh-token-secret']) assert.ok(!text.includes(secret), text);
+    }
+  }
+});
