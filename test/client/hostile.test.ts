@@ -27,7 +27,7 @@ interface Server {
   seen: Seen[];
 }
 
-type Answer = (req: IncomingMessage, res: ServerResponse, seen: Seen) => void | Promise<void>;
+type Answer = (req: IncomingMessage, res: ServerResponse, seen: Seen) => unknown;
 
 async function serve(t: TestContext, answer: Answer): Promise<Server> {
   const seen: Seen[] = [];

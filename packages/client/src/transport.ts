@@ -20,6 +20,11 @@ export type RetryPolicy = Required<RetryOptions>;
 
 export const DEFAULT_RETRY: RetryPolicy = { retries: 2, maxRetryAfterMs: 60_000, baseDelayMs: 300, maxDelayMs: 10_000 };
 export const DEFAULT_TIMEOUT_MS = 30_000;
+/**
+ * The most this client reads of an answer to its own JSON calls. The gateway's largest answers
+ * (an owner listing at its highest limit) are far below it; a body past it is not the gateway's.
+ */
+export const MAX_ENVELOPE_BYTES = 8 * 1024 * 1024;
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
 const RETRY_STATUSES = new Set([408, 429, 502, 503, 504]);
@@ -176,12 +181,16 @@ export class Transport {
   /**
    * One attempt: fetch, with failures as typed errors. The RateLimit fields are recorded.
    * `input` may be a Request (client.fetch builds one per attempt to carry a caller's Request).
+   *
+   * The client's own calls (a URL) never follow a redirect: a 307 or 308 would send their body
+   * (the secret's hash, a refresh token, an owner's password) to wherever the answer points, and
+   * the gateway never redirects them. The 3xx is then an answer without the envelope.
    */
   async attempt(scope: CallScope, input: URL | Request, init: RequestInit = {}): Promise<Response> {
     scope.check();
     let res: Response;
     try {
-      res = await this.#fetch(input, { ...init, signal: scope.signal });
+      res = await this.#fetch(input, { ...(input instanceof URL ? { redirect: 'manual' } : {}), ...init, signal: scope.signal });
     } catch (err) {
       if (scope.signal.aborted) throw scope.abortError();
       const origin = input instanceof URL ? input.origin : new URL(input.url).origin;
@@ -262,6 +271,31 @@ function describe(err: unknown): string {
   return String(err);
 }
 
+/** The answer's text, refused (and its stream cancelled) once past MAX_ENVELOPE_BYTES. */
+async function boundedText(res: Response): Promise<string> {
+  const tooLarge = () => new UnexpectedResponseError({ code: 'unexpected_response', description: `an answer larger than ${MAX_ENVELOPE_BYTES} bytes is not the gateway's` });
+  const declared = Number(res.headers.get('content-length'));
+  if (declared > MAX_ENVELOPE_BYTES) {
+    await res.body?.cancel().catch(() => {});
+    throw tooLarge();
+  }
+  if (res.body === null) return '';
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + decoder.decode();
+    size += value.byteLength;
+    if (size > MAX_ENVELOPE_BYTES) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+}
+
 /**
  * The envelope's message on success; otherwise the typed error, with the status, the request
  * id (the header, or the envelope's on a 5xx), Retry-After and the RateLimit fields.
@@ -270,8 +304,9 @@ export async function readEnvelope<T>(res: Response, scope?: CallScope): Promise
   const requestId = res.headers.get('x-request-id') ?? undefined;
   let text: string;
   try {
-    text = await res.text();
+    text = await boundedText(res);
   } catch (err) {
+    if (err instanceof GatewayError) throw new UnexpectedResponseError({ code: err.code, description: err.description, status: res.status, requestId });
     if (scope?.signal.aborted) throw scope.abortError();
     throw new NetworkError({ code: 'network_error', description: `the answer broke off: ${describe(err)}`, status: res.status, requestId, cause: err });
   }
