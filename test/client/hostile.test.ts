@@ -251,3 +251,37 @@ test('no error on the sign-in and refresh paths carries the secret, its hash or 
     }
   }
 });
+
+test('client.fetch: odd inputs either reach the gateway under its base path or are refused; nothing reaches another origin or path', async (t) => {
+  const evil = await serve(t, (_req, res) => res.writeHead(200).end('evil'));
+  const gateway = await serve(t, (req, res) => {
+    if (req.url === '/gw/api/signin') return json(res, 200, { success: true, message: pair(7) });
+    res.writeHead(200).end('gateway');
+  });
+  const evilHost = new URL(evil.url).host;
+  const client = new GatewayClient({ baseUrl: `${gateway.url}/gw/`, credentials: key, retry: false });
+  const inputs = [
+    `//${evilHost}/x`, `https:${evilHost}/x`, `http:${evilHost}/x`, `\\\\${evilHost}/x`, `/\\${evilHost}/x`, ` ${evil.url}/x`,
+    `HTTP://${evilHost}/x`, `http:/${evilHost}/x`, '../admin', '/../admin', '%2e%2e/admin', '.%2E/admin', `${gateway.url}/admin`, `${gateway.url}/gw/../admin`,
+    new URL('/admin', gateway.url), new Request(`${gateway.url}/admin`), new Request(`${evil.url}/x`),
+  ];
+  for (const input of inputs) {
+    const res = await client.fetch(input).catch((err: unknown) => err);
+    if (res instanceof Response) {
+      await res.text();
+      continue;
+    }
+    assert.ok(res instanceof GatewayError && res.code === 'foreign_origin', `${String(input)}: ${textOf(res)}`);
+  }
+  assert.equal(evil.seen.length, 0, JSON.stringify(evil.seen.map((s) => s.url)));
+  const bearers = gateway.seen.filter((s) => s.headers.authorization !== undefined);
+  for (const seen of bearers) assert.ok(seen.url.startsWith('/gw/'), `the bearer token went to ${seen.url}`);
+});
+
+test('Retry-After that is neither delay-seconds nor an HTTP date is no Retry-After (not "retry at once")', async () => {
+  const { parseRetryAfter } = await import('../../packages/client/src/rate-limit.js');
+  for (const value of ['-5', '+10', '10.5', '-1', '1e12', 'garbage', '2']) assert.equal(parseRetryAfter(value), undefined, value);
+  assert.equal(parseRetryAfter('7'.padStart(3, ' ')), 7000);
+  assert.equal(parseRetryAfter(new Date(Date.now() + 5000).toUTCString()) !== undefined, true);
+  assert.equal(parseRetryAfter('Thu, 01 Jan 1970 00:00:00 GMT'), 0);
+});
