@@ -280,7 +280,7 @@ test('client.fetch: odd inputs either reach the gateway under its base path or a
 
 test('Retry-After that is neither delay-seconds nor an HTTP date is no Retry-After (not "retry at once")', async () => {
   const { parseRetryAfter } = await import('../../packages/client/src/rate-limit.js');
-  for (const value of ['-5', '+10', '10.5', '-1', '1e12', 'garbage', '2']) assert.equal(parseRetryAfter(value), undefined, value);
+  for (const value of ['-5', '+10', '10.5', '-1', '1e12', 'garbage', '2 days']) assert.equal(parseRetryAfter(value), undefined, value);
   assert.equal(parseRetryAfter('7'.padStart(3, ' ')), 7000);
   assert.equal(parseRetryAfter(new Date(Date.now() + 5000).toUTCString()) !== undefined, true);
   assert.equal(parseRetryAfter('Thu, 01 Jan 1970 00:00:00 GMT'), 0);
