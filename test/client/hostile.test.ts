@@ -285,3 +285,68 @@ test('Retry-After that is neither delay-seconds nor an HTTP date is no Retry-Aft
   assert.equal(parseRetryAfter(new Date(Date.now() + 5000).toUTCString()) !== undefined, true);
   assert.equal(parseRetryAfter('Thu, 01 Jan 1970 00:00:00 GMT'), 0);
 });
+
+/** A fake gateway whose sign-ins wait for `release()`; counts sign-ins and refreshes. */
+async function slowGateway(t: TestContext, answerSignIn?: (n: number) => TokenPair) {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => { release = resolve; });
+  const counts = { signIns: 0, refreshes: 0 };
+  const gateway = await serve(t, async (req, res, seen) => {
+    if (req.url === '/api/signin') {
+      counts.signIns++;
+      await held;
+      return json(res, 200, { success: true, message: (answerSignIn ?? pair)(counts.signIns) });
+    }
+    if (req.url === '/api/refresh') {
+      counts.refreshes++;
+      return json(res, 401, { success: false, message: { code: 'invalid_grant', description: 'dead' } });
+    }
+    return json(res, 200, { success: true, message: { pages: '1', items: [], total: 0, bearer: seen.headers.authorization } });
+  });
+  return { url: gateway.url, counts, release: () => release() };
+}
+
+test('one caller aborting while others wait for the same sign-in: the others still get through, on one sign-in', async (t) => {
+  const gateway = await slowGateway(t);
+  const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, retry: false });
+  const controller = new AbortController();
+  const aborted = client.roles({}, { signal: controller.signal });
+  const others = [client.roles(), client.roles(), client.sign('0x52908400098527886E0F7030069857D2E4169EE7')];
+  while (gateway.counts.signIns === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  controller.abort();
+  await assert.rejects(aborted, { name: 'AbortError' });
+  gateway.release();
+  const answers = await Promise.all(others);
+  assert.equal(answers.length, 3);
+  assert.equal(gateway.counts.signIns, 1);
+});
+
+test('a storage hook whose save throws does not fail the call: the pair is held in memory', async (t) => {
+  const gateway = await slowGateway(t);
+  gateway.release();
+  let saves = 0;
+  const storage: TokenStorage = { load: () => undefined, save: () => { saves++; throw new Error('QuotaExceededError'); } };
+  const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, storage, retry: false });
+  const page = await client.roles().catch((err: unknown) => assert.fail(textOf(err)));
+  assert.equal(page.total, 0);
+  await client.roles();
+  assert.equal(gateway.counts.signIns, 1);
+  assert.ok(saves >= 1);
+});
+
+test('a session that ends with a throwing storage and a throwing onSessionExpired still ends in the AuthenticationError', async (t) => {
+  const gateway = await slowGateway(t);
+  gateway.release();
+  let told = 0;
+  const storage: TokenStorage = { load: () => undefined, save: () => { throw new Error('storage broken'); } };
+  const client = new GatewayClient({
+    baseUrl: gateway.url, credentials: { refreshToken: 'refresh-dead' }, storage, retry: false,
+    onSessionExpired: () => { told++; throw new Error('app bug'); },
+  });
+  await assert.rejects(client.roles(), (err: unknown) => {
+    assert.equal((err as GatewayError).code, 'invalid_grant', textOf(err));
+    return true;
+  });
+  assert.equal(told, 1);
+  assert.equal(gateway.counts.refreshes, 1);
+});
