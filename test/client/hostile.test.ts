@@ -350,3 +350,13 @@ test('a session that ends with a throwing storage and a throwing onSessionExpire
   assert.equal(told, 1);
   assert.equal(gateway.counts.refreshes, 1);
 });
+
+test('a throwing storage save with a token that is not a JWT does not fail the call either', async (t) => {
+  const gateway = await slowGateway(t, (n) => ({ accessToken: `opaque-${n}`, refreshToken: `refresh-${n}` }));
+  gateway.release();
+  const storage: TokenStorage = { load: () => undefined, save: () => { throw new Error('QuotaExceededError'); } };
+  const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, storage, retry: false });
+  await client.roles().catch((err: unknown) => assert.fail(textOf(err)));
+  await client.roles();
+  assert.equal(gateway.counts.signIns, 1);
+});
