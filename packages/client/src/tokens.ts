@@ -274,8 +274,13 @@ export class TokenManager {
         if (!(err instanceof AuthenticationError && err.code === 'invalid_grant')) throw err;
         if (this.#apiKey === undefined) {
           this.#expired = err;
-          await this.drop();
-          this.#onSessionExpired?.(err);
+          // The application's storage and callback failing must not hide why the session ended.
+          await this.drop().catch(() => {});
+          try {
+            this.#onSessionExpired?.(err);
+          } catch {
+            // The callback's own bug is the application's to find; the caller gets the refusal.
+          }
           throw err;
         }
         // A dead refresh token (reset, reused, expired) with the key at hand: one fresh sign-in.
@@ -308,7 +313,9 @@ export class TokenManager {
     if (generation !== this.#generation) return held;
     this.#held = held;
     this.#expired = undefined;
-    await this.#storage?.save({ accessToken, refreshToken });
+    // A storage that cannot save (a full localStorage) costs the pair's persistence, not the
+    // call: counted as a failed renewal, it would renew again every few seconds.
+    await (async () => this.#storage?.save({ accessToken, refreshToken }))().catch(() => {});
     return held;
   }
 
