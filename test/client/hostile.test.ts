@@ -360,3 +360,91 @@ test('a throwing storage save with a token that is not a JWT does not fail the c
   await client.roles();
   assert.equal(gateway.counts.signIns, 1);
 });
+
+test('a gateway that never answers, or trickles its body, ends in a TimeoutError at the call time limit', async (t) => {
+  const silent = await serve(t, () => { /* never answers */ });
+  const trickle = await serve(t, (req, res) => {
+    if (req.url === '/api/signin') return json(res, 200, { success: true, message: pair(8) });
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const timer = setInterval(() => res.write(' '), 50);
+    req.socket.on('close', () => clearInterval(timer));
+  });
+  for (const url of [silent.url, trickle.url]) {
+    const client = new GatewayClient({ baseUrl: url, credentials: key, retry: false });
+    await assert.rejects(client.roles({}, { timeoutMs: 400 }), { name: 'TimeoutError' }, url);
+    if (url === silent.url) await assert.rejects(client.fetch('/x', { timeoutMs: 400 }), { name: 'TimeoutError' }, url);
+  }
+  // client.fetch's limit ends with the answer's head (documented): the body is the caller's to read or cancel.
+  const client = new GatewayClient({ baseUrl: trickle.url, credentials: key, retry: false });
+  const controller = new AbortController();
+  const res = await client.fetch('/x', { timeoutMs: 400, signal: controller.signal });
+  controller.abort();
+  await assert.rejects(res.text());
+});
+
+test('a refresh answered 503 for ever is given up after the bounded retries', async (t) => {
+  let refreshes = 0;
+  const gateway = await serve(t, (_req, res) => {
+    refreshes++;
+    json(res, 503, { success: false, message: { code: 'store_unavailable', description: 'down' } }, { 'retry-after': '0' });
+  });
+  const client = new GatewayClient({ baseUrl: gateway.url, credentials: { refreshToken: 'refresh-1' } });
+  await assert.rejects(client.roles(), { name: 'ServerError' });
+  assert.equal(refreshes, 3, 'the first try and two retries');
+});
+
+test('a gateway refusing every token with 401 invalid_token: one renewal, one replay, then the error; never a loop', async (t) => {
+  const counts = { renewals: 0, roles: 0, fetches: 0 };
+  const gateway = await serve(t, (req, res) => {
+    if (req.url === '/api/signin' || req.url === '/api/refresh') {
+      counts.renewals++;
+      return json(res, 200, { success: true, message: pair(counts.renewals) });
+    }
+    if (req.url?.startsWith('/api/roles')) counts.roles++;
+    else counts.fetches++;
+    json(res, 401, { success: false, message: { code: 'invalid_token', description: 'no' } }, { 'www-authenticate': 'Bearer error="invalid_token"' });
+  });
+  const client = new GatewayClient({ baseUrl: gateway.url, credentials: key });
+  await assert.rejects(client.roles(), { name: 'AuthenticationError' });
+  assert.deepEqual(counts, { renewals: 2, roles: 2, fetches: 0 });
+  const res = await client.fetch('/svc/x');
+  assert.equal(res.status, 401);
+  await res.text();
+  assert.deepEqual(counts, { renewals: 3, roles: 2, fetches: 2 });
+});
+
+test('access tokens with odd lifetimes (exp before iat, no exp, exp far off, not a JWT) sign in once, not at every call', async (t) => {
+  const now = Math.floor(Date.now() / 1000);
+  for (const accessToken of [jwt({ iat: now, exp: now - 10 }), jwt({ iat: now }), jwt({ iat: now, exp: 1e308 }), jwt({ iat: -1e308, exp: 1e308 }), 'opaque', 'a.%%%.b']) {
+    let signIns = 0;
+    const gateway = await serve(t, (req, res) => {
+      if (req.url === '/api/signin') {
+        signIns++;
+        return json(res, 200, { success: true, message: { accessToken, refreshToken: 'r' } });
+      }
+      return json(res, 200, { success: true, message: { pages: '1', items: [], total: 0 } });
+    });
+    const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, retry: false });
+    for (let i = 0; i < 3; i++) await client.roles();
+    assert.equal(signIns, 1, accessToken);
+  }
+});
+
+test('the owner client: no error carries the password, and a foreign cookie is not adopted', async (t) => {
+  const password = 'hunter2-owner-password';
+  const answers: Answer[] = [
+    (_req, res) => json(res, 401, { success: false, message: { code: 'invalid_credentials', description: 'no' } }),
+    (_req, res) => json(res, 200, { success: true, message: { csrfToken: 'c' } }, { 'set-cookie': 'other=1; Path=/' }),
+    (_req, res) => json(res, 200, { success: true, message: { csrfToken: 'c' } }, { 'set-cookie': 'gw_session_x=1' }),
+    (_req, res) => res.writeHead(500, { 'content-type': 'text/plain' }).end(password),
+    (req) => req.socket.destroy(),
+  ];
+  for (const answer of answers) {
+    const gateway = await serve(t, answer);
+    const owner = new OwnerClient({ baseUrl: gateway.url, email: 'o@example.com', password, retry: false });
+    const err = await owner.getSession().then(() => assert.fail('got a session'), (e: unknown) => e);
+    assert.ok(err instanceof GatewayError, textOf(err));
+    assert.ok(!textOf(err).includes(password), textOf(err));
+    assert.equal(gateway.seen.length, 1, 'one sign-in, nothing sent with a foreign cookie');
+  }
+});

@@ -306,8 +306,8 @@ export async function readEnvelope<T>(res: Response, scope?: CallScope): Promise
   try {
     text = await boundedText(res);
   } catch (err) {
-    if (err instanceof GatewayError) throw new UnexpectedResponseError({ code: err.code, description: err.description, status: res.status, requestId });
     if (scope?.signal.aborted) throw scope.abortError();
+    if (err instanceof UnexpectedResponseError) throw new UnexpectedResponseError({ code: err.code, description: err.description, status: res.status, requestId });
     throw new NetworkError({ code: 'network_error', description: `the answer broke off: ${describe(err)}`, status: res.status, requestId, cause: err });
   }
   let body: unknown;
