@@ -448,3 +448,20 @@ test('the owner client: no error carries the password, and a foreign cookie is n
     assert.equal(gateway.seen.length, 1, 'one sign-in, nothing sent with a foreign cookie');
   }
 });
+
+test("the owner client: an id of '.' or '..' (or empty) never turns a call into another operation", async (t) => {
+  const gateway = await serve(t, (_req, res) => json(res, 200, { success: true, message: { deleted: true } }));
+  const owner = new OwnerClient({ baseUrl: gateway.url, adminToken: 'gwadm_test', retry: false });
+  const calls: [string, () => Promise<unknown>][] = [
+    ['keys.delete(1, "..")', () => owner.keys.delete('1', '..')],
+    ['keys.delete(1, ".")', () => owner.keys.delete('1', '.')],
+    ['keys.delete(1, "")', () => owner.keys.delete('1', '')],
+    ['accounts.delete("..")', () => owner.accounts.delete('..')],
+    ['settingsTokens.revoke(1, "..")', () => owner.settingsTokens.revoke('1', '..')],
+    ['signRecords.delete("..", "x")', () => owner.signRecords.delete('..', 'x')],
+  ];
+  for (const [what, run] of calls) {
+    await run().then(() => assert.fail(`${what} was sent`), (err: unknown) => assert.ok(err instanceof Error, what));
+  }
+  assert.deepEqual(gateway.seen.map((s) => `${s.method} ${s.url}`), []);
+});
