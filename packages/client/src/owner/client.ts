@@ -390,7 +390,11 @@ function expand(template: string, params: Record<string, string | number>): stri
   return template.replaceAll(/\{(\w+)\}/g, (_, name: string) => {
     const value = params[name];
     if (value === undefined) throw new TypeError(`missing path parameter ${name}`);
-    return encodeURIComponent(String(value));
+    // encodeURIComponent leaves dots alone, and the URL parser resolves '.' and '..' segments:
+    // keys.delete(accountId, '..') would be DELETE /owner/v1/accounts/{accountId}.
+    const text = String(value);
+    if (text === '' || text === '.' || text === '..') throw new TypeError(`path parameter ${name} may not be empty, "." or ".."`);
+    return encodeURIComponent(text);
   });
 }
 
