@@ -465,3 +465,18 @@ test("the owner client: an id of '.' or '..' (or empty) never turns a call into 
   }
   assert.deepEqual(gateway.seen.map((s) => `${s.method} ${s.url}`), []);
 });
+
+test('timeoutMs of Infinity or past the 32-bit timer range means no limit, not an immediate timeout', async (t) => {
+  const gateway = await serve(t, (req, res) => {
+    if (req.url === '/api/signin') return json(res, 200, { success: true, message: pair(9) });
+    setTimeout(() => json(res, 200, { success: true, message: { pages: '1', items: [], total: 0 } }), 30);
+  });
+  for (const timeoutMs of [Infinity, 2 ** 31, 1e12]) {
+    const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, retry: false, timeoutMs });
+    await client.roles().catch((err: unknown) => assert.fail(`client timeoutMs ${timeoutMs}: ${textOf(err)}`));
+    const other = new GatewayClient({ baseUrl: gateway.url, credentials: key, retry: false });
+    await other.roles({}, { timeoutMs }).catch((err: unknown) => assert.fail(`call timeoutMs ${timeoutMs}: ${textOf(err)}`));
+    const res = await other.fetch('/x', { timeoutMs });
+    await res.text();
+  }
+});
