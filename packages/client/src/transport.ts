@@ -20,6 +20,8 @@ export type RetryPolicy = Required<RetryOptions>;
 
 export const DEFAULT_RETRY: RetryPolicy = { retries: 2, maxRetryAfterMs: 60_000, baseDelayMs: 300, maxDelayMs: 10_000 };
 export const DEFAULT_TIMEOUT_MS = 30_000;
+/** The longest delay setTimeout takes (a signed 32-bit count of ms); longer ones fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /**
  * The most this client reads of an answer to its own JSON calls. The gateway's largest answers
  * (an owner listing at its highest limit) are far below it; a body past it is not the gateway's.
@@ -61,6 +63,9 @@ export class CallScope {
     if (this.#caller?.aborted) this.#controller.abort(this.#caller.reason);
     else {
       this.#caller?.addEventListener('abort', this.#onAbort, { once: true });
+      // A limit past the platform's timer range (Infinity included) is no limit: setTimeout
+      // would fire such a delay at once.
+      if (!(timeoutMs <= MAX_TIMER_MS)) return;
       this.#timer = setTimeout(() => {
         this.#timedOut = true;
         this.#controller.abort(new TimeoutError({ code: 'timeout', description: `the call did not finish within ${timeoutMs} ms` }));
@@ -82,7 +87,13 @@ export class CallScope {
   }
 
   /** Waits `ms`, or throws the typed error as soon as the scope ends. */
-  sleep(ms: number): Promise<void> {
+  async sleep(ms: number): Promise<void> {
+    // Past the timer range, in steps: setTimeout would fire at once.
+    for (; ms > MAX_TIMER_MS; ms -= MAX_TIMER_MS) await this.#sleep(MAX_TIMER_MS);
+    await this.#sleep(ms);
+  }
+
+  #sleep(ms: number): Promise<void> {
     this.check();
     return new Promise((resolve, reject) => {
       const onAbort = () => {
