@@ -480,3 +480,27 @@ test('timeoutMs of Infinity or past the 32-bit timer range means no limit, not a
     await res.text();
   }
 });
+
+test('credentials read from a file with a trailing newline still work; one with a line break inside is refused without being quoted', async (t) => {
+  const gateway = await serve(t, (req, res) => {
+    if (req.url === '/api/refresh') return json(res, 200, { success: true, message: pair(10) });
+    json(res, 200, { success: true, message: { pages: '1', items: [], total: 0, bearer: req.headers.authorization } });
+  });
+  const settings = new GatewayClient({ baseUrl: gateway.url, credentials: { settingsToken: 'gwst_abc\n' }, retry: false });
+  assert.equal(((await settings.roles()) as unknown as { bearer: string }).bearer, 'Bearer gwst_abc');
+  const session = new GatewayClient({ baseUrl: gateway.url, credentials: { refreshToken: 'refresh-abc\r\n' }, retry: false });
+  await session.roles();
+  assert.equal(JSON.parse(gateway.seen.find((s) => s.url === '/api/refresh')!.body).refreshToken, 'refresh-abc');
+  for (const make of [
+    () => new GatewayClient({ baseUrl: gateway.url, credentials: { settingsToken: 'gwst_secret\nx' } }),
+    () => new GatewayClient({ baseUrl: gateway.url, credentials: { refreshToken: 'refresh_secret\nx' } }),
+    () => new OwnerClient({ baseUrl: gateway.url, adminToken: 'gwadm_secret\nx' }),
+  ]) {
+    const err = await (async () => make())().then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof GatewayError, 'refused at construction');
+    assert.ok(!textOf(err).includes('secret'), textOf(err));
+  }
+  const owner = new OwnerClient({ baseUrl: gateway.url, adminToken: 'gwadm_abc\n', retry: false });
+  await owner.accounts.list();
+  assert.equal(gateway.seen.at(-1)!.headers.authorization, 'Bearer gwadm_abc');
+});
