@@ -60,6 +60,16 @@ export function isTokenText(value: unknown): value is string {
   return typeof value === 'string' && TOKEN_TEXT.test(value);
 }
 
+/**
+ * A token given in the options: trimmed (one read from a file or an environment variable often
+ * ends in a newline, which a header would have dropped anyway), then checked, and never quoted.
+ */
+export function tokenOption(name: string, value: unknown): string {
+  const text = typeof value === 'string' ? value.trim() : value;
+  if (!isTokenText(text)) throw new ConfigurationError({ code: 'invalid_credentials_option', description: `${name}: not a token (visible ASCII characters only)` });
+  return text;
+}
+
 /** The access token's lifetime in ms (exp − iat of its payload), or undefined when unreadable. */
 export function lifetimeOf(token: string): { lifetimeMs: number; expMs: number } | undefined {
   const part = token.split('.')[1];
@@ -135,11 +145,9 @@ export class TokenManager {
       this.#apiKey = credentials.apiKey;
       this.#plainSecret = credentials.apiSecret;
     } else if ('settingsToken' in credentials) {
-      if (!isTokenText(credentials.settingsToken)) throw new ConfigurationError({ code: 'invalid_credentials_option', description: 'settingsToken: not a token (visible ASCII characters only)' });
-      this.#settingsToken = credentials.settingsToken;
+      this.#settingsToken = tokenOption('settingsToken', credentials.settingsToken);
     } else {
-      if (!isTokenText(credentials.refreshToken)) throw new ConfigurationError({ code: 'invalid_credentials_option', description: 'refreshToken: not a token (visible ASCII characters only)' });
-      this.#held = this.#fromStored({ refreshToken: credentials.refreshToken, accessToken: credentials.accessToken ?? '' });
+      this.#held = this.#fromStored({ refreshToken: tokenOption('refreshToken', credentials.refreshToken), accessToken: typeof credentials.accessToken === 'string' ? credentials.accessToken.trim() : '' });
     }
     this.#lockName = options.lockName ?? `auth-gateway-client:${this.#transport.baseUrl.href}:${this.#apiKey ?? 'session'}`;
     this.#useLock = options.storage !== undefined && options.crossTabLock !== false && typeof locks()?.request === 'function';

@@ -20,6 +20,7 @@
  * calls `/owner/v1` with `credentials: 'include'` itself.
  */
 import { AuthenticationError, ConfigurationError, UnexpectedResponseError } from '../errors.js';
+import { isTokenText } from '../tokens.js';
 import { isIdempotent, readEnvelope, Transport, type CallScope } from '../transport.js';
 import type { CallOptions, RateLimitInfo } from '../types.js';
 import type {
@@ -144,8 +145,10 @@ export class OwnerClient {
     const { adminToken, email, password } = options as { adminToken?: unknown; email?: unknown; password?: unknown };
     if (adminToken !== undefined) {
       if (email !== undefined || password !== undefined) throw configuration('give either adminToken or email and password, not both');
-      if (typeof adminToken !== 'string' || !adminToken.startsWith(ADMIN_TOKEN_PREFIX)) throw configuration(`adminToken must be an admin token (${ADMIN_TOKEN_PREFIX}…)`);
-      this.#adminToken = adminToken;
+      const token = typeof adminToken === 'string' ? adminToken.trim() : adminToken;
+      // Checked as a header value too: the platform's refusal of one would quote it.
+      if (typeof token !== 'string' || !token.startsWith(ADMIN_TOKEN_PREFIX) || !isTokenText(token)) throw configuration(`adminToken must be an admin token (${ADMIN_TOKEN_PREFIX}…)`);
+      this.#adminToken = token;
     } else {
       if (typeof email !== 'string' || typeof password !== 'string' || email === '' || password === '') throw configuration('give adminToken, or email and password');
       this.#email = email;
