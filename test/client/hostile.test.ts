@@ -504,3 +504,21 @@ test('credentials read from a file with a trailing newline still work; one with 
   await owner.accounts.list();
   assert.equal(gateway.seen.at(-1)!.headers.authorization, 'Bearer gwadm_abc');
 });
+
+test('a base URL with a user and password is refused at construction, without quoting the password', async (t) => {
+  const gateway = await serve(t, (_req, res) => json(res, 200, { success: true, message: pair(11) }));
+  const withUser = gateway.url.replace('http://', 'http://admin:pa55word@');
+  for (const make of [
+    () => new GatewayClient({ baseUrl: withUser, credentials: key }),
+    () => new OwnerClient({ baseUrl: withUser, adminToken: 'gwadm_x' }),
+  ]) {
+    const err = await (async () => {
+      const client = make();
+      await (client instanceof GatewayClient ? client.signIn() : client.accounts.list());
+    })().then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof GatewayError, String(err));
+    assert.equal(err.name, 'ConfigurationError', textOf(err));
+    assert.ok(!textOf(err).includes('pa55word'), textOf(err));
+  }
+  assert.equal(gateway.seen.length, 0);
+});
