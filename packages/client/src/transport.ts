@@ -11,7 +11,7 @@
  * call's deadline: a retry that could not finish in time is not started.
  */
 import {
-  AbortError, apiErrorFor, GatewayError, NetworkError, TimeoutError, UnexpectedResponseError,
+  AbortError, apiErrorFor, ConfigurationError, GatewayError, NetworkError, TimeoutError, UnexpectedResponseError,
 } from './errors.js';
 import { parseRateLimit, parseRetryAfter } from './rate-limit.js';
 import type { CallOptions, RateLimitInfo, RetryOptions } from './types.js';
@@ -159,6 +159,10 @@ export class Transport {
   #rateLimit: RateLimitInfo | undefined;
 
   constructor({ baseUrl, fetch: given, timeoutMs = DEFAULT_TIMEOUT_MS, retry, onRateLimit }: TransportOptions) {
+    // fetch refuses such URLs, and its refusal quotes the URL, password included.
+    if (baseUrl.username !== '' || baseUrl.password !== '') {
+      throw new ConfigurationError({ code: 'invalid_configuration', description: 'baseUrl: a user name or password in the URL is not sent by fetch; give the gateway\'s URL without them' });
+    }
     // A base URL with a path (https://host/gw) keeps it: paths are appended, not resolved.
     this.baseUrl = new URL(baseUrl.href.endsWith('/') ? baseUrl.href : `${baseUrl.href}/`);
     const platform = given ?? globalThis.fetch;
