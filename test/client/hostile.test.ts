@@ -522,3 +522,16 @@ test('a base URL with a user and password is refused at construction, without qu
   }
   assert.equal(gateway.seen.length, 0);
 });
+
+test('an onRateLimit hook that throws does not fail the call it observes (nor the sign-in under it)', async (t) => {
+  const limits = { ratelimit: '"calls";r=5;t=1', 'ratelimit-policy': '"calls";q=10;w=1' };
+  const gateway = await serve(t, (req, res) => {
+    if (req.url === '/api/signin') return json(res, 200, { success: true, message: pair(12) }, limits);
+    json(res, 200, { success: true, message: { pages: '1', items: [], total: 0 } }, limits);
+  });
+  let seen = 0;
+  const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, retry: false, onRateLimit: () => { seen++; throw new Error('hook bug'); } });
+  await client.roles().catch((err: unknown) => assert.fail(textOf(err)));
+  assert.equal(seen, 2);
+  assert.equal(client.rateLimit?.tightest.remaining, 5);
+});
