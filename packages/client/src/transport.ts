@@ -214,7 +214,11 @@ export class Transport {
     const info = parseRateLimit(res.headers);
     if (info !== undefined) {
       this.#rateLimit = info;
-      this.#onRateLimit?.(info);
+      try {
+        this.#onRateLimit?.(info);
+      } catch {
+        // An observer's bug must not fail the call it observes (a sign-in under it, even).
+      }
     }
     return res;
   }
