@@ -535,3 +535,17 @@ test('an onRateLimit hook that throws does not fail the call it observes (nor th
   assert.equal(seen, 2);
   assert.equal(client.rateLimit?.tightest.remaining, 5);
 });
+
+test('the owner client: a listing whose cursors go round in a circle ends in an error, not a loop', async (t) => {
+  const gateway = await serve(t, (req, res) => {
+    const cursor = new URL(req.url ?? '/', 'http://x').searchParams.get('cursor');
+    json(res, 200, { success: true, message: { items: [{ id: `acc-${cursor}` }], nextCursor: cursor === 'a' ? 'b' : 'a' } });
+  });
+  const owner = new OwnerClient({ baseUrl: gateway.url, adminToken: 'gwadm_x', retry: false });
+  let count = 0;
+  const err = await (async () => {
+    for await (const _account of owner.accounts.all()) if (++count > 50) break;
+  })().then(() => undefined, (e: unknown) => e);
+  assert.ok(count <= 50, 'accounts.all kept going');
+  assert.ok(err instanceof UnexpectedResponseError, textOf(err));
+});
