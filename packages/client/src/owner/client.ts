@@ -378,12 +378,17 @@ export class OwnerClient {
 /** Every item of a listing, following `nextCursor` page after page. */
 async function* everyItem<T>(page: (cursor: string | undefined) => Promise<Page<T>>): AsyncGenerator<T, void, undefined> {
   let cursor: string | undefined;
+  // A cursor that comes back (the same one, or one of a cycle) would loop for ever.
+  const seen = new Set<string>();
   for (;;) {
     const answer = await page(cursor);
+    if (!Array.isArray(answer?.items)) throw new UnexpectedResponseError({ code: 'unexpected_response', description: 'the listing answered without an items list' });
     yield* answer.items;
-    if (answer.nextCursor === undefined) return;
-    // A cursor that comes back unchanged would loop for ever.
-    if (answer.nextCursor === cursor) throw new UnexpectedResponseError({ code: 'unexpected_response', description: `the listing answered its own cursor again (${cursor})` });
+    if (answer.nextCursor === undefined || answer.nextCursor === null) return;
+    if (typeof answer.nextCursor !== 'string' || seen.has(answer.nextCursor)) {
+      throw new UnexpectedResponseError({ code: 'unexpected_response', description: 'the listing answered a cursor it had already given' });
+    }
+    seen.add(answer.nextCursor);
     cursor = answer.nextCursor;
   }
 }
