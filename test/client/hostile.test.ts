@@ -549,3 +549,28 @@ test('the owner client: a listing whose cursors go round in a circle ends in an 
   assert.ok(count <= 50, 'accounts.all kept going');
   assert.ok(err instanceof UnexpectedResponseError, textOf(err));
 });
+
+test('forget() while the storage hook is still loading: the pair it loads is not adopted', async (t) => {
+  const bearers: (string | undefined)[] = [];
+  let signIns = 0;
+  const gateway = await serve(t, (req, res) => {
+    if (req.url === '/api/signin') {
+      signIns++;
+      return json(res, 200, { success: true, message: pair(100 + signIns) });
+    }
+    bearers.push(req.headers.authorization);
+    json(res, 200, { success: true, message: { pages: '1', items: [], total: 0 } });
+  });
+  const old = pair(13);
+  let finishLoad!: (p: TokenPair | undefined) => void;
+  const storage: TokenStorage = { load: () => new Promise((resolve) => { finishLoad = resolve; }), save: () => {} };
+  const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, storage, retry: false });
+  const first = client.roles();
+  while (finishLoad === undefined) await new Promise((resolve) => setTimeout(resolve, 5));
+  await client.forget();
+  finishLoad(old);
+  await first;
+  assert.equal(bearers.length, 1);
+  assert.notEqual(bearers[0], `Bearer ${old.accessToken}`, 'the forgotten pair was sent');
+  assert.equal(signIns, 1);
+});
