@@ -563,7 +563,9 @@ test('forget() while the storage hook is still loading: the pair it loads is not
   });
   const old = pair(13);
   let finishLoad!: (p: TokenPair | undefined) => void;
-  const storage: TokenStorage = { load: () => new Promise((resolve) => { finishLoad = resolve; }), save: () => {} };
+  // The first load is slow; the storage is empty once forget() has cleared it.
+  let loads = 0;
+  const storage: TokenStorage = { load: () => (loads++ === 0 ? new Promise((resolve) => { finishLoad = resolve; }) : undefined), save: () => {} };
   const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, storage, retry: false });
   const first = client.roles();
   while (finishLoad === undefined) await new Promise((resolve) => setTimeout(resolve, 5));

@@ -235,9 +235,11 @@ export class TokenManager {
 
   #load(): Promise<void> {
     this.#loading ??= (async () => {
+      const generation = this.#generation;
       const stored = await this.#storage?.load();
-      // Whatever the hook holds that is not a pair (another version's format, a hand edit) is no pair.
-      if (this.#settingsToken === undefined && isStoredPair(stored)) this.#held = this.#fromStored(stored);
+      // Whatever the hook holds that is not a pair (another version's format, a hand edit) is no
+      // pair; and a pair dropped (forget, reset) while it loaded stays dropped.
+      if (this.#settingsToken === undefined && isStoredPair(stored) && generation === this.#generation) this.#held = this.#fromStored(stored);
     })().catch((err: unknown) => {
       // A storage that failed once (a locked IndexedDB, say) is asked again by the next call.
       this.#loading = undefined;
