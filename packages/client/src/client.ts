@@ -7,7 +7,7 @@
  * Renewal, single flight and the 401 replay live in tokens.ts; HTTP, deadlines and retries in
  * transport.ts.
  */
-import { AuthenticationError, ConfigurationError } from './errors.js';
+import { AuthenticationError, ConfigurationError, UnexpectedResponseError } from './errors.js';
 import { gatewayFetch } from './fetch.js';
 import { runsInBrowser } from './platform.js';
 import { TokenManager } from './tokens.js';
@@ -78,8 +78,13 @@ export class GatewayClient {
   }
 
   /** `GET /api/roles`: one page of the account's roles. */
-  roles(query: RolesQuery = {}, options?: CallOptions): Promise<RolesPage> {
-    return this.#authorized<RolesPage>({ method: 'GET', path: '/api/roles', query: { page: query.page, limit: query.limit, name: query.name } }, options);
+  async roles(query: RolesQuery = {}, options?: CallOptions): Promise<RolesPage> {
+    const page = await this.#authorized<RolesPage>({ method: 'GET', path: '/api/roles', query: { page: query.page, limit: query.limit, name: query.name } }, options);
+    // allRoles walks pages by these two fields: garbage in either would have it loop for ever.
+    if (!Array.isArray(page?.items) || typeof page.pages !== 'string' || !/^\d{1,15}$/.test(page.pages)) {
+      throw new UnexpectedResponseError({ code: 'unexpected_response', description: 'the roles answer has no items list or no page count' });
+    }
+    return page;
   }
 
   /** Every role matching `query.name`, page after page (`query.limit` per request). */

@@ -1,8 +1,9 @@
 /**
  * client.fetch: the platform's fetch for the gateway's proxied routes, with the bearer token.
  *
- * The token goes to the gateway's origin only: any other origin is refused before anything is
- * sent. Bodies stream both ways (a ReadableStream body is sent with `duplex: 'half'`; the answer
+ * The token goes to the gateway only: any other origin, or a path outside the base URL's, is
+ * refused before anything is sent. Redirects follow the platform's fetch, which drops the
+ * Authorization header when a redirect leaves the origin (Node's fetch and current browsers). Bodies stream both ways (a ReadableStream body is sent with `duplex: 'half'`; the answer
  * is the platform's Response, unread). A 401 invalid_token renews and replays once when the body
  * can be sent again; a stream cannot, so its 401 is returned as it came. The time limit runs
  * until the answer's headers arrive; the body is then the caller's, and the caller's signal
@@ -22,8 +23,10 @@ export function gatewayFetch(transport: Transport, tokens: TokenManager): Gatewa
     const url = source !== undefined ? new URL(source.url)
       : input instanceof URL ? input
         : /^[a-z][a-z\d+.-]*:/i.test(input as string) ? new URL(input as string) : transport.url(input as string);
-    if (url.origin !== transport.baseUrl.origin) {
-      throw new ConfigurationError({ code: 'foreign_origin', description: `client.fetch sends the bearer token to ${transport.baseUrl.origin} only, not to ${url.origin}` });
+    // Under the base URL's path too: on an origin shared with other applications (a gateway
+    // mounted at https://host/gw/), '../admin' or an absolute URL elsewhere is not the gateway.
+    if (url.origin !== transport.baseUrl.origin || !url.pathname.startsWith(transport.baseUrl.pathname)) {
+      throw new ConfigurationError({ code: 'foreign_origin', description: `client.fetch sends the bearer token under ${transport.baseUrl.href} only, not to ${url.origin}${url.pathname}` });
     }
     if (isStream(rest.body) && !canStreamBodies()) {
       throw new ConfigurationError({ code: 'stream_body_unsupported', description: 'this platform\'s fetch cannot send a ReadableStream body (Firefox and Safari cannot): pass a Blob, an ArrayBuffer or a string' });

@@ -48,6 +48,9 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
   if (value === null) return undefined;
   const text = value.trim();
   if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // An HTTP date starts with a day name; Date.parse would also read '-5' or '10.5' as dates
+  // long past, and the call would be retried at once.
+  if (!/^[A-Za-z]{3,9},? /.test(text)) return undefined;
   const at = Date.parse(text);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }

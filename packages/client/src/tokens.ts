@@ -15,7 +15,7 @@
  * up for an in-process renewal: the gateway's grace window answers a duplicate refresh with the
  * same pair, so the worst case is one extra request.
  */
-import { AuthenticationError, ConfigurationError, type GatewayError } from './errors.js';
+import { AuthenticationError, ConfigurationError, UnexpectedResponseError, type GatewayError } from './errors.js';
 import { sha256Hex } from './secret.js';
 import { within, type CallScope, type RetryPolicy, type Transport } from './transport.js';
 import type { Credentials, TokenPair, TokenStorage } from './types.js';
@@ -50,6 +50,26 @@ export interface TokenManagerOptions {
   onSessionExpired?: ((error: Error) => void) | undefined;
 }
 
+/**
+ * What a token may be: visible ASCII, as every token the gateway mints is. Anything else could
+ * not go in an Authorization header, and the platform's refusal would quote it in its message.
+ */
+const TOKEN_TEXT = /^[\x21-\x7e]{1,8192}$/;
+
+export function isTokenText(value: unknown): value is string {
+  return typeof value === 'string' && TOKEN_TEXT.test(value);
+}
+
+/**
+ * A token given in the options: trimmed (one read from a file or an environment variable often
+ * ends in a newline, which a header would have dropped anyway), then checked, and never quoted.
+ */
+export function tokenOption(name: string, value: unknown): string {
+  const text = typeof value === 'string' ? value.trim() : value;
+  if (!isTokenText(text)) throw new ConfigurationError({ code: 'invalid_credentials_option', description: `${name}: not a token (visible ASCII characters only)` });
+  return text;
+}
+
 /** The access token's lifetime in ms (exp − iat of its payload), or undefined when unreadable. */
 export function lifetimeOf(token: string): { lifetimeMs: number; expMs: number } | undefined {
   const part = token.split('.')[1];
@@ -59,7 +79,10 @@ export function lifetimeOf(token: string): { lifetimeMs: number; expMs: number }
     const binary = atob(b64 + '='.repeat((4 - (b64.length % 4)) % 4));
     const payload = JSON.parse(new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)))) as { exp?: unknown; iat?: unknown };
     if (typeof payload.exp !== 'number' || typeof payload.iat !== 'number' || payload.exp <= payload.iat) return undefined;
-    return { lifetimeMs: (payload.exp - payload.iat) * 1000, expMs: payload.exp * 1000 };
+    const lifetimeMs = (payload.exp - payload.iat) * 1000;
+    // An exp too far off to compute with would make every call renew (Infinity − Infinity).
+    if (!Number.isFinite(lifetimeMs) || !Number.isFinite(payload.exp * 1000)) return undefined;
+    return { lifetimeMs, expMs: payload.exp * 1000 };
   } catch {
     return undefined;
   }
@@ -100,6 +123,11 @@ export class TokenManager {
    * the session is declared over.
    */
   #handedOver: TokenPair | undefined;
+  /**
+   * Counts drop()s: a renewal that began before one (forget, reset) must not bring its pair
+   * back, into memory or storage, when it ends after it.
+   */
+  #generation = 0;
 
   constructor(options: TokenManagerOptions) {
     const { credentials } = options;
@@ -111,9 +139,9 @@ export class TokenManager {
       this.#apiKey = credentials.apiKey;
       this.#plainSecret = credentials.apiSecret;
     } else if ('settingsToken' in credentials) {
-      this.#settingsToken = credentials.settingsToken;
+      this.#settingsToken = tokenOption('settingsToken', credentials.settingsToken);
     } else {
-      this.#handedOver = { refreshToken: credentials.refreshToken, accessToken: credentials.accessToken ?? '' };
+      this.#handedOver = { refreshToken: tokenOption('refreshToken', credentials.refreshToken), accessToken: typeof credentials.accessToken === 'string' ? credentials.accessToken.trim() : '' };
       this.#held = this.#fromStored(this.#handedOver);
     }
     this.#lockName = options.lockName ?? `auth-gateway-client:${this.#transport.baseUrl.href}:${this.#apiKey ?? 'session'}`;
@@ -197,6 +225,7 @@ export class TokenManager {
 
   /** Forgets the pair, here and in the storage hook (the pair is dead or unwanted). */
   async drop(): Promise<void> {
+    this.#generation++;
     this.#held = undefined;
     this.#handedOver = undefined;
     this.#loading = Promise.resolve();
@@ -211,8 +240,11 @@ export class TokenManager {
 
   #load(): Promise<void> {
     this.#loading ??= (async () => {
+      const generation = this.#generation;
       const stored = await this.#storage?.load();
-      if (stored !== undefined && this.#settingsToken === undefined) this.#held = this.#fromStored(stored);
+      // Whatever the hook holds that is not a pair (another version's format, a hand edit) is no
+      // pair; and a pair dropped (forget, reset) while it loaded stays dropped.
+      if (this.#settingsToken === undefined && isStoredPair(stored) && generation === this.#generation) this.#held = this.#fromStored(stored);
     })().catch((err: unknown) => {
       // A storage that failed once (a locked IndexedDB, say) is asked again by the next call.
       this.#loading = undefined;
@@ -239,10 +271,11 @@ export class TokenManager {
   }
 
   async #renewNow(recheck: boolean): Promise<Held> {
+    const generation = this.#generation;
     if (recheck && this.#storage !== undefined) {
       const stored = await this.#storage.load();
       // Another tab rotated the pair while this one waited for the lock: its pair is the newest.
-      if (stored !== undefined && stored.refreshToken !== this.#held?.refreshToken) {
+      if (isStoredPair(stored) && stored.refreshToken !== this.#held?.refreshToken && generation === this.#generation) {
         this.#held = this.#fromStored(stored);
         this.#expired = undefined;
         return this.#held;
@@ -251,7 +284,7 @@ export class TokenManager {
     for (let refreshToken = this.#held?.refreshToken; refreshToken !== undefined;) {
       if (refreshToken === this.#handedOver?.refreshToken) this.#handedOver = undefined;
       try {
-        return await this.#accept(await this.#transport.json<TokenPair>({ method: 'POST', path: '/api/refresh', body: { refreshToken }, retryable: true }));
+        return await this.#accept(await this.#transport.json<TokenPair>({ method: 'POST', path: '/api/refresh', body: { refreshToken }, retryable: true }), generation);
       } catch (err) {
         if (!(err instanceof AuthenticationError && err.code === 'invalid_grant')) throw err;
         if (this.#handedOver !== undefined) {
@@ -262,8 +295,13 @@ export class TokenManager {
         }
         if (this.#apiKey === undefined) {
           this.#expired = err;
-          await this.drop();
-          this.#onSessionExpired?.(err);
+          // The application's storage and callback failing must not hide why the session ended.
+          await this.drop().catch(() => {});
+          try {
+            this.#onSessionExpired?.(err);
+          } catch {
+            // The callback's own bug is the application's to find; the caller gets the refusal.
+          }
           throw err;
         }
         // A dead refresh token (reset, reused, expired) with the key at hand: one fresh sign-in.
@@ -274,26 +312,39 @@ export class TokenManager {
       throw this.#expired ?? new AuthenticationError({ status: 401, code: 'invalid_grant', description: 'the session has ended and there is no API key to sign in with' });
     }
     const body = await this.keyCredentials();
-    return this.#accept(await this.#transport.json<TokenPair>({ method: 'POST', path: '/api/signin', body, retryable: true }));
+    return this.#accept(await this.#transport.json<TokenPair>({ method: 'POST', path: '/api/signin', body, retryable: true }), generation);
   }
 
-  async #accept(pair: TokenPair): Promise<Held> {
-    const life = lifetimeOf(pair.accessToken);
+  /**
+   * A pair the gateway sent, held and saved, unless the pair was dropped (forget, reset) since
+   * the renewal began: the callers waiting for it still get it, but it is not kept.
+   */
+  async #accept(pair: unknown, generation: number): Promise<Held> {
+    if (pair === null || typeof pair !== 'object' || !isTokenText((pair as TokenPair).accessToken) || !isTokenText((pair as TokenPair).refreshToken)) {
+      throw new UnexpectedResponseError({ code: 'unexpected_response', description: 'the gateway answered without a token pair' });
+    }
+    const { accessToken, refreshToken } = pair as TokenPair;
+    const life = lifetimeOf(accessToken);
     const expiresAt = life === undefined ? undefined : Date.now() + life.lifetimeMs;
-    this.#held = {
-      accessToken: pair.accessToken,
-      refreshToken: pair.refreshToken,
+    const held: Held = {
+      accessToken,
+      refreshToken,
       renewAt: life === undefined || expiresAt === undefined ? undefined : expiresAt - this.#renewBefore(life.lifetimeMs),
       expiresAt,
     };
+    if (generation !== this.#generation) return held;
+    this.#held = held;
     this.#expired = undefined;
-    await this.#storage?.save({ accessToken: pair.accessToken, refreshToken: pair.refreshToken });
-    return this.#held;
+    // A storage that cannot save (a full localStorage) costs the pair's persistence, not the
+    // call: counted as a failed renewal, it would renew again every few seconds.
+    await (async () => this.#storage?.save({ accessToken, refreshToken }))().catch(() => {});
+    return held;
   }
 
   /** A pair not received by this client: its exp, read against the local clock, at most one lifetime ahead. */
   #fromStored(pair: TokenPair): Held {
-    const accessToken = pair.accessToken === '' ? undefined : pair.accessToken;
+    // An access token that could not be sent is no token: the refresh token renews it.
+    const accessToken = isTokenText(pair.accessToken) ? pair.accessToken : undefined;
     const life = accessToken === undefined ? undefined : lifetimeOf(accessToken);
     const expiresAt = life === undefined ? undefined : Math.min(life.expMs, Date.now() + life.lifetimeMs);
     return {
@@ -307,6 +358,11 @@ export class TokenManager {
   #renewBefore(lifetimeMs: number): number {
     return this.#renewBeforeMs ?? Math.min(lifetimeMs / 2, Math.max(5000, lifetimeMs * 0.1));
   }
+}
+
+/** A stored pair: a usable refresh token, and an access token that #fromStored checks on its own. */
+function isStoredPair(value: unknown): value is TokenPair {
+  return value !== null && typeof value === 'object' && isTokenText((value as TokenPair).refreshToken);
 }
 
 function locks(): LockManager | undefined {

@@ -20,6 +20,13 @@ export type RetryPolicy = Required<RetryOptions>;
 
 export const DEFAULT_RETRY: RetryPolicy = { retries: 2, maxRetryAfterMs: 60_000, baseDelayMs: 300, maxDelayMs: 10_000 };
 export const DEFAULT_TIMEOUT_MS = 30_000;
+/** The longest delay setTimeout takes (a signed 32-bit count of ms); longer ones fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * The most this client reads of an answer to its own JSON calls. The gateway's largest answers
+ * (an owner listing at its highest limit) are far below it; a body past it is not the gateway's.
+ */
+export const MAX_ENVELOPE_BYTES = 8 * 1024 * 1024;
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
 const RETRY_STATUSES = new Set([408, 429, 502, 503, 504]);
@@ -56,6 +63,9 @@ export class CallScope {
     if (this.#caller?.aborted) this.#controller.abort(this.#caller.reason);
     else {
       this.#caller?.addEventListener('abort', this.#onAbort, { once: true });
+      // A limit past the platform's timer range (Infinity included) is no limit: setTimeout
+      // would fire such a delay at once.
+      if (!(timeoutMs <= MAX_TIMER_MS)) return;
       this.#timer = setTimeout(() => {
         this.#timedOut = true;
         this.#controller.abort(new TimeoutError({ code: 'timeout', description: `the call did not finish within ${timeoutMs} ms` }));
@@ -77,7 +87,13 @@ export class CallScope {
   }
 
   /** Waits `ms`, or throws the typed error as soon as the scope ends. */
-  sleep(ms: number): Promise<void> {
+  async sleep(ms: number): Promise<void> {
+    // Past the timer range, in steps: setTimeout would fire at once.
+    for (; ms > MAX_TIMER_MS; ms -= MAX_TIMER_MS) await this.#sleep(MAX_TIMER_MS);
+    await this.#sleep(ms);
+  }
+
+  #sleep(ms: number): Promise<void> {
     this.check();
     return new Promise((resolve, reject) => {
       const onAbort = () => {
@@ -150,8 +166,13 @@ export class Transport {
     let baseUrl: URL;
     try {
       baseUrl = new URL(baseUrlOption);
-    } catch (cause) {
-      throw new ConfigurationError({ code: 'invalid_configuration', description: `baseUrl is not a URL: ${String(baseUrlOption)}`, cause });
+    } catch {
+      // Neither quoted nor kept as the cause (whose `input` is the URL): it may hold a password.
+      throw new ConfigurationError({ code: 'invalid_configuration', description: 'baseUrl is not a URL' });
+    }
+    // fetch refuses such URLs, and its refusal quotes the URL, password included.
+    if (baseUrl.username !== '' || baseUrl.password !== '') {
+      throw new ConfigurationError({ code: 'invalid_configuration', description: 'baseUrl: a user name or password in the URL is not sent by fetch; give the gateway\'s URL without them' });
     }
     // A base URL with a path (https://host/gw) keeps it: paths are appended, not resolved.
     this.baseUrl = new URL(baseUrl.href.endsWith('/') ? baseUrl.href : `${baseUrl.href}/`);
@@ -186,12 +207,16 @@ export class Transport {
   /**
    * One attempt: fetch, with failures as typed errors. The RateLimit fields are recorded.
    * `input` may be a Request (client.fetch builds one per attempt to carry a caller's Request).
+   *
+   * The client's own calls (a URL) never follow a redirect: a 307 or 308 would send their body
+   * (the secret's hash, a refresh token, an owner's password) to wherever the answer points, and
+   * the gateway never redirects them. The 3xx is then an answer without the envelope.
    */
   async attempt(scope: CallScope, input: URL | Request, init: RequestInit = {}): Promise<Response> {
     scope.check();
     let res: Response;
     try {
-      res = await this.#fetch(input, { ...init, signal: scope.signal });
+      res = await this.#fetch(input, { ...(input instanceof URL ? { redirect: 'manual' } : {}), ...init, signal: scope.signal });
     } catch (err) {
       if (scope.signal.aborted) throw scope.abortError();
       const origin = input instanceof URL ? input.origin : new URL(input.url).origin;
@@ -200,7 +225,11 @@ export class Transport {
     const info = parseRateLimit(res.headers);
     if (info !== undefined) {
       this.#rateLimit = info;
-      this.#onRateLimit?.(info);
+      try {
+        this.#onRateLimit?.(info);
+      } catch {
+        // An observer's bug must not fail the call it observes (a sign-in under it, even).
+      }
     }
     return res;
   }
@@ -269,6 +298,31 @@ function describe(err: unknown): string {
   return String(err);
 }
 
+/** The answer's text, refused (and its stream cancelled) once past MAX_ENVELOPE_BYTES. */
+async function boundedText(res: Response): Promise<string> {
+  const tooLarge = () => new UnexpectedResponseError({ code: 'unexpected_response', description: `an answer larger than ${MAX_ENVELOPE_BYTES} bytes is not the gateway's` });
+  const declared = Number(res.headers.get('content-length'));
+  if (declared > MAX_ENVELOPE_BYTES) {
+    await res.body?.cancel().catch(() => {});
+    throw tooLarge();
+  }
+  if (res.body === null) return '';
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + decoder.decode();
+    size += value.byteLength;
+    if (size > MAX_ENVELOPE_BYTES) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+}
+
 /**
  * The envelope's message on success; otherwise the typed error, with the status, the request
  * id (the header, or the envelope's on a 5xx), Retry-After and the RateLimit fields.
@@ -277,9 +331,10 @@ export async function readEnvelope<T>(res: Response, scope?: CallScope): Promise
   const requestId = res.headers.get('x-request-id') ?? undefined;
   let text: string;
   try {
-    text = await res.text();
+    text = await boundedText(res);
   } catch (err) {
     if (scope?.signal.aborted) throw scope.abortError();
+    if (err instanceof UnexpectedResponseError) throw new UnexpectedResponseError({ code: err.code, description: err.description, status: res.status, requestId });
     throw new NetworkError({ code: 'network_error', description: `the answer broke off: ${describe(err)}`, status: res.status, requestId, cause: err });
   }
   let body: unknown;

@@ -91,6 +91,8 @@ export type Credentials =
  * Where the token pair is kept besides memory. `load` is read before the first sign-in and
  * inside the cross-tab lock; `save` is called with every new pair, and with `undefined` once the
  * pair is known to be dead. Either may be async. Keep it somewhere only this application reads.
+ * What `load` returns that is not a pair of tokens is ignored; a `save` that throws costs the
+ * pair's persistence only (the pair stays in memory and the call goes on).
  */
 export interface TokenStorage {
   load(): TokenPair | undefined | Promise<TokenPair | undefined>;
@@ -123,15 +125,15 @@ export interface ClientOptions {
   lockName?: string;
   /** Renew this long before the access token expires; default max(5 s, 10 % of its lifetime), at most half of it. */
   renewBeforeMs?: number;
-  /** Per-call time limit, retries and waits included; default 30,000. */
+  /** Per-call time limit, retries and waits included; default 30,000. Infinity: none. */
   timeoutMs?: number;
   /** Retry policy for idempotent calls; `false` turns retries off. */
   retry?: RetryOptions | false;
   /** A fetch implementation; default the platform's `globalThis.fetch`. */
   fetch?: typeof fetch;
-  /** Called with the RateLimit fields of every answer that carries them. */
+  /** Called with the RateLimit fields of every answer that carries them; what it throws is dropped. */
   onRateLimit?: (info: RateLimitInfo) => void;
-  /** Called when the client can no longer renew (refresh refused and no key to sign in with). */
+  /** Called when the client can no longer renew (refresh refused and no key to sign in with); what it throws is dropped. */
   onSessionExpired?: (error: Error) => void;
   /**
    * In a browser, an API secret or an API settings token in the page is readable by every

@@ -21,6 +21,7 @@
  */
 import { AuthenticationError, ConfigurationError, UnexpectedResponseError } from '../errors.js';
 import { runsInBrowser } from '../platform.js';
+import { isTokenText } from '../tokens.js';
 import { isIdempotent, readEnvelope, Transport, within } from '../transport.js';
 import type { CallOptions, RateLimitInfo } from '../types.js';
 import type {
@@ -144,8 +145,10 @@ export class OwnerClient {
     const { adminToken, email, password } = options as { adminToken?: unknown; email?: unknown; password?: unknown };
     if (adminToken !== undefined) {
       if (email !== undefined || password !== undefined) throw configuration('give either adminToken or email and password, not both');
-      if (typeof adminToken !== 'string' || !adminToken.startsWith(ADMIN_TOKEN_PREFIX)) throw configuration(`adminToken must be an admin token (${ADMIN_TOKEN_PREFIX}…)`);
-      this.#adminToken = adminToken;
+      const token = typeof adminToken === 'string' ? adminToken.trim() : adminToken;
+      // Checked as a header value too: the platform's refusal of one would quote it.
+      if (typeof token !== 'string' || !token.startsWith(ADMIN_TOKEN_PREFIX) || !isTokenText(token)) throw configuration(`adminToken must be an admin token (${ADMIN_TOKEN_PREFIX}…)`);
+      this.#adminToken = token;
     } else {
       if (typeof email !== 'string' || typeof password !== 'string' || email === '' || password === '') throw configuration('give adminToken, or email and password');
       this.#email = email;
@@ -369,12 +372,17 @@ export class OwnerClient {
 /** Every item of a listing, following `nextCursor` page after page. */
 async function* everyItem<T>(page: (cursor: string | undefined) => Promise<Page<T>>): AsyncGenerator<T, void, undefined> {
   let cursor: string | undefined;
+  // A cursor that comes back (the same one, or one of a cycle) would loop for ever.
+  const seen = new Set<string>();
   for (;;) {
     const answer = await page(cursor);
+    if (!Array.isArray(answer?.items)) throw new UnexpectedResponseError({ code: 'unexpected_response', description: 'the listing answered without an items list' });
     yield* answer.items;
-    if (answer.nextCursor === undefined) return;
-    // A cursor that comes back unchanged would loop for ever.
-    if (answer.nextCursor === cursor) throw new UnexpectedResponseError({ code: 'unexpected_response', description: `the listing answered its own cursor again (${cursor})` });
+    if (answer.nextCursor === undefined || answer.nextCursor === null) return;
+    if (typeof answer.nextCursor !== 'string' || seen.has(answer.nextCursor)) {
+      throw new UnexpectedResponseError({ code: 'unexpected_response', description: 'the listing answered a cursor it had already given' });
+    }
+    seen.add(answer.nextCursor);
     cursor = answer.nextCursor;
   }
 }
@@ -384,7 +392,11 @@ function expand(template: string, params: Record<string, string | number>): stri
   return template.replaceAll(/\{(\w+)\}/g, (_, name: string) => {
     const value = params[name];
     if (value === undefined) throw new TypeError(`missing path parameter ${name}`);
-    return encodeURIComponent(String(value));
+    // encodeURIComponent leaves dots alone, and the URL parser resolves '.' and '..' segments:
+    // keys.delete(accountId, '..') would be DELETE /owner/v1/accounts/{accountId}.
+    const text = String(value);
+    if (text === '' || text === '.' || text === '..') throw new TypeError(`path parameter ${name} may not be empty, "." or ".."`);
+    return encodeURIComponent(text);
   });
 }
 
