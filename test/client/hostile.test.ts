@@ -144,56 +144,33 @@ test('a token that cannot go in a header never ends up in an error message', asy
   if (err !== undefined) assert.ok(!textOf(err).includes('secret-access-token'), textOf(err));
 });
 
-test('forget() while a sign-in is under way: the pair it brings is not stored afterwards', async (t) => {
-  let release!: () => void;
-  const held = new Promise<void>((resolve) => { release = resolve; });
-  let signIns = 0;
-  const gateway = await serve(t, async (req, res) => {
-    if (req.url === '/api/signin') {
-      signIns++;
-      if (signIns === 1) await held;
-      return json(res, 200, { success: true, message: pair(signIns) });
-    }
-    return json(res, 200, { success: true, message: { pages: '1', items: [], total: 0 } });
+for (const drop of ['forget', 'reset'] as const) {
+  test(`${drop}() while a sign-in is under way: the pair it brings is not kept afterwards`, async (t) => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    let signIns = 0;
+    const gateway = await serve(t, async (req, res) => {
+      if (req.url === '/api/signin') {
+        signIns++;
+        if (signIns === 1) await held;
+        return json(res, 200, { success: true, message: pair(signIns) });
+      }
+      if (req.url === '/api/reset') return json(res, 200, { success: true, message: { scope: 'key', accountId: 1, keyId: 1, resetAt: new Date().toISOString() } });
+      return json(res, 200, { success: true, message: { pages: '1', items: [], total: 0 } });
+    });
+    const saves: (TokenPair | undefined)[] = [];
+    const storage: TokenStorage = { load: () => undefined, save: (p) => { saves.push(p); } };
+    const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, storage, retry: false });
+    const first = client.roles().catch(() => undefined);
+    while (signIns === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await (drop === 'forget' ? client.forget() : client.reset());
+    release();
+    await first;
+    assert.equal(saves.at(-1), undefined, `saved after ${drop}(): ${JSON.stringify(saves)}`);
+    await client.roles();
+    assert.equal(signIns, 2, `the call after ${drop}() signs in again`);
   });
-  const saves: (TokenPair | undefined)[] = [];
-  const storage: TokenStorage = { load: () => undefined, save: (p) => { saves.push(p); } };
-  const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, storage, retry: false });
-  const first = client.roles();
-  while (signIns === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-  await client.forget();
-  release();
-  await first;
-  assert.equal(saves.at(-1), undefined, `saved after forget(): ${JSON.stringify(saves)}`);
-  await client.roles();
-  assert.equal(signIns, 2, 'the call after forget() signs in again');
-});
-
-test('reset() while a sign-in is under way: the pair minted before the reset is not kept', async (t) => {
-  let release!: () => void;
-  const held = new Promise<void>((resolve) => { release = resolve; });
-  let signIns = 0;
-  const gateway = await serve(t, async (req, res) => {
-    if (req.url === '/api/signin') {
-      signIns++;
-      if (signIns === 1) await held;
-      return json(res, 200, { success: true, message: pair(signIns) });
-    }
-    if (req.url === '/api/reset') return json(res, 200, { success: true, message: { scope: 'key', accountId: 1, keyId: 1, resetAt: new Date().toISOString() } });
-    return json(res, 200, { success: true, message: { pages: '1', items: [], total: 0 } });
-  });
-  const saves: (TokenPair | undefined)[] = [];
-  const storage: TokenStorage = { load: () => undefined, save: (p) => { saves.push(p); } };
-  const client = new GatewayClient({ baseUrl: gateway.url, credentials: key, storage, retry: false });
-  const first = client.roles().catch(() => undefined);
-  while (signIns === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-  await client.reset();
-  release();
-  await first;
-  assert.equal(saves.at(-1), undefined, `saved after reset(): ${JSON.stringify(saves)}`);
-  await client.roles();
-  assert.equal(signIns, 2, 'the call after reset() signs in again');
-});
+}
 
 test('an endless answer to a JSON call is cut off at a bound, not read until the time limit', async (t) => {
   const gateway = await serve(t, (req, res) => {
