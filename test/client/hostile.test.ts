@@ -354,7 +354,8 @@ test('a gateway that never answers, or trickles its body, ends in a TimeoutError
   // client.fetch's limit ends with the answer's head (documented): the body is the caller's to read or cancel.
   const client = new GatewayClient({ baseUrl: trickle.url, credentials: key, retry: false });
   const controller = new AbortController();
-  const res = await client.fetch('/x', { timeoutMs: 400, signal: controller.signal });
+  // A limit the sign-in and the head fit in even on a loaded machine (400 ms did not, in CI).
+  const res = await client.fetch('/x', { timeoutMs: 10_000, signal: controller.signal });
   controller.abort();
   await assert.rejects(res.text());
 });

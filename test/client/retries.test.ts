@@ -66,21 +66,22 @@ test('Retry-After: the wait is the server\'s plus up to a quarter of it (at most
 });
 
 test('no wait is started past the deadline: a Retry-After longer than the time left answers the refusal at once', async (t) => {
-  const { backend, client } = await scripted(t, [{ status: 429, headers: { 'retry-after': '2' } }, { status: 200 }]);
-  const err = await client.roles({}, { timeoutMs: 1000 }).then(() => assert.fail('refused'), (e: unknown) => e);
+  // Retry-After 30 s: under the 60 s cap, past a 10 s call (a limit the first answer fits in even on a loaded machine).
+  const { backend, client } = await scripted(t, [{ status: 429, headers: { 'retry-after': '30' } }, { status: 200 }]);
+  const err = await client.roles({}, { timeoutMs: 10_000 }).then(() => assert.fail('refused'), (e: unknown) => e);
   assert.ok(err instanceof RateLimitError, `the 429 itself, not a TimeoutError: ${String(err)}`);
-  assert.equal(err.retryAfterMs, 2000);
+  assert.equal(err.retryAfterMs, 30_000);
   assert.equal(backend.received.length, 1);
-  const unavailable = await scripted(t, [{ status: 503, headers: { 'retry-after': '2' } }]);
-  assert.ok(await unavailable.client.roles({}, { timeoutMs: 1000 }).catch((e: unknown) => e) instanceof ServerError);
+  const unavailable = await scripted(t, [{ status: 503, headers: { 'retry-after': '30' } }]);
+  assert.ok(await unavailable.client.roles({}, { timeoutMs: 10_000 }).catch((e: unknown) => e) instanceof ServerError);
 });
 
-test('Retry-After as an HTTP date is read too: 5 s ahead does not fit in a 2 s call, so the 503 is the answer at once', async (t) => {
-  const at = new Date(Date.now() + 5000).toUTCString();
+test('Retry-After as an HTTP date is read too: 40 s ahead does not fit in a 10 s call, so the 503 is the answer at once', async (t) => {
+  const at = new Date(Date.now() + 40_000).toUTCString();
   const { backend, client } = await scripted(t, [{ status: 503, headers: { 'retry-after': at } }, { status: 200 }]);
-  const err = await client.roles({}, { timeoutMs: 2000 }).then(() => assert.fail('refused'), (e: unknown) => e);
+  const err = await client.roles({}, { timeoutMs: 10_000 }).then(() => assert.fail('refused'), (e: unknown) => e);
   assert.ok(err instanceof ServerError, String(err));
-  assert.ok(err.retryAfterMs !== undefined && err.retryAfterMs > 3000 && err.retryAfterMs <= 5000, String(err.retryAfterMs));
+  assert.ok(err.retryAfterMs !== undefined && err.retryAfterMs > 30_000 && err.retryAfterMs <= 40_000, String(err.retryAfterMs));
   assert.equal(backend.received.length, 1);
 });
 
@@ -88,10 +89,10 @@ test('no wait is started past the deadline after a refused connection either: Ne
   pinRandom(t, 0.5);
   const port = await closedPort();
   const { fetch, sent } = recordingFetch();
-  const client = new GatewayClient({ baseUrl: `http://127.0.0.1:${port}`, credentials: { settingsToken: 'gwst_test' }, fetch, retry: { baseDelayMs: 10_000 } });
-  const err = await client.roles({}, { timeoutMs: 1000 }).then(() => assert.fail('refused'), (e: unknown) => e);
+  const client = new GatewayClient({ baseUrl: `http://127.0.0.1:${port}`, credentials: { settingsToken: 'gwst_test' }, fetch, retry: { baseDelayMs: 20_000, maxDelayMs: 20_000 } });
+  const err = await client.roles({}, { timeoutMs: 5000 }).then(() => assert.fail('refused'), (e: unknown) => e);
   assert.ok(err instanceof NetworkError, String(err));
-  assert.equal(sent.length, 1, 'a backoff of 5 s does not fit in 1 s: not retried');
+  assert.equal(sent.length, 1, 'a backoff of 10 s does not fit in 5 s: not retried');
 });
 
 test('client.fetch: an idempotent PUT with a stream body is not retried on a 503 (the stream is spent), a replayable one is', async (t) => {
