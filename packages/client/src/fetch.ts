@@ -3,8 +3,9 @@
  *
  * The token goes to the gateway only: any other origin, or a path outside the base URL's, is
  * refused before anything is sent. Redirects follow the platform's fetch, which drops the
- * Authorization header when a redirect leaves the origin (Node's fetch and current browsers). Bodies stream both ways (a ReadableStream body is sent with `duplex: 'half'`; the answer
- * is the platform's Response, unread). A 401 invalid_token renews and replays once when the body
+ * Authorization header when a redirect leaves the origin (Node's fetch and current browsers).
+ * Bodies stream both ways (a ReadableStream body is sent with `duplex: 'half'`; the answer is
+ * the platform's Response, unread). A 401 invalid_token renews and replays once when the body
  * can be sent again; a stream cannot, so its 401 is returned as it came. The time limit runs
  * until the answer's headers arrive; the body is then the caller's, and the caller's signal
  * still cancels it.
