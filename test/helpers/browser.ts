@@ -19,7 +19,7 @@ const ARGS = [
 
 let warned = false;
 
-/** Options for `test(name, browserSuite(), fn)`. */
+/** The `{ skip }` option of every browser suite (node:test's test options). */
 export function browserSuite(): { skip: string | false } {
   if (existsSync(CHROMIUM) || process.env.CI) return { skip: false };
   const message = `${CHROMIUM} is not installed: browser suites SKIPPED (apt-get install chromium; CI runs them)`;
