@@ -14,14 +14,29 @@ import type { DataFile } from './data-file.js';
 
 const PUBLISHED_DEMO_SECRETS = ['sk_demo_alice_secret', 'sk_demo_alice_disabled_secret', 'sk_demo_bob_secret'];
 const DEMO_DIGESTS = new Set(PUBLISHED_DEMO_SECRETS.map((secret) => secretDigest(hashSecret(secret))));
+/**
+ * The demo owners' password hashes (their passwords, `alice demo passphrase` and `bob demo
+ * passphrase`, are printed in the README for the dashboard). Recognised by the hash string as
+ * shipped: verifying every owner against the published passwords would cost an argon2 run each.
+ */
+const DEMO_OWNER_HASHES = new Set([
+  '$argon2id$v=19$m=19456,t=2,p=1$mQdoESWDcPgYyZFIb2ruIQ$txxv5QQCcXjozaAOiIQqDepd7K4oA2PD28m1CBDNd2M',
+  '$argon2id$v=19$m=19456,t=2,p=1$ud+CIXa1WVR1uyciFku9Ig$6mNEQEJcx8pUtJcwTl1unCQHKnJhCcv5cZ+7wpAMn9o',
+]);
 
 export class DemoDataError extends Error {
   override name = 'DemoDataError';
 }
 
-/** "<account>/<key id>" of every API key in `data` whose secret is a published demo secret. */
+/**
+ * "<account>/<key id>" of every API key in `data` whose secret is a published demo secret, and
+ * "owner <id>" of every owner whose password is a published demo password.
+ */
 export function findDemoKeys(data: DataFile): string[] {
-  return data.accounts.flatMap((account) => account.apiKeys.filter((key) => DEMO_DIGESTS.has(key.secretDigest)).map((key) => `${account.id}/${key.id}`));
+  return [
+    ...data.accounts.flatMap((account) => account.apiKeys.filter((key) => DEMO_DIGESTS.has(key.secretDigest)).map((key) => `${account.id}/${key.id}`)),
+    ...data.owners.filter((owner) => DEMO_OWNER_HASHES.has(owner.passwordHash)).map((owner) => `owner ${owner.id}`),
+  ];
 }
 
 /**
@@ -32,7 +47,7 @@ export function checkDemoData(data: DataFile, { file, isProduction, allowDemoDat
   if (!isProduction) return undefined;
   const demoKeys = findDemoKeys(data);
   if (demoKeys.length === 0) return undefined;
-  const what = `the data file ${file} holds demo API keys whose secrets are published in the README (${demoKeys.join(', ')})`;
+  const what = `the data file ${file} holds demo API keys or owners whose secrets or passwords are published in the README (${demoKeys.join(', ')})`;
   if (allowDemoData) return `${what}: serving them because ALLOW_DEMO_DATA=true; anyone who can reach the gateway can sign in with them (give it real data with GATEWAY_DATA_FILE)`;
   throw new DemoDataError([
     `${what}; with NODE_ENV=production the gateway will not serve them.`,
