@@ -57,7 +57,7 @@ export function createListeners(services: Services): Listeners {
     // A path the router knows under some method: the gateway's own. Read as the route table
     // reads paths (without case, without `;` parameters; proxy/routes.ts), since backends do:
     // /HEALTHZ or /api;x/roles must not reach a catch-all that takes them for the gateway's.
-    isOwnPath: createOwnPathCheck(router),
+    isOwnPath: createOwnPathCheck(router, services.config.dashboard.enabled ? [OWNER_TREE, services.config.dashboard.path] : [OWNER_TREE]),
   });
   const serveProxied = createProxiedPath(services, accessLog, cors);
   // The route shouldUpgrade found, for the 'upgrade' event of the same request.
@@ -89,20 +89,20 @@ export function createListeners(services: Services): Listeners {
 
 /**
  * Whether a path is the gateway's own, asked of every proxied request: while every own route is
- * a plain path (no parameters) or lies in the owner API's tree (all of which is own: its
- * catch-all answers every path under it), one prefix test and one set lookup; otherwise the
- * router itself decides.
+ * a plain path (no parameters) or lies in one of the trees that are the gateway's whole (the
+ * owner API and the dashboard: their catch-alls answer every path under them), one prefix test
+ * per tree and one set lookup; otherwise the router itself decides.
  */
-function createOwnPathCheck(router: Router): (path: string) => boolean {
+function createOwnPathCheck(router: Router, trees: readonly string[]): (path: string) => boolean {
   const layers = router.stack.filter((layer) => layer.methods.length > 0);
   const isPlain = (path: unknown) => typeof path === 'string' && /^[a-z0-9/._-]+$/.test(path);
-  const isOwnerTree = (path: unknown) => typeof path === 'string' && (path === OWNER_TREE || path.startsWith(`${OWNER_TREE}/`));
-  if (layers.every((layer) => isPlain(layer.path) || isOwnerTree(layer.path))) {
+  const inTree = (path: unknown) => typeof path === 'string' && trees.some((tree) => path === tree || path.startsWith(`${tree}/`));
+  if (layers.every((layer) => isPlain(layer.path) || inTree(layer.path))) {
     const own = new Set(layers.filter((layer) => isPlain(layer.path)).map((layer) => layer.path as string));
-    const hasOwnerTree = layers.some((layer) => isOwnerTree(layer.path));
+    const served = trees.filter((tree) => layers.some((layer) => inTree(layer.path) && (layer.path === tree || (layer.path as string).startsWith(`${tree}/`))));
     return (path) => {
       const key = ownPathKey(path);
-      if (hasOwnerTree && isOwnerTree(key)) return true;
+      if (served.some((tree) => key === tree || key.startsWith(`${tree}/`))) return true;
       // The router takes one trailing slash as the same path (normalising leaves at most one).
       return own.has(key.length > 1 && key.endsWith('/') ? key.slice(0, -1) : key);
     };

@@ -105,6 +105,11 @@ const quotaRuleSchema = z.strictObject({
 const w = (limit: number, seconds: number) => ({ limit, seconds });
 
 /** A browser origin, spelt as browsers send it in Origin; or "*" (alone: checked below). */
+/** The dashboard's path: lower case like every own path (app.ts compares own paths in lower case). */
+const DASHBOARD_PATH = /^(?:\/[a-z0-9][a-z0-9._-]*)+$/;
+/** First segments the gateway answers itself; the dashboard may not take them. */
+const OWN_FIRST_SEGMENTS = ['api', 'owner', '.well-known', 'healthz', 'readyz', 'metrics', 'openapi.json'];
+
 const corsOrigin = z.union([
   z.literal('*'),
   z.string().regex(/^https?:\/\/[^/?#\s]+$/, { message: 'expected an origin: "http(s)://host[:port]", without a path or trailing "/"', abort: true })
@@ -485,6 +490,17 @@ export const configSchema = z.strictObject({
     }),
   }).prefault({}),
 
+  dashboard: z.strictObject({
+    enabled: setting(z.boolean().default(true), {
+      env: 'DASHBOARD_ENABLED',
+      description: 'Serve the owners\' dashboard (web pages over the owner API) under `dashboard.path`. See docs/dashboard.md.',
+    }),
+    path: setting(z.string().max(64).regex(DASHBOARD_PATH, 'expected "/" and lower-case segments of a-z 0-9 . _ - (no trailing "/")').default('/dashboard'), {
+      env: 'DASHBOARD_PATH',
+      description: 'Where the dashboard is served; every path under it is the gateway\'s own (never proxied). Not under /api, /owner or another own path.',
+    }),
+  }).prefault({}),
+
   metrics: z.strictObject({
     enabled: setting(z.boolean().default(true), {
       env: 'METRICS_ENABLED',
@@ -542,6 +558,18 @@ export const configSchema = z.strictObject({
       ctx.addIssue({ code: 'custom', path: ['routes', i, 'prefix'], message: `"${c.routes[i]!.prefix}" is the gateway's own (the owner API under /owner, /openapi.json)` });
     }
   });
+  if (c.dashboard.enabled) {
+    const dashboard = c.dashboard.path;
+    if (OWN_FIRST_SEGMENTS.includes(dashboard.split('/')[1]!)) {
+      ctx.addIssue({ code: 'custom', path: ['dashboard', 'path'], message: `"${dashboard}" is under one of the gateway's own paths (/${OWN_FIRST_SEGMENTS.join(', /')})` });
+    }
+    prefixes.forEach((prefix, i) => {
+      // A route at or under the dashboard would never be reached: the dashboard's tree is the gateway's own.
+      if (prefix === dashboard || prefix.startsWith(`${dashboard}/`)) {
+        ctx.addIssue({ code: 'custom', path: ['routes', i, 'prefix'], message: `"${c.routes[i]!.prefix}" is under the dashboard (dashboard.path "${dashboard}"): move one of them, or set dashboard.enabled false` });
+      }
+    });
+  }
   prefixes.forEach((prefix, i) => {
     if (prefixes.indexOf(prefix) !== i) ctx.addIssue({ code: 'custom', path: ['routes', i, 'prefix'], message: `duplicate prefix "${c.routes[i]!.prefix}" (prefixes compare without case)` });
   });

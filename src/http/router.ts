@@ -15,6 +15,7 @@ import type { Directory } from '../stores/directory.js';
 import type { OwnerServices } from '../owner/service.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { TimestampFormatter } from '../util/time.js';
+import { registerDashboard } from '../dashboard/serve.js';
 import { buildOpenApiDocument, OPENAPI_PATH, serveOpenApiDocument } from './openapi/document.js';
 import { registerOwnerApi } from './owner/register.js';
 import { ownerOperations } from './routes/owner/index.js';
@@ -28,7 +29,7 @@ import { signIn } from './routes/signin.js';
 
 /** What the own routes use: services.ts's Services has all of it, and nothing else reaches a route. */
 export interface RouterDeps {
-  config: Pick<Config, 'server' | 'roles' | 'metrics' | 'owner'>;
+  config: Pick<Config, 'server' | 'roles' | 'metrics' | 'owner' | 'dashboard'>;
   auth: AuthService;
   directory: Directory;
   signer: Pick<Signer, 'jwks'>;
@@ -63,6 +64,7 @@ export function createRouter({ auth, directory, signer, authenticate, config, fo
   const operations = ownerOperations(owner, { config });
   router.get(OPENAPI_PATH, serveOpenApiDocument(buildOpenApiDocument(operations)));
   registerOwnerApi(router, { config, operations, sessions: owner.sessions, limits, clientAddress });
+  if (config.dashboard.enabled) registerDashboard(router, config.dashboard);
   return router;
 }
 

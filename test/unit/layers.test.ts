@@ -14,6 +14,8 @@
  *   7. limits/          sign-in lockouts and quotas (they count a verified identity: auth/)
  *   8. owner/           the owner API's service: accounts, owners, keys, settings tokens, roles
  *   9. http/            body, query, client address, own routes, router, middleware
+ *      dashboard/       the owners' dashboard: its pages, served beside the own routes
+ *                       (dashboard/browser/ is the page's script: it imports only itself)
  *  10. proxy/           configured routes to backends (they reuse http/'s request checks)
  *  11. services.ts, app.ts, server.ts   wiring: pick implementations, order middleware, listen
  *  12. main.ts, cli/    entry points
@@ -38,7 +40,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['auth/'],
   ['limits/'],
   ['owner/'],
-  ['http/'],
+  ['http/', 'dashboard/'],
   ['proxy/'],
   ['services.ts', 'app.ts', 'server.ts'],
   ['main.ts', 'cli/'],

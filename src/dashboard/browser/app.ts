@@ -1,0 +1,239 @@
+/**
+ * The dashboard's frame: the router (History API over the paths of pages.ts), the header
+ * (account switcher, the account's sections, who is signed in, sign-out) and the rules every
+ * page shares: signed-in pages send a signed-out visitor to sign-in and back; an owner whose
+ * password must change goes to the password page first; an ended session returns to sign-in
+ * saying so. After each navigation the page's h1 takes focus and the title is announced, as a
+ * full page load would do for a screen reader.
+ */
+import { ApiError, type Api } from './api.js';
+import { announce, h, replace } from './dom.js';
+import { matchPage, pagePath, type PageName } from './pages.js';
+import type { Auth, SignedIn } from './session.js';
+import type { Account } from './types.js';
+import { failed, loading } from './ui.js';
+
+
+export type QueryValues = Record<string, string | undefined>;
+
+export interface PageContext {
+  readonly name: PageName;
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+  readonly api: Api;
+  readonly auth: Auth;
+  /** Set on every page but the signed-out ones. */
+  readonly who: SignedIn | undefined;
+  /** The account of an `accounts/:account/…` page, read before the page draws. */
+  readonly account: Account | undefined;
+  /** Where the page draws (the <main> element, emptied). */
+  readonly main: HTMLElement;
+  /** A sentence left by the page before (e.g. "Role deleted."), shown once. */
+  readonly notice: string | undefined;
+  /** Aborted when the visitor leaves the page. */
+  readonly signal: AbortSignal;
+  href(name: PageName, params?: Record<string, string>, query?: QueryValues): string;
+  navigate(name: PageName, params?: Record<string, string>, options?: { query?: QueryValues; notice?: string; replace?: boolean }): void;
+  /** Draws the page again (after a change on it). */
+  reload(notice?: string): void;
+}
+
+export interface PageDef {
+  /** The document title's first part (and what is announced). */
+  title: string | ((ctx: PageContext) => string);
+  /** `signed-in` pages send others to sign-in; `signed-out` pages send the signed-in home. */
+  access: 'signed-in' | 'signed-out' | 'anyone';
+  render(ctx: PageContext): Promise<void> | void;
+}
+
+const SECTIONS: readonly { name: PageName; label: string }[] = [
+  { name: 'account', label: 'Overview' },
+  { name: 'roles', label: 'Roles' },
+  { name: 'keys', label: 'API keys' },
+  { name: 'settingsTokens', label: 'API settings tokens' },
+  { name: 'signRecords', label: 'Sign records' },
+  { name: 'activity', label: 'Activity' },
+];
+
+/** The pages a section link stays lit for. */
+const SECTION_OF: Partial<Record<PageName, PageName>> = { newRole: 'roles', role: 'roles', key: 'keys' };
+
+export function startDashboard({ auth, pages }: { auth: Auth; pages: Record<PageName, PageDef> }): void {
+  const base = document.documentElement.dataset.base ?? '';
+  const main = document.getElementById('main')!;
+  const top = document.getElementById('top')!;
+  let leaving = new AbortController();
+  let pendingNotice: string | undefined;
+  let firstDraw = true;
+
+  const href = (name: PageName, params: Record<string, string> = {}, query: QueryValues = {}): string => {
+    const search = new URLSearchParams();
+    for (const [key, value] of Object.entries(query)) if (value !== undefined && value !== '') search.set(key, value);
+    const path = pagePath(name, params);
+    return `${base}/${path}${search.size > 0 ? `?${search}` : ''}`;
+  };
+  const go = (url: string, { replace: replacing = false, notice }: { replace?: boolean; notice?: string } = {}) => {
+    pendingNotice = notice;
+    if (replacing) history.replaceState(null, '', url);
+    else history.pushState(null, '', url);
+    void render();
+  };
+  const navigate: PageContext['navigate'] = (name, params = {}, options = {}) => go(href(name, params, options.query), options);
+
+  auth.onEnded((error) => {
+    const next = location.pathname + location.search;
+    go(href('signIn', {}, { next }), { replace: true, notice: error.code === 'session_required' ? 'Your session has ended. Sign in again to go on.' : 'The admin token is no longer accepted. Sign in again.' });
+  });
+
+  // Links to the dashboard's own pages are followed without a page load.
+  document.addEventListener('click', (event) => {
+    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+    const link = (event.target as Element | null)?.closest('a');
+    if (link === null || link === undefined || link.target !== '' || link.hasAttribute('download')) return;
+    const url = new URL(link.href, location.href);
+    if (url.origin !== location.origin || !(url.pathname === base || url.pathname.startsWith(`${base}/`))) return;
+    if (url.pathname === location.pathname && url.search === location.search && url.hash !== '') return;
+    event.preventDefault();
+    go(url.pathname + url.search);
+  });
+  window.addEventListener('popstate', () => void render());
+
+  async function render(): Promise<void> {
+    leaving.abort();
+    leaving = new AbortController();
+    const signal = leaving.signal;
+    const notice = pendingNotice;
+    pendingNotice = undefined;
+    const rest = location.pathname.slice(base.length).replace(/^\//, '');
+    const match = matchPage(rest);
+    if (match === undefined) {
+      drawHeader(undefined, undefined, undefined);
+      replace(main, h('h1', { tabindex: -1 }, 'Page not found'), h('p', null, h('a', { href: href('home') }, 'Go to the dashboard')));
+      settle('Page not found');
+      return;
+    }
+    const def = pages[match.name];
+    let who: SignedIn | undefined;
+    try {
+      who = await auth.restore();
+    } catch (error) {
+      replace(main, failed(error, () => void render()));
+      return;
+    }
+    if (signal.aborted) return;
+    if (def.access === 'signed-in' && who === undefined) {
+      go(href('signIn', {}, { next: location.pathname + location.search }), { replace: true, ...(notice !== undefined ? { notice } : {}) });
+      return;
+    }
+    if (def.access === 'signed-out' && who !== undefined) {
+      go(href('home'), { replace: true });
+      return;
+    }
+    if (who?.kind === 'owner' && who.session.owner.mustChangePassword && match.name !== 'password' && def.access === 'signed-in') {
+      go(href('password'), { replace: true, notice: 'Choose a new password before anything else: the one you were given was only for the first sign-in.' });
+      return;
+    }
+
+    let account: Account | undefined;
+    if (match.params.account !== undefined) {
+      replace(main, loading());
+      try {
+        account = await auth.api.get<Account>(`/accounts/${encodeURIComponent(match.params.account)}`);
+      } catch (error) {
+        if (signal.aborted) return;
+        if (error instanceof ApiError && error.code === 'session_required') return;
+        await drawHeader(who, undefined, match.name);
+        const notFound = error instanceof ApiError && error.status === 404;
+        replace(main, h('h1', { tabindex: -1 }, notFound ? 'Account not found' : 'Could not load the account'), notFound
+          ? h('p', null, 'There is no such account, or it is not one you manage. ', h('a', { href: href('home') }, 'Go to your accounts'))
+          : failed(error, () => void render()));
+        settle(notFound ? 'Account not found' : 'Could not load the account');
+        return;
+      }
+      if (signal.aborted) return;
+    }
+
+    await drawHeader(who, account, match.name);
+    if (signal.aborted) return;
+    const ctx: PageContext = {
+      name: match.name, params: match.params, query: new URLSearchParams(location.search), api: auth.api, auth, who, account, main, notice, signal,
+      href, navigate, reload: (again) => go(location.pathname + location.search, { replace: true, ...(again !== undefined ? { notice: again } : {}) }),
+    };
+    replace(main);
+    try {
+      await def.render(ctx);
+    } catch (error) {
+      if (signal.aborted || (error instanceof ApiError && error.code === 'session_required')) return;
+      replace(main, h('h1', { tabindex: -1 }, 'Something went wrong'), failed(error, () => void render()));
+    }
+    if (signal.aborted) return;
+    if (notice !== undefined) {
+      const head = main.querySelector('.page-head') ?? main.querySelector('h1');
+      const shown = h('p', { class: 'notice', role: 'status' }, notice);
+      if (head === null) main.prepend(shown);
+      else head.after(shown);
+    }
+    settle(typeof def.title === 'function' ? def.title(ctx) : def.title);
+  }
+
+  /** The title set, the heading focused and the page announced, as after a page load. */
+  function settle(title: string): void {
+    document.title = `${title} · Gateway dashboard`;
+    const h1 = main.querySelector('h1');
+    if (!firstDraw) {
+      h1?.focus();
+      announce(title);
+    }
+    firstDraw = false;
+  }
+
+  async function drawHeader(who: SignedIn | undefined, account: Account | undefined, page: PageName | undefined): Promise<void> {
+    const brand = h('a', { href: href('home'), class: 'brand' }, 'Gateway dashboard');
+    if (who === undefined) {
+      replace(top, h('div', { class: 'bar' }, brand));
+      return;
+    }
+    let accounts: Account[] = [];
+    try {
+      accounts = await auth.accounts();
+    } catch {
+      // The switcher is a convenience: without it the header still works.
+    }
+    const person = who.kind === 'owner' ? who.session.owner.email : 'Operator (admin token)';
+    const signOut = h('button', { type: 'button', class: 'link-button' }, 'Sign out');
+    signOut.addEventListener('click', () => {
+      auth.signOut().then(() => navigate('signIn', {}, { notice: 'You are signed out.' }), (error: unknown) => {
+        replace(main, failed(error));
+      });
+    });
+    replace(top,
+      h('div', { class: 'bar' }, brand,
+        accounts.length > 0 ? accountSwitcher(accounts, account) : null,
+        h('div', { class: 'who' }, h('span', null, person), signOut),
+      ),
+      account === undefined ? null : h('nav', { class: 'sections', 'aria-label': `Account ${account.name || account.id}` },
+        h('ul', null, SECTIONS.map((section) => {
+          const current = page === section.name || SECTION_OF[page ?? 'home'] === section.name;
+          return h('li', null, h('a', { href: href(section.name, { account: account.id }), 'aria-current': current ? 'page' : undefined }, section.label));
+        })),
+      ),
+    );
+  }
+
+  /** A form (not a select that jumps on change, which keyboard users cannot browse): choose, then Open. */
+  function accountSwitcher(accounts: readonly Account[], current: Account | undefined): HTMLElement {
+    const select = h('select', { id: 'account-switcher', name: 'account' },
+      accounts.map((a) => h('option', { value: a.id }, a.name === '' ? a.id : `${a.name} (${a.id})`)));
+    if (current !== undefined) select.value = current.id;
+    const switcher = h('form', { class: 'switcher', 'aria-label': 'Switch account' },
+      h('label', { for: 'account-switcher' }, 'Account'), select, h('button', { type: 'submit' }, 'Open'),
+      h('a', { href: href('accounts') }, 'All accounts'));
+    switcher.addEventListener('submit', (event) => {
+      event.preventDefault();
+      navigate('account', { account: select.value });
+    });
+    return switcher;
+  }
+
+  void render();
+}

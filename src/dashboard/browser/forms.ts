@@ -1,0 +1,174 @@
+/**
+ * Forms: every control has a visible label, an optional hint and an error line tied to it
+ * (aria-describedby), so a screen reader reads the message with the field. Validation is the
+ * owner API's: a form posts what was typed, and the answer's `field` puts the gateway's
+ * sentence next to that field (aria-invalid, focus moved there); an error without a field shows
+ * above the buttons. One source of rules, never a second copy in the page to drift.
+ */
+import { ApiError, describeError } from './api.js';
+import { announce, h, replace, uniqueId, type Child } from './dom.js';
+
+type Control = HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement;
+
+export interface Field {
+  /** The request field this control fills (the owner API's `field`). */
+  readonly name: string;
+  readonly row: HTMLElement;
+  readonly control: Control;
+  setError(message: string | undefined): void;
+}
+
+export interface TextFieldOptions {
+  name: string;
+  label: string;
+  value?: string;
+  hint?: string;
+  type?: 'text' | 'email' | 'password' | 'number' | 'search' | 'datetime-local';
+  required?: boolean;
+  multiline?: boolean;
+  autocomplete?: string;
+  inputmode?: 'numeric' | 'text' | 'email';
+  placeholder?: string;
+  /** Sizes the box only; the owner API says what is too long. */
+  size?: number;
+}
+
+function makeField(name: string, label: string, control: Control, hint: string | undefined, inline = false): Field {
+  const id = uniqueId(`field-${name.replace(/[^a-z0-9]/gi, '')}`);
+  control.id = id;
+  control.name = name;
+  const hintId = `${id}-hint`;
+  const errorId = `${id}-error`;
+  const error = h('p', { id: errorId, class: 'field-error', hidden: true });
+  control.setAttribute('aria-describedby', hint === undefined ? errorId : `${hintId} ${errorId}`);
+  const labelElement = h('label', { for: id }, label);
+  const row = inline
+    ? h('div', { class: 'field field-inline' }, control, labelElement, hint === undefined ? null : h('p', { id: hintId, class: 'hint' }, hint), error)
+    : h('div', { class: 'field' }, labelElement, hint === undefined ? null : h('p', { id: hintId, class: 'hint' }, hint), control, error);
+  return {
+    name,
+    row,
+    control,
+    setError(message) {
+      if (message === undefined) {
+        error.hidden = true;
+        error.textContent = '';
+        control.removeAttribute('aria-invalid');
+      } else {
+        error.hidden = false;
+        error.textContent = message;
+        control.setAttribute('aria-invalid', 'true');
+      }
+    },
+  };
+}
+
+export function textField(options: TextFieldOptions): Field {
+  const attrs = {
+    required: options.required === true,
+    autocomplete: options.autocomplete ?? 'off',
+    inputmode: options.inputmode,
+    placeholder: options.placeholder,
+    spellcheck: 'false',
+  };
+  const control = options.multiline === true
+    ? h('textarea', { ...attrs, rows: 3 })
+    : h('input', { ...attrs, type: options.type ?? 'text', size: options.size });
+  control.value = options.value ?? '';
+  return makeField(options.name, options.label, control, options.hint);
+}
+
+export function checkboxField({ name, label, checked = false, hint }: { name: string; label: string; checked?: boolean; hint?: string }): Field {
+  const control = h('input', { type: 'checkbox' });
+  control.checked = checked;
+  return makeField(name, label, control, hint, true);
+}
+
+export function selectField({ name, label, options, value, hint }: { name: string; label: string; options: readonly { value: string; label: string }[]; value?: string; hint?: string }): Field {
+  const control = h('select', null, options.map((option) => h('option', { value: option.value }, option.label)));
+  if (value !== undefined) control.value = value;
+  return makeField(name, label, control, hint);
+}
+
+export interface FormOptions {
+  /** Names the form for screen readers (aria-label). */
+  label: string;
+  fields: readonly Field[];
+  submitLabel: string;
+  /** Runs on submit; a thrown ApiError is shown at its field or above the buttons. */
+  onSubmit(): Promise<void>;
+  /** More buttons or links beside the submit button. */
+  actions?: Child;
+  /** "danger" for a destructive submit. */
+  tone?: 'danger';
+}
+
+/** A form whose submit runs `onSubmit` once at a time, with the gateway's refusals shown where they belong. */
+export function form(options: FormOptions): HTMLFormElement {
+  const alert = h('div', { class: 'form-error', role: 'alert', hidden: true });
+  const submit = h('button', { type: 'submit', class: options.tone === 'danger' ? 'danger' : 'primary' }, options.submitLabel);
+  const element = h('form', { 'aria-label': options.label, novalidate: true },
+    options.fields.map((field) => field.row),
+    alert,
+    h('div', { class: 'actions' }, submit, options.actions),
+  );
+  let busy = false;
+  element.addEventListener('submit', (event) => {
+    event.preventDefault();
+    if (busy) return;
+    busy = true;
+    submit.disabled = true;
+    element.setAttribute('aria-busy', 'true');
+    for (const field of options.fields) field.setError(undefined);
+    showFormError(alert, undefined);
+    options.onSubmit().catch((error: unknown) => {
+      const field = error instanceof ApiError ? fieldFor(options.fields, error.field) : undefined;
+      if (field !== undefined) {
+        field.setError(describeError(error));
+        field.control.focus();
+        announce(`${labelOf(field)}: ${describeError(error)}`);
+      } else {
+        showFormError(alert, describeError(error));
+      }
+    }).finally(() => {
+      busy = false;
+      submit.disabled = false;
+      element.removeAttribute('aria-busy');
+    });
+  });
+  return element;
+}
+
+function showFormError(alert: HTMLElement, message: string | undefined): void {
+  alert.hidden = message === undefined;
+  replace(alert, message ?? '');
+}
+
+/** The field an error names: `scopes.2` is the `scopes` field. */
+function fieldFor(fields: readonly Field[], name: string | undefined): Field | undefined {
+  if (name === undefined) return undefined;
+  return fields.find((field) => field.name === name) ?? fields.find((field) => name.startsWith(`${field.name}.`));
+}
+
+function labelOf(field: Field): string {
+  return field.row.querySelector('label')?.textContent ?? field.name;
+}
+
+/** The trimmed text of a field. */
+export function valueOf(field: Field): string {
+  return field.control.value.trim();
+}
+
+/** Comma- or space-separated words (scopes), without empties. */
+export function listOf(field: Field): string[] {
+  return valueOf(field).split(/[\s,]+/).filter((word) => word !== '');
+}
+
+/**
+ * A whole number typed in a field, or what was typed when it is not one: the owner API then
+ * refuses it with a message at that field, as for any other bad value.
+ */
+export function numberOf(field: Field): number | string {
+  const text = valueOf(field);
+  return /^[0-9]{1,16}$/.test(text) ? Number(text) : text;
+}

@@ -1,0 +1,20 @@
+/** Every page of pages.ts, drawn by the module of its part. */
+import type { PageDef } from '../app.js';
+import type { PageName } from '../pages.js';
+import { accountPages } from './account.js';
+import { activityPages } from './activity.js';
+import { keyPages } from './keys.js';
+import { rolePages } from './roles.js';
+import { settingsTokenPages } from './settings-tokens.js';
+import { signInPages } from './sign-in.js';
+import { signRecordPages } from './sign-records.js';
+
+export const PAGE_DEFS: Record<PageName, PageDef> = {
+  ...signInPages,
+  ...accountPages,
+  ...rolePages,
+  ...keyPages,
+  ...settingsTokenPages,
+  ...signRecordPages,
+  ...activityPages,
+};

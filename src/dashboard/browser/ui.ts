@@ -1,0 +1,160 @@
+/**
+ * The pieces pages share: headings, the states of a listing (loading, empty, failed), the
+ * confirmation dialog, the shown-once secret with its copy button, paging links, dates.
+ */
+import { ApiError, describeError } from './api.js';
+import { announce, h, replace, uniqueId, type Child } from './dom.js';
+
+/** The page's heading: focused after each navigation, so screen readers start there. */
+export function heading(text: string, ...extra: Child[]): HTMLElement {
+  return h('div', { class: 'page-head' }, h('h1', { tabindex: -1 }, text), extra);
+}
+
+export function section(title: string, ...children: Child[]): HTMLElement {
+  const id = uniqueId('section');
+  return h('section', { 'aria-labelledby': id }, h('h2', { id }, title), children);
+}
+
+export function loading(what = 'Loading…'): HTMLElement {
+  return h('p', { class: 'loading', role: 'status' }, what);
+}
+
+export function empty(text: string, ...action: Child[]): HTMLElement {
+  return h('div', { class: 'empty' }, h('p', null, text), action);
+}
+
+/**
+ * A failure in place of what could not be shown, with a way to try again. An ended session
+ * never lands here: the dashboard goes back to sign-in instead.
+ */
+export function failed(error: unknown, retry?: () => void): HTMLElement {
+  const unavailable = error instanceof ApiError && (error.code === 'store_unavailable' || error.status === 0);
+  return h('div', { class: 'error-state', role: 'alert' },
+    h('p', null, h('strong', null, unavailable ? 'Not available right now. ' : 'Could not load this. '), describeError(error)),
+    retry === undefined ? null : h('button', { type: 'button', onclick: retry }, 'Try again'),
+  );
+}
+
+/** A one-line notice that a change was made (role=status, read politely). */
+export function notice(text: string): HTMLElement {
+  return h('p', { class: 'notice', role: 'status' }, text);
+}
+
+export interface ConfirmOptions {
+  title: string;
+  /** What happens, in words that name the consequence. */
+  message: Child;
+  confirmLabel: string;
+  /** Destructive (red) by default. */
+  tone?: 'danger' | 'normal';
+}
+
+/**
+ * Asks before a change that cannot be taken back, in a modal <dialog>: focus goes to Cancel,
+ * Escape cancels, and focus returns to what had it when the dialog closes.
+ */
+export function confirmAction(options: ConfirmOptions): Promise<boolean> {
+  return new Promise((resolve) => {
+    const before = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    const titleId = uniqueId('dialog-title');
+    const messageId = uniqueId('dialog-message');
+    const cancel = h('button', { type: 'button', value: 'cancel' }, 'Cancel');
+    const confirm = h('button', { type: 'button', class: options.tone === 'normal' ? 'primary' : 'danger' }, options.confirmLabel);
+    const dialog = h('dialog', { 'aria-labelledby': titleId, 'aria-describedby': messageId, class: 'confirm' },
+      h('h2', { id: titleId }, options.title),
+      h('div', { id: messageId }, options.message),
+      h('div', { class: 'actions' }, cancel, confirm),
+    );
+    let answer = false;
+    cancel.addEventListener('click', () => dialog.close());
+    confirm.addEventListener('click', () => {
+      answer = true;
+      dialog.close();
+    });
+    dialog.addEventListener('close', () => {
+      dialog.remove();
+      before?.focus();
+      resolve(answer);
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+    cancel.focus();
+  });
+}
+
+/**
+ * A secret the gateway hands out once (an API secret, a settings token): shown in a read-only
+ * box with a copy button, and said plainly that it will not be shown again.
+ */
+export function shownOnce({ title, label, value, note }: { title: string; label: string; value: string; note?: Child }): HTMLElement {
+  const id = uniqueId('secret');
+  const box = h('input', { id, type: 'text', readonly: true, class: 'secret', spellcheck: 'false', autocomplete: 'off' });
+  box.value = value;
+  const status = h('span', { class: 'copy-status', role: 'status' });
+  const copy = h('button', { type: 'button', class: 'primary' }, 'Copy');
+  copy.addEventListener('click', () => {
+    box.select();
+    const done = () => {
+      status.textContent = 'Copied';
+      announce(`${label} copied to the clipboard`);
+    };
+    if (navigator.clipboard === undefined) {
+      status.textContent = 'Select the text and copy it';
+      return;
+    }
+    navigator.clipboard.writeText(value).then(done, () => {
+      status.textContent = 'Copying was refused: select the text and copy it';
+    });
+  });
+  const headingId = uniqueId('secret-title');
+  return h('section', { class: 'shown-once', 'aria-labelledby': headingId },
+    h('h2', { id: headingId }, title),
+    h('p', null, h('strong', null, 'This is the only time it is shown. '), 'Copy it now and keep it somewhere safe; the gateway keeps only a digest of it.'),
+    h('div', { class: 'field' }, h('label', { for: id }, label), h('div', { class: 'copy-row' }, box, copy, status)),
+    note,
+  );
+}
+
+/** "Next page" and "First page" links for a cursor listing (cursors only go forward). */
+export function pager({ nextHref, firstHref, label }: { nextHref: string | undefined; firstHref: string | undefined; label: string }): HTMLElement | null {
+  if (nextHref === undefined && firstHref === undefined) return null;
+  return h('nav', { class: 'pager', 'aria-label': label },
+    firstHref === undefined ? null : h('a', { href: firstHref }, 'First page'),
+    nextHref === undefined ? null : h('a', { href: nextHref, rel: 'next' }, 'Next page'),
+  );
+}
+
+const DATE = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+
+/** A time for people (local), with the exact UTC time in the element's datetime. */
+export function time(iso: string | undefined): HTMLElement | string {
+  if (iso === undefined) return '—';
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  return h('time', { datetime: date.toISOString() }, DATE.format(date));
+}
+
+/** Replaces `target`'s content with what `load` draws, showing loading and failure states. */
+export async function draw(target: HTMLElement, load: () => Promise<Child>): Promise<void> {
+  replace(target, loading());
+  try {
+    replace(target, await load());
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'session_required') return;
+    replace(target, failed(error, () => void draw(target, load)));
+  }
+}
+
+/**
+ * A table in a box that scrolls sideways on a narrow screen; the box is a labelled, focusable
+ * region so keyboard users can scroll it too.
+ */
+export function table(label: string, head: readonly string[], rows: readonly (readonly Child[])[]): HTMLElement {
+  return h('div', { class: 'table-wrap', role: 'region', 'aria-label': label, tabindex: 0 },
+    h('table', null,
+      h('caption', { class: 'visually-hidden' }, label),
+      h('thead', null, h('tr', null, head.map((text) => h('th', { scope: 'col' }, text)))),
+      h('tbody', null, rows.map((cells) => h('tr', null, cells.map((cell) => h('td', null, cell))))),
+    ),
+  );
+}

@@ -1,0 +1,88 @@
+/**
+ * The owner API, as the dashboard calls it: JSON in the gateway's envelope, the session cookie
+ * sent by the browser (same origin) with the CSRF token on every change, or the operator's
+ * admin token as a bearer. Failures come back as one ApiError, with the envelope's code, its
+ * sentence and the field at fault, so forms can show a message next to that field.
+ */
+export const OWNER_API = '/owner/v1';
+export class ApiError extends Error {
+    name = 'ApiError';
+    /** 0 when the gateway could not be reached or did not answer in the envelope. */
+    status;
+    code;
+    field;
+    /** From Retry-After, on 429 and 503. */
+    retryAfterSeconds;
+    constructor(status, code, message, field, retryAfterSeconds) {
+        super(message);
+        this.status = status;
+        this.code = code;
+        this.field = field;
+        this.retryAfterSeconds = retryAfterSeconds;
+    }
+}
+export function createApi({ credential, onSignedOut }) {
+    async function call(method, path, query, body) {
+        const url = new URL(`${OWNER_API}${path}`, location.origin);
+        for (const [name, value] of Object.entries(query ?? {}))
+            if (value !== undefined && value !== '')
+                url.searchParams.set(name, String(value));
+        const headers = { accept: 'application/json' };
+        const who = credential();
+        if (who?.kind === 'operator')
+            headers.authorization = `Bearer ${who.token}`;
+        if (who?.kind === 'owner' && method !== 'GET')
+            headers['x-csrf-token'] = who.csrfToken;
+        if (body !== undefined)
+            headers['content-type'] = 'application/json';
+        let res;
+        try {
+            res = await fetch(url, { method, headers, credentials: 'same-origin', cache: 'no-store', redirect: 'error', ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+        }
+        catch {
+            throw new ApiError(0, 'network_error', 'The gateway could not be reached. Check the connection and try again.');
+        }
+        let envelope;
+        try {
+            envelope = await res.json();
+        }
+        catch {
+            throw new ApiError(res.status, 'unexpected_response', `The gateway answered ${res.status} without its usual JSON.`);
+        }
+        if (res.ok && envelope.success === true)
+            return envelope.message;
+        const message = (envelope.message ?? {});
+        const retryAfter = Number(res.headers.get('retry-after'));
+        const error = new ApiError(res.status, typeof message.code === 'string' ? message.code : 'unexpected_response', typeof message.description === 'string' ? message.description : `The gateway answered ${res.status}.`, typeof message.field === 'string' ? message.field : undefined, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined);
+        // A session that ended (idle, signed out elsewhere, password changed) or an admin token
+        // no longer configured: the dashboard goes back to sign-in, saying why.
+        if (res.status === 401 && (error.code === 'session_required' || (who?.kind === 'operator' && error.code === 'invalid_credentials')))
+            onSignedOut(error);
+        throw error;
+    }
+    return {
+        get: (path, query) => call('GET', path, query, undefined),
+        send: (method, path, body) => call(method, path, undefined, body),
+    };
+}
+/** A sentence for a failure, as a person should read it (the gateway's own where it is clear). */
+export function describeError(error) {
+    if (!(error instanceof ApiError))
+        return 'Something went wrong in the dashboard. Reload the page and try again.';
+    switch (error.code) {
+        case 'store_unavailable':
+            return 'The gateway\'s store is unavailable right now, so nothing was changed. Try again in a moment.';
+        case 'rate_limited':
+            return `Too many attempts. Try again in ${error.retryAfterSeconds ?? 60} seconds.`;
+        case 'session_required':
+            return 'Your session has ended. Sign in again.';
+        case 'csrf_failed':
+            return 'The gateway refused this change as coming from another page. Reload the page and try again.';
+        case 'read_only_store':
+            return 'This gateway does not write this store, so these objects are read-only here.';
+        case 'not_found':
+            return 'This does not exist, or it is not yours to see.';
+        default:
+            return error.message;
+    }
+}

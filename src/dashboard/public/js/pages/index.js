@@ -1,0 +1,16 @@
+import { accountPages } from './account.js';
+import { activityPages } from './activity.js';
+import { keyPages } from './keys.js';
+import { rolePages } from './roles.js';
+import { settingsTokenPages } from './settings-tokens.js';
+import { signInPages } from './sign-in.js';
+import { signRecordPages } from './sign-records.js';
+export const PAGE_DEFS = {
+    ...signInPages,
+    ...accountPages,
+    ...rolePages,
+    ...keyPages,
+    ...settingsTokenPages,
+    ...signRecordPages,
+    ...activityPages,
+};

@@ -1,0 +1,7 @@
+import { h } from '../dom.js';
+import { heading } from '../ui.js';
+// Stub: drawn by its helper.
+export const keyPages = {
+    keys: { title: 'keys', access: 'signed-in', render: (ctx) => void ctx.main.append(heading('keys'), h('p', null, 'Not built yet.')) },
+    key: { title: 'key', access: 'signed-in', render: (ctx) => void ctx.main.append(heading('key'), h('p', null, 'Not built yet.')) },
+};

@@ -1,0 +1,113 @@
+/**
+ * The owners' dashboard, served by the gateway under `dashboard.path`: one HTML page (the
+ * same for every page of PAGES; the browser's router draws it) and its script and style
+ * sheet, read from public/ once at start. The pages hold no data and make no change of their
+ * own: the script calls the owner API (/owner/v1) like any client, with the owner's session
+ * cookie and CSRF token or the operator's admin token, so the owner API stays the one source
+ * of truth and the one place rules are checked (docs/dashboard.md).
+ *
+ * Every answer of the tree carries a strict Content-Security-Policy: scripts and styles from
+ * the gateway's own origin only (no inline script or style, no eval), no framing, fetches to
+ * the same origin only, and Trusted Types enforced, so a string can never become markup or
+ * script in the page (the script builds the DOM with textContent, never innerHTML).
+ */
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { extname, join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { NotFound } from '../errors/errors.js';
+import { matchPage } from './browser/pages.js';
+
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "require-trusted-types-for 'script'",
+  "trusted-types 'none'",
+].join('; ');
+
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'Content-Security-Policy': CONTENT_SECURITY_POLICY,
+  // For browsers without frame-ancestors.
+  'X-Frame-Options': 'DENY',
+  'X-Content-Type-Options': 'nosniff',
+  // Page URLs name accounts and keys: nothing of them leaves with a link.
+  'Referrer-Policy': 'no-referrer',
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+  'Permissions-Policy': 'camera=(), microphone=(), geolocation=(), payment=(), usb=()',
+};
+
+const TYPES: Readonly<Record<string, string>> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+};
+
+interface Asset {
+  body: Buffer;
+  type: string;
+  etag: string;
+}
+
+const PUBLIC = fileURLToPath(new URL('./public/', import.meta.url));
+
+/** Serves the dashboard's tree: its pages and assets; every other path under it is the 404 envelope. */
+export function registerDashboard(router: Router, { path }: { path: string }): void {
+  const { shell, assets } = loadPublic(path);
+
+  const servePage = async function serveDashboardPage(ctx: Context): Promise<void> {
+    const rest = ctx.path.slice(path.length).replace(/^\//, '');
+    if (matchPage(rest) === undefined) throw new NotFound();
+    ctx.set(SECURITY_HEADERS);
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = shell;
+  };
+  const serveAsset = async function serveDashboardAsset(ctx: Context): Promise<void> {
+    const asset = assets.get(ctx.path.slice(`${path}/assets/`.length));
+    if (asset === undefined) throw new NotFound();
+    ctx.set(SECURITY_HEADERS);
+    // Revalidated on every use (a cheap 304), so an upgraded gateway never runs a stale script.
+    ctx.set('Cache-Control', 'no-cache');
+    ctx.set('ETag', asset.etag);
+    if (ctx.get('If-None-Match').split(',').some((tag) => tag.trim() === asset.etag)) {
+      ctx.status = 304;
+      return;
+    }
+    ctx.type = asset.type;
+    ctx.body = asset.body;
+  };
+
+  router.get(`${path}/assets/{*file}`, serveAsset);
+  router.get(path, servePage);
+  router.get(`${path}/{*rest}`, servePage);
+}
+
+/** The page (with the dashboard's path written in) and every asset under public/, by path relative to it. */
+function loadPublic(path: string): { shell: Buffer; assets: Map<string, Asset> } {
+  // The path is lower-case a-z 0-9 . _ - and "/" (config/schema.ts): nothing to escape in HTML.
+  const shell = Buffer.from(readFileSync(join(PUBLIC, 'index.html'), 'utf8').replaceAll('{{BASE}}', path));
+  const assets = new Map<string, Asset>();
+  for (const file of listFiles(PUBLIC)) {
+    const type = TYPES[extname(file)];
+    if (type === undefined) continue;
+    const body = readFileSync(file);
+    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
+    assets.set(relative(PUBLIC, file).split(sep).join('/'), { body, type, etag });
+  }
+  return { shell, assets };
+}
+
+function listFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    return entry.isDirectory() ? listFiles(path) : [path];
+  });
+}

@@ -1,0 +1,137 @@
+/**
+ * The dashboard end to end: a real gateway (in this process, manual clock, its own copy of the
+ * demo data with the demo owners, ADMIN_TOKEN accepted, a proxied route `/things` to a real echo
+ * backend) and Debian's Chromium through playwright-core, with pages that fail the test on any
+ * script error or Content-Security-Policy violation. Accessibility is checked by axe-core
+ * (@axe-core/playwright); screenshots go to DASHBOARD_SCREENSHOTS (docs/screenshots for the
+ * README's: `DASHBOARD_SCREENSHOTS=docs/screenshots npx tsx --test test/dashboard/*.test.ts`),
+ * else to a temporary directory, so a test run leaves the checkout as it was.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { TestContext } from 'node:test';
+import AxeBuilder from '@axe-core/playwright';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { startBackend, type Backend } from './backend.js';
+import { CHROMIUM } from './browser.js';
+import type { TestGateway } from './gateway.js';
+import { ADMIN_TOKEN, startOwnerGateway } from './owner.js';
+
+export { browserSuite } from './browser.js';
+export { ADMIN_TOKEN } from './owner.js';
+
+/** The demo owners of config/demo-data.json (their passwords are published in the README). */
+export const OWNERS = {
+  alice: { email: 'alice@demo.example', password: 'alice demo passphrase', accountId: 'acct_alice' },
+  bob: { email: 'bob@demo.example', password: 'bob demo passphrase', accountId: 'acct_bob' },
+} as const;
+export type OwnerName = keyof typeof OWNERS;
+
+/** A phone-sized viewport (iPhone SE's CSS pixels) and an ordinary laptop's. */
+export const PHONE = { width: 375, height: 667 };
+export const DESKTOP = { width: 1280, height: 860 };
+
+export const SCREENSHOTS = resolve(process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'gateway-dashboard-screenshots'));
+
+export interface Dashboard {
+  gw: TestGateway;
+  /** The echo backend behind the proxied route `/things` (auth required). */
+  backend: Backend;
+  /** The dashboard's base URL, e.g. http://127.0.0.1:41234/dashboard */
+  url: string;
+  /** A page in a fresh browser context (its own cookies and storage: one person). */
+  newPage(options?: { viewport?: { width: number; height: number } }): Promise<Page>;
+  /** Signs in through the sign-in page as a demo owner; ends on the page sign-in leads to. */
+  signInAsOwner(page: Page, who?: OwnerName): Promise<void>;
+  /** Signs in through the sign-in page with the admin token. */
+  signInAsOperator(page: Page): Promise<void>;
+}
+
+export interface DashboardOptions {
+  /** Config settings over the test gateway's (deep-merged). */
+  overrides?: Record<string, unknown>;
+}
+
+/** One Chromium per test file's call, closed with `t`. */
+async function launch(t: TestContext): Promise<Browser> {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    timeout: 30_000,
+  });
+  t.after(() => browser.close());
+  return browser;
+}
+
+export async function startDashboard(t: TestContext, { overrides = {} }: DashboardOptions = {}): Promise<Dashboard> {
+  const backend = await startBackend(t);
+  const gw = await startOwnerGateway(t, { overrides: { routes: [{ name: 'things', prefix: '/things', targets: [backend.url] }], ...overrides } });
+  const browser = await launch(t);
+  const url = `${gw.url}${(gw.services.config as { dashboard: { path: string } }).dashboard.path}`;
+  const contexts: BrowserContext[] = [];
+  t.after(async () => {
+    for (const context of contexts) await context.close();
+  });
+
+  const newPage: Dashboard['newPage'] = async ({ viewport = DESKTOP } = {}) => {
+    const context = await browser.newContext({ viewport, permissions: ['clipboard-read', 'clipboard-write'] });
+    contexts.push(context);
+    const page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    const problems: string[] = [];
+    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+    page.on('console', (message) => {
+      // A refused resource load (a 401 the page expects) is logged by Chromium as an error
+      // too; those are not the page's failures. Script errors and policy violations are.
+      if (message.type() === 'error' && !/Failed to load resource/.test(message.text())) problems.push(`console error: ${message.text()}`);
+    });
+    t.after(() => assert.deepEqual(problems, [], 'no script error and no Content-Security-Policy violation in the page'));
+    return page;
+  };
+
+  const signIn = async (page: Page, fill: (page: Page) => Promise<void>) => {
+    await page.goto(`${url}/sign-in`);
+    await fill(page);
+    await page.waitForURL((target) => !target.pathname.endsWith('/sign-in'));
+  };
+
+  return {
+    gw,
+    backend,
+    url,
+    newPage,
+    signInAsOwner: (page, who = 'alice') => signIn(page, async (p) => {
+      await p.getByLabel('Email').fill(OWNERS[who].email);
+      await p.getByLabel('Password', { exact: true }).fill(OWNERS[who].password);
+      await p.getByRole('button', { name: 'Sign in', exact: true }).click();
+    }),
+    signInAsOperator: (page) => signIn(page, async (p) => {
+      await p.getByLabel('Admin token').fill(ADMIN_TOKEN);
+      await p.getByRole('button', { name: 'Sign in as operator' }).click();
+    }),
+  };
+}
+
+/**
+ * axe-core over the whole page as it stands (WCAG 2.0–2.2 A and AA rules, and best practices):
+ * no violation of serious or critical impact. Every other finding is printed, not hidden.
+ */
+export async function checkAccessibility(page: Page, name: string): Promise<void> {
+  const results = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice']).analyze();
+  const serious = results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  const minor = results.violations.filter((v) => !serious.includes(v));
+  if (minor.length > 0) process.stderr.write(`axe on ${name}: ${minor.map((v) => `${v.id} (${v.impact})`).join(', ')}\n`);
+  assert.deepEqual(serious.map((v) => ({ rule: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) })), [], `axe: serious violations on ${name}`);
+  assert.ok(results.passes.length > 0, 'axe ran its rules');
+}
+
+/** A full-page screenshot, `<name>.png` in SCREENSHOTS. */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  const path = join(SCREENSHOTS, `${name}.png`);
+  await page.screenshot({ path, fullPage: true, animations: 'disabled' });
+  return path;
+}
