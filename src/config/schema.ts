@@ -208,7 +208,7 @@ export const configSchema = z.strictObject({
     }),
     allowDemoData: setting(z.boolean().default(false), {
       env: 'ALLOW_DEMO_DATA',
-      description: 'With `NODE_ENV=production` the gateway refuses to start while the data file holds the demo API keys, whose secrets are published; true starts it anyway, with a warning.',
+      description: 'With `NODE_ENV=production` the gateway refuses to start while the data file holds the demo API keys or demo owners, whose secrets and passwords are published; true starts it anyway, with a warning.',
     }),
   }).prefault({}),
 
