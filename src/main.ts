@@ -41,7 +41,8 @@ async function main(): Promise<void> {
     await services?.close();
     return fail(err);
   }
-  log.info({ url: running.url, dataFile: config.data.file, state: services.state, keySource: config.data.keySource, directoryStore: config.directory.store }, `gateway listening on ${running.url}`);
+  const dashboard = config.dashboard.enabled ? `${running.url}${config.dashboard.path}/` : undefined;
+  log.info({ url: running.url, dashboard, dataFile: config.data.file, state: services.state, keySource: config.data.keySource, directoryStore: config.directory.store }, `gateway listening on ${running.url}`);
 
   const stop = (signal: string) => {
     log.info({ signal }, 'shutting down');

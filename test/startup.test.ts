@@ -32,6 +32,12 @@ test('the gateway process starts, serves and stops on SIGTERM', async (t) => {
   assert.equal(health.status, 200);
   assert.deepEqual(await health.json(), { success: true, message: { status: 'ok' } });
 
+  // The dashboard is on by default, and the listening line says where.
+  assert.equal(listening.dashboard, `${url}/dashboard/`);
+  const dashboard = await fetch(listening.dashboard as string);
+  assert.equal(dashboard.status, 200);
+  assert.match(dashboard.headers.get('content-type') ?? '', /^text\/html/);
+
   const jwks = await fetch(`${url}/.well-known/jwks.json`);
   assert.equal(jwks.status, 200);
   const { keys } = await jwks.json() as { keys: { kid: string; alg: string }[] };

@@ -88,7 +88,13 @@ export async function startDashboard(t: TestContext, { overrides = {} }: Dashboa
       // too; those are not the page's failures. Script errors and policy violations are.
       if (message.type() === 'error' && !/Failed to load resource/.test(message.text())) problems.push(`console error: ${message.text()}`);
     });
-    t.after(() => assert.deepEqual(problems, [], 'no script error and no Content-Security-Policy violation in the page'));
+    // Nothing is fetched from anywhere but the gateway (no external assets, no leak of a URL).
+    const origin = new URL(url).origin;
+    page.on('request', (request) => {
+      const target = new URL(request.url());
+      if (target.protocol !== 'data:' && target.origin !== origin) problems.push(`request to another origin: ${request.url()}`);
+    });
+    t.after(() => assert.deepEqual(problems, [], 'no script error, no Content-Security-Policy violation and no request elsewhere in the page'));
     return page;
   };
 
