@@ -357,6 +357,8 @@ test('an owner reaches only the roles and records of an account they are a membe
   const data = JSON.parse(readFileSync(DEMO_FILE, 'utf8'));
   const addedAt = '2026-01-01T00:00:00.000Z';
   data.owners = [{ id: 'owner_bob', email: 'bob@example.com', passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$x$y', createdAt: addedAt }];
+  // Bob alone: the demo owners' memberships go with them.
+  for (const account of data.accounts) account.members = [];
   data.accounts.find((a: { id: string }) => a.id === DEMO.bob.accountId).members = [{ ownerId: 'owner_bob', addedAt }];
   const file = join(tempDir(t), 'data.json');
   writeFileSync(file, JSON.stringify(data));
