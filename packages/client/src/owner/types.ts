@@ -308,7 +308,7 @@ export interface ServedSignRecord {
   /** The address as given, case kept. */
   did: string;
   signedNonce: number;
-  /** `YYYY-MM-DD HH:MM:SS` in the gateway's `directory.timeZone`. */
+  /** `YYYY-MM-DD HH:MM:SS` in the gateway's `data.timeZone`. */
   signedAt: string;
   signedExpiredAt: string;
 }

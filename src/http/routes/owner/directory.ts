@@ -67,12 +67,12 @@ const signRecordView = z.strictObject({
   signedExpiredAt: z.iso.datetime(),
 }).meta({ id: 'SignRecord' });
 
-/** The `message` of /api/sign (docs/api.md): times as `YYYY-MM-DD HH:MM:SS` in directory.timeZone. */
+/** The `message` of /api/sign (docs/api.md): times as `YYYY-MM-DD HH:MM:SS` in data.timeZone. */
 const servedSignRecordView = z.strictObject({
   did: z.string().regex(ADDRESS_PATTERN).describe('The address exactly as given in the path (case kept), as /api/sign echoes it.'),
   signedNonce: z.number().int().nonnegative(),
-  signedAt: z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/).describe('YYYY-MM-DD HH:MM:SS in directory.timeZone.'),
-  signedExpiredAt: z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/).describe('YYYY-MM-DD HH:MM:SS in directory.timeZone.'),
+  signedAt: z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/).describe('YYYY-MM-DD HH:MM:SS in data.timeZone.'),
+  signedExpiredAt: z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/).describe('YYYY-MM-DD HH:MM:SS in data.timeZone.'),
 }).meta({ id: 'ServedSignRecord' });
 
 const roleParams = z.strictObject({ accountId: ID, roleId: roleIdText });
