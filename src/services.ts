@@ -180,9 +180,11 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   const metrics = createMetrics({ processMetrics: config.metrics.enabled });
   const clientAddress = createClientAddress(config.proxy);
   const limiter = createLimiter({ counters, memory: memoryCounters, log, metrics, clock });
-  const usageStore: UsageCounters | undefined = !config.usage.enabled ? undefined : redis === undefined ? new MemoryUsageCounters({ clock }) : new RedisUsageCounters(redis);
+  // Per-key usage, counted around the rate limits (a decorator, so that counting holds whatever
+  // limits.mode is: counting usage is no rate limit) and flushed to the usage store.
+  let usageStore: UsageCounters | undefined;
+  if (config.usage.enabled) usageStore = redis === undefined ? new MemoryUsageCounters({ clock }) : new RedisUsageCounters(redis);
   const usage = usageStore === undefined ? undefined : createUsageRecorder({ store: usageStore, clock, log, flushIntervalMs: config.usage.flushIntervalMs });
-  // A decorator, so counting holds whatever limits.mode is (counting usage is no rate limit).
   const rateLimits = createRateLimits(config.limits, limiter, clientAddress);
   const limits = usage === undefined ? rateLimits : countUsage(rateLimits, usage);
   const cors = createCors(config.cors);

@@ -6,12 +6,13 @@
  * count. The counts show once flushed (the test flushes through services, or waits for the
  * timer once), per 5-minute bucket on the gateway's manual clock. Access is the owner API's:
  * one 404 for another owner's account and a made-up one. What the recorder holds between flushes
- * grows with the keys calling, not with the calls.
+ * grows with the keys calling, not with the calls. WebSocket handshakes count as one call each.
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import { startBackend } from '../helpers/backend.js';
+import { openClient, startWsBackend, whenClosed } from '../helpers/ws-backend.js';
 import { call, DEMO, show, signIn, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { accountWithOwner, anonymous, operator, signIn as ownerSignIn, startOwnerGateway, type Client } from '../helpers/owner.js';
 
@@ -143,6 +144,18 @@ test('per-key usage: requests and 429s of keys and settings tokens, on own and p
     assert.equal(Date.parse(hour.to) - Date.parse(hour.from) >= 3_600_000, true, 'a window covers at least its hours');
     assert.equal(Date.parse(hour.to) - Date.parse(hour.from) < 3_600_000 + 300_000, true, 'and less than a bucket more');
   });
+});
+
+test('a WebSocket handshake is one call of its key', async (t) => {
+  const backend = await startWsBackend(t);
+  const gw = await startOwnerGateway(t, { overrides: { routes: [{ prefix: '/ws', targets: [backend.url], websocket: true }] } });
+  const { accessToken } = await signIn(gw, DEMO.alice);
+  const ws = await openClient(gw.url, '/ws/1', { token: accessToken });
+  const closed = whenClosed(ws);
+  ws.close();
+  await closed;
+  await gw.services.usage!.flush();
+  assert.deepEqual((await usage(operator(gw), ACCOUNT)).items, [{ keyId: DEMO.alice.keyId, requests: 1, rateLimited: 0 }]);
 });
 
 test('limits.mode "off": calls are still counted (counting is no rate limit)', async (t) => {
