@@ -4,13 +4,17 @@
  * stops flushes what it held first; a flush that fails (Redis gone) is logged at warn, naming no
  * key, token or secret, and its counts are dropped (nothing held grows while Redis is away).
  * The keys come from the data file: with Redis configured the owner store only reads it, which
- * is all the usage operation needs (the account exists).
+ * is all the usage operation needs (the account exists). The store's contract also runs on a
+ * Redis Cluster of three masters: a batch spans accounts, whose buckets are in other slots.
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { call, DEMO, logged, show, signIn, type TestGateway } from '../helpers/gateway.js';
 import { operator, startOwnerGateway } from '../helpers/owner.js';
-import { redisSuite, startRedis } from '../helpers/redis.js';
+import { RedisUsageCounters } from '../../src/stores/usage-counters.redis.js';
+import { runUsageCountersContract } from '../contracts/usage-counters.contract.js';
+import { connectedRedis, redisSettings, redisSuite, startRedis } from '../helpers/redis.js';
+import { startRedisCluster } from '../helpers/redis-topologies.js';
 
 const ACCOUNT = DEMO.alice.accountId;
 
@@ -79,3 +83,21 @@ test('usage in Redis: two gateways sum their counts, a stopping gateway flushes,
     }
   });
 });
+
+runUsageCountersContract('redis cluster (3 masters)', async () => {
+  const cluster = await startRedisCluster();
+  try {
+    const redis = await connectedRedis(redisSettings('redis://unused', { url: undefined, clusterNodes: cluster.nodes, keyPrefix: 'usage' }));
+    return {
+      counters: new RedisUsageCounters(redis),
+      now: Date.UTC(2026, 0, 1),
+      close: async () => {
+        await redis.close();
+        await cluster.stop();
+      },
+    };
+  } catch (err) {
+    await cluster.stop();
+    throw err;
+  }
+}, redisSuite());
