@@ -232,6 +232,7 @@ test('key: edit, roll with and without an overlap, disable, enable, reset and de
   dash.gw.clock.advance(1000);
   await page.getByRole('button', { name: 'Enable key' }).click();
   assert.match(await dialog.innerText(), /can sign in again/);
+  await checkAccessibility(page, 'key (enable dialog)');
   await dialog.getByRole('button', { name: 'Enable key' }).click();
   await page.getByText('Key ci-runner enabled').waitFor();
   assert.equal((await readKey()).enabled, true);
