@@ -90,6 +90,9 @@ export function registerDashboard(router: Router, { path }: { path: string }): v
   router.get(`${path}/{*rest}`, servePage);
 }
 
+/** Where the owner API's invite links point (http/routes/owner/accounts.ts writes them). */
+export const OWNER_INVITE_PATH = '/owner/invite';
+
 /**
  * The invite link the owner API hands out is `<origin>/owner/invite#gwinv_…` (docs/owner.md,
  * "Invites"): with the dashboard on, that path sends the browser to the dashboard's invite page.
@@ -105,9 +108,6 @@ export function registerInviteRedirect(router: Router, { path }: { path: string 
     ctx.body = '';
   });
 }
-
-/** Where the owner API's invite links point (http/routes/owner/accounts.ts writes them). */
-export const OWNER_INVITE_PATH = '/owner/invite';
 
 /** The page (with the dashboard's path written in) and every asset under public/, by path relative to it. */
 function loadPublic(path: string): { shell: Buffer; assets: Map<string, Asset> } {

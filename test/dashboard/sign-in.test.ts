@@ -130,6 +130,7 @@ test('an operator signs in with the admin token, switches accounts with the keyb
   // The switcher lists both demo accounts; bob's opens with the keyboard alone.
   const switcher = page.getByLabel('Account', { exact: true });
   assert.deepEqual(await switcher.locator('option').allTextContents(), ['Alice Labs (demo) (acct_alice)', 'Bob Works (demo) (acct_bob)']);
+  await page.getByRole('form', { name: 'Switch account' }).getByRole('link', { name: 'All accounts' }).waitFor();
   await switcher.focus();
   await page.keyboard.press('ArrowDown');
   assert.equal(await switcher.inputValue(), 'acct_bob');
@@ -152,6 +153,33 @@ test('an operator signs in with the admin token, switches accounts with the keyb
   assert.equal(await page.evaluate(() => sessionStorage.length), 0, 'the admin token is forgotten');
   await page.goto(`${dash.url}/accounts`);
   await h1(page, 'Sign in').waitFor();
+});
+
+test('an operator pages through the accounts, fifty at a time', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  const op = operator(dash.gw);
+  for (let i = 0; i < 50; i += 1) {
+    const made = await op.send('POST', '/accounts', { id: `acct_many_${String(i).padStart(2, '0')}`, name: `Many ${i}` });
+    assert.equal(made.status, 201, show(made));
+  }
+  const disabled = await op.send('PATCH', '/accounts/acct_many_49', { enabled: false });
+  assert.equal(disabled.status, 200, show(disabled));
+  const page = await dash.newPage();
+  await dash.signInAsOperator(page);
+  await h1(page, 'Accounts').waitFor();
+  const rows = page.getByRole('region', { name: 'Accounts' }).locator('tbody tr');
+  assert.equal(await rows.count(), 50);
+  assert.equal(await rows.first().locator('td').nth(1).textContent(), 'acct_alice');
+  await page.getByRole('navigation', { name: 'More accounts' }).getByRole('link', { name: 'Next page' }).click();
+  await page.waitForURL(/\/accounts\?cursor=/);
+  await page.getByRole('link', { name: 'Many 49' }).waitFor();
+  // The status is written, not only coloured.
+  assert.equal(await rows.count(), 2, 'the 51st and 52nd of 52');
+  assert.deepEqual(await rows.last().locator('td').allTextContents(), ['Many 49', 'acct_many_49', 'Disabled']);
+  assert.equal(await page.getByRole('link', { name: 'Next page' }).count(), 0);
+  await page.getByRole('link', { name: 'First page' }).click();
+  await page.waitForURL(`${dash.url}/accounts`);
+  await page.getByRole('link', { name: 'Alice Labs (demo)' }).waitFor();
 });
 
 test('an owner with an initial password changes it before anything else', browserSuite(), async (t) => {
