@@ -143,6 +143,7 @@ test('an operator signs in with the admin token, switches accounts with the keyb
   // A reload keeps the operator signed in (this tab's sessionStorage); another tab does not.
   await page.reload();
   await page.getByText('Operator (admin token)').waitFor();
+  assert.equal(await page.getByRole('link', { name: 'Change password' }).count(), 0, 'operators have no password here');
   assert.match(page.url(), /\/accounts\/acct_bob$/);
   const other = await dash.newPage();
   await other.goto(`${dash.url}/accounts/acct_bob`);
@@ -248,4 +249,11 @@ test('the sign-in page on a phone', browserSuite(), async (t) => {
   await h1(page, 'Sign in').waitFor();
   assert.equal(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true, 'no sideways scroll');
   await screenshot(page, 'phone-sign-in');
+  // Signed in, the header (switcher, who, password link, sign-out) fits too.
+  await dash.signInAsOwner(page, 'alice');
+  await page.goto(`${dash.url}/accounts`);
+  await h1(page, 'Accounts').waitFor();
+  assert.equal(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true, 'no sideways scroll when signed in');
+  await page.getByRole('link', { name: 'Change password' }).click();
+  await h1(page, 'Change password').waitFor();
 });
