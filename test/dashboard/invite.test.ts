@@ -24,7 +24,7 @@ test('an invite link opens the invite page, makes a new owner, and works once', 
   await page.goto(url);
   await page.getByRole('heading', { level: 1, name: 'Accept an invite' }).waitFor();
   assert.equal(new URL(page.url()).pathname, '/dashboard/invite', 'redirected to the dashboard');
-  assert.equal(await page.evaluate(() => location.hash), '', 'the token is out of the address bar');
+  assert.equal(await page.evaluate<string>('location.hash'), '', 'the token is out of the address bar');
   assert.ok(!page.url().includes(token));
   await page.getByText('If you already have an owner account, enter its password').waitFor();
   await checkAccessibility(page, 'invite');
@@ -38,7 +38,7 @@ test('an invite link opens the invite page, makes a new owner, and works once', 
   await page.getByRole('status').filter({ hasText: 'The invite is accepted.' }).waitFor();
   // The token went in the POST body only: no URL the page asked for holds it.
   assert.deepEqual(requested.filter((address) => address.includes(token)), [], 'no request URL holds the token');
-  assert.ok(!(await page.evaluate(() => JSON.stringify(history.state) + location.href)).includes(token));
+  assert.ok(!(await page.evaluate<string>('JSON.stringify(history.state) + location.href')).includes(token));
 
   await page.getByLabel('Email').fill('dave@demo.example');
   await page.getByLabel('Password', { exact: true }).fill(password);

@@ -135,7 +135,7 @@ test('an operator signs in with the admin token, switches accounts with the keyb
   await page.keyboard.press('ArrowDown');
   assert.equal(await switcher.inputValue(), 'acct_bob');
   await page.keyboard.press('Tab');
-  assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Open');
+  assert.equal(await page.evaluate<string | undefined>('document.activeElement?.textContent'), 'Open');
   await page.keyboard.press('Enter');
   await page.waitForURL(`${dash.url}/accounts/acct_bob`);
   assert.equal(await page.getByLabel('Account', { exact: true }).inputValue(), 'acct_bob');
@@ -247,13 +247,13 @@ test('the sign-in page on a phone', browserSuite(), async (t) => {
   const page = await dash.newPage({ viewport: PHONE });
   await page.goto(`${dash.url}/sign-in`);
   await h1(page, 'Sign in').waitFor();
-  assert.equal(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true, 'no sideways scroll');
+  assert.equal(await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth'), true, 'no sideways scroll');
   await screenshot(page, 'phone-sign-in');
   // Signed in, the header (switcher, who, password link, sign-out) fits too.
   await dash.signInAsOwner(page, 'alice');
   await page.goto(`${dash.url}/accounts`);
   await h1(page, 'Accounts').waitFor();
-  assert.equal(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true, 'no sideways scroll when signed in');
+  assert.equal(await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth'), true, 'no sideways scroll when signed in');
   await page.getByRole('link', { name: 'Change password' }).click();
   await h1(page, 'Change password').waitFor();
 });
