@@ -10,6 +10,7 @@ import type { Page } from 'playwright-core';
 import { call, show } from '../helpers/gateway.js';
 import { ADMIN_TOKEN, browserSuite, checkAccessibility, OWNERS, PHONE, screenshot, startDashboard } from '../helpers/dashboard.js';
 import { operator, signIn as signInApi } from '../helpers/owner.js';
+import { redisSuite, startRedis } from '../helpers/redis.js';
 
 const h1 = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name });
 
@@ -91,6 +92,18 @@ test('a lockout after failed sign-ins shows when to try again', browserSuite(), 
   // Locked out: the right password too, until the window ends.
   await fillOwner(page, OWNERS.bob.email, OWNERS.bob.password);
   await page.getByRole('alert').filter({ hasText: /^Too many attempts\. Try again in \d+ seconds\.$/ }).waitFor();
+  assert.match(new URL(page.url()).pathname, /\/sign-in$/);
+});
+
+test('with the store down, sign-in says so instead of blaming the password', { skip: browserSuite().skip || redisSuite().skip }, async (t) => {
+  const redis = await startRedis(t);
+  const dash = await startDashboard(t, { overrides: { redis: { url: redis.url } } });
+  const page = await dash.newPage();
+  await page.goto(`${dash.url}/sign-in`);
+  await h1(page, 'Sign in').waitFor();
+  await redis.kill();
+  await fillOwner(page, OWNERS.alice.email, OWNERS.alice.password);
+  await page.getByRole('alert').filter({ hasText: 'Signing in is not possible right now: the gateway\'s store is unavailable. Try again in a moment.' }).waitFor();
   assert.match(new URL(page.url()).pathname, /\/sign-in$/);
 });
 
