@@ -196,6 +196,21 @@ test('an operator pages through the accounts, fifty at a time', browserSuite(), 
   await page.getByRole('link', { name: 'Alice Labs (demo)' }).waitFor();
 });
 
+test('an operator of a gateway without accounts sees the empty state', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  for (const id of ['acct_alice', 'acct_bob']) {
+    const deleted = await operator(dash.gw).send('DELETE', `/accounts/${id}`);
+    assert.equal(deleted.status, 200, show(deleted));
+  }
+  const page = await dash.newPage();
+  await dash.signInAsOperator(page);
+  await h1(page, 'Accounts').waitFor();
+  await page.getByText('There are no accounts yet.').waitFor();
+  assert.equal(await page.getByRole('table').count(), 0);
+  assert.equal(await page.getByLabel('Account', { exact: true }).count(), 0, 'no switcher with nothing to switch to');
+  await checkAccessibility(page, 'accounts (empty)');
+});
+
 test('an owner with an initial password changes it before anything else', browserSuite(), async (t) => {
   const dash = await startDashboard(t);
   const email = 'carol@demo.example';
