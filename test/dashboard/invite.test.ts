@@ -44,7 +44,7 @@ test('an invite link opens the invite page, makes a new owner, and works once', 
   await page.getByLabel('Password', { exact: true }).fill(password);
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.waitForURL(`${dash.url}/accounts/acct_alice`);
-  await page.getByText('dave@demo.example').waitFor();
+  await page.getByText('dave@demo.example', { exact: true }).waitFor();
 
   // Once only: the same link again is not valid.
   const again = await dash.newPage();

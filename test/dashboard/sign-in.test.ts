@@ -6,13 +6,20 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { call, show } from '../helpers/gateway.js';
 import { ADMIN_TOKEN, browserSuite, checkAccessibility, OWNERS, PHONE, screenshot, startDashboard } from '../helpers/dashboard.js';
 import { operator, signIn as signInApi } from '../helpers/owner.js';
 import { redisSuite, startRedis } from '../helpers/redis.js';
 
 const h1 = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name });
+
+/** The error line tied to a field (forms.ts: `<id>-error`, in the field's aria-describedby). */
+async function errorOf(field: Locator): Promise<Locator> {
+  const id = await field.getAttribute('id');
+  assert.match(await field.getAttribute('aria-describedby') ?? '', new RegExp(`\\b${id}-error\\b`));
+  return field.page().locator(`#${id}-error`);
+}
 
 async function fillOwner(page: Page, email: string, password: string): Promise<void> {
   await page.getByLabel('Email').fill(email);
@@ -44,7 +51,7 @@ test('an owner signs in and out; a wrong password, `next` and other origins in i
   // Signed in: alice has one account, so home is that account.
   await fillOwner(page, OWNERS.alice.email, OWNERS.alice.password);
   await page.waitForURL(`${dash.url}/accounts/acct_alice`);
-  await page.getByText(OWNERS.alice.email).waitFor();
+  await page.getByText(OWNERS.alice.email, { exact: true }).waitFor();
   // A signed-in visitor on sign-in goes home.
   await page.goto(`${dash.url}/sign-in`);
   await page.waitForURL(`${dash.url}/accounts/acct_alice`);
@@ -155,7 +162,7 @@ test('an operator signs in with the admin token, switches accounts with the keyb
 
   // A reload keeps the operator signed in (this tab's sessionStorage); another tab does not.
   await page.reload();
-  await page.getByText('Operator (admin token)').waitFor();
+  await page.getByText('Operator (admin token)', { exact: true }).waitFor();
   assert.equal(await page.getByRole('link', { name: 'Change password' }).count(), 0, 'operators have no password here');
   assert.match(page.url(), /\/accounts\/acct_bob$/);
   const other = await dash.newPage();
@@ -233,14 +240,14 @@ test('an owner with an initial password changes it before anything else', browse
   const next = page.getByLabel('New password', { exact: true });
   const again = page.getByLabel('New password again');
   assert.equal(await next.getAttribute('autocomplete'), 'new-password');
-  await page.getByText('15 to 256 characters; a long passphrase is best').waitFor();
+  await page.getByText('15 to 256 characters; a long passphrase is best.', { exact: true }).waitFor();
   const chosen = 'carol chose this long passphrase';
   // Different confirmation: said next to that field, nothing sent.
   await current.fill(initial);
   await next.fill(chosen);
   await again.fill(`${chosen}!`);
   await page.getByRole('button', { name: 'Change password' }).click();
-  await page.getByText('This is not the same as the new password above. Type it again.').waitFor();
+  await (await errorOf(again)).filter({ hasText: /^This is not the same as the new password above\. Type it again\.$/ }).waitFor();
   assert.equal(await again.getAttribute('aria-invalid'), 'true');
   await checkAccessibility(page, 'password (field error)');
   await screenshot(page, 'password');
@@ -249,14 +256,14 @@ test('an owner with an initial password changes it before anything else', browse
   await again.fill('short');
   await page.getByRole('button', { name: 'Change password' }).click();
   // (the gateway's own sentence, whatever its wording: it names the bound)
-  await page.locator(`#${await next.getAttribute('id')}-error`).filter({ hasText: /15/ }).waitFor();
+  await (await errorOf(next)).filter({ hasText: /15/ }).waitFor();
   assert.equal(await next.getAttribute('aria-invalid'), 'true');
   // A wrong current password, at its field.
   await current.fill('not the initial passphrase at all');
   await next.fill(chosen);
   await again.fill(chosen);
   await page.getByRole('button', { name: 'Change password' }).click();
-  await page.getByText('This is not your current password.').waitFor();
+  await (await errorOf(current)).filter({ hasText: /^This is not your current password\.$/ }).waitFor();
 
   await current.fill(initial);
   await page.getByRole('button', { name: 'Change password' }).click();
