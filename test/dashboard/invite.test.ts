@@ -61,3 +61,29 @@ test('an invite link opens the invite page, makes a new owner, and works once', 
   await bare.goto(`${dash.gw.url}/owner/invite`);
   await bare.getByRole('alert').filter({ hasText: 'This link holds no invite.' }).waitFor();
 });
+
+test('an owner already signed in accepts an invite with their own password and switches to the new account', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  const alice = await signInApi(dash.gw, OWNERS.alice.email, OWNERS.alice.password);
+  const made = await alice.send('POST', '/accounts/acct_alice/invites', { email: OWNERS.bob.email });
+  assert.equal(made.status, 201, show(made));
+
+  const page = await dash.newPage();
+  await dash.signInAsOwner(page, 'bob');
+  await page.goto(made.body.message.url as string);
+  await page.getByRole('heading', { level: 1, name: 'Accept an invite' }).waitFor();
+  const password = page.getByLabel('Password', { exact: true });
+  // The invited email is bob's: his own password, not a new one.
+  await password.fill('a new passphrase bob does not have');
+  await page.getByLabel('Password again').fill('a new passphrase bob does not have');
+  await page.getByRole('button', { name: 'Accept invite' }).click();
+  await page.locator(`#${await password.getAttribute('id')}-error`).filter({ hasText: /this is not its password/ }).waitFor();
+  assert.equal(await password.getAttribute('aria-invalid'), 'true');
+
+  await password.fill(OWNERS.bob.password);
+  await page.getByLabel('Password again').fill(OWNERS.bob.password);
+  await page.getByRole('button', { name: 'Accept invite' }).click();
+  await page.waitForURL(`${dash.url}/accounts/acct_alice`);
+  await page.getByRole('status').filter({ hasText: 'The invite is accepted: you are now an owner of this account.' }).waitFor();
+  assert.deepEqual(await page.getByLabel('Account', { exact: true }).locator('option').allTextContents(), ['Alice Labs (demo) (acct_alice)', 'Bob Works (demo) (acct_bob)']);
+});
