@@ -90,6 +90,25 @@ export function registerDashboard(router: Router, { path }: { path: string }): v
   router.get(`${path}/{*rest}`, servePage);
 }
 
+/** Where the owner API's invite links point (http/routes/owner/accounts.ts writes them). */
+export const OWNER_INVITE_PATH = '/owner/invite';
+
+/**
+ * The invite link the owner API hands out is `<origin>/owner/invite#gwinv_…` (docs/owner.md,
+ * "Invites"): with the dashboard on, that path sends the browser to the dashboard's invite page.
+ * The token is in the fragment, which never reaches the gateway and which browsers keep across
+ * a redirect whose Location has none (RFC 9110 §10.2.2). Registered before the owner API's
+ * catch-all for /owner (http/owner/register.ts), which would otherwise answer it with a 404.
+ */
+export function registerInviteRedirect(router: Router, { path }: { path: string }): void {
+  router.get(OWNER_INVITE_PATH, async function redirectInvite(ctx: Context): Promise<void> {
+    ctx.set('Referrer-Policy', 'no-referrer');
+    ctx.status = 303;
+    ctx.set('Location', `${path}/invite`);
+    ctx.body = '';
+  });
+}
+
 /** The page (with the dashboard's path written in) and every asset under public/, by path relative to it. */
 function loadPublic(path: string): { shell: Buffer; assets: Map<string, Asset> } {
   // The path is lower-case a-z 0-9 . _ - and "/" (config/schema.ts): nothing to escape in HTML.

@@ -15,7 +15,7 @@ import type { Directory } from '../stores/directory.js';
 import type { OwnerServices } from '../owner/service.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { TimestampFormatter } from '../util/time.js';
-import { registerDashboard } from '../dashboard/serve.js';
+import { registerDashboard, registerInviteRedirect } from '../dashboard/serve.js';
 import { buildOpenApiDocument, OPENAPI_PATH, serveOpenApiDocument } from './openapi/document.js';
 import { registerOwnerApi } from './owner/register.js';
 import { ownerOperations } from './routes/owner/index.js';
@@ -65,6 +65,8 @@ export function createRouter({ auth, directory, signer, authenticate, config, fo
   if (config.metrics.enabled) router.get('/metrics', reportMetrics({ registry: metrics.registry }));
   const operations = ownerOperations(owner, { config, signAnswers });
   router.get(OPENAPI_PATH, serveOpenApiDocument(buildOpenApiDocument(operations)));
+  // Before the owner API, whose catch-all answers every other path under /owner.
+  if (config.dashboard.enabled) registerInviteRedirect(router, config.dashboard);
   registerOwnerApi(router, { config, operations, sessions: owner.sessions, limits, clientAddress });
   if (config.dashboard.enabled) registerDashboard(router, config.dashboard);
   return router;

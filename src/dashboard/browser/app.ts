@@ -209,7 +209,7 @@ export function startDashboard({ auth, pages }: { auth: Auth; pages: Record<Page
     replace(top,
       h('div', { class: 'bar' }, brand,
         accounts.length > 0 ? accountSwitcher(accounts, account) : null,
-        h('div', { class: 'who' }, h('span', null, person), signOut),
+        h('div', { class: 'who' }, h('span', null, person), who.kind === 'owner' ? h('a', { href: href('password') }, 'Change password') : null, signOut),
       ),
       account === undefined ? null : h('nav', { class: 'sections', 'aria-label': `Account ${account.name || account.id}` },
         h('ul', null, SECTIONS.map((section) => {

@@ -181,7 +181,7 @@ export function startDashboard({ auth, pages }) {
                 replace(main, failed(error));
             });
         });
-        replace(top, h('div', { class: 'bar' }, brand, accounts.length > 0 ? accountSwitcher(accounts, account) : null, h('div', { class: 'who' }, h('span', null, person), signOut)), account === undefined ? null : h('nav', { class: 'sections', 'aria-label': `Account ${account.name || account.id}` }, h('ul', null, SECTIONS.map((section) => {
+        replace(top, h('div', { class: 'bar' }, brand, accounts.length > 0 ? accountSwitcher(accounts, account) : null, h('div', { class: 'who' }, h('span', null, person), who.kind === 'owner' ? h('a', { href: href('password') }, 'Change password') : null, signOut)), account === undefined ? null : h('nav', { class: 'sections', 'aria-label': `Account ${account.name || account.id}` }, h('ul', null, SECTIONS.map((section) => {
             const current = page === section.name || SECTION_OF[page ?? 'home'] === section.name;
             return h('li', null, h('a', { href: href(section.name, { account: account.id }), 'aria-current': current ? 'page' : undefined }, section.label));
         }))));
