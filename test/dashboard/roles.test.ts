@@ -248,6 +248,20 @@ test('roles: search by name and paging, as /api/roles lists them; empty states; 
   await page.waitForURL(`${dash.url}/accounts/${ALICE}/roles`);
   await page.getByRole('region', { name: 'Roles, in id order' }).waitFor();
 
+  // A search and a page link the owner API refuses: said where they belong, not as a failure.
+  const tooLong = 'x'.repeat(101);
+  const refusedSearch = await op.get(`/accounts/${ALICE}/roles?name=${tooLong}`);
+  assert.equal(refusedSearch.body.message.field, 'name', show(refusedSearch));
+  await rolesPage(page, dash.url, `?name=${tooLong}`);
+  assert.equal(await page.getByLabel('Search by name').getAttribute('aria-invalid'), 'true');
+  assert.equal((await descriptionOf(page, 'Search by name')).at(-1), refusedSearch.body.message.description);
+  const refusedCursor = await op.get(`/accounts/${ALICE}/roles?cursor=not-a-cursor`);
+  assert.equal(refusedCursor.body.message.field, 'cursor', show(refusedCursor));
+  await rolesPage(page, dash.url, '?cursor=not-a-cursor');
+  await page.getByText(refusedCursor.body.message.description).waitFor();
+  await page.locator('.empty').getByRole('link', { name: 'First page' }).click();
+  await page.getByRole('region', { name: 'Roles, in id order' }).waitFor();
+
   // An account without roles: bob's, emptied.
   for (const id of [101, 102]) assert.equal((await op.send('DELETE', `/accounts/${OWNERS.bob.accountId}/roles/${id}`)).status, 200);
   const bob = await dash.newPage();

@@ -5,7 +5,7 @@
  * own), the owner API answers 409 read_only_store to reads too, and the pages say so instead
  * of a failure: there is nothing to fix from here.
  */
-import { ApiError } from '../api.js';
+import { ApiError, describeError } from '../api.js';
 import { append, h } from '../dom.js';
 import { checkboxField, form, numberOf, textField, valueOf } from '../forms.js';
 import { confirmAction, empty, heading, pager, section, table } from '../ui.js';
@@ -82,17 +82,26 @@ export const rolePages = {
             const name = ctx.query.get('name') ?? '';
             const cursor = ctx.query.get('cursor') ?? undefined;
             const createLink = () => h('a', { href: ctx.href('newRole', accountOf(ctx)) }, 'Create role');
+            const search = textField({ name: 'name', label: 'Search by name', type: 'search', value: name, hint: 'Roles whose name contains this, in any case.' });
             let page;
+            let refused = null;
             try {
                 page = await ctx.api.get(rolesPath(ctx), { limit: PAGE_SIZE, cursor, name });
             }
             catch (error) {
-                if (!isReadOnly(error))
+                if (isReadOnly(error)) {
+                    ctx.main.append(heading('Roles'), readOnlyState(error));
+                    return;
+                }
+                // A search or a page link the owner API refuses (too long, a cursor from elsewhere):
+                // said where it belongs, with the way back, rather than as a failure of the page.
+                if (!(error instanceof ApiError && (error.field === 'name' || error.field === 'cursor')))
                     throw error;
-                ctx.main.append(heading('Roles'), readOnlyState(error));
-                return;
+                if (error.field === 'name')
+                    search.setError(describeError(error));
+                else
+                    refused = empty(describeError(error), h('a', { href: ctx.href('roles', accountOf(ctx), { name }) }, 'First page'));
             }
-            const search = textField({ name: 'name', label: 'Search by name', type: 'search', value: name, hint: 'Roles whose name contains this, in any case.' });
             const searchForm = form({
                 label: 'Search roles',
                 fields: [search],
@@ -102,9 +111,11 @@ export const rolePages = {
                     ctx.navigate('roles', accountOf(ctx), { query: { name: valueOf(search) } });
                 },
             });
-            searchForm.classList.add('search');
             let listing;
-            if (page.items.length === 0 && name !== '') {
+            if (page === undefined) {
+                listing = refused;
+            }
+            else if (page.items.length === 0 && name !== '') {
                 listing = empty(`No role matches “${name}”.`, h('a', { href: ctx.href('roles', accountOf(ctx)) }, 'Show all roles'));
             }
             else if (page.items.length === 0 && cursor === undefined) {
