@@ -88,19 +88,22 @@ test('roles: create, edit and delete through the pages, each change seen in /api
   assert.equal(await page.getByRole('status').filter({ hasText: 'Role Night auditor created.' }).count(), 1);
   assert.deepEqual((await apiRoles(dash.gw)).at(-1), { id: 40, slug: 'night-auditor', name: 'Night auditor', description: 'Reads the night reports.\nAnd the weekend ones.', public: 0 });
 
-  // Edit: name and public.
+  // Edit: name, public, and the id (which moves the role).
   await page.getByRole('link', { name: 'Edit role Night auditor' }).click();
   await page.getByRole('heading', { level: 1, name: 'Role Night auditor' }).waitFor();
   assert.equal(await page.getByLabel('Slug').inputValue(), 'night-auditor');
   assert.equal(await page.getByLabel('Public').isChecked(), false);
   await page.getByLabel('Name').fill('Night and weekend auditor');
   await page.getByLabel('Public').check();
+  assert.match((await descriptionOf(page, 'Id'))[0] ?? '', /Another id moves the role/);
+  await page.getByLabel('Id').fill('41');
   await checkAccessibility(page, 'role-edit');
   await screenshot(page, 'role-edit');
   await page.getByRole('button', { name: 'Save changes' }).click();
   await page.getByRole('heading', { level: 1, name: 'Roles' }).waitFor();
-  assert.equal(await page.getByRole('status').filter({ hasText: 'Role Night and weekend auditor saved.' }).count(), 1);
-  assert.deepEqual((await apiRoles(dash.gw)).at(-1), { id: 40, slug: 'night-auditor', name: 'Night and weekend auditor', description: 'Reads the night reports.\nAnd the weekend ones.', public: 1 });
+  assert.equal(await page.getByRole('status').filter({ hasText: 'Role Night and weekend auditor saved, now with id 41.' }).count(), 1);
+  assert.deepEqual((await apiRoles(dash.gw)).slice(-2).map((role) => role.id), [12, 41], 'moved: no role 40 any more');
+  assert.deepEqual((await apiRoles(dash.gw)).at(-1), { id: 41, slug: 'night-auditor', name: 'Night and weekend auditor', description: 'Reads the night reports.\nAnd the weekend ones.', public: 1 });
 
   // Delete: the dialog names the role and the consequence; Cancel changes nothing.
   await page.getByRole('link', { name: 'Edit role Night and weekend auditor' }).click();
@@ -115,7 +118,7 @@ test('roles: create, edit and delete through the pages, each change seen in /api
   await dialog.getByRole('button', { name: 'Cancel' }).click();
   await dialog.waitFor({ state: 'detached' });
   assert.equal((await apiRoles(dash.gw)).length, 13, 'cancelled: still there');
-  assert.equal(page.url(), `${dash.url}/accounts/${ALICE}/roles/40`);
+  assert.equal(page.url(), `${dash.url}/accounts/${ALICE}/roles/41`);
 
   await page.getByRole('button', { name: 'Delete role' }).click();
   await dialog.getByRole('button', { name: 'Delete role' }).click();
@@ -124,7 +127,7 @@ test('roles: create, edit and delete through the pages, each change seen in /api
   assert.deepEqual(await apiRoles(dash.gw), before, 'gone from /api/roles');
 
   // A role that is not there.
-  await page.goto(`${dash.url}/accounts/${ALICE}/roles/40`);
+  await page.goto(`${dash.url}/accounts/${ALICE}/roles/41`);
   await page.getByRole('heading', { level: 1, name: 'Role not found' }).waitFor();
   await checkAccessibility(page, 'role-not-found');
 });
