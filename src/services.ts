@@ -17,6 +17,7 @@ import { createCors, type Cors } from './http/cors.js';
 import type { ReadinessCheck } from './http/routes/health.js';
 import { createLimiter } from './limits/limiter.js';
 import { createRateLimits, type RateLimits } from './limits/rate-limits.js';
+import { countUsage, createUsageRecorder, type UsageRecorder } from './limits/usage.js';
 import { createOwnerServices, type OwnerServices } from './owner/service.js';
 import { createProxy, type Proxy } from './proxy/proxy.js';
 import { readDataFile, watchDataFile, type DataFile } from './stores/data-file.js';
@@ -48,6 +49,9 @@ import { resetRetentionMs, type RevocationStore } from './stores/revocation.js';
 import { MemoryRefreshTokenStore } from './stores/token-store.memory.js';
 import { RedisRefreshTokenStore } from './stores/token-store.redis.js';
 import type { RefreshTokenStore } from './stores/token-store.js';
+import { MemoryUsageCounters } from './stores/usage-counters.memory.js';
+import { RedisUsageCounters } from './stores/usage-counters.redis.js';
+import type { UsageCounters } from './stores/usage-counters.js';
 import type { Logger } from './telemetry/log.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import { systemClock, type Clock } from './util/clock.js';
@@ -70,8 +74,10 @@ export interface Services {
   proxy: Proxy;
   /** CORS for browsers on listed origins; undefined while it is off. */
   cors: Cors | undefined;
-  /** Sign-in lockouts and quotas (limits/). */
+  /** Sign-in lockouts and quotas (limits/), counting each key's calls on `usage`. */
   limits: RateLimits;
+  /** Per-key usage counting (limits/usage.ts); undefined while `usage.enabled` is off. Tests flush it. */
+  usage: UsageRecorder | undefined;
   /** The client's address as the limits count it (http/client-address.ts). */
   clientAddress: (req: IncomingMessage) => string;
   metrics: Metrics;
@@ -174,11 +180,15 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   const metrics = createMetrics({ processMetrics: config.metrics.enabled });
   const clientAddress = createClientAddress(config.proxy);
   const limiter = createLimiter({ counters, memory: memoryCounters, log, metrics, clock });
-  const limits = createRateLimits(config.limits, limiter, clientAddress);
+  const usageStore: UsageCounters | undefined = !config.usage.enabled ? undefined : redis === undefined ? new MemoryUsageCounters({ clock }) : new RedisUsageCounters(redis);
+  const usage = usageStore === undefined ? undefined : createUsageRecorder({ store: usageStore, clock, log, flushIntervalMs: config.usage.flushIntervalMs });
+  // A decorator, so counting holds whatever limits.mode is (counting usage is no rate limit).
+  const rateLimits = createRateLimits(config.limits, limiter, clientAddress);
+  const limits = usage === undefined ? rateLimits : countUsage(rateLimits, usage);
   const cors = createCors(config.cors);
   const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors });
   const sessions: SessionStore = redis === undefined ? new MemorySessionStore({ clock }) : new RedisSessionStore(redis, { clock });
-  const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config });
+  const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config, usage: usageStore });
 
   return {
     config,
@@ -194,6 +204,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     authenticate,
     proxy,
     limits,
+    usage,
     clientAddress,
     metrics,
     owner,
@@ -214,6 +225,8 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     async close() {
       stopWatching();
       proxy.close();
+      // Before Redis closes: the counts since the last flush go with it.
+      await usage?.stop();
       await redis?.close();
     },
   };

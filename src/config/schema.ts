@@ -395,6 +395,19 @@ export const configSchema = z.strictObject({
     }),
   }).prefault({}),
 
+  // Per-key usage counts for the owner API (docs/owner.md, "Usage"): counted in memory, written
+  // to the usage store every flushIntervalMs, so a request never waits on a store for them.
+  usage: z.strictObject({
+    enabled: setting(z.boolean().default(true), {
+      env: 'USAGE_ENABLED',
+      description: 'Count each key\'s authenticated calls and rate-limited calls (5-minute buckets kept 25 hours) for GET /owner/v1/accounts/{accountId}/usage; off: nothing is counted and the operation answers an empty window with `enabled: false`.',
+    }),
+    flushIntervalMs: setting(z.number().int().min(100).max(60_000).default(5000), {
+      env: 'USAGE_FLUSH_INTERVAL_MS',
+      description: 'How often the counts gathered in memory are added to the usage store (Redis when configured); the usage an owner reads lags by up to this much.',
+    }),
+  }).prefault({}),
+
   proxy: z.strictObject({
     trustedProxies: setting(z.array(z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()])).default([]), {
       env: 'TRUSTED_PROXIES',

@@ -24,7 +24,7 @@ import { publishKeys } from './routes/jwks.js';
 import { refresh } from './routes/refresh.js';
 import { resetTokens } from './routes/reset.js';
 import { listRoles } from './routes/roles.js';
-import { lookUpSignRecord } from './routes/sign.js';
+import { createSignAnswers, lookUpSignRecord } from './routes/sign.js';
 import { signIn } from './routes/signin.js';
 
 /** What the own routes use: services.ts's Services has all of it, and nothing else reaches a route. */
@@ -52,7 +52,9 @@ export function createRouter({ auth, directory, signer, authenticate, config, fo
   router.post('/api/signin', signIn(credentials));
   router.post('/api/refresh', refresh(credentials));
   router.post('/api/reset', resetTokens({ ...credentials, formatTimestamp }));
-  const signRecord = lookUpSignRecord({ directory, formatTimestamp, bodyLimitBytes });
+  // One reader for /api/sign and the owner API's `served` sign record: the same answer by construction.
+  const signAnswers = createSignAnswers({ directory, formatTimestamp });
+  const signRecord = lookUpSignRecord({ answers: signAnswers, bodyLimitBytes });
   const signQuota = quota(limits, { name: 'sign', auth: 'required' });
   router.get('/api/sign', bearer, signQuota, signRecord);
   router.post('/api/sign', bearer, signQuota, signRecord);
@@ -61,7 +63,7 @@ export function createRouter({ auth, directory, signer, authenticate, config, fo
   router.get('/healthz', reportLiveness());
   router.get('/readyz', reportReadiness({ checks: readiness }));
   if (config.metrics.enabled) router.get('/metrics', reportMetrics({ registry: metrics.registry }));
-  const operations = ownerOperations(owner, { config });
+  const operations = ownerOperations(owner, { config, signAnswers });
   router.get(OPENAPI_PATH, serveOpenApiDocument(buildOpenApiDocument(operations)));
   registerOwnerApi(router, { config, operations, sessions: owner.sessions, limits, clientAddress });
   if (config.dashboard.enabled) registerDashboard(router, config.dashboard);

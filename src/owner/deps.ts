@@ -4,6 +4,7 @@ import type { Config } from '../config/schema.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import type { OwnerStore } from '../stores/owner-store.js';
 import type { SessionStore } from '../stores/session-store.js';
+import type { UsageCounters } from '../stores/usage-counters.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
 
@@ -17,4 +18,6 @@ export interface OwnerDeps {
   limits: RateLimits;
   log: Logger;
   config: Pick<Config, 'owner' | 'tokens'>;
+  /** The per-key usage counts (stores/usage-counters.ts); absent while counting is off (`usage.enabled`). */
+  usage?: UsageCounters;
 }

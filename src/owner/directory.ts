@@ -39,6 +39,12 @@ export interface DirectoryService {
   /** Replaces role `id` as a whole; `role.id` may differ from `id`: the role moves there (a reorder). */
   replaceRole(actor: Actor, accountId: string, id: number, role: Role): Promise<Role>;
   deleteRole(actor: Actor, accountId: string, id: number): Promise<void>;
+  /**
+   * The checks of a read (the account reachable, and read_only_store where the owner store is
+   * not what /api/sign and /api/roles serve), for a read answered from the served directory
+   * itself: the `served` sign record (http/routes/owner/directory.ts).
+   */
+  checkRead(caller: Caller, accountId: string): Promise<void>;
   /** `address` in either case: records are kept and found lowercase. */
   getSignRecord(caller: Caller, accountId: string, address: string): Promise<SignRecord>;
   /** Conflict ("address") when the address has a record already. */
@@ -139,6 +145,8 @@ export function createDirectoryService({ store, clock, log }: OwnerDeps): Direct
       if (!(await store.deleteRole(accountId, id, [event]))) throw new NotFound('No such role.');
       logEvents(log, accountId, [event]);
     },
+
+    checkRead: loadForRead,
 
     async getSignRecord(caller, accountId, address) {
       await loadForRead(caller, accountId);

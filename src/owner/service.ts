@@ -10,6 +10,7 @@ import { createDirectoryService, type DirectoryService } from './directory.js';
 import { createKeyService, type KeyService } from './keys.js';
 import { createSessionService, type SessionService } from './sessions.js';
 import { createSettingsTokenService, type SettingsTokenService } from './settings-tokens.js';
+import { createUsageService, type UsageService } from './usage.js';
 
 export interface OwnerServices {
   /** Owner sign-in, sessions, password changes (and the session check of http/owner/caller.ts). */
@@ -22,6 +23,8 @@ export interface OwnerServices {
   settingsTokens: SettingsTokenService;
   /** Roles and sign records. */
   directory: DirectoryService;
+  /** Per-key usage from the gateway's own counters. */
+  usage: UsageService;
 }
 
 export function createOwnerServices(deps: OwnerDeps): OwnerServices {
@@ -31,5 +34,6 @@ export function createOwnerServices(deps: OwnerDeps): OwnerServices {
     keys: createKeyService(deps),
     settingsTokens: createSettingsTokenService(deps),
     directory: createDirectoryService(deps),
+    usage: createUsageService({ store: deps.store, clock: deps.clock, usage: deps.usage }),
   };
 }

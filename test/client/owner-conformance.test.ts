@@ -15,8 +15,8 @@ import type {
   AcceptInviteInput, Account, AccountDeleted, AddOwnerInput, AuditEvent, ChangePasswordInput, CreateAccountInput,
   CreateInviteInput, CreateKeyInput, CreateSettingsTokenInput, Invite, InviteAccepted, InviteStatus, InviteWithToken, Key,
   KeyDeleted, KeyWithSecret, Member, MemberRemoved, Owner, Page, PageQuery, Reset, Role, RoleDeleted, RoleInput, RoleQuery,
-  RollKeyInput, Session, SettingsToken, SettingsTokenStatus, SettingsTokenWithToken, SignedOut, SignRecord, SignRecordDeleted,
-  SignRecordInput, SignRecordUpdate, UpdateAccountInput, UpdateKeyInput,
+  RollKeyInput, ServedSignRecord, Session, SettingsToken, SettingsTokenStatus, SettingsTokenWithToken, SignedOut, SignRecord, SignRecordDeleted,
+  SignRecordInput, SignRecordUpdate, UpdateAccountInput, UpdateKeyInput, Usage, KeyUsage, UsageQuery,
 } from '../../packages/client/src/owner/index.js';
 import type { Equal, Expect, OptionalKeys, RequiredKeys } from '../../packages/client/examples/assert-types.js';
 import { checkedClients } from '../helpers/owner-client.js';
@@ -121,6 +121,8 @@ test('each method sends its own operation, and every answer validates against it
   const address = `0x${'ab'.repeat(20)}`;
   await expect('signRecords.create', () => owner.signRecords.create('acct_c', { address, signedNonce: 0, signedAt: '2026-01-01T00:00:00Z', signedExpiredAt: '2026-02-01T00:00:00Z' }));
   await expect('signRecords.get', () => owner.signRecords.get('acct_c', address));
+  await expect('signRecords.served', () => owner.signRecords.served('acct_c', address));
+  await expect('usage.get', () => owner.usage.get('acct_c', { hours: 2 }));
   await expect('signRecords.replace', () => owner.signRecords.replace('acct_c', address, { signedNonce: 1, signedAt: '2026-01-01T00:00:00Z', signedExpiredAt: '2026-03-01T00:00:00Z' }));
   await expect('signRecords.delete', () => owner.signRecords.delete('acct_c', address));
   await expect('accounts.reset', () => owner.accounts.reset('acct_c'));
@@ -179,6 +181,9 @@ const SHAPES: { name: string; where: Where; shape: { required: string[]; optiona
   { name: 'Role', where: { op: 'GET /owner/v1/accounts/{accountId}/roles/{roleId}', at: 200 }, shape: fields<Role>()(['id', 'slug', 'name', 'description', 'public'], []) },
   { name: 'RoleDeleted', where: { op: 'DELETE /owner/v1/accounts/{accountId}/roles/{roleId}', at: 200 }, shape: fields<RoleDeleted>()(['id', 'deleted'], []) },
   { name: 'SignRecord', where: { op: 'GET /owner/v1/accounts/{accountId}/sign-records/{address}', at: 200 }, shape: fields<SignRecord>()(['address', 'signedNonce', 'signedAt', 'signedExpiredAt'], []) },
+  { name: 'ServedSignRecord', where: { op: 'GET /owner/v1/accounts/{accountId}/sign-records/{address}/served', at: 200 }, shape: fields<ServedSignRecord>()(['did', 'signedNonce', 'signedAt', 'signedExpiredAt'], []) },
+  { name: 'Usage', where: { op: 'GET /owner/v1/accounts/{accountId}/usage', at: 200 }, shape: fields<Usage>()(['from', 'to', 'bucketSeconds', 'enabled', 'items'], []) },
+  { name: 'KeyUsage', where: { op: 'GET /owner/v1/accounts/{accountId}/usage', at: 200, path: ['items', '[]'] }, shape: fields<KeyUsage>()(['keyId', 'requests', 'rateLimited'], []) },
   { name: 'SignRecordDeleted', where: { op: 'DELETE /owner/v1/accounts/{accountId}/sign-records/{address}', at: 200 }, shape: fields<SignRecordDeleted>()(['address', 'deleted'], []) },
   { name: 'AuditEvent', where: { op: 'GET /owner/v1/accounts/{accountId}/audit', at: 200, path: ['items', '[]'] }, shape: fields<AuditEvent>()(['id', 'at', 'action', 'actor', 'target'], ['ip', 'requestId', 'changes']) },
   { name: 'AuditEvent.actor', where: { op: 'GET /owner/v1/accounts/{accountId}/audit', at: 200, path: ['items', '[]', 'actor'] }, shape: fields<AuditEvent['actor']>()(['type'], ['id']) },
@@ -211,6 +216,7 @@ export type EnumsAreTheTypes = [
   Expect<Equal<AuditEvent['actor']['type'], typeof ACTOR_TYPES[number]>>,
   Expect<Equal<keyof PageQuery, 'limit' | 'cursor'>>,
   Expect<Equal<keyof RoleQuery, 'limit' | 'cursor' | 'name'>>,
+  Expect<Equal<keyof UsageQuery, 'hours'>>,
 ];
 
 type Schema = { $ref?: string; properties?: Record<string, Schema>; required?: string[]; items?: Schema; enum?: string[]; type?: string };
@@ -255,4 +261,5 @@ test("the client's types name the document's fields, required and optional alike
     assert.deepEqual(queryOf(route), ['cursor', 'limit'], `${route}: PageQuery`);
   }
   assert.deepEqual(queryOf('/owner/v1/accounts/{accountId}/roles'), ['cursor', 'limit', 'name'], 'RoleQuery');
+  assert.deepEqual(queryOf('/owner/v1/accounts/{accountId}/usage'), ['hours'], 'UsageQuery');
 });

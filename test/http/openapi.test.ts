@@ -320,10 +320,15 @@ async function walkOwnerScenario(api: Conformance, adminToken: string): Promise<
     await owner.expect(409, owner.post(`${a}/sign-records`, record));
     const r = `${a}/sign-records/${address}`;
     await owner.expect(200, owner.get(r));
+    if (has(`GET ${PREFIX}/accounts/{accountId}/sign-records/{address}/served`)) await owner.expect(200, owner.get(`${r}/served`));
     await owner.expect(200, owner.put(r, { signedNonce: 2, ...times }));
     await owner.expect(200, owner.delete(r));
     state.address = `0x${'cd'.repeat(20)}`;
     await owner.expect(201, owner.post(`${a}/sign-records`, { ...record, address: state.address }));
+  }
+  if (has(`GET ${PREFIX}/accounts/{accountId}/usage`)) {
+    await owner.expect(200, owner.get(`${a}/usage?hours=1`));
+    await owner.expect(400, owner.get(`${a}/usage?hours=25`));
   }
   if (has(`GET ${PREFIX}/accounts/{accountId}/audit`)) {
     const audit = await owner.expect(200, owner.get(`${a}/audit?limit=100`));

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { randomBase62 } from '../../src/domain/random.js';
 import { ownerOperations } from '../../src/http/routes/owner/index.js';
+import { createSignAnswers } from '../../src/http/routes/sign.js';
 import { show, type JsonResponse } from '../helpers/gateway.js';
 import { accountWithOwner, operator as operatorClient, startOwnerGateway, type Client } from '../helpers/owner.js';
 
@@ -63,6 +64,8 @@ const OPERATIONS: { method: string; path: (ids: Ids) => string; body?: unknown; 
   { method: 'GET', path: (i) => `/accounts/${i.a}/sign-records/${i.address}`, objectId: true },
   { method: 'PUT', path: (i) => `/accounts/${i.a}/sign-records/${i.address}`, body: { signedNonce: 666, signedAt: '2026-01-01T00:00:00Z', signedExpiredAt: '2027-01-01T00:00:00Z' }, objectId: true },
   { method: 'DELETE', path: (i) => `/accounts/${i.a}/sign-records/${i.address}`, objectId: true },
+  { method: 'GET', path: (i) => `/accounts/${i.a}/sign-records/${i.address}/served`, objectId: true },
+  { method: 'GET', path: (i) => `/accounts/${i.a}/usage`, objectId: false },
 ];
 
 /** Everything of the account the operator can read, to compare before and after. */
@@ -76,6 +79,7 @@ async function snapshot(operator: Client, ids: Ids): Promise<Record<string, unkn
     `/accounts/${ids.a}/settings-tokens`,
     `/accounts/${ids.a}/roles`,
     `/accounts/${ids.a}/sign-records/${ids.address}`,
+    `/accounts/${ids.a}/sign-records/${ids.address}/served`,
   ];
   const out: Record<string, unknown> = {};
   for (const path of paths) {
@@ -127,7 +131,8 @@ test('an owner reaches nothing of another account: every object type, every meth
   await t.test('the matrix holds every operation on an account or its objects', () => {
     const placeholders: Ids = { a: '{accountId}', key: '{keyId}', token: '{tokenId}', invite: '{inviteId}', owner: '{ownerId}', role: '{roleId}', address: '{address}' };
     const covered = new Set(OPERATIONS.map((op) => `${op.method} /owner/v1${op.path(placeholders)}`));
-    const served = ownerOperations(gw.services.owner, { config: gw.services.config })
+    const signAnswers = createSignAnswers({ directory: gw.services.directory, formatTimestamp: gw.services.formatTimestamp });
+    const served = ownerOperations(gw.services.owner, { config: gw.services.config, signAnswers })
       .filter((op) => op.path.includes('{accountId}'))
       .map((op) => `${op.method.toUpperCase()} ${op.path}`);
     assert.deepEqual(served.filter((key) => !covered.has(key)), []);
@@ -170,7 +175,8 @@ test('an owner reaches nothing of another account: every object type, every meth
 
   await t.test('nothing of Alice\'s changed, her audit trail included, and she still reaches all of it', async () => {
     assert.deepEqual(await snapshot(operator, ids), before);
-    for (const path of [`/accounts/${A}/keys/${ids.key}`, `/accounts/${A}/settings-tokens/${ids.token}`, `/accounts/${A}/roles/${ids.role}`, `/accounts/${A}/sign-records/${ids.address}`]) {
+    for (const path of [`/accounts/${A}/keys/${ids.key}`, `/accounts/${A}/settings-tokens/${ids.token}`, `/accounts/${A}/roles/${ids.role}`, `/accounts/${A}/sign-records/${ids.address}`,
+      `/accounts/${A}/sign-records/${ids.address}/served`, `/accounts/${A}/usage`]) {
       const res = await alice.send('GET', path);
       assert.equal(res.status, 200, `${path}: ${show(res)}`);
     }

@@ -14,7 +14,7 @@ import {
 import type {
   Account, AccountDeleted, AuditEvent, CallOptions, Invite, InviteAccepted, InviteWithToken, Key, KeyDeleted, KeyWithSecret,
   Member, MemberRemoved, Page, RateLimitInfo, Reset, Role, RoleDeleted, Session, SettingsToken, SettingsTokenWithToken,
-  SignedOut, SignRecord, SignRecordDeleted,
+  ServedSignRecord, SignedOut, SignRecord, SignRecordDeleted, Usage,
 } from '../src/owner/index.js';
 import { expectType, type Equal, type Expect } from './assert-types.js';
 
@@ -108,6 +108,8 @@ export async function ownerExample({ baseUrl, adminToken, fetch }: { baseUrl: st
   expectType<SignRecord>()(record);
   expectType<SignRecord>()(await owner.signRecords.replace(accountId, address, { signedNonce: 2, signedAt: '2026-06-01T10:00:00Z', signedExpiredAt: '2026-08-01T10:00:00Z' }));
   expectType<SignRecord>()(await owner.signRecords.get(accountId, address));
+  // Exactly what /api/sign answers the account's keys: `did` as given, times in the gateway's time zone.
+  expectType<ServedSignRecord>()(await owner.signRecords.served(accountId, address));
   expectType<SignRecordDeleted>()(await owner.signRecords.delete(accountId, address));
 
   // Errors are typed: the gateway's code, its sentence, the status and the request id.
@@ -125,6 +127,11 @@ export async function ownerExample({ baseUrl, adminToken, fetch }: { baseUrl: st
     // Deleting an account is the operator's: an owner is refused.
     if (!(err instanceof PermissionError)) throw err;
   }
+
+  // Calls and rate-limited calls per key over the last hours (1 to 24), from the gateway's own counters.
+  const usage = await owner.usage.get(accountId, { hours: 1 });
+  expectType<Usage>()(usage);
+  for (const each of usage.items) expectType<number>()(each.requests + each.rateLimited);
 
   const auditActions: string[] = [];
   expectType<Page<AuditEvent>>()(await owner.audit.list(accountId, { limit: 20 }));
@@ -166,6 +173,8 @@ export async function misuse(client: OwnerClient, accountId: string): Promise<vo
   void status;
   // @ts-expect-error: sign records are looked up by address; there is no listing
   await client.signRecords.list(accountId);
+  // @ts-expect-error: hours is a number (1 to 24)
+  await client.usage.get(accountId, { hours: '24' });
   // @ts-expect-error: timeoutMs is a number of milliseconds
   await client.accounts.list({}, { timeoutMs: '5s' });
   // @ts-expect-error: the iterator takes a page size, not a cursor

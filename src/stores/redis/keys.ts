@@ -37,6 +37,13 @@ export interface RedisKeys {
    * characters or a digest (limits/rate-limits.ts `bounded`), so the name's length is bounded.
    */
   rateWindow(subject: string, ms: number): string;
+  /**
+   * Hash: one account's usage counts in one 5-minute bucket (stores/usage-counters.ts), fields
+   * `r:<keyId>` (calls) and `l:<keyId>` (rate-limited calls). `bucketStart` in epoch ms, named in
+   * seconds. TTL: 25 hours from the bucket's last write. Tagged by account, so the buckets an
+   * account's window reads share a slot and one script reads them.
+   */
+  usage(accountId: string, bucketStart: number): string;
 
   // The owner store (owner-store.redis.ts). What lives in an account's slot is changed by
   // scripts; everything found by another name (an owner, an email, a digest) is a projection
@@ -80,6 +87,7 @@ export function redisKeys(prefix: string): RedisKeys {
     signRecords: (accountId) => `${prefix}:sign:{${accountId}}`,
     directoryChannel: `${prefix}:directory`,
     rateWindow: (subject, ms) => `${prefix}:rl:{${subject}}:${ms}`,
+    usage: (accountId, bucketStart) => `${prefix}:usage:{${accountId}}:${bucketStart / 1000}`,
     account: (accountId) => `${prefix}:acct:{${accountId}}`,
     audit: (accountId) => `${prefix}:audit:{${accountId}}`,
     accountKeys: (accountId) => `${prefix}:acct-keys:{${accountId}}`,

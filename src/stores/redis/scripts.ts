@@ -218,6 +218,53 @@ end
 return out
 `;
 
+/**
+ * Adds one account's usage counts to its buckets (usage-counters.redis.ts) and keeps each
+ * bucket touched for the retention. The number of keys goes first in the call.
+ *
+ * KEYS[i]          a bucket of the account    <prefix>:usage:{acct}:<bucketStartSeconds>
+ * ARGV[1]          how long a bucket is kept after this write, in ms
+ * ARGV[2 + 3j]     index i of the bucket (into KEYS) of the j-th count
+ * ARGV[3 + 3j]     its field: `r:<keyId>` (calls) or `l:<keyId>` (rate-limited calls)
+ * ARGV[4 + 3j]     the amount to add (> 0)
+ * Returns the number of counts added.
+ */
+export const USAGE_ADD = `
+for j = 2, #ARGV, 3 do
+  redis.call('HINCRBY', KEYS[tonumber(ARGV[j])], ARGV[j + 1], ARGV[j + 2])
+end
+for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
+return (#ARGV - 1) / 3
+`;
+
+/**
+ * Sums the fields of one account's buckets (a window of up to 289: 24 hours and the bucket it
+ * starts in), so a read is one call whatever the window. The number of keys goes first.
+ *
+ * KEYS[i]   a bucket of the account           <prefix>:usage:{acct}:<bucketStartSeconds>
+ * Returns {field_1, sum_1, field_2, sum_2, …} over every field present in any of them.
+ */
+export const USAGE_SUM = `
+local sums, fields = {}, {}
+for i = 1, #KEYS do
+  local h = redis.call('HGETALL', KEYS[i])
+  for j = 1, #h, 2 do
+    local f = h[j]
+    if sums[f] == nil then
+      sums[f] = 0
+      fields[#fields + 1] = f
+    end
+    sums[f] = sums[f] + tonumber(h[j + 1])
+  end
+end
+local out = {}
+for _, f in ipairs(fields) do
+  out[#out + 1] = f
+  out[#out + 1] = sums[f]
+end
+return out
+`;
+
 // The owner store's scripts (owner-store.redis.ts). Each changes one account's slot (`{acct}`)
 // together with its audit events and the notice on the directory channel, so a change is
 // recorded and announced exactly when it is made. Audit events are stream entries with one field,
@@ -535,6 +582,9 @@ export const SCRIPTS = {
   gwEpoch: { numberOfKeys: 1, lua: EPOCH },
   // The number of keys goes first in each call: one per window.
   gwRateHit: { lua: RATE_HIT },
+  // Their number of keys goes first too: one per bucket.
+  gwUsageAdd: { lua: USAGE_ADD },
+  gwUsageSum: { lua: USAGE_SUM },
   gwOwnerCreateAccount: { numberOfKeys: 2, lua: OWNER_CREATE_ACCOUNT },
   gwOwnerUpdateAccount: { numberOfKeys: 5, lua: OWNER_UPDATE_ACCOUNT },
   gwOwnerAppendAudit: { numberOfKeys: 2, lua: OWNER_APPEND_AUDIT },
@@ -556,6 +606,8 @@ export interface ScriptCommands {
   gwRolesPage(...keysThenArgs: (string | number)[]): Promise<(number | string | null)[]>;
   gwEpoch(...keysThenArgs: (string | number)[]): Promise<[string, number]>;
   gwRateHit(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
+  gwUsageAdd(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
+  gwUsageSum(numberOfKeys: number, ...keys: string[]): Promise<(string | number)[]>;
   gwOwnerCreateAccount(...keysThenArgs: (string | number)[]): Promise<number>;
   gwOwnerUpdateAccount(...keysThenArgs: (string | number)[]): Promise<number>;
   gwOwnerAppendAudit(...keysThenArgs: (string | number)[]): Promise<number>;

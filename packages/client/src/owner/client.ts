@@ -26,7 +26,7 @@ import { isIdempotent, readEnvelope, Transport, within } from '../transport.js';
 import type { CallOptions, RateLimitInfo } from '../types.js';
 import type {
   AccountsApi, AuditApi, ChangePasswordInput, InvitesApi, KeysApi, MembersApi, OwnerClientOptions, Page, RolesApi,
-  Session, SettingsTokensApi, SignedOut, SignRecordsApi,
+  Session, SettingsTokensApi, SignedOut, SignRecordsApi, UsageApi,
 } from './types.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -94,6 +94,8 @@ export const OPERATIONS = {
   'signRecords.get': { method: 'GET', path: `${A}/sign-records/{address}`, operationId: 'getAccountSignRecord', audience: 'caller' },
   'signRecords.replace': { method: 'PUT', path: `${A}/sign-records/{address}`, operationId: 'replaceAccountSignRecord', audience: 'caller' },
   'signRecords.delete': { method: 'DELETE', path: `${A}/sign-records/{address}`, operationId: 'deleteAccountSignRecord', audience: 'caller' },
+  'signRecords.served': { method: 'GET', path: `${A}/sign-records/{address}/served`, operationId: 'getAccountServedSignRecord', audience: 'caller' },
+  'usage.get': { method: 'GET', path: `${A}/usage`, operationId: 'getAccountUsage', audience: 'caller' },
   'audit.list': { method: 'GET', path: `${A}/audit`, operationId: 'listAudit', audience: 'caller' },
   'audit.all': { method: 'GET', path: `${A}/audit`, operationId: 'listAudit', audience: 'caller' },
 } as const satisfies Record<string, Operation>;
@@ -126,6 +128,7 @@ export class OwnerClient {
   readonly settingsTokens: SettingsTokensApi;
   readonly roles: RolesApi;
   readonly signRecords: SignRecordsApi;
+  readonly usage: UsageApi;
   readonly audit: AuditApi;
 
   readonly #transport: Transport;
@@ -212,6 +215,10 @@ export class OwnerClient {
       get: (accountId, address, o) => call('signRecords.get', { params: { accountId, address } }, o),
       replace: (accountId, address, input, o) => call('signRecords.replace', { params: { accountId, address }, body: input }, o),
       delete: (accountId, address, o) => call('signRecords.delete', { params: { accountId, address } }, o),
+      served: (accountId, address, o) => call('signRecords.served', { params: { accountId, address } }, o),
+    };
+    this.usage = {
+      get: (accountId, query = {}, o) => call('usage.get', { params: { accountId }, query: { ...query } }, o),
     };
     this.audit = {
       list: (accountId, query = {}, o) => call('audit.list', { params: { accountId }, query: { ...query } }, o),

@@ -303,6 +303,44 @@ export interface SignRecordDeleted {
   deleted: true;
 }
 
+/** A sign record exactly as `/api/sign` answers it to the account's keys (its `message`). */
+export interface ServedSignRecord {
+  /** The address as given, case kept. */
+  did: string;
+  signedNonce: number;
+  /** `YYYY-MM-DD HH:MM:SS` in the gateway's `data.timeZone`. */
+  signedAt: string;
+  signedExpiredAt: string;
+}
+
+/** One key's (or API settings token's) counts over the window. */
+export interface KeyUsage {
+  /** A key id, or a settings token id (`stk_…`). */
+  keyId: string;
+  /** Calls admitted. */
+  requests: number;
+  /** Calls refused with 429 (not in `requests`). */
+  rateLimited: number;
+}
+
+export interface Usage {
+  /** ISO 8601: the start of the oldest 5-minute bucket read. */
+  from: string;
+  /** ISO 8601: when the gateway answered. */
+  to: string;
+  /** 300. */
+  bucketSeconds: number;
+  /** False while the gateway counts nothing (`usage.enabled` off): `items` is then empty. */
+  enabled: boolean;
+  /** Keys with any count in the window, by key id. */
+  items: KeyUsage[];
+}
+
+export interface UsageQuery {
+  /** 1 to 24 (24 if absent). */
+  hours?: number;
+}
+
 export interface AuditEvent {
   id: string;
   at: string;
@@ -390,6 +428,13 @@ export interface SignRecordsApi {
   get(accountId: string, address: string, options?: CallOptions): Promise<SignRecord>;
   replace(accountId: string, address: string, input: SignRecordUpdate, options?: CallOptions): Promise<SignRecord>;
   delete(accountId: string, address: string, options?: CallOptions): Promise<SignRecordDeleted>;
+  /** What `/api/sign?address=` answers for the address to the account's keys; NotFoundError when nothing. */
+  served(accountId: string, address: string, options?: CallOptions): Promise<ServedSignRecord>;
+}
+
+/** Per-key usage from the gateway's own counters (a few seconds behind). */
+export interface UsageApi {
+  get(accountId: string, query?: UsageQuery, options?: CallOptions): Promise<Usage>;
 }
 
 /** The account's audit log, newest first. */

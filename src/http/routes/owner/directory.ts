@@ -11,6 +11,7 @@
  */
 import { z } from 'zod';
 import { ADDRESS_PATTERN } from '../../../domain/formats.js';
+import { NotFound } from '../../../errors/errors.js';
 import { ID, isoTime } from '../../../stores/owner-records.js';
 import type { OwnerServices } from '../../../owner/service.js';
 import { operation, type Operation } from '../../owner/operation.js';
@@ -66,6 +67,14 @@ const signRecordView = z.strictObject({
   signedExpiredAt: z.iso.datetime(),
 }).meta({ id: 'SignRecord' });
 
+/** The `message` of /api/sign (docs/api.md): times as `YYYY-MM-DD HH:MM:SS` in data.timeZone. */
+const servedSignRecordView = z.strictObject({
+  did: z.string().regex(ADDRESS_PATTERN).describe('The address exactly as given in the path (case kept), as /api/sign echoes it.'),
+  signedNonce: z.number().int().nonnegative(),
+  signedAt: z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/).describe('YYYY-MM-DD HH:MM:SS in data.timeZone.'),
+  signedExpiredAt: z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/).describe('YYYY-MM-DD HH:MM:SS in data.timeZone.'),
+}).meta({ id: 'ServedSignRecord' });
+
 const roleParams = z.strictObject({ accountId: ID, roleId: roleIdText });
 const signParams = z.strictObject({ accountId: ID, address });
 
@@ -91,7 +100,7 @@ const fromTimes = (body: { signedNonce: number; signedAt: string; signedExpiredA
   signedExpiredAt: Date.parse(body.signedExpiredAt),
 });
 
-export function directoryOperations(owner: OwnerServices, _deps: OwnerRouteDeps): Operation[] {
+export function directoryOperations(owner: OwnerServices, { signAnswers }: OwnerRouteDeps): Operation[] {
   const { directory } = owner;
   const base = '/owner/v1/accounts/{accountId}';
   return [
@@ -194,6 +203,23 @@ export function directoryOperations(owner: OwnerServices, _deps: OwnerRouteDeps)
       response: signRecordView,
       errors: [403, 404, 409],
       handle: async ({ params, caller }) => toView(await directory.getSignRecord(callerOf(caller), params.accountId, params.address)),
+    }),
+    operation({
+      operationId: 'getAccountServedSignRecord',
+      method: 'get',
+      path: `${base}/sign-records/{address}/served`,
+      summary: 'The sign record of an address exactly as /api/sign answers it to the account\'s keys (its `message`), read through the same cache.',
+      tag: TAG,
+      auth: 'caller',
+      params: signParams,
+      response: servedSignRecordView,
+      errors: [403, 404, 409],
+      handle: async ({ params, caller }) => {
+        await directory.checkRead(callerOf(caller), params.accountId);
+        const answer = await signAnswers(params.accountId, params.address);
+        if (answer === undefined) throw new NotFound('No such sign record.');
+        return answer;
+      },
     }),
     operation({
       operationId: 'replaceAccountSignRecord',

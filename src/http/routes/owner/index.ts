@@ -7,6 +7,7 @@ import { directoryOperations } from './directory.js';
 import { keyOperations } from './keys.js';
 import { sessionOperations } from './sessions.js';
 import { settingsTokenOperations } from './settings-tokens.js';
+import { usageOperations } from './usage.js';
 
 export function ownerOperations(owner: OwnerServices, deps: OwnerRouteDeps): Operation[] {
   return [
@@ -15,5 +16,6 @@ export function ownerOperations(owner: OwnerServices, deps: OwnerRouteDeps): Ope
     ...keyOperations(owner, deps),
     ...settingsTokenOperations(owner, deps),
     ...directoryOperations(owner, deps),
+    ...usageOperations(owner, deps),
   ];
 }
