@@ -31,7 +31,7 @@ export function failed(error: unknown, retry?: () => void): HTMLElement {
   const unavailable = error instanceof ApiError && (error.code === 'store_unavailable' || error.status === 0);
   // describeError's sentence is for a change ("nothing was changed"); here something was read.
   const sentence = error instanceof ApiError && error.code === 'store_unavailable'
-    ? 'The gateway cannot reach its store at the moment. Try again in a moment.'
+    ? 'The gateway cannot reach its store just now. Try again in a moment.'
     : describeError(error);
   return h('div', { class: 'error-state', role: 'alert' },
     h('p', null, h('strong', null, unavailable ? 'Not available right now. ' : 'Could not load this. '), sentence),
