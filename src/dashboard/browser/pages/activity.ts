@@ -233,7 +233,7 @@ export const activityPages: Record<'activity', PageDef> = {
         name: 'hours',
         label: 'Window',
         options: choices,
-        value: hours,
+        value: choices.some((c) => c.value === hours) ? hours : DEFAULT_HOURS,
         hint: 'Counts are flushed every few seconds and summed over every gateway instance sharing Redis, so the newest calls can take a moment to show. Sign-ins, public routes and refused tokens are not counted.',
       });
       const names = shared(async (): Promise<Names> => {
