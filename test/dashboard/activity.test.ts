@@ -176,3 +176,15 @@ test('activity: a window the owner API refuses shows its message; an account of 
   await usage.getByText('No calls in the last hour.').waitFor();
   assert.equal(new URL(page.url()).searchParams.get('hours'), '1');
 });
+
+test('activity: a gateway that counts nothing (usage.enabled off) says so instead of "no calls"', browserSuite(), async (t) => {
+  const dash = await startDashboard(t, { overrides: { usage: { enabled: false } } });
+  const page = await dash.newPage();
+  await dash.signInAsOwner(page, 'alice');
+  const { accessToken } = await signIn(dash.gw, DEMO.alice);
+  assert.deepEqual(await statuses(dash.gw, '/things/a', accessToken, 1), [200]);
+  await openActivity(page);
+  const usage = page.getByRole('region', { name: 'Usage' });
+  await usage.getByText('This gateway does not count calls (its usage.enabled setting is off), so there is nothing to show.').waitFor();
+  assert.equal(await usage.getByText(/No calls/).count(), 0);
+});

@@ -125,7 +125,7 @@ function keyName(names: Names, id: string): { text: Child; kind: string } {
 
 async function drawUsage(ctx: PageContext, account: string, hours: string, names: () => Promise<Names>): Promise<Child> {
   const [usage, known] = await Promise.all([
-    ctx.api.get<Usage & { enabled?: boolean }>(`/accounts/${encodeURIComponent(account)}/usage`, { hours }),
+    ctx.api.get<Usage>(`/accounts/${encodeURIComponent(account)}/usage`, { hours }),
     names(),
   ]);
   if (usage.enabled === false) return empty('This gateway does not count calls (its usage.enabled setting is off), so there is nothing to show.');
