@@ -117,7 +117,11 @@ export function startDashboard({ auth, pages }: { auth: Auth; pages: Record<Page
     try {
       who = await auth.restore();
     } catch (error) {
-      replace(main, failed(error, () => void render()));
+      // Not a signed-out visitor (that is no error): the gateway or its store could not answer.
+      if (signal.aborted) return;
+      await drawHeader(undefined, undefined, undefined);
+      replace(main, h('h1', { tabindex: -1 }, 'Could not load the dashboard'), failed(error, () => void render()));
+      settle('Could not load the dashboard');
       return;
     }
     if (signal.aborted) return;

@@ -110,6 +110,8 @@ export interface Usage {
   from: string;
   to: string;
   bucketSeconds: number;
+  /** false when the gateway counts nothing (`usage.enabled` off): the window is then empty. */
+  enabled: boolean;
   items: { keyId: string; requests: number; rateLimited: number }[];
 }
 

@@ -29,8 +29,12 @@ export function empty(text: string, ...action: Child[]): HTMLElement {
  */
 export function failed(error: unknown, retry?: () => void): HTMLElement {
   const unavailable = error instanceof ApiError && (error.code === 'store_unavailable' || error.status === 0);
+  // describeError's sentence is for a change ("nothing was changed"); here something was read.
+  const sentence = error instanceof ApiError && error.code === 'store_unavailable'
+    ? 'The gateway cannot reach its store just now. Try again in a moment.'
+    : describeError(error);
   return h('div', { class: 'error-state', role: 'alert' },
-    h('p', null, h('strong', null, unavailable ? 'Not available right now. ' : 'Could not load this. '), describeError(error)),
+    h('p', null, h('strong', null, unavailable ? 'Not available right now. ' : 'Could not load this. '), sentence),
     retry === undefined ? null : h('button', { type: 'button', onclick: retry }, 'Try again'),
   );
 }

@@ -24,7 +24,11 @@ export function empty(text, ...action) {
  */
 export function failed(error, retry) {
     const unavailable = error instanceof ApiError && (error.code === 'store_unavailable' || error.status === 0);
-    return h('div', { class: 'error-state', role: 'alert' }, h('p', null, h('strong', null, unavailable ? 'Not available right now. ' : 'Could not load this. '), describeError(error)), retry === undefined ? null : h('button', { type: 'button', onclick: retry }, 'Try again'));
+    // describeError's sentence is for a change ("nothing was changed"); here something was read.
+    const sentence = error instanceof ApiError && error.code === 'store_unavailable'
+        ? 'The gateway cannot reach its store just now. Try again in a moment.'
+        : describeError(error);
+    return h('div', { class: 'error-state', role: 'alert' }, h('p', null, h('strong', null, unavailable ? 'Not available right now. ' : 'Could not load this. '), sentence), retry === undefined ? null : h('button', { type: 'button', onclick: retry }, 'Try again'));
 }
 /** A one-line notice that a change was made (role=status, read politely). */
 export function notice(text) {
