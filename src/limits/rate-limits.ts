@@ -25,6 +25,13 @@ export interface Attempt {
   succeeded(): Promise<void>;
   /** Neither right nor wrong (the check itself failed): the attempt is not a failure either. */
   undecided(): Promise<void>;
+  /**
+   * The credentials were right and authorise a call rather than a sign-in (an operator's admin
+   * token on the owner API, presented with every call): nothing of the attempt is kept, the
+   * per-address unit included, so an operator's own use never locks them out. Wrong tokens
+   * still count in full, so guessing is stopped as before.
+   */
+  authorizedCall(): Promise<void>;
 }
 
 /** A refresh let through to the token store; say whether it turned out to be a duplicate. */
@@ -102,13 +109,13 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
       await limiter.take(checks);
       // A success or an undecided check is no failed guess: the failure counts get their unit
       // back, and a success ends the key+address run of failures altogether.
-      const giveBack = async (clearRun: boolean) => {
+      const giveBack = async (clearRun: boolean, address = false) => {
         await Promise.all(checks.map((c) => {
           if (c.limit === l.pair && clearRun) return limiter.clear(c);
-          return c.limit === l.address ? undefined : limiter.refund(c);
+          return c.limit === l.address && !address ? undefined : limiter.refund(c);
         }));
       };
-      return { succeeded: () => giveBack(true), undecided: () => giveBack(false) };
+      return { succeeded: () => giveBack(true), undecided: () => giveBack(false), authorizedCall: () => giveBack(true, true) };
     },
 
     async refresh(familyId, address) {
@@ -132,7 +139,7 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
 }
 
 const OFF: RateLimits = {
-  signIn: async () => ({ succeeded: async () => {}, undecided: async () => {} }),
+  signIn: async () => ({ succeeded: async () => {}, undecided: async () => {}, authorizedCall: async () => {} }),
   refresh: async () => ({ headers: undefined, replayed: async () => {} }),
   route: async () => undefined,
 };

@@ -51,6 +51,19 @@ test('guessed admin tokens from many addresses do not lock the real admin token 
   assert.ok(!gw.logs.some((line) => line.includes(ADMIN_TOKEN)), 'the admin token is never logged');
 });
 
+test('an operator at work is not a guesser: 100 calls with the right admin token from one address in a minute all answer, while a wrong one is still locked out', async (t) => {
+  const gw = await startOwnerGateway(t, { overrides: { limits: { mode: 'enforce' } } });
+  // The dashboard makes several calls a page; counted as sign-in attempts, the default 30 a
+  // minute per address locked the operator out after a few pages.
+  for (let i = 1; i <= 100; i++) {
+    const res = await operator(gw).get('/accounts');
+    assert.equal(res.status, 200, `call #${i}: ${show(res)}`);
+  }
+  let last = await operator(gw, `gwadm_${'y'.repeat(43)}`).get('/accounts');
+  for (let i = 0; i < 40 && last.status === 401; i++) last = await operator(gw, `gwadm_${'y'.repeat(43)}`).get('/accounts');
+  assert.equal(last.status, 429, `wrong tokens from the same address are still locked out: ${show(last)}`);
+});
+
 /** Gives an account `count` more keys and API settings tokens by hand, in its data file (the next change reads the file first). */
 function hoardByHand(file: string, accountId: string, { keys = 0, tokens = 0, roles = 0 }: { keys?: number; tokens?: number; roles?: number }): void {
   const data = JSON.parse(readFileSync(file, 'utf8'));

@@ -67,7 +67,7 @@ async function setUp(owner: { passwordHash: string; disabled?: boolean }) {
   const limits = {
     async signIn(subject: string) {
       subjects.push(subject);
-      return { succeeded: async () => {}, undecided: async () => {} };
+      return { succeeded: async () => {}, undecided: async () => {}, authorizedCall: async () => {} };
     },
   } as unknown as RateLimits;
   const config = loadConfig({ env: {}, overrides: {} });

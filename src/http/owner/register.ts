@@ -72,7 +72,9 @@ export function registerOwnerApi(router: Router, { config, operations, sessions,
  * An admin token is a secret guessed like an API secret: each presented one counts as a sign-in
  * attempt, keyed by the presented token (the limits digest it). Keyed by one name for every
  * admin token, failures spread over many addresses would lock every operator out (the per-key
- * limit); each address guessing is still stopped by the per-address limits.
+ * limit); each address guessing is still stopped by the per-address limits. A right token is an
+ * operator at work (the dashboard makes several calls a page), not a guess: nothing of its
+ * attempt is kept, so no amount of use locks them out.
  */
 async function resolveAdminOrSession(ctx: Context, { sessions, owner, limits, clientAddress }: {
   sessions: SessionResolver;
@@ -85,7 +87,7 @@ async function resolveAdminOrSession(ctx: Context, { sessions, owner, limits, cl
   const attempt = await limits.signIn(`#operator ${authorization}`, clientAddress(ctx.req));
   try {
     const resolved = await resolveCaller(ctx, { sessions, config: owner });
-    await attempt.succeeded();
+    await attempt.authorizedCall();
     return resolved;
   } catch (err) {
     if (!(err instanceof InvalidAdminToken)) await attempt.undecided();
