@@ -119,9 +119,12 @@ test('an ended session returns to sign-in, then to the page asked for', browserS
   const page = await dash.newPage();
   await dash.signInAsOwner(page, 'bob');
   await page.waitForURL(`${dash.url}/accounts/acct_bob`);
+  // Drawn (the account read) before the clock moves: else that read is the one refused.
+  const roles = page.getByRole('navigation', { name: /Account / }).getByRole('link', { name: 'Roles' });
+  await roles.waitFor();
 
   dash.gw.clock.advance(31 * 60 * 1000);
-  await page.getByRole('navigation', { name: /Account / }).getByRole('link', { name: 'Roles' }).click();
+  await roles.click();
   await h1(page, 'Sign in').waitFor();
   await page.getByRole('status').filter({ hasText: 'Your session has ended. Sign in again to go on.' }).waitFor();
   assert.equal(new URL(page.url()).searchParams.get('next'), '/dashboard/accounts/acct_bob/roles');
@@ -269,7 +272,7 @@ test('an owner with an initial password changes it before anything else', browse
   await page.getByRole('button', { name: 'Change password' }).click();
   await page.waitForURL(`${dash.url}/accounts/acct_bob`);
   await page.getByRole('status').filter({ hasText: 'Every other session of yours has ended' }).waitFor();
-  await page.getByRole('link', { name: 'API keys' }).click();
+  await page.getByRole('navigation', { name: /^Account / }).getByRole('link', { name: 'API keys' }).click();
   await page.waitForURL(`${dash.url}/accounts/acct_bob/keys`);
 
   // The new password is the one now (checked through the owner API).

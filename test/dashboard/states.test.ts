@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { accountWithOwner } from '../helpers/owner.js';
+import { accountWithOwner, operator } from '../helpers/owner.js';
 import { redisSuite, startRedis } from '../helpers/redis.js';
 import { browserSuite, checkAccessibility, OWNERS, screenshot, startDashboard } from '../helpers/dashboard.js';
 
@@ -44,7 +44,7 @@ async function assertReadable(page: Page, what: string): Promise<string> {
   return text;
 }
 
-test('store unavailable (Redis stalled): pages say "Not available right now" with Try again, a form submitted meanwhile is refused in place, and Try again works once Redis is back', browserAndRedisSuite(), async (t) => {
+test('store unavailable (Redis stalled): pages say "Not available right now" with Try again, a change made meanwhile says nothing was changed, and Try again works once Redis is back', browserAndRedisSuite(), async (t) => {
   const redis = await startRedis(t);
   // Keys, owners and sessions on Redis: the data file is not the source, so the account and
   // its owner are made through the owner API. Short timeouts: the stalled server is given up on fast.
@@ -64,7 +64,19 @@ test('store unavailable (Redis stalled): pages say "Not available right now" wit
   // The account's sections show once the account has been read: signed in and drawn.
   await sectionLink(page, 'Activity').waitFor();
 
+  // A change made during the outage: the new-role form, filled before, submitted after.
+  await page.goto(`${dash.url}/accounts/${OUTAGE.accountId}/roles/new`);
+  await page.getByRole('heading', { level: 1, name: 'Create role' }).waitFor();
+  await page.getByLabel('Id', { exact: true }).fill('7');
+  await page.getByLabel('Slug', { exact: true }).fill('night-auditor');
+  await page.getByLabel('Name', { exact: true }).fill('Night auditor');
+
   redis.pause();
+  await page.getByRole('button', { name: 'Create role' }).click();
+  const unchanged = page.getByRole('form', { name: 'Create role' }).getByRole('alert');
+  await unchanged.waitFor();
+  assert.equal(await unchanged.innerText(), 'The gateway\'s store is unavailable right now, so nothing was changed. Try again in a moment.');
+
   await sectionLink(page, 'Activity').click();
   await page.getByRole('heading', { level: 1, name: 'Could not load the account' }).waitFor();
   const alert = page.getByRole('main').getByRole('alert');
@@ -148,4 +160,26 @@ test('network failure: with the gateway gone, the open page says it cannot be re
   await page.getByRole('heading', { level: 1, name: 'Could not load the account' }).waitFor();
   await page.getByRole('button', { name: 'Try again' }).waitFor();
   await assertReadable(page, 'network failure, tried again');
+});
+
+test('session expired: a change submitted after the idle time is not made; sign-in says so and returns to the form', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  const page = await dash.newPage();
+  await dash.signInAsOwner(page, 'alice');
+  await page.goto(`${dash.url}/accounts/${OWNERS.alice.accountId}/roles/new`);
+  await page.getByRole('heading', { level: 1, name: 'Create role' }).waitFor();
+  await page.getByLabel('Id', { exact: true }).fill('77');
+  await page.getByLabel('Slug', { exact: true }).fill('late-role');
+  await page.getByLabel('Name', { exact: true }).fill('Late role');
+  const idleSeconds = (dash.gw.services.config as { owner: { sessionIdleSeconds: number } }).owner.sessionIdleSeconds;
+  dash.gw.clock.advance((idleSeconds + 1) * 1000);
+  await page.getByRole('button', { name: 'Create role' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+  assert.equal(await page.getByRole('main').getByRole('status').innerText(), 'Your session has ended. Sign in again to go on.');
+  assert.equal(new URL(page.url()).searchParams.get('next'), `/dashboard/accounts/${OWNERS.alice.accountId}/roles/new`);
+  assert.equal((await operator(dash.gw).get(`/accounts/${OWNERS.alice.accountId}/roles/77`)).status, 404, 'not created');
+  await page.getByLabel('Email').fill(OWNERS.alice.email);
+  await page.getByLabel('Password', { exact: true }).fill(OWNERS.alice.password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.getByRole('heading', { level: 1, name: 'Create role' }).waitFor();
 });
