@@ -16,7 +16,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Next } from 'koa';
 import { NotFound } from '../errors/errors.js';
 import { matchPage } from './browser/pages.js';
 
@@ -88,6 +88,24 @@ export function registerDashboard(router: Router, { path }: { path: string }): v
   router.get(`${path}/assets/{*file}`, serveAsset);
   router.get(path, servePage);
   router.get(`${path}/{*rest}`, servePage);
+}
+
+/**
+ * The security headers on every answer under the tree, errors included (a 404 for a mistyped
+ * page, a 405, a 400 for a malformed path): set after the error boundary wrote its answer
+ * (app.ts puts this outside it), since the boundary drops what a route set before it failed.
+ * An error answer is the JSON envelope, but it must not be framed or sniffed as a page either.
+ */
+export function dashboardHeaders({ path }: { path: string }) {
+  return async function setDashboardHeaders(ctx: Context, next: Next): Promise<void> {
+    try {
+      await next();
+    } finally {
+      // The path as received (not yet normalised): in any case, since the router matches without it.
+      const received = ctx.path.toLowerCase();
+      if ((received === path || received.startsWith(`${path}/`)) && !ctx.headerSent) ctx.set(SECURITY_HEADERS);
+    }
+  };
 }
 
 /** Where the owner API's invite links point (http/routes/owner/accounts.ts writes them). */

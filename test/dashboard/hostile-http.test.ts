@@ -1,0 +1,55 @@
+/**
+ * The dashboard's tree and its two owner API operations as an attacker meets them over plain
+ * HTTP (issue 16, the hostile pass): every answer under the tree carries the security headers,
+ * errors included; the usage and served operations refuse junk with a 4xx naming the field and
+ * show nothing of another account. The browser-side attacks are in hostile.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { CONTENT_SECURITY_POLICY } from '../../src/dashboard/serve.js';
+import { DEMO, parseRawResponse, rawRequest, show, startGateway } from '../helpers/gateway.js';
+import { operator, startOwnerGateway } from '../helpers/owner.js';
+
+async function raw(url: string, path: string, method = 'GET', extra = ''): Promise<{ status: number; headers: string }> {
+  const { host } = new URL(url);
+  return parseRawResponse(await rawRequest(url, `${method} ${path} HTTP/1.1\r\nHost: ${host}\r\n${extra}Connection: close\r\n\r\n`));
+}
+
+function header(headers: string, name: string): string | undefined {
+  return headers.split('\r\n').find((line) => line.toLowerCase().startsWith(`${name.toLowerCase()}:`))?.slice(name.length + 1).trim();
+}
+
+test('every answer under the tree, errors and 304s included, carries the security headers', async (t) => {
+  const gw = await startGateway(t);
+  const asset = await fetch(`${gw.url}/dashboard/assets/js/main.js`);
+  const etag = asset.headers.get('etag')!;
+  const answers: [string, string, string, number][] = [
+    ['GET', '/dashboard/sign-in', '', 200],
+    ['HEAD', '/dashboard/sign-in', '', 200],
+    ['GET', '/dashboard/assets/js/main.js', `If-None-Match: ${etag}\r\n`, 304],
+    ['GET', '/dashboard/no-such-page', '', 404],
+    ['HEAD', '/dashboard/no-such-page', '', 404],
+    ['GET', '/dashboard/accounts/%3Cimg%20src%3Dx%3E', '', 404],
+    ['GET', '/dashboard/assets/no-such.js', '', 404],
+    ['GET', '/dashboard/assets/index.html', '', 404],
+    ['GET', '/DASHBOARD/No-Such-Page', '', 404],
+    ['POST', '/dashboard/sign-in', '', 405],
+    ['DELETE', '/dashboard/assets/js/main.js', '', 405],
+    ['GET', '/dashboard/assets/..%2f..%2fserve.ts', '', 400],
+    ['GET', '/dashboard/assets/js/main.js%00', '', 400],
+    ['GET', '/dashboard/assets/%252e%252e/serve.ts', '', 404],
+  ];
+  for (const [method, path, extra, status] of answers) {
+    const res = await raw(gw.url, path, method, extra);
+    const what = `${method} ${path}: ${res.status}\n${res.headers}`;
+    assert.equal(res.status, status, what);
+    assert.equal(header(res.headers, 'content-security-policy'), CONTENT_SECURITY_POLICY, what);
+    assert.equal(header(res.headers, 'x-frame-options'), 'DENY', what);
+    assert.equal(header(res.headers, 'x-content-type-options'), 'nosniff', what);
+    assert.equal(header(res.headers, 'referrer-policy'), 'no-referrer', what);
+    if (status >= 400) assert.match(header(res.headers, 'content-type') ?? '', /^application\/json/, what);
+  }
+  // Outside the tree nothing changes: the owner API's answers are not the dashboard's.
+  const outside = await raw(gw.url, '/dashboardx/sign-in');
+  assert.equal(header(outside.headers, 'content-security-policy'), undefined, outside.headers);
+});
