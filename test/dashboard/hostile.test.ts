@@ -1,0 +1,70 @@
+/**
+ * The dashboard in Chromium as an attacker meets it (issue 16, the hostile pass): markup, script
+ * and bidi controls written through every field an owner or operator can write show as text and
+ * run nothing; a 4096-character word does not widen the page; secrets do not outlive their box.
+ * Plain-HTTP attacks on the tree are in hostile-http.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Page } from 'playwright-core';
+import { browserSuite, OWNERS, PHONE, startDashboard, type Dashboard } from '../helpers/dashboard.js';
+import { show } from '../helpers/gateway.js';
+import { operator } from '../helpers/owner.js';
+
+const ACCOUNT = OWNERS.alice.accountId;
+/** Each sets window.pwned if it ever runs. */
+const MARKUP = '<img src=x onerror="window.pwned=1">';
+const SCRIPT = '</script><script>window.pwned=2</script>';
+const SVG = '<svg onload="window.pwned=3"></svg>';
+const LONG_WORD = 'W'.repeat(4096);
+
+async function noHorizontalScroll(page: Page, what: string): Promise<void> {
+  const [scroll, width] = await page.evaluate('[document.documentElement.scrollWidth, window.innerWidth]') as [number, number];
+  assert.ok(scroll <= width, `${what}: the page does not scroll sideways (${scroll} > ${width})`);
+}
+
+/** Nothing ran, nothing became an element: the payloads are text in the page. */
+async function inert(page: Page, what: string, shown: string[]): Promise<void> {
+  assert.equal(await page.evaluate('window.pwned'), undefined, `${what}: no payload ran`);
+  assert.equal(await page.evaluate('document.querySelectorAll("main img, main svg, main script, header img, header script").length'), 0, `${what}: no payload became an element`);
+  const text = await page.evaluate('document.body.innerText') as string;
+  for (const payload of shown) assert.ok(text.includes(payload), `${what}: ${payload.slice(0, 60)} shows as text`);
+  await noHorizontalScroll(page, what);
+}
+
+async function seed(dash: Dashboard): Promise<{ keyId: string; roleId: number }> {
+  const op = operator(dash.gw);
+  const ok = (res: { status: number }, what: string, status = 201) => assert.equal(res.status, status, `${what}: ${show(res as never)}`);
+  ok(await op.send('PATCH', `/accounts/${ACCOUNT}`, { name: `${MARKUP} ${LONG_WORD.slice(0, 60)}` }), 'account name', 200);
+  const key = await op.send('POST', `/accounts/${ACCOUNT}/keys`, { name: SCRIPT, description: `${SVG} ${LONG_WORD.slice(0, 4000)}`, scopes: [] });
+  ok(key, 'key');
+  const role = { id: 77, slug: 'x'.repeat(256), name: MARKUP, description: `${SCRIPT} ${LONG_WORD.slice(0, 4000)}`, public: true };
+  ok(await op.send('POST', `/accounts/${ACCOUNT}/roles`, role), 'role');
+  ok(await op.send('POST', `/accounts/${ACCOUNT}/settings-tokens`, { name: SVG }), 'settings token');
+  // A change, so the audit log holds the payloads as before and after values.
+  ok(await op.send('PATCH', `/accounts/${ACCOUNT}/keys/${key.body.message.key.id}`, { name: MARKUP, description: LONG_WORD }), 'key edit', 200);
+  return { keyId: key.body.message.key.id as string, roleId: 77 };
+}
+
+test('markup and script in every field an owner writes show as text, run nothing, and long words do not widen the page', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  const { keyId, roleId } = await seed(dash);
+  const page = await dash.newPage({ viewport: PHONE });
+  await dash.signInAsOwner(page);
+  const visit = async (path: string, h1: string | RegExp, shown: string[]) => {
+    await page.goto(`${dash.url}/accounts/${ACCOUNT}${path}`);
+    await page.getByRole('heading', { level: 1, name: h1 }).waitFor();
+    await page.waitForLoadState('networkidle');
+    await inert(page, path === '' ? 'account' : path, shown);
+  };
+  await visit('', /.*/, [MARKUP]);
+  await visit('/roles', 'Roles', [MARKUP]);
+  await visit(`/roles/${roleId}`, /.*/, []);
+  await visit('/keys', 'API keys', [MARKUP]);
+  await visit(`/keys/${keyId}`, /.*/, [MARKUP]);
+  await visit('/settings-tokens', 'API settings tokens', [SVG]);
+  await visit('/activity', 'Activity', [SCRIPT]);
+  await page.goto(`${dash.url}/accounts`);
+  await page.getByRole('heading', { level: 1 }).waitFor();
+  await inert(page, 'accounts', [MARKUP]);
+});
