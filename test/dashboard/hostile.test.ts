@@ -68,3 +68,49 @@ test('markup and script in every field an owner writes show as text, run nothing
   await page.getByRole('heading', { level: 1 }).waitFor();
   await inert(page, 'accounts', [MARKUP]);
 });
+
+/**
+ * Whether `later` is drawn after `earlier` (further right on the same line, or on a line below)
+ * in the first element of `selector` holding both: the reading order as shown, not as stored.
+ */
+async function drawnInOrder(page: Page, selector: string, earlier: string, later: string): Promise<boolean> {
+  // A string, not a function: the test's compiler would name the inner function with a helper the page lacks.
+  return page.evaluate(`(() => {
+    const [selector, earlier, later] = ${JSON.stringify([selector, earlier, later])};
+    const holder = [...document.querySelectorAll(selector)].find((e) => e.textContent.includes(earlier) && e.textContent.includes(later));
+    if (holder === undefined) throw new Error('no ' + selector + ' holds ' + earlier + ' and ' + later);
+    const rect = (needle) => {
+      const walker = document.createTreeWalker(holder, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+        const at = node.textContent.indexOf(needle);
+        if (at < 0) continue;
+        const range = document.createRange();
+        range.setStart(node, at);
+        range.setEnd(node, at + needle.length);
+        return range.getBoundingClientRect();
+      }
+      throw new Error(needle + ' is not in one text node');
+    };
+    const [a, b] = [rect(earlier), rect(later)];
+    // On a later line, or on the same line further right.
+    return b.top >= a.bottom - 1 || (Math.abs(a.top - b.top) < 2 && a.left < b.left);
+  })()`) as Promise<boolean>;
+}
+
+test('a bidi override in a description does not turn the rest of an audit line around', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  const op = operator(dash.gw);
+  // Descriptions are free text (names refuse bidi controls; descriptions may hold any text).
+  const key = await op.send('POST', `/accounts/${ACCOUNT}/keys`, { name: 'spoof', description: 'OLD\u202Eevil' });
+  assert.equal(key.status, 201, show(key));
+  const edit = await op.send('PATCH', `/accounts/${ACCOUNT}/keys/${key.body.message.key.id}`, { description: 'NEW' });
+  assert.equal(edit.status, 200, show(edit));
+  const page = await dash.newPage();
+  await dash.signInAsOwner(page);
+  await page.goto(`${dash.url}/accounts/${ACCOUNT}/activity`);
+  await page.getByRole('heading', { level: 1, name: 'Activity' }).waitFor();
+  await page.getByText('NEW').first().waitFor();
+  // Before the change, then the arrow, then after: as written, left to right.
+  assert.ok(await drawnInOrder(page, 'ul.changes li', 'OLD', '→'), 'the old value left of the arrow');
+  assert.ok(await drawnInOrder(page, 'ul.changes li', '→', 'NEW'), 'the new value right of the arrow, whatever the old one held');
+});
