@@ -5,10 +5,12 @@
  * Plain-HTTP attacks on the tree are in hostile-http.test.ts.
  */
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { browserSuite, OWNERS, PHONE, startDashboard, type Dashboard } from '../helpers/dashboard.js';
-import { show } from '../helpers/gateway.js';
+import { logLines, show } from '../helpers/gateway.js';
 import { operator } from '../helpers/owner.js';
 
 const ACCOUNT = OWNERS.alice.accountId;
@@ -113,4 +115,82 @@ test('a bidi override in a description does not turn the rest of an audit line a
   // Before the change, then the arrow, then after: as written, left to right.
   assert.ok(await drawnInOrder(page, 'ul.changes li', 'OLD', '→'), 'the old value left of the arrow');
   assert.ok(await drawnInOrder(page, 'ul.changes li', '→', 'NEW'), 'the new value right of the arrow, whatever the old one held');
+});
+
+test('a page of another origin cannot change anything with the owner\'s cookie', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  const page = await dash.newPage();
+  await dash.signInAsOwner(page);
+  const api = `${dash.gw.url}/owner/v1/accounts/${ACCOUNT}`;
+  // Another origin (another port of 127.0.0.1: same site, so SameSite cookies go along) whose
+  // page tries every request a page can make without the gateway's CORS consent.
+  const evil = createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(`<!doctype html><body>
+      <form id="reset" method="post" action="${api}/reset" target="sink"></form>
+      <form id="key" method="post" action="${api}/keys" enctype="text/plain" target="sink2"><input name='{"name":"csrf-form","x":"' value='"}'></form>
+      <iframe name="sink"></iframe><iframe name="sink2"></iframe>
+      <script>
+        const sent = [
+          fetch(${JSON.stringify(`${api}/keys`)}, { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ name: 'csrf-fetch' }) }),
+          fetch(${JSON.stringify(`${api}/keys`)}, { method: 'POST', credentials: 'include', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'csrf-json' }) }),
+          fetch(${JSON.stringify(`${dash.gw.url}/owner/v1/session`)}, { method: 'DELETE', credentials: 'include' }),
+          fetch(${JSON.stringify(`${dash.gw.url}/owner/v1/session`)}, { credentials: 'include' }).then((r) => r.text()).then((text) => { window.read = text; }),
+        ].map((p) => p.then(() => 'sent', (e) => 'refused'));
+        document.getElementById('reset').submit();
+        document.getElementById('key').submit();
+        Promise.all(sent).then((outcomes) => { window.outcomes = outcomes; });
+      </script></body>`);
+  });
+  await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
+  t.after(() => evil.close());
+  const evilPage = await page.context().newPage();
+  await evilPage.goto(`http://127.0.0.1:${(evil.address() as AddressInfo).port}/`);
+  await evilPage.waitForFunction('window.outcomes !== undefined');
+  await evilPage.waitForLoadState('networkidle');
+  assert.equal(await evilPage.evaluate('window.read'), undefined, 'the session could not be read across origins');
+  // The forms and the no-cors fetch did reach the gateway (a test of nothing otherwise), refused.
+  const posts = logLines(dash.gw).filter((line) => line.method === 'POST' && /\/(reset|keys)$/.test(String(line.path)));
+  assert.ok(posts.length >= 3, `the cross-origin posts arrived: ${JSON.stringify(posts)}`);
+  assert.ok(posts.every((line) => line.status === 403), `and were refused: ${JSON.stringify(posts.map((line) => line.status))}`);
+
+  const op = operator(dash.gw);
+  const keys = await op.get(`/accounts/${ACCOUNT}/keys`);
+  assert.deepEqual(keys.body.message.items.map((k: { name: string }) => k.name).filter((n: string) => n.startsWith('csrf')), [], 'no key was made');
+  const audit = await op.get(`/accounts/${ACCOUNT}/audit`);
+  assert.deepEqual(audit.body.message.items.map((e: { action: string }) => e.action), [], `nothing was changed: ${show(audit)}`);
+  // And the owner is still signed in: the DELETE of the session did not count.
+  await page.goto(`${dash.url}/accounts/${ACCOUNT}/keys`);
+  await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+});
+
+test('a secret shown once is nowhere after the page is left: DOM, history, storage, title, logs', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  const page = await dash.newPage();
+  await dash.signInAsOwner(page);
+  await page.goto(`${dash.url}/accounts/${ACCOUNT}/keys`);
+  await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+  await page.getByLabel('Name').fill('leaky');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  await page.getByRole('region', { name: 'API secret for leaky' }).waitFor();
+  const secret = await page.getByLabel('API secret', { exact: true }).inputValue();
+  const referers: string[] = [];
+  page.on('request', (request) => referers.push(request.headers().referer ?? ''));
+  const nowhere = async (what: string) => {
+    const places = await page.evaluate(`JSON.stringify([document.documentElement.outerHTML, document.title, location.href, history.state,
+      Object.entries(sessionStorage), Object.entries(localStorage),
+      [...document.querySelectorAll('input, textarea')].map((f) => f.value)])`) as string;
+    assert.ok(!places.includes(secret), `${what}: the secret is not in the page, its URL, history state or storage`);
+  };
+  // Left by a link in the page (no reload), then come back with Back.
+  await page.getByRole('navigation', { name: /^Account/ }).getByRole('link', { name: 'API settings tokens' }).click();
+  await page.getByRole('heading', { level: 1, name: 'API settings tokens' }).waitFor();
+  await nowhere('after leaving');
+  await page.goBack();
+  await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+  await page.getByRole('link', { name: /leaky|key_/ }).first().waitFor();
+  await nowhere('after Back');
+  assert.ok(referers.every((referer) => referer === ''), `no Referer on the page's requests: ${referers.join(', ')}`);
+  assert.ok(!dash.gw.logs.join('\n').includes(secret), 'the secret is in no log line');
+  assert.ok(!dash.gw.logs.join('\n').includes(OWNERS.alice.password), 'nor the password');
 });
