@@ -194,3 +194,24 @@ test('a secret shown once is nowhere after the page is left: DOM, history, stora
   assert.ok(!dash.gw.logs.join('\n').includes(secret), 'the secret is in no log line');
   assert.ok(!dash.gw.logs.join('\n').includes(OWNERS.alice.password), 'nor the password');
 });
+
+test('an address of "." or ".." in a link does not send the page\'s calls to another owner API path', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  const page = await dash.newPage();
+  await dash.signInAsOwner(page);
+  for (const address of ['..', '.', '%2e%2E']) {
+    const calls: string[] = [];
+    const listen = (request: { url(): string; method(): string }) => {
+      const url = new URL(request.url());
+      if (url.pathname.startsWith('/owner/v1/')) calls.push(`${request.method()} ${url.pathname}`);
+    };
+    page.on('request', listen);
+    await page.goto(`${dash.url}/accounts/${ACCOUNT}/sign-records?address=${address}`);
+    await page.getByRole('heading', { level: 1 }).waitFor();
+    await page.waitForLoadState('networkidle');
+    page.off('request', listen);
+    // The session and the account the frame reads; nothing under the account, where the address went.
+    assert.deepEqual(calls.filter((c) => c.includes(`/accounts/${ACCOUNT}/`)), [], `?address=${address}: ${calls.join(', ')}`);
+    assert.equal(await page.getByRole('button', { name: 'Create record' }).count(), 0, `?address=${address}: no record offered for it`);
+  }
+});
