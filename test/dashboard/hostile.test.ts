@@ -5,9 +5,9 @@
  * Plain-HTTP attacks on the tree are in hostile-http.test.ts.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
+import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import type { Page } from 'playwright-core';
 import { browserSuite, OWNERS, PHONE, startDashboard, type Dashboard } from '../helpers/dashboard.js';
 import { logLines, show } from '../helpers/gateway.js';
@@ -130,6 +130,7 @@ test('a page of another origin cannot change anything with the owner\'s cookie',
       <form id="reset" method="post" action="${api}/reset" target="sink"></form>
       <form id="key" method="post" action="${api}/keys" enctype="text/plain" target="sink2"><input name='{"name":"csrf-form","x":"' value='"}'></form>
       <iframe name="sink"></iframe><iframe name="sink2"></iframe>
+      <iframe name="framed" src="${dash.url}/accounts/${ACCOUNT}/keys"></iframe>
       <script>
         const sent = [
           fetch(${JSON.stringify(`${api}/keys`)}, { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ name: 'csrf-fetch' }) }),
@@ -149,6 +150,10 @@ test('a page of another origin cannot change anything with the owner\'s cookie',
   await evilPage.waitForFunction('window.outcomes !== undefined');
   await evilPage.waitForLoadState('networkidle');
   assert.equal(await evilPage.evaluate('window.read'), undefined, 'the session could not be read across origins');
+  // Framed (for clickjacking), the dashboard does not draw: the browser refuses to show it.
+  const framed = evilPage.frames().filter((frame) => frame.name() === 'framed');
+  assert.equal(framed.length, 1, 'the dashboard\'s frame is there');
+  assert.ok(!framed[0]!.url().startsWith(dash.url), `the frame holds no dashboard page: ${framed[0]!.url()}`);
   // The forms and the no-cors fetch did reach the gateway (a test of nothing otherwise), refused.
   const posts = logLines(dash.gw).filter((line) => line.method === 'POST' && /\/(reset|keys)$/.test(String(line.path)));
   assert.ok(posts.length >= 3, `the cross-origin posts arrived: ${JSON.stringify(posts)}`);
@@ -214,4 +219,74 @@ test('an address of "." or ".." in a link does not send the page\'s calls to ano
     assert.deepEqual(calls.filter((c) => c.includes(`/accounts/${ACCOUNT}/`)), [], `?address=${address}: ${calls.join(', ')}`);
     assert.equal(await page.getByRole('button', { name: 'Create record' }).count(), 0, `?address=${address}: no record offered for it`);
   }
+});
+
+/**
+ * A proxy in front of the gateway, as a misconfigured one answers: what `answer` returns for a
+ * path is sent instead of the gateway's answer (undefined: forwarded as it is, Host kept).
+ */
+async function misconfiguredProxy(t: TestContext, gatewayUrl: string, answer: (path: string) => { status: number; type: string; body: string; delayMs?: number } | undefined): Promise<{ url: string; asked: string[] }> {
+  const target = new URL(gatewayUrl);
+  const asked: string[] = [];
+  const proxy = createServer((req, res) => {
+    const path = new URL(req.url!, 'http://x').pathname;
+    asked.push(`${req.method} ${path}`);
+    const instead = answer(path);
+    if (instead !== undefined) {
+      setTimeout(() => {
+        res.writeHead(instead.status, { 'content-type': instead.type });
+        res.end(instead.body);
+      }, instead.delayMs ?? 0);
+      return;
+    }
+    const forwarded = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (upstream) => {
+      res.writeHead(upstream.statusCode!, upstream.headers);
+      upstream.pipe(res);
+    });
+    req.pipe(forwarded);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => {
+    proxy.closeAllConnections();
+    proxy.close(() => resolve());
+  }));
+  return { url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, asked };
+}
+
+test('a proxy answering garbage or slowly: each page says it could not load, offers Try again, and asks once', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  const base = `/owner/v1/accounts/${ACCOUNT}`;
+  const proxy = await misconfiguredProxy(t, dash.gw.url, (path) => {
+    if (path === `${base}/keys`) return { status: 502, type: 'text/html', body: '<html><body><h1>502 Bad Gateway</h1></body></html>' };
+    if (path === `${base}/roles`) return { status: 200, type: 'application/json', body: '{"success":true,"message":{"items":"not a list"}}' };
+    if (path === `${base}/settings-tokens`) return { status: 200, type: 'text/html', body: '<html>Sign in to the hotel Wi-Fi</html>' };
+    if (path === `${base}/audit`) return { status: 200, type: 'application/json', body: '{"success":true,"message":null}', delayMs: 1500 };
+    return undefined;
+  });
+  // A page of the harness's browser, but at the proxy's origin (the harness page refuses any other).
+  const page = await (await dash.newPage()).context().newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !/Failed to load resource/.test(message.text())) errors.push(message.text());
+  });
+  await page.goto(`${proxy.url}/dashboard/sign-in`);
+  await page.getByLabel('Email').fill(OWNERS.alice.email);
+  await page.getByLabel('Password', { exact: true }).fill(OWNERS.alice.password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.waitForURL((url) => !url.pathname.endsWith('/sign-in'));
+  for (const [section, h1, api] of [['keys', 'API keys', 'keys'], ['roles', 'Roles', 'roles'], ['settings-tokens', 'API settings tokens', 'settings-tokens'], ['activity', 'Activity', 'audit']] as const) {
+    const before = proxy.asked.length;
+    await page.goto(`${proxy.url}/dashboard/accounts/${ACCOUNT}/${section}`);
+    await page.getByRole('heading', { level: 1 }).first().waitFor();
+    const alert = page.getByRole('alert').filter({ hasText: /Could not load this|went wrong/ }).first();
+    await alert.waitFor({ timeout: 5000 });
+    assert.ok((await alert.innerText()).trim().length > 20, `${section}: says what went wrong`);
+    await page.getByRole('button', { name: 'Try again' }).first().waitFor();
+    await page.waitForTimeout(500);
+    const calls = proxy.asked.slice(before).filter((c) => c === `GET ${base}/${api}`);
+    assert.ok(calls.length <= 2, `${section}: asked ${calls.length} times, no loop`);
+    assert.ok(await page.getByRole('heading', { level: 1, name: h1 }).count() + await page.getByRole('heading', { level: 1, name: 'Something went wrong' }).count() > 0, `${section}: a heading, not a blank page`);
+  }
+  assert.deepEqual(errors, [], 'no script error on the way');
 });
