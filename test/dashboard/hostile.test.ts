@@ -290,3 +290,31 @@ test('a proxy answering garbage or slowly: each page says it could not load, off
   }
   assert.deepEqual(errors, [], 'no script error on the way');
 });
+
+test('signed out in one tab, a change in another is not made; a planted session cookie is not the session', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  const first = await dash.newPage();
+  // Session fixation: a cookie chosen beforehand (e.g. by a same-site page) under the session's name.
+  const planted = 'planted-by-someone-else';
+  const origin = new URL(dash.url).origin;
+  await first.context().addCookies([{ name: 'gw_session', value: planted, url: origin }]);
+  await dash.signInAsOwner(first);
+  const cookies = await first.context().cookies(origin);
+  const session = cookies.filter((c) => c.httpOnly);
+  assert.ok(session.length > 0, `the gateway set its HttpOnly session cookie: ${cookies.map((c) => c.name).join(', ')}`);
+  assert.ok(session.every((c) => c.value !== planted), 'the session is a new value, not the planted one');
+
+  const second = await first.context().newPage();
+  await second.goto(`${dash.url}/accounts/${ACCOUNT}/keys`);
+  await second.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+  await second.getByLabel('Name').fill('after-sign-out');
+
+  await first.getByRole('button', { name: 'Sign out' }).click();
+  await first.getByRole('status').filter({ hasText: 'You are signed out.' }).waitFor();
+
+  await second.getByRole('button', { name: 'Create key' }).click();
+  await second.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+  const keys = await operator(dash.gw).get(`/accounts/${ACCOUNT}/keys`);
+  assert.ok(!JSON.stringify(keys.body).includes('after-sign-out'), 'the key was not made');
+  assert.deepEqual(await second.evaluate('Object.entries(sessionStorage)'), [], 'nothing kept in the tab');
+});
