@@ -127,24 +127,30 @@ export function registerInviteRedirect(router: Router, { path }: { path: string 
   });
 }
 
-/** The page (with the dashboard's path written in) and every asset under public/, by path relative to it. */
-function loadPublic(path: string): { shell: Buffer; assets: Map<string, Asset> } {
+/**
+ * The page (with the dashboard's path written in) and every asset under public/, by path
+ * relative to it: regular files of the types in TYPES only. A symlink is not followed, so a
+ * link left in public/ (or put there) cannot serve a file from elsewhere on the machine.
+ */
+export function loadPublic(path: string, dir = PUBLIC): { shell: Buffer; assets: Map<string, Asset> } {
   // The path is lower-case a-z 0-9 . _ - and "/" (config/schema.ts): nothing to escape in HTML.
-  const shell = Buffer.from(readFileSync(join(PUBLIC, 'index.html'), 'utf8').replaceAll('{{BASE}}', path));
+  const shell = Buffer.from(readFileSync(join(dir, 'index.html'), 'utf8').replaceAll('{{BASE}}', path));
   const assets = new Map<string, Asset>();
-  for (const file of listFiles(PUBLIC)) {
+  for (const file of listFiles(dir)) {
     const type = TYPES[extname(file)];
     if (type === undefined) continue;
     const body = readFileSync(file);
     const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
-    assets.set(relative(PUBLIC, file).split(sep).join('/'), { body, type, etag });
+    assets.set(relative(dir, file).split(sep).join('/'), { body, type, etag });
   }
   return { shell, assets };
 }
 
 function listFiles(dir: string): string[] {
+  // Dirents describe the entry itself (lstat): a symlink is neither a file nor a directory here.
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
-    return entry.isDirectory() ? listFiles(path) : [path];
+    if (entry.isDirectory()) return listFiles(path);
+    return entry.isFile() ? [path] : [];
   });
 }

@@ -5,8 +5,11 @@
  * show nothing of another account. The browser-side attacks are in hostile.test.ts.
  */
 import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import { CONTENT_SECURITY_POLICY } from '../../src/dashboard/serve.js';
+import { CONTENT_SECURITY_POLICY, loadPublic } from '../../src/dashboard/serve.js';
 import { DEMO, parseRawResponse, rawRequest, show, startGateway } from '../helpers/gateway.js';
 import { operator, startOwnerGateway } from '../helpers/owner.js';
 
@@ -52,4 +55,26 @@ test('every answer under the tree, errors and 304s included, carries the securit
   // Outside the tree nothing changes: the owner API's answers are not the dashboard's.
   const outside = await raw(gw.url, '/dashboardx/sign-in');
   assert.equal(header(outside.headers, 'content-security-policy'), undefined, outside.headers);
+});
+
+test('only regular files of the known types under public/ are assets: no symlink out of it, no page, no source map', (t) => {
+  const outside = mkdtempSync(join(tmpdir(), 'dashboard-outside-'));
+  const dir = mkdtempSync(join(tmpdir(), 'dashboard-public-'));
+  t.after(() => {
+    rmSync(outside, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
+  });
+  writeFileSync(join(outside, 'secret.js'), 'the gateway\'s secrets');
+  mkdirSync(join(outside, 'more'));
+  writeFileSync(join(outside, 'more', 'also.css'), 'more secrets');
+  writeFileSync(join(dir, 'index.html'), '<html data-base="{{BASE}}"></html>');
+  mkdirSync(join(dir, 'js'));
+  writeFileSync(join(dir, 'js', 'main.js'), 'export {};');
+  writeFileSync(join(dir, 'js', 'main.js.map'), '{}');
+  writeFileSync(join(dir, 'notes.txt'), 'notes');
+  symlinkSync(join(outside, 'secret.js'), join(dir, 'js', 'linked.js'));
+  symlinkSync(join(outside, 'more'), join(dir, 'linked-dir'), 'dir');
+  const { shell, assets } = loadPublic('/dashboard', dir);
+  assert.deepEqual([...assets.keys()], ['js/main.js']);
+  assert.match(shell.toString(), /data-base="\/dashboard"/);
 });
