@@ -9,7 +9,7 @@ import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import type { Page } from 'playwright-core';
-import { browserSuite, OWNERS, PHONE, startDashboard, type Dashboard } from '../helpers/dashboard.js';
+import { ADMIN_TOKEN, browserSuite, OWNERS, PHONE, startDashboard, type Dashboard } from '../helpers/dashboard.js';
 import { logLines, show } from '../helpers/gateway.js';
 import { operator } from '../helpers/owner.js';
 
@@ -198,6 +198,27 @@ test('a secret shown once is nowhere after the page is left: DOM, history, stora
   assert.ok(referers.every((referer) => referer === ''), `no Referer on the page's requests: ${referers.join(', ')}`);
   assert.ok(!dash.gw.logs.join('\n').includes(secret), 'the secret is in no log line');
   assert.ok(!dash.gw.logs.join('\n').includes(OWNERS.alice.password), 'nor the password');
+
+  // The admin token: in this tab's sessionStorage only, never in a URL, a Referer or a log line.
+  const wrong = 'gwadm_wrongwrongwrongwrongwrongwrongwrong';
+  const operatorPage = await dash.newPage();
+  const urls: string[] = [];
+  operatorPage.on('request', (request) => urls.push(`${request.url()} ${request.headers().referer ?? ''}`));
+  await operatorPage.goto(`${dash.url}/sign-in`);
+  await operatorPage.getByLabel('Admin token').fill(wrong);
+  await operatorPage.getByRole('button', { name: 'Sign in as operator' }).click();
+  await operatorPage.getByRole('alert').filter({ hasText: 'not valid' }).waitFor();
+  await dash.signInAsOperator(operatorPage);
+  for (const section of ['keys', 'activity']) {
+    await operatorPage.goto(`${dash.url}/accounts/${ACCOUNT}/${section}`);
+    await operatorPage.getByRole('heading', { level: 1 }).waitFor();
+    await operatorPage.waitForLoadState('networkidle');
+  }
+  assert.deepEqual(await operatorPage.evaluate('Object.keys(localStorage)'), [], 'nothing in localStorage');
+  for (const token of [ADMIN_TOKEN, wrong]) {
+    assert.ok(!urls.some((url) => url.includes(token)), 'no URL or Referer holds an admin token');
+    assert.ok(!dash.gw.logs.join('\n').includes(token), 'no log line holds an admin token, right or wrong');
+  }
 });
 
 test('an address of "." or ".." in a link does not send the page\'s calls to another owner API path', browserSuite(), async (t) => {
