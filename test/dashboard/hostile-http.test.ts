@@ -10,7 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { CONTENT_SECURITY_POLICY, loadPublic } from '../../src/dashboard/serve.js';
-import { DEMO, parseRawResponse, rawRequest, show, startGateway } from '../helpers/gateway.js';
+import { decodeJwt } from 'jose';
+import { mintSettingsToken } from '../../src/domain/settings-token.js';
+import { startBackend } from '../helpers/backend.js';
+import { call, DEMO, parseRawResponse, rawRequest, show, signIn, startGateway } from '../helpers/gateway.js';
 import { operator, startOwnerGateway } from '../helpers/owner.js';
 
 async function raw(url: string, path: string, method = 'GET', extra = ''): Promise<{ status: number; headers: string }> {
@@ -77,4 +80,34 @@ test('only regular files of the known types under public/ are assets: no symlink
   const { shell, assets } = loadPublic('/dashboard', dir);
   assert.deepEqual([...assets.keys()], ['js/main.js']);
   assert.match(shell.toString(), /data-base="\/dashboard"/);
+});
+
+test('an outsider cannot grow the usage recorder: unknown settings tokens, forged and expired bearers count nothing', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await startOwnerGateway(t, { overrides: { routes: [{ name: 'things', prefix: '/things', targets: [backend.url] }] } });
+  const recorder = gw.services.usage!;
+  const { accessToken } = await signIn(gw, DEMO.alice);
+  const [head, payload] = accessToken.split('.');
+  const bearers = [
+    // Well formed (shape and checksum), made by the same code as real ones, but never stored.
+    ...Array.from({ length: 100 }, () => mintSettingsToken()),
+    // A real token's header and payload with a made-up signature; a payload naming another key.
+    `${head}.${payload}.${'A'.repeat(86)}`,
+    `${head}.${Buffer.from(JSON.stringify({ ...decodeJwt(accessToken), client_id: 'key_made_up' })).toString('base64url')}.${accessToken.split('.')[2]}`,
+  ];
+  for (const bearer of bearers) {
+    for (const path of ['/things/x', '/api/roles']) {
+      const res = await call(`${gw.url}${path}`, { token: bearer });
+      assert.equal(res.status, 401, `${path}: ${show(res)}`);
+    }
+  }
+  assert.equal(recorder.size, 0, 'nothing held for refused bearers');
+  // An expired access token of a real key counts nothing either.
+  gw.clock.advance(2 * 24 * 3_600_000);
+  assert.equal((await call(`${gw.url}/things/x`, { token: accessToken })).status, 401);
+  assert.equal(recorder.size, 0);
+  await recorder.flush();
+  const report = await operator(gw).get(`/owner/v1/accounts/${DEMO.alice.accountId}/usage`.replace('/owner/v1', ''));
+  assert.equal(report.status, 200, show(report));
+  assert.deepEqual(report.body.message.items, [], 'no usage row for anything that was refused');
 });
