@@ -339,3 +339,28 @@ test('signed out in one tab, a change in another is not made; a planted session 
   assert.ok(!JSON.stringify(keys.body).includes('after-sign-out'), 'the key was not made');
   assert.deepEqual(await second.evaluate('Object.entries(sessionStorage)'), [], 'nothing kept in the tab');
 });
+
+test('`next` on sign-in never leaves the dashboard, however it is spelled', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  const origin = new URL(dash.url).origin;
+  const nexts = [
+    '/\\evil.example/', '/dashboard/\\evil.example', '\\\\evil.example', '/%2F%2Fevil.example', '/dashboard/%2F%2Fevil.example',
+    '/dashboard/..%2F..%2Fowner/v1/session', '/dashboard/%2e%2e/owner/v1/session', '/dashboard/../owner/v1/session',
+    '/dash\tboard//evil.example', '/dashboard/\n//evil.example', ' //evil.example', 'javascript:window.pwned=1', '/dashboard/javascript:window.pwned=1',
+    'http:evil.example', `${origin}.evil.example/dashboard/keys`, '/dashboard/accounts/acct_bob?x=1#//evil.example',
+  ];
+  for (const next of nexts) {
+    const page = await dash.newPage();
+    await page.goto(`${dash.url}/sign-in?next=${encodeURIComponent(next)}`);
+    await page.getByLabel('Email').fill(OWNERS.alice.email);
+    await page.getByLabel('Password', { exact: true }).fill(OWNERS.alice.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.waitForURL((url) => !url.pathname.endsWith('/sign-in'));
+    await page.getByRole('heading', { level: 1 }).waitFor();
+    const url = new URL(page.url());
+    assert.equal(url.origin, origin, `${JSON.stringify(next)}: stays on the gateway`);
+    assert.ok(url.pathname.startsWith('/dashboard/'), `${JSON.stringify(next)}: stays in the dashboard (${url.pathname})`);
+    assert.equal(await page.evaluate('window.pwned'), undefined);
+    await page.context().close();
+  }
+});
