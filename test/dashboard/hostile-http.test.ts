@@ -44,6 +44,9 @@ test('every answer under the tree, errors and 304s included, carries the securit
     ['GET', '/dashboard/assets/..%2f..%2fserve.ts', '', 400],
     ['GET', '/dashboard/assets/js/main.js%00', '', 400],
     ['GET', '/dashboard/assets/%252e%252e/serve.ts', '', 404],
+    ['GET', '/dashboard/assets/%c0%ae%c0%ae/serve.ts', '', 404],
+    ['GET', '/dashboard/assets/js/main.js/', '', 404],
+    ['GET', '/dashboard/assets/JS/MAIN.JS', '', 404],
   ];
   for (const [method, path, extra, status] of answers) {
     const res = await raw(gw.url, path, method, extra);
@@ -54,6 +57,12 @@ test('every answer under the tree, errors and 304s included, carries the securit
     assert.equal(header(res.headers, 'x-content-type-options'), 'nosniff', what);
     assert.equal(header(res.headers, 'referrer-policy'), 'no-referrer', what);
     if (status >= 400) assert.match(header(res.headers, 'content-type') ?? '', /^application\/json/, what);
+  }
+  // The invite link's redirect goes to the invite page whatever follows it, or is no redirect at all.
+  for (const path of ['/owner/invite?next=//evil.example', '/owner/invite?to=https://evil.example', '/owner/invite/', '/OWNER/INVITE', '/owner/invite//evil.example', '/owner/invite/..%2f..%2fevil']) {
+    const res = await raw(gw.url, path);
+    const location = header(res.headers, 'location');
+    assert.ok(location === undefined || location === '/dashboard/invite', `${path}: ${res.status} to ${location}`);
   }
   // Outside the tree nothing changes: the owner API's answers are not the dashboard's.
   const outside = await raw(gw.url, '/dashboardx/sign-in');
