@@ -1,8 +1,11 @@
 /**
  * The dashboard in Chromium as an attacker meets it (issue 16, the hostile pass): markup, script
  * and bidi controls written through every field an owner or operator can write show as text and
- * run nothing; a 4096-character word does not widen the page; secrets do not outlive their box.
- * Plain-HTTP attacks on the tree are in hostile-http.test.ts.
+ * run nothing; a 4096-character word does not widen the page; a page of another origin (another
+ * port of 127.0.0.1) can neither change anything with the owner's cookie nor frame the dashboard;
+ * secrets and the admin token do not outlive their place (DOM, history, storage, URLs, logs);
+ * links with `next` or an address of "." and ".." lead nowhere else; a proxy answering garbage
+ * or slowly gives each page its error state. Plain-HTTP attacks are in hostile-http.test.ts.
  */
 import assert from 'node:assert/strict';
 import { createServer, request } from 'node:http';
