@@ -23,6 +23,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { Duplex } from 'node:stream';
 import Koa from 'koa';
 import type Router from '@koa/router';
+import { dashboardHeaders } from './dashboard/serve.js';
 import { errorBoundary } from './errors/boundary.js';
 import { NotFound } from './errors/errors.js';
 import { corsAnswers, corsPreflights, PROXIED_METHODS, type Cors } from './http/cors.js';
@@ -121,6 +122,8 @@ function createApp(services: Services, router: Router, accessLog: AccessLog, cor
   app.use(logAccess(accessLog));
   // Outside the boundary, so that error answers get the CORS headers too (http/cors.ts).
   if (cors !== undefined) app.use(corsAnswers(cors, OWNER_TREE));
+  // Outside the boundary likewise: the dashboard's error answers carry its security headers.
+  if (services.config.dashboard.enabled) app.use(dashboardHeaders(services.config.dashboard));
   app.use(errorBoundary({ log: services.log }));
   app.use(screenRequests());
   if (cors !== undefined) app.use(corsPreflights(cors, OWNER_TREE, createMethodsOf(router)));

@@ -170,10 +170,19 @@ test('under NODE_ENV=production the demo data is refused unless allowed explicit
     await expectDemoRefusal(t, { GATEWAY_DATA_FILE: mixed });
   });
 
+  await t.test('a real file with only a demo owner (the dashboard\'s published password) is refused, naming the owner', async (t) => {
+    const demo = JSON.parse(readFileSync(join(ROOT, 'config/demo-data.json'), 'utf8')) as { owners: { id: string }[] };
+    const file = join(tempDir(t), 'owners.json');
+    writeFileSync(file, JSON.stringify({ accounts: [realAccount()], owners: [{ ...demo.owners[0], id: 'own_copied', email: 'ops@example.com' }] }));
+    await expectRefusal(t, { NODE_ENV: 'production', GATEWAY_DATA_FILE: file }, ['owner own_copied', 'ALLOW_DEMO_DATA']);
+  });
+
   await t.test('ALLOW_DEMO_DATA=true: it starts on the demo data, with a warning', async (t) => {
     const gateway = await startGatewayProcess(t, { NODE_ENV: 'production', ALLOW_DEMO_DATA: 'true' });
     assert.equal(demoWarnings(gateway.child).length, 1, gateway.child.stdout());
     assert.match(String(demoWarnings(gateway.child)[0]!.msg), /GATEWAY_DATA_FILE/);
+    // The warning names the demo owners too: their passwords are in the README for the dashboard.
+    assert.match(String(demoWarnings(gateway.child)[0]!.msg), /owner own_demo_alice.*owner own_demo_bob/);
     const res = await postJson(`${gateway.url}/api/signin`, { apiKey: 'ak_demo_alice', apiSecret: sha256Hex('sk_demo_alice_secret') });
     assert.equal(res.status, 200, 'the demo key works, as asked');
   });

@@ -16,7 +16,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Next } from 'koa';
 import { NotFound } from '../errors/errors.js';
 import { matchPage } from './browser/pages.js';
 
@@ -90,6 +90,24 @@ export function registerDashboard(router: Router, { path }: { path: string }): v
   router.get(`${path}/{*rest}`, servePage);
 }
 
+/**
+ * The security headers on every answer under the tree, errors included (a 404 for a mistyped
+ * page, a 405, a 400 for a malformed path): set after the error boundary wrote its answer
+ * (app.ts puts this outside it), since the boundary drops what a route set before it failed.
+ * An error answer is the JSON envelope, but it must not be framed or sniffed as a page either.
+ */
+export function dashboardHeaders({ path }: { path: string }) {
+  return async function setDashboardHeaders(ctx: Context, next: Next): Promise<void> {
+    try {
+      await next();
+    } finally {
+      // The path as received (not yet normalised): in any case, since the router matches without it.
+      const received = ctx.path.toLowerCase();
+      if ((received === path || received.startsWith(`${path}/`)) && !ctx.headerSent) ctx.set(SECURITY_HEADERS);
+    }
+  };
+}
+
 /** Where the owner API's invite links point (http/routes/owner/accounts.ts writes them). */
 export const OWNER_INVITE_PATH = '/owner/invite';
 
@@ -109,24 +127,30 @@ export function registerInviteRedirect(router: Router, { path }: { path: string 
   });
 }
 
-/** The page (with the dashboard's path written in) and every asset under public/, by path relative to it. */
-function loadPublic(path: string): { shell: Buffer; assets: Map<string, Asset> } {
+/**
+ * The page (with the dashboard's path written in) and every asset under public/, by path
+ * relative to it: regular files of the types in TYPES only. A symlink is not followed, so a
+ * link left in public/ (or put there) cannot serve a file from elsewhere on the machine.
+ */
+export function loadPublic(path: string, dir = PUBLIC): { shell: Buffer; assets: Map<string, Asset> } {
   // The path is lower-case a-z 0-9 . _ - and "/" (config/schema.ts): nothing to escape in HTML.
-  const shell = Buffer.from(readFileSync(join(PUBLIC, 'index.html'), 'utf8').replaceAll('{{BASE}}', path));
+  const shell = Buffer.from(readFileSync(join(dir, 'index.html'), 'utf8').replaceAll('{{BASE}}', path));
   const assets = new Map<string, Asset>();
-  for (const file of listFiles(PUBLIC)) {
+  for (const file of listFiles(dir)) {
     const type = TYPES[extname(file)];
     if (type === undefined) continue;
     const body = readFileSync(file);
     const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
-    assets.set(relative(PUBLIC, file).split(sep).join('/'), { body, type, etag });
+    assets.set(relative(dir, file).split(sep).join('/'), { body, type, etag });
   }
   return { shell, assets };
 }
 
 function listFiles(dir: string): string[] {
+  // Dirents describe the entry itself (lstat): a symlink is neither a file nor a directory here.
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
-    return entry.isDirectory() ? listFiles(path) : [path];
+    if (entry.isDirectory()) return listFiles(path);
+    return entry.isFile() ? [path] : [];
   });
 }

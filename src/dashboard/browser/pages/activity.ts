@@ -141,14 +141,18 @@ async function drawUsage(ctx: PageContext, account: string, hours: string, names
   ];
 }
 
-/** A value from an event's `changes`, as text. */
-function shown(value: unknown): string {
+/**
+ * A value from an event's `changes`, as text. Each value an owner wrote is its own <bdi>: a
+ * description may hold bidi controls (only names refuse them), and one left open would turn
+ * the rest of the line around, drawing the change's new value where the old one should be.
+ */
+function shown(value: unknown): Child {
   if (value === null || value === undefined) return '(none)';
   if (value === '') return '(empty)';
   if (typeof value === 'boolean') return value ? 'yes' : 'no';
-  if (Array.isArray(value)) return value.length === 0 ? '(none)' : value.map(shown).join(', ');
-  if (typeof value === 'object') return JSON.stringify(value);
-  return String(value);
+  if (Array.isArray(value)) return value.length === 0 ? '(none)' : value.map((item, i) => [i === 0 ? '' : ', ', shown(item)]);
+  if (typeof value === 'object') return h('bdi', null, JSON.stringify(value));
+  return h('bdi', null, String(value));
 }
 
 function changesOf(event: AuditEvent): Child {
@@ -157,9 +161,9 @@ function changesOf(event: AuditEvent): Child {
   // A created object's fields had no value before, a deleted one's have none after.
   return h('ul', { class: 'changes' }, entries.map(([field, [before, after]]) => {
     const name = FIELDS[field] ?? field;
-    if (before === null || before === undefined) return h('li', null, `${name}: ${shown(after)}`);
-    if (after === null || after === undefined) return h('li', null, `${name}: was ${shown(before)}`);
-    return h('li', null, `${name}: ${shown(before)} → ${shown(after)}`);
+    if (before === null || before === undefined) return h('li', null, `${name}: `, shown(after));
+    if (after === null || after === undefined) return h('li', null, `${name}: was `, shown(before));
+    return h('li', null, `${name}: `, shown(before), ' → ', shown(after));
   }));
 }
 

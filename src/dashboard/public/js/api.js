@@ -23,6 +23,12 @@ export class ApiError extends Error {
 }
 export function createApi({ credential, onSignedOut }) {
     async function call(method, path, query, body) {
+        // A value from the address bar (a sign record's address) goes into the path escaped, but
+        // escaping leaves "." and "..", which the URL would resolve: ?address=.. would ask for the
+        // account instead of a record. No owner API name is a dot segment, so none is asked for.
+        if (path.split('/').some((segment) => /^(?:\.|%2e){1,2}$/i.test(segment))) {
+            throw new ApiError(400, 'invalid_request', 'There is nothing to look up by that name: "." and ".." are not names.');
+        }
         const url = new URL(`${OWNER_API}${path}`, location.origin);
         for (const [name, value] of Object.entries(query ?? {}))
             if (value !== undefined && value !== '')

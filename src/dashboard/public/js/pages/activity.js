@@ -111,7 +111,11 @@ async function drawUsage(ctx, account, hours, names) {
         })),
     ];
 }
-/** A value from an event's `changes`, as text. */
+/**
+ * A value from an event's `changes`, as text. Each value an owner wrote is its own <bdi>: a
+ * description may hold bidi controls (only names refuse them), and one left open would turn
+ * the rest of the line around, drawing the change's new value where the old one should be.
+ */
 function shown(value) {
     if (value === null || value === undefined)
         return '(none)';
@@ -120,10 +124,10 @@ function shown(value) {
     if (typeof value === 'boolean')
         return value ? 'yes' : 'no';
     if (Array.isArray(value))
-        return value.length === 0 ? '(none)' : value.map(shown).join(', ');
+        return value.length === 0 ? '(none)' : value.map((item, i) => [i === 0 ? '' : ', ', shown(item)]);
     if (typeof value === 'object')
-        return JSON.stringify(value);
-    return String(value);
+        return h('bdi', null, JSON.stringify(value));
+    return h('bdi', null, String(value));
 }
 function changesOf(event) {
     const entries = Object.entries(event.changes ?? {});
@@ -133,10 +137,10 @@ function changesOf(event) {
     return h('ul', { class: 'changes' }, entries.map(([field, [before, after]]) => {
         const name = FIELDS[field] ?? field;
         if (before === null || before === undefined)
-            return h('li', null, `${name}: ${shown(after)}`);
+            return h('li', null, `${name}: `, shown(after));
         if (after === null || after === undefined)
-            return h('li', null, `${name}: was ${shown(before)}`);
-        return h('li', null, `${name}: ${shown(before)} → ${shown(after)}`);
+            return h('li', null, `${name}: was `, shown(before));
+        return h('li', null, `${name}: `, shown(before), ' → ', shown(after));
     }));
 }
 async function drawAudit(ctx, account, hours, names) {
