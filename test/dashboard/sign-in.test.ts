@@ -192,6 +192,8 @@ test('an operator pages through the accounts, fifty at a time', browserSuite(), 
   await dash.signInAsOperator(page);
   await h1(page, 'Accounts').waitFor();
   const rows = page.getByRole('region', { name: 'Accounts' }).locator('tbody tr');
+  // The heading comes first; the table once the page of accounts is read.
+  await rows.nth(49).waitFor();
   assert.equal(await rows.count(), 50);
   assert.equal(await rows.first().locator('td').nth(1).textContent(), 'acct_alice');
   await page.getByRole('navigation', { name: 'More accounts' }).getByRole('link', { name: 'Next page' }).click();
