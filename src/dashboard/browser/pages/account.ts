@@ -8,9 +8,8 @@ import type { PageDef } from '../app.js';
 import { h, replace } from '../dom.js';
 import { form, textField, valueOf } from '../forms.js';
 import type { PageName } from '../pages.js';
-import type { Account, Reset, Session } from '../types.js';
-import { confirmAction, heading, section, time } from '../ui.js';
-import { when } from './keys.js';
+import type { Account, Reset } from '../types.js';
+import { confirmAction, heading, section, time, when } from '../ui.js';
 
 const PARTS: readonly { page: PageName; label: string; holds: string }[] = [
   { page: 'roles', label: 'Roles', holds: 'the roles /api/roles serves: search, create, edit, delete.' },
@@ -83,8 +82,8 @@ export const accountPages: Record<'account', PageDef> = {
             submitLabel: 'Rename account',
             async onSubmit() {
               const renamed = await ctx.api.send<Account>('PATCH', path, { name: valueOf(name) });
-              // An owner's account switcher reads the session's list of accounts: read it again.
-              if (ctx.who?.kind === 'owner') ctx.auth.replaceSession(await ctx.api.get<Session>('/session'));
+              // The header's account switcher shows the name: it is drawn again from a fresh list.
+              await ctx.auth.refreshAccounts();
               ctx.reload(`Account renamed to ${renamed.name}.`);
             },
           }),

@@ -9,7 +9,7 @@ import type { PageContext, PageDef } from '../app.js';
 import { h, replace, type Child } from '../dom.js';
 import { form, listOf, selectField, textField, valueOf } from '../forms.js';
 import type { Key, KeyWithSecret, Page, Reset } from '../types.js';
-import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time } from '../ui.js';
+import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time, when } from '../ui.js';
 
 const SCOPES_HINT = 'Words separated by commas or spaces, e.g. "read write". They are copied into the key\'s access tokens; routes may require one. Leave empty for none.';
 
@@ -21,14 +21,6 @@ const OVERLAPS: readonly { seconds: number; label: string }[] = [
   { seconds: 7 * 86_400, label: '7 days' },
   { seconds: 30 * 86_400, label: '30 days' },
 ];
-
-const WHEN = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
-
-/** A time as a sentence can carry it (a notice is plain text). */
-export function when(iso: string): string {
-  const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? iso : WHEN.format(date);
-}
 
 /** What a key is called in sentences: demo and hand-written keys may have no name. */
 function keyName(key: Key): string {
@@ -219,7 +211,7 @@ function drawKey(ctx: PageContext, key: Key, rolled?: string): void {
       h('dt', null, 'Scopes'), h('dd', null, scopes(key.scopes)),
       h('dt', null, 'Created'), h('dd', null, time(key.createdAt)),
       h('dt', null, 'Previous secret valid until'), h('dd', null, key.previousValidUntil === undefined ? 'no previous secret signs in' : time(key.previousValidUntil)),
-      key.description === '' ? null : [h('dt', null, 'Description'), h('dd', null, key.description)],
+      key.description === '' ? null : [h('dt', null, 'Description'), h('dd', { class: 'multiline' }, key.description)],
     ),
     section('Edit',
       form({

@@ -8,8 +8,7 @@ import type { PageContext, PageDef } from '../app.js';
 import { h, replace, type Child } from '../dom.js';
 import { form, listOf, selectField, textField, valueOf } from '../forms.js';
 import type { Page, SettingsToken, SettingsTokenWithToken } from '../types.js';
-import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time } from '../ui.js';
-import { when } from './keys.js';
+import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time, when } from '../ui.js';
 
 const DAY = 86_400;
 const EXPIRIES: readonly { value: string; label: string }[] = [

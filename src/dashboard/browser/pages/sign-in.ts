@@ -225,7 +225,7 @@ export const signInPages: Record<'home' | 'signIn' | 'password' | 'invite' | 'ac
             return;
           }
           if (ctx.who.kind === 'owner' && ctx.who.session.owner.id === accepted.ownerId) {
-            ctx.auth.replaceSession(await ctx.api.get<Session>('/session'));
+            await ctx.auth.refreshAccounts();
             ctx.navigate('account', { account: accepted.accountId }, { notice: 'The invite is accepted: you are now an owner of this account.' });
             return;
           }

@@ -105,6 +105,11 @@ export function time(iso) {
         return iso;
     return h('time', { datetime: date.toISOString() }, DATE.format(date));
 }
+/** The same time as plain text, for sentences (a notice or a dialog's message is text only). */
+export function when(iso) {
+    const date = new Date(iso);
+    return Number.isNaN(date.getTime()) ? iso : DATE.format(date);
+}
 /** Replaces `target`'s content with what `load` draws, showing loading and failure states. */
 export async function draw(target, load) {
     replace(target, loading());

@@ -6,8 +6,7 @@
 import { ApiError, describeError } from '../api.js';
 import { h, replace } from '../dom.js';
 import { form, textField, valueOf } from '../forms.js';
-import { confirmAction, heading, section, time } from '../ui.js';
-import { when } from './keys.js';
+import { confirmAction, heading, section, time, when } from '../ui.js';
 const PARTS = [
     { page: 'roles', label: 'Roles', holds: 'the roles /api/roles serves: search, create, edit, delete.' },
     { page: 'keys', label: 'API keys', holds: 'the keys that sign in at /api/signin: create, roll the secret, disable, reset their tokens, delete.' },
@@ -57,9 +56,8 @@ export const accountPages = {
                 submitLabel: 'Rename account',
                 async onSubmit() {
                     const renamed = await ctx.api.send('PATCH', path, { name: valueOf(name) });
-                    // An owner's account switcher reads the session's list of accounts: read it again.
-                    if (ctx.who?.kind === 'owner')
-                        ctx.auth.replaceSession(await ctx.api.get('/session'));
+                    // The header's account switcher shows the name: it is drawn again from a fresh list.
+                    await ctx.auth.refreshAccounts();
                     ctx.reload(`Account renamed to ${renamed.name}.`);
                 },
             })), zone);

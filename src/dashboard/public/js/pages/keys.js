@@ -7,7 +7,7 @@
 import { ApiError, describeError } from '../api.js';
 import { h, replace } from '../dom.js';
 import { form, listOf, selectField, textField, valueOf } from '../forms.js';
-import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time } from '../ui.js';
+import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time, when } from '../ui.js';
 const SCOPES_HINT = 'Words separated by commas or spaces, e.g. "read write". They are copied into the key\'s access tokens; routes may require one. Leave empty for none.';
 /** The overlaps offered for a roll (the owner API takes 0 to 30 days). */
 const OVERLAPS = [
@@ -17,12 +17,6 @@ const OVERLAPS = [
     { seconds: 7 * 86_400, label: '7 days' },
     { seconds: 30 * 86_400, label: '30 days' },
 ];
-const WHEN = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
-/** A time as a sentence can carry it (a notice is plain text). */
-export function when(iso) {
-    const date = new Date(iso);
-    return Number.isNaN(date.getTime()) ? iso : WHEN.format(date);
-}
 /** What a key is called in sentences: demo and hand-written keys may have no name. */
 function keyName(key) {
     return key.name === '' ? key.apiKey : key.name;
@@ -172,7 +166,7 @@ function drawKey(ctx, key, rolled) {
             ctx.navigate('keys', { account: ctx.params.account }, { notice: `Key ${called} deleted.` });
         }) }, 'Delete key'));
     danger.classList.add('danger-zone');
-    replace(ctx.main, heading(`API key ${called}`, h('a', { href: ctx.href('keys', { account: ctx.params.account }) }, 'All API keys')), slot, h('dl', { class: 'facts' }, h('dt', null, 'API key'), h('dd', null, h('code', null, key.apiKey)), h('dt', null, 'Status'), h('dd', null, status(key)), h('dt', null, 'Scopes'), h('dd', null, scopes(key.scopes)), h('dt', null, 'Created'), h('dd', null, time(key.createdAt)), h('dt', null, 'Previous secret valid until'), h('dd', null, key.previousValidUntil === undefined ? 'no previous secret signs in' : time(key.previousValidUntil)), key.description === '' ? null : [h('dt', null, 'Description'), h('dd', null, key.description)]), section('Edit', form({
+    replace(ctx.main, heading(`API key ${called}`, h('a', { href: ctx.href('keys', { account: ctx.params.account }) }, 'All API keys')), slot, h('dl', { class: 'facts' }, h('dt', null, 'API key'), h('dd', null, h('code', null, key.apiKey)), h('dt', null, 'Status'), h('dd', null, status(key)), h('dt', null, 'Scopes'), h('dd', null, scopes(key.scopes)), h('dt', null, 'Created'), h('dd', null, time(key.createdAt)), h('dt', null, 'Previous secret valid until'), h('dd', null, key.previousValidUntil === undefined ? 'no previous secret signs in' : time(key.previousValidUntil)), key.description === '' ? null : [h('dt', null, 'Description'), h('dd', { class: 'multiline' }, key.description)]), section('Edit', form({
         label: `Edit key ${called}`,
         fields: [name, description, scopeField],
         submitLabel: 'Save changes',

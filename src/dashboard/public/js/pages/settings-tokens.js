@@ -6,8 +6,7 @@
 import { ApiError, describeError } from '../api.js';
 import { h, replace } from '../dom.js';
 import { form, listOf, selectField, textField, valueOf } from '../forms.js';
-import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time } from '../ui.js';
-import { when } from './keys.js';
+import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time, when } from '../ui.js';
 const DAY = 86_400;
 const EXPIRIES = [
     { value: String(7 * DAY), label: '7 days' },

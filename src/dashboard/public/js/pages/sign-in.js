@@ -209,7 +209,7 @@ export const signInPages = {
                         return;
                     }
                     if (ctx.who.kind === 'owner' && ctx.who.session.owner.id === accepted.ownerId) {
-                        ctx.auth.replaceSession(await ctx.api.get('/session'));
+                        await ctx.auth.refreshAccounts();
                         ctx.navigate('account', { account: accepted.accountId }, { notice: 'The invite is accepted: you are now an owner of this account.' });
                         return;
                     }
