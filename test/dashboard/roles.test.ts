@@ -54,8 +54,9 @@ test('roles: create, edit and delete through the pages, each change seen in /api
   await screenshot(page, 'role-new');
   await page.getByRole('button', { name: 'Create role' }).click();
   await page.getByRole('heading', { level: 1, name: 'Roles' }).waitFor();
-  assert.equal(await page.getByRole('status').filter({ hasText: 'Role Night auditor created.' }).count(), 1);
+  assert.equal(await page.getByRole('main').getByRole('status').filter({ hasText: 'Role Night auditor created.' }).count(), 1);
   assert.deepEqual((await apiRoles(dash.gw)).at(-1), { id: 40, slug: 'night-auditor', name: 'Night auditor', description: 'Reads the night reports.\nAnd the weekend ones.', public: 0 });
+  assert.equal(await page.getByRole('row', { name: /Night auditor/ }).getByRole('cell').nth(4).innerText(), 'Reads the night reports.\nAnd the weekend ones.', 'the description keeps its two lines');
 
   // Edit: name, public, and the id (which moves the role).
   await page.getByRole('link', { name: 'Edit role Night auditor' }).click();
@@ -70,7 +71,7 @@ test('roles: create, edit and delete through the pages, each change seen in /api
   await screenshot(page, 'role-edit');
   await page.getByRole('button', { name: 'Save changes' }).click();
   await page.getByRole('heading', { level: 1, name: 'Roles' }).waitFor();
-  assert.equal(await page.getByRole('status').filter({ hasText: 'Role Night and weekend auditor saved, now with id 41.' }).count(), 1);
+  assert.equal(await page.getByRole('main').getByRole('status').filter({ hasText: 'Role Night and weekend auditor saved, now with id 41.' }).count(), 1);
   assert.deepEqual((await apiRoles(dash.gw)).slice(-2).map((role) => role.id), [12, 41], 'moved: no role 40 any more');
   assert.deepEqual((await apiRoles(dash.gw)).at(-1), { id: 41, slug: 'night-auditor', name: 'Night and weekend auditor', description: 'Reads the night reports.\nAnd the weekend ones.', public: 1 });
 
@@ -92,7 +93,9 @@ test('roles: create, edit and delete through the pages, each change seen in /api
   await page.getByRole('button', { name: 'Delete role' }).click();
   await dialog.getByRole('button', { name: 'Delete role' }).click();
   await page.getByRole('heading', { level: 1, name: 'Roles' }).waitFor();
-  assert.equal(await page.getByRole('status').filter({ hasText: 'Role Night and weekend auditor deleted.' }).count(), 1);
+  assert.equal(await page.getByRole('main').getByRole('status').filter({ hasText: 'Role Night and weekend auditor deleted.' }).count(), 1);
+  assert.equal(await focusedTag(page), 'H1', 'after the delete, the focus is on the page it led to');
+  await page.locator('#announcer').filter({ hasText: 'Roles. Role Night and weekend auditor deleted.' }).waitFor({ state: 'attached' });
   assert.deepEqual(await apiRoles(dash.gw), before, 'gone from /api/roles');
 
   // A role that is not there.

@@ -66,7 +66,7 @@ test('an owner signs in and out; a wrong password, `next` and other origins in i
 
   await page.getByRole('button', { name: 'Sign out' }).click();
   await h1(page, 'Sign in').waitFor();
-  await page.getByRole('status').filter({ hasText: 'You are signed out.' }).waitFor();
+  await page.getByRole('main').getByRole('status').filter({ hasText: 'You are signed out.' }).waitFor();
   const after = await withCookie();
   assert.equal(after.status, 401, show(after));
   assert.equal(after.body.message.code, 'session_required');
@@ -126,7 +126,7 @@ test('an ended session returns to sign-in, then to the page asked for', browserS
   dash.gw.clock.advance(31 * 60 * 1000);
   await roles.click();
   await h1(page, 'Sign in').waitFor();
-  await page.getByRole('status').filter({ hasText: 'Your session has ended. Sign in again to go on.' }).waitFor();
+  await page.getByRole('main').getByRole('status').filter({ hasText: 'Your session has ended. Sign in again to go on.' }).waitFor();
   assert.equal(new URL(page.url()).searchParams.get('next'), '/dashboard/accounts/acct_bob/roles');
 
   await fillOwner(page, OWNERS.bob.email, OWNERS.bob.password);
@@ -235,7 +235,7 @@ test('an owner with an initial password changes it before anything else', browse
   await fillOwner(page, email, initial);
   await page.waitForURL(`${dash.url}/password`);
   await h1(page, 'Change password').waitFor();
-  await page.getByRole('status').filter({ hasText: /Choose a new password before anything else/ }).waitFor();
+  await page.getByRole('main').getByRole('status').filter({ hasText: /Choose a new password before anything else/ }).waitFor();
   // Other pages lead back here.
   await page.goto(`${dash.url}/accounts/acct_bob/roles`);
   await page.waitForURL(`${dash.url}/password`);
@@ -273,7 +273,7 @@ test('an owner with an initial password changes it before anything else', browse
   await current.fill(initial);
   await page.getByRole('button', { name: 'Change password' }).click();
   await page.waitForURL(`${dash.url}/accounts/acct_bob`);
-  await page.getByRole('status').filter({ hasText: 'Every other session of yours has ended' }).waitFor();
+  await page.getByRole('main').getByRole('status').filter({ hasText: 'Every other session of yours has ended' }).waitFor();
   await page.getByRole('navigation', { name: /^Account / }).getByRole('link', { name: 'API keys' }).click();
   await page.waitForURL(`${dash.url}/accounts/acct_bob/keys`);
 

@@ -177,16 +177,20 @@ export function startDashboard({ auth, pages }: { auth: Auth; pages: Record<Page
       if (head === null) main.prepend(shown);
       else head.after(shown);
     }
-    settle(typeof def.title === 'function' ? def.title(ctx) : def.title);
+    settle(typeof def.title === 'function' ? def.title(ctx) : def.title, notice);
   }
 
-  /** The title set, the heading focused and the page announced, as after a page load. */
-  function settle(title: string): void {
+  /**
+   * The title set, the heading focused and the page announced, as after a page load. A notice
+   * is announced with the title: a status region that arrives with its text already in it is
+   * not read by every screen reader, and after a delete it is the news.
+   */
+  function settle(title: string, notice?: string): void {
     document.title = `${title} · Gateway dashboard`;
     const h1 = main.querySelector('h1');
     if (!firstDraw) {
       h1?.focus();
-      announce(title);
+      announce(notice === undefined ? title : `${title}. ${notice}`);
     }
     firstDraw = false;
   }

@@ -95,7 +95,7 @@ export function shownOnce({ title, label, value, note }: { title: string; label:
   const box = h('input', { id, type: 'text', readonly: true, class: 'secret', spellcheck: 'false', autocomplete: 'off' });
   box.value = value;
   const status = h('span', { class: 'copy-status', role: 'status' });
-  const copy = h('button', { type: 'button', class: 'primary' }, 'Copy');
+  const copy = h('button', { type: 'button', class: 'primary' }, 'Copy', h('span', { class: 'visually-hidden' }, ` ${label}`));
   copy.addEventListener('click', () => {
     box.select();
     const done = () => {
@@ -117,6 +117,18 @@ export function shownOnce({ title, label, value, note }: { title: string; label:
     h('div', { class: 'field' }, h('label', { for: id }, label), h('div', { class: 'copy-row' }, box, copy, status)),
     note,
   );
+}
+
+/**
+ * Puts a shown-once secret in `slot` and moves the focus to its box: after a create or a roll,
+ * keyboard and screen-reader users land on what they must copy now.
+ */
+export function revealOnce(slot: HTMLElement, options: Parameters<typeof shownOnce>[0]): void {
+  const shown = shownOnce(options);
+  replace(slot, shown);
+  const box = shown.querySelector('input');
+  box?.focus();
+  box?.scrollIntoView({ block: 'center' });
 }
 
 /** "Next page" and "First page" links for a cursor listing (cursors only go forward). */

@@ -9,7 +9,7 @@ import type { PageContext, PageDef } from '../app.js';
 import { h, replace, type Child } from '../dom.js';
 import { form, listOf, selectField, textField, valueOf } from '../forms.js';
 import type { Key, KeyWithSecret, Page, Reset } from '../types.js';
-import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time, when } from '../ui.js';
+import { confirmAction, draw, empty, heading, pager, revealOnce, section, table, time, when } from '../ui.js';
 
 const SCOPES_HINT = 'Words separated by commas or spaces, e.g. "read write". They are copied into the key\'s access tokens; routes may require one. Leave empty for none.';
 
@@ -49,12 +49,8 @@ function signInNote(key: Key): HTMLElement {
   );
 }
 
-/** Shows `secret` in `slot` and moves focus to it, so keyboard and screen-reader users land on it. */
 function showSecret(slot: HTMLElement, key: Key, secret: string, title: string): void {
-  replace(slot, shownOnce({ title, label: 'API secret', value: secret, note: signInNote(key) }));
-  const box = slot.querySelector('input');
-  box?.focus();
-  box?.scrollIntoView({ block: 'center' });
+  revealOnce(slot, { title, label: 'API secret', value: secret, note: signInNote(key) });
 }
 
 async function listKeys(ctx: PageContext): Promise<Child> {

@@ -8,7 +8,7 @@ import type { PageContext, PageDef } from '../app.js';
 import { h, replace, type Child } from '../dom.js';
 import { form, listOf, selectField, textField, valueOf } from '../forms.js';
 import type { Page, SettingsToken, SettingsTokenWithToken } from '../types.js';
-import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time, when } from '../ui.js';
+import { confirmAction, draw, empty, heading, pager, revealOnce, section, table, time, when } from '../ui.js';
 
 const DAY = 86_400;
 const EXPIRIES: readonly { value: string; label: string }[] = [
@@ -106,7 +106,7 @@ async function renderSettingsTokens(ctx: PageContext): Promise<void> {
           name.control.value = '';
           scopeField.control.value = '';
           const token = made.settingsToken;
-          replace(created, shownOnce({
+          revealOnce(created, {
             title: `API settings token ${token.name}`,
             label: 'API settings token',
             value: made.token,
@@ -115,10 +115,7 @@ async function renderSettingsTokens(ctx: PageContext): Promise<void> {
               h('p', null, 'Send it as ', h('code', null, 'Authorization: Bearer gwst_…'), ' on /api/sign, /api/roles and the gateway\'s proxied routes. Backends are told its id, ',
                 h('code', null, token.id), ', in X-Key-Id.'),
             ),
-          }));
-          const box = created.querySelector('input');
-          box?.focus();
-          box?.scrollIntoView({ block: 'center' });
+          });
           await draw(list, load);
         },
       }),

@@ -154,15 +154,19 @@ export function startDashboard({ auth, pages }) {
             else
                 head.after(shown);
         }
-        settle(typeof def.title === 'function' ? def.title(ctx) : def.title);
+        settle(typeof def.title === 'function' ? def.title(ctx) : def.title, notice);
     }
-    /** The title set, the heading focused and the page announced, as after a page load. */
-    function settle(title) {
+    /**
+     * The title set, the heading focused and the page announced, as after a page load. A notice
+     * is announced with the title: a status region that arrives with its text already in it is
+     * not read by every screen reader, and after a delete it is the news.
+     */
+    function settle(title, notice) {
         document.title = `${title} · Gateway dashboard`;
         const h1 = main.querySelector('h1');
         if (!firstDraw) {
             h1?.focus();
-            announce(title);
+            announce(notice === undefined ? title : `${title}. ${notice}`);
         }
         firstDraw = false;
     }

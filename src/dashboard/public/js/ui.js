@@ -71,7 +71,7 @@ export function shownOnce({ title, label, value, note }) {
     const box = h('input', { id, type: 'text', readonly: true, class: 'secret', spellcheck: 'false', autocomplete: 'off' });
     box.value = value;
     const status = h('span', { class: 'copy-status', role: 'status' });
-    const copy = h('button', { type: 'button', class: 'primary' }, 'Copy');
+    const copy = h('button', { type: 'button', class: 'primary' }, 'Copy', h('span', { class: 'visually-hidden' }, ` ${label}`));
     copy.addEventListener('click', () => {
         box.select();
         const done = () => {
@@ -88,6 +88,17 @@ export function shownOnce({ title, label, value, note }) {
     });
     const headingId = uniqueId('secret-title');
     return h('section', { class: 'shown-once', 'aria-labelledby': headingId }, h('h2', { id: headingId }, title), h('p', null, h('strong', null, 'This is the only time it is shown. '), 'Copy it now and keep it somewhere safe; the gateway keeps only a digest of it.'), h('div', { class: 'field' }, h('label', { for: id }, label), h('div', { class: 'copy-row' }, box, copy, status)), note);
+}
+/**
+ * Puts a shown-once secret in `slot` and moves the focus to its box: after a create or a roll,
+ * keyboard and screen-reader users land on what they must copy now.
+ */
+export function revealOnce(slot, options) {
+    const shown = shownOnce(options);
+    replace(slot, shown);
+    const box = shown.querySelector('input');
+    box?.focus();
+    box?.scrollIntoView({ block: 'center' });
 }
 /** "Next page" and "First page" links for a cursor listing (cursors only go forward). */
 export function pager({ nextHref, firstHref, label }) {

@@ -7,7 +7,7 @@
 import { ApiError, describeError } from '../api.js';
 import { h, replace } from '../dom.js';
 import { form, listOf, selectField, textField, valueOf } from '../forms.js';
-import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time, when } from '../ui.js';
+import { confirmAction, draw, empty, heading, pager, revealOnce, section, table, time, when } from '../ui.js';
 const SCOPES_HINT = 'Words separated by commas or spaces, e.g. "read write". They are copied into the key\'s access tokens; routes may require one. Leave empty for none.';
 /** The overlaps offered for a roll (the owner API takes 0 to 30 days). */
 const OVERLAPS = [
@@ -35,12 +35,8 @@ function scopes(list) {
 function signInNote(key) {
     return h('div', null, h('p', null, 'API key: ', h('code', null, key.apiKey)), h('p', null, 'Clients sign in with ', h('code', null, 'POST /api/signin'), ', sending ', h('code', null, 'apiKey'), ' and, as ', h('code', null, 'apiSecret'), ', the SHA-256 of this secret in hex (never the secret itself); they get an access and a refresh token.'));
 }
-/** Shows `secret` in `slot` and moves focus to it, so keyboard and screen-reader users land on it. */
 function showSecret(slot, key, secret, title) {
-    replace(slot, shownOnce({ title, label: 'API secret', value: secret, note: signInNote(key) }));
-    const box = slot.querySelector('input');
-    box?.focus();
-    box?.scrollIntoView({ block: 'center' });
+    revealOnce(slot, { title, label: 'API secret', value: secret, note: signInNote(key) });
 }
 async function listKeys(ctx) {
     const cursor = ctx.query.get('cursor') ?? undefined;

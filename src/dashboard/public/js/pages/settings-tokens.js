@@ -6,7 +6,7 @@
 import { ApiError, describeError } from '../api.js';
 import { h, replace } from '../dom.js';
 import { form, listOf, selectField, textField, valueOf } from '../forms.js';
-import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time, when } from '../ui.js';
+import { confirmAction, draw, empty, heading, pager, revealOnce, section, table, time, when } from '../ui.js';
 const DAY = 86_400;
 const EXPIRIES = [
     { value: String(7 * DAY), label: '7 days' },
@@ -96,15 +96,12 @@ async function renderSettingsTokens(ctx) {
             name.control.value = '';
             scopeField.control.value = '';
             const token = made.settingsToken;
-            replace(created, shownOnce({
+            revealOnce(created, {
                 title: `API settings token ${token.name}`,
                 label: 'API settings token',
                 value: made.token,
                 note: h('div', null, h('p', null, token.expiresAt === undefined ? 'It never expires: revoke it when it is no longer needed.' : `It expires ${when(token.expiresAt)}.`), h('p', null, 'Send it as ', h('code', null, 'Authorization: Bearer gwst_…'), ' on /api/sign, /api/roles and the gateway\'s proxied routes. Backends are told its id, ', h('code', null, token.id), ', in X-Key-Id.')),
-            }));
-            const box = created.querySelector('input');
-            box?.focus();
-            box?.scrollIntoView({ block: 'center' });
+            });
             await draw(list, load);
         },
     })));
