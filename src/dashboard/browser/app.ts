@@ -11,7 +11,7 @@ import { announce, h, replace } from './dom.js';
 import { matchPage, pagePath, type PageName } from './pages.js';
 import type { Auth, SignedIn } from './session.js';
 import type { Account } from './types.js';
-import { failed, loading } from './ui.js';
+import { failed, loading, notice as showNotice } from './ui.js';
 
 
 export type QueryValues = Record<string, string | undefined>;
@@ -173,24 +173,20 @@ export function startDashboard({ auth, pages }: { auth: Auth; pages: Record<Page
     if (signal.aborted) return;
     if (notice !== undefined) {
       const head = main.querySelector('.page-head') ?? main.querySelector('h1');
-      const shown = h('p', { class: 'notice', role: 'status' }, notice);
+      const shown = showNotice(notice);
       if (head === null) main.prepend(shown);
       else head.after(shown);
     }
-    settle(typeof def.title === 'function' ? def.title(ctx) : def.title, notice);
+    settle(typeof def.title === 'function' ? def.title(ctx) : def.title);
   }
 
-  /**
-   * The title set, the heading focused and the page announced, as after a page load. A notice
-   * is announced with the title: a status region that arrives with its text already in it is
-   * not read by every screen reader, and after a delete it is the news.
-   */
-  function settle(title: string, notice?: string): void {
+  /** The title set, the heading focused and the page announced, as after a page load. */
+  function settle(title: string): void {
     document.title = `${title} · Gateway dashboard`;
     const h1 = main.querySelector('h1');
     if (!firstDraw) {
       h1?.focus();
-      announce(notice === undefined ? title : `${title}. ${notice}`);
+      announce(title);
     }
     firstDraw = false;
   }

@@ -117,7 +117,9 @@ export function form(options: FormOptions): HTMLFormElement {
     event.preventDefault();
     if (busy) return;
     busy = true;
-    submit.disabled = true;
+    // aria-disabled, not disabled: a disabled button drops the focus, and a confirmation asked
+    // from onSubmit (a delete) must give the focus back to it when cancelled.
+    submit.setAttribute('aria-disabled', 'true');
     element.setAttribute('aria-busy', 'true');
     for (const field of options.fields) field.setError(undefined);
     showFormError(alert, undefined);
@@ -133,7 +135,7 @@ export function form(options: FormOptions): HTMLFormElement {
       }
     }).finally(() => {
       busy = false;
-      submit.disabled = false;
+      submit.removeAttribute('aria-disabled');
       element.removeAttribute('aria-busy');
     });
   });

@@ -39,9 +39,17 @@ export function failed(error: unknown, retry?: () => void): HTMLElement {
   );
 }
 
-/** A one-line notice that a change was made (role=status, read politely). */
+/**
+ * A one-line notice that a change was made (role=status, read politely). The region is put in
+ * the page empty and its text a moment later: a live region that arrives with its text already
+ * in it is not read by every screen reader, and after a delete the notice is the news.
+ */
 export function notice(text: string): HTMLElement {
-  return h('p', { class: 'notice', role: 'status' }, text);
+  const region = h('p', { class: 'notice', role: 'status' });
+  setTimeout(() => {
+    region.textContent = text;
+  }, 50);
+  return region;
 }
 
 export interface ConfirmOptions {

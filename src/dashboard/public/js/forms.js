@@ -73,7 +73,9 @@ export function form(options) {
         if (busy)
             return;
         busy = true;
-        submit.disabled = true;
+        // aria-disabled, not disabled: a disabled button drops the focus, and a confirmation asked
+        // from onSubmit (a delete) must give the focus back to it when cancelled.
+        submit.setAttribute('aria-disabled', 'true');
         element.setAttribute('aria-busy', 'true');
         for (const field of options.fields)
             field.setError(undefined);
@@ -91,7 +93,7 @@ export function form(options) {
             }
         }).finally(() => {
             busy = false;
-            submit.disabled = false;
+            submit.removeAttribute('aria-disabled');
             element.removeAttribute('aria-busy');
         });
     });

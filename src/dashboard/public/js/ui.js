@@ -30,9 +30,17 @@ export function failed(error, retry) {
         : describeError(error);
     return h('div', { class: 'error-state', role: 'alert' }, h('p', null, h('strong', null, unavailable ? 'Not available right now. ' : 'Could not load this. '), sentence), retry === undefined ? null : h('button', { type: 'button', onclick: retry }, 'Try again'));
 }
-/** A one-line notice that a change was made (role=status, read politely). */
+/**
+ * A one-line notice that a change was made (role=status, read politely). The region is put in
+ * the page empty and its text a moment later: a live region that arrives with its text already
+ * in it is not read by every screen reader, and after a delete the notice is the news.
+ */
 export function notice(text) {
-    return h('p', { class: 'notice', role: 'status' }, text);
+    const region = h('p', { class: 'notice', role: 'status' });
+    setTimeout(() => {
+        region.textContent = text;
+    }, 50);
+    return region;
 }
 /**
  * Asks before a change that cannot be taken back, in a modal <dialog>: focus goes to Cancel,

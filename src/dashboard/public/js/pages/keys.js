@@ -11,7 +11,7 @@ import { confirmAction, draw, empty, heading, pager, revealOnce, section, table,
 const SCOPES_HINT = 'Words separated by commas or spaces, e.g. "read write". They are copied into the key\'s access tokens; routes may require one. Leave empty for none.';
 /** The overlaps offered for a roll (the owner API takes 0 to 30 days). */
 const OVERLAPS = [
-    { seconds: 0, label: 'None: the old secret stops at once' },
+    { seconds: 0, label: 'None: the current secret stops at once' },
     { seconds: 3_600, label: '1 hour' },
     { seconds: 86_400, label: '1 day' },
     { seconds: 7 * 86_400, label: '7 days' },
@@ -50,7 +50,7 @@ async function listKeys(ctx) {
     if (page.items.length === 0)
         return [empty(cursor === undefined ? 'This account has no API keys yet. Create one below.' : 'No more API keys.'), nav];
     return [
-        table('API keys', ['Name', 'API key', 'Status', 'Scopes', 'Created', 'Old secret valid until'], page.items.map((key) => [
+        table('API keys', ['Name', 'API key', 'Status', 'Scopes', 'Created', 'Previous secret valid until'], page.items.map((key) => [
             h('a', { href: ctx.href('key', { account, key: key.id }) }, key.name === '' ? key.id : key.name),
             h('code', null, key.apiKey),
             status(key),
