@@ -268,3 +268,24 @@ test('key: edit, roll with and without an overlap, disable, enable, reset and de
   await page.getByRole('heading', { level: 1, name: 'API key not found' }).waitFor();
   await checkAccessibility(page, 'key (not found)');
 });
+
+test('key: an action the gateway refuses (the key deleted meanwhile) says why in the danger zone, and the focus is back on its button', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  const op = operator(dash.gw);
+  const created = await op.send('POST', `/accounts/${ACCOUNT}/keys`, { name: 'gone-soon' });
+  assert.equal(created.status, 201, show(created));
+  const keyId = created.body.message.key.id as string;
+
+  const page = await dash.newPage();
+  await dash.signInAsOwner(page, 'alice');
+  await page.goto(`${dash.url}/accounts/${ACCOUNT}/keys/${keyId}`);
+  await page.getByRole('heading', { level: 1, name: 'API key gone-soon' }).waitFor();
+  assert.equal((await op.send('DELETE', `/accounts/${ACCOUNT}/keys/${keyId}`)).status, 200);
+
+  await page.getByRole('button', { name: 'Reset tokens' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Reset tokens' }).click();
+  const refused = page.getByRole('region', { name: 'Danger zone' }).getByRole('alert');
+  await refused.filter({ hasText: 'This does not exist, or it is not yours to see.' }).waitFor();
+  assert.equal(await page.evaluate('document.activeElement?.textContent'), 'Reset tokens', 'the focus is back on the button');
+  await checkAccessibility(page, 'key (a refused action)');
+});

@@ -94,6 +94,27 @@ export function confirmAction(options: ConfirmOptions): Promise<boolean> {
   });
 }
 
+/** Where an action that is no form's (a danger zone's button) says why it was refused. */
+export function problemBox(): HTMLElement {
+  return h('div', { class: 'form-error', role: 'alert', hidden: true });
+}
+
+/**
+ * Asks first (confirmAction), then makes the change; a refusal shows in `problem` (a
+ * problemBox). An ended session shows nothing here: the dashboard goes back to sign-in.
+ */
+export async function confirmThen(problem: HTMLElement, question: ConfirmOptions, change: () => Promise<void>): Promise<void> {
+  if (!(await confirmAction(question))) return;
+  problem.hidden = true;
+  try {
+    await change();
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'session_required') return;
+    problem.hidden = false;
+    replace(problem, describeError(error));
+  }
+}
+
 /**
  * A secret the gateway hands out once (an API secret, a settings token): shown in a read-only
  * box with a copy button, and said plainly that it will not be shown again.

@@ -4,12 +4,12 @@
  * secret with an overlap, disable or enable, reset its tokens, delete), each asked first in
  * words that say what stops working.
  */
-import { ApiError, describeError } from '../api.js';
+import { ApiError } from '../api.js';
 import type { PageContext, PageDef } from '../app.js';
 import { h, replace, type Child } from '../dom.js';
 import { form, listOf, selectField, textField, valueOf } from '../forms.js';
 import type { Key, KeyWithSecret, Page, Reset } from '../types.js';
-import { confirmAction, draw, empty, heading, pager, revealOnce, section, table, time, when } from '../ui.js';
+import { confirmAction, confirmThen, draw, empty, heading, pager, problemBox, revealOnce, section, table, time, when, type ConfirmOptions } from '../ui.js';
 
 const SCOPES_HINT = 'Words separated by commas or spaces, e.g. "read write". They are copied into the key\'s access tokens; routes may require one. Leave empty for none.';
 
@@ -125,20 +125,8 @@ async function renderKey(ctx: PageContext): Promise<void> {
 function drawKey(ctx: PageContext, key: Key, rolled?: string): void {
   const called = keyName(key);
   const slot = h('div');
-  const problem = h('div', { class: 'form-error', role: 'alert', hidden: true });
-
-  /** Asks, then makes the change; a refusal shows in the danger zone. */
-  const act = async (question: Parameters<typeof confirmAction>[0], change: () => Promise<void>) => {
-    if (!(await confirmAction(question))) return;
-    problem.hidden = true;
-    try {
-      await change();
-    } catch (error) {
-      if (error instanceof ApiError && error.code === 'session_required') return;
-      problem.hidden = false;
-      replace(problem, describeError(error));
-    }
-  };
+  const problem = problemBox();
+  const act = (question: ConfirmOptions, change: () => Promise<void>) => confirmThen(problem, question, change);
 
   const name = textField({ name: 'name', label: 'Name', value: key.name, required: true });
   const description = textField({ name: 'description', label: 'Description', value: key.description, multiline: true });

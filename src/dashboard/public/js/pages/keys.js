@@ -4,10 +4,10 @@
  * secret with an overlap, disable or enable, reset its tokens, delete), each asked first in
  * words that say what stops working.
  */
-import { ApiError, describeError } from '../api.js';
+import { ApiError } from '../api.js';
 import { h, replace } from '../dom.js';
 import { form, listOf, selectField, textField, valueOf } from '../forms.js';
-import { confirmAction, draw, empty, heading, pager, revealOnce, section, table, time, when } from '../ui.js';
+import { confirmAction, confirmThen, draw, empty, heading, pager, problemBox, revealOnce, section, table, time, when } from '../ui.js';
 const SCOPES_HINT = 'Words separated by commas or spaces, e.g. "read write". They are copied into the key\'s access tokens; routes may require one. Leave empty for none.';
 /** The overlaps offered for a roll (the owner API takes 0 to 30 days). */
 const OVERLAPS = [
@@ -102,22 +102,8 @@ async function renderKey(ctx) {
 function drawKey(ctx, key, rolled) {
     const called = keyName(key);
     const slot = h('div');
-    const problem = h('div', { class: 'form-error', role: 'alert', hidden: true });
-    /** Asks, then makes the change; a refusal shows in the danger zone. */
-    const act = async (question, change) => {
-        if (!(await confirmAction(question)))
-            return;
-        problem.hidden = true;
-        try {
-            await change();
-        }
-        catch (error) {
-            if (error instanceof ApiError && error.code === 'session_required')
-                return;
-            problem.hidden = false;
-            replace(problem, describeError(error));
-        }
-    };
+    const problem = problemBox();
+    const act = (question, change) => confirmThen(problem, question, change);
     const name = textField({ name: 'name', label: 'Name', value: key.name, required: true });
     const description = textField({ name: 'description', label: 'Description', value: key.description, multiline: true });
     const scopeField = textField({ name: 'scopes', label: 'Scopes', value: key.scopes.join(' '), hint: `${SCOPES_HINT} Taking a scope away stops the key's access tokens at once.` });
