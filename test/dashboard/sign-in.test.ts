@@ -194,6 +194,8 @@ test('an operator pages through the accounts, fifty at a time', browserSuite(), 
   await dash.signInAsOperator(page);
   await h1(page, 'Accounts').waitFor();
   const rows = page.getByRole('region', { name: 'Accounts' }).locator('tbody tr');
+  // The h1 is drawn before the list arrives: wait for the list.
+  await rows.first().waitFor();
   assert.equal(await rows.count(), 50);
   assert.equal(await rows.first().locator('td').nth(1).textContent(), 'acct_alice');
   await page.getByRole('navigation', { name: 'More accounts' }).getByRole('link', { name: 'Next page' }).click();
