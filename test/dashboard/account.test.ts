@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { browserSuite, checkAccessibility, OWNERS, screenshot, startDashboard } from '../helpers/dashboard.js';
+import { browserSuite, checkAccessibility, descriptionOf, OWNERS, screenshot, startDashboard } from '../helpers/dashboard.js';
 import { call, DEMO, show, signIn } from '../helpers/gateway.js';
 import { operator } from '../helpers/owner.js';
 
@@ -35,6 +35,7 @@ test('account: overview, rename, and the reset of every token of the account beh
   await page.getByRole('button', { name: 'Rename account' }).click();
   await page.locator('[aria-invalid="true"]').waitFor();
   assert.equal(await name.getAttribute('aria-invalid'), 'true');
+  assert.equal((await descriptionOf(page, 'Name')).at(-1), 'Enter a name.');
   await checkAccessibility(page, 'account (error at a field)');
   await name.fill('Alice Labs');
   await page.getByRole('button', { name: 'Rename account' }).click();
@@ -77,4 +78,27 @@ test('account: overview, rename, and the reset of every token of the account beh
   dash.gw.clock.advance(1000);
   const after = await signIn(dash.gw, DEMO.alice);
   assert.equal((await things(after.accessToken)).status, 200, 'a fresh sign-in works');
+});
+
+test('account: an operator\'s switcher offers "Choose an account" where none is open, and shows a rename at once', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  const page = await dash.newPage();
+  await dash.signInAsOperator(page);
+  await page.goto(`${dash.url}/accounts`);
+  await page.getByRole('heading', { level: 1, name: 'Accounts' }).waitFor();
+  const switcher = page.getByLabel('Account', { exact: true });
+  assert.equal(await switcher.locator('option:checked').innerText(), 'Choose an account', 'no account is shown as open');
+  await page.getByRole('button', { name: 'Open' }).click();
+  assert.equal(page.url(), `${dash.url}/accounts`, 'Open with no choice goes nowhere');
+
+  await switcher.selectOption(ACCOUNT);
+  await page.getByRole('button', { name: 'Open' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Alice Labs (demo)' }).waitFor();
+  assert.equal(await switcher.locator('option:checked').innerText(), 'Alice Labs (demo) (acct_alice)');
+  assert.equal(await switcher.locator('option', { hasText: 'Choose an account' }).count(), 0, 'with an account open, no placeholder');
+
+  await page.getByLabel('Name', { exact: true }).fill('Alice Renamed');
+  await page.getByRole('button', { name: 'Rename account' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Alice Renamed', exact: true }).waitFor();
+  assert.equal(await switcher.locator('option:checked').innerText(), 'Alice Renamed (acct_alice)', 'the operator\'s switcher is read again after the rename');
 });

@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
 import { call, DEMO, show, signIn, type TestGateway } from '../helpers/gateway.js';
 import { operator, signIn as ownerSignIn, type Client } from '../helpers/owner.js';
-import { browserSuite, checkAccessibility, OWNERS, PHONE, screenshot, startDashboard } from '../helpers/dashboard.js';
+import { assertNoSidewaysScroll, browserSuite, checkAccessibility, OWNERS, PHONE, screenshot, startDashboard } from '../helpers/dashboard.js';
 
 const ACCOUNT = OWNERS.alice.accountId;
 /** Per key and route: 3 calls a minute admitted (the account's own quota out of the way). */
@@ -131,8 +131,7 @@ test('activity: per-key calls and rate-limited calls, named; the audit log newes
   await phone.goto(`${dash.url}/accounts/${ACCOUNT}/activity?hours=1`);
   await phone.getByRole('table', { name: 'Calls per key in the last hour' }).waitFor();
   await phone.getByRole('table', { name: 'Audit log, newest first' }).waitFor();
-  const widths = await phone.evaluate('({ page: document.documentElement.scrollWidth, screen: document.documentElement.clientWidth })') as { page: number; screen: number };
-  assert.ok(widths.page <= widths.screen, `no sideways scroll on a phone: ${JSON.stringify(widths)}`);
+  await assertNoSidewaysScroll(phone, 'activity on a phone');
   await screenshot(phone, 'phone-activity');
 
   // Enough changes for a second page: it holds the oldest event, and the window stays as chosen.

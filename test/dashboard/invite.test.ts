@@ -35,7 +35,7 @@ test('an invite link opens the invite page, makes a new owner, and works once', 
   await page.getByLabel('Password again').fill(password);
   await page.getByRole('button', { name: 'Accept invite' }).click();
   await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
-  await page.getByRole('status').filter({ hasText: 'The invite is accepted.' }).waitFor();
+  await page.getByRole('main').getByRole('status').filter({ hasText: 'The invite is accepted.' }).waitFor();
   // The token went in the POST body only: no URL the page asked for holds it.
   assert.deepEqual(requested.filter((address) => address.includes(token)), [], 'no request URL holds the token');
   assert.ok(!(await page.evaluate<string>('JSON.stringify(history.state) + location.href')).includes(token));
@@ -84,6 +84,6 @@ test('an owner already signed in accepts an invite with their own password and s
   await page.getByLabel('Password again').fill(OWNERS.bob.password);
   await page.getByRole('button', { name: 'Accept invite' }).click();
   await page.waitForURL(`${dash.url}/accounts/acct_alice`);
-  await page.getByRole('status').filter({ hasText: 'The invite is accepted: you are now an owner of this account.' }).waitFor();
+  await page.getByRole('main').getByRole('status').filter({ hasText: 'The invite is accepted: you are now an owner of this account.' }).waitFor();
   assert.deepEqual(await page.getByLabel('Account', { exact: true }).locator('option').allTextContents(), ['Alice Labs (demo) (acct_alice)', 'Bob Works (demo) (acct_bob)']);
 });

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { browserSuite, checkAccessibility, OWNERS, PHONE, screenshot, startDashboard, type Dashboard } from '../helpers/dashboard.js';
+import { assertNoSidewaysScroll, browserSuite, checkAccessibility, descriptionOf, OWNERS, PHONE, screenshot, startDashboard, type Dashboard } from '../helpers/dashboard.js';
 import { call, postJson, sha256Hex, show, type JsonResponse } from '../helpers/gateway.js';
 import { operator } from '../helpers/owner.js';
 
@@ -26,11 +26,6 @@ async function accessToken(dash: Dashboard, apiKey: string, secret: string): Pro
 
 function things(dash: Dashboard, token: string): Promise<JsonResponse> {
   return call(`${dash.gw.url}/things`, { token });
-}
-
-async function noHorizontalScroll(page: Page, what: string): Promise<void> {
-  const [scroll, width] = await page.evaluate('[document.documentElement.scrollWidth, window.innerWidth]') as [number, number];
-  assert.ok(scroll <= width, `${what}: the page does not scroll sideways (${scroll} > ${width})`);
 }
 
 /** Whether `text` is anywhere in the page: its markup, its text, a field's value, its URL. */
@@ -86,7 +81,7 @@ test('keys: the listing, a key created in the page signs in and calls a proxied 
   const name = page.getByLabel('Name');
   await page.locator('[aria-invalid="true"]').waitFor();
   assert.equal(await name.getAttribute('aria-invalid'), 'true', 'the name field is marked invalid');
-  assert.notEqual((await page.locator('.field-error:not([hidden])').innerText()).trim(), '', 'a message next to the name');
+  assert.equal((await descriptionOf(page, 'Name')).at(-1), 'Enter a name.', 'a plain sentence next to the name');
   await checkAccessibility(page, 'keys (error at a field)');
 
   await name.fill('ci');
@@ -129,11 +124,11 @@ test('keys: the listing, a key created in the page signs in and calls a proxied 
   await phone.goto(`${dash.url}/accounts/${ACCOUNT}/keys`);
   await phone.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
   await phone.getByRole('region', { name: 'API keys' }).getByRole('table').waitFor();
-  await noHorizontalScroll(phone, 'keys at phone size');
+  await assertNoSidewaysScroll(phone, 'keys at phone size');
   await phone.getByLabel('Name').fill('phone');
   await phone.getByRole('button', { name: 'Create key' }).click();
   await phone.getByRole('region', { name: 'API secret for phone' }).waitFor();
-  await noHorizontalScroll(phone, 'a shown-once secret at phone size');
+  await assertNoSidewaysScroll(phone, 'a shown-once secret at phone size');
   await checkAccessibility(phone, 'keys at phone size (shown-once secret)');
   await screenshot(phone, 'phone-key-created');
 });
@@ -272,4 +267,25 @@ test('key: edit, roll with and without an overlap, disable, enable, reset and de
   await page.goto(`${dash.url}/accounts/${ACCOUNT}/keys/${key.id}`);
   await page.getByRole('heading', { level: 1, name: 'API key not found' }).waitFor();
   await checkAccessibility(page, 'key (not found)');
+});
+
+test('key: an action the gateway refuses (the key deleted meanwhile) says why in the danger zone, and the focus is back on its button', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  const op = operator(dash.gw);
+  const created = await op.send('POST', `/accounts/${ACCOUNT}/keys`, { name: 'gone-soon' });
+  assert.equal(created.status, 201, show(created));
+  const keyId = created.body.message.key.id as string;
+
+  const page = await dash.newPage();
+  await dash.signInAsOwner(page, 'alice');
+  await page.goto(`${dash.url}/accounts/${ACCOUNT}/keys/${keyId}`);
+  await page.getByRole('heading', { level: 1, name: 'API key gone-soon' }).waitFor();
+  assert.equal((await op.send('DELETE', `/accounts/${ACCOUNT}/keys/${keyId}`)).status, 200);
+
+  await page.getByRole('button', { name: 'Reset tokens' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Reset tokens' }).click();
+  const refused = page.getByRole('region', { name: 'Danger zone' }).getByRole('alert');
+  await refused.filter({ hasText: 'This does not exist, or it is not yours to see.' }).waitFor();
+  assert.equal(await page.evaluate('document.activeElement?.textContent'), 'Reset tokens', 'the focus is back on the button');
+  await checkAccessibility(page, 'key (a refused action)');
 });

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { browserSuite, checkAccessibility, OWNERS, PHONE, screenshot, startDashboard } from '../helpers/dashboard.js';
+import { assertNoSidewaysScroll, browserSuite, checkAccessibility, descriptionOf, focusedName, focusedTag, OWNERS, PHONE, screenshot, startDashboard, tabTo } from '../helpers/dashboard.js';
 import { call, DEMO, show, signIn, type TestGateway } from '../helpers/gateway.js';
 import { operator } from '../helpers/owner.js';
 
@@ -25,37 +25,6 @@ async function apiRoles(gw: TestGateway, query = ''): Promise<ListedRole[]> {
 async function rolesPage(page: Page, url: string, query = ''): Promise<void> {
   await page.goto(`${url}/accounts/${ALICE}/roles${query}`);
   await page.getByRole('heading', { level: 1, name: 'Roles' }).waitFor();
-}
-
-/** The text of the elements a control names in aria-describedby, one per id. */
-async function descriptionOf(page: Page, label: string): Promise<string[]> {
-  const ids = (await page.getByLabel(label, { exact: true }).getAttribute('aria-describedby')) ?? '';
-  return Promise.all(ids.split(/\s+/).filter((id) => id !== '').map(async (id) => (await page.locator(`[id="${id}"]`).textContent()) ?? ''));
-}
-
-/** The accessible name of what has the focus, as far as these pages need: label, aria-label or text. */
-function focusedName(page: Page): Promise<string> {
-  return page.evaluate(`(() => {
-    const active = document.activeElement;
-    return (active.labels?.[0]?.textContent ?? active.getAttribute('aria-label') ?? active.textContent ?? '').trim();
-  })()`) as Promise<string>;
-}
-
-/** The tag of what has the focus (the h1 after a navigation). */
-function focusedTag(page: Page): Promise<string> {
-  return page.evaluate('document.activeElement?.tagName') as Promise<string>;
-}
-
-/** Presses Tab (or Shift+Tab) until the control named `name` has the focus. */
-async function tabTo(page: Page, name: string, { back = false } = {}): Promise<void> {
-  const seen: string[] = [];
-  for (let i = 0; i < 60; i += 1) {
-    await page.keyboard.press(back ? 'Shift+Tab' : 'Tab');
-    const focused = await focusedName(page);
-    if (focused === name) return;
-    seen.push(focused);
-  }
-  assert.fail(`Tab never reached "${name}"; it went through ${JSON.stringify(seen)}`);
 }
 
 test('roles: create, edit and delete through the pages, each change seen in /api/roles', browserSuite(), async (t) => {
@@ -85,8 +54,9 @@ test('roles: create, edit and delete through the pages, each change seen in /api
   await screenshot(page, 'role-new');
   await page.getByRole('button', { name: 'Create role' }).click();
   await page.getByRole('heading', { level: 1, name: 'Roles' }).waitFor();
-  assert.equal(await page.getByRole('status').filter({ hasText: 'Role Night auditor created.' }).count(), 1);
+  await page.getByRole('main').getByRole('status').filter({ hasText: 'Role Night auditor created.' }).waitFor();
   assert.deepEqual((await apiRoles(dash.gw)).at(-1), { id: 40, slug: 'night-auditor', name: 'Night auditor', description: 'Reads the night reports.\nAnd the weekend ones.', public: 0 });
+  assert.equal(await page.getByRole('row', { name: /Night auditor/ }).getByRole('cell').nth(4).innerText(), 'Reads the night reports.\nAnd the weekend ones.', 'the description keeps its two lines');
 
   // Edit: name, public, and the id (which moves the role).
   await page.getByRole('link', { name: 'Edit role Night auditor' }).click();
@@ -101,7 +71,7 @@ test('roles: create, edit and delete through the pages, each change seen in /api
   await screenshot(page, 'role-edit');
   await page.getByRole('button', { name: 'Save changes' }).click();
   await page.getByRole('heading', { level: 1, name: 'Roles' }).waitFor();
-  assert.equal(await page.getByRole('status').filter({ hasText: 'Role Night and weekend auditor saved, now with id 41.' }).count(), 1);
+  await page.getByRole('main').getByRole('status').filter({ hasText: 'Role Night and weekend auditor saved, now with id 41.' }).waitFor();
   assert.deepEqual((await apiRoles(dash.gw)).slice(-2).map((role) => role.id), [12, 41], 'moved: no role 40 any more');
   assert.deepEqual((await apiRoles(dash.gw)).at(-1), { id: 41, slug: 'night-auditor', name: 'Night and weekend auditor', description: 'Reads the night reports.\nAnd the weekend ones.', public: 1 });
 
@@ -115,15 +85,21 @@ test('roles: create, edit and delete through the pages, each change seen in /api
   assert.match(said ?? '', /Role Night and weekend auditor \(night-auditor\) is removed from \/api\/roles for every key of this account at once\. This cannot be undone\./);
   assert.equal(await focusedName(page), 'Cancel', 'Cancel has the focus');
   await checkAccessibility(page, 'role-delete-dialog');
+  await page.keyboard.press('Tab');
+  assert.equal(await focusedName(page), 'Delete role', 'the dialog keeps the focus: Tab goes from Cancel to its confirm button');
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate('document.activeElement === document.body || document.activeElement?.closest("dialog") !== null'), true, 'nor does Tab reach the page behind it');
   await dialog.getByRole('button', { name: 'Cancel' }).click();
   await dialog.waitFor({ state: 'detached' });
+  assert.equal(await focusedName(page), 'Delete role', 'closed, the focus is back on the button that opened it');
   assert.equal((await apiRoles(dash.gw)).length, 13, 'cancelled: still there');
   assert.equal(page.url(), `${dash.url}/accounts/${ALICE}/roles/41`);
 
   await page.getByRole('button', { name: 'Delete role' }).click();
   await dialog.getByRole('button', { name: 'Delete role' }).click();
   await page.getByRole('heading', { level: 1, name: 'Roles' }).waitFor();
-  assert.equal(await page.getByRole('status').filter({ hasText: 'Role Night and weekend auditor deleted.' }).count(), 1);
+  await page.getByRole('main').getByRole('status').filter({ hasText: 'Role Night and weekend auditor deleted.' }).waitFor();
+  assert.equal(await focusedTag(page), 'H1', 'after the delete, the focus is on the page it led to');
   assert.deepEqual(await apiRoles(dash.gw), before, 'gone from /api/roles');
 
   // A role that is not there.
@@ -192,8 +168,25 @@ test('roles: created with the keyboard alone; focus on the h1 after navigation a
   await page.locator('[aria-invalid="true"]').waitFor();
   assert.equal(await page.getByLabel('Slug').getAttribute('aria-invalid'), 'true');
   assert.equal(await page.getByLabel('Id', { exact: true }).getAttribute('aria-invalid'), null);
-  assert.equal((await descriptionOf(page, 'Slug')).at(-1), badSlug.body.message.description);
+  assert.match(badSlug.body.message.description, /slug: expected 1 to 256 of a-z/, 'the owner API says it for developers');
+  assert.equal((await descriptionOf(page, 'Slug')).at(-1), 'Use 1 to 256 of a-z 0-9 . _ - (starting with a letter or digit).', 'the page says it for owners');
   assert.equal(await focusedName(page), 'Slug');
+
+  // zod's own phrasings read as plain sentences at their fields.
+  await page.getByLabel('Id', { exact: true }).fill('twelve');
+  await page.getByLabel('Slug').fill('plain-words');
+  await page.getByRole('button', { name: 'Create role' }).click();
+  await page.getByLabel('Id', { exact: true }).and(page.locator('[aria-invalid="true"]')).waitFor();
+  assert.equal((await descriptionOf(page, 'Id')).at(-1), 'Enter a whole number.');
+  await page.getByLabel('Id', { exact: true }).fill('79');
+  await page.getByLabel('Name').fill('');
+  await page.getByRole('button', { name: 'Create role' }).click();
+  await page.getByLabel('Name').and(page.locator('[aria-invalid="true"]')).waitFor();
+  assert.equal((await descriptionOf(page, 'Name')).at(-1), 'Enter a name.');
+  await page.getByLabel('Name').fill('n'.repeat(257));
+  await page.getByRole('button', { name: 'Create role' }).click();
+  await page.getByLabel('Name').and(page.locator('[aria-invalid="true"]')).waitFor();
+  assert.equal((await descriptionOf(page, 'Name')).at(-1), 'At most 256 characters.');
 
   // A duplicate slug on an edit: at the Slug field too, and nothing changed.
   await page.goto(`${dash.url}/accounts/${ALICE}/roles/77`);
@@ -257,11 +250,11 @@ test('roles: search by name and paging, as /api/roles lists them; empty states; 
   assert.equal(refusedSearch.body.message.field, 'name', show(refusedSearch));
   await rolesPage(page, dash.url, `?name=${tooLong}`);
   assert.equal(await page.getByLabel('Search by name').getAttribute('aria-invalid'), 'true');
-  assert.equal((await descriptionOf(page, 'Search by name')).at(-1), refusedSearch.body.message.description);
+  assert.equal((await descriptionOf(page, 'Search by name')).at(-1), 'At most 100 characters.');
   const refusedCursor = await op.get(`/accounts/${ALICE}/roles?cursor=not-a-cursor`);
   assert.equal(refusedCursor.body.message.field, 'cursor', show(refusedCursor));
   await rolesPage(page, dash.url, '?cursor=not-a-cursor');
-  await page.getByText(refusedCursor.body.message.description).waitFor();
+  await page.getByText('This page link does not work (it may come from another listing): start again from the first page.').waitFor();
   await page.locator('.empty').getByRole('link', { name: 'First page' }).click();
   await page.getByRole('region', { name: 'Roles, in id order' }).waitFor();
 
@@ -278,8 +271,7 @@ test('roles: search by name and paging, as /api/roles lists them; empty states; 
   const phone = await dash.newPage({ viewport: PHONE });
   await dash.signInAsOwner(phone, 'alice');
   await rolesPage(phone, dash.url);
-  const widths = await phone.evaluate('({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth })') as { scroll: number; inner: number };
-  assert.ok(widths.scroll <= widths.inner, `no sideways page scroll at 375 px: ${JSON.stringify(widths)}`);
+  await assertNoSidewaysScroll(phone, 'roles at 375 px');
   await checkAccessibility(phone, 'phone-roles');
   await screenshot(phone, 'phone-roles');
 });

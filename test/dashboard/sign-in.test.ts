@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
 import { call, show } from '../helpers/gateway.js';
-import { ADMIN_TOKEN, browserSuite, checkAccessibility, OWNERS, PHONE, screenshot, startDashboard } from '../helpers/dashboard.js';
+import { ADMIN_TOKEN, assertNoSidewaysScroll, browserSuite, checkAccessibility, OWNERS, PHONE, screenshot, startDashboard } from '../helpers/dashboard.js';
 import { operator, signIn as signInApi } from '../helpers/owner.js';
 import { redisSuite, startRedis } from '../helpers/redis.js';
 
@@ -66,7 +66,7 @@ test('an owner signs in and out; a wrong password, `next` and other origins in i
 
   await page.getByRole('button', { name: 'Sign out' }).click();
   await h1(page, 'Sign in').waitFor();
-  await page.getByRole('status').filter({ hasText: 'You are signed out.' }).waitFor();
+  await page.getByRole('main').getByRole('status').filter({ hasText: 'You are signed out.' }).waitFor();
   const after = await withCookie();
   assert.equal(after.status, 401, show(after));
   assert.equal(after.body.message.code, 'session_required');
@@ -126,7 +126,7 @@ test('an ended session returns to sign-in, then to the page asked for', browserS
   dash.gw.clock.advance(31 * 60 * 1000);
   await roles.click();
   await h1(page, 'Sign in').waitFor();
-  await page.getByRole('status').filter({ hasText: 'Your session has ended. Sign in again to go on.' }).waitFor();
+  await page.getByRole('main').getByRole('status').filter({ hasText: 'Your session has ended. Sign in again to go on.' }).waitFor();
   assert.equal(new URL(page.url()).searchParams.get('next'), '/dashboard/accounts/acct_bob/roles');
 
   await fillOwner(page, OWNERS.bob.email, OWNERS.bob.password);
@@ -150,11 +150,13 @@ test('an operator signs in with the admin token, switches accounts with the keyb
   await checkAccessibility(page, 'accounts (operator)');
   await screenshot(page, 'accounts');
 
-  // The switcher lists both demo accounts; bob's opens with the keyboard alone.
+  // The switcher lists both demo accounts under a placeholder (none is open here); bob's opens
+  // with the keyboard alone.
   const switcher = page.getByLabel('Account', { exact: true });
-  assert.deepEqual(await switcher.locator('option').allTextContents(), ['Alice Labs (demo) (acct_alice)', 'Bob Works (demo) (acct_bob)']);
+  assert.deepEqual(await switcher.locator('option').allTextContents(), ['Choose an account', 'Alice Labs (demo) (acct_alice)', 'Bob Works (demo) (acct_bob)']);
   await page.getByRole('form', { name: 'Switch account' }).getByRole('link', { name: 'All accounts' }).waitFor();
   await switcher.focus();
+  await page.keyboard.press('ArrowDown');
   await page.keyboard.press('ArrowDown');
   assert.equal(await switcher.inputValue(), 'acct_bob');
   await page.keyboard.press('Tab');
@@ -235,7 +237,7 @@ test('an owner with an initial password changes it before anything else', browse
   await fillOwner(page, email, initial);
   await page.waitForURL(`${dash.url}/password`);
   await h1(page, 'Change password').waitFor();
-  await page.getByRole('status').filter({ hasText: /Choose a new password before anything else/ }).waitFor();
+  await page.getByRole('main').getByRole('status').filter({ hasText: /Choose a new password before anything else/ }).waitFor();
   // Other pages lead back here.
   await page.goto(`${dash.url}/accounts/acct_bob/roles`);
   await page.waitForURL(`${dash.url}/password`);
@@ -273,7 +275,7 @@ test('an owner with an initial password changes it before anything else', browse
   await current.fill(initial);
   await page.getByRole('button', { name: 'Change password' }).click();
   await page.waitForURL(`${dash.url}/accounts/acct_bob`);
-  await page.getByRole('status').filter({ hasText: 'Every other session of yours has ended' }).waitFor();
+  await page.getByRole('main').getByRole('status').filter({ hasText: 'Every other session of yours has ended' }).waitFor();
   await page.getByRole('navigation', { name: /^Account / }).getByRole('link', { name: 'API keys' }).click();
   await page.waitForURL(`${dash.url}/accounts/acct_bob/keys`);
 
@@ -287,13 +289,13 @@ test('the sign-in page on a phone', browserSuite(), async (t) => {
   const page = await dash.newPage({ viewport: PHONE });
   await page.goto(`${dash.url}/sign-in`);
   await h1(page, 'Sign in').waitFor();
-  assert.equal(await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth'), true, 'no sideways scroll');
+  await assertNoSidewaysScroll(page, 'sign-in on a phone');
   await screenshot(page, 'phone-sign-in');
   // Signed in, the header (switcher, who, password link, sign-out) fits too.
   await dash.signInAsOwner(page, 'alice');
   await page.goto(`${dash.url}/accounts`);
   await h1(page, 'Accounts').waitFor();
-  assert.equal(await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth'), true, 'no sideways scroll when signed in');
+  await assertNoSidewaysScroll(page, 'accounts on a phone, signed in');
   await page.getByRole('link', { name: 'Change password' }).click();
   await h1(page, 'Change password').waitFor();
 });

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { browserSuite, checkAccessibility, OWNERS, PHONE, screenshot, startDashboard } from '../helpers/dashboard.js';
+import { assertNoSidewaysScroll, browserSuite, checkAccessibility, descriptionOf, focusedName, OWNERS, PHONE, screenshot, startDashboard } from '../helpers/dashboard.js';
 import { call, DEMO, signIn, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 
 const ALICE = OWNERS.alice.accountId;
@@ -27,16 +27,6 @@ async function shownRecord(page: Page): Promise<unknown> {
 async function lookUp(page: Page, address: string): Promise<void> {
   await page.getByLabel('Address', { exact: true }).fill(address);
   await page.getByRole('button', { name: 'Look up' }).click();
-}
-
-/** The text of the elements a control names in aria-describedby. */
-async function descriptionOf(page: Page, label: string): Promise<string[]> {
-  const ids = (await page.getByLabel(label, { exact: true }).getAttribute('aria-describedby')) ?? '';
-  return Promise.all(ids.split(/\s+/).filter((id) => id !== '').map(async (id) => (await page.locator(`[id="${id}"]`).textContent()) ?? ''));
-}
-
-function focusedLabel(page: Page): Promise<string> {
-  return page.evaluate('document.activeElement?.labels?.[0]?.textContent ?? ""') as Promise<string>;
 }
 
 test('sign records: look up, edit, delete and create, each seen as /api/sign serves it', browserSuite(), async (t) => {
@@ -67,7 +57,7 @@ test('sign records: look up, edit, delete and create, each seen as /api/sign ser
   await page.locator('[aria-invalid="true"]').waitFor();
   assert.equal(await page.getByLabel('Expires at').getAttribute('aria-invalid'), 'true');
   assert.match((await descriptionOf(page, 'Expires at')).at(-1) ?? '', /later than signedAt/);
-  assert.equal(await focusedLabel(page), 'Expires at');
+  assert.equal(await focusedName(page), 'Expires at');
   assert.deepEqual((await apiSign(dash.gw, DEMO_ADDRESS)).body.message, served.body.message, 'nothing changed');
 
   // Edit: /api/sign serves the new values (times given with an offset, served in UTC).
@@ -116,7 +106,7 @@ test('sign records: look up, edit, delete and create, each seen as /api/sign ser
   await page.locator('[aria-invalid="true"]').waitFor();
   assert.equal(await page.getByLabel('Address', { exact: true }).getAttribute('aria-invalid'), 'true');
   assert.match((await descriptionOf(page, 'Address')).at(-1) ?? '', /0x and 40 hex digits/);
-  assert.equal(await focusedLabel(page), 'Address');
+  assert.equal(await focusedName(page), 'Address');
   // …and the same when it comes in the URL.
   await page.goto(`${dash.url}/accounts/${ALICE}/sign-records?address=nope`);
   await page.getByRole('heading', { level: 1, name: 'Sign records' }).waitFor();
@@ -145,8 +135,7 @@ test('sign records: a found record on a phone: no sideways page scroll, the serv
   await dash.signInAsOwner(phone, 'alice');
   await phone.goto(`${dash.url}/accounts/${ALICE}/sign-records?address=${DEMO_ADDRESS}`);
   await phone.getByRole('heading', { level: 2, name: 'What /api/sign serves' }).waitFor();
-  const widths = await phone.evaluate('({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth })') as { scroll: number; inner: number };
-  assert.ok(widths.scroll <= widths.inner, `no sideways page scroll at 375 px: ${JSON.stringify(widths)}`);
+  await assertNoSidewaysScroll(phone, 'a sign record at 375 px');
   await checkAccessibility(phone, 'phone-sign-records');
   await screenshot(phone, 'phone-sign-records');
 });

@@ -129,7 +129,7 @@ test('session expired: a page used after the idle time goes to sign-in saying so
   dash.gw.clock.advance((idleSeconds + 1) * 1000);
   await chooseWindow(page, 'Last hour');
   await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
-  assert.equal(await page.getByRole('main').getByRole('status').innerText(), 'Your session has ended. Sign in again to go on.');
+  await page.getByRole('main').getByRole('status').filter({ hasText: /^Your session has ended\. Sign in again to go on\.$/ }).waitFor();
   const next = new URL(page.url()).searchParams.get('next');
   assert.equal(next, `/dashboard/accounts/${OWNERS.alice.accountId}/activity?hours=1`, 'sign-in remembers the page');
 
@@ -175,7 +175,7 @@ test('session expired: a change submitted after the idle time is not made; sign-
   dash.gw.clock.advance((idleSeconds + 1) * 1000);
   await page.getByRole('button', { name: 'Create role' }).click();
   await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
-  assert.equal(await page.getByRole('main').getByRole('status').innerText(), 'Your session has ended. Sign in again to go on.');
+  await page.getByRole('main').getByRole('status').filter({ hasText: /^Your session has ended\. Sign in again to go on\.$/ }).waitFor();
   assert.equal(new URL(page.url()).searchParams.get('next'), `/dashboard/accounts/${OWNERS.alice.accountId}/roles/new`);
   assert.equal((await operator(dash.gw).get(`/accounts/${OWNERS.alice.accountId}/roles/77`)).status, 404, 'not created');
   await page.getByLabel('Email').fill(OWNERS.alice.email);

@@ -141,3 +141,40 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.screenshot({ path, fullPage: true, animations: 'disabled' });
   return path;
 }
+
+/** The text of the elements a control names in aria-describedby, one per id (hint, then error). */
+export async function descriptionOf(page: Page, label: string): Promise<string[]> {
+  const ids = (await page.getByLabel(label, { exact: true }).getAttribute('aria-describedby')) ?? '';
+  return Promise.all(ids.split(/\s+/).filter((id) => id !== '').map(async (id) => (await page.locator(`[id="${id}"]`).textContent()) ?? ''));
+}
+
+/** The accessible name of what has the focus, as far as these pages need: label, aria-label or text. */
+export function focusedName(page: Page): Promise<string> {
+  return page.evaluate(`(() => {
+    const active = document.activeElement;
+    return (active.labels?.[0]?.textContent ?? active.getAttribute('aria-label') ?? active.textContent ?? '').trim();
+  })()`) as Promise<string>;
+}
+
+/** The tag of what has the focus (the h1 after a navigation). */
+export function focusedTag(page: Page): Promise<string> {
+  return page.evaluate('document.activeElement?.tagName') as Promise<string>;
+}
+
+/** Presses Tab (or Shift+Tab) until the control named `name` has the focus. */
+export async function tabTo(page: Page, name: string, { back = false } = {}): Promise<void> {
+  const seen: string[] = [];
+  for (let i = 0; i < 60; i += 1) {
+    await page.keyboard.press(back ? 'Shift+Tab' : 'Tab');
+    const focused = await focusedName(page);
+    if (focused === name) return;
+    seen.push(focused);
+  }
+  assert.fail(`Tab never reached "${name}"; it went through ${JSON.stringify(seen)}`);
+}
+
+/** At a phone's width the page itself never scrolls sideways (tables scroll in their own box). */
+export async function assertNoSidewaysScroll(page: Page, what: string): Promise<void> {
+  const [scroll, width] = await page.evaluate('[document.documentElement.scrollWidth, window.innerWidth]') as [number, number];
+  assert.ok(scroll <= width, `${what}: the page does not scroll sideways (${scroll} > ${width})`);
+}

@@ -156,6 +156,29 @@ export async function connectedRedis(settings: Config['redis'], timeoutMs = 10_0
 }
 
 /**
+ * A new redis-server with a ready connection of the gateway's client, for a contract's factory
+ * (no TestContext there): `close` ends both; a connection that fails stops the server first.
+ */
+export async function serverWithConnection(): Promise<{ server: TestRedis; redis: RedisConnection; close(): Promise<void> }> {
+  const server = await startRedis();
+  let redis: RedisConnection;
+  try {
+    redis = await connectedRedis(redisSettings(server.url));
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+  return {
+    server,
+    redis,
+    close: async () => {
+      await redis.close();
+      await server.stop();
+    },
+  };
+}
+
+/**
  * Two connections, each with its own reset store: two gateway instances on one Redis, for the
  * revocation contract. `close` closes both, then runs `after` (stopping a server, say).
  */

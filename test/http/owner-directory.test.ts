@@ -330,6 +330,7 @@ test('directory.store=http: roles and sign records are the upstream\'s, so every
     ['DELETE', `${ROLES}/1`],
     ['POST', SIGNS, RECORD],
     ['GET', `${SIGNS}/${STORED.address}`],
+    ['GET', `${SIGNS}/${STORED.address}/served`],
     ['PUT', `${SIGNS}/${STORED.address}`, { signedNonce: 1, signedAt: RECORD.signedAt, signedExpiredAt: RECORD.signedExpiredAt }],
     ['DELETE', `${SIGNS}/${STORED.address}`],
   ];

@@ -4,13 +4,12 @@
  * a real access token of the account, for the same address spelt the same way: after a create,
  * after an edit (the cache must not serve the old one to either), in a time zone with an offset,
  * and in mixed case (`did` echoes the spelling). Where /api/sign has nothing, a 404 not_found;
- * another owner's account is the 404 of a made-up one; a directory the owner store does not
- * write (directory.store=http) is 409 read_only_store, as for the other sign-record reads.
+ * another owner's account is the 404 of a made-up one. Where the owner store does not write the
+ * directory (directory.store=http) it is 409 read_only_store like every sign-record call: that
+ * case is in test/http/owner-directory.test.ts, with the others.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { call, DEMO, show, signIn, type TestGateway } from '../helpers/gateway.js';
 import { accountWithOwner, operator, startOwnerGateway, type Client } from '../helpers/owner.js';
@@ -88,22 +87,4 @@ test('the served sign record deep-equals /api/sign\'s message, after a create an
     assert.equal((await op.get(`/accounts/${ACCOUNT}/sign-records/${address}/served`)).status, 404);
     assert.equal((await call(`${gw.url}/api/sign?address=${address}`, { token: accessToken })).status, 404);
   });
-});
-
-test('directory.store=http: the served record is 409 read_only_store, as the other sign-record reads, and the upstream is not asked', async (t) => {
-  let upstreamRequests = 0;
-  const upstream = createServer((_req, res) => {
-    upstreamRequests += 1;
-    res.writeHead(500).end();
-  });
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => upstream.close(() => resolve())));
-  const base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-  const gw = await startOwnerGateway(t, {
-    overrides: { directory: { store: 'http', http: { signUrl: `${base}/sign?account={accountId}&address={address}`, rolesUrl: `${base}/roles?account={accountId}`, token: 'service-token' } } },
-  });
-  const res = await operator(gw).get(`/accounts/${ACCOUNT}/sign-records/0x52908400098527886E0F7030069857D2E4169EE7/served`);
-  assert.equal(res.status, 409, show(res));
-  assert.equal(res.body.message.code, 'read_only_store');
-  assert.equal(upstreamRequests, 0);
 });

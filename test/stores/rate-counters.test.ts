@@ -15,7 +15,7 @@ import { RedisRateCounters } from '../../src/stores/rate-counters.redis.js';
 import type { CounterWindow } from '../../src/stores/rate-counters.js';
 import { runRateCountersContract } from '../contracts/rate-counters.contract.js';
 import { ManualClock } from '../helpers/clock.js';
-import { connectedRedis, rawRedisClient, redisSettings, redisSuite, startRedis } from '../helpers/redis.js';
+import { connectedRedis, rawRedisClient, redisSettings, redisSuite, serverWithConnection, startRedis } from '../helpers/redis.js';
 
 /** Generous for the contract: it checks behaviour, not timeouts (200 concurrent hits on a busy machine). */
 const CONTRACT_SETTINGS = { timeoutMs: 2000, breakerFailures: 5, breakerCooldownMs: 1000 };
@@ -33,24 +33,14 @@ runRateCountersContract('memory', async () => {
 });
 
 runRateCountersContract('redis', async () => {
-  const server = await startRedis();
-  let redis: RedisConnection;
-  try {
-    redis = await connectedRedis(redisSettings(server.url));
-  } catch (err) {
-    await server.stop();
-    throw err;
-  }
+  const { redis, close } = await serverWithConnection();
   return {
     counters: new RedisRateCounters(redis, CONTRACT_SETTINGS),
     elapse: (ms) => sleep(ms),
     held: () => redis.run((c) => c.dbsize()),
     // PTTL runs down while the test runs: a timer late by this much on a busy machine still passes.
     slackMs: 250,
-    close: async () => {
-      await redis.close();
-      await server.stop();
-    },
+    close,
   };
 }, redisSuite());
 

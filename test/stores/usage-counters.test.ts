@@ -7,13 +7,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { redisKeys } from '../../src/stores/redis/keys.js';
-import type { RedisConnection } from '../../src/stores/redis/client.js';
 import { MemoryUsageCounters } from '../../src/stores/usage-counters.memory.js';
 import { RedisUsageCounters } from '../../src/stores/usage-counters.redis.js';
 import { USAGE_BUCKET_MS, USAGE_RETENTION_MS, usageBucketOf } from '../../src/stores/usage-counters.js';
 import { runUsageCountersContract } from '../contracts/usage-counters.contract.js';
 import { ManualClock } from '../helpers/clock.js';
-import { connectedRedis, rawRedisClient, redisSettings, redisSuite, startRedis } from '../helpers/redis.js';
+import { connectedRedis, rawRedisClient, redisSettings, redisSuite, serverWithConnection, startRedis } from '../helpers/redis.js';
 
 runUsageCountersContract('memory', async () => {
   const clock = new ManualClock();
@@ -26,22 +25,8 @@ runUsageCountersContract('memory', async () => {
 });
 
 runUsageCountersContract('redis', async () => {
-  const server = await startRedis();
-  let redis: RedisConnection;
-  try {
-    redis = await connectedRedis(redisSettings(server.url));
-  } catch (err) {
-    await server.stop();
-    throw err;
-  }
-  return {
-    counters: new RedisUsageCounters(redis),
-    now: Date.UTC(2026, 0, 1),
-    close: async () => {
-      await redis.close();
-      await server.stop();
-    },
-  };
+  const { redis, close } = await serverWithConnection();
+  return { counters: new RedisUsageCounters(redis), now: Date.UTC(2026, 0, 1), close };
 }, redisSuite());
 
 test('memory usage counters hold one entry per key and bucket, however many counts, and drop buckets past the retention', async () => {

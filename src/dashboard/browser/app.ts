@@ -11,7 +11,7 @@ import { announce, h, replace } from './dom.js';
 import { matchPage, pagePath, type PageName } from './pages.js';
 import type { Auth, SignedIn } from './session.js';
 import type { Account } from './types.js';
-import { failed, loading } from './ui.js';
+import { failed, loading, notice as showNotice } from './ui.js';
 
 
 export type QueryValues = Record<string, string | undefined>;
@@ -173,7 +173,7 @@ export function startDashboard({ auth, pages }: { auth: Auth; pages: Record<Page
     if (signal.aborted) return;
     if (notice !== undefined) {
       const head = main.querySelector('.page-head') ?? main.querySelector('h1');
-      const shown = h('p', { class: 'notice', role: 'status' }, notice);
+      const shown = showNotice(notice);
       if (head === null) main.prepend(shown);
       else head.after(shown);
     }
@@ -226,9 +226,12 @@ export function startDashboard({ auth, pages }: { auth: Auth; pages: Record<Page
 
   /** A form (not a select that jumps on change, which keyboard users cannot browse): choose, then Open. */
   function accountSwitcher(accounts: readonly Account[], current: Account | undefined): HTMLElement {
-    const select = h('select', { id: 'account-switcher', name: 'account' },
+    // With no account open, a placeholder (the first account shown selected would say it is
+    // open); `required` keeps Open from submitting it.
+    const select = h('select', { id: 'account-switcher', name: 'account', required: true },
+      current === undefined ? h('option', { value: '', disabled: true }, 'Choose an account') : null,
       accounts.map((a) => h('option', { value: a.id }, a.name === '' ? a.id : `${a.name} (${a.id})`)));
-    if (current !== undefined) select.value = current.id;
+    select.value = current?.id ?? '';
     const switcher = h('form', { class: 'switcher', 'aria-label': 'Switch account' },
       h('label', { for: 'account-switcher' }, 'Account'), select, h('button', { type: 'submit' }, 'Open'),
       h('a', { href: href('accounts') }, 'All accounts'));

@@ -117,22 +117,25 @@ export function form(options: FormOptions): HTMLFormElement {
     event.preventDefault();
     if (busy) return;
     busy = true;
-    submit.disabled = true;
+    // aria-disabled, not disabled: a disabled button drops the focus, and a confirmation asked
+    // from onSubmit (a delete) must give the focus back to it when cancelled.
+    submit.setAttribute('aria-disabled', 'true');
     element.setAttribute('aria-busy', 'true');
     for (const field of options.fields) field.setError(undefined);
     showFormError(alert, undefined);
     options.onSubmit().catch((error: unknown) => {
       const field = error instanceof ApiError ? fieldFor(options.fields, error.field) : undefined;
-      if (field !== undefined) {
-        field.setError(describeError(error));
+      if (field !== undefined && error instanceof ApiError) {
+        const message = fieldMessage(error, field);
+        field.setError(message);
         field.control.focus();
-        announce(`${labelOf(field)}: ${describeError(error)}`);
+        announce(`${labelOf(field)}: ${message}`);
       } else {
         showFormError(alert, describeError(error));
       }
     }).finally(() => {
       busy = false;
-      submit.disabled = false;
+      submit.removeAttribute('aria-disabled');
       element.removeAttribute('aria-busy');
     });
   });
@@ -149,6 +152,45 @@ function fieldFor(fields: readonly Field[], name: string | undefined): Field | u
   if (name === undefined) return undefined;
   return fields.find((field) => field.name === name) ?? fields.find((field) => name.startsWith(`${field.name}.`));
 }
+
+/**
+ * The owner API's refusal of one field, as an owner should read it next to that field. Its
+ * validation sentences are written for developers and name every field at fault ("Invalid
+ * request body: id: Invalid input: expected number, received string; name: Too small: …"), and
+ * gatewayctl and the client show them as they are; here only this field's part is kept, and
+ * zod's generic phrasings become plain sentences. Sentences the API wrote itself (a slug's
+ * rule, a taken id) pass through.
+ */
+export function fieldMessage(error: ApiError, field: Field): string {
+  if (error.status !== 400 || error.code !== 'invalid_request') return describeError(error);
+  const problems = error.message.replace(/^Invalid [a-z ]+: /, '').replace(/\.$/, '').split('; ');
+  const mine = problems.find((problem) => problem.startsWith(`${error.field}: `));
+  if (mine === undefined) return error.message;
+  const said = mine.slice(`${error.field}: `.length);
+  for (const [pattern, plain] of PLAIN) {
+    const match = pattern.exec(said);
+    if (match !== null) return plain(match, labelOf(field));
+  }
+  return `${said.charAt(0).toUpperCase()}${said.slice(1)}.`;
+}
+
+/** zod's generic messages (v4), the owner API's own, and what an owner reads instead. */
+const PLAIN: readonly [RegExp, (match: RegExpExecArray, label: string) => string][] = [
+  [/^Invalid input: expected (number|int)\b/, () => 'Enter a whole number.'],
+  [/^Invalid input: expected string\b/, () => 'Enter text.'],
+  [/^Too small: expected string to have >=1 characters$/, (_, label) => `Enter ${/^[aeio]/i.test(label) ? 'an' : 'a'} ${label.toLowerCase()}.`],
+  [/^Too small: expected string to have >=(\d+) characters$/, ([, n]) => `At least ${n} characters.`],
+  [/^Too big: expected string to have <=(\d+) characters$/, ([, n]) => `At most ${n} characters.`],
+  [/^Too small: expected number to be >=(\S+)$/, ([, n]) => `Enter ${n} or more.`],
+  [/^Too big: expected number to be <=(\S+)$/, ([, n]) => `Enter ${n} or less.`],
+  [/^Too big: expected array to have <=(\d+) items$/, ([, n]) => `At most ${n} entries.`],
+  [/^Invalid email address$/, () => 'Enter an email address, e.g. name@example.com.'],
+  [/^Invalid option: expected one of (.+)$/, ([, list]) => `Choose one of ${list!.replaceAll('"|"', '", "')}.`],
+  [/^Invalid string: must match pattern /, () => 'Not in the form the hint describes.'],
+  // The owner API's own schemas say what they expect in a developer's words too.
+  [/^expected (a whole number\b.*)$/, ([, rest]) => `Enter ${rest}.`],
+  [/^expected (.+)$/, ([, rest]) => `Use ${rest}.`],
+];
 
 function labelOf(field: Field): string {
   return field.row.querySelector('label')?.textContent ?? field.name;

@@ -27,6 +27,11 @@ export interface Auth {
   signOut(): Promise<void>;
   /** The accounts the caller may switch between (an operator's: the first 100). */
   accounts(): Promise<Account[]>;
+  /**
+   * Reads the accounts again at the next `accounts()`, after a change to them (a rename, an
+   * accepted invite): an owner's come with the session, an operator's list is kept per tab.
+   */
+  refreshAccounts(): Promise<void>;
   /** Called when the gateway ends the session (expired, signed out elsewhere). */
   onEnded(listener: (error: ApiError) => void): void;
 }
@@ -104,6 +109,10 @@ export function createAuth(): Auth {
       if (current?.kind !== 'operator') return [];
       operatorAccounts ??= (await api.get<Page<Account>>('/accounts', { limit: 100 })).items;
       return operatorAccounts;
+    },
+    async refreshAccounts() {
+      operatorAccounts = undefined;
+      if (current?.kind === 'owner') current = { kind: 'owner', session: await api.get<Session>('/session') };
     },
     onEnded(listener) {
       listeners.push(listener);

@@ -39,9 +39,17 @@ export function failed(error: unknown, retry?: () => void): HTMLElement {
   );
 }
 
-/** A one-line notice that a change was made (role=status, read politely). */
+/**
+ * A one-line notice that a change was made (role=status, read politely). The region is put in
+ * the page empty and its text a moment later: a live region that arrives with its text already
+ * in it is not read by every screen reader, and after a delete the notice is the news.
+ */
 export function notice(text: string): HTMLElement {
-  return h('p', { class: 'notice', role: 'status' }, text);
+  const region = h('p', { class: 'notice', role: 'status' });
+  setTimeout(() => {
+    region.textContent = text;
+  }, 50);
+  return region;
 }
 
 export interface ConfirmOptions {
@@ -86,6 +94,27 @@ export function confirmAction(options: ConfirmOptions): Promise<boolean> {
   });
 }
 
+/** Where an action that is no form's (a danger zone's button) says why it was refused. */
+export function problemBox(): HTMLElement {
+  return h('div', { class: 'form-error', role: 'alert', hidden: true });
+}
+
+/**
+ * Asks first (confirmAction), then makes the change; a refusal shows in `problem` (a
+ * problemBox). An ended session shows nothing here: the dashboard goes back to sign-in.
+ */
+export async function confirmThen(problem: HTMLElement, question: ConfirmOptions, change: () => Promise<void>): Promise<void> {
+  if (!(await confirmAction(question))) return;
+  problem.hidden = true;
+  try {
+    await change();
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'session_required') return;
+    problem.hidden = false;
+    replace(problem, describeError(error));
+  }
+}
+
 /**
  * A secret the gateway hands out once (an API secret, a settings token): shown in a read-only
  * box with a copy button, and said plainly that it will not be shown again.
@@ -95,7 +124,7 @@ export function shownOnce({ title, label, value, note }: { title: string; label:
   const box = h('input', { id, type: 'text', readonly: true, class: 'secret', spellcheck: 'false', autocomplete: 'off' });
   box.value = value;
   const status = h('span', { class: 'copy-status', role: 'status' });
-  const copy = h('button', { type: 'button', class: 'primary' }, 'Copy');
+  const copy = h('button', { type: 'button', class: 'primary' }, 'Copy', h('span', { class: 'visually-hidden' }, ` ${label}`));
   copy.addEventListener('click', () => {
     box.select();
     const done = () => {
@@ -119,6 +148,18 @@ export function shownOnce({ title, label, value, note }: { title: string; label:
   );
 }
 
+/**
+ * Puts a shown-once secret in `slot` and moves the focus to its box: after a create or a roll,
+ * keyboard and screen-reader users land on what they must copy now.
+ */
+export function revealOnce(slot: HTMLElement, options: Parameters<typeof shownOnce>[0]): void {
+  const shown = shownOnce(options);
+  replace(slot, shown);
+  const box = shown.querySelector('input');
+  box?.focus();
+  box?.scrollIntoView({ block: 'center' });
+}
+
 /** "Next page" and "First page" links for a cursor listing (cursors only go forward). */
 export function pager({ nextHref, firstHref, label }: { nextHref: string | undefined; firstHref: string | undefined; label: string }): HTMLElement | null {
   if (nextHref === undefined && firstHref === undefined) return null;
@@ -136,6 +177,12 @@ export function time(iso: string | undefined): HTMLElement | string {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return iso;
   return h('time', { datetime: date.toISOString() }, DATE.format(date));
+}
+
+/** The same time as plain text, for sentences (a notice or a dialog's message is text only). */
+export function when(iso: string): string {
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : DATE.format(date);
 }
 
 /** Replaces `target`'s content with what `load` draws, showing loading and failure states. */

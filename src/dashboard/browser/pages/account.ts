@@ -3,14 +3,12 @@
  * rename it), and the account-wide reset, which ends every token of every key and revokes every
  * API settings token at once.
  */
-import { ApiError, describeError } from '../api.js';
 import type { PageDef } from '../app.js';
-import { h, replace } from '../dom.js';
+import { h } from '../dom.js';
 import { form, textField, valueOf } from '../forms.js';
 import type { PageName } from '../pages.js';
-import type { Account, Reset, Session } from '../types.js';
-import { confirmAction, heading, section, time } from '../ui.js';
-import { when } from './keys.js';
+import type { Account, Reset } from '../types.js';
+import { confirmThen, heading, problemBox, section, time, when } from '../ui.js';
 
 const PARTS: readonly { page: PageName; label: string; holds: string }[] = [
   { page: 'roles', label: 'Roles', holds: 'the roles /api/roles serves: search, create, edit, delete.' },
@@ -29,32 +27,23 @@ export const accountPages: Record<'account', PageDef> = {
       const path = `/accounts/${encodeURIComponent(account.id)}`;
       const called = account.name === '' ? account.id : account.name;
       const name = textField({ name: 'name', label: 'Name', value: account.name, required: true });
-      const problem = h('div', { class: 'form-error', role: 'alert', hidden: true });
+      const problem = problemBox();
 
-      const reset = async () => {
-        const ok = await confirmAction({
-          title: `Reset all tokens of ${called}?`,
-          message: [
-            h('p', null, 'At once, on every instance of the gateway:'),
-            h('ul', null,
-              h('li', null, 'every access and refresh token of every API key of this account stops working: clients must sign in again;'),
-              h('li', null, 'every API settings token of this account is revoked for good: whatever uses one needs a new token.'),
-            ),
-            h('p', null, 'The keys and their secrets stay, so clients can sign in again straight away.'),
-          ],
-          confirmLabel: 'Reset all tokens',
-        });
-        if (!ok) return;
-        problem.hidden = true;
-        try {
-          const done = await ctx.api.send<Reset>('POST', `${path}/reset`);
-          ctx.reload(`All tokens of ${called} reset at ${when(done.resetAt)}: every key's tokens are refused and every API settings token is revoked. Clients must sign in again.`);
-        } catch (error) {
-          if (error instanceof ApiError && error.code === 'session_required') return;
-          problem.hidden = false;
-          replace(problem, describeError(error));
-        }
-      };
+      const reset = () => confirmThen(problem, {
+        title: `Reset all tokens of ${called}?`,
+        message: [
+          h('p', null, 'At once, on every instance of the gateway:'),
+          h('ul', null,
+            h('li', null, 'every access and refresh token of every API key of this account stops working: clients must sign in again;'),
+            h('li', null, 'every API settings token of this account is revoked for good: whatever uses one needs a new token.'),
+          ),
+          h('p', null, 'The keys and their secrets stay, so clients can sign in again straight away.'),
+        ],
+        confirmLabel: 'Reset all tokens',
+      }, async () => {
+        const done = await ctx.api.send<Reset>('POST', `${path}/reset`);
+        ctx.reload(`All tokens of ${called} reset at ${when(done.resetAt)}: every key's tokens are refused and every API settings token is revoked. Clients must sign in again.`);
+      });
 
       const zone = section('Danger zone',
         problem,
@@ -83,8 +72,8 @@ export const accountPages: Record<'account', PageDef> = {
             submitLabel: 'Rename account',
             async onSubmit() {
               const renamed = await ctx.api.send<Account>('PATCH', path, { name: valueOf(name) });
-              // An owner's account switcher reads the session's list of accounts: read it again.
-              if (ctx.who?.kind === 'owner') ctx.auth.replaceSession(await ctx.api.get<Session>('/session'));
+              // The header's account switcher shows the name: it is drawn again from a fresh list.
+              await ctx.auth.refreshAccounts();
               ctx.reload(`Account renamed to ${renamed.name}.`);
             },
           }),

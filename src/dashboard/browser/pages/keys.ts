@@ -4,31 +4,23 @@
  * secret with an overlap, disable or enable, reset its tokens, delete), each asked first in
  * words that say what stops working.
  */
-import { ApiError, describeError } from '../api.js';
+import { ApiError } from '../api.js';
 import type { PageContext, PageDef } from '../app.js';
 import { h, replace, type Child } from '../dom.js';
 import { form, listOf, selectField, textField, valueOf } from '../forms.js';
 import type { Key, KeyWithSecret, Page, Reset } from '../types.js';
-import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time } from '../ui.js';
+import { confirmAction, confirmThen, draw, empty, heading, pager, problemBox, revealOnce, section, table, time, when, type ConfirmOptions } from '../ui.js';
 
 const SCOPES_HINT = 'Words separated by commas or spaces, e.g. "read write". They are copied into the key\'s access tokens; routes may require one. Leave empty for none.';
 
 /** The overlaps offered for a roll (the owner API takes 0 to 30 days). */
 const OVERLAPS: readonly { seconds: number; label: string }[] = [
-  { seconds: 0, label: 'None: the old secret stops at once' },
+  { seconds: 0, label: 'None: the current secret stops at once' },
   { seconds: 3_600, label: '1 hour' },
   { seconds: 86_400, label: '1 day' },
   { seconds: 7 * 86_400, label: '7 days' },
   { seconds: 30 * 86_400, label: '30 days' },
 ];
-
-const WHEN = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
-
-/** A time as a sentence can carry it (a notice is plain text). */
-export function when(iso: string): string {
-  const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? iso : WHEN.format(date);
-}
 
 /** What a key is called in sentences: demo and hand-written keys may have no name. */
 function keyName(key: Key): string {
@@ -57,12 +49,8 @@ function signInNote(key: Key): HTMLElement {
   );
 }
 
-/** Shows `secret` in `slot` and moves focus to it, so keyboard and screen-reader users land on it. */
 function showSecret(slot: HTMLElement, key: Key, secret: string, title: string): void {
-  replace(slot, shownOnce({ title, label: 'API secret', value: secret, note: signInNote(key) }));
-  const box = slot.querySelector('input');
-  box?.focus();
-  box?.scrollIntoView({ block: 'center' });
+  revealOnce(slot, { title, label: 'API secret', value: secret, note: signInNote(key) });
 }
 
 async function listKeys(ctx: PageContext): Promise<Child> {
@@ -76,7 +64,7 @@ async function listKeys(ctx: PageContext): Promise<Child> {
   });
   if (page.items.length === 0) return [empty(cursor === undefined ? 'This account has no API keys yet. Create one below.' : 'No more API keys.'), nav];
   return [
-    table('API keys', ['Name', 'API key', 'Status', 'Scopes', 'Created', 'Old secret valid until'], page.items.map((key) => [
+    table('API keys', ['Name', 'API key', 'Status', 'Scopes', 'Created', 'Previous secret valid until'], page.items.map((key) => [
       h('a', { href: ctx.href('key', { account, key: key.id }) }, key.name === '' ? key.id : key.name),
       h('code', null, key.apiKey),
       status(key),
@@ -137,20 +125,8 @@ async function renderKey(ctx: PageContext): Promise<void> {
 function drawKey(ctx: PageContext, key: Key, rolled?: string): void {
   const called = keyName(key);
   const slot = h('div');
-  const problem = h('div', { class: 'form-error', role: 'alert', hidden: true });
-
-  /** Asks, then makes the change; a refusal shows in the danger zone. */
-  const act = async (question: Parameters<typeof confirmAction>[0], change: () => Promise<void>) => {
-    if (!(await confirmAction(question))) return;
-    problem.hidden = true;
-    try {
-      await change();
-    } catch (error) {
-      if (error instanceof ApiError && error.code === 'session_required') return;
-      problem.hidden = false;
-      replace(problem, describeError(error));
-    }
-  };
+  const problem = problemBox();
+  const act = (question: ConfirmOptions, change: () => Promise<void>) => confirmThen(problem, question, change);
 
   const name = textField({ name: 'name', label: 'Name', value: key.name, required: true });
   const description = textField({ name: 'description', label: 'Description', value: key.description, multiline: true });
@@ -219,7 +195,7 @@ function drawKey(ctx: PageContext, key: Key, rolled?: string): void {
       h('dt', null, 'Scopes'), h('dd', null, scopes(key.scopes)),
       h('dt', null, 'Created'), h('dd', null, time(key.createdAt)),
       h('dt', null, 'Previous secret valid until'), h('dd', null, key.previousValidUntil === undefined ? 'no previous secret signs in' : time(key.previousValidUntil)),
-      key.description === '' ? null : [h('dt', null, 'Description'), h('dd', null, key.description)],
+      key.description === '' ? null : [h('dt', null, 'Description'), h('dd', { class: 'multiline' }, key.description)],
     ),
     section('Edit',
       form({

@@ -5,10 +5,10 @@
  * own), the owner API answers 409 read_only_store to reads too, and the pages say so instead
  * of a failure: there is nothing to fix from here.
  */
-import { ApiError, describeError } from '../api.js';
+import { ApiError } from '../api.js';
 import type { PageContext, PageDef } from '../app.js';
 import { append, h, type Child } from '../dom.js';
-import { checkboxField, form, numberOf, textField, valueOf, type Field } from '../forms.js';
+import { checkboxField, fieldMessage, form, numberOf, textField, valueOf, type Field } from '../forms.js';
 import type { Page, Role } from '../types.js';
 import { confirmAction, empty, heading, pager, section, table } from '../ui.js';
 
@@ -92,7 +92,7 @@ function roleRows(ctx: PageContext, roles: readonly Role[]): Child[][] {
     h('code', null, role.slug),
     role.name,
     role.public ? 'Yes' : 'No',
-    role.description === '' ? '—' : role.description,
+    role.description === '' ? '—' : h('span', { class: 'multiline' }, role.description),
     h('a', { href: ctx.href('role', { ...accountOf(ctx), role: String(role.id) }) }, 'Edit', h('span', { class: 'visually-hidden' }, ` role ${role.name}`)),
   ]);
 }
@@ -118,8 +118,8 @@ export const rolePages: Record<'roles' | 'newRole' | 'role', PageDef> = {
         // A search or a page link the owner API refuses (too long, a cursor from elsewhere):
         // said where it belongs, with the way back, rather than as a failure of the page.
         if (!(error instanceof ApiError && (error.field === 'name' || error.field === 'cursor'))) throw error;
-        if (error.field === 'name') search.setError(describeError(error));
-        else refused = empty(describeError(error), h('a', { href: ctx.href('roles', accountOf(ctx), { name }) }, 'First page'));
+        if (error.field === 'name') search.setError(fieldMessage(error, search));
+        else refused = empty('This page link does not work (it may come from another listing): start again from the first page.', h('a', { href: ctx.href('roles', accountOf(ctx), { name }) }, 'First page'));
       }
       const searchForm = form({
         label: 'Search roles',

@@ -3,13 +3,11 @@
  * proxied routes. Listed with what the gateway keeps of them (their first characters, never
  * the token), made with a name, scopes and an expiry (the token shown once), and revoked.
  */
-import { ApiError, describeError } from '../api.js';
 import type { PageContext, PageDef } from '../app.js';
-import { h, replace, type Child } from '../dom.js';
+import { h, type Child } from '../dom.js';
 import { form, listOf, selectField, textField, valueOf } from '../forms.js';
 import type { Page, SettingsToken, SettingsTokenWithToken } from '../types.js';
-import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time } from '../ui.js';
-import { when } from './keys.js';
+import { confirmThen, draw, empty, heading, pager, problemBox, revealOnce, section, table, time, when } from '../ui.js';
 
 const DAY = 86_400;
 const EXPIRIES: readonly { value: string; label: string }[] = [
@@ -28,26 +26,17 @@ function tokensPath(ctx: PageContext, id?: string): string {
 }
 
 function revokeButton(ctx: PageContext, token: SettingsToken, problem: HTMLElement): HTMLElement {
-  const revoke = async () => {
-    const ok = await confirmAction({
-      title: `Revoke API settings token ${token.name}?`,
-      message: [
-        h('p', null, `Every call made with ${token.name} (${token.start}…) is refused at once, on every instance of the gateway, for good: a revoked token cannot be turned back on.`),
-        h('p', null, 'Whatever uses it needs a new token.'),
-      ],
-      confirmLabel: 'Revoke token',
-    });
-    if (!ok) return;
-    try {
-      await ctx.api.send<SettingsToken>('DELETE', tokensPath(ctx, token.id));
-    } catch (error) {
-      if (error instanceof ApiError && error.code === 'session_required') return;
-      problem.hidden = false;
-      replace(problem, describeError(error));
-      return;
-    }
+  const revoke = () => confirmThen(problem, {
+    title: `Revoke API settings token ${token.name}?`,
+    message: [
+      h('p', null, `Every call made with ${token.name} (${token.start}…) is refused at once, on every instance of the gateway, for good: a revoked token cannot be turned back on.`),
+      h('p', null, 'Whatever uses it needs a new token.'),
+    ],
+    confirmLabel: 'Revoke token',
+  }, async () => {
+    await ctx.api.send<SettingsToken>('DELETE', tokensPath(ctx, token.id));
     ctx.reload(`API settings token ${token.name} revoked: calls with it are refused.`);
-  };
+  });
   // The visible word, then which token: the accessible name starts with what is seen.
   return h('button', { type: 'button', class: 'danger', onclick: () => void revoke() }, 'Revoke', h('span', { class: 'visually-hidden' }, ` ${token.name} (${token.start}…)`));
 }
@@ -79,7 +68,7 @@ async function listTokens(ctx: PageContext, problem: HTMLElement): Promise<Child
 
 async function renderSettingsTokens(ctx: PageContext): Promise<void> {
   const created = h('div');
-  const problem = h('div', { class: 'form-error', role: 'alert', hidden: true });
+  const problem = problemBox();
   const list = h('div');
   const name = textField({ name: 'name', label: 'Name', required: true, hint: 'Who or what uses it, e.g. "reporting job".' });
   const scopeField = textField({ name: 'scopes', label: 'Scopes', hint: 'Words separated by commas or spaces, e.g. "read". Routes may require one. Leave empty for none.' });
@@ -107,7 +96,7 @@ async function renderSettingsTokens(ctx: PageContext): Promise<void> {
           name.control.value = '';
           scopeField.control.value = '';
           const token = made.settingsToken;
-          replace(created, shownOnce({
+          revealOnce(created, {
             title: `API settings token ${token.name}`,
             label: 'API settings token',
             value: made.token,
@@ -116,10 +105,7 @@ async function renderSettingsTokens(ctx: PageContext): Promise<void> {
               h('p', null, 'Send it as ', h('code', null, 'Authorization: Bearer gwst_…'), ' on /api/sign, /api/roles and the gateway\'s proxied routes. Backends are told its id, ',
                 h('code', null, token.id), ', in X-Key-Id.'),
             ),
-          }));
-          const box = created.querySelector('input');
-          box?.focus();
-          box?.scrollIntoView({ block: 'center' });
+          });
           await draw(list, load);
         },
       }),

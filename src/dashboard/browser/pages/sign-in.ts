@@ -10,7 +10,7 @@
  */
 import { ApiError, describeError } from '../api.js';
 import type { PageContext, PageDef } from '../app.js';
-import { announce, append, h, replace } from '../dom.js';
+import { append, h, replace } from '../dom.js';
 import { form, textField, valueOf, type Field } from '../forms.js';
 import { matchPage } from '../pages.js';
 import type { Account, Page, Session } from '../types.js';
@@ -91,6 +91,16 @@ function accountLabel(account: Account): string {
   return account.name === '' ? account.id : account.name;
 }
 
+/**
+ * A password typed twice that differs is refused at the second field, the way form() shows the
+ * gateway's refusals (message, focus, announcement); the owner API never sees the copy.
+ */
+function refuseIfDifferent(first: Field, again: Field, what: string): void {
+  if (first.control.value !== again.control.value) {
+    throw new ApiError(400, 'invalid_request', `This is not the same as the ${what} above. Type it again.`, again.name);
+  }
+}
+
 export const signInPages: Record<'home' | 'signIn' | 'password' | 'invite' | 'accounts', PageDef> = {
   home: {
     title: 'Dashboard',
@@ -158,12 +168,7 @@ export const signInPages: Record<'home' | 'signIn' | 'password' | 'invite' | 'ac
           fields: [current, next, again],
           submitLabel: 'Change password',
           async onSubmit() {
-            if (next.control.value !== again.control.value) {
-              again.setError('This is not the same as the new password above. Type it again.');
-              announce('New password again: this is not the same as the new password above.');
-              again.control.focus();
-              return;
-            }
+            refuseIfDifferent(next, again, 'new password');
             let session: Session;
             try {
               session = await ctx.api.send<Session>('POST', '/session/password', { currentPassword: current.control.value, newPassword: next.control.value });
@@ -197,12 +202,7 @@ export const signInPages: Record<'home' | 'signIn' | 'password' | 'invite' | 'ac
         fields: [password, again],
         submitLabel: 'Accept invite',
         async onSubmit() {
-          if (password.control.value !== again.control.value) {
-            again.setError('This is not the same as the password above. Type it again.');
-            announce('Password again: this is not the same as the password above.');
-            again.control.focus();
-            return;
-          }
+          refuseIfDifferent(password, again, 'password');
           let accepted: { ownerId: string; accountId: string };
           try {
             accepted = await ctx.api.send<{ ownerId: string; accountId: string }>('POST', '/invites/accept', { token, password: password.control.value });
@@ -225,7 +225,7 @@ export const signInPages: Record<'home' | 'signIn' | 'password' | 'invite' | 'ac
             return;
           }
           if (ctx.who.kind === 'owner' && ctx.who.session.owner.id === accepted.ownerId) {
-            ctx.auth.replaceSession(await ctx.api.get<Session>('/session'));
+            await ctx.auth.refreshAccounts();
             ctx.navigate('account', { account: accepted.accountId }, { notice: 'The invite is accepted: you are now an owner of this account.' });
             return;
           }

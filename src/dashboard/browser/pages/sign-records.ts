@@ -6,10 +6,10 @@
  * reloaded. Where the gateway does not write sign records, the owner API refuses reads too
  * (409 read_only_store), and the page says so rather than showing a failure.
  */
-import { ApiError, describeError } from '../api.js';
+import { ApiError } from '../api.js';
 import type { PageContext, PageDef } from '../app.js';
 import { append, h, type Child } from '../dom.js';
-import { form, numberOf, textField, valueOf, type Field } from '../forms.js';
+import { fieldMessage, form, numberOf, textField, valueOf, type Field } from '../forms.js';
 import type { ServedSignRecord, SignRecord } from '../types.js';
 import { confirmAction, heading, section } from '../ui.js';
 
@@ -151,7 +151,7 @@ export const signRecordPages: Record<'signRecords', PageDef> = {
         } catch (error) {
           if (isStatus(error, 409, 'read_only_store')) result = readOnlyState(error);
           else if (isStatus(error, 404)) result = notFoundState(ctx, address);
-          else if (error instanceof ApiError && error.field === 'address') lookup.setError(describeError(error));
+          else if (error instanceof ApiError && error.field === 'address') lookup.setError(fieldMessage(error, lookup));
           else throw error;
         }
       }

@@ -9,7 +9,7 @@
 import { ApiError } from './api.js';
 import { announce, h, replace } from './dom.js';
 import { matchPage, pagePath } from './pages.js';
-import { failed, loading } from './ui.js';
+import { failed, loading, notice as showNotice } from './ui.js';
 const SECTIONS = [
     { name: 'account', label: 'Overview' },
     { name: 'roles', label: 'Roles' },
@@ -148,7 +148,7 @@ export function startDashboard({ auth, pages }) {
             return;
         if (notice !== undefined) {
             const head = main.querySelector('.page-head') ?? main.querySelector('h1');
-            const shown = h('p', { class: 'notice', role: 'status' }, notice);
+            const shown = showNotice(notice);
             if (head === null)
                 main.prepend(shown);
             else
@@ -193,9 +193,10 @@ export function startDashboard({ auth, pages }) {
     }
     /** A form (not a select that jumps on change, which keyboard users cannot browse): choose, then Open. */
     function accountSwitcher(accounts, current) {
-        const select = h('select', { id: 'account-switcher', name: 'account' }, accounts.map((a) => h('option', { value: a.id }, a.name === '' ? a.id : `${a.name} (${a.id})`)));
-        if (current !== undefined)
-            select.value = current.id;
+        // With no account open, a placeholder (the first account shown selected would say it is
+        // open); `required` keeps Open from submitting it.
+        const select = h('select', { id: 'account-switcher', name: 'account', required: true }, current === undefined ? h('option', { value: '', disabled: true }, 'Choose an account') : null, accounts.map((a) => h('option', { value: a.id }, a.name === '' ? a.id : `${a.name} (${a.id})`)));
+        select.value = current?.id ?? '';
         const switcher = h('form', { class: 'switcher', 'aria-label': 'Switch account' }, h('label', { for: 'account-switcher' }, 'Account'), select, h('button', { type: 'submit' }, 'Open'), h('a', { href: href('accounts') }, 'All accounts'));
         switcher.addEventListener('submit', (event) => {
             event.preventDefault();

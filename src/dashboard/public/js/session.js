@@ -91,6 +91,11 @@ export function createAuth() {
             operatorAccounts ??= (await api.get('/accounts', { limit: 100 })).items;
             return operatorAccounts;
         },
+        async refreshAccounts() {
+            operatorAccounts = undefined;
+            if (current?.kind === 'owner')
+                current = { kind: 'owner', session: await api.get('/session') };
+        },
         onEnded(listener) {
             listeners.push(listener);
         },

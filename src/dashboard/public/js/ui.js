@@ -30,9 +30,17 @@ export function failed(error, retry) {
         : describeError(error);
     return h('div', { class: 'error-state', role: 'alert' }, h('p', null, h('strong', null, unavailable ? 'Not available right now. ' : 'Could not load this. '), sentence), retry === undefined ? null : h('button', { type: 'button', onclick: retry }, 'Try again'));
 }
-/** A one-line notice that a change was made (role=status, read politely). */
+/**
+ * A one-line notice that a change was made (role=status, read politely). The region is put in
+ * the page empty and its text a moment later: a live region that arrives with its text already
+ * in it is not read by every screen reader, and after a delete the notice is the news.
+ */
 export function notice(text) {
-    return h('p', { class: 'notice', role: 'status' }, text);
+    const region = h('p', { class: 'notice', role: 'status' });
+    setTimeout(() => {
+        region.textContent = text;
+    }, 50);
+    return region;
 }
 /**
  * Asks before a change that cannot be taken back, in a modal <dialog>: focus goes to Cancel,
@@ -62,6 +70,28 @@ export function confirmAction(options) {
         cancel.focus();
     });
 }
+/** Where an action that is no form's (a danger zone's button) says why it was refused. */
+export function problemBox() {
+    return h('div', { class: 'form-error', role: 'alert', hidden: true });
+}
+/**
+ * Asks first (confirmAction), then makes the change; a refusal shows in `problem` (a
+ * problemBox). An ended session shows nothing here: the dashboard goes back to sign-in.
+ */
+export async function confirmThen(problem, question, change) {
+    if (!(await confirmAction(question)))
+        return;
+    problem.hidden = true;
+    try {
+        await change();
+    }
+    catch (error) {
+        if (error instanceof ApiError && error.code === 'session_required')
+            return;
+        problem.hidden = false;
+        replace(problem, describeError(error));
+    }
+}
 /**
  * A secret the gateway hands out once (an API secret, a settings token): shown in a read-only
  * box with a copy button, and said plainly that it will not be shown again.
@@ -71,7 +101,7 @@ export function shownOnce({ title, label, value, note }) {
     const box = h('input', { id, type: 'text', readonly: true, class: 'secret', spellcheck: 'false', autocomplete: 'off' });
     box.value = value;
     const status = h('span', { class: 'copy-status', role: 'status' });
-    const copy = h('button', { type: 'button', class: 'primary' }, 'Copy');
+    const copy = h('button', { type: 'button', class: 'primary' }, 'Copy', h('span', { class: 'visually-hidden' }, ` ${label}`));
     copy.addEventListener('click', () => {
         box.select();
         const done = () => {
@@ -89,6 +119,17 @@ export function shownOnce({ title, label, value, note }) {
     const headingId = uniqueId('secret-title');
     return h('section', { class: 'shown-once', 'aria-labelledby': headingId }, h('h2', { id: headingId }, title), h('p', null, h('strong', null, 'This is the only time it is shown. '), 'Copy it now and keep it somewhere safe; the gateway keeps only a digest of it.'), h('div', { class: 'field' }, h('label', { for: id }, label), h('div', { class: 'copy-row' }, box, copy, status)), note);
 }
+/**
+ * Puts a shown-once secret in `slot` and moves the focus to its box: after a create or a roll,
+ * keyboard and screen-reader users land on what they must copy now.
+ */
+export function revealOnce(slot, options) {
+    const shown = shownOnce(options);
+    replace(slot, shown);
+    const box = shown.querySelector('input');
+    box?.focus();
+    box?.scrollIntoView({ block: 'center' });
+}
 /** "Next page" and "First page" links for a cursor listing (cursors only go forward). */
 export function pager({ nextHref, firstHref, label }) {
     if (nextHref === undefined && firstHref === undefined)
@@ -104,6 +145,11 @@ export function time(iso) {
     if (Number.isNaN(date.getTime()))
         return iso;
     return h('time', { datetime: date.toISOString() }, DATE.format(date));
+}
+/** The same time as plain text, for sentences (a notice or a dialog's message is text only). */
+export function when(iso) {
+    const date = new Date(iso);
+    return Number.isNaN(date.getTime()) ? iso : DATE.format(date);
 }
 /** Replaces `target`'s content with what `load` draws, showing loading and failure states. */
 export async function draw(target, load) {

@@ -1,13 +1,6 @@
-/**
- * An account's overview: what it is, where each of its sections leads, its name (owners may
- * rename it), and the account-wide reset, which ends every token of every key and revokes every
- * API settings token at once.
- */
-import { ApiError, describeError } from '../api.js';
-import { h, replace } from '../dom.js';
+import { h } from '../dom.js';
 import { form, textField, valueOf } from '../forms.js';
-import { confirmAction, heading, section, time } from '../ui.js';
-import { when } from './keys.js';
+import { confirmThen, heading, problemBox, section, time, when } from '../ui.js';
 const PARTS = [
     { page: 'roles', label: 'Roles', holds: 'the roles /api/roles serves: search, create, edit, delete.' },
     { page: 'keys', label: 'API keys', holds: 'the keys that sign in at /api/signin: create, roll the secret, disable, reset their tokens, delete.' },
@@ -24,31 +17,19 @@ export const accountPages = {
             const path = `/accounts/${encodeURIComponent(account.id)}`;
             const called = account.name === '' ? account.id : account.name;
             const name = textField({ name: 'name', label: 'Name', value: account.name, required: true });
-            const problem = h('div', { class: 'form-error', role: 'alert', hidden: true });
-            const reset = async () => {
-                const ok = await confirmAction({
-                    title: `Reset all tokens of ${called}?`,
-                    message: [
-                        h('p', null, 'At once, on every instance of the gateway:'),
-                        h('ul', null, h('li', null, 'every access and refresh token of every API key of this account stops working: clients must sign in again;'), h('li', null, 'every API settings token of this account is revoked for good: whatever uses one needs a new token.')),
-                        h('p', null, 'The keys and their secrets stay, so clients can sign in again straight away.'),
-                    ],
-                    confirmLabel: 'Reset all tokens',
-                });
-                if (!ok)
-                    return;
-                problem.hidden = true;
-                try {
-                    const done = await ctx.api.send('POST', `${path}/reset`);
-                    ctx.reload(`All tokens of ${called} reset at ${when(done.resetAt)}: every key's tokens are refused and every API settings token is revoked. Clients must sign in again.`);
-                }
-                catch (error) {
-                    if (error instanceof ApiError && error.code === 'session_required')
-                        return;
-                    problem.hidden = false;
-                    replace(problem, describeError(error));
-                }
-            };
+            const problem = problemBox();
+            const reset = () => confirmThen(problem, {
+                title: `Reset all tokens of ${called}?`,
+                message: [
+                    h('p', null, 'At once, on every instance of the gateway:'),
+                    h('ul', null, h('li', null, 'every access and refresh token of every API key of this account stops working: clients must sign in again;'), h('li', null, 'every API settings token of this account is revoked for good: whatever uses one needs a new token.')),
+                    h('p', null, 'The keys and their secrets stay, so clients can sign in again straight away.'),
+                ],
+                confirmLabel: 'Reset all tokens',
+            }, async () => {
+                const done = await ctx.api.send('POST', `${path}/reset`);
+                ctx.reload(`All tokens of ${called} reset at ${when(done.resetAt)}: every key's tokens are refused and every API settings token is revoked. Clients must sign in again.`);
+            });
             const zone = section('Danger zone', problem, h('p', null, 'When a token may have leaked and you do not know which: end every token of the account at once.'), h('button', { type: 'button', class: 'danger', onclick: () => void reset() }, 'Reset all tokens of this account'));
             zone.classList.add('danger-zone');
             ctx.main.append(heading(called), h('dl', { class: 'facts' }, h('dt', null, 'Name'), h('dd', null, account.name === '' ? 'none' : account.name), h('dt', null, 'Account id'), h('dd', null, h('code', null, account.id)), h('dt', null, 'Status'), h('dd', null, h('span', { class: account.enabled ? 'badge' : 'badge off' }, account.enabled ? 'Enabled' : 'Disabled'), account.enabled ? null : ' (its keys cannot sign in; an operator can enable it again)'), account.createdAt === undefined ? null : [h('dt', null, 'Created'), h('dd', null, time(account.createdAt))]), section('Sections', h('ul', { class: 'parts' }, PARTS.map((part) => h('li', null, h('a', { href: ctx.href(part.page, { account: account.id }) }, part.label), `: ${part.holds}`)))), section('Rename', form({
@@ -57,9 +38,8 @@ export const accountPages = {
                 submitLabel: 'Rename account',
                 async onSubmit() {
                     const renamed = await ctx.api.send('PATCH', path, { name: valueOf(name) });
-                    // An owner's account switcher reads the session's list of accounts: read it again.
-                    if (ctx.who?.kind === 'owner')
-                        ctx.auth.replaceSession(await ctx.api.get('/session'));
+                    // The header's account switcher shows the name: it is drawn again from a fresh list.
+                    await ctx.auth.refreshAccounts();
                     ctx.reload(`Account renamed to ${renamed.name}.`);
                 },
             })), zone);

@@ -4,25 +4,19 @@
  * secret with an overlap, disable or enable, reset its tokens, delete), each asked first in
  * words that say what stops working.
  */
-import { ApiError, describeError } from '../api.js';
+import { ApiError } from '../api.js';
 import { h, replace } from '../dom.js';
 import { form, listOf, selectField, textField, valueOf } from '../forms.js';
-import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time } from '../ui.js';
+import { confirmAction, confirmThen, draw, empty, heading, pager, problemBox, revealOnce, section, table, time, when } from '../ui.js';
 const SCOPES_HINT = 'Words separated by commas or spaces, e.g. "read write". They are copied into the key\'s access tokens; routes may require one. Leave empty for none.';
 /** The overlaps offered for a roll (the owner API takes 0 to 30 days). */
 const OVERLAPS = [
-    { seconds: 0, label: 'None: the old secret stops at once' },
+    { seconds: 0, label: 'None: the current secret stops at once' },
     { seconds: 3_600, label: '1 hour' },
     { seconds: 86_400, label: '1 day' },
     { seconds: 7 * 86_400, label: '7 days' },
     { seconds: 30 * 86_400, label: '30 days' },
 ];
-const WHEN = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
-/** A time as a sentence can carry it (a notice is plain text). */
-export function when(iso) {
-    const date = new Date(iso);
-    return Number.isNaN(date.getTime()) ? iso : WHEN.format(date);
-}
 /** What a key is called in sentences: demo and hand-written keys may have no name. */
 function keyName(key) {
     return key.name === '' ? key.apiKey : key.name;
@@ -41,12 +35,8 @@ function scopes(list) {
 function signInNote(key) {
     return h('div', null, h('p', null, 'API key: ', h('code', null, key.apiKey)), h('p', null, 'Clients sign in with ', h('code', null, 'POST /api/signin'), ', sending ', h('code', null, 'apiKey'), ' and, as ', h('code', null, 'apiSecret'), ', the SHA-256 of this secret in hex (never the secret itself); they get an access and a refresh token.'));
 }
-/** Shows `secret` in `slot` and moves focus to it, so keyboard and screen-reader users land on it. */
 function showSecret(slot, key, secret, title) {
-    replace(slot, shownOnce({ title, label: 'API secret', value: secret, note: signInNote(key) }));
-    const box = slot.querySelector('input');
-    box?.focus();
-    box?.scrollIntoView({ block: 'center' });
+    revealOnce(slot, { title, label: 'API secret', value: secret, note: signInNote(key) });
 }
 async function listKeys(ctx) {
     const cursor = ctx.query.get('cursor') ?? undefined;
@@ -60,7 +50,7 @@ async function listKeys(ctx) {
     if (page.items.length === 0)
         return [empty(cursor === undefined ? 'This account has no API keys yet. Create one below.' : 'No more API keys.'), nav];
     return [
-        table('API keys', ['Name', 'API key', 'Status', 'Scopes', 'Created', 'Old secret valid until'], page.items.map((key) => [
+        table('API keys', ['Name', 'API key', 'Status', 'Scopes', 'Created', 'Previous secret valid until'], page.items.map((key) => [
             h('a', { href: ctx.href('key', { account, key: key.id }) }, key.name === '' ? key.id : key.name),
             h('code', null, key.apiKey),
             status(key),
@@ -112,22 +102,8 @@ async function renderKey(ctx) {
 function drawKey(ctx, key, rolled) {
     const called = keyName(key);
     const slot = h('div');
-    const problem = h('div', { class: 'form-error', role: 'alert', hidden: true });
-    /** Asks, then makes the change; a refusal shows in the danger zone. */
-    const act = async (question, change) => {
-        if (!(await confirmAction(question)))
-            return;
-        problem.hidden = true;
-        try {
-            await change();
-        }
-        catch (error) {
-            if (error instanceof ApiError && error.code === 'session_required')
-                return;
-            problem.hidden = false;
-            replace(problem, describeError(error));
-        }
-    };
+    const problem = problemBox();
+    const act = (question, change) => confirmThen(problem, question, change);
     const name = textField({ name: 'name', label: 'Name', value: key.name, required: true });
     const description = textField({ name: 'description', label: 'Description', value: key.description, multiline: true });
     const scopeField = textField({ name: 'scopes', label: 'Scopes', value: key.scopes.join(' '), hint: `${SCOPES_HINT} Taking a scope away stops the key's access tokens at once.` });
@@ -172,7 +148,7 @@ function drawKey(ctx, key, rolled) {
             ctx.navigate('keys', { account: ctx.params.account }, { notice: `Key ${called} deleted.` });
         }) }, 'Delete key'));
     danger.classList.add('danger-zone');
-    replace(ctx.main, heading(`API key ${called}`, h('a', { href: ctx.href('keys', { account: ctx.params.account }) }, 'All API keys')), slot, h('dl', { class: 'facts' }, h('dt', null, 'API key'), h('dd', null, h('code', null, key.apiKey)), h('dt', null, 'Status'), h('dd', null, status(key)), h('dt', null, 'Scopes'), h('dd', null, scopes(key.scopes)), h('dt', null, 'Created'), h('dd', null, time(key.createdAt)), h('dt', null, 'Previous secret valid until'), h('dd', null, key.previousValidUntil === undefined ? 'no previous secret signs in' : time(key.previousValidUntil)), key.description === '' ? null : [h('dt', null, 'Description'), h('dd', null, key.description)]), section('Edit', form({
+    replace(ctx.main, heading(`API key ${called}`, h('a', { href: ctx.href('keys', { account: ctx.params.account }) }, 'All API keys')), slot, h('dl', { class: 'facts' }, h('dt', null, 'API key'), h('dd', null, h('code', null, key.apiKey)), h('dt', null, 'Status'), h('dd', null, status(key)), h('dt', null, 'Scopes'), h('dd', null, scopes(key.scopes)), h('dt', null, 'Created'), h('dd', null, time(key.createdAt)), h('dt', null, 'Previous secret valid until'), h('dd', null, key.previousValidUntil === undefined ? 'no previous secret signs in' : time(key.previousValidUntil)), key.description === '' ? null : [h('dt', null, 'Description'), h('dd', { class: 'multiline' }, key.description)]), section('Edit', form({
         label: `Edit key ${called}`,
         fields: [name, description, scopeField],
         submitLabel: 'Save changes',

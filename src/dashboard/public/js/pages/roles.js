@@ -5,9 +5,9 @@
  * own), the owner API answers 409 read_only_store to reads too, and the pages say so instead
  * of a failure: there is nothing to fix from here.
  */
-import { ApiError, describeError } from '../api.js';
+import { ApiError } from '../api.js';
 import { append, h } from '../dom.js';
-import { checkboxField, form, numberOf, textField, valueOf } from '../forms.js';
+import { checkboxField, fieldMessage, form, numberOf, textField, valueOf } from '../forms.js';
 import { confirmAction, empty, heading, pager, section, table } from '../ui.js';
 const PAGE_SIZE = 25;
 /** How many pages of 100 the new-role form reads to suggest the next free id (1000 roles made here at most). */
@@ -70,7 +70,7 @@ function roleRows(ctx, roles) {
         h('code', null, role.slug),
         role.name,
         role.public ? 'Yes' : 'No',
-        role.description === '' ? '—' : role.description,
+        role.description === '' ? '—' : h('span', { class: 'multiline' }, role.description),
         h('a', { href: ctx.href('role', { ...accountOf(ctx), role: String(role.id) }) }, 'Edit', h('span', { class: 'visually-hidden' }, ` role ${role.name}`)),
     ]);
 }
@@ -98,9 +98,9 @@ export const rolePages = {
                 if (!(error instanceof ApiError && (error.field === 'name' || error.field === 'cursor')))
                     throw error;
                 if (error.field === 'name')
-                    search.setError(describeError(error));
+                    search.setError(fieldMessage(error, search));
                 else
-                    refused = empty(describeError(error), h('a', { href: ctx.href('roles', accountOf(ctx), { name }) }, 'First page'));
+                    refused = empty('This page link does not work (it may come from another listing): start again from the first page.', h('a', { href: ctx.href('roles', accountOf(ctx), { name }) }, 'First page'));
             }
             const searchForm = form({
                 label: 'Search roles',

@@ -1,13 +1,6 @@
-/**
- * API settings tokens: long-lived bearer tokens (`gwst_…`) for /api/sign, /api/roles and the
- * proxied routes. Listed with what the gateway keeps of them (their first characters, never
- * the token), made with a name, scopes and an expiry (the token shown once), and revoked.
- */
-import { ApiError, describeError } from '../api.js';
-import { h, replace } from '../dom.js';
+import { h } from '../dom.js';
 import { form, listOf, selectField, textField, valueOf } from '../forms.js';
-import { confirmAction, draw, empty, heading, pager, section, shownOnce, table, time } from '../ui.js';
-import { when } from './keys.js';
+import { confirmThen, draw, empty, heading, pager, problemBox, revealOnce, section, table, time, when } from '../ui.js';
 const DAY = 86_400;
 const EXPIRIES = [
     { value: String(7 * DAY), label: '7 days' },
@@ -22,29 +15,17 @@ function tokensPath(ctx, id) {
     return id === undefined ? base : `${base}/${encodeURIComponent(id)}`;
 }
 function revokeButton(ctx, token, problem) {
-    const revoke = async () => {
-        const ok = await confirmAction({
-            title: `Revoke API settings token ${token.name}?`,
-            message: [
-                h('p', null, `Every call made with ${token.name} (${token.start}…) is refused at once, on every instance of the gateway, for good: a revoked token cannot be turned back on.`),
-                h('p', null, 'Whatever uses it needs a new token.'),
-            ],
-            confirmLabel: 'Revoke token',
-        });
-        if (!ok)
-            return;
-        try {
-            await ctx.api.send('DELETE', tokensPath(ctx, token.id));
-        }
-        catch (error) {
-            if (error instanceof ApiError && error.code === 'session_required')
-                return;
-            problem.hidden = false;
-            replace(problem, describeError(error));
-            return;
-        }
+    const revoke = () => confirmThen(problem, {
+        title: `Revoke API settings token ${token.name}?`,
+        message: [
+            h('p', null, `Every call made with ${token.name} (${token.start}…) is refused at once, on every instance of the gateway, for good: a revoked token cannot be turned back on.`),
+            h('p', null, 'Whatever uses it needs a new token.'),
+        ],
+        confirmLabel: 'Revoke token',
+    }, async () => {
+        await ctx.api.send('DELETE', tokensPath(ctx, token.id));
         ctx.reload(`API settings token ${token.name} revoked: calls with it are refused.`);
-    };
+    });
     // The visible word, then which token: the accessible name starts with what is seen.
     return h('button', { type: 'button', class: 'danger', onclick: () => void revoke() }, 'Revoke', h('span', { class: 'visually-hidden' }, ` ${token.name} (${token.start}…)`));
 }
@@ -75,7 +56,7 @@ async function listTokens(ctx, problem) {
 }
 async function renderSettingsTokens(ctx) {
     const created = h('div');
-    const problem = h('div', { class: 'form-error', role: 'alert', hidden: true });
+    const problem = problemBox();
     const list = h('div');
     const name = textField({ name: 'name', label: 'Name', required: true, hint: 'Who or what uses it, e.g. "reporting job".' });
     const scopeField = textField({ name: 'scopes', label: 'Scopes', hint: 'Words separated by commas or spaces, e.g. "read". Routes may require one. Leave empty for none.' });
@@ -97,15 +78,12 @@ async function renderSettingsTokens(ctx) {
             name.control.value = '';
             scopeField.control.value = '';
             const token = made.settingsToken;
-            replace(created, shownOnce({
+            revealOnce(created, {
                 title: `API settings token ${token.name}`,
                 label: 'API settings token',
                 value: made.token,
                 note: h('div', null, h('p', null, token.expiresAt === undefined ? 'It never expires: revoke it when it is no longer needed.' : `It expires ${when(token.expiresAt)}.`), h('p', null, 'Send it as ', h('code', null, 'Authorization: Bearer gwst_…'), ' on /api/sign, /api/roles and the gateway\'s proxied routes. Backends are told its id, ', h('code', null, token.id), ', in X-Key-Id.')),
-            }));
-            const box = created.querySelector('input');
-            box?.focus();
-            box?.scrollIntoView({ block: 'center' });
+            });
             await draw(list, load);
         },
     })));

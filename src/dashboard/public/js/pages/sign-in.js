@@ -9,7 +9,7 @@
  * walk these pages in Chromium.
  */
 import { ApiError, describeError } from '../api.js';
-import { announce, append, h, replace } from '../dom.js';
+import { append, h, replace } from '../dom.js';
 import { form, textField, valueOf } from '../forms.js';
 import { matchPage } from '../pages.js';
 import { empty, heading, pager, section, table } from '../ui.js';
@@ -84,6 +84,15 @@ function takeInviteToken() {
 function accountLabel(account) {
     return account.name === '' ? account.id : account.name;
 }
+/**
+ * A password typed twice that differs is refused at the second field, the way form() shows the
+ * gateway's refusals (message, focus, announcement); the owner API never sees the copy.
+ */
+function refuseIfDifferent(first, again, what) {
+    if (first.control.value !== again.control.value) {
+        throw new ApiError(400, 'invalid_request', `This is not the same as the ${what} above. Type it again.`, again.name);
+    }
+}
 export const signInPages = {
     home: {
         title: 'Dashboard',
@@ -142,12 +151,7 @@ export const signInPages = {
                 fields: [current, next, again],
                 submitLabel: 'Change password',
                 async onSubmit() {
-                    if (next.control.value !== again.control.value) {
-                        again.setError('This is not the same as the new password above. Type it again.');
-                        announce('New password again: this is not the same as the new password above.');
-                        again.control.focus();
-                        return;
-                    }
+                    refuseIfDifferent(next, again, 'new password');
                     let session;
                     try {
                         session = await ctx.api.send('POST', '/session/password', { currentPassword: current.control.value, newPassword: next.control.value });
@@ -181,12 +185,7 @@ export const signInPages = {
                 fields: [password, again],
                 submitLabel: 'Accept invite',
                 async onSubmit() {
-                    if (password.control.value !== again.control.value) {
-                        again.setError('This is not the same as the password above. Type it again.');
-                        announce('Password again: this is not the same as the password above.');
-                        again.control.focus();
-                        return;
-                    }
+                    refuseIfDifferent(password, again, 'password');
                     let accepted;
                     try {
                         accepted = await ctx.api.send('POST', '/invites/accept', { token, password: password.control.value });
@@ -209,7 +208,7 @@ export const signInPages = {
                         return;
                     }
                     if (ctx.who.kind === 'owner' && ctx.who.session.owner.id === accepted.ownerId) {
-                        ctx.auth.replaceSession(await ctx.api.get('/session'));
+                        await ctx.auth.refreshAccounts();
                         ctx.navigate('account', { account: accepted.accountId }, { notice: 'The invite is accepted: you are now an owner of this account.' });
                         return;
                     }

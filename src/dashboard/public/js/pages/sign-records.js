@@ -6,9 +6,9 @@
  * reloaded. Where the gateway does not write sign records, the owner API refuses reads too
  * (409 read_only_store), and the page says so rather than showing a failure.
  */
-import { ApiError, describeError } from '../api.js';
+import { ApiError } from '../api.js';
 import { append, h } from '../dom.js';
-import { form, numberOf, textField, valueOf } from '../forms.js';
+import { fieldMessage, form, numberOf, textField, valueOf } from '../forms.js';
 import { confirmAction, heading, section } from '../ui.js';
 const DAY_MS = 24 * 60 * 60 * 1000;
 function recordsPath(ctx, address) {
@@ -127,7 +127,7 @@ export const signRecordPages = {
                     else if (isStatus(error, 404))
                         result = notFoundState(ctx, address);
                     else if (error instanceof ApiError && error.field === 'address')
-                        lookup.setError(describeError(error));
+                        lookup.setError(fieldMessage(error, lookup));
                     else
                         throw error;
                 }
