@@ -59,21 +59,22 @@ interface Asset {
 
 const PUBLIC = fileURLToPath(new URL('./public/', import.meta.url));
 
-/** Serves the dashboard's tree: its pages and assets; every other path under it is the 404 envelope. */
+/**
+ * Serves the dashboard's tree: its pages and assets; every other path under it is the 404
+ * envelope. The security headers are dashboardHeaders' (below), for every answer alike.
+ */
 export function registerDashboard(router: Router, { path }: { path: string }): void {
   const { shell, assets } = loadPublic(path);
 
   const servePage = async function serveDashboardPage(ctx: Context): Promise<void> {
     const rest = ctx.path.slice(path.length).replace(/^\//, '');
     if (matchPage(rest) === undefined) throw new NotFound();
-    ctx.set(SECURITY_HEADERS);
     ctx.type = 'text/html; charset=utf-8';
     ctx.body = shell;
   };
   const serveAsset = async function serveDashboardAsset(ctx: Context): Promise<void> {
     const asset = assets.get(ctx.path.slice(`${path}/assets/`.length));
     if (asset === undefined) throw new NotFound();
-    ctx.set(SECURITY_HEADERS);
     // Revalidated on every use (a cheap 304), so an upgraded gateway never runs a stale script.
     ctx.set('Cache-Control', 'no-cache');
     ctx.set('ETag', asset.etag);
