@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { get } from 'node:http';
+import { availableParallelism } from 'node:os';
 import { test } from 'node:test';
 import { DEMO, postJson, sha256Hex } from '../helpers/gateway.js';
 import { LISTENING, exitWithin, runCommand, gatewayEnv, startGatewayProcess, waitForLog } from '../helpers/process.js';
@@ -56,6 +57,25 @@ test('several workers share one port and one Redis', redisSuite(), async (t) => 
     const stops = gw.logs().filter((line) => line.msg === 'shutting down' && line.worker !== undefined);
     assert.equal(stops.length, 2, 'each worker shut down');
   });
+});
+
+test('WORKERS=0 starts one worker per core this process may use', redisSuite(), async (t) => {
+  // availableParallelism() counts the CPUs of the affinity mask and the cgroup CPU quota
+  // (libuv), which the child inherits: what a container's limits give the gateway.
+  const cores = availableParallelism();
+  const redis = await startRedis(t);
+  const pem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const gw = await startGatewayProcess(t, {
+    WORKERS: '0', REDIS_URL: redis.url, SIGNING_KEYS: JSON.stringify([{ kid: 'workers-0', alg: 'EdDSA', pem }]), LOG_LEVEL: 'info',
+  });
+  if (cores > 1) {
+    for (let worker = 1; worker <= cores; worker++) await waitForLog(gw.child, (line) => LISTENING(line) && line.worker === worker, 20_000);
+    assert.ok(gw.logs().some((line) => line.workers === cores && /started \d+ workers/.test(String(line.msg))), 'the primary names the count');
+  } else {
+    // One core: one process, no cluster.
+    assert.ok(gw.logs().every((line) => line.worker === undefined));
+  }
+  assert.equal(await getFresh(`${gw.url}/healthz`), 200);
 });
 
 test('several workers without Redis are refused at start-up', async (t) => {
