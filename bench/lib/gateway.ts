@@ -4,7 +4,7 @@
  * clean environment plus the settings a benchmark gives.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -43,11 +43,13 @@ export function prepareRuntime(mode: 'dist' | 'tsx'): Runtime {
     log(`build failed (src/ may be mid-edit), falling back to tsx:\n${(r.stdout + r.stderr).split('\n').slice(0, 10).join('\n')}`);
     return tsx;
   }
+  // As `npm run build` does: the dashboard's page and assets are read from beside its module at start.
+  cpSync(join(ROOT, 'src', 'dashboard', 'public'), join(BUILD_DIR, 'dashboard', 'public'), { recursive: true });
   return {
     mode: 'dist',
     entry: [join(BUILD_DIR, 'main.js')],
     cli: (name) => [join(BUILD_DIR, 'cli', `${name}.js`)],
-    note: 'src/ compiled by `tsc -p tsconfig.build.json` into bench/results/dist and run as `node main.js` (as the Docker image runs dist/main.js; dist/ itself is not touched)',
+    note: 'src/ compiled by `tsc -p tsconfig.build.json` into bench/results/dist (with src/dashboard/public copied, as `npm run build` does) and run as `node main.js` (as the Docker image runs dist/main.js; dist/ itself is not touched)',
   };
 }
 

@@ -1,12 +1,15 @@
 /**
- * The run's signing key, and access tokens for the load of bench:proxy and bench:limits, made
- * as the gateway's signer makes them (src/auth/signer.ts), so the gateway under test verifies
- * real tokens: one key (`kid` "bench"), distinct `jti`s, `acct_bench_<i % accounts>` as subject.
+ * The run's signing key, and access tokens for the load of bench:proxy, bench:limits and
+ * bench:memory, made as the gateway's signer makes them (src/auth/signer.ts): header
+ * `{alg, kid: "bench", typ: "at+jwt"}`, the gateway's claims, distinct `jti`s,
+ * `acct_bench_<i % accounts>` as subject. Signed synchronously with node:crypto (jose would
+ * verify them byte for byte; its WebCrypto path costs a thread-pool hop per token, which would
+ * make minting a hundred thousand tokens slow). An Ed25519 private key signs EdDSA tokens, a
+ * secret key HS256 ones (for the HS256 floor).
  */
-import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SignJWT } from 'jose';
 import { fmt, log } from './report.js';
 
 export const ISSUER = 'auth-gateway';
@@ -30,33 +33,44 @@ export function makeSigningKey(): SigningKey {
   };
 }
 
+/** An HS256 secret made for the run (the HS256 floor's key): the key, and its bytes as base64url for the server's environment. */
+export function makeHmacSecret(): { key: KeyObject; base64url: string } {
+  const bytes = randomBytes(32);
+  return { key: createSecretKey(bytes), base64url: bytes.toString('base64url') };
+}
+
+const b64 = (text: string) => Buffer.from(text).toString('base64url');
+const headers = new Map<string, string>();
+
+/**
+ * One access token, signed now by `key`: EdDSA for an Ed25519 private key, HS256 for a secret
+ * key. The claims in the order jose's SignJWT writes them, as the gateway's tokens had them.
+ */
+export function mintToken(key: KeyObject, i: number, accounts: number): string {
+  const alg = key.type === 'secret' ? 'HS256' : 'EdDSA';
+  let header = headers.get(alg);
+  if (header === undefined) headers.set(alg, header = b64(JSON.stringify({ alg, kid: KID, typ: 'at+jwt' })));
+  const now = Date.now();
+  const iat = Math.floor(now / 1000);
+  const input = `${header}.${b64(JSON.stringify({
+    client_id: 'key_bench', iat_ms: now, iss: ISSUER, aud: ISSUER, sub: `acct_bench_${i % accounts}`,
+    jti: randomBytes(16).toString('base64url'), iat, exp: iat + TOKEN_LIFETIME_S,
+  }))}`;
+  const signature = alg === 'HS256' ? createHmac('sha256', key).update(input).digest() : sign(null, Buffer.from(input), key);
+  return `${input}.${signature.toString('base64url')}`;
+}
+
 export interface Tokens {
   file: string;
   /** When minting began: the oldest token's issue time, ms. */
   mintedAt: number;
 }
 
-export async function mintToken(privateKey: KeyObject, i: number, accounts: number): Promise<string> {
-  const now = Date.now();
-  const iat = Math.floor(now / 1000);
-  return new SignJWT({ client_id: 'key_bench', iat_ms: now })
-    .setProtectedHeader({ alg: 'EdDSA', kid: KID, typ: 'at+jwt' })
-    .setIssuer(ISSUER)
-    .setAudience(ISSUER)
-    .setSubject(`acct_bench_${i % accounts}`)
-    .setJti(randomBytes(16).toString('base64url'))
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + TOKEN_LIFETIME_S)
-    .sign(privateKey);
-}
-
 /** `count` distinct tokens, one a line, into `file` (wrk's bearer.lua reads them round-robin). */
-export async function mintTokens(privateKey: KeyObject, file: string, count: number, accounts: number): Promise<Tokens> {
+export function mintTokens(key: KeyObject, file: string, count: number, accounts: number): Tokens {
   const mintedAt = Date.now();
   const tokens: string[] = [];
-  for (let i = 0; i < count; i += 256) {
-    tokens.push(...await Promise.all(Array.from({ length: Math.min(256, count - i) }, (_, j) => mintToken(privateKey, i + j, accounts))));
-  }
+  for (let i = 0; i < count; i++) tokens.push(mintToken(key, i, accounts));
   if (new Set(tokens).size !== tokens.length) throw new Error('minted tokens are not distinct');
   writeFileSync(file, `${tokens.join('\n')}\n`);
   return { file, mintedAt };
@@ -68,24 +82,32 @@ export async function mintTokens(privateKey: KeyObject, file: string, count: num
  * their lifetime.
  */
 export class TokenSupply {
-  readonly #privateKey: KeyObject;
+  readonly #key: KeyObject;
   readonly #count: number;
   readonly #accounts: number;
   #tokens: Tokens;
 
-  private constructor(privateKey: KeyObject, count: number, accounts: number, tokens: Tokens) {
-    this.#privateKey = privateKey;
+  private constructor(key: KeyObject, count: number, accounts: number, tokens: Tokens) {
+    this.#key = key;
     this.#count = count;
     this.#accounts = accounts;
     this.#tokens = tokens;
   }
 
-  /** `count` tokens of `accounts` accounts into `<dir>/tokens.txt`, the time it took logged. */
-  static async mint(name: string, privateKey: KeyObject, dir: string, count: number, accounts: number): Promise<TokenSupply> {
+  /**
+   * `count` tokens of `accounts` accounts signed by `key` (see mintToken) into `<dir>/<file>`,
+   * the time it took logged.
+   */
+  static async mint(name: string, key: KeyObject, dir: string, count: number, accounts: number, file = 'tokens.txt'): Promise<TokenSupply> {
     const start = performance.now();
-    const tokens = await mintTokens(privateKey, join(dir, 'tokens.txt'), count, accounts);
-    log(`${name}: ${count} distinct tokens (${accounts} accounts) minted in ${fmt((performance.now() - start) / 1000, 1)} s`);
-    return new TokenSupply(privateKey, count, accounts, tokens);
+    const tokens = mintTokens(key, join(dir, file), count, accounts);
+    log(`${name}: ${count} distinct ${key.type === 'secret' ? 'HS256' : 'EdDSA'} token(s) (${Math.min(count, accounts)} accounts) minted in ${fmt((performance.now() - start) / 1000, 1)} s`);
+    return new TokenSupply(key, count, accounts, tokens);
+  }
+
+  /** How many distinct tokens the file holds. */
+  get count(): number {
+    return this.#count;
   }
 
   /** The file the tokens are in (bench/wrk/bearer.lua's argument). */
@@ -99,7 +121,7 @@ export class TokenSupply {
    * src/stores/revocation.memory.ts; on Redis, before the epoch began).
    */
   async renew(): Promise<void> {
-    this.#tokens = await mintTokens(this.#privateKey, this.#tokens.file, this.#count, this.#accounts);
+    this.#tokens = mintTokens(this.#key, this.#tokens.file, this.#count, this.#accounts);
   }
 
   /** The file, its tokens young enough to outlast a run of `seconds` with a minute to spare. */
