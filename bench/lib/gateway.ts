@@ -95,14 +95,16 @@ export interface GatewayStart<N extends string> {
    * a pipe read by this script would put part of the logging cost on the client core.
    */
   stdout?: 'pipe' | 'ignore';
+  /** The core(s) it runs on, a taskset list (SERVER_CORE unless given; ALL_CORES: anywhere). */
+  core?: string | null;
 }
 
 /** Starts a gateway on a free port of 127.0.0.1 and waits until /readyz answers 200. */
-export async function startGateway<N extends string>({ name, runtime, settings, nodeFlags = [], stdout = 'pipe' }: GatewayStart<N>): Promise<Gateway<N>> {
+export async function startGateway<N extends string>({ name, runtime, settings, nodeFlags = [], stdout = 'pipe', core = SERVER_CORE }: GatewayStart<N>): Promise<Gateway<N>> {
   // PORT=0 would pick a port, but the line that names it is logged at info, which may be off.
   const port = await freePort();
   const env = { ...cleanEnv(), NODE_ENV: 'production', ALLOW_DEMO_DATA: 'true', HOST: '127.0.0.1', PORT: String(port), ...settings };
-  const [cmd, args] = pinned(SERVER_CORE, process.execPath, [...nodeFlags, ...runtime.entry]);
+  const [cmd, args] = pinned(core, process.execPath, [...nodeFlags, ...runtime.entry]);
   const proc = track(spawn(cmd, args, { cwd: ROOT, env, stdio: ['ignore', stdout, 'pipe'] }));
   const gw: Gateway<N> = { name, proc, pid: proc.pid!, url: `http://127.0.0.1:${port}`, out: new Output(proc.stdout), err: new Output(proc.stderr) };
   await waitReady(gw.url, '/readyz', proc, `gateway ${name}`, () => `${gw.err.tail()}\n${gw.out.tail()}`);

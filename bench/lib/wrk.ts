@@ -39,6 +39,8 @@ export interface WrkRun {
   seconds: number;
   /** Arguments after `--`, for the script's init(). */
   args?: string[];
+  /** The core(s) wrk runs on, a taskset list: CLIENT_CORE unless given (ALL_CORES: anywhere). */
+  core?: string | null;
 }
 
 const BEARER_LUA = join(dirname(fileURLToPath(import.meta.url)), '..', 'wrk', 'bearer.lua');
@@ -52,8 +54,8 @@ export function bearerRun(url: string, path: string, tokensFile: string, connect
 }
 
 /** Runs wrk (one thread, on the client core) and returns its summary; throws if it failed. */
-export async function runWrk({ script, url, connections, seconds, args = [] }: WrkRun): Promise<WrkSummary> {
-  const [cmd, argv] = pinned(CLIENT_CORE, 'wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', script, url, '--', ...args]);
+export async function runWrk({ script, url, connections, seconds, args = [], core = CLIENT_CORE }: WrkRun): Promise<WrkSummary> {
+  const [cmd, argv] = pinned(core, 'wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', script, url, '--', ...args]);
   const proc = track(spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] }));
   const out = new Output(proc.stdout);
   const err = new Output(proc.stderr);
