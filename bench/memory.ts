@@ -18,6 +18,7 @@
  * - Upload first, on the fresh gateway after a 5 s warm-up of token traffic: `POST
  *   /bench/upload` with `--upload-mib` MiB streamed from one 64 KiB buffer (with backpressure),
  *   the backend counting the bytes that arrive; RSS sampled every 100 ms: before, peak, after.
+ *   Then the same upload through bench/servers/floor.ts (bare http-proxy-3), for comparison.
  * - Then the tokens: RSS (/proc/<pid>/status, VmRSS) every second and the V8 heap in use
  *   (GET /metrics) every 10 s; after a warm-up (a fifth of the run, at most 60 s) the RSS must
  *   stay within 10 % of the warm-up's end: the median of the last tenth of the samples and
@@ -31,7 +32,7 @@ import { parseArgs } from 'node:util';
 import { boundedInt, usage } from './lib/cli.js';
 import { REPORTS, RESULTS, runEnv, startGateway } from './lib/gateway.js';
 import { CLIENT_CORE, nproc, PIN, processCpuSeconds, SERVER_CORE } from './lib/machine.js';
-import { isRunning } from './lib/processes.js';
+import { isRunning, stopChild } from './lib/processes.js';
 import { fmt, log, median, runHeading, updateReport, writeRawFigures, type Report } from './lib/report.js';
 import { runBench, type BenchRun } from './lib/run.js';
 import { startNodeServer } from './lib/servers.js';
@@ -205,10 +206,16 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   const warm: Driven = { sent: 0, ok: 0, failed: 0, statuses: {} };
   await drive(gw.url, keys, agent, 2000, performance.now() + 5000, Infinity, warm);
   let up: Upload | undefined;
+  let floorUp: Upload | undefined;
   if (UPLOAD) {
     log(`${NAME}: uploading ${UPLOAD_MIB} MiB through ${UPLOAD_PATH}`);
     up = await upload(gw.url, gw.pid, mintToken(keys.privateKey, 0, ACCOUNTS));
     log(`${NAME}: upload ${up.ok ? 'arrived whole' : `FAILED (status ${up.status}, ${up.bytesArrived} bytes arrived)`} in ${fmt(up.seconds, 1)} s; RSS before ${mb(up.rssBefore)} MiB, peak ${mb(up.rssPeak)}, after ${mb(up.rssAfter)}`);
+    // The same upload through the bare stack (bench/servers/floor.ts), for what is the gateway's and what its stack's.
+    const floor = await startNodeServer('floor Ed25519', 'floor.ts', SERVER_CORE, { BACKEND: backend.url, PUBLIC_KEY: keys.publicPem }, { readyPath: PATH, readyStatus: 401 });
+    floorUp = await upload(floor.url, floor.pid, mintToken(keys.privateKey, 0, ACCOUNTS));
+    await stopChild(floor.proc);
+    log(`${NAME}: the floor's upload ${floorUp.ok ? 'arrived whole' : 'FAILED'} in ${fmt(floorUp.seconds, 1)} s; RSS before ${mb(floorUp.rssBefore)} MiB, peak ${mb(floorUp.rssPeak)}, after ${mb(floorUp.rssAfter)}`);
   }
 
   log(`${NAME}: ${TOKENS} new tokens over ${MINUTES} min (${fmt(TOKENS / (DURATION_MS / 1000))}/s), ${ACCOUNTS} accounts, ${CONCURRENCY} at a time`);
@@ -268,7 +275,8 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     `- RSS after the ${fmt(WARMUP_MS / 1000)} s warm-up: median of the first tenth ${mb(first)} MiB, of the last tenth ${mb(last)} MiB (**${fmt(tokensFlat.lastRatio, 3)}×**), highest sample ${mb(peak)} MiB (**${fmt(tokensFlat.peakRatio, 3)}×**) — target within ${100 * FLAT} %: ${tokensFlat.met ? 'met' : '**not met**'}`,
     `- V8 heap in use: ${heaps.length > 0 ? `${mb(heaps[0]!.heapUsed!)} MiB at the first sample, ${mb(heaps.at(-1)!.heapUsed!)} MiB at the last, at most ${mb(Math.max(...heaps.map((h) => h.heapUsed!)))}` : 'not sampled (no gateway_nodejs_heap_size_used_bytes in /metrics)'}`,
     ...(up === undefined ? [] : [
-      `- upload: ${UPLOAD_MIB} MiB streamed through \`POST ${UPLOAD_PATH}\` in ${fmt(up.seconds, 1)} s (${fmt(UPLOAD_MIB / up.seconds)} MiB/s), ${up.ok ? 'arrived whole at the backend' : `**FAILED**: status ${up.status}, ${up.bytesArrived} bytes arrived`}; gateway RSS before ${mb(up.rssBefore)} MiB, peak ${mb(up.rssPeak)} MiB (**${fmt(uploadFlat!.peakRatio, 3)}×**), 5 s after ${mb(up.rssAfter)} MiB (${fmt(uploadFlat!.afterRatio, 3)}×); VmHWM ${mb(up.hwmBefore)} → ${mb(up.hwmAfter)} MiB — target peak within ${100 * FLAT} %: ${uploadFlat!.met ? 'met' : '**not met**'}`,
+      `- upload through the gateway: ${UPLOAD_MIB} MiB streamed through \`POST ${UPLOAD_PATH}\` in ${fmt(up.seconds, 1)} s (${fmt(UPLOAD_MIB / up.seconds)} MiB/s), ${up.ok ? 'arrived whole at the backend' : `**FAILED**: status ${up.status}, ${up.bytesArrived} bytes arrived`}; gateway RSS before ${mb(up.rssBefore)} MiB, peak ${mb(up.rssPeak)} MiB (**${fmt(uploadFlat!.peakRatio, 3)}×**), 5 s after ${mb(up.rssAfter)} MiB (${fmt(uploadFlat!.afterRatio, 3)}×); VmHWM ${mb(up.hwmBefore)} → ${mb(up.hwmAfter)} MiB — target peak within ${100 * FLAT} %: ${uploadFlat!.met ? 'met' : '**not met**'}`,
+      ...(floorUp === undefined ? [] : [`- the same upload through floor Ed25519 (bare http-proxy-3 + jose, bench/servers/floor.ts, core ${SERVER_CORE}), for comparison: ${fmt(floorUp.seconds, 1)} s, ${floorUp.ok ? 'arrived whole' : '**FAILED**'}; RSS before ${mb(floorUp.rssBefore)} MiB, peak ${mb(floorUp.rssPeak)} MiB (+${mb(floorUp.rssPeak - floorUp.rssBefore)} MiB, ${fmt(floorUp.rssPeak / floorUp.rssBefore, 3)}×; the gateway: +${mb(up.rssPeak - up.rssBefore)} MiB), 5 s after ${mb(floorUp.rssAfter)} MiB`]),
     ]),
   ];
   const generated = [
@@ -288,7 +296,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   process.stdout.write(`\n${lines.join('\n')}\n\n${seriesTable}\n`);
   writeRawFigures(RESULTS, 'memory', started, {
     env, options: { minutes: MINUTES, tokens: TOKENS, accounts: ACCOUNTS, concurrency: CONCURRENCY, uploadMib: UPLOAD ? UPLOAD_MIB : 0, warmupS: WARMUP_MS / 1000 },
-    tokens: { ...driven, elapsedS: elapsed, gatewayCpuS: gatewayCpu, flat: tokensFlat }, upload: up === undefined ? undefined : { ...up, flat: uploadFlat }, samples,
+    tokens: { ...driven, elapsedS: elapsed, gatewayCpuS: gatewayCpu, flat: tokensFlat }, upload: up === undefined ? undefined : { ...up, flat: uploadFlat }, floorUpload: floorUp, samples,
   });
   updateReport(NAME, REPORT, generated, { noReport: args['no-report'] === true, failure: failed > 0 ? `${failed} request(s) failed` : undefined });
 }
