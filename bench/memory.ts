@@ -11,8 +11,8 @@
  * One gateway (src/ built as for bench:proxy; NODE_ENV=production, one Ed25519 key, one route
  * `/bench` to bench/servers/backend.ts, every other setting at its default: LOG_LEVEL=info to
  * /dev/null, rate limits on with the counters in memory, no Redis) on core 1. This script, the
- * backend and nothing else on core 0: the script is the client, minting each token with
- * node:crypto just before it sends it (EdDSA, as the gateway signs; `--accounts` subjects),
+ * backend and nothing else on core 0: the script is the client, minting each token just
+ * before it sends it (EdDSA, bench/lib/tokens.ts; `--accounts` subjects),
  * over a keep-alive pool of `--concurrency` connections, paced to spread `--tokens` evenly over
  * `--minutes` (flat out if it cannot keep up: the count reached is reported).
  * - Upload first, on the fresh gateway after a 5 s warm-up of token traffic: `POST
@@ -285,7 +285,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}`,
     `- gateway: src/ at ${env.commit}; ${env.runtime}; NODE_ENV=production, one Ed25519 signing key, \`ROUTES=[{"prefix":"/bench","targets":["http://127.0.0.1:<backend>"]}]\`, every other setting at its default (LOG_LEVEL=info to /dev/null, rate limits on with counters in memory, no Redis, its cache of verified tokens at its default bounds)`,
     `- pinning: ${env.pinning}`,
-    `- client: this script, each request with a token minted just before it (EdDSA, node:crypto; subjects of ${ACCOUNTS} accounts), ${CONCURRENCY} keep-alive connections, paced to ${TOKENS} tokens over ${MINUTES} min; the gateway's RSS (VmRSS) every second, its V8 heap in use (GET /metrics) every 10 s`,
+    `- client: this script, each request with a token minted just before it (EdDSA, bench/lib/tokens.ts; subjects of ${ACCOUNTS} accounts), ${CONCURRENCY} keep-alive connections, paced to ${TOKENS} tokens over ${MINUTES} min; the gateway's RSS (VmRSS) every second, its V8 heap in use (GET /metrics) every 10 s`,
     '',
     ...lines,
     '',

@@ -2,14 +2,15 @@
  * The run's signing key, and access tokens for the load of bench:proxy, bench:limits and
  * bench:memory, made as the gateway's signer makes them (src/auth/signer.ts): header
  * `{alg, kid: "bench", typ: "at+jwt"}`, the gateway's claims, distinct `jti`s,
- * `acct_bench_<i % accounts>` as subject. Signed synchronously with node:crypto (jose would
- * verify them byte for byte; its WebCrypto path costs a thread-pool hop per token, which would
- * make minting a hundred thousand tokens slow). An Ed25519 private key signs EdDSA tokens, a
- * secret key HS256 ones (for the HS256 floor).
+ * `acct_bench_<i % accounts>` as subject. Signed synchronously by fast-jwt's signer
+ * (node:crypto): jose's SignJWT goes through WebCrypto, a thread-pool hop per token, which
+ * makes minting a hundred thousand tokens, or one per request as bench:memory does, slow. An
+ * Ed25519 private key signs EdDSA tokens, a secret key HS256 ones (for the HS256 floor).
  */
-import { createHmac, createSecretKey, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { createSecretKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createSigner } from 'fast-jwt';
 import { fmt, log } from './report.js';
 
 export const ISSUER = 'auth-gateway';
@@ -39,25 +40,31 @@ export function makeHmacSecret(): { key: KeyObject; base64url: string } {
   return { key: createSecretKey(bytes), base64url: bytes.toString('base64url') };
 }
 
-const b64 = (text: string) => Buffer.from(text).toString('base64url');
-const headers = new Map<string, string>();
+type Sign = (payload: Record<string, unknown>) => string;
+const signers = new WeakMap<KeyObject, Sign>();
+
+function signerFor(key: KeyObject): Sign {
+  let sign = signers.get(key);
+  if (sign === undefined) {
+    sign = key.type === 'secret'
+      ? createSigner({ key: Buffer.from(key.export()), algorithm: 'HS256', kid: KID, header: { alg: 'HS256', typ: 'at+jwt' } })
+      : createSigner({ key: key.export({ type: 'pkcs8', format: 'pem' }) as string, algorithm: 'EdDSA', kid: KID, header: { alg: 'EdDSA', typ: 'at+jwt' } });
+    signers.set(key, sign);
+  }
+  return sign;
+}
 
 /**
  * One access token, signed now by `key`: EdDSA for an Ed25519 private key, HS256 for a secret
- * key. The claims in the order jose's SignJWT writes them, as the gateway's tokens had them.
+ * key; the gateway's header fields and claims.
  */
 export function mintToken(key: KeyObject, i: number, accounts: number): string {
-  const alg = key.type === 'secret' ? 'HS256' : 'EdDSA';
-  let header = headers.get(alg);
-  if (header === undefined) headers.set(alg, header = b64(JSON.stringify({ alg, kid: KID, typ: 'at+jwt' })));
   const now = Date.now();
   const iat = Math.floor(now / 1000);
-  const input = `${header}.${b64(JSON.stringify({
+  return signerFor(key)({
     client_id: 'key_bench', iat_ms: now, iss: ISSUER, aud: ISSUER, sub: `acct_bench_${i % accounts}`,
     jti: randomBytes(16).toString('base64url'), iat, exp: iat + TOKEN_LIFETIME_S,
-  }))}`;
-  const signature = alg === 'HS256' ? createHmac('sha256', key).update(input).digest() : sign(null, Buffer.from(input), key);
-  return `${input}.${signature.toString('base64url')}`;
+  });
 }
 
 export interface Tokens {
