@@ -4,7 +4,7 @@
  * clean environment plus the settings a benchmark gives.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -43,11 +43,13 @@ export function prepareRuntime(mode: 'dist' | 'tsx'): Runtime {
     log(`build failed (src/ may be mid-edit), falling back to tsx:\n${(r.stdout + r.stderr).split('\n').slice(0, 10).join('\n')}`);
     return tsx;
   }
+  // As `npm run build` does: the dashboard's page and assets are read from beside its module at start.
+  cpSync(join(ROOT, 'src', 'dashboard', 'public'), join(BUILD_DIR, 'dashboard', 'public'), { recursive: true });
   return {
     mode: 'dist',
     entry: [join(BUILD_DIR, 'main.js')],
     cli: (name) => [join(BUILD_DIR, 'cli', `${name}.js`)],
-    note: 'src/ compiled by `tsc -p tsconfig.build.json` into bench/results/dist and run as `node main.js` (as the Docker image runs dist/main.js; dist/ itself is not touched)',
+    note: 'src/ compiled by `tsc -p tsconfig.build.json` into bench/results/dist (with src/dashboard/public copied, as `npm run build` does) and run as `node main.js` (as the Docker image runs dist/main.js; dist/ itself is not touched)',
   };
 }
 
@@ -93,14 +95,16 @@ export interface GatewayStart<N extends string> {
    * a pipe read by this script would put part of the logging cost on the client core.
    */
   stdout?: 'pipe' | 'ignore';
+  /** The core(s) it runs on, a taskset list (SERVER_CORE unless given; ALL_CORES: anywhere). */
+  core?: string | null;
 }
 
 /** Starts a gateway on a free port of 127.0.0.1 and waits until /readyz answers 200. */
-export async function startGateway<N extends string>({ name, runtime, settings, nodeFlags = [], stdout = 'pipe' }: GatewayStart<N>): Promise<Gateway<N>> {
+export async function startGateway<N extends string>({ name, runtime, settings, nodeFlags = [], stdout = 'pipe', core = SERVER_CORE }: GatewayStart<N>): Promise<Gateway<N>> {
   // PORT=0 would pick a port, but the line that names it is logged at info, which may be off.
   const port = await freePort();
   const env = { ...cleanEnv(), NODE_ENV: 'production', ALLOW_DEMO_DATA: 'true', HOST: '127.0.0.1', PORT: String(port), ...settings };
-  const [cmd, args] = pinned(SERVER_CORE, process.execPath, [...nodeFlags, ...runtime.entry]);
+  const [cmd, args] = pinned(core, process.execPath, [...nodeFlags, ...runtime.entry]);
   const proc = track(spawn(cmd, args, { cwd: ROOT, env, stdio: ['ignore', stdout, 'pipe'] }));
   const gw: Gateway<N> = { name, proc, pid: proc.pid!, url: `http://127.0.0.1:${port}`, out: new Output(proc.stdout), err: new Output(proc.stderr) };
   await waitReady(gw.url, '/readyz', proc, `gateway ${name}`, () => `${gw.err.tail()}\n${gw.out.tail()}`);

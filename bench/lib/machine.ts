@@ -18,11 +18,22 @@ const hasTaskset = spawnSync('taskset', ['-V']).status === 0;
 export const PIN = hasTaskset && nproc >= 2;
 export const SERVER_CORE = '1';
 export const CLIENT_CORE = '0';
+/** Every core, as taskset's list: for a process the scheduler may place anywhere. */
+export const ALL_CORES = Array.from({ length: nproc }, (_, i) => i).join(',');
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
-/** The command line that runs `cmd` on `core` (taskset covers every thread it will start). */
-export function pinned(core: string, cmd: string, args: string[]): [string, string[]] {
-  return PIN ? ['taskset', ['-c', core, cmd, ...args]] : [cmd, args];
+/**
+ * The command line that runs `cmd` on `core` (taskset covers every thread and child process it
+ * will start; a list such as "0,1" is allowed: ALL_CORES for all of them). `null`: no taskset,
+ * so it inherits this script's affinity (CLIENT_CORE once runBench has pinned it).
+ */
+export function pinned(core: string | null, cmd: string, args: string[]): [string, string[]] {
+  return PIN && core !== null ? ['taskset', ['-c', core, cmd, ...args]] : [cmd, args];
+}
+
+/** Moves a running process (all its threads) to `cores` ("0", "0,1"); false when not pinning or it failed. */
+export function repin(pid: number, cores: string): boolean {
+  return PIN && spawnSync('taskset', ['-a', '-p', '-c', cores, String(pid)], { stdio: 'ignore' }).status === 0;
 }
 
 /** Moves this script (all its threads) to `core`; false when not pinning. */
@@ -78,6 +89,20 @@ export function processCpuSeconds(pid: number, withReapedChildren = false): numb
   // After "(name) ": stat(5) fields from 3 (state) on; utime is 14, stime 15, cutime 16, cstime 17.
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
   return (f[11]! + f[12]! + (withReapedChildren ? f[13]! + f[14]! : 0)) / CLK_TCK;
+}
+
+/** The processes whose parent is `pid` (a cluster primary's workers), from /proc. */
+export function childPids(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // After "(name) ": state, then ppid.
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(entry));
+    } catch { /* gone meanwhile */ }
+  }
+  return out;
 }
 
 /** Context switches of every thread of a process so far (voluntary and not). */

@@ -17,10 +17,10 @@ export interface RedisServer {
   version: string;
 }
 
-/** redis-server with `--save '' --appendonly no`, its working directory in `dir`. */
-export async function startRedis(dir: string): Promise<RedisServer> {
+/** redis-server with `--save '' --appendonly no`, its working directory in `dir`, on `core` (a taskset list). */
+export async function startRedis(dir: string, core: string | null = CLIENT_CORE): Promise<RedisServer> {
   const port = await freePort();
-  const [cmd, args] = pinned(CLIENT_CORE, 'redis-server', [
+  const [cmd, args] = pinned(core, 'redis-server', [
     '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
     '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning',
   ]);

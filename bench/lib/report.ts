@@ -25,7 +25,7 @@ export const fmt = (n: number | undefined, digits = 0) => (n === undefined || !N
 export interface Report {
   /** bench/reports/<name>.md */
   file: string;
-  /** The section of bench/README.md that explains the bench, e.g. `Proxy: gateway vs floor vs Fastify`. */
+  /** The section of bench/README.md that explains the bench, e.g. `Proxy: gateway vs floors, Koa and Fastify`. */
   title: string;
   /** The command that writes it, e.g. `npm run bench:auth`. */
   script: string;

@@ -25,7 +25,7 @@ export interface NodeServerStart {
 }
 
 /** One of bench/servers/*.ts on a free port, under plain Node (type stripping; no loader unless `nodeFlags` add one). */
-export async function startNodeServer(label: string, file: string, core: string, env: Record<string, string>, { nodeFlags = [], readyPath, readyStatus }: NodeServerStart): Promise<Server> {
+export async function startNodeServer(label: string, file: string, core: string | null, env: Record<string, string>, { nodeFlags = [], readyPath, readyStatus }: NodeServerStart): Promise<Server> {
   const port = await freePort();
   const processEnv: NodeJS.ProcessEnv = { ...cleanEnv(), NODE_ENV: 'production', PORT: String(port), ...env };
   const [cmd, args] = pinned(core, process.execPath, [...nodeFlags, join(ROOT, 'bench', 'servers', file)]);

@@ -42,7 +42,7 @@ export function spread(xs: readonly number[]): Spread {
 // Load runs (wrk against one server)
 
 /** A server's load runs as one row: req/s as median and range, counts summed, the rest medians. */
-export type LoadRow = Omit<LoadFigures, 'maxMs' | 'stolenCores' | 'attempts'> & { rpsRange: [number, number] };
+export type LoadRow = Omit<LoadFigures, 'maxMs' | 'stolenCores' | 'attempts' | 'sent'> & { rpsRange: [number, number] };
 
 /** `backend`: the runs measured a backend behind the server (backendCpuUsPerReq). */
 export function loadRow(runs: readonly LoadFigures[], { backend = false }: { backend?: boolean } = {}): LoadRow {

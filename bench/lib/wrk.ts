@@ -27,6 +27,8 @@ export interface WrkSummary {
   ok: number;
   bad: number;
   starved: number;
+  /** Requests written (bench/wrk/bearer.lua; -1 for the other scripts), answered or not. */
+  sent: number;
 }
 
 export interface WrkRun {
@@ -37,18 +39,23 @@ export interface WrkRun {
   seconds: number;
   /** Arguments after `--`, for the script's init(). */
   args?: string[];
+  /** The core(s) wrk runs on, a taskset list: CLIENT_CORE unless given (ALL_CORES: anywhere). */
+  core?: string | null;
 }
 
 const BEARER_LUA = join(dirname(fileURLToPath(import.meta.url)), '..', 'wrk', 'bearer.lua');
 
-/** A run of `GET <path>` on the server at `url`, each request with the next token of `tokensFile` (bench/wrk/bearer.lua). */
-export function bearerRun(url: string, path: string, tokensFile: string, connections: number, seconds: number): WrkRun {
-  return { script: BEARER_LUA, url: `${url}${path}`, connections, seconds, args: [tokensFile, path] };
+/**
+ * A run of `GET <path>` on the server at `url`, each request with the next token of
+ * `tokensFile` (bench/wrk/bearer.lua), beginning after the first `start` tokens.
+ */
+export function bearerRun(url: string, path: string, tokensFile: string, connections: number, seconds: number, start = 0): WrkRun {
+  return { script: BEARER_LUA, url: `${url}${path}`, connections, seconds, args: [tokensFile, path, String(start)] };
 }
 
 /** Runs wrk (one thread, on the client core) and returns its summary; throws if it failed. */
-export async function runWrk({ script, url, connections, seconds, args = [] }: WrkRun): Promise<WrkSummary> {
-  const [cmd, argv] = pinned(CLIENT_CORE, 'wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', script, url, '--', ...args]);
+export async function runWrk({ script, url, connections, seconds, args = [], core = CLIENT_CORE }: WrkRun): Promise<WrkSummary> {
+  const [cmd, argv] = pinned(core, 'wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', script, url, '--', ...args]);
   const proc = track(spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] }));
   const out = new Output(proc.stdout);
   const err = new Output(proc.stderr);
@@ -70,6 +77,8 @@ export function socketErrors(w: WrkSummary): number {
 /** What a load run against one server yields. */
 export interface LoadFigures {
   requests: number;
+  /** Requests wrk wrote, answered or not (-1 when its script does not count them). */
+  sent: number;
   /** Answers other than 2xx: must be 0. */
   non2xx: number;
   socketErrors: number;
@@ -114,6 +123,7 @@ export async function measureLoad(run: WrkRun, { server, backend }: { server: nu
   const client = loadAfter.self - loadBefore.self;
   return {
     requests: w.requests,
+    sent: w.sent,
     non2xx: w.bad,
     socketErrors: socketErrors(w),
     rps: w.ok / elapsed,

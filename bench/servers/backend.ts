@@ -1,7 +1,9 @@
 /**
  * The backend of bench/proxy.ts, behind every proxy, and also its `direct` target: node:http
  * with keep-alive, answering every request with the same small JSON body (about 100 bytes)
- * that names the path it was asked for, so a sanity check can see what reached it.
+ * that names the path it was asked for, so a sanity check can see what reached it. A request
+ * with a body (bench/memory.ts's upload) is read to its end, discarding it, and answered with
+ * the number of bytes that arrived.
  *
  *   PORT=<port> node bench/servers/backend.ts
  *
@@ -18,6 +20,16 @@ const PAD = 'x'.repeat(64);
 
 const server = createServer((req, res) => {
   const path = req.url ?? '/';
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    let bytes = 0;
+    req.on('data', (chunk: Buffer) => { bytes += chunk.length; });
+    req.on('end', () => {
+      const body = JSON.stringify({ ok: true, from: 'bench-backend', path, bytes });
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+    return;
+  }
   const body = JSON.stringify({ ok: true, from: 'bench-backend', path, pad: PAD.slice(0, Math.max(0, 48 - path.length)) });
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);

@@ -1,8 +1,10 @@
--- wrk script for GET <path> with a bearer token (used by bench/proxy.ts).
--- Each request carries the next token of the file, in turn, so that a verifier cannot answer
--- from a cache of recent tokens: a token comes back only after all the others have been sent.
+-- wrk script for GET <path> with a bearer token (used by bench/proxy.ts and bench/limits.ts).
+-- Each request carries the next token of the file, in turn: a token comes back only after all
+-- the others have been sent, so with more tokens than a cache of verified tokens holds, an LRU
+-- cache never has the next one. The run starts after the token at <start> (0: the first) and
+-- counts the tokens it sent ("sent"), so that the next run can go on where this one stopped.
 -- Answers other than 2xx are counted here ("bad"): wrk's own count sees only 4xx and 5xx.
--- args: <file with one access token per line> <path>
+-- args: <file with one access token per line> <path> [<start>]
 -- Prints one line "BENCHJSON {...}" at the end for the orchestrator.
 
 -- report.lua sits beside this script.
@@ -22,12 +24,13 @@ function init(args)
   if #tokens == 0 then error("no tokens in " .. args[1]) end
   path = args[2]
   headers = {}
-  turn = 0
-  ok, bad = 0, 0
+  turn = (tonumber(args[3]) or 0) % #tokens
+  ok, bad, sent = 0, 0, 0
 end
 
 function request()
   turn = turn % #tokens + 1
+  sent = sent + 1
   headers["Authorization"] = tokens[turn]
   return wrk.format("GET", path, headers)
 end
@@ -37,5 +40,5 @@ function response(status)
 end
 
 function done(summary, latency, requests)
-  report(summary, latency, threads, {"ok", "bad"})
+  report(summary, latency, threads, {"ok", "bad", "sent"})
 end
