@@ -1,7 +1,7 @@
 /**
- * Access tokens: JWTs (RFC 9068 profile, `typ: at+jwt`), signed with jose, verified with
- * fast-jwt (synchronous node:crypto: the check every proxied request pays, see
- * createAccessTokenVerifier).
+ * Access tokens: JWTs (RFC 9068 profile, `typ: at+jwt`), signed with node:crypto's synchronous
+ * sign() (see createTokenSigner), verified with fast-jwt (synchronous node:crypto too: the check
+ * every proxied request pays, see createAccessTokenVerifier).
  *
  * Several keys may be configured; one signs, all verify, and all public halves are published
  * in the JWKS, so a key is rotated by adding the new one, making it active, and removing the
@@ -15,10 +15,10 @@
  * byte), only the one the gateway itself produces is accepted; test/unit/signer.test.ts holds
  * it for every algorithm.
  */
-import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { constants, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign as cryptoSign, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createVerifier } from 'fast-jwt';
-import { SignJWT, decodeProtectedHeader, type JSONWebKeySet, type JWK, type JWTPayload } from 'jose';
+import { decodeProtectedHeader, type JSONWebKeySet, type JWK, type JWTPayload } from 'jose';
 import type { Config, SigningKeyConfig } from '../config/schema.js';
 import { InvalidToken } from '../errors/errors.js';
 import type { Clock } from '../util/clock.js';
@@ -89,7 +89,7 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
   const jwks: JSONWebKeySet = { keys: keys.map((k) => k.publicJwk) };
   const { issuer, audience, accessTokenTtlSeconds, clockSkewSeconds } = config.tokens;
   const verifiers = new Map(keys.map((k) => [k.kid, createAccessTokenVerifier(k, config.tokens)]));
-  const signatureForm = signatureFormOf(signing);
+  const signWith = createTokenSigner(signing);
   // With one key (the usual case) the header is not decoded up front: the verifier decodes it
   // anyway, and the kid is checked after. Decoding it twice was 2 % of a proxied request.
   const onlyKid = keys.length === 1 ? keys[0]!.kid : undefined;
@@ -111,16 +111,8 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
   /** Every JWT the gateway issues: its active key, its issuer, a fresh `jti`, `iat` and `exp`. */
   async function sign(claims: JWTPayload, { typ, audience: aud, subject, now, ttlSeconds }: { typ: string; audience: string; subject: string; now: number; ttlSeconds: number }): Promise<string> {
     const iat = Math.floor(now / 1000);
-    const token = await new SignJWT(claims)
-      .setProtectedHeader({ alg: signing.alg, kid: signing.kid, typ })
-      .setIssuer(issuer)
-      .setAudience(aud)
-      .setSubject(subject)
-      .setJti(newId())
-      .setIssuedAt(iat)
-      .setExpirationTime(iat + ttlSeconds)
-      .sign(signing.privateKey!);
-    return signatureForm.ecdsaOrder === undefined ? token : withLowS(token, signatureForm.ecdsaOrder);
+    // The claims in the order jose's SignJWT wrote them, so tokens read as they always did.
+    return signWith(typ, { ...claims, iss: issuer, aud, sub: subject, jti: newId(), iat, exp: iat + ttlSeconds });
   }
 
   return {
@@ -198,6 +190,40 @@ function createAccessTokenVerifier(key: LoadedKey, { issuer, audience }: Config[
   };
 }
 
+/**
+ * Signing with node:crypto's synchronous sign(): jose's SignJWT goes through WebCrypto, a
+ * promise and a thread-pool hop per token, and re-encodes the same header each time. Here the
+ * header of each `typ` is encoded once per key, and the signature is made as jose makes it
+ * (RFC 7518 §3: ECDSA as R ‖ S, PSS with a salt as long as the hash), then put in the
+ * gateway's one spelling (low S for ECDSA). test/unit/signer.test.ts verifies the tokens with
+ * jose for every algorithm.
+ */
+function createTokenSigner(key: LoadedKey & { privateKey: KeyObject }): (typ: string, payload: JWTPayload) => string {
+  const headers = new Map<string, string>();
+  const sign = signFunctionOf(key);
+  const form = signatureFormOf(key);
+  return (typ, payload) => {
+    let header = headers.get(typ);
+    if (header === undefined) {
+      header = Buffer.from(JSON.stringify({ alg: key.alg, kid: key.kid, typ })).toString('base64url');
+      headers.set(typ, header);
+    }
+    const input = `${header}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`;
+    const signature = sign(Buffer.from(input));
+    return `${input}.${(form.ecdsaOrder === undefined ? signature : toLowS(signature, form)).toString('base64url')}`;
+  };
+}
+
+function signFunctionOf({ alg, privateKey: key }: LoadedKey & { privateKey: KeyObject }): (data: Buffer) => Buffer {
+  switch (alg) {
+    case 'EdDSA': return (data) => cryptoSign(null, data, key);
+    case 'ES256': return (data) => cryptoSign('sha256', data, { key, dsaEncoding: 'ieee-p1363' });
+    case 'ES384': return (data) => cryptoSign('sha384', data, { key, dsaEncoding: 'ieee-p1363' });
+    case 'RS256': return (data) => cryptoSign('sha256', data, { key, padding: constants.RSA_PKCS1_PADDING });
+    case 'PS256': return (data) => cryptoSign('sha256', data, { key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: constants.RSA_PSS_SALTLEN_DIGEST });
+  }
+}
+
 /** The `scope` claim (RFC 9068 §2.2.3), left out when there is no scope. */
 function scopeClaim(scopes: readonly string[]): { scope?: string } {
   return scopes.length > 0 ? { scope: scopes.join(' ') } : {};
@@ -248,14 +274,12 @@ function hasSignatureForm(signature: Buffer, { length, maxS }: SignatureForm): b
   return signature.length === length && (maxS === undefined || Buffer.compare(signature.subarray(length / 2), maxS) <= 0);
 }
 
-/** The token with its ECDSA signature (R ‖ S, RFC 7518 §3.4) in its low-S form. */
-function withLowS(token: string, order: bigint): string {
-  const at = token.lastIndexOf('.') + 1;
-  const signature = Buffer.from(token.slice(at), 'base64url');
+/** An ECDSA signature (R ‖ S, RFC 7518 §3.4) in its low-S form: S, or n − S when S is above n/2. */
+function toLowS(signature: Buffer, { ecdsaOrder: order, maxS }: SignatureForm): Buffer {
   const half = signature.length / 2;
+  if (Buffer.compare(signature.subarray(half), maxS!) <= 0) return signature;
   const s = BigInt(`0x${signature.subarray(half).toString('hex')}`);
-  if (s <= order / 2n) return token;
-  return token.slice(0, at) + Buffer.concat([signature.subarray(0, half), bigIntToBytes(order - s, half)]).toString('base64url');
+  return Buffer.concat([signature.subarray(0, half), bigIntToBytes(order! - s, half)]);
 }
 
 function bigIntToBytes(value: bigint, length: number): Buffer {
