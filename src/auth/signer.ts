@@ -23,6 +23,7 @@ import type { Config, SigningKeyConfig } from '../config/schema.js';
 import { InvalidToken } from '../errors/errors.js';
 import type { Clock } from '../util/clock.js';
 import { newId } from './refresh.js';
+import { createVerifiedTokenCache, type VerifiedTokenStats } from './verified-tokens.js';
 
 export const ACCESS_TOKEN_TYPE = 'at+jwt';
 /** Longest compact JWS we will parse; ours are a few hundred bytes. */
@@ -67,9 +68,21 @@ export interface Signer {
    * the JWKS verifies it): who called, through which route, for which request.
    */
   issueAssertion(subject: AssertionSubject): Promise<string>;
-  /** The verified claims, or InvalidToken for anything else. */
+  /**
+   * The verified claims (frozen), or InvalidToken for anything else. A token verified before is
+   * answered from the verified-token cache (auth/verified-tokens.ts) after its times are checked
+   * again; whether it was reset, and what it may do, is for the caller to check every time.
+   */
   verifyAccessToken(token: string): Promise<AccessTokenClaims>;
-  /** The public keys, for /.well-known/jwks.json. */
+  /**
+   * Replaces the key set at run time (a reload): validated as at start-up, and on any problem
+   * SigningKeyError with the old set still in use. Tokens of a key that is gone, or whose kid
+   * now names another key, stop verifying at once (their cached entries are dropped).
+   */
+  useKeys(signing: Config['signing']): void;
+  /** Size of the verified-token cache (tests, metrics). */
+  verifiedTokenStats(): VerifiedTokenStats;
+  /** The public keys, for /.well-known/jwks.json (the current set's). */
   readonly jwks: JSONWebKeySet;
   /** True when the signing key was made at start-up and dies with the process. */
   readonly isEphemeral: boolean;
@@ -83,16 +96,38 @@ interface LoadedKey {
   publicJwk: JWK;
 }
 
+/** A verifier of one key's access tokens (createAccessTokenVerifier). */
+type Verify = (token: string, signature: Buffer) => unknown;
+
+/**
+ * Everything that follows from the configured keys, replaced as a whole by useKeys: a request
+ * sees the old set or the new one, never a mix.
+ */
+interface KeySet {
+  keys: LoadedKey[];
+  isEphemeral: boolean;
+  jwks: JSONWebKeySet;
+  /** kid → verifier. A verifier object stands for one (kid, alg, public key) binding. */
+  verifiers: Map<string, Verify>;
+  signWith: (typ: string, payload: JWTPayload) => string;
+  /**
+   * With one key (the usual case) the header is not decoded up front: the verifier decodes it
+   * anyway, and the kid is checked after. Decoding it twice was 2 % of a proxied request.
+   */
+  onlyKid: string | undefined;
+}
+
+/** What the verified-token cache keeps of a token: its frozen claims, and which key checked them. */
+interface VerifiedEntry {
+  claims: AccessTokenClaims;
+  kid: string;
+  verify: Verify;
+}
+
 export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'>, clock: Clock): Signer {
-  const { keys, isEphemeral } = loadKeys(config.signing.keys);
-  const signing = pickSigningKey(keys, config.signing.activeKid);
-  const jwks: JSONWebKeySet = { keys: keys.map((k) => k.publicJwk) };
-  const { issuer, audience, accessTokenTtlSeconds, clockSkewSeconds } = config.tokens;
-  const verifiers = new Map(keys.map((k) => [k.kid, createAccessTokenVerifier(k, config.tokens)]));
-  const signWith = createTokenSigner(signing);
-  // With one key (the usual case) the header is not decoded up front: the verifier decodes it
-  // anyway, and the kid is checked after. Decoding it twice was 2 % of a proxied request.
-  const onlyKid = keys.length === 1 ? keys[0]!.kid : undefined;
+  const { issuer, audience, accessTokenTtlSeconds, clockSkewSeconds, verifiedCacheMaxEntries, verifiedCacheMaxBytes } = config.tokens;
+  let keySet = loadKeySet(config.signing, config.tokens);
+  const verified = createVerifiedTokenCache<VerifiedEntry>({ maxEntries: verifiedCacheMaxEntries, maxBytes: verifiedCacheMaxBytes, clock });
 
   /**
    * The time claims, against the gateway's clock (fast-jwt reads the system clock, and tests
@@ -112,12 +147,46 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
   async function sign(claims: JWTPayload, { typ, audience: aud, subject, now, ttlSeconds }: { typ: string; audience: string; subject: string; now: number; ttlSeconds: number }): Promise<string> {
     const iat = Math.floor(now / 1000);
     // The claims in the order jose's SignJWT wrote them, so tokens read as they always did.
-    return signWith(typ, { ...claims, iss: issuer, aud, sub: subject, jti: newId(), iat, exp: iat + ttlSeconds });
+    return keySet.signWith(typ, { ...claims, iss: issuer, aud, sub: subject, jti: newId(), iat, exp: iat + ttlSeconds });
+  }
+
+  /** The full check: signature, header, claims, times. */
+  function verifyInFull(token: string, keys: KeySet): VerifiedEntry {
+    if (token.length > MAX_TOKEN_LENGTH) throw new InvalidToken();
+    const signature = canonicalSignature(token);
+    if (signature === undefined) throw new InvalidToken();
+    let payload: Record<string, unknown>;
+    let kid: unknown;
+    let verify: Verify | undefined;
+    try {
+      // The kid picks the one verifier, and with it the one algorithm, this token may use.
+      kid = keys.onlyKid ?? decodeProtectedHeader(token).kid;
+      verify = typeof kid === 'string' ? keys.verifiers.get(kid) : undefined;
+      if (verify === undefined) throw new InvalidToken();
+      const result = verify(token, signature) as { header: { kid?: unknown }; payload: Record<string, unknown> };
+      if (result.header.kid !== kid) throw new InvalidToken();
+      payload = result.payload;
+    } catch (err) {
+      // Whatever the parsers or the verifier threw: a token that cannot be verified is invalid.
+      throw err instanceof InvalidToken ? err : new InvalidToken(undefined, { cause: err });
+    }
+    checkTimes(payload, Math.floor(clock.now() / 1000));
+    if (typeof payload.sub !== 'string' || typeof payload.client_id !== 'string' || typeof payload.jti !== 'string'
+      || !Number.isSafeInteger(payload.iat_ms) || Math.floor((payload.iat_ms as number) / 1000) !== payload.iat
+      || (payload.scope !== undefined && typeof payload.scope !== 'string')) {
+      throw new InvalidToken();
+    }
+    // Frozen: the same object answers every later hit, so no caller may change it.
+    return { claims: Object.freeze(payload) as unknown as AccessTokenClaims, kid: kid as string, verify };
   }
 
   return {
-    jwks,
-    isEphemeral,
+    get jwks() {
+      return keySet.jwks;
+    },
+    get isEphemeral() {
+      return keySet.isEphemeral;
+    },
 
     async issueAccessToken({ accountId, keyId, scopes = [] }) {
       const now = clock.now();
@@ -130,30 +199,61 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
     },
 
     async verifyAccessToken(token) {
-      if (token.length > MAX_TOKEN_LENGTH) throw new InvalidToken();
-      const signature = canonicalSignature(token);
-      if (signature === undefined) throw new InvalidToken();
-      let payload: Record<string, unknown>;
-      try {
-        // The kid picks the one verifier, and with it the one algorithm, this token may use.
-        const kid = onlyKid ?? decodeProtectedHeader(token).kid;
-        const verify = typeof kid === 'string' ? verifiers.get(kid) : undefined;
-        if (verify === undefined) throw new InvalidToken();
-        const verified = verify(token, signature) as { header: { kid?: unknown }; payload: Record<string, unknown> };
-        if (verified.header.kid !== kid) throw new InvalidToken();
-        payload = verified.payload;
-      } catch (err) {
-        // Whatever the parsers or the verifier threw: a token that cannot be verified is invalid.
-        throw err instanceof InvalidToken ? err : new InvalidToken(undefined, { cause: err });
+      const keys = keySet;
+      const hit = verified.get(token);
+      // A hit counts only while its key is still bound to the verifier that checked it (useKeys
+      // drops the others too; this keeps a request racing a key change honest), and only
+      // within its times, by the gateway's clock now.
+      if (hit !== undefined) {
+        if (keys.verifiers.get(hit.kid) !== hit.verify) {
+          verified.forget(token);
+        } else {
+          try {
+            checkTimes(hit.claims as unknown as Record<string, unknown>, Math.floor(clock.now() / 1000));
+          } catch (err) {
+            verified.forget(token);
+            throw err;
+          }
+          return hit.claims;
+        }
       }
-      checkTimes(payload, Math.floor(clock.now() / 1000));
-      if (typeof payload.sub !== 'string' || typeof payload.client_id !== 'string' || typeof payload.jti !== 'string'
-        || !Number.isSafeInteger(payload.iat_ms) || Math.floor((payload.iat_ms as number) / 1000) !== payload.iat
-        || (payload.scope !== undefined && typeof payload.scope !== 'string')) {
-        throw new InvalidToken();
-      }
-      return payload as unknown as AccessTokenClaims;
+      const entry = verifyInFull(token, keys);
+      const { exp, iat } = entry.claims;
+      verified.remember(token, entry, (Math.min(exp, iat + accessTokenTtlSeconds) + clockSkewSeconds) * 1000);
+      return entry.claims;
     },
+
+    useKeys(signing) {
+      const next = loadKeySet(signing, config.tokens, keySet);
+      keySet = next;
+      verified.dropWhere((entry) => next.verifiers.get(entry.kid) !== entry.verify);
+    },
+
+    verifiedTokenStats: () => verified.stats(),
+  };
+}
+
+/**
+ * The key set of a `signing` config, or SigningKeyError. A key already in `previous` under the
+ * same kid, alg and public key keeps its verifier, so its cached tokens stay good across a
+ * reload; an ephemeral key is kept while no keys are configured (a new one would end every
+ * token issued so far).
+ */
+function loadKeySet(signing: Config['signing'], tokens: Config['tokens'], previous?: KeySet): KeySet {
+  if (signing.keys.length === 0 && previous?.isEphemeral === true) return previous;
+  const { keys, isEphemeral } = loadKeys(signing.keys);
+  const signingKey = pickSigningKey(keys, signing.activeKid);
+  const verifiers = new Map(keys.map((k) => {
+    const kept = previous?.keys.find((p) => p.kid === k.kid && p.alg === k.alg && p.publicKey.equals(k.publicKey));
+    return [k.kid, kept === undefined ? createAccessTokenVerifier(k, tokens) : previous!.verifiers.get(k.kid)!];
+  }));
+  return {
+    keys,
+    isEphemeral,
+    jwks: { keys: keys.map((k) => k.publicJwk) },
+    verifiers,
+    signWith: createTokenSigner(signingKey),
+    onlyKid: keys.length === 1 ? keys[0]!.kid : undefined,
   };
 }
 
@@ -163,7 +263,7 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
  * algorithm (this key's only), `typ`, `iss`, `aud`, `crit` and that the claims are present.
  * The times are checked by checkTimes, against the gateway's clock.
  */
-function createAccessTokenVerifier(key: LoadedKey, { issuer, audience }: Config['tokens']): (token: string, signature: Buffer) => unknown {
+function createAccessTokenVerifier(key: LoadedKey, { issuer, audience }: Config['tokens']): Verify {
   const form = signatureFormOf(key);
   let verify: (token: string) => unknown;
   try {
