@@ -64,6 +64,18 @@ test('a hit is refused once the token has expired, by the gateway clock, with th
   assert.equal((await signer.verifyAccessToken(token)).sub, 'acct_1');
 });
 
+test('a hit is refused when the gateway clock falls behind its iat by more than the skew, as a fresh check would', async () => {
+  const { signer, clock } = makeSigner([edKey('k1')], { clockSkewSeconds: 5 });
+  const token = await signer.issueAccessToken(subject(1));
+  await signer.verifyAccessToken(token);
+  clock.advance(-5_000);
+  assert.equal((await signer.verifyAccessToken(token)).sub, 'acct_1', 'within the skew');
+  clock.advance(-1_000);
+  await refused(signer, token, 'issued in the future by more than the skew');
+  clock.advance(6_000);
+  assert.equal((await signer.verifyAccessToken(token)).sub, 'acct_1', 'good again once the clock is back');
+});
+
 test('every one-character change of a cached token is refused', async () => {
   const { signer } = makeSigner([edKey('k1')]);
   const token = await signer.issueAccessToken(subject(2));
