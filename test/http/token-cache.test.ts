@@ -67,6 +67,7 @@ test('a cached token is refused once its signing key is removed; the remaining k
   const { gw, backend } = await proxyGateway(t, { signing: { keys: [a, b], activeKid: 'a' } });
   const byA = (await signIn(gw)).accessToken;
   assert.equal((await call(`${gw.url}/svc/1`, { token: byA })).status, 200);
+  assert.deepEqual((await call(`${gw.url}/.well-known/jwks.json`)).body.keys.map((k: { kid: string }) => k.kid), ['a', 'b']);
   gw.services.signer.useKeys({ keys: [a, b], activeKid: 'b' });
   const byB = (await signIn(gw)).accessToken;
   assert.equal((await call(`${gw.url}/svc/2`, { token: byA })).status, 200, 'a still verifies while configured');
@@ -77,6 +78,8 @@ test('a cached token is refused once its signing key is removed; the remaining k
   assertInvalidToken(await call(`${gw.url}/svc/4`, { token: byA }), 'a token of the removed key');
   assertInvalidToken(await call(`${gw.url}/api/roles`, { token: byA }), 'on the gateway\'s own routes too');
   assert.equal((await call(`${gw.url}/svc/5`, { token: byB })).status, 200);
+  const jwks = await call(`${gw.url}/.well-known/jwks.json`);
+  assert.deepEqual(jwks.body.keys.map((k: { kid: string }) => k.kid), ['b'], 'the published keys follow');
   assert.deepEqual(backend.received.map((r) => r.url), ['/svc/1', '/svc/2', '/svc/3', '/svc/5']);
 });
 
