@@ -10,6 +10,10 @@
  * `alg: none`, HMAC-with-the-public-key and cross-key confusions fail), issuer, audience,
  * `typ`, the claims and their times. Library errors become InvalidToken here and nowhere else.
  *
+ * A token verified once is answered from a cache of verified tokens when presented again
+ * (auth/verified-tokens.ts; its times and key are checked on every hit), and the key set can
+ * be replaced while running (useKeys), which drops the cached tokens of keys that went away.
+ *
  * A token has one accepted spelling: of the several byte strings that verify as one signature
  * (base64url's spare bits, ECDSA's `s` and `n − s`, an RSA integer without its leading zero
  * byte), only the one the gateway itself produces is accepted; test/unit/signer.test.ts holds
@@ -200,10 +204,11 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
 
     async verifyAccessToken(token) {
       const keys = keySet;
-      const hit = verified.get(token);
-      // A hit counts only while its key is still bound to the verifier that checked it (useKeys
-      // drops the others too; this keeps a request racing a key change honest), and only
-      // within its times, by the gateway's clock now.
+      // Longer strings are never cached: not worth hashing for the look-up.
+      const hit = token.length > MAX_TOKEN_LENGTH ? undefined : verified.get(token);
+      // A hit counts only while its kid is still bound to the verifier that checked it (useKeys
+      // drops the others at once; this holds even for one it missed), and only within its
+      // times, by the gateway's clock now.
       if (hit !== undefined) {
         if (keys.verifiers.get(hit.kid) !== hit.verify) {
           verified.forget(token);

@@ -26,7 +26,7 @@ import type { Clock } from '../util/clock.js';
  * alive with the header it was cut from, and the claims decoded from it): lru-cache's slots,
  * its Map entry, the entry and claims objects. Measured (heap used after GC, 100,000 entries of
  * 444- and 824-character tokens: 865 and 1,530 bytes each, plus about 44 bytes of slots
- * allocated up front; /work/notes/cache-17.md), then rounded up, so the byte bound errs on
+ * allocated up front; bench/README.md), then rounded up, so the byte bound errs on
  * the safe side.
  */
 const ENTRY_OVERHEAD_BYTES = 160;
