@@ -71,12 +71,15 @@ export function createFlights({ log, clock }: Pick<ProxyDeps, 'log' | 'clock'>):
   // the rest. Without a listener it would throw.
   server.on('error', (err) => log.debug({ err: { code: (err as NodeJS.ErrnoException).code, message: err.message } }, 'proxy socket error'));
 
+  // One 'timeout' listener for both timeouts, and 'on' for events that come once anyway: no
+  // once() wrappers on the hot path.
   function watch(proxyReq: ClientRequest, flight: Flight): void {
-    proxyReq.setTimeout(flight.route.responseTimeoutMs, () => {
+    proxyReq.on('timeout', () => {
       flight.timedOut = !flight.responded;
       proxyReq.destroy(Object.assign(new Error(flight.responded ? 'backend idle' : 'backend silent'), { code: 'ERESPONSE_TIMEOUT' }));
     });
-    proxyReq.once('response', (proxyRes) => {
+    proxyReq.setTimeout(flight.route.responseTimeoutMs);
+    proxyReq.on('response', (proxyRes) => {
       flight.responded = true;
       proxyReq.setTimeout(flight.route.idleTimeoutMs);
       flight.onResponse?.(proxyRes);
