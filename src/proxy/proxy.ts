@@ -23,7 +23,7 @@ import { createForward, createHeadersFor } from './forward.js';
 import { createHeaderPolicy } from './headers.js';
 import { RouteTable, type RouteMatch } from './routes.js';
 import { Agents } from './targets.js';
-import type { ProxyDeps } from './types.js';
+import type { Admitted, ProxyDeps } from './types.js';
 import { createWebSockets } from './websocket.js';
 
 export interface Proxy {
@@ -61,20 +61,26 @@ export function createProxy(deps: ProxyDeps): Proxy {
   const forward = createForward(policy, headersFor, flights, deps.cors);
   const webSockets = createWebSockets({ ...deps, admit, headersFor, flights });
 
+  /**
+   * Refusals come as a rejection, never synchronously: answered within the request event,
+   * before Node's parser has seen the request end, they would say Connection: close.
+   */
+  function admitRequest(req: IncomingMessage, match: RouteMatch, requestId: string): Promise<Admitted> {
+    try {
+      // TRACE echoes the request back, headers and all: with the identity headers the gateway
+      // adds (and Authorization, where forwarded) that is a gift to cross-site tracing.
+      if (req.method === 'TRACE') throw new MethodNotAllowed(SERVED_METHODS);
+      return admit(match.route, req, readBearerToken(req), requestId);
+    } catch (thrown) {
+      return Promise.reject(thrown);
+    }
+  }
+
   return {
     hasRoutes: config.routes.length > 0,
     match: (url) => routes.match(url),
     serve(req, res, match, requestId, done) {
-      // TRACE echoes the request back, headers and all: with the identity headers the gateway
-      // adds (and Authorization, where forwarded) that is a gift to cross-site tracing.
-      if (req.method === 'TRACE') return done(new MethodNotAllowed(SERVED_METHODS), undefined);
-      let token: string | undefined;
-      try {
-        token = readBearerToken(req);
-      } catch (thrown) {
-        return done(thrown, undefined);
-      }
-      admit(match.route, req, token, requestId).then((admitted) => {
+      admitRequest(req, match, requestId).then((admitted) => {
         const { identity, limitHeaders } = admitted;
         try {
           if (limitHeaders !== undefined) for (const name in limitHeaders) res.setHeader(name, limitHeaders[name]!);
