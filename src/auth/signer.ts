@@ -245,7 +245,10 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
  * token issued so far).
  */
 function loadKeySet(signing: Config['signing'], tokens: Config['tokens'], previous?: KeySet): KeySet {
-  if (signing.keys.length === 0 && previous?.isEphemeral === true) return previous;
+  if (signing.keys.length === 0 && previous?.isEphemeral === true) {
+    pickSigningKey(previous.keys, signing.activeKid);
+    return previous;
+  }
   const { keys, isEphemeral } = loadKeys(signing.keys);
   const signingKey = pickSigningKey(keys, signing.activeKid);
   const verifiers = new Map(keys.map((k) => {

@@ -171,7 +171,8 @@ export const configSchema = z.strictObject({
       env: 'CLOCK_SKEW_SECONDS',
       description: 'Tolerance for `exp`, `nbf` and `iat` when validating access tokens.',
     }),
-    verifiedCacheMaxEntries: setting(z.number().int().min(0).max(10_000_000).default(50_000), {
+    // lru-cache allocates its slots for every entry up front (about 44 bytes each): hence the cap.
+    verifiedCacheMaxEntries: setting(z.number().int().min(0).max(1_000_000).default(50_000), {
       env: 'VERIFIED_TOKEN_CACHE_MAX_ENTRIES',
       description: 'Most access tokens remembered as verified, so a token presented again skips the signature check (docs/tokens.md); 0 turns the cache off.',
     }),

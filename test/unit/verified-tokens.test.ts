@@ -148,6 +148,7 @@ test('an ephemeral key survives a reload that still configures no keys', async (
   await signer.verifyAccessToken(token);
   signer.useKeys({ keys: [] });
   assert.equal(await signer.verifyAccessToken(token), await signer.verifyAccessToken(token), 'still cached');
+  assert.throws(() => signer.useKeys({ keys: [], activeKid: 'some' }), SigningKeyError, 'refused as at start-up');
   signer.useKeys({ keys: [edKey('real')] });
   assert.equal(signer.isEphemeral, false);
   await refused(signer, token, 'the ephemeral key is gone');
