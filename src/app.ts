@@ -34,7 +34,6 @@ import { OWNER_TREE } from './http/owner/register.js';
 import { failResponse, failSocket } from './http/raw-response.js';
 import { answerUnmatched, createRouter } from './http/router.js';
 import type { RouteMatch } from './proxy/routes.js';
-import type { Seen } from './proxy/types.js';
 import type { Services } from './services.js';
 
 export interface Listeners {
@@ -70,7 +69,7 @@ export function createListeners(services: Services): Listeners {
       const started = performance.now();
       const routed = routeRequest(req);
       if (routed === undefined) void koa(req, res);
-      else void serveProxied(req, res, routed, started);
+      else serveProxied(req, res, routed, started);
     },
     shouldUpgrade(req) {
       if (!isWebSocketHandshake(req)) return false;
@@ -149,28 +148,28 @@ function createMethodsOf(router: Router): (path: string) => string | undefined {
  * a preflight answer and the CORS headers (http/cors.ts); off, exactly the path without them.
  */
 function createProxiedPath({ proxy, log }: Services, accessLog: AccessLog, cors: Cors | undefined) {
-  const serveProxied = async function serveProxied(req: IncomingMessage, res: ServerResponse, { match, path }: Routed<RouteMatch>, started: number): Promise<void> {
+  const serveProxied = function serveProxied(req: IncomingMessage, res: ServerResponse, { match, path }: Routed<RouteMatch>, started: number): void {
     const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
-    const seen: Seen = {};
-    let planned = 200;
-    try {
-      await proxy.serve(req, res, match, requestId, seen);
-    } catch (thrown) {
-      planned = failResponse(log, req, res, thrown, requestId).status;
-    } finally {
-      accessLog({
-        requestId, method: req.method, path, status: finalStatus(req, res, planned),
-        route: match.route.name, started, accountId: seen.identity?.accountId,
-      });
-    }
+    proxy.serve(req, res, match, requestId, (thrown, identity) => {
+      let planned = 200;
+      try {
+        if (thrown !== undefined) planned = failResponse(log, req, res, thrown, requestId).status;
+      } finally {
+        accessLog({
+          requestId, method: req.method, path, status: finalStatus(req, res, planned),
+          route: match.route.name, started, accountId: identity?.accountId,
+        });
+      }
+    });
   };
   if (cors === undefined) return serveProxied;
 
-  return async function serveProxiedWithCors(req: IncomingMessage, res: ServerResponse, routed: Routed<RouteMatch>, started: number): Promise<void> {
+  return function serveProxiedWithCors(req: IncomingMessage, res: ServerResponse, routed: Routed<RouteMatch>, started: number): void {
     if (!cors.isPreflight(req)) {
       cors.decorate(res, cors.allowedOrigin(req));
-      return serveProxied(req, res, routed, started);
+      serveProxied(req, res, routed, started);
+      return;
     }
     // A preflight is the gateway's to answer: no admission, no backend.
     const requestId = requestIdOf(req);

@@ -138,11 +138,19 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
   };
 }
 
+/** A route call's answer while limits are off: one settled promise for every call, nothing allocated. */
+const NO_LIMIT: Promise<LimitHeaders> = Promise.resolve(undefined);
+
 const OFF: RateLimits = {
   signIn: async () => ({ succeeded: async () => {}, undecided: async () => {}, authorizedCall: async () => {} }),
   refresh: async () => ({ headers: undefined, replayed: async () => {} }),
-  route: async () => undefined,
+  route: () => NO_LIMIT,
 };
+
+/** True for the limits of `limits.mode` "off": every route call admitted, without headers. */
+export function limitsAreOff(limits: RateLimits): boolean {
+  return limits === OFF;
+}
 
 /** Longest part of a subject kept as it came (the 45 characters of an IPv6 address fit). */
 const MAX_SUBJECT_PART = 64;

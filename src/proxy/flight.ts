@@ -1,21 +1,40 @@
 /**
- * The in-flight request: one attempt at one backend, through the one http-proxy-3 server that
- * carries requests and WebSocket handshakes alike. Here, once for both: which target an attempt
- * goes to (round-robin over the healthy ones) and the Host it names, the backend's silence
- * (responseTimeoutMs until its answer's head, idleTimeoutMs after), and what a failure before
- * its answer means to the client: 504 when it stayed silent past the timeout, 502 otherwise.
+ * The in-flight request: one attempt at one backend. Here, once for requests and WebSocket
+ * handshakes: which target an attempt goes to (round-robin over the healthy ones) and the Host
+ * it names, the backend's silence (responseTimeoutMs until its answer's head, idleTimeoutMs
+ * after), and what a failure before its answer means to the client: 504 when it stayed silent
+ * past the timeout, 502 otherwise.
+ *
+ * WebSocket handshakes go through http-proxy-3 (`server.ws`). Requests are sent with node:http
+ * directly (`send`), as http-proxy-3's web pass would send them with our options (the same
+ * outgoing request: method, target path joined by its urlJoin, our headers, the target's agent,
+ * its connect timeout; the backend request destroyed when the client leaves first), without the
+ * rest of that pass: its per-request options copy, header copy, URL parse of the target, events
+ * nobody listens to, and the request body piped even when there is none. Without them a
+ * request with a cached token costs 0.8× the CPU (bench/README.md); http-proxy-3's fetch path
+ * costs several times its node:http path.
  */
-import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import { request as httpRequest, type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ProxyServer } from 'http-proxy-3';
+import { setupConnectTimeout, urlJoin } from 'http-proxy-3/dist/lib/http-proxy/common.js';
 import { BadGateway, GatewayTimeout, type GatewayError } from '../errors/errors.js';
 import type { Route } from './routes.js';
 import type { Target } from './targets.js';
 import type { Flight, FlightOptions, ProxyDeps } from './types.js';
 
 export interface Flights {
-  /** The http-proxy-3 server: `web` for requests, `ws` for handshakes; options carry the flight. */
+  /** The http-proxy-3 server, for WebSocket handshakes (`ws`); options carry the flight. */
   readonly server: ProxyServer;
+  /**
+   * Sends `req` (its URL the backend's path, its body piped unless `bodiless`) on `flight`
+   * with the flight's headers; the answer's head goes to flight.onResponse. `onError`: the
+   * backend request failed (it may be called after the head too, and more than once). Returns
+   * the backend request, to destroy when the client leaves first.
+   */
+  send(req: IncomingMessage, flight: Flight, bodiless: boolean, onError: (err: Error) => void): ClientRequest;
   /** An attempt at the route's next healthy target other than `exclude`; a `target` route's Host names it. */
   start(route: Route, headers: OutgoingHttpHeaders, exclude?: Target): Flight;
   /** A backend failure before its answer: counted against the target, logged, and classified. */
@@ -37,21 +56,8 @@ export function createFlights({ log, clock }: Pick<ProxyDeps, 'log' | 'clock'>):
   const applyHeaders = (req: IncomingMessage, _res: unknown, options: unknown) => {
     req.headers = (options as FlightOptions).flight.headers as IncomingMessage['headers'];
   };
-  server.before('web', 'stream', applyHeaders);
   server.before('ws', 'stream', applyHeaders);
 
-  // Emitted once the backend request has a socket (never with an Expect header, which the
-  // policy always removes).
-  server.on('proxyReq', (proxyReq, _req, _res, options) => {
-    watch(proxyReq, (options as FlightOptions).flight);
-    // A plain request never asks to switch protocols (the header policy drops Upgrade), so a
-    // 101 is a broken backend. Without this listener Node's client drops the socket with neither
-    // an error nor a response, and nothing would ever answer the client: a failure (502) instead.
-    proxyReq.once('upgrade', (_proxyRes: IncomingMessage, socket: Duplex) => {
-      socket.destroy();
-      proxyReq.emit('error', Object.assign(new Error('backend switched protocols unasked'), { code: 'EUNEXPECTED_UPGRADE' }));
-    });
-  });
   server.on('proxyReqWs', (proxyReq, _req, _socket, options) => {
     const flight = (options as FlightOptions).flight;
     watch(proxyReq, flight);
@@ -66,12 +72,15 @@ export function createFlights({ log, clock }: Pick<ProxyDeps, 'log' | 'clock'>):
   // the rest. Without a listener it would throw.
   server.on('error', (err) => log.debug({ err: { code: (err as NodeJS.ErrnoException).code, message: err.message } }, 'proxy socket error'));
 
+  // One 'timeout' listener for both timeouts, and 'on' for events that come once anyway: no
+  // once() wrappers on the hot path.
   function watch(proxyReq: ClientRequest, flight: Flight): void {
-    proxyReq.setTimeout(flight.route.responseTimeoutMs, () => {
+    proxyReq.on('timeout', () => {
       flight.timedOut = !flight.responded;
       proxyReq.destroy(Object.assign(new Error(flight.responded ? 'backend idle' : 'backend silent'), { code: 'ERESPONSE_TIMEOUT' }));
     });
-    proxyReq.once('response', (proxyRes) => {
+    proxyReq.setTimeout(flight.route.responseTimeoutMs);
+    proxyReq.on('response', (proxyRes) => {
       flight.responded = true;
       proxyReq.setTimeout(flight.route.idleTimeoutMs);
       flight.onResponse?.(proxyRes);
@@ -80,6 +89,34 @@ export function createFlights({ log, clock }: Pick<ProxyDeps, 'log' | 'clock'>):
 
   return {
     server,
+    send(req, flight, bodiless, onError) {
+      const { target, route } = flight;
+      const options: RequestOptions = {
+        hostname: target.hostname, port: target.port, method: req.method, path: urlJoin(target.path, req.url ?? ''),
+        headers: flight.headers, agent: target.agent,
+      };
+      const proxyReq = target.url.protocol === 'https:' ? httpsRequest({ ...options, rejectUnauthorized: true }) : httpRequest(options);
+      // The socket: a pooled one, or a new connection under the route's connect timeout.
+      proxyReq.on('socket', (socket: Socket) => {
+        watch(proxyReq, flight);
+        setupConnectTimeout(socket, route.connectTimeoutMs);
+      });
+      proxyReq.on('upgrade', unaskedUpgrade);
+      // As http-proxy-3: a reset caused by the client leaving only ends the backend request.
+      const failed = (err: NodeJS.ErrnoException) => {
+        if (req.socket.destroyed && err.code === 'ECONNRESET') proxyReq.destroy();
+        else onError(err);
+      };
+      proxyReq.on('error', failed);
+      if (bodiless) {
+        // Nothing to stream: the request is complete (Node's parser saw its end with its head).
+        proxyReq.end();
+      } else {
+        req.on('error', failed);
+        req.pipe(proxyReq);
+      }
+      return proxyReq;
+    },
     start(route, headers, exclude) {
       const target = route.pool.pick(clock.now(), exclude);
       if (route.host === 'target') headers.host = target.url.host;
@@ -101,4 +138,14 @@ export function isNotConnected(err: Error): boolean {
 
 function codeOf(err: Error): string {
   return (err as NodeJS.ErrnoException).code ?? '';
+}
+
+/**
+ * A plain request never asks to switch protocols (the header policy drops Upgrade), so a 101 is
+ * a broken backend. Without a listener Node's client drops the socket with neither an error nor a
+ * response, and nothing would ever answer the client: a failure (502) instead.
+ */
+function unaskedUpgrade(this: ClientRequest, _proxyRes: IncomingMessage, socket: Duplex): void {
+  socket.destroy();
+  this.emit('error', Object.assign(new Error('backend switched protocols unasked'), { code: 'EUNEXPECTED_UPGRADE' }));
 }

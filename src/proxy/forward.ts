@@ -7,13 +7,14 @@
  * with backpressure (pipes, never buffers). A bodiless request whose target could not be
  * connected to is tried once more on another target; nothing else is retried.
  */
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { GatewayError } from '../errors/errors.js';
 import type { Cors } from '../http/cors.js';
 import type { createHeaderPolicy } from './headers.js';
 import { isNotConnected, type Flights } from './flight.js';
 import type { Route, RouteMatch } from './routes.js';
 import type { Target } from './targets.js';
-import type { Admitted, FlightOptions } from './types.js';
+import type { Admitted } from './types.js';
 
 type HeaderPolicy = ReturnType<typeof createHeaderPolicy>;
 
@@ -21,10 +22,11 @@ type HeaderPolicy = ReturnType<typeof createHeaderPolicy>;
 export type HeadersFor = (req: IncomingMessage, route: Route, admitted: Admitted, requestId: string, webSocketProtocol?: string | null) => OutgoingHttpHeaders;
 
 /**
- * Resolves once the exchange is over (answered, cut, or the client gone); rejects with the
- * GatewayError to answer when the backend failed before its answer started.
+ * Calls `done` once: without an error when the exchange is over (answered, cut, or the client
+ * gone), or with the GatewayError to answer when the backend failed before its answer started.
+ * A callback, not a promise: the gateway's hot path (no promise, no closure it does not need).
  */
-export type Forward = (req: IncomingMessage, res: ServerResponse, match: RouteMatch, admitted: Admitted, requestId: string) => Promise<void>;
+export type Forward = (req: IncomingMessage, res: ServerResponse, match: RouteMatch, admitted: Admitted, requestId: string, done: (error?: GatewayError) => void) => void;
 
 /** The headers the backend gets (the Host of a `target` route is set per attempt, by Flights.start). */
 export function createHeadersFor(policy: HeaderPolicy): HeadersFor {
@@ -47,56 +49,65 @@ export function createHeadersFor(policy: HeaderPolicy): HeadersFor {
  * backend's own Access-Control-* headers go (two Allow-Origin values make a browser refuse the
  * answer). Off, the backend's headers are read exactly as before, at no cost.
  */
-export function createForward(policy: HeaderPolicy, headersFor: HeadersFor, { server, start, failed }: Flights, cors?: Pick<Cors, 'takeOverBackend'>): Forward {
+export function createForward(policy: HeaderPolicy, headersFor: HeadersFor, { start, send, failed }: Flights, cors?: Pick<Cors, 'takeOverBackend'>): Forward {
   const downstream: HeaderPolicy['downstream'] = cors === undefined ? policy.downstream
     : (headers, rawHeaders) => cors.takeOverBackend(policy.downstream(headers, rawHeaders));
-  return function forward(req, res, match, admitted, requestId) {
+  return function forward(req, res, match, admitted, requestId, done) {
     const { route } = match;
     const headers = headersFor(req, route, admitted, requestId);
     req.url = match.upstreamUrl;
     const bodiless = req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0';
+    let settled = false;
+    const settle = (error?: GatewayError) => {
+      if (settled) return;
+      settled = true;
+      done(error);
+    };
+    let attempts = 0;
+    let proxyReq: ClientRequest | undefined;
 
-    return new Promise<void>((resolve, reject) => {
-      let attempts = 0;
-      const attempt = (exclude?: Target) => {
-        attempts++;
-        const flight = start(route, headers, exclude);
-        const { target } = flight;
-        flight.onResponse = (proxyRes) => {
-          route.pool.succeeded(target);
-          // The backend answered before the whole body arrived (413 and close, say): the
-          // rest of the upload has nowhere to go, so this connection ends with the answer.
-          if (!req.complete) res.shouldKeepAlive = false;
-          const head = downstream(proxyRes.headers, proxyRes.rawHeaders);
-          // The gateway's quota is the one the client meets first: its fields replace a backend's.
-          if (admitted.limitHeaders !== undefined) {
-            delete head['ratelimit'];
-            delete head['ratelimit-policy'];
-          }
-          res.writeHead(proxyRes.statusCode ?? 502, head);
-          // A backend that breaks off mid-body: the client sees a cut, never a short body that
-          // looks complete. (The other way round, a client that leaves, http-proxy-3 destroys
-          // the backend request.) Not stream.pipeline: it builds an AbortController and a
-          // DOMException per call, 6 % of a proxied request's CPU.
-          proxyRes.once('error', () => res.destroy());
-          proxyRes.once('aborted', () => res.destroy());
-          proxyRes.pipe(res);
-        };
-        const options: FlightOptions = { target: target.url, agent: target.agent, connectTimeout: route.connectTimeoutMs, flight };
-        server.web(req, res, options, (err) => {
-          // After the answer's head, the response pipeline ends or cuts the connection itself;
-          // a failure on the request side (the backend stopped reading an upload it already
-          // answered) must not cut an answer that is still arriving whole.
-          if (flight.responded) return;
-          // The client went away first: not the backend's fault.
-          if (res.destroyed || req.socket.destroyed) return resolve();
-          const error = failed(flight, err, requestId);
-          if (isNotConnected(err) && bodiless && attempts < 2 && route.pool.targets.length > 1) return attempt(target);
-          reject(error);
+    const attempt = (exclude?: Target) => {
+      attempts++;
+      const flight = start(route, headers, exclude);
+      const { target } = flight;
+      flight.onResponse = (proxyRes) => {
+        route.pool.succeeded(target);
+        // The backend answered before the whole body arrived (413 and close, say): the
+        // rest of the upload has nowhere to go, so this connection ends with the answer.
+        if (!req.complete) res.shouldKeepAlive = false;
+        const head = downstream(proxyRes.headers, proxyRes.rawHeaders);
+        // The gateway's quota is the one the client meets first: its fields replace a backend's.
+        if (admitted.limitHeaders !== undefined) {
+          delete head['ratelimit'];
+          delete head['ratelimit-policy'];
+        }
+        res.writeHead(proxyRes.statusCode ?? 502, head);
+        // A backend that breaks off mid-body (an error, or closed short): the client sees a
+        // cut, never a short body that looks complete. (The other way round, a client that
+        // leaves, the backend request is destroyed below.) Not stream.pipeline: it builds an
+        // AbortController and a DOMException per call, 6 % of a proxied request's CPU.
+        proxyRes.on('close', () => {
+          if (!proxyRes.complete) res.destroy();
         });
+        proxyRes.pipe(res);
       };
-      res.once('close', () => resolve());
-      attempt();
+      proxyReq = send(req, flight, bodiless, (err) => {
+        // After the answer's head, the response pipeline ends or cuts the connection itself;
+        // a failure on the request side (the backend stopped reading an upload it already
+        // answered) must not cut an answer that is still arriving whole.
+        if (flight.responded) return;
+        // The client went away first: not the backend's fault.
+        if (res.destroyed || req.socket.destroyed) return settle();
+        const error = failed(flight, err, requestId);
+        if (isNotConnected(err) && bodiless && attempts < 2 && route.pool.targets.length > 1) return attempt(target);
+        settle(error);
+      });
+    };
+    res.on('close', () => {
+      // The client left before the whole answer: the backend request goes too.
+      if (!res.writableFinished) proxyReq?.destroy();
+      settle();
     });
+    attempt();
   };
 }

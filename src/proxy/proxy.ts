@@ -1,20 +1,21 @@
 /**
- * The configured routes, proxied with http-proxy-3: the steps assembled. The way through, for
- * one request or WebSocket handshake (which of them is proxied, and on which route, the request
- * edge decides: http/edge.ts):
+ * The configured routes: the steps assembled. The way through, for one request or WebSocket
+ * handshake (which of them is proxied, and on which route, the request edge decides:
+ * http/edge.ts):
  *
  *   admission (admission.ts: bearer check unless public, scope, quota) → headers and target
- *   (forward.ts, flight.ts) → http-proxy-3 → the answer relayed (forward.ts) or the socket
- *   switched (websocket.ts); a failure before the backend's answer → 502/504 (flight.ts)
+ *   (forward.ts, flight.ts) → node:http for a request, http-proxy-3 for a handshake (flight.ts)
+ *   → the answer relayed (forward.ts) or the socket switched (websocket.ts); a failure before
+ *   the backend's answer → 502/504 (flight.ts)
  *
  * Nothing reaches a backend before admission. Failures before the response head become the
  * envelope; after the head has gone out the only honest signal is to cut the connection. A
- * client that goes away releases the backend request (http-proxy-3 destroys it when the
- * response closes unfinished).
+ * client that goes away releases the backend request (forward.ts destroys it when the response
+ * closes unfinished, as http-proxy-3 does for a handshake).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { readBearerToken } from '../auth/bearer.js';
+import { readBearerToken, type Identity } from '../auth/bearer.js';
 import { MethodNotAllowed, SERVED_METHODS } from '../errors/errors.js';
 import { createAdmission } from './admission.js';
 import { createFlights } from './flight.js';
@@ -22,7 +23,7 @@ import { createForward, createHeadersFor } from './forward.js';
 import { createHeaderPolicy } from './headers.js';
 import { RouteTable, type RouteMatch } from './routes.js';
 import { Agents } from './targets.js';
-import type { ProxyDeps, Seen } from './types.js';
+import type { Admitted, ProxyDeps } from './types.js';
 import { createWebSockets } from './websocket.js';
 
 export interface Proxy {
@@ -31,11 +32,12 @@ export interface Proxy {
   /** The configured route for a normalised request target, if any (http/edge.ts decides whether it is proxied). */
   match(url: string): RouteMatch | undefined;
   /**
-   * Admits and proxies one request on `match`. Rejects with the GatewayError to answer
-   * when it fails before the backend's answer started; resolves once the exchange is over
-   * (answered, cut, or the client gone).
+   * Admits and proxies one request on `match`, then calls `done` once: with what was thrown
+   * (the GatewayError to answer) when it failed before the backend's answer started, otherwise
+   * with undefined once the exchange is over (answered, cut, or the client gone); `identity`,
+   * who was let through, for the log.
    */
-  serve(req: IncomingMessage, res: ServerResponse, match: RouteMatch, requestId: string, seen: Seen): Promise<void>;
+  serve(req: IncomingMessage, res: ServerResponse, match: RouteMatch, requestId: string, done: (thrown: unknown, identity: Identity | undefined) => void): void;
   /**
    * For the HTTP server's 'upgrade' event, once the edge routed the handshake to `match` (a
    * WebSocket route); `path`, the normalised one, is for the log. Answers on the socket.
@@ -59,17 +61,34 @@ export function createProxy(deps: ProxyDeps): Proxy {
   const forward = createForward(policy, headersFor, flights, deps.cors);
   const webSockets = createWebSockets({ ...deps, admit, headersFor, flights });
 
-  return {
-    hasRoutes: config.routes.length > 0,
-    match: (url) => routes.match(url),
-    async serve(req, res, match, requestId, seen) {
+  /**
+   * Refusals come as a rejection, never synchronously: answered within the request event,
+   * before Node's parser has seen the request end, they would say Connection: close.
+   */
+  function admitRequest(req: IncomingMessage, match: RouteMatch, requestId: string): Promise<Admitted> {
+    try {
       // TRACE echoes the request back, headers and all: with the identity headers the gateway
       // adds (and Authorization, where forwarded) that is a gift to cross-site tracing.
       if (req.method === 'TRACE') throw new MethodNotAllowed(SERVED_METHODS);
-      const admitted = await admit(match.route, req, readBearerToken(req), requestId);
-      seen.identity = admitted.identity;
-      if (admitted.limitHeaders !== undefined) for (const [name, value] of Object.entries(admitted.limitHeaders)) res.setHeader(name, value);
-      await forward(req, res, match, admitted, requestId);
+      return admit(match.route, req, readBearerToken(req), requestId);
+    } catch (thrown) {
+      return Promise.reject(thrown);
+    }
+  }
+
+  return {
+    hasRoutes: config.routes.length > 0,
+    match: (url) => routes.match(url),
+    serve(req, res, match, requestId, done) {
+      admitRequest(req, match, requestId).then((admitted) => {
+        const { identity, limitHeaders } = admitted;
+        try {
+          if (limitHeaders !== undefined) for (const name in limitHeaders) res.setHeader(name, limitHeaders[name]!);
+          forward(req, res, match, admitted, requestId, (error) => done(error, identity));
+        } catch (thrown) {
+          done(thrown, identity);
+        }
+      }, (thrown: unknown) => done(thrown, undefined));
     },
     upgrade: webSockets.upgrade,
     openWebSockets: webSockets.open,

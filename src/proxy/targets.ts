@@ -9,11 +9,17 @@
  */
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
+import { toURL } from 'http-proxy-3/dist/lib/http-proxy/common.js';
 import type { RouteConfig } from '../config/schema.js';
 
 export interface Target {
   readonly url: URL;
   readonly agent: HttpAgent;
+  /** Where requests go (flight.ts): host name (an IPv6 address without brackets) and port (0: the scheme's). */
+  readonly hostname: string;
+  readonly port: number;
+  /** The target's path and query, as http-proxy-3 prepends them to a request's. */
+  readonly path: string;
   /** For logs: the origin, never credentials (targets have none). */
   readonly origin: string;
   failures: number;
@@ -61,7 +67,10 @@ export class TargetPool {
   constructor(config: Pick<RouteConfig, 'targets' | 'ejectAfterFailures' | 'ejectMs'>, agents: Agents) {
     this.targets = config.targets.map((text) => {
       const url = new URL(text);
-      return { url, agent: agents.for(url), origin: url.origin, failures: 0, ejectedUntil: 0 };
+      return {
+        url, agent: agents.for(url), hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(url.port), path: targetPath(url),
+        origin: url.origin, failures: 0, ejectedUntil: 0,
+      };
     });
     this.#ejectAfter = config.ejectAfterFailures;
     this.#ejectMs = config.ejectMs;
@@ -95,4 +104,12 @@ export class TargetPool {
     target.ejectedUntil = now + this.#ejectMs;
     return true;
   }
+}
+
+/** What http-proxy-3's setupOutgoing makes of a target URL's path and query (its getPath), once per target. */
+function targetPath(url: URL): string {
+  const text = `${url.pathname}${url.search}`;
+  if (text === '' || text.startsWith('?')) return text;
+  const parsed = toURL(text);
+  return `${parsed.pathname}${parsed.search}`;
 }

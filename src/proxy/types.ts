@@ -34,11 +34,6 @@ export interface Admitted {
   limitHeaders: LimitHeaders;
 }
 
-/** Who was let through, for the access log (set as soon as the token is verified). */
-export interface Seen {
-  identity?: Identity | undefined;
-}
-
 /** One attempt at one backend, handed to our http-proxy-3 hooks through its options. */
 export interface Flight {
   readonly route: Route;
