@@ -58,6 +58,9 @@ interface Cached {
   accountId: string;
   token: SettingsTokenRecord;
   accountLive: boolean;
+  /** The record's times, parsed once per read rather than once per request. */
+  createdAtMs: number;
+  expiresAtMs: number;
 }
 
 export function createSettingsTokenAuth({
@@ -82,7 +85,10 @@ export function createSettingsTokenAuth({
         return undefined;
       }
       const account = await store.readAccount(found.accountId);
-      return { accountId: found.accountId, token: found.token, accountLive: account !== undefined && account.enabled && account.deletedAt === undefined };
+      return {
+        accountId: found.accountId, token: found.token, accountLive: account !== undefined && account.enabled && account.deletedAt === undefined,
+        createdAtMs: Date.parse(found.token.createdAt), expiresAtMs: found.token.expiresAt === undefined ? Infinity : Date.parse(found.token.expiresAt),
+      };
     },
   });
   // A lastUsedAt written (or being written) by this instance: token id → when.
@@ -107,15 +113,14 @@ export function createSettingsTokenAuth({
   return async function authenticateSettingsToken(presented) {
     if (!isWellFormedSettingsToken(presented)) throw new InvalidToken('The API settings token is not one the gateway made (bad checksum).');
     const digest = settingsTokenDigest(presented);
-    const entry = unknown.has(digest) ? undefined : await cache.fetch(digest);
+    // A fresh entry synchronously; fetch (one store read however many wait) only on a miss.
+    const entry = cache.get(digest) ?? (unknown.has(digest) ? undefined : await cache.fetch(digest));
     const now = clock.now();
     if (entry === undefined) throw new InvalidToken('The API settings token is unknown.');
-    const { accountId, token } = entry;
+    const { accountId, token, createdAtMs, expiresAtMs } = entry;
     if (token.revokedAt !== undefined) throw new InvalidToken('The API settings token was revoked.');
-    const expiresAtMs = token.expiresAt === undefined ? Infinity : Date.parse(token.expiresAt);
     if (expiresAtMs <= now) throw new InvalidToken('The API settings token has expired.');
     if (!entry.accountLive) throw new InvalidToken('The API settings token\'s account is disabled.');
-    const createdAtMs = Date.parse(token.createdAt);
     const identity: Identity = {
       accountId, keyId: token.id, tokenId: token.id,
       issuedAt: Math.floor(createdAtMs / 1000), issuedAtMs: createdAtMs,

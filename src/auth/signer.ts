@@ -1,7 +1,7 @@
 /**
- * Access tokens: JWTs (RFC 9068 profile, `typ: at+jwt`), signed with jose, verified with
- * fast-jwt (synchronous node:crypto: the check every proxied request pays, see
- * createAccessTokenVerifier).
+ * Access tokens: JWTs (RFC 9068 profile, `typ: at+jwt`), signed with node:crypto's synchronous
+ * sign() (see createTokenSigner), verified with fast-jwt (synchronous node:crypto too: the check
+ * every proxied request pays, see createAccessTokenVerifier).
  *
  * Several keys may be configured; one signs, all verify, and all public halves are published
  * in the JWKS, so a key is rotated by adding the new one, making it active, and removing the
@@ -15,14 +15,15 @@
  * byte), only the one the gateway itself produces is accepted; test/unit/signer.test.ts holds
  * it for every algorithm.
  */
-import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { constants, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign as cryptoSign, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createVerifier } from 'fast-jwt';
-import { SignJWT, decodeProtectedHeader, type JSONWebKeySet, type JWK, type JWTPayload } from 'jose';
+import { decodeProtectedHeader, type JSONWebKeySet, type JWK, type JWTPayload } from 'jose';
 import type { Config, SigningKeyConfig } from '../config/schema.js';
 import { InvalidToken } from '../errors/errors.js';
 import type { Clock } from '../util/clock.js';
 import { newId } from './refresh.js';
+import { createVerifiedTokenCache, type VerifiedTokenStats } from './verified-tokens.js';
 
 export const ACCESS_TOKEN_TYPE = 'at+jwt';
 /** Longest compact JWS we will parse; ours are a few hundred bytes. */
@@ -67,9 +68,21 @@ export interface Signer {
    * the JWKS verifies it): who called, through which route, for which request.
    */
   issueAssertion(subject: AssertionSubject): Promise<string>;
-  /** The verified claims, or InvalidToken for anything else. */
+  /**
+   * The verified claims (frozen), or InvalidToken for anything else. A token verified before is
+   * answered from the verified-token cache (auth/verified-tokens.ts) after its times are checked
+   * again; whether it was reset, and what it may do, is for the caller to check every time.
+   */
   verifyAccessToken(token: string): Promise<AccessTokenClaims>;
-  /** The public keys, for /.well-known/jwks.json. */
+  /**
+   * Replaces the key set at run time (a reload): validated as at start-up, and on any problem
+   * SigningKeyError with the old set still in use. Tokens of a key that is gone, or whose kid
+   * now names another key, stop verifying at once (their cached entries are dropped).
+   */
+  useKeys(signing: Config['signing']): void;
+  /** Size of the verified-token cache (tests, metrics). */
+  verifiedTokenStats(): VerifiedTokenStats;
+  /** The public keys, for /.well-known/jwks.json (the current set's). */
   readonly jwks: JSONWebKeySet;
   /** True when the signing key was made at start-up and dies with the process. */
   readonly isEphemeral: boolean;
@@ -83,16 +96,38 @@ interface LoadedKey {
   publicJwk: JWK;
 }
 
+/** A verifier of one key's access tokens (createAccessTokenVerifier). */
+type Verify = (token: string, signature: Buffer) => unknown;
+
+/**
+ * Everything that follows from the configured keys, replaced as a whole by useKeys: a request
+ * sees the old set or the new one, never a mix.
+ */
+interface KeySet {
+  keys: LoadedKey[];
+  isEphemeral: boolean;
+  jwks: JSONWebKeySet;
+  /** kid → verifier. A verifier object stands for one (kid, alg, public key) binding. */
+  verifiers: Map<string, Verify>;
+  signWith: (typ: string, payload: JWTPayload) => string;
+  /**
+   * With one key (the usual case) the header is not decoded up front: the verifier decodes it
+   * anyway, and the kid is checked after. Decoding it twice was 2 % of a proxied request.
+   */
+  onlyKid: string | undefined;
+}
+
+/** What the verified-token cache keeps of a token: its frozen claims, and which key checked them. */
+interface VerifiedEntry {
+  claims: AccessTokenClaims;
+  kid: string;
+  verify: Verify;
+}
+
 export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'>, clock: Clock): Signer {
-  const { keys, isEphemeral } = loadKeys(config.signing.keys);
-  const signing = pickSigningKey(keys, config.signing.activeKid);
-  const jwks: JSONWebKeySet = { keys: keys.map((k) => k.publicJwk) };
-  const { issuer, audience, accessTokenTtlSeconds, clockSkewSeconds } = config.tokens;
-  const verifiers = new Map(keys.map((k) => [k.kid, createAccessTokenVerifier(k, config.tokens)]));
-  const signatureForm = signatureFormOf(signing);
-  // With one key (the usual case) the header is not decoded up front: the verifier decodes it
-  // anyway, and the kid is checked after. Decoding it twice was 2 % of a proxied request.
-  const onlyKid = keys.length === 1 ? keys[0]!.kid : undefined;
+  const { issuer, audience, accessTokenTtlSeconds, clockSkewSeconds, verifiedCacheMaxEntries, verifiedCacheMaxBytes } = config.tokens;
+  let keySet = loadKeySet(config.signing, config.tokens);
+  const verified = createVerifiedTokenCache<VerifiedEntry>({ maxEntries: verifiedCacheMaxEntries, maxBytes: verifiedCacheMaxBytes, clock });
 
   /**
    * The time claims, against the gateway's clock (fast-jwt reads the system clock, and tests
@@ -111,21 +146,47 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
   /** Every JWT the gateway issues: its active key, its issuer, a fresh `jti`, `iat` and `exp`. */
   async function sign(claims: JWTPayload, { typ, audience: aud, subject, now, ttlSeconds }: { typ: string; audience: string; subject: string; now: number; ttlSeconds: number }): Promise<string> {
     const iat = Math.floor(now / 1000);
-    const token = await new SignJWT(claims)
-      .setProtectedHeader({ alg: signing.alg, kid: signing.kid, typ })
-      .setIssuer(issuer)
-      .setAudience(aud)
-      .setSubject(subject)
-      .setJti(newId())
-      .setIssuedAt(iat)
-      .setExpirationTime(iat + ttlSeconds)
-      .sign(signing.privateKey!);
-    return signatureForm.ecdsaOrder === undefined ? token : withLowS(token, signatureForm.ecdsaOrder);
+    // The claims in the order jose's SignJWT wrote them, so tokens read as they always did.
+    return keySet.signWith(typ, { ...claims, iss: issuer, aud, sub: subject, jti: newId(), iat, exp: iat + ttlSeconds });
+  }
+
+  /** The full check: signature, header, claims, times. */
+  function verifyInFull(token: string, keys: KeySet): VerifiedEntry {
+    if (token.length > MAX_TOKEN_LENGTH) throw new InvalidToken();
+    const signature = canonicalSignature(token);
+    if (signature === undefined) throw new InvalidToken();
+    let payload: Record<string, unknown>;
+    let kid: unknown;
+    let verify: Verify | undefined;
+    try {
+      // The kid picks the one verifier, and with it the one algorithm, this token may use.
+      kid = keys.onlyKid ?? decodeProtectedHeader(token).kid;
+      verify = typeof kid === 'string' ? keys.verifiers.get(kid) : undefined;
+      if (verify === undefined) throw new InvalidToken();
+      const result = verify(token, signature) as { header: { kid?: unknown }; payload: Record<string, unknown> };
+      if (result.header.kid !== kid) throw new InvalidToken();
+      payload = result.payload;
+    } catch (err) {
+      // Whatever the parsers or the verifier threw: a token that cannot be verified is invalid.
+      throw err instanceof InvalidToken ? err : new InvalidToken(undefined, { cause: err });
+    }
+    checkTimes(payload, Math.floor(clock.now() / 1000));
+    if (typeof payload.sub !== 'string' || typeof payload.client_id !== 'string' || typeof payload.jti !== 'string'
+      || !Number.isSafeInteger(payload.iat_ms) || Math.floor((payload.iat_ms as number) / 1000) !== payload.iat
+      || (payload.scope !== undefined && typeof payload.scope !== 'string')) {
+      throw new InvalidToken();
+    }
+    // Frozen: the same object answers every later hit, so no caller may change it.
+    return { claims: Object.freeze(payload) as unknown as AccessTokenClaims, kid: kid as string, verify };
   }
 
   return {
-    jwks,
-    isEphemeral,
+    get jwks() {
+      return keySet.jwks;
+    },
+    get isEphemeral() {
+      return keySet.isEphemeral;
+    },
 
     async issueAccessToken({ accountId, keyId, scopes = [] }) {
       const now = clock.now();
@@ -138,30 +199,61 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
     },
 
     async verifyAccessToken(token) {
-      if (token.length > MAX_TOKEN_LENGTH) throw new InvalidToken();
-      const signature = canonicalSignature(token);
-      if (signature === undefined) throw new InvalidToken();
-      let payload: Record<string, unknown>;
-      try {
-        // The kid picks the one verifier, and with it the one algorithm, this token may use.
-        const kid = onlyKid ?? decodeProtectedHeader(token).kid;
-        const verify = typeof kid === 'string' ? verifiers.get(kid) : undefined;
-        if (verify === undefined) throw new InvalidToken();
-        const verified = verify(token, signature) as { header: { kid?: unknown }; payload: Record<string, unknown> };
-        if (verified.header.kid !== kid) throw new InvalidToken();
-        payload = verified.payload;
-      } catch (err) {
-        // Whatever the parsers or the verifier threw: a token that cannot be verified is invalid.
-        throw err instanceof InvalidToken ? err : new InvalidToken(undefined, { cause: err });
+      const keys = keySet;
+      const hit = verified.get(token);
+      // A hit counts only while its key is still bound to the verifier that checked it (useKeys
+      // drops the others too; this keeps a request racing a key change honest), and only
+      // within its times, by the gateway's clock now.
+      if (hit !== undefined) {
+        if (keys.verifiers.get(hit.kid) !== hit.verify) {
+          verified.forget(token);
+        } else {
+          try {
+            checkTimes(hit.claims as unknown as Record<string, unknown>, Math.floor(clock.now() / 1000));
+          } catch (err) {
+            verified.forget(token);
+            throw err;
+          }
+          return hit.claims;
+        }
       }
-      checkTimes(payload, Math.floor(clock.now() / 1000));
-      if (typeof payload.sub !== 'string' || typeof payload.client_id !== 'string' || typeof payload.jti !== 'string'
-        || !Number.isSafeInteger(payload.iat_ms) || Math.floor((payload.iat_ms as number) / 1000) !== payload.iat
-        || (payload.scope !== undefined && typeof payload.scope !== 'string')) {
-        throw new InvalidToken();
-      }
-      return payload as unknown as AccessTokenClaims;
+      const entry = verifyInFull(token, keys);
+      const { exp, iat } = entry.claims;
+      verified.remember(token, entry, (Math.min(exp, iat + accessTokenTtlSeconds) + clockSkewSeconds) * 1000);
+      return entry.claims;
     },
+
+    useKeys(signing) {
+      const next = loadKeySet(signing, config.tokens, keySet);
+      keySet = next;
+      verified.dropWhere((entry) => next.verifiers.get(entry.kid) !== entry.verify);
+    },
+
+    verifiedTokenStats: () => verified.stats(),
+  };
+}
+
+/**
+ * The key set of a `signing` config, or SigningKeyError. A key already in `previous` under the
+ * same kid, alg and public key keeps its verifier, so its cached tokens stay good across a
+ * reload; an ephemeral key is kept while no keys are configured (a new one would end every
+ * token issued so far).
+ */
+function loadKeySet(signing: Config['signing'], tokens: Config['tokens'], previous?: KeySet): KeySet {
+  if (signing.keys.length === 0 && previous?.isEphemeral === true) return previous;
+  const { keys, isEphemeral } = loadKeys(signing.keys);
+  const signingKey = pickSigningKey(keys, signing.activeKid);
+  const verifiers = new Map(keys.map((k) => {
+    const kept = previous?.keys.find((p) => p.kid === k.kid && p.alg === k.alg && p.publicKey.equals(k.publicKey));
+    return [k.kid, kept === undefined ? createAccessTokenVerifier(k, tokens) : previous!.verifiers.get(k.kid)!];
+  }));
+  return {
+    keys,
+    isEphemeral,
+    jwks: { keys: keys.map((k) => k.publicJwk) },
+    verifiers,
+    signWith: createTokenSigner(signingKey),
+    onlyKid: keys.length === 1 ? keys[0]!.kid : undefined,
   };
 }
 
@@ -171,7 +263,7 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
  * algorithm (this key's only), `typ`, `iss`, `aud`, `crit` and that the claims are present.
  * The times are checked by checkTimes, against the gateway's clock.
  */
-function createAccessTokenVerifier(key: LoadedKey, { issuer, audience }: Config['tokens']): (token: string, signature: Buffer) => unknown {
+function createAccessTokenVerifier(key: LoadedKey, { issuer, audience }: Config['tokens']): Verify {
   const form = signatureFormOf(key);
   let verify: (token: string) => unknown;
   try {
@@ -196,6 +288,40 @@ function createAccessTokenVerifier(key: LoadedKey, { issuer, audience }: Config[
     if (!hasSignatureForm(signature, form)) throw new InvalidToken();
     return verify(token);
   };
+}
+
+/**
+ * Signing with node:crypto's synchronous sign(): jose's SignJWT goes through WebCrypto, a
+ * promise and a thread-pool hop per token, and re-encodes the same header each time. Here the
+ * header of each `typ` is encoded once per key, and the signature is made as jose makes it
+ * (RFC 7518 §3: ECDSA as R ‖ S, PSS with a salt as long as the hash), then put in the
+ * gateway's one spelling (low S for ECDSA). test/unit/signer.test.ts verifies the tokens with
+ * jose for every algorithm.
+ */
+function createTokenSigner(key: LoadedKey & { privateKey: KeyObject }): (typ: string, payload: JWTPayload) => string {
+  const headers = new Map<string, string>();
+  const sign = signFunctionOf(key);
+  const form = signatureFormOf(key);
+  return (typ, payload) => {
+    let header = headers.get(typ);
+    if (header === undefined) {
+      header = Buffer.from(JSON.stringify({ alg: key.alg, kid: key.kid, typ })).toString('base64url');
+      headers.set(typ, header);
+    }
+    const input = `${header}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`;
+    const signature = sign(Buffer.from(input));
+    return `${input}.${(form.ecdsaOrder === undefined ? signature : toLowS(signature, form)).toString('base64url')}`;
+  };
+}
+
+function signFunctionOf({ alg, privateKey: key }: LoadedKey & { privateKey: KeyObject }): (data: Buffer) => Buffer {
+  switch (alg) {
+    case 'EdDSA': return (data) => cryptoSign(null, data, key);
+    case 'ES256': return (data) => cryptoSign('sha256', data, { key, dsaEncoding: 'ieee-p1363' });
+    case 'ES384': return (data) => cryptoSign('sha384', data, { key, dsaEncoding: 'ieee-p1363' });
+    case 'RS256': return (data) => cryptoSign('sha256', data, { key, padding: constants.RSA_PKCS1_PADDING });
+    case 'PS256': return (data) => cryptoSign('sha256', data, { key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: constants.RSA_PSS_SALTLEN_DIGEST });
+  }
 }
 
 /** The `scope` claim (RFC 9068 §2.2.3), left out when there is no scope. */
@@ -248,14 +374,12 @@ function hasSignatureForm(signature: Buffer, { length, maxS }: SignatureForm): b
   return signature.length === length && (maxS === undefined || Buffer.compare(signature.subarray(length / 2), maxS) <= 0);
 }
 
-/** The token with its ECDSA signature (R ‖ S, RFC 7518 §3.4) in its low-S form. */
-function withLowS(token: string, order: bigint): string {
-  const at = token.lastIndexOf('.') + 1;
-  const signature = Buffer.from(token.slice(at), 'base64url');
+/** An ECDSA signature (R ‖ S, RFC 7518 §3.4) in its low-S form: S, or n − S when S is above n/2. */
+function toLowS(signature: Buffer, { ecdsaOrder: order, maxS }: SignatureForm): Buffer {
   const half = signature.length / 2;
+  if (Buffer.compare(signature.subarray(half), maxS!) <= 0) return signature;
   const s = BigInt(`0x${signature.subarray(half).toString('hex')}`);
-  if (s <= order / 2n) return token;
-  return token.slice(0, at) + Buffer.concat([signature.subarray(0, half), bigIntToBytes(order - s, half)]).toString('base64url');
+  return Buffer.concat([signature.subarray(0, half), bigIntToBytes(order! - s, half)]);
 }
 
 function bigIntToBytes(value: bigint, length: number): Buffer {

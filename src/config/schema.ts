@@ -171,6 +171,14 @@ export const configSchema = z.strictObject({
       env: 'CLOCK_SKEW_SECONDS',
       description: 'Tolerance for `exp`, `nbf` and `iat` when validating access tokens.',
     }),
+    verifiedCacheMaxEntries: setting(z.number().int().min(0).max(10_000_000).default(50_000), {
+      env: 'VERIFIED_TOKEN_CACHE_MAX_ENTRIES',
+      description: 'Most access tokens remembered as verified, so a token presented again skips the signature check (docs/tokens.md); 0 turns the cache off.',
+    }),
+    verifiedCacheMaxBytes: setting(z.number().int().min(65_536).default(64 * 1024 * 1024), {
+      env: 'VERIFIED_TOKEN_CACHE_MAX_BYTES',
+      description: 'Most memory the verified-token cache may hold, in bytes (an entry is counted as twice its token\'s length plus 160, about 1 KB for a default token); the least recently used go first.',
+    }),
   }).prefault({}),
 
   signing: z.strictObject({

@@ -120,3 +120,22 @@ test('EdDSA: a signature whose S is not reduced below the group order is refused
     await assertRefused(signer, withSignature(token, Buffer.concat([signature.subarray(0, 32), unreduced])), `token ${i}: S + L`);
   }
 });
+
+test('every algorithm: what the gateway signs verifies with jose against the JWKS, header as jose wrote it', async () => {
+  // Signing moved from jose's SignJWT to node:crypto; backends still verify with standard libraries.
+  for (const alg of SIGNING_ALGORITHMS) {
+    const { signer, issue } = signerWithKey(alg);
+    const jwks = createLocalJWKSet(signer.jwks);
+    for (let i = 0; i < 4; i++) {
+      const token = await issue();
+      const { payload, protectedHeader } = await jwtVerify(token, jwks, { typ: 'at+jwt', algorithms: [alg] });
+      assert.deepEqual(protectedHeader, { alg, kid: `${alg}-1`, typ: 'at+jwt' }, `${alg}: the header`);
+      assert.equal(Buffer.from(token.split('.')[0]!, 'base64url').toString(), JSON.stringify({ alg, kid: `${alg}-1`, typ: 'at+jwt' }), `${alg}: the header's bytes`);
+      assert.deepEqual(Object.keys(payload), ['client_id', 'iat_ms', 'iss', 'aud', 'sub', 'jti', 'iat', 'exp'], `${alg}: the claims`);
+      assert.equal((await signer.verifyAccessToken(token)).sub, 'acct_1', `${alg}: verified by the gateway`);
+      const assertion = await signer.issueAssertion({ accountId: 'acct_1', keyId: 'key_1', tokenId: 'jti_1', scopes: ['a', 'b'], audience: 'orders', requestId: 'req_1' });
+      const verified = await jwtVerify(assertion, jwks, { typ: 'gateway-assertion+jwt', audience: 'orders', algorithms: [alg] });
+      assert.equal(verified.payload.scope, 'a b', `${alg}: the assertion`);
+    }
+  }
+});

@@ -7,9 +7,16 @@ import type { Context } from 'koa';
 import type { Signer } from '../../auth/signer.js';
 
 export function publishKeys({ signer }: { signer: Pick<Signer, 'jwks'> }) {
-  const body = { keys: signer.jwks.keys, success: true, message: { keys: signer.jwks.keys } };
+  // Built again only when the signer's key set is replaced (signer.useKeys).
+  let published = signer.jwks;
+  let body = bodyOf(published);
   return async function publishKeys(ctx: Context): Promise<void> {
+    if (signer.jwks !== published) body = bodyOf(published = signer.jwks);
     ctx.set('Cache-Control', 'public, max-age=300');
     ctx.body = body;
   };
+}
+
+function bodyOf(jwks: Signer['jwks']) {
+  return { keys: jwks.keys, success: true, message: { keys: jwks.keys } };
 }
