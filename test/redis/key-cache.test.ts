@@ -86,12 +86,12 @@ test('KEY_SOURCE=redis: the key record is read once, then sign-in and refresh co
 test('KEY_SOURCE=redis: a key disabled, rolled or deleted stops signing in and refreshing on both gateways by the notice', redisSuite(), async (t) => {
   const { gateways, change } = await setup(t);
   // Both caches warm, by apiKey and by key id; the clocks never move in this test.
-  const pairs = [];
+  const pairs: { refreshToken: string }[] = [];
   for (const gw of gateways) {
     const pair = await pairOn(gw);
     const res = await refresh(gw, pair.refreshToken);
     assert.equal(res.status, 200, show(res));
-    pairs.push(res.body.message as { refreshToken: string });
+    pairs.push(res.body.message);
   }
 
   await t.test('disabled: sign-in and refresh refused on both', async () => {
@@ -115,7 +115,7 @@ test('KEY_SOURCE=redis: a key disabled, rolled or deleted stops signing in and r
   });
 
   await t.test('deleted: sign-in and refresh refused on both', async () => {
-    const fresh = [];
+    const fresh: { refreshToken: string }[] = [];
     for (const gw of gateways) fresh.push(await pairOn(gw, 'sk_key_cache_rolled'));
     await change(() => undefined);
     for (const [i, gw] of gateways.entries()) {
