@@ -131,7 +131,9 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   if (usesRedis(config)) {
     redis = connectRedis(config.redis, log);
     const shared = redis;
-    keys = config.data.keySource === 'redis' ? new RedisKeyDirectory(shared) : fileKeys;
+    keys = config.data.keySource === 'redis'
+      ? new RedisKeyDirectory(shared, { cache: { ttlMs: config.redis.keyCacheTtlMs, maxEntries: config.redis.keyCacheMaxEntries, clock } })
+      : fileKeys;
     tokens = new RedisRefreshTokenStore(shared);
     // The epoch is checked as often as a cached copy of resets is trusted without a notice.
     revocationStore = new RedisRevocationStore(shared, { retainMs, log, clock, checkEveryMs: config.redis.resetCacheTtlMs });

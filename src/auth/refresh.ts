@@ -11,7 +11,7 @@
  * the presented token's secret: whoever holds that token may read its successor again for a
  * few seconds, and the store, which never sees the secret, cannot.
  */
-import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, createSecretKey, hash, randomFillSync, type KeyObject } from 'node:crypto';
 // Ids in a handle: what the data file allows for account and key ids (ours are base64url). A
 // handle is client input that becomes part of store key names, so nothing else gets through.
 import { ID_PATTERN } from '../domain/formats.js';
@@ -35,13 +35,37 @@ export interface MintedRefreshToken extends RefreshTokenParts {
   secretHash: string;
 }
 
+/**
+ * Random bytes are drawn a block at a time, as randomUUID does: one randomFillSync per 4 KiB
+ * instead of a call (about 1.5 µs) for each of the three ids or secrets an operation makes.
+ * Every byte of a block is handed out once; a block is process memory like the secrets made
+ * from it, and a worker is a process of its own with its own pool.
+ */
+const pool = Buffer.allocUnsafe(4096);
+let poolOffset = pool.length;
+
+function randomSpan(bytes: number): number {
+  if (poolOffset + bytes > pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const at = poolOffset;
+  poolOffset += bytes;
+  return at;
+}
+
+function randomText(bytes: number): string {
+  const at = randomSpan(bytes);
+  return pool.toString('base64url', at, at + bytes);
+}
+
 export function newId(): string {
-  return randomBytes(16).toString('base64url');
+  return randomText(16);
 }
 
 export function mintRefreshToken(accountId: string, keyId: string, familyId: string): MintedRefreshToken {
   const tokenId = newId();
-  const secret = randomBytes(SECRET_BYTES).toString('base64url');
+  const secret = randomText(SECRET_BYTES);
   const handle = Buffer.from(JSON.stringify([accountId, keyId, familyId, tokenId])).toString('base64url');
   return { token: `${handle}.${secret}`, accountId, keyId, familyId, tokenId, secret, secretHash: hashRefreshSecret(secret) };
 }
@@ -67,7 +91,7 @@ export function parseRefreshToken(token: string): RefreshTokenParts | undefined 
 }
 
 export function hashRefreshSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 export interface TokenPair {
@@ -75,12 +99,17 @@ export interface TokenPair {
   refreshToken: string;
 }
 
-function sealKey(secret: string): Buffer {
-  return createHmac('sha256', secret).update(SEAL_INFO).digest();
+/**
+ * A KeyObject, not the Buffer: given a Buffer, Node 24's createCipheriv first tries it as a
+ * KeyObject, and that check throws and catches a TypeError (9 µs a call against 1 µs).
+ */
+function sealKey(secret: string): KeyObject {
+  return createSecretKey(createHmac('sha256', secret).update(SEAL_INFO).digest());
 }
 
 export function sealPair(pair: TokenPair, secret: string): string {
-  const iv = randomBytes(12);
+  const at = randomSpan(12);
+  const iv = Buffer.from(pool.subarray(at, at + 12));
   const cipher = createCipheriv('aes-256-gcm', sealKey(secret), iv);
   const body = Buffer.concat([cipher.update(JSON.stringify(pair), 'utf8'), cipher.final()]);
   return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');

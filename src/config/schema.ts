@@ -333,6 +333,12 @@ export const configSchema = z.strictObject({
     resetCacheTtlMs: setting(z.number().int().min(50).max(60_000).default(1000), {
       description: 'How long an instance trusts its cached copy of an account\'s token resets when no invalidation arrives (resets are also pushed to every instance at once).',
     }),
+    keyCacheTtlMs: setting(z.number().int().min(0).max(300_000).default(5000), {
+      description: 'With `data.keySource` "redis": how long an instance serves an API key record it read without a change notice (every write of a key record is announced, and drops every instance\'s copies at once); 0 reads Redis at each sign-in and refresh.',
+    }),
+    keyCacheMaxEntries: setting(z.number().int().min(1).max(1_000_000).default(10_000), {
+      description: 'Most API key records an instance keeps (by apiKey and by key id, least recently used dropped first).',
+    }),
   }).prefault({}),
 
   roles: z.strictObject({

@@ -8,40 +8,73 @@
  * Keys written by the owner store (owner-store.redis.ts) also hold `v`, their account's version.
  * A record with a missing or malformed field counts as absent, so a half-written key never
  * signs anyone in.
+ *
+ * Every write of a record is announced on `<prefix>:keys` (`{"accountId"}`, in the same
+ * MULTI or script as the write), and a gateway keeps the records it read for a short while
+ * (key-directory.cache.ts), dropped whole at each notice: a sign-in or refresh then costs one
+ * round trip. Whoever writes these hashes by other means must publish there too, or a gateway
+ * goes on serving the old record for up to `redis.keyCacheTtlMs`.
  */
 import { ID_PATTERN as ID, SCOPE_PATTERN as SCOPE } from '../domain/formats.js';
 import { SECRET_DIGEST_PATTERN as DIGEST } from '../domain/secrets.js';
 import { toApiKeyRecord, type DataFile } from './data-file.js';
+import { KeyRecordCache, type KeyCacheSettings } from './key-directory.cache.js';
 import type { ApiKeyRecord, KeyDirectory } from './key-directory.js';
 import type { RedisConnection } from './redis/client.js';
 
-
 export class RedisKeyDirectory implements KeyDirectory {
   readonly #redis: RedisConnection;
+  readonly #cache: KeyRecordCache | undefined;
+  #reads = 0;
 
-  constructor(redis: RedisConnection) {
+  /** With `cache` (the gateway's), records read are kept and the keys channel is listened to; without (the CLI), every lookup reads Redis. */
+  constructor(redis: RedisConnection, { cache }: { cache?: KeyCacheSettings } = {}) {
     this.#redis = redis;
+    if (cache === undefined || cache.ttlMs === 0) return;
+    const kept = new KeyRecordCache(cache);
+    const drop = () => kept.drop();
+    kept.listenTo(redis.subscribe(redis.keys.keysChannel, drop, drop));
+    this.#cache = kept;
   }
 
-  async findByApiKey(apiKey: string): Promise<ApiKeyRecord | undefined> {
-    return toRecord(await this.#redis.run((c) => c.hgetall(this.#redis.keys.apiKey(apiKey))));
+  findByApiKey(apiKey: string): Promise<ApiKeyRecord | undefined> {
+    return this.#find(this.#redis.keys.apiKey(apiKey));
   }
 
-  async findByKeyId(keyId: string): Promise<ApiKeyRecord | undefined> {
-    return toRecord(await this.#redis.run((c) => c.hgetall(this.#redis.keys.keyId(keyId))));
+  findByKeyId(keyId: string): Promise<ApiKeyRecord | undefined> {
+    return this.#find(this.#redis.keys.keyId(keyId));
   }
 
-  /** Writes (or overwrites) one key under both of its names. */
+  /** Records read from Redis so far (tests count them: a cached lookup reads none). */
+  get reads(): number {
+    return this.#reads;
+  }
+
+  #find(name: string): Promise<ApiKeyRecord | undefined> {
+    const read = async () => {
+      this.#reads++;
+      return toRecord(await this.#redis.run((c) => c.hgetall(name)));
+    };
+    return this.#cache === undefined ? read() : this.#cache.find(name, read);
+  }
+
+  /** Writes (or overwrites) one key under both of its names, each write announced. */
   async putKey(apiKey: string, record: ApiKeyRecord): Promise<void> {
     if (!isWellFormed(record)) {
       throw new TypeError('putKey: the key id and account id must be plain ids, the digest "sha256:<64 hex>" and scopes scope tokens');
     }
     const fields = keyRecordFields(record);
     const k = this.#redis.keys;
-    // Two keys in two Cluster slots: two commands. The id record goes first, so a reader that
-    // finds the apiKey record also finds the key it names.
-    await this.#redis.run((c) => c.hset(k.keyId(record.keyId), fields));
-    await this.#redis.run((c) => c.hset(k.apiKey(apiKey), fields));
+    const notice = keyChangeNotice(record.accountId);
+    // Two keys in two Cluster slots: two transactions, each with its notice. The id record goes
+    // first, so a reader that finds the apiKey record also finds the key it names.
+    for (const name of [k.keyId(record.keyId), k.apiKey(apiKey)]) {
+      await this.#redis.run(async (c) => {
+        const results = await c.multi().hset(name, fields).publish(k.keysChannel, notice).exec();
+        const failed = results?.find(([err]) => err !== null);
+        if (results === null || failed !== undefined) throw failed?.[0] ?? new Error('transaction aborted');
+      });
+    }
   }
 
   /** Writes every key of a data file; returns how many. */
@@ -55,6 +88,11 @@ export class RedisKeyDirectory implements KeyDirectory {
     }
     return count;
   }
+}
+
+/** What a write of an account's key records announces on the keys channel. */
+export function keyChangeNotice(accountId: string): string {
+  return JSON.stringify({ accountId });
 }
 
 /** A key record as the fields of its hashes. */

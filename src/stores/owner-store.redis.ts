@@ -34,7 +34,7 @@ import { dataFileSchema, toApiKeyRecord, toSignRecord, type DataFile } from './d
 import type { RecordReader } from './directory-records.js';
 import type { DirectoryChange, Role, RolePage, RoleQuery, SignRecord } from './directory.js';
 import { RedisDirectory } from './directory.redis.js';
-import { keyRecordFields } from './key-directory.redis.js';
+import { keyChangeNotice, keyRecordFields } from './key-directory.redis.js';
 import { auditEventSchema, ownerSchema, type AuditEvent, type InviteRecord, type OwnerRecord, type SettingsTokenRecord } from './owner-records.js';
 import type { AccountDoc, AccountUpdate, OwnerStore, PutRoleOutcome, PutSignRecordOutcome } from './owner-store.js';
 import type { RedisConnection } from './redis/client.js';
@@ -372,8 +372,9 @@ export class RedisOwnerStore implements OwnerStore {
    */
   async #projectAfter(previous: AccountDoc | undefined, next: AccountDoc, version: number): Promise<void> {
     const k = this.#redis.keys;
+    const notice = keyChangeNotice(next.id);
     const project = (key: string, fields: Record<string, string> | undefined) => this.#redis.run((c) => c.gwProjectKey(
-      key, version, fields === undefined ? '1' : '0', TOMBSTONE_MS, ...Object.entries(fields ?? {}).flat(),
+      key, version, fields === undefined ? '1' : '0', TOMBSTONE_MS, k.keysChannel, notice, ...Object.entries(fields ?? {}).flat(),
     ));
     const live = new Set(next.apiKeys.flatMap((key) => [k.keyId(key.id), k.apiKey(key.apiKey)]));
     const named = await this.#redis.run((c) => c.smembers(k.accountKeys(next.id)));

@@ -145,7 +145,7 @@ for (const topology of ['one server', 'cluster'] as const) test(`changes from tw
     await a.store.updateAccount(ACCOUNT.id, (doc) => ({ doc: { ...doc, apiKeys: [{ ...KEY, disabled: true }] }, events: [], result: undefined }));
     // The projection of version v (the key enabled) arrives late, after that of v + 1.
     const enabled = { keyId: KEY.id, accountId: ACCOUNT.id, secretDigest: KEY.secretDigest, disabled: '0', scopes: '' };
-    const late = (name: string, version: number) => a.redis.run((c) => c.gwProjectKey(name, version, '0', 60_000, ...Object.entries(enabled).flat()));
+    const late = (name: string, version: number) => a.redis.run((c) => c.gwProjectKey(name, version, '0', 60_000, k.keysChannel, '{}', ...Object.entries(enabled).flat()));
     assert.equal(await late(k.keyId(KEY.id), v), 0);
     assert.equal(await late(k.apiKey(KEY.apiKey), v), 0);
     const keys = new RedisKeyDirectory(b.redis);

@@ -3,7 +3,9 @@ import { test } from 'node:test';
 import { MemoryDirectory } from '../../src/stores/directory.memory.js';
 import { MemoryKeyDirectory } from '../../src/stores/key-directory.memory.js';
 import { RedisKeyDirectory } from '../../src/stores/key-directory.redis.js';
+import type { KeyDirectory } from '../../src/stores/key-directory.js';
 import { connectRedis, type RedisConnection } from '../../src/stores/redis/client.js';
+import { systemClock } from '../../src/util/clock.js';
 import { runDirectoryContract } from '../contracts/directory.contract.js';
 import { runKeyDirectoryContract } from '../contracts/key-directory.contract.js';
 import { redisSettings, redisSuite, silentLog, startRedis, type TestRedis } from '../helpers/redis.js';
@@ -37,6 +39,24 @@ if (redisOptions.skip) {
     const keys = new RedisKeyDirectory(redis);
     assert.equal(await keys.importKeys(data), data.accounts.reduce((n, a) => n + a.apiKeys.length, 0));
     return { keys, close };
+  });
+  // As the gateway reads them (KEY_SOURCE=redis): through the key-record cache, each lookup twice.
+  runKeyDirectoryContract('redis, cached', async (data) => {
+    const { redis, close } = await connectFresh();
+    const keys = new RedisKeyDirectory(redis, { cache: { ttlMs: 60_000, maxEntries: 100, clock: systemClock } });
+    assert.equal(await keys.importKeys(data), data.accounts.reduce((n, a) => n + a.apiKeys.length, 0));
+    // Until the keys channel's subscription is confirmed nothing is kept: wait for a lookup served from the cache.
+    const deadline = Date.now() + 5000;
+    for (let reads = -1; reads !== keys.reads; await keys.findByApiKey('ak_first_key')) {
+      assert.ok(Date.now() < deadline, 'the cache serves within 5 s');
+      reads = keys.reads;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const twice: KeyDirectory = {
+      findByApiKey: async (apiKey) => (await keys.findByApiKey(apiKey), keys.findByApiKey(apiKey)),
+      findByKeyId: async (keyId) => (await keys.findByKeyId(keyId), keys.findByKeyId(keyId)),
+    };
+    return { keys: twice, close };
   });
 }
 

@@ -61,6 +61,21 @@ test('mintRefreshToken and parseRefreshToken', async (t) => {
     assert.notEqual(a.secretHash, b.secretHash);
   });
 
+  await t.test('ids and secrets drawn in blocks never repeat, across many blocks', () => {
+    // Each token takes 48 random bytes of a 4 KiB block: 2,000 tokens span about 24 blocks.
+    const seen = new Set<string>();
+    for (let i = 0; i < 2000; i++) {
+      const { tokenId, secret } = mintRefreshToken('acct', 'key', 'fam');
+      assert.equal(Buffer.from(tokenId, 'base64url').length, 16);
+      for (const value of [tokenId, secret]) {
+        assert.ok(!seen.has(value), `drawn twice: ${value}`);
+        seen.add(value);
+      }
+    }
+    // Not stuck on a value either (as an unfilled block of zeros would be).
+    assert.ok(![...seen].some((v) => /^A+$/.test(v)));
+  });
+
   await t.test('parse refuses malformed tokens', () => {
     const good = tokenWith(['acct', 'key', 'fam', 'tid']);
     assert.deepEqual(parseRefreshToken(good), { accountId: 'acct', keyId: 'key', familyId: 'fam', tokenId: 'tid', secret: SECRET });

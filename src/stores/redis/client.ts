@@ -28,9 +28,10 @@ export interface RedisConnection {
   run<T>(call: (client: RedisClient) => Promise<T>): Promise<T>;
   /**
    * Subscribes to a channel on a connection of its own, which waits and reconnects by itself.
-   * `onGap` runs each time that connection becomes ready: messages sent meanwhile are lost.
+   * `onGap` runs each time Redis confirms the subscription on a new connection: messages sent
+   * before it were lost. `listening` is true from that moment until the connection drops.
    */
-  subscribe(channel: string, onMessage: (message: string) => void, onGap: () => void): void;
+  subscribe(channel: string, onMessage: (message: string) => void, onGap: () => void): Subscription;
   /**
    * Runs `check` whenever the connection becomes ready (at start, and after each reconnection:
    * Redis may have come back empty) and every `intervalMs` while it is, until close. A check
@@ -43,6 +44,11 @@ export interface RedisConnection {
   /** Resolves once connected, or after `timeoutMs` whatever the state (it never rejects). */
   waitUntilReady(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
+}
+
+export interface Subscription {
+  /** True while the subscription is confirmed and its connection up: no message is being missed. */
+  readonly listening: boolean;
 }
 
 export function connectRedis(settings: Config['redis'], log: Logger): RedisConnection {
@@ -72,21 +78,36 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
     },
 
     subscribe(channel, onMessage, onGap) {
+      const subscription = { listening: false };
       const listen = (subscriber: Redis) => {
         subscribers.push(subscriber);
         watchConnection(subscriber, log, 'redis subscriber', isClosed);
-        // Each (re)connection is a gap: notices published while it was down are lost.
-        subscriber.on('ready', onGap);
+        subscriber.on('close', () => {
+          subscription.listening = false;
+        });
+        // Subscribed anew on each (re)connection, and the gap reported once Redis confirms it:
+        // a notice published before that moment is lost, one published after it is heard.
+        // (ioredis's own resubscription gives no sign of when it took effect.)
+        subscriber.on('ready', () => {
+          subscriber.subscribe(channel).then(() => {
+            subscription.listening = subscriber.status === 'ready';
+            onGap();
+          }, (err: unknown) => {
+            // Refused on a live connection (an ACL, say) is worth a warning; cut off by a
+            // reconnection it is tried again on the next 'ready'.
+            if (subscriber.status === 'ready') log.warn({ err: describe(err) }, 'redis subscribe failed');
+            else log.debug({ err: describe(err) }, 'redis subscribe interrupted');
+          });
+        });
         subscriber.on('message', (from: string, message: string) => {
           if (from === channel) onMessage(message);
         });
-        subscriber.subscribe(channel).catch((err: unknown) => log.warn({ err: describe(err) }, 'redis subscribe failed'));
       };
       // Commands wait for the connection here: a subscription must outlive any outage.
-      const patient = { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined };
+      const patient = { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined, autoResubscribe: false };
       if (!(client instanceof Cluster)) {
         listen(client.duplicate(patient));
-        return;
+        return subscription;
       }
       // On a Cluster, PUBLISH reaches every node, so one plain connection to any node hears all.
       // (ioredis's own Cluster subscriber replaces its connection without an event, which would
@@ -106,6 +127,7 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
         listen(subscriber);
       };
       connectNext();
+      return subscription;
     },
 
     keepChecking(intervalMs, check) {

@@ -16,6 +16,11 @@ export interface RedisKeys {
   /** Hash: the same record, by key id. No TTL. */
   keyId(keyId: string): string;
   /**
+   * Pub/sub channel on which every write of a key record is announced (`{"accountId"}`), so
+   * that every instance drops its cached key records at once (stores/key-directory.redis.ts).
+   */
+  readonly keysChannel: string;
+  /**
    * String: when the data in this Redis began (epoch ms; stores/revocation.ts). No TTL, on
    * purpose: it must go only when everything else goes, so that its absence tells of a loss.
    */
@@ -80,6 +85,7 @@ export function redisKeys(prefix: string): RedisKeys {
     resets: (accountId) => `${prefix}:reset:{${accountId}}`,
     apiKey: (apiKey) => `${prefix}:apikey:${apiKey}`,
     keyId: (keyId) => `${prefix}:key:${keyId}`,
+    keysChannel: `${prefix}:keys`,
     epoch: `${prefix}:epoch`,
     resetChannel: `${prefix}:resets`,
     roleIndex: (accountId) => `${prefix}:roles:{${accountId}}`,

@@ -509,11 +509,16 @@ return 1
  * key becomes a tombstone holding only its version, which refuses older writes until it
  * expires (and reads as no key: it lacks every field a record needs).
  *
+ * Each write is announced on the keys channel in the same script, so no instance keeps a
+ * cached copy of the record it replaced without being told (stores/key-directory.redis.ts).
+ *
  * KEYS[1] the record              <prefix>:key:<keyId> or <prefix>:apikey:<apiKey>
  * ARGV[1] the account's version
  * ARGV[2] '1' for a tombstone, else '0'
  * ARGV[3] how long a tombstone stays, in ms
- * ARGV[4…] field, value, field, value, … (the record; none for a tombstone)
+ * ARGV[4] the keys channel        <prefix>:keys
+ * ARGV[5] the notice              {"accountId"}
+ * ARGV[6…] field, value, field, value, … (the record; none for a tombstone)
  * Returns 1 when written, 0 when a later version was there.
  */
 export const PROJECT_KEY = `
@@ -524,9 +529,10 @@ redis.call('DEL', KEYS[1])
 if ARGV[2] == '1' then
   redis.call('HSET', KEYS[1], 'v', v)
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  return 1
+else
+  redis.call('HSET', KEYS[1], 'v', v, unpack(ARGV, 6))
 end
-redis.call('HSET', KEYS[1], 'v', v, unpack(ARGV, 4))
+redis.call('PUBLISH', ARGV[4], ARGV[5])
 return 1
 `;
 
