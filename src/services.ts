@@ -149,7 +149,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     tokens = new MemoryRefreshTokenStore({ clock, maxTokens: t.memoryStoreMaxTokens, resets });
     revocationStore = resets;
   }
-  const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory, isProduction, redis });
+  const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory, isProduction, redis, keys });
   const fileOwners = ownerStore instanceof FileOwnerStore ? ownerStore : undefined;
   // Watched only while something is read from it.
   const fileInUse = config.data.keySource === 'file' || config.directory.store === 'file';
@@ -269,8 +269,10 @@ function createDirectory(config: Config, { log, clock, redis, fileDirectory }: {
  * read: each instance would write its own copy. Roles and sign records are written only where
  * they are read (directory.store), so a change never goes where no instance would see it.
  */
-function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, isProduction, redis }: {
+function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, isProduction, redis, keys }: {
   log: Logger;
+  /** The gateway's key directory: the owner store's key writes drop its cached records. */
+  keys: KeyDirectory;
   data: DataFile;
   fileKeys: MemoryKeyDirectory;
   fileDirectory: MemoryDirectory;
@@ -287,7 +289,10 @@ function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, 
       : undefined;
   if (config.data.keySource === 'redis') {
     const records = createRecordReader(config.directory.timeZone);
-    return new RedisOwnerStore(redis!, { records, log, maxAuditEvents: config.owner.auditMaxEventsPerAccount, directoryReadOnly });
+    return new RedisOwnerStore(redis!, {
+      records, log, maxAuditEvents: config.owner.auditMaxEventsPerAccount, directoryReadOnly,
+      onKeysWritten: keys instanceof RedisKeyDirectory ? () => keys.dropCache() : undefined,
+    });
   }
   // Written back to the data file (the shipped demo file's changes to their own file): see stores/owner-store.file.ts.
   return new FileOwnerStore(config.data.file, data, {

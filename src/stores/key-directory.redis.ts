@@ -45,6 +45,11 @@ export class RedisKeyDirectory implements KeyDirectory {
     return this.#find(this.#redis.keys.keyId(keyId));
   }
 
+  /** Forgets every cached record: this instance wrote key records (the owner store's onKeysWritten). */
+  dropCache(): void {
+    this.#cache?.drop();
+  }
+
   /** Records read from Redis so far (tests count them: a cached lookup reads none). */
   get reads(): number {
     return this.#reads;
@@ -75,6 +80,8 @@ export class RedisKeyDirectory implements KeyDirectory {
         if (results === null || failed !== undefined) throw failed?.[0] ?? new Error('transaction aborted');
       });
     }
+    // Its own copies at once, not when its own notice comes back.
+    this.#cache?.drop();
   }
 
   /** Writes every key of a data file; returns how many. */

@@ -55,6 +55,12 @@ export interface RedisOwnerStoreOptions {
   maxAuditEvents: number;
   readOnly?: string;
   directoryReadOnly?: string;
+  /**
+   * Called once this instance has written an account's key records: its own cached copies
+   * (key-directory.cache.ts) go at once, before the change's answer, rather than when its own
+   * notice comes back a moment later.
+   */
+  onKeysWritten?: () => void;
 }
 
 interface Versioned<T> {
@@ -69,6 +75,7 @@ export class RedisOwnerStore implements OwnerStore {
   readonly #directory: RedisDirectory;
   readonly #records: RecordReader;
   readonly #maxAudit: number;
+  readonly #onKeysWritten: (() => void) | undefined;
   /** The last change queued per account or owner in this process. */
   readonly #turns = new Map<string, Promise<unknown>>();
 
@@ -79,6 +86,7 @@ export class RedisOwnerStore implements OwnerStore {
     this.#maxAudit = options.maxAuditEvents;
     this.readOnly = options.readOnly;
     this.directoryReadOnly = options.directoryReadOnly;
+    this.#onKeysWritten = options.onKeysWritten;
   }
 
   async listAccounts(): Promise<AccountDoc[]> {
@@ -389,6 +397,7 @@ export class RedisOwnerStore implements OwnerStore {
       Promise.all(gone.map(async (name) => ((await project(name, undefined)) === 1 ? name : undefined))),
     ]);
     // A tombstone refused (a later version holds the record) leaves the name for that version's writer.
+    this.#onKeysWritten?.();
     const done = retired.filter((name): name is string => name !== undefined);
     if (done.length > 0) await this.#redis.run((c) => c.srem(k.accountKeys(next.id), ...done));
     const tokens = new Set(next.settingsTokens.map((t) => t.digest));

@@ -172,3 +172,31 @@ test('KEY_SOURCE=redis: a write nobody announced is served until keyCacheTtlMs, 
     assert.ok(statuses.every((s) => s === 401), `every sign-in after the gap refused: ${statuses.join(' ')}`);
   });
 });
+
+test('KEY_SOURCE=redis: the writing instance drops its own copies before the change returns, not when its notice comes back', redisSuite(), async (t) => {
+  const server = await startRedis(t);
+  const redis = await connectedRedis(redisSettings(server.url));
+  t.after(() => redis.close());
+  // The real connection, but a keys channel whose notices never arrive (listening all along):
+  // only the writer's own drop can make the change visible here.
+  const deaf = Object.assign(Object.create(redis) as typeof redis, { subscribe: () => ({ listening: true }) });
+  const keys = new RedisKeyDirectory(deaf, { cache: { ttlMs: 60_000, maxEntries: 100, clock: { now: () => 0 } } });
+  const store = new RedisOwnerStore(redis, { records: createRecordReader('UTC'), log: silentLog, maxAuditEvents: 100, onKeysWritten: () => keys.dropCache() });
+  assert.equal(await store.createAccount(ACCOUNT, []), true);
+  assert.equal((await keys.findByApiKey(KEY.apiKey))?.disabled, false);
+  const reads = keys.reads;
+  assert.equal((await keys.findByApiKey(KEY.apiKey))?.disabled, false);
+  assert.equal(keys.reads, reads, 'the second lookup is served from the cache');
+
+  await t.test('an owner-store change', async () => {
+    await store.updateAccount(ACCOUNT.id, (doc) => ({ doc: { ...doc, apiKeys: doc.apiKeys.map((k) => ({ ...k, disabled: true })) }, events: [], result: undefined }));
+    assert.equal((await keys.findByApiKey(KEY.apiKey))?.disabled, true);
+    assert.equal((await keys.findByKeyId(KEY.id))?.disabled, true);
+  });
+
+  await t.test('its own putKey', async () => {
+    await keys.findByApiKey(KEY.apiKey);
+    await keys.putKey(KEY.apiKey, { keyId: KEY.id, accountId: ACCOUNT.id, secretDigest: KEY.secretDigest, disabled: false, scopes: ['orders:write'] });
+    assert.deepEqual((await keys.findByApiKey(KEY.apiKey))?.scopes, ['orders:write']);
+  });
+});
