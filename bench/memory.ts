@@ -101,12 +101,13 @@ async function drive(url: string, key: ReturnType<typeof makeSigningKey>, agent:
   const { hostname, port } = new URL(url);
   const t0 = performance.now();
   let next = 0;
-  const one = (token: string) => new Promise<number>((done) => {
+  // A status, or the socket error's code (so that a failed run says what failed).
+  const one = (token: string) => new Promise<number | string>((done) => {
     const req = request({ agent, hostname, port, path: PATH, headers: { authorization: `Bearer ${token}` } }, (res) => {
       res.resume();
       res.once('end', () => done(res.statusCode ?? 0));
     });
-    req.once('error', () => done(0));
+    req.once('error', (err: NodeJS.ErrnoException) => done(err.code ?? 'error'));
     req.end();
   });
   const loop = async () => {
@@ -271,7 +272,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     }),
   ].join('\n');
   const lines = [
-    `- tokens: **${driven.sent}** distinct new tokens sent in ${fmt(elapsed)} s (${fmt(driven.sent / elapsed)}/s; ${driven.ok} answered 200${driven.failed > 0 ? `, **${driven.failed} not** (${Object.entries(driven.statuses).map(([s, n]) => `${s === '0' ? 'socket error' : s}: ${n}`).join(', ')})` : ''}); gateway CPU ${fmt((gatewayCpu * 1e6) / Math.max(driven.sent, 1))} µs per request (${fmt((100 * gatewayCpu) / elapsed)} % of its core)`,
+    `- tokens: **${driven.sent}** distinct new tokens sent in ${fmt(elapsed)} s (${fmt(driven.sent / elapsed)}/s; ${driven.ok} answered 200${driven.failed > 0 ? `, **${driven.failed} not** (${Object.entries(driven.statuses).map(([s, n]) => `${/^[0-9]+$/.test(s) ? s : `socket error ${s}`}: ${n}`).join(', ')})` : ''}); gateway CPU ${fmt((gatewayCpu * 1e6) / Math.max(driven.sent, 1))} µs per request (${fmt((100 * gatewayCpu) / elapsed)} % of its core)`,
     `- RSS after the ${fmt(WARMUP_MS / 1000)} s warm-up: median of the first tenth ${mb(first)} MiB, of the last tenth ${mb(last)} MiB (**${fmt(tokensFlat.lastRatio, 3)}×**), highest sample ${mb(peak)} MiB (**${fmt(tokensFlat.peakRatio, 3)}×**) — target within ${100 * FLAT} %: ${tokensFlat.met ? 'met' : '**not met**'}`,
     `- V8 heap in use: ${heaps.length > 0 ? `${mb(heaps[0]!.heapUsed!)} MiB at the first sample, ${mb(heaps.at(-1)!.heapUsed!)} MiB at the last, at most ${mb(Math.max(...heaps.map((h) => h.heapUsed!)))}` : 'not sampled (no gateway_nodejs_heap_size_used_bytes in /metrics)'}`,
     ...(up === undefined ? [] : [
