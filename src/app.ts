@@ -151,14 +151,14 @@ function createProxiedPath({ proxy, log }: Services, accessLog: AccessLog, cors:
   const serveProxied = function serveProxied(req: IncomingMessage, res: ServerResponse, { match, path }: Routed<RouteMatch>, started: number): void {
     const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
-    proxy.serve(req, res, match, requestId, (thrown, identity) => {
+    proxy.serve(req, res, match, requestId, (thrown, identity, upstream) => {
       let planned = 200;
       try {
         if (thrown !== undefined) planned = failResponse(log, req, res, thrown, requestId).status;
       } finally {
         accessLog({
           requestId, method: req.method, path, status: finalStatus(req, res, planned),
-          route: match.route.name, started, accountId: identity?.accountId,
+          route: match.route.name, started, accountId: identity?.accountId, upstream,
         });
       }
     });

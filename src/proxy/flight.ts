@@ -64,6 +64,7 @@ export function createFlights({ log, clock }: Pick<ProxyDeps, 'log' | 'clock'>):
     // Registered before http-proxy-3's own listener, so the 101 it relays can still be edited.
     proxyReq.once('upgrade', (proxyRes) => {
       flight.responded = true;
+      flight.respondedAt = performance.now();
       proxyReq.setTimeout(0);
       flight.onUpgrade?.(proxyRes);
     });
@@ -82,6 +83,7 @@ export function createFlights({ log, clock }: Pick<ProxyDeps, 'log' | 'clock'>):
     proxyReq.setTimeout(flight.route.responseTimeoutMs);
     proxyReq.on('response', (proxyRes) => {
       flight.responded = true;
+      flight.respondedAt = performance.now();
       proxyReq.setTimeout(flight.route.idleTimeoutMs);
       flight.onResponse?.(proxyRes);
     });
@@ -120,7 +122,7 @@ export function createFlights({ log, clock }: Pick<ProxyDeps, 'log' | 'clock'>):
     start(route, headers, exclude) {
       const target = route.pool.pick(clock.now(), exclude);
       if (route.host === 'target') headers.host = target.url.host;
-      return { route, target, headers, responded: false, timedOut: false, onResponse: undefined, onUpgrade: undefined };
+      return { route, target, headers, responded: false, timedOut: false, sentAt: performance.now(), respondedAt: 0, onResponse: undefined, onUpgrade: undefined };
     },
     failed(flight, err, requestId) {
       const code = codeOf(err);

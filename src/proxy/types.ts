@@ -43,6 +43,10 @@ export interface Flight {
   responded: boolean;
   /** The route's response timeout fired before that. */
   timedOut: boolean;
+  /** performance.now() when the attempt started (telemetry/upstream.ts reads these two). */
+  readonly sentAt: number;
+  /** performance.now() when the backend's response head (or 101) arrived; 0 before. */
+  respondedAt: number;
   /** Called with the backend's response head (for a WebSocket: an answer other than 101). */
   onResponse: ((proxyRes: IncomingMessage) => void) | undefined;
   /** Called once the backend switched protocols, before its 101 is relayed (WebSocket only). */

@@ -9,6 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, Next } from 'koa';
 import type { Logger } from '../../telemetry/log.js';
+import type { Upstream } from '../../telemetry/upstream.js';
 
 export interface AccessEntry {
   requestId: string | undefined;
@@ -19,6 +20,8 @@ export interface AccessEntry {
   /** performance.now() when the request arrived. */
   started: number;
   accountId: string | undefined;
+  /** A proxied request's backend side (its last attempt), when a backend was tried. */
+  upstream?: Upstream;
 }
 
 export type AccessLog = (entry: AccessEntry) => void;
