@@ -136,16 +136,6 @@ export function createMetrics({ processMetrics = true }: { processMetrics?: bool
     registers,
   });
 
-  let redisReady: (() => boolean) | undefined;
-  new Gauge({
-    name: 'gateway_redis_connected',
-    help: '1 while the Redis connection is ready, 0 while it is down or reconnecting (absent without Redis). Across workers: the lowest.',
-    registers,
-    aggregator: 'min',
-    collect() {
-      if (redisReady !== undefined) this.set(redisReady() ? 1 : 0);
-    },
-  });
   const breakers = new Map<string, BreakerState>();
   new Gauge({
     name: 'gateway_store_breaker_open',
@@ -226,7 +216,16 @@ export function createMetrics({ processMetrics = true }: { processMetrics?: bool
     directoryCache: byValue<CacheResult>(cacheReads),
     directoryStoreFailed: () => cacheStoreErrors.inc(),
     watchRedis(isReady) {
-      redisReady = isReady;
+      // Registered only with Redis: a gateway without it must not report a connection down.
+      new Gauge({
+        name: 'gateway_redis_connected',
+        help: '1 while the Redis connection is ready, 0 while it is down or reconnecting (absent without Redis). Across workers: the lowest.',
+        registers,
+        aggregator: 'min',
+        collect() {
+          this.set(isReady() ? 1 : 0);
+        },
+      });
     },
     watchBreaker(store, breaker) {
       breakers.set(store, breaker);

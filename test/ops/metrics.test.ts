@@ -51,6 +51,8 @@ test('requests are counted by route, method and status class, with latency bucke
   // Process and event-loop metrics (prom-client's defaults) under the same prefix.
   assert.ok(samples.some((s) => s.name === 'gateway_nodejs_eventloop_lag_p99_seconds'));
   assert.ok(samples.some((s) => s.name === 'gateway_process_resident_memory_bytes'));
+  // Without Redis, no Redis gauge (rather than one saying it is down).
+  assert.ok(!text.includes('gateway_redis_connected'));
 });
 
 test('sign-ins, refreshes, reuse detections, resets and token checks are counted by outcome', async (t) => {
