@@ -110,7 +110,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     if (warning !== undefined) log.warn(warning);
   };
   checkDemoKeys(data);
-  const metrics = createMetrics({ processMetrics: config.metrics.enabled });
+  const metrics = createMetrics({ processMetrics: config.metrics.enabled, accountLabelMaxAccounts: config.metrics.accountLabelMaxAccounts });
   const signer = createSigner(config, clock);
   if (signer.isEphemeral) {
     log.warn('no signing key configured: made one for this process; tokens will not survive a restart (set signing.keys, and REDIS_URL for sessions to outlive it)');

@@ -534,6 +534,10 @@ export const configSchema = z.strictObject({
       env: 'METRICS_ENABLED',
       description: 'Serve Prometheus metrics at GET /metrics (requests, upstreams, tokens, directory cache, Redis, rate limits, process; docs/operations.md). Keep it from the public internet: set `management.port`.',
     }),
+    accountLabelMaxAccounts: setting(z.number().int().min(0).max(10_000).default(0), {
+      env: 'METRICS_ACCOUNT_LABEL_MAX_ACCOUNTS',
+      description: 'Above 0: count requests per account (`gateway_account_requests_total`) for the first this many accounts a process sees, the rest under `(other)`. 0: no account label anywhere.',
+    }),
   }).prefault({}),
 
   management: z.strictObject({

@@ -62,9 +62,9 @@ export interface Metrics {
    * One finished request: `route` a configured route's name or an own route's pattern (both
    * bounded), `started` its performance.now() at arrival; `upstreamOrigin` and
    * `upstreamSeconds`, the backend that answered a proxied one and how long its answer's head
-   * took.
+   * took; `accountId`, who made it, counted only under `accountLabelMaxAccounts`.
    */
-  observeRequest(route: string, method: string | undefined, status: number, seconds: number, upstreamOrigin: string | undefined, upstreamSeconds: number | undefined): void;
+  observeRequest(route: string, method: string | undefined, status: number, seconds: number, upstreamOrigin: string | undefined, upstreamSeconds: number | undefined, accountId: string | undefined): void;
   /** A backend attempt failed before its answer; `ejected`, the failure took the target out. */
   upstreamFailed(origin: string, failure: UpstreamFailure, ejected: boolean): void;
   tokenValidated(outcome: TokenValidation): void;
@@ -79,7 +79,12 @@ export interface Metrics {
   watchBreaker(store: string, breaker: BreakerState): void;
 }
 
-export function createMetrics({ processMetrics = true }: { processMetrics?: boolean } = {}): Metrics {
+/**
+ * `accountLabelMaxAccounts`: above 0, requests are also counted per account, for the first that
+ * many accounts this process sees (the rest under "(other)"): a bound an operator chooses,
+ * since each account is a series of its own (per worker, too: workers may see different ones).
+ */
+export function createMetrics({ processMetrics = true, accountLabelMaxAccounts = 0 }: { processMetrics?: boolean; accountLabelMaxAccounts?: number } = {}): Metrics {
   const registry = new Registry();
   if (processMetrics) collectDefaultMetrics({ register: registry, prefix: 'gateway_' });
   const registers = [registry];
@@ -169,6 +174,7 @@ export function createMetrics({ processMetrics = true }: { processMetrics?: bool
     };
   };
 
+  const countAccount = accountLabelMaxAccounts === 0 ? undefined : createAccountCounter(accountLabelMaxAccounts, registry);
   let scrape = () => registry.metrics();
   return {
     registry,
@@ -196,8 +202,9 @@ export function createMetrics({ processMetrics = true }: { processMetrics?: bool
       registers,
     }),
 
-    observeRequest(route, method, status, seconds, upstreamOrigin, upstreamSeconds) {
+    observeRequest(route, method, status, seconds, upstreamOrigin, upstreamSeconds, accountId) {
       const statusClass = status >= 100 && status < 600 ? (status / 100) | 0 : 5;
+      if (countAccount !== undefined && accountId !== undefined) countAccount(accountId, statusClass);
       requestChild(route, (method === undefined ? undefined : METHOD_INDEX.get(method)) ?? METHODS.length, statusClass).observe(seconds);
       if (upstreamOrigin !== undefined && upstreamSeconds !== undefined) {
         let child = upstreamChildren.get(upstreamOrigin);
@@ -230,5 +237,29 @@ export function createMetrics({ processMetrics = true }: { processMetrics?: bool
     watchBreaker(store, breaker) {
       breakers.set(store, breaker);
     },
+  };
+}
+
+/** Requests per account and status class, for at most `max` accounts; any later one is "(other)". */
+function createAccountCounter(max: number, registry: Registry): (accountId: string, statusClass: number) => void {
+  const counter = new Counter({
+    name: 'gateway_account_requests_total',
+    help: `Requests by account and status class, for the first ${max} accounts this process saw (metrics.accountLabelMaxAccounts); later ones under account="(other)".`,
+    labelNames: ['account', 'status_class'],
+    registers: [registry],
+  });
+  const named = new Map<string, { inc(): void }[]>();
+  const other: { inc(): void }[] = [];
+  return (accountId, statusClass) => {
+    let children = named.get(accountId);
+    let account = accountId;
+    if (children === undefined) {
+      if (named.size < max) named.set(accountId, children = []);
+      else {
+        children = other;
+        account = '(other)';
+      }
+    }
+    (children[statusClass] ??= counter.labels(account, STATUS_CLASSES[statusClass]!)).inc();
   };
 }

@@ -192,3 +192,26 @@ test('metrics.enabled false: no /metrics, and the request path records nothing',
   const text = await gw.services.metrics.registry.metrics();
   assert.equal(sumOf(parseMetrics(text), REQUESTS), 0);
 });
+
+test('metrics.accountLabelMaxAccounts counts requests per account for at most that many accounts', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await startProxy(t, [{ name: 'orders', prefix: '/orders', targets: [backend.url] }], { metrics: { accountLabelMaxAccounts: 1 } });
+  const alice = await signIn(gw);
+  const bob = await signIn(gw, DEMO.bob);
+  for (let i = 0; i < 2; i++) assert.equal((await call(`${gw.url}/orders/1`, { token: alice.accessToken })).status, 200);
+  assert.equal((await call(`${gw.url}/orders/1`, { token: bob.accessToken })).status, 200);
+
+  const { samples } = await scrape(gw.url);
+  assert.equal(valueOf(samples, 'gateway_account_requests_total', { account: DEMO.alice.accountId, status_class: '2xx' }), 2);
+  assert.equal(valueOf(samples, 'gateway_account_requests_total', { account: '(other)', status_class: '2xx' }), 1);
+  assert.ok(!samples.some((s) => s.labels.account === DEMO.bob.accountId), 'the second account is past the bound');
+});
+
+test('without metrics.accountLabelMaxAccounts, no account label exists', async (t) => {
+  const gw = await startGateway(t);
+  const { accessToken } = await signIn(gw);
+  assert.equal((await call(`${gw.url}/api/roles`, { token: accessToken })).status, 200);
+  const { text } = await scrape(gw.url);
+  assert.ok(!text.includes('gateway_account_requests_total'));
+  assert.ok(!text.includes(DEMO.alice.accountId));
+});

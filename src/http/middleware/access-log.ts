@@ -55,7 +55,7 @@ export function createAccessLog(log: Logger, metrics?: Pick<Metrics, 'observeReq
       ms: Math.round(ms * 10) / 10,
       accountId,
     }, 'request');
-    metrics?.observeRequest(route ?? path, method, status, ms / 1000, upstream?.target.origin, upstream === undefined ? undefined : upstreamSeconds(upstream));
+    metrics?.observeRequest(route ?? path, method, status, ms / 1000, upstream?.target.origin, upstream === undefined ? undefined : upstreamSeconds(upstream), accountId);
   };
 }
 
