@@ -76,8 +76,6 @@ export async function startServer(services: Services): Promise<RunningServer> {
     managementUrl: management === undefined ? undefined : urlOf(management),
     close() {
       closing ??= (async () => {
-        management?.close();
-        management?.closeAllConnections();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         // Upgraded connections are not the HTTP server's to close, and would hold it open.
@@ -85,6 +83,12 @@ export async function startServer(services: Services): Promise<RunningServer> {
         const timer = setTimeout(() => server.closeAllConnections(), shutdownTimeoutMs);
         await closed;
         clearTimeout(timer);
+        // Last: health and metrics stay answerable while the main listener drains.
+        if (management !== undefined) {
+          const managementClosed = new Promise<void>((resolve) => management.close(() => resolve()));
+          management.closeAllConnections();
+          await managementClosed;
+        }
         await services.close();
       })();
       return closing;
