@@ -150,9 +150,9 @@ test('the gateway service: its config file loads with the compose environment, a
   assert.equal(gateway.depends_on?.['signing-key']?.condition, 'service_completed_successfully', 'the gateway starts once the key is made');
   for (const key of config.signing.keys) {
     assert.ok(key.pemFile !== undefined, `key ${key.kid}: a pemFile, never a PEM in the config`);
-    const gatewayMount = mounts.find((m) => !m.bind && key.pemFile!.startsWith(`${m.target}/`));
+    const gatewayMount: Mount | undefined = mounts.find((m) => !m.bind && key.pemFile!.startsWith(`${m.target}/`));
     assert.ok(gatewayMount !== undefined, `key ${key.kid}: ${key.pemFile} is on a named volume of the gateway`);
-    const makerMount = mountsOf(keyMaker).find((m) => m.source === gatewayMount.source);
+    const makerMount: Mount | undefined = mountsOf(keyMaker).find((m) => m.source === gatewayMount.source);
     assert.ok(makerMount !== undefined, `the signing-key service mounts ${gatewayMount.source} too`);
     assert.equal(posix.join(makerMount.target, posix.relative(gatewayMount.target, key.pemFile!)), keyMaker.environment?.KEY_FILE, `the signing-key service writes ${key.pemFile}`);
   }
