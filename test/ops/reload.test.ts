@@ -109,27 +109,32 @@ test('SIGHUP: a route is added to a gateway started without any, limits and trus
     assert.equal(refused.body.message.code, 'rate_limited');
   });
 
-  await t.test('the quota changes', async () => {
-    const route = { name: 'pub', prefix: '/pub', targets: [backend.url], auth: 'public' };
-    s.write({ ...base, routes: [route], limits: { public: { perAddress: [{ limit: 50, seconds: 600 }] } } });
-    const line = await sighup(gw);
-    assert.deepEqual(line.reloaded, ['limits.public.perAddress']);
-    const res = await call(`${gw.url}/pub/items`);
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    assert.match(res.headers.get('ratelimit-policy') ?? '', /;q=50;w=600/);
-  });
-
-  await t.test('a trusted proxy is added: its X-Forwarded-For is kept and extended', async () => {
+  await t.test('a trusted proxy is added: its X-Forwarded-For is kept and extended, and names the address the limits count', async () => {
     const route = { name: 'pub', prefix: '/pub', targets: [backend.url], auth: 'public' };
     const headers = { 'x-forwarded-for': '203.0.113.7' };
     const untrusted = await call(`${gw.url}/pub/who`, { headers });
-    assert.deepEqual(untrusted.body.headers['x-forwarded-for'], ['127.0.0.1'], 'not trusted yet: replaced');
+    assert.equal(untrusted.status, 429, 'not trusted yet: the address counted is still 127.0.0.1, over its quota');
 
-    s.write({ ...base, routes: [route], limits: { public: { perAddress: [{ limit: 50, seconds: 600 }] } }, proxy: { trustedProxies: ['127.0.0.1'] } });
+    s.write({ ...base, routes: [route], limits: { public: { perAddress: [{ limit: 2, seconds: 600 }] } }, proxy: { trustedProxies: ['127.0.0.1'] } });
     const line = await sighup(gw);
     assert.deepEqual(line.reloaded, ['proxy.trustedProxies']);
     const trusted = await call(`${gw.url}/pub/who`, { headers });
+    assert.equal(trusted.status, 200, 'trusted now: 203.0.113.7 is counted, and has its quota');
     assert.deepEqual(trusted.body.headers['x-forwarded-for'], ['203.0.113.7, 127.0.0.1'], 'trusted now: extended');
+  });
+
+  await t.test('the quota changes, and the counts made before the reload stay', async () => {
+    const route = { name: 'pub', prefix: '/pub', targets: [backend.url], auth: 'public' };
+    s.write({ ...base, routes: [route], limits: { public: { perAddress: [{ limit: 4, seconds: 600 }] } }, proxy: { trustedProxies: ['127.0.0.1'] } });
+    const line = await sighup(gw);
+    assert.deepEqual(line.reloaded, ['limits.public.perAddress']);
+    // 127.0.0.1 (no X-Forwarded-For) has 2 calls counted: 2 more fit in the new quota of 4.
+    for (let i = 0; i < 2; i++) {
+      const res = await call(`${gw.url}/pub/items`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.match(res.headers.get('ratelimit-policy') ?? '', /;q=4;w=600/);
+    }
+    assert.equal((await call(`${gw.url}/pub/items`)).status, 429);
   });
 
   await t.test('a file that is not JSON, then one that does not validate: an error line each, and the running configuration stays', async () => {
@@ -148,15 +153,15 @@ test('SIGHUP: a route is added to a gateway started without any, limits and trus
     const badKey = await sighup(gw, FAILED);
     assert.match(String(badKey.problems), /cannot read pemFile/);
 
-    const res = await call(`${gw.url}/pub/items`);
-    assert.equal(res.status, 200, 'the route of the running configuration still serves');
+    const res = await call(`${gw.url}/pub/items`, { headers: { 'x-forwarded-for': '198.51.100.20' } });
+    assert.equal(res.status, 200, 'the route, quota and trusted proxies of the running configuration still serve');
     assert.equal(backend.received.length, served + 1);
     assert.deepEqual(await kidsOfJwks(gw), ['k1'], 'and its keys');
   });
 
   await t.test('a setting that needs a restart is named, and keeps its running value', async () => {
     const route = { name: 'pub', prefix: '/pub', targets: [backend.url], auth: 'public' };
-    s.write({ ...base, routes: [route], server: { bodyLimitBytes: 64 }, limits: { public: { perAddress: [{ limit: 50, seconds: 600 }] } }, proxy: { trustedProxies: ['127.0.0.1'] } });
+    s.write({ ...base, routes: [route], server: { bodyLimitBytes: 64 }, limits: { public: { perAddress: [{ limit: 4, seconds: 600 }] } }, proxy: { trustedProxies: ['127.0.0.1'] } });
     const warned = waitForLog(gw.child, (line) => line.msg === NEEDS_RESTART, 20_000);
     await sighup(gw);
     const line = await warned;
