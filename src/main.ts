@@ -82,7 +82,10 @@ async function main(): Promise<void> {
 function reloadsOf(config: Config, services: Services, log: Logger): () => void {
   const reloader = createConfigReloader({ initial: config, load: () => loadConfig(), apply: (next) => services.reload(next), log });
   const file = process.env.GATEWAY_CONFIG;
-  if (config.reload.watch && file !== undefined && file !== '') reloader.watch(resolve(file), config.reload.watchIntervalMs);
+  if (config.reload.watch) {
+    if (file === undefined || file === '') log.warn('reload.watch is on, but GATEWAY_CONFIG names no file to watch: only SIGHUP reloads');
+    else reloader.watch(resolve(file), config.reload.watchIntervalMs);
+  }
   return () => void reloader.reload('SIGHUP');
 }
 
