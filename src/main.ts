@@ -125,7 +125,7 @@ function superviseWorkers(count: number, log: Logger): void {
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   // Each worker reads the configuration again itself, and logs what it made of it. Only those
-  // listening: one still starting reads the new file anyway.
+  // listening: one still starting has nothing to reload yet, or no handler to survive the signal.
   process.on('SIGHUP', () => {
     log.info({ signal: 'SIGHUP', workers: listening.size }, 'passing SIGHUP on to the workers');
     for (const worker of Object.values(cluster.workers ?? {})) if (worker !== undefined && listening.has(worker.id)) worker.process.kill('SIGHUP');
