@@ -16,7 +16,7 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders } from 'node:http';
 import { isIPv4, isIPv6 } from 'node:net';
-import { createProxyTrust } from '../http/client-address.js';
+import { createProxyTrust, type ProxyTrust } from '../http/client-address.js';
 import type { Config } from '../config/schema.js';
 import type { IdentityParts } from './routes.js';
 
@@ -49,11 +49,11 @@ export interface UpstreamHeaderInput {
   webSocketProtocol?: string | undefined;
 }
 
-export function createHeaderPolicy(proxy: Config['proxy']) {
+/** `isTrusted`: whose forwarding headers are kept; by default the fixed list of `proxy.trustedProxies`. */
+export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust = createProxyTrust(proxy.trustedProxies)) {
   const names = proxy.identityHeaders;
   const identityNames = Object.values(names).map((name) => name.toLowerCase());
   const baseDrop = new Set([...HOP_BY_HOP, ...REPLACED, ...identityNames]);
-  const isTrusted = createProxyTrust(proxy.trustedProxies);
   const xForwarded = proxy.forwardedHeaders !== 'forwarded';
   const forwarded = proxy.forwardedHeaders !== 'x-forwarded';
 
