@@ -86,7 +86,7 @@ function assertStatus(res: JsonResponse, status: number, label: string): void {
 async function assertReady(gw: TestGateway): Promise<void> {
   const res = await call(`${gw.url}/readyz`);
   assertStatus(res, 200, '/readyz');
-  assert.deepEqual(res.body.message, { status: 'ready', checks: { redis: 'up' } });
+  assert.deepEqual(res.body.message, { status: 'ready', checks: { redis: 'up', directory: 'up', signingKeys: 'up' } });
 }
 
 // Order: what leaves ioredis's 2 s disconnect timers behind (sockets closed under a client)

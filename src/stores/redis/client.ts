@@ -12,7 +12,7 @@
  * must never read as a bad token or bad credentials.
  */
 import { BrokenCircuitError } from 'cockatiel';
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from '../../config/schema.js';
 import { StoreUnavailable } from '../../errors/errors.js';
 import type { Logger } from '../../telemetry/log.js';
@@ -41,6 +41,13 @@ export interface RedisConnection {
   keepChecking(intervalMs: number, check: () => Promise<unknown>): void;
   /** True when Redis answers a PING now. */
   ping(): Promise<boolean>;
+  /**
+   * True when Redis takes a write now: a SET with a short PX of a key of its own (`keys.readiness`);
+   * on a Cluster one on every primary, and every slot has one. For /readyz: a PING can be
+   * answered by a node that does not hold the keys a sign-in writes, or by a replica-less
+   * Cluster with a primary gone.
+   */
+  answersWrite(): Promise<boolean>;
   /** Resolves once connected, or after `timeoutMs` whatever the state (it never rejects). */
   waitUntilReady(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
@@ -61,6 +68,7 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
   const { breaker, retryAfterSeconds } = createStoreBreaker('redis', settings, log);
 
   const subscribers: (Redis | Cluster)[] = [];
+  const readinessKeys = keysBySlot(redisKeys(settings.keyPrefix));
   const stops: (() => void)[] = [];
 
   return {
@@ -161,6 +169,21 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
       }
     },
 
+    async answersWrite() {
+      try {
+        await this.run(async (c) => {
+          if (!(c instanceof Cluster)) {
+            await c.set(this.keys.readiness('standalone'), '1', 'PX', READINESS_KEY_TTL_MS);
+            return;
+          }
+          await Promise.all(primariesBySlot(c).map(({ node, slot }) => node.set(readinessKeys.forSlot(c, slot), '1', 'PX', READINESS_KEY_TTL_MS)));
+        });
+        return true;
+      } catch {
+        return false;
+      }
+    },
+
     async waitUntilReady(timeoutMs) {
       if (client.status === 'ready') return true;
       return new Promise<boolean>((resolve) => {
@@ -229,6 +252,50 @@ function createClient(settings: Config['redis']): Redis | Cluster {
     });
   }
   return new Redis(settings.url!, options);
+}
+
+/** How long a readiness key lives: long enough to see it written, short enough to leave nothing behind. */
+const READINESS_KEY_TTL_MS = 5000;
+const SLOTS = 16_384;
+
+/**
+ * The primary of each slot range, one slot of it each, from the client's slot table; throws when
+ * a slot has no primary the client holds a connection to (it is unserved).
+ */
+function primariesBySlot(cluster: Cluster): { node: Redis; slot: number }[] {
+  const nodes = new Map(cluster.nodes('master').map((n) => [`${n.options.host}:${n.options.port}`, n]));
+  const seen = new Map<string, { node: Redis; slot: number }>();
+  for (let slot = 0; slot < SLOTS; slot++) {
+    const owner = cluster.slots[slot]?.[0];
+    const node = owner === undefined ? undefined : nodes.get(owner);
+    if (node === undefined) throw new Error(`slot ${slot} has no primary`);
+    if (!seen.has(owner!)) seen.set(owner!, { node, slot });
+  }
+  return [...seen.values()];
+}
+
+/**
+ * A readiness key whose slot lives on the same primary as `slot`: the tag is found by trying
+ * 0, 1, 2… (slots as ioredis computes them) and remembered per primary while it stays there.
+ */
+function keysBySlot(keys: RedisKeys) {
+  const slotOf = (key: string) => new Command('set', [key]).getSlot()!;
+  const found = new Map<string, string>();
+  return {
+    forSlot(cluster: Cluster, slot: number): string {
+      const owner = cluster.slots[slot]![0]!;
+      const known = found.get(owner);
+      if (known !== undefined && cluster.slots[slotOf(known)]?.[0] === owner) return known;
+      for (let tag = 0; tag < SLOTS * 8; tag++) {
+        const key = keys.readiness(String(tag));
+        if (cluster.slots[slotOf(key)]?.[0] === owner) {
+          found.set(owner, key);
+          return key;
+        }
+      }
+      throw new Error(`no readiness key found for ${owner}`);
+    },
+  };
 }
 
 /** Reconnect forever, backing off from 100 ms to one attempt a second. */
