@@ -50,8 +50,12 @@ export interface TestRedisSentinel {
 }
 
 /** Runs redis-cli against one port and resolves with what it printed (rejects on a non-zero exit). */
-export function redisCli(port: number, args: string[], timeoutMs = 10_000, { tls, password }: { tls?: TlsFiles; password?: string } = {}): Promise<string> {
-  const options = [...(tls === undefined ? [] : tlsCliArgs(tls)), ...(password === undefined ? [] : ['-a', password, '--no-auth-warning'])];
+export function redisCli(port: number, args: string[], timeoutMs = 10_000, { tls, password, user }: { tls?: TlsFiles; password?: string; user?: string } = {}): Promise<string> {
+  const options = [
+    ...(tls === undefined ? [] : tlsCliArgs(tls)),
+    ...(user === undefined ? [] : ['--user', user]),
+    ...(password === undefined ? [] : ['-a', password, '--no-auth-warning']),
+  ];
   return new Promise((resolve, reject) => {
     execFile(CLI, ['-h', '127.0.0.1', '-p', String(port), ...options, ...args], { timeout: timeoutMs }, (err, stdout, stderr) => {
       if (err) reject(new Error(`redis-cli -p ${port} ${args.join(' ')}: ${err.message} ${stderr}`));
@@ -96,12 +100,14 @@ export async function startRedisCluster(t?: Cleanup, { masters = 3, tls }: { mas
  * One master and `sentinelCount` sentinels (1 by default) monitoring it as `name` (quorum 1),
  * each answering with the master's address.
  */
-export async function startRedisSentinel(t?: Cleanup, { name = 'mymaster', sentinelCount = 1, tls, sentinelPassword }: {
+export async function startRedisSentinel(t?: Cleanup, { name = 'mymaster', sentinelCount = 1, tls, sentinelPassword, sentinelUsername }: {
   name?: string;
   sentinelCount?: number;
   tls?: TlsFiles;
-  /** The sentinels' own `requirepass` (the master has none). */
+  /** The sentinels' own `requirepass` (the master has none); with `sentinelUsername`, that ACL user's password. */
   sentinelPassword?: string;
+  /** An ACL user of the sentinels' own, the default user turned off. */
+  sentinelUsername?: string;
 } = {}): Promise<TestRedisSentinel> {
   const group = await processGroup('gw-redis-sentinel-', tls);
   t?.after(group.stop);
@@ -112,7 +118,9 @@ export async function startRedisSentinel(t?: Cleanup, { name = 'mymaster', senti
       const conf = join(group.dir, `sentinel-${port}.conf`);
       await writeFile(conf, [
         ...(tls === undefined ? [`port ${port}`] : tlsConfigLines(tls, port)),
-        ...(sentinelPassword === undefined ? [] : [`requirepass ${sentinelPassword}`]),
+        ...(sentinelPassword === undefined ? [] : sentinelUsername === undefined
+          ? [`requirepass ${sentinelPassword}`]
+          : [`user ${sentinelUsername} on >${sentinelPassword} allchannels +@all`, 'user default off']),
         'bind 127.0.0.1',
         `dir ${group.dir}`,
         'loglevel warning',
@@ -124,7 +132,7 @@ export async function startRedisSentinel(t?: Cleanup, { name = 'mymaster', senti
       await group.launch(port, [conf, '--sentinel']);
     }));
     await until(`sentinels naming ${name} at 127.0.0.1:${masterPort}`, async () => {
-      const answers = await Promise.all(sentinelPorts.map((port) => redisCli(port, ['sentinel', 'get-master-addr-by-name', name], undefined, { tls, password: sentinelPassword }).catch(() => '')));
+      const answers = await Promise.all(sentinelPorts.map((port) => redisCli(port, ['sentinel', 'get-master-addr-by-name', name], undefined, { tls, password: sentinelPassword, user: sentinelUsername }).catch(() => '')));
       return answers.every((a) => a.split(/\s+/).filter(Boolean).join(':') === `127.0.0.1:${masterPort}`);
     });
     return {
@@ -134,6 +142,20 @@ export async function startRedisSentinel(t?: Cleanup, { name = 'mymaster', senti
       name,
       stop: group.stop,
     };
+  } catch (err) {
+    await group.stop();
+    throw err;
+  }
+}
+
+/** One TLS-only redis-server (client certificates required): `url` is rediss://127.0.0.1:port. */
+export async function startRedisTls(t: Cleanup, tls: TlsFiles): Promise<{ url: string; port: number; stop(): Promise<void> }> {
+  const group = await processGroup('gw-redis-tls-', tls);
+  t.after(group.stop);
+  try {
+    const [port] = await distinctFreePorts(1);
+    await group.launch(port!, redisArgs(port!, ['--dir', group.dir, ...tlsServerArgs(tls, port!)]));
+    return { url: `rediss://127.0.0.1:${port}`, port: port!, stop: group.stop };
   } catch (err) {
     await group.stop();
     throw err;

@@ -11,6 +11,8 @@
  * Every failure leaves here as StoreUnavailable (503 with Retry-After): a dependency failure
  * must never read as a bad token or bad credentials.
  */
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions } from 'node:tls';
 import { BrokenCircuitError } from 'cockatiel';
 import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from '../../config/schema.js';
@@ -127,7 +129,7 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
         const known = client.nodes('master').map((n) => ({ host: n.options.host, port: n.options.port }));
         const pool = known.length > 0 ? known : seeds;
         const node = pool[attempt++ % pool.length]!;
-        const subscriber = new Redis({ ...clientOptions(settings), ...patient, ...node, ...(settings.tls ? { tls: {} } : {}), retryStrategy: () => null });
+        const subscriber = new Redis({ ...clientOptions(settings), ...patient, ...node, ...tlsOption(settings), retryStrategy: () => null });
         subscriber.once('end', () => {
           subscribers.splice(subscribers.indexOf(subscriber), 1);
           setTimeout(connectNext, backoffMs(attempt)).unref();
@@ -239,19 +241,38 @@ function createClient(settings: Config['redis']): Redis | Cluster {
       retryDelayOnFailover: 0,
       retryDelayOnClusterDown: 0,
       retryDelayOnTryAgain: 0,
-      redisOptions: { ...options, ...(settings.tls ? { tls: {} } : {}) },
+      redisOptions: { ...options, ...tlsOption(settings) },
     });
   }
   if (settings.sentinels.length > 0) {
+    const tls = tlsOption(settings).tls;
     return new Redis({
       ...options,
       sentinels: settings.sentinels.map(hostPort),
       name: settings.sentinelName,
+      // The sentinels' own credentials: they are often not the master's.
+      ...(settings.sentinelUsername !== undefined ? { sentinelUsername: settings.sentinelUsername } : {}),
+      ...(settings.sentinelPassword !== undefined ? { sentinelPassword: settings.sentinelPassword } : {}),
       // `tls` is for the master; the sentinels have an option of their own.
-      ...(settings.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+      ...(tls !== undefined ? { tls, sentinelTLS: tls, enableTLSForSentinelMode: true } : {}),
     });
   }
-  return new Redis(settings.url!, options);
+  // A rediss:// URL turns TLS on by itself; the options add the CA and client certificate.
+  return new Redis(settings.url!, { ...options, ...(settings.url!.startsWith('rediss:') ? tlsOption({ ...settings, tls: true }) : {}) });
+}
+
+/**
+ * The `tls` option when TLS is on: the CA to trust instead of the system's, and the client
+ * certificate for servers that ask for one (`tls-auth-clients`). Read once, at start-up: a file
+ * that cannot be read stops the start with its path in the error.
+ */
+function tlsOption(settings: Config['redis']): { tls?: ConnectionOptions } {
+  if (!settings.tls) return {};
+  const read = (path: string | undefined) => (path === undefined ? undefined : readFileSync(path));
+  const ca = read(settings.tlsCaFile);
+  const cert = read(settings.tlsCertFile);
+  const key = read(settings.tlsKeyFile);
+  return { tls: { ...(ca !== undefined ? { ca } : {}), ...(cert !== undefined ? { cert } : {}), ...(key !== undefined ? { key } : {}) } };
 }
 
 /** How long a readiness key lives: long enough to see it written, short enough to leave nothing behind. */
