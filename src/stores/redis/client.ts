@@ -61,7 +61,9 @@ export interface Subscription {
 }
 
 export function connectRedis(settings: Config['redis'], log: Logger): RedisConnection {
-  const client = createClient(settings);
+  // Read once: a Cluster subscriber reconnecting later must not depend on the files still being there.
+  const tls = tlsOption(settings);
+  const client = createClient(settings, tls);
   for (const [name, script] of Object.entries(SCRIPTS)) client.defineCommand(name, script);
   let closed = false;
   const isClosed = () => closed;
@@ -129,7 +131,7 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
         const known = client.nodes('master').map((n) => ({ host: n.options.host, port: n.options.port }));
         const pool = known.length > 0 ? known : seeds;
         const node = pool[attempt++ % pool.length]!;
-        const subscriber = new Redis({ ...clientOptions(settings), ...patient, ...node, ...tlsOption(settings), retryStrategy: () => null });
+        const subscriber = new Redis({ ...clientOptions(settings), ...patient, ...node, ...tls, retryStrategy: () => null });
         subscriber.once('end', () => {
           subscribers.splice(subscribers.indexOf(subscriber), 1);
           setTimeout(connectNext, backoffMs(attempt)).unref();
@@ -226,7 +228,7 @@ function clientOptions(settings: Config['redis']): RedisOptions {
   };
 }
 
-function createClient(settings: Config['redis']): Redis | Cluster {
+function createClient(settings: Config['redis'], { tls }: { tls?: ConnectionOptions }): Redis | Cluster {
   const options = clientOptions(settings);
   if (settings.clusterNodes.length > 0) {
     return new Cluster(settings.clusterNodes.map(hostPort), {
@@ -241,11 +243,10 @@ function createClient(settings: Config['redis']): Redis | Cluster {
       retryDelayOnFailover: 0,
       retryDelayOnClusterDown: 0,
       retryDelayOnTryAgain: 0,
-      redisOptions: { ...options, ...tlsOption(settings) },
+      redisOptions: { ...options, ...(tls !== undefined ? { tls } : {}) },
     });
   }
   if (settings.sentinels.length > 0) {
-    const tls = tlsOption(settings).tls;
     return new Redis({
       ...options,
       sentinels: settings.sentinels.map(hostPort),
@@ -258,7 +259,7 @@ function createClient(settings: Config['redis']): Redis | Cluster {
     });
   }
   // A rediss:// URL turns TLS on by itself; the options add the CA and client certificate.
-  return new Redis(settings.url!, { ...options, ...(settings.url!.startsWith('rediss:') ? tlsOption({ ...settings, tls: true }) : {}) });
+  return new Redis(settings.url!, { ...options, ...(tls !== undefined ? { tls } : {}) });
 }
 
 /**
@@ -267,7 +268,8 @@ function createClient(settings: Config['redis']): Redis | Cluster {
  * that cannot be read stops the start with its path in the error.
  */
 function tlsOption(settings: Config['redis']): { tls?: ConnectionOptions } {
-  if (!settings.tls) return {};
+  const on = settings.url === undefined ? settings.tls : settings.url.startsWith('rediss:');
+  if (!on) return {};
   const read = (path: string | undefined) => (path === undefined ? undefined : readFileSync(path));
   const ca = read(settings.tlsCaFile);
   const cert = read(settings.tlsCertFile);
