@@ -171,7 +171,7 @@ test('Redis Sentinel: a gateway given the sentinels and the master name finds th
     });
     const ready = await call(`${lost.url}/readyz`);
     assertStatus(ready, 503, '/readyz');
-    assert.deepEqual(ready.body.message.checks, { redis: 'down' });
+    assert.deepEqual(ready.body.message.checks, { redis: 'down', directory: 'up', signingKeys: 'up' });
     const res = await postJson(`${lost.url}/api/signin`, { apiKey: DEMO.alice.apiKey, apiSecret: sha256Hex(DEMO.alice.secret) });
     assertStatus(res, 503, 'sign-in');
     await lost.close();
