@@ -31,8 +31,8 @@ export interface TestRedisCluster {
   /** Seed addresses, '127.0.0.1:port', one per master. */
   nodes: string[];
   ports: number[];
-  /** SIGKILLs the node on `port` (a primary gone, with no replica to take over). */
-  killNode(port: number): void;
+  /** SIGKILLs the node on `port` (a primary gone, with no replica to take over); resolves once it has exited. */
+  killNode(port: number): Promise<void>;
   /** Kills every node and removes the config directory. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -89,7 +89,7 @@ export async function startRedisCluster(t?: Cleanup, { masters = 3, tls }: { mas
       const infos = await Promise.all(nodePorts.map((port) => redisCli(port, ['cluster', 'info'], undefined, { tls }).catch(() => '')));
       return infos.every((info) => /cluster_state:ok/.test(info) && new RegExp(`cluster_known_nodes:${masters}\\b`).test(info));
     });
-    return { nodes, ports: nodePorts, killNode: (port) => process.kill(group.pidOf(port), 'SIGKILL'), stop: group.stop };
+    return { nodes, ports: nodePorts, killNode: (port) => group.kill(port), stop: group.stop };
   } catch (err) {
     await group.stop();
     throw err;
@@ -189,11 +189,11 @@ async function processGroup(prefix: string, tls?: TlsFiles) {
       }
       assert.fail(`${SERVER} did not start on port ${port}: ${output}`);
     },
-    /** The pid of the process serving `port`, to kill or stop one node. */
-    pidOf(port: number): number {
+    /** SIGKILLs the process serving `port` and waits for it to exit. */
+    kill(port: number): Promise<void> {
       const index = ports.indexOf(port);
-      if (index < 0 || children[index]?.pid === undefined) throw new Error(`no process on port ${port}`);
-      return children[index]!.pid!;
+      if (index < 0) throw new Error(`no process on port ${port}`);
+      return kill(children[index]!);
     },
     stop: async (): Promise<void> => {
       stopped = true;

@@ -26,7 +26,7 @@ test('Cluster with a primary killed: every call to its slots fails within comman
   const keys = Array.from({ length: 30 }, (_, i) => `gwtimeout:{${i}}`);
   for (const key of keys) await redis.run((c) => c.set(key, 'v'));
 
-  cluster.killNode(cluster.ports[0]!);
+  await cluster.killNode(cluster.ports[0]!);
   let failed = 0;
   let answered = 0;
   for (let round = 0; round < 5; round++) {

@@ -68,7 +68,7 @@ test('Cluster: /readyz writes on every primary, and one killed primary makes it 
   });
 
   await t.test('a primary killed: the next /readyz is 503 with redis down, not after a slots refresh', async () => {
-    cluster.killNode(cluster.ports[1]!);
+    await cluster.killNode(cluster.ports[1]!);
     await assertReadiness(gw, 503, REDIS_DOWN, 'a primary killed');
     await assertReadiness(gw, 503, REDIS_DOWN, 'asked again');
   });
