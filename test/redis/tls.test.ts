@@ -4,8 +4,8 @@
  * a client certificate signed by the CA (`--tls-auth-clients yes`), certificates made by openssl
  * in the test (test/helpers/redis-tls.ts). Standalone (rediss://), Sentinel (the sentinels and
  * the master both TLS-only) and Cluster (`--tls-cluster yes`): the gateway is ready and signs
- * in. Without the client certificate, or trusting another CA, it is not ready (and says why in
- * no secret-bearing way); the settings' rules are checked at load.
+ * in. Without the client certificate, or trusting another CA, it is not ready; the settings'
+ * rules are checked at load.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
