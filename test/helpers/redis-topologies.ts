@@ -33,6 +33,8 @@ export interface TestRedisCluster {
   ports: number[];
   /** SIGKILLs the node on `port` (a primary gone, with no replica to take over); resolves once it has exited. */
   killNode(port: number): Promise<void>;
+  /** SIGSTOPs the node on `port`: its connections stay open, nothing is answered (stop() still kills it). */
+  pauseNode(port: number): void;
   /** Kills every node and removes the config directory. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -89,7 +91,7 @@ export async function startRedisCluster(t?: Cleanup, { masters = 3, tls }: { mas
       const infos = await Promise.all(nodePorts.map((port) => redisCli(port, ['cluster', 'info'], undefined, { tls }).catch(() => '')));
       return infos.every((info) => /cluster_state:ok/.test(info) && new RegExp(`cluster_known_nodes:${masters}\\b`).test(info));
     });
-    return { nodes, ports: nodePorts, killNode: (port) => group.kill(port), stop: group.stop };
+    return { nodes, ports: nodePorts, killNode: (port) => group.kill(port), pauseNode: (port) => group.signal(port, 'SIGSTOP'), stop: group.stop };
   } catch (err) {
     await group.stop();
     throw err;
@@ -188,6 +190,12 @@ async function processGroup(prefix: string, tls?: TlsFiles) {
         await sleep(20);
       }
       assert.fail(`${SERVER} did not start on port ${port}: ${output}`);
+    },
+    /** Sends `signal` to the process serving `port`. */
+    signal(port: number, signal: NodeJS.Signals): void {
+      const index = ports.indexOf(port);
+      if (index < 0) throw new Error(`no process on port ${port}`);
+      children[index]!.kill(signal);
     },
     /** SIGKILLs the process serving `port` and waits for it to exit. */
     kill(port: number): Promise<void> {

@@ -3,7 +3,8 @@
  * signingKeys); "redis" means Redis takes a WRITE (a SET with a short PX of a key under the
  * prefix), so a server that answers PING but refuses writes is not ready; on a Cluster every
  * primary takes one, so a killed primary makes the instance unready at the next probe (a PING
- * answered by a live node kept one ready for 13 s while sign-ins failed).
+ * answered by a live node kept one ready for 13 s while sign-ins failed), and a stalled one
+ * makes it unready once the write has waited redis.commandTimeoutMs.
 
  */
 import assert from 'node:assert/strict';
@@ -72,4 +73,13 @@ test('Cluster: /readyz writes on every primary, and one killed primary makes it 
     await assertReadiness(gw, 503, REDIS_DOWN, 'a primary killed');
     await assertReadiness(gw, 503, REDIS_DOWN, 'asked again');
   });
+});
+
+test('Cluster: a stalled primary (SIGSTOP) makes /readyz 503 once the write times out', redisSuite(), async (t) => {
+  const cluster = await startRedisCluster(t);
+  const gw = await startGateway(t, { overrides: { redis: { clusterNodes: cluster.nodes, commandTimeoutMs: 300, breakerFailures: 1000 } } });
+  await assertReadiness(gw, 200, ALL_UP, 'a healthy Cluster');
+  // Its connections stay up: only the bound on the check (commandTimeoutMs) can tell.
+  cluster.pauseNode(cluster.ports[2]!);
+  await assertReadiness(gw, 503, REDIS_DOWN, 'a primary stalled');
 });
