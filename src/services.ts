@@ -26,6 +26,7 @@ import { checkDemoData } from './stores/demo-data.js';
 import { createCachedDirectory, type CachedDirectory } from './stores/directory.cache.js';
 import { HttpDirectory } from './stores/directory.http.js';
 import { MemoryDirectory } from './stores/directory.memory.js';
+import { watchDirectoryStore } from './stores/directory.readiness.js';
 import { createRecordReader } from './stores/directory-records.js';
 import { RedisDirectory } from './stores/directory.redis.js';
 import type { Directory, DirectoryChanges } from './stores/directory.js';
@@ -151,7 +152,8 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
       breakerFailures: config.redis.breakerFailures,
       breakerCooldownMs: config.redis.breakerCooldownMs,
     });
-    readiness.push({ name: 'redis', isReady: () => shared.ping() });
+    // A write, not a PING: see RedisConnection.answersWrite.
+    readiness.push({ name: 'redis', timeoutMs: config.redis.commandTimeoutMs, isReady: () => shared.answersWrite() });
   } else {
     const resets = new MemoryRevocationStore({ clock, retainMs });
     keys = fileKeys;
@@ -172,7 +174,10 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
       fileOwners.refresh().catch((err: unknown) => log.warn({ err }, 'data file changed but the owner store could not read it'));
     }
   }, { isOwnVersion: (text) => fileOwners?.isOwnVersion(text) ?? false });
-  const directory = createDirectory(config, { log, clock, redis, fileDirectory });
+  const directory = createDirectory(config, { log, clock, redis, fileDirectory, readiness });
+  // Always true today (createSigner throws without a usable key); listed so that /readyz says
+  // so, and so that a key set replaced at run time is checked as well.
+  readiness.push({ name: 'signingKeys', timeoutMs: config.redis.commandTimeoutMs, isReady: async () => signer.jwks.keys.length > 0 });
   // The skew is for instances whose clocks disagree with the one that made Redis's epoch. A
   // memory store's epoch comes from this process's clock, which issued every token it must
   // accept: allowing skew there would accept tokens reset in the seconds before a restart.
@@ -263,11 +268,13 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
  * itself (a reloaded data file) and, whenever Redis is configured, from the Redis channel, so
  * the owners of an HTTP upstream can announce changes too.
  */
-function createDirectory(config: Config, { log, clock, redis, fileDirectory }: {
+function createDirectory(config: Config, { log, clock, redis, fileDirectory, readiness }: {
   log: Logger;
   clock: Clock;
   redis: RedisConnection | undefined;
   fileDirectory: MemoryDirectory;
+  /** Gets the directory's check: its store answers, or a cached copy may still be served. */
+  readiness: ReadinessCheck[];
 }): CachedDirectory {
   const records = createRecordReader(config.directory.timeZone);
   const viaRedis = redis === undefined ? undefined : new RedisDirectory(redis, { records, log });
@@ -282,7 +289,14 @@ function createDirectory(config: Config, { log, clock, redis, fileDirectory }: {
     changes.push(fileDirectory);
   }
   if (viaRedis !== undefined) changes.push(viaRedis);
-  return createCachedDirectory({ store, changes, settings: config.directory.cache, clock, log });
+  const { cache } = config.directory;
+  const watched = watchDirectoryStore(store, { clock, servableMs: cache.ttlMs + cache.maxStaleMs });
+  readiness.push({
+    name: 'directory',
+    timeoutMs: config.directory.store === 'http' ? config.directory.http.timeoutMs : config.redis.commandTimeoutMs,
+    isReady: () => watched.isReady(),
+  });
+  return createCachedDirectory({ store: watched.store, changes, settings: cache, clock, log });
 }
 
 /**

@@ -302,16 +302,37 @@ export const configSchema = z.strictObject({
     }),
     username: setting(z.string().min(1).optional(), {
       env: 'REDIS_USERNAME',
-      description: 'ACL user for Redis (standalone, the Sentinel-chosen master, or Cluster nodes; sentinels themselves are asked without one).',
+      description: 'ACL user for Redis (standalone, the Sentinel-chosen master, or Cluster nodes; the sentinels themselves take `sentinelUsername`).',
     }),
     password: setting(z.string().min(1).optional(), {
       env: 'REDIS_PASSWORD',
       secret: true,
       description: 'Password for Redis, as for `username`; overrides one in the URL.',
     }),
+    sentinelUsername: setting(z.string().min(1).optional(), {
+      env: 'REDIS_SENTINEL_USERNAME',
+      description: 'ACL user for the sentinels themselves (their own `user` lines), when they have one.',
+    }),
+    sentinelPassword: setting(z.string().min(1).optional(), {
+      env: 'REDIS_SENTINEL_PASSWORD',
+      secret: true,
+      description: 'Password for the sentinels themselves (their own `requirepass`), which is often not the master\'s `password`.',
+    }),
     tls: setting(z.boolean().default(false), {
       env: 'REDIS_TLS',
       description: 'TLS to Sentinel and Cluster nodes (a `rediss://` URL turns it on for standalone).',
+    }),
+    tlsCaFile: setting(z.string().min(1).optional(), {
+      env: 'REDIS_TLS_CA_FILE',
+      description: 'With TLS: PEM file of the CA(s) that signed the Redis servers\' certificates, trusted instead of the system\'s (relative paths: from the config file, else the working directory).',
+    }),
+    tlsCertFile: setting(z.string().min(1).optional(), {
+      env: 'REDIS_TLS_CERT_FILE',
+      description: 'With TLS: PEM client certificate, for servers that require one (`tls-auth-clients yes`); needs `tlsKeyFile`.',
+    }),
+    tlsKeyFile: setting(z.string().min(1).optional(), {
+      env: 'REDIS_TLS_KEY_FILE',
+      description: 'With TLS: PEM private key of `tlsCertFile`.',
     }),
     keyPrefix: setting(plainName(64).default('gw'), {
       env: 'REDIS_KEY_PREFIX',
@@ -571,6 +592,18 @@ export const configSchema = z.strictObject({
   const redisModes = [c.redis.url !== undefined, c.redis.sentinels.length > 0, c.redis.clusterNodes.length > 0].filter(Boolean).length;
   if (redisModes > 1) {
     ctx.addIssue({ code: 'custom', path: ['redis'], message: 'give one of redis.url, redis.sentinels or redis.clusterNodes' });
+  }
+  if ((c.redis.tlsCertFile === undefined) !== (c.redis.tlsKeyFile === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['redis', c.redis.tlsCertFile === undefined ? 'tlsCertFile' : 'tlsKeyFile'], message: 'give both redis.tlsCertFile and redis.tlsKeyFile, or neither' });
+  }
+  const redisTls = c.redis.url === undefined ? c.redis.tls : c.redis.url.startsWith('rediss:');
+  for (const name of ['tlsCaFile', 'tlsCertFile', 'tlsKeyFile'] as const) {
+    if (c.redis[name] !== undefined && !redisTls) {
+      ctx.addIssue({ code: 'custom', path: ['redis', name], message: 'needs TLS to Redis: a rediss:// URL, or redis.tls with sentinels or Cluster nodes' });
+    }
+  }
+  if ((c.redis.sentinelUsername !== undefined || c.redis.sentinelPassword !== undefined) && c.redis.sentinels.length === 0) {
+    ctx.addIssue({ code: 'custom', path: ['redis', c.redis.sentinelPassword !== undefined ? 'sentinelPassword' : 'sentinelUsername'], message: 'only for sentinels: set redis.sentinels' });
   }
   if (c.directory.store === 'redis' && redisModes === 0) {
     ctx.addIssue({ code: 'custom', path: ['directory', 'store'], message: '"redis" needs Redis: set redis.url (REDIS_URL), redis.sentinels or redis.clusterNodes' });

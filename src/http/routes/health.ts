@@ -1,6 +1,10 @@
 /**
  * GET /metrics (Prometheus text), GET /healthz (liveness: the process answers) and GET /readyz (readiness: every store it
  * depends on answers). A load balancer should route on /readyz and restart on /healthz.
+ *
+ * Each check is asked anew on every /readyz, all at once, and one that has not answered within
+ * its own `timeoutMs` counts as down: a stalled store must make the instance unready, not make
+ * the load balancer's probe time out (which some take for "keep the old state").
  */
 import type { Context } from 'koa';
 import type { Registry } from 'prom-client';
@@ -9,6 +13,8 @@ import { ok } from '../../errors/envelope.js';
 /** A dependency that can say whether it is usable right now (services.ts lists them). */
 export interface ReadinessCheck {
   name: string;
+  /** Longest wait for `isReady`; then the check is down. */
+  timeoutMs: number;
   isReady(): Promise<boolean>;
 }
 
@@ -20,11 +26,23 @@ export function reportLiveness() {
 
 export function reportReadiness({ checks }: { checks: readonly ReadinessCheck[] }) {
   return async function reportReadiness(ctx: Context): Promise<void> {
-    const results = await Promise.all(checks.map(async (c) => [c.name, await c.isReady().catch(() => false)] as const));
+    const results = await Promise.all(checks.map(async (c) => [c.name, await withinTimeout(c)] as const));
     const ready = results.every(([, isReady]) => isReady);
     ctx.status = ready ? 200 : 503;
     ctx.body = { success: ready, message: { status: ready ? 'ready' : 'unavailable', checks: Object.fromEntries(results.map(([n, r]) => [n, r ? 'up' : 'down'])) } };
   };
+}
+
+async function withinTimeout(check: ReadinessCheck): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), check.timeoutMs);
+  });
+  try {
+    return await Promise.race([check.isReady().catch(() => false), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export function reportMetrics({ registry }: { registry: Registry }) {
