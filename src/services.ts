@@ -190,7 +190,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   const rateLimits = createRateLimits(config.limits, limiter, clientAddress);
   const limits = usage === undefined ? rateLimits : countUsage(rateLimits, usage);
   const cors = createCors(config.cors);
-  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors });
+  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors, metrics });
   const sessions: SessionStore = redis === undefined ? new MemorySessionStore({ clock }) : new RedisSessionStore(redis, { clock });
   const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config, usage: usageStore });
 

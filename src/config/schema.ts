@@ -69,6 +69,7 @@ const routeSchema = z.strictObject({
   connectTimeoutMs: z.number().int().min(10).max(60_000).default(3000),
   responseTimeoutMs: z.number().int().min(10).max(3_600_000).default(30_000),
   idleTimeoutMs: z.number().int().min(10).max(86_400_000).default(300_000),
+  webSocketIdleTimeoutMs: z.number().int().min(0).max(86_400_000).default(300_000),
   ejectAfterFailures: z.number().int().min(1).max(1000).default(2),
   ejectMs: z.number().int().min(100).max(3_600_000).default(10_000),
 }).refine((r) => r.auth === 'required' || r.requiredScope === undefined, {
