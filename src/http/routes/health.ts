@@ -1,6 +1,7 @@
 /**
  * GET /metrics (Prometheus text), GET /healthz (liveness: the process answers) and GET /readyz (readiness: every store it
- * depends on answers). A load balancer should route on /readyz and restart on /healthz.
+ * depends on answers). A load balancer should route on /readyz and restart on /healthz. Once the gateway is stopping
+ * (SIGTERM, server.ts), /readyz answers 503 `draining` at once, without asking the stores, while requests are still served.
  */
 import type { Context } from 'koa';
 import type { Registry } from 'prom-client';
@@ -18,8 +19,13 @@ export function reportLiveness() {
   };
 }
 
-export function reportReadiness({ checks }: { checks: readonly ReadinessCheck[] }) {
+export function reportReadiness({ checks, isDraining }: { checks: readonly ReadinessCheck[]; isDraining: () => boolean }) {
   return async function reportReadiness(ctx: Context): Promise<void> {
+    if (isDraining()) {
+      ctx.status = 503;
+      ctx.body = { success: false, message: { status: 'draining' } };
+      return;
+    }
     const results = await Promise.all(checks.map(async (c) => [c.name, await c.isReady().catch(() => false)] as const));
     const ready = results.every(([, isReady]) => isReady);
     ctx.status = ready ? 200 : 503;
