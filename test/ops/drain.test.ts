@@ -8,7 +8,10 @@
  *      both sides, the slow request and the stream finish whole, and the process exits 0;
  *   2. a second signal exits at once (128 + its number), the delay notwithstanding;
  *   3. the same with WORKERS=2: the primary passes the stop on, every worker drains, and a
- *      second signal ends the primary and its workers at once.
+ *      second signal ends the primary and its workers at once;
+ *   4. (in-process) what is still open at `server.shutdownTimeoutMs` is cut: a request the
+ *      backend never answers, a WebSocket client that never answers the close frame (whose
+ *      bytes are checked as they went out).
  *
  * Nothing here is timed: each step waits for the gateway's log line or the backend's event
  * that says it happened; the drain delay is only long enough for the few requests made in it.
@@ -17,13 +20,14 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { connect } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { startBackend, type Backend } from '../helpers/backend.js';
-import { DEMO, postJson, sha256Hex } from '../helpers/gateway.js';
+import { DEMO, logged, postJson, sha256Hex, signIn, startGateway } from '../helpers/gateway.js';
 import { exitWithin, LISTENING, startGatewayProcess, waitForLog, type GatewayProcess, type LogLine } from '../helpers/process.js';
 import { eventually, signal as deferred } from '../helpers/proxy.js';
 import { redisSuite, startRedis } from '../helpers/redis.js';
-import { openClient, roundTrip, startWsBackend, whenClosed } from '../helpers/ws-backend.js';
+import { handshakeText, openClient, roundTrip, startWsBackend, whenClosed } from '../helpers/ws-backend.js';
 
 /** Generous: a loaded machine must still get the handful of requests made while draining in. */
 const DRAIN_DELAY_MS = 4000;
@@ -242,4 +246,42 @@ test('WORKERS=2: a second signal ends the primary and its workers at once', redi
   const exit = await exitWithin(gw.child, 15_000);
   assert.deepEqual(exit, { code: 143, signal: null }, '128 + SIGTERM\'s number');
   await eventually(() => pids.every((pid) => !isRunning(pid)), 'the workers are gone too', 10_000);
+});
+
+test('what is still open at server.shutdownTimeoutMs is cut, and the close still completes', async (t) => {
+  const app = await startAppBackend(t);
+  const wsBackend = await startWsBackend(t);
+  const gw = await startGateway(t, {
+    overrides: {
+      server: { shutdownTimeoutMs: 500 },
+      routes: [{ prefix: '/app', targets: [app.backend.url] }, { prefix: '/ws', targets: [wsBackend.url], websocket: true }],
+    },
+  });
+  const { accessToken } = await signIn(gw);
+  // A request the backend holds past the deadline.
+  const slow = get(`${gw.url}/app/slow`, accessToken).then(() => 'answered', (err: NodeJS.ErrnoException) => err.code);
+  await app.slowArrived;
+  // A WebSocket client that reads the gateway's close frame and never answers it.
+  const { port } = new URL(gw.url);
+  const socket = connect(Number(port), '127.0.0.1');
+  t.after(() => socket.destroy());
+  let received = Buffer.alloc(0);
+  const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  socket.on('data', (chunk: Buffer) => { received = Buffer.concat([received, chunk]); });
+  socket.on('error', () => {});
+  socket.write(handshakeText(gw.url, '/ws/mute', { headers: [['Authorization', `Bearer ${accessToken}`]] }));
+  await eventually(() => received.includes('\r\n\r\n'), 'the handshake was answered');
+  assert.match(received.toString('latin1'), /^HTTP\/1\.1 101 /);
+  const headLength = received.indexOf('\r\n\r\n') + 4;
+  await eventually(() => wsBackend.sockets.length === 1, 'the backend has its side');
+  const backendCode = new Promise<number>((resolve) => wsBackend.sockets[0]!.once('close', (code: number) => resolve(code)));
+
+  await gw.close();
+  await ended;
+  assert.equal(await slow, 'ECONNRESET', 'the held request was cut');
+  const reason = Buffer.from('gateway shutting down');
+  const expected = Buffer.concat([Buffer.from([0x88, 2 + reason.length, 0x03, 0xe9]), reason]);
+  assert.deepEqual(received.subarray(headLength), expected, 'one unmasked close frame, FIN set, code 1001, then nothing');
+  assert.equal(logged(gw, 'shutdown deadline passed: cut the connections still open').length, 1);
+  assert.equal(await backendCode, 1001, 'the backend, which answers, got its close frame and closed cleanly');
 });
