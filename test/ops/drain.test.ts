@@ -25,6 +25,7 @@ import { test, type TestContext } from 'node:test';
 import { startBackend, type Backend } from '../helpers/backend.js';
 import { DEMO, logged, postJson, sha256Hex, signIn, startGateway } from '../helpers/gateway.js';
 import { exitWithin, LISTENING, startGatewayProcess, waitForLog, type GatewayProcess, type LogLine } from '../helpers/process.js';
+import { conformance } from '../helpers/openapi.js';
 import { eventually, signal as deferred } from '../helpers/proxy.js';
 import { redisSuite, startRedis } from '../helpers/redis.js';
 import { handshakeText, openClient, roundTrip, startWsBackend, whenClosed } from '../helpers/ws-backend.js';
@@ -130,7 +131,7 @@ test('SIGTERM drains: not ready but serving, then in-flight work finishes, WebSo
   await t.test('during the delay: /readyz 503 draining, new requests served with Connection: close, the WebSocket open', async () => {
     const ready = await get(`${gw.url}/readyz`);
     assert.equal(ready.status, 503);
-    assert.deepEqual(JSON.parse(ready.body), { success: false, message: { status: 'draining' } });
+    assert.deepEqual(JSON.parse(ready.body), { success: false, message: { status: 'draining', checks: {} } });
     const fresh = await get(`${gw.url}/app/fast`, token);
     assert.deepEqual([fresh.status, fresh.body, fresh.headers.connection], [200, 'fast', 'close']);
     assert.equal((await get(`${gw.url}/healthz`)).status, 200, 'alive: no restart wanted');
@@ -284,4 +285,13 @@ test('what is still open at server.shutdownTimeoutMs is cut, and the close still
   assert.deepEqual(received.subarray(headLength), expected, 'one unmasked close frame, FIN set, code 1001, then nothing');
   assert.equal(logged(gw, 'shutdown deadline passed: cut the connections still open').length, 1);
   assert.equal(await backendCode, 1001, 'the backend, which answers, got its close frame and closed cleanly');
+});
+
+test('the draining answer of /readyz is the one the OpenAPI document describes', async (t) => {
+  const gw = await startGateway(t);
+  const api = await conformance(gw.url);
+  assert.equal((await api.fetch('/readyz')).status, 200);
+  gw.services.startDraining();
+  const draining = await api.fetch('/readyz');
+  assert.deepEqual([draining.status, draining.body], [503, { success: false, message: { status: 'draining', checks: {} } }]);
 });

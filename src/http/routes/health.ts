@@ -23,7 +23,7 @@ export function reportReadiness({ checks, isDraining }: { checks: readonly Readi
   return async function reportReadiness(ctx: Context): Promise<void> {
     if (isDraining()) {
       ctx.status = 503;
-      ctx.body = { success: false, message: { status: 'draining' } };
+      ctx.body = { success: false, message: { status: 'draining', checks: {} } };
       return;
     }
     const results = await Promise.all(checks.map(async (c) => [c.name, await c.isReady().catch(() => false)] as const));
