@@ -7,8 +7,9 @@
  *      listener closes (new connections refused), the WebSocket gets a close frame 1001 on
  *      both sides, the slow request and the stream finish whole, and the process exits 0;
  *   2. a second signal exits at once (128 + its number), the delay notwithstanding;
- *   3. the same with WORKERS=2: the primary passes the stop on, every worker drains, and a
- *      second signal ends the primary and its workers at once;
+ *   3. the same with WORKERS=2: the primary passes the stop on, every worker drains (once,
+ *      also when it got the signal itself, as from Ctrl-C), and a second signal ends the
+ *      primary and its workers at once;
  *   4. (in-process) what is still open at `server.shutdownTimeoutMs` is cut: a request the
  *      backend never answers, a WebSocket client that never answers the close frame (whose
  *      bytes are checked as they went out).
@@ -174,7 +175,10 @@ test('a second signal exits at once, whatever is left of the drain', async (t) =
   assert.ok(gw.logs().some(withMsg('second signal: exiting at once')));
 });
 
-/** The pids of a process's children (Linux: /proc/<pid>/stat's fourth field is the parent's pid). */
+/**
+ * The pids of the gateway workers a primary forked (Linux: /proc/<pid>/stat's fourth field is
+ * the parent's pid); other children (tsx's esbuild service) are left out by their command line.
+ */
 function childPids(parent: number): number[] {
   const pids: number[] = [];
   for (const entry of readdirSync('/proc')) {
@@ -183,7 +187,7 @@ function childPids(parent: number): number[] {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       // The name (second field) is in parentheses and may hold spaces: count from after it.
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === parent) pids.push(Number(entry));
+      if (ppid === parent && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('src/main.ts')) pids.push(Number(entry));
     } catch {
       // Gone meanwhile.
     }
@@ -235,6 +239,18 @@ test('WORKERS=2: SIGTERM to the primary drains every worker, in-flight work fini
   assert.deepEqual(exit, { code: 0, signal: null }, gw.child.stderr());
   const stops = gw.logs().filter((line) => line.msg === 'shutting down' && line.worker !== undefined);
   assert.deepEqual(stops.map((line) => line.signal), ['primary', 'primary'], 'each worker stopped once, on the primary\'s word');
+});
+
+test('WORKERS=2: a signal to the whole group, as Ctrl-C sends, stops each worker once and exits 0', redisSuite(), async (t) => {
+  const gw = await startWorkers(t, { DRAIN_DELAY_MS: '1000' });
+  const pids = childPids(gw.child.process.pid!);
+  assert.equal(pids.length, 2, 'two workers');
+  for (const pid of [...pids, gw.child.process.pid!]) process.kill(pid, 'SIGINT');
+  const exit = await exitWithin(gw.child, PROCESS_LIMIT_MS);
+  assert.deepEqual(exit, { code: 0, signal: null }, 'the primary\'s order was not taken for a second signal');
+  assert.deepEqual(gw.logs().filter(withMsg('second signal: exiting at once')), []);
+  const stops = gw.logs().filter((line) => line.msg === 'shutting down' && line.worker !== undefined);
+  assert.equal(stops.length, 2, 'each worker shut down once');
 });
 
 test('WORKERS=2: a second signal ends the primary and its workers at once', redisSuite(), async (t) => {
