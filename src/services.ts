@@ -90,6 +90,12 @@ export interface Services {
   ownerStore: OwnerStore;
   formatTimestamp: TimestampFormatter;
   readiness: ReadinessCheck[];
+  /**
+   * From now on /readyz answers 503 `draining`, whatever the stores say: the gateway is
+   * stopping (server.ts), and load balancers should take it out while it still serves.
+   */
+  startDraining(): void;
+  isDraining(): boolean;
   /** Where shared state lives, for the start-up log. */
   state: 'memory' | 'redis';
   /** Waits (bounded, never failing) for the stores to connect, so the first requests find them. */
@@ -137,6 +143,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   let revocationStore: RevocationStore;
   const memoryCounters = new MemoryRateCounters({ clock, maxEntries: config.limits.memoryMaxEntries });
   let counters: RateCounters = memoryCounters;
+  let draining = false;
   const readiness: ReadinessCheck[] = [];
   if (usesRedis(config)) {
     redis = connectRedis(config.redis, log);
@@ -209,7 +216,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   };
   const limits = createReplaceableRateLimits(limitsOf(config.limits));
   const cors = createCors(config.cors);
-  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors, isTrustedProxy: proxyTrust.isTrusted });
+  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors, metrics, isTrustedProxy: proxyTrust.isTrusted });
   const sessions: SessionStore = redis === undefined ? new MemorySessionStore({ clock }) : new RedisSessionStore(redis, { clock });
   const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config, usage: usageStore });
 
@@ -235,6 +242,10 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     ownerStore,
     formatTimestamp: createTimestampFormatter(config.data.timeZone),
     readiness,
+    startDraining() {
+      draining = true;
+    },
+    isDraining: () => draining,
     state: redis === undefined ? 'memory' : 'redis',
     async warmUp() {
       if (redis === undefined) return;

@@ -69,6 +69,7 @@ const routeSchema = z.strictObject({
   connectTimeoutMs: z.number().int().min(10).max(60_000).default(3000),
   responseTimeoutMs: z.number().int().min(10).max(3_600_000).default(30_000),
   idleTimeoutMs: z.number().int().min(10).max(86_400_000).default(300_000),
+  webSocketIdleTimeoutMs: z.number().int().min(0).max(86_400_000).default(300_000),
   ejectAfterFailures: z.number().int().min(1).max(1000).default(2),
   ejectMs: z.number().int().min(100).max(3_600_000).default(10_000),
 }).refine((r) => r.auth === 'required' || r.requiredScope === undefined, {
@@ -134,8 +135,13 @@ export const configSchema = z.strictObject({
       env: 'REQUEST_TIMEOUT_MS',
       description: 'A request whose headers and body have not all arrived by then is answered 408 and closed.',
     }),
+    drainDelayMs: setting(z.number().int().min(0).max(3_600_000).default(5000), {
+      env: 'DRAIN_DELAY_MS',
+      description: 'On SIGTERM/SIGINT, how long the gateway keeps serving with /readyz answering 503 (so load balancers take it out) before it stops accepting connections.',
+    }),
     shutdownTimeoutMs: setting(z.number().int().positive().default(10_000), {
-      description: 'On SIGTERM/SIGINT, how long open requests may finish before the process exits.',
+      env: 'SHUTDOWN_TIMEOUT_MS',
+      description: 'Once it stops accepting, how long open requests, streams and WebSocket closes may take before the rest are cut and the process exits.',
     }),
   }).prefault({}),
 

@@ -38,11 +38,12 @@ export interface RouterDeps {
   clientAddress: (req: IncomingMessage) => string;
   formatTimestamp: TimestampFormatter;
   readiness: readonly ReadinessCheck[];
+  isDraining: () => boolean;
   metrics: Pick<Metrics, 'registry'>;
   owner: OwnerServices;
 }
 
-export function createRouter({ auth, directory, signer, authenticate, config, formatTimestamp, readiness, limits, clientAddress, metrics, owner }: RouterDeps): Router {
+export function createRouter({ auth, directory, signer, authenticate, config, formatTimestamp, readiness, isDraining, limits, clientAddress, metrics, owner }: RouterDeps): Router {
   const bodyLimitBytes = config.server.bodyLimitBytes;
   const credentials = { auth, limits, clientAddress, bodyLimitBytes };
   const bearer = requireBearer(authenticate);
@@ -61,7 +62,7 @@ export function createRouter({ auth, directory, signer, authenticate, config, fo
   router.get('/api/roles', bearer, quota(limits, { name: 'roles', auth: 'required' }), listRoles({ directory, ...config.roles }));
   router.get('/.well-known/jwks.json', publishKeys({ signer }));
   router.get('/healthz', reportLiveness());
-  router.get('/readyz', reportReadiness({ checks: readiness }));
+  router.get('/readyz', reportReadiness({ checks: readiness, isDraining }));
   if (config.metrics.enabled) router.get('/metrics', reportMetrics({ registry: metrics.registry }));
   const operations = ownerOperations(owner, { config, signAnswers });
   router.get(OPENAPI_PATH, serveOpenApiDocument(buildOpenApiDocument(operations)));

@@ -51,8 +51,13 @@ export interface Proxy {
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, path: string): void;
   /** Open WebSockets, for tests and metrics. */
   readonly openWebSockets: () => number;
-  /** Ends every open WebSocket: they never finish by themselves, so shutdown cannot wait for them. */
-  closeWebSockets(): void;
+  /**
+   * Closes every open WebSocket with a close frame (1001), and any switched later, since they
+   * never finish by themselves; resolves once those open now are closed (websocket.ts).
+   */
+  closeWebSockets(): Promise<void>;
+  /** Cuts the WebSockets still open (the shutdown deadline). */
+  cutWebSockets(): void;
   close(): void;
 }
 
@@ -104,8 +109,9 @@ export function createProxy(deps: ProxyDeps): Proxy {
     upgrade: webSockets.upgrade,
     openWebSockets: webSockets.open,
     closeWebSockets: webSockets.closeAll,
+    cutWebSockets: webSockets.cutAll,
     close() {
-      webSockets.closeAll();
+      webSockets.cutAll();
       agents.destroy();
     },
   };

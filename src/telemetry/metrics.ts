@@ -13,6 +13,12 @@ export interface Metrics {
   readonly rateLimitDegraded: Gauge<'limit' | 'policy'>;
   /** Counter calls to Redis that failed, by limit and the policy applied instead. */
   readonly rateLimitStoreFailures: Counter<'limit' | 'policy'>;
+
+  // WebSockets (proxy/websocket.ts); the reasons are the close reasons docs/proxying.md lists.
+  /** WebSockets open now, by route name. */
+  readonly webSocketConnections: Gauge<'route'>;
+  /** WebSockets closed, by route name and reason: client, backend, expired, reset, idle, drain, error. */
+  readonly webSocketsClosed: Counter<'route' | 'reason'>;
 }
 
 export function createMetrics({ processMetrics = true }: { processMetrics?: boolean } = {}): Metrics {
@@ -36,6 +42,20 @@ export function createMetrics({ processMetrics = true }: { processMetrics?: bool
       name: 'gateway_rate_limit_store_failures_total',
       help: 'Rate-limit counter calls to Redis that failed or timed out, by limit and the policy applied instead.',
       labelNames: ['limit', 'policy'],
+      registers: [registry],
+    }),
+
+    // WebSockets: route names come from the configuration, reasons from a fixed list.
+    webSocketConnections: new Gauge({
+      name: 'gateway_websocket_connections',
+      help: 'WebSockets open now, by route.',
+      labelNames: ['route'],
+      registers: [registry],
+    }),
+    webSocketsClosed: new Counter({
+      name: 'gateway_websocket_closed_total',
+      help: 'WebSockets closed, by route and reason (client, backend, expired, reset, idle, drain, error).',
+      labelNames: ['route', 'reason'],
       registers: [registry],
     }),
   };

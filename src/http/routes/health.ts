@@ -5,6 +5,8 @@
  * Each check is asked anew on every /readyz, all at once, and one that has not answered within
  * its own `timeoutMs` counts as down: a stalled store must make the instance unready, not make
  * the load balancer's probe time out (which some take for "keep the old state").
+ * Once the gateway is stopping (SIGTERM, server.ts), /readyz answers 503 `draining` at once,
+ * without asking the stores, while requests are still served.
  */
 import type { Context } from 'koa';
 import type { Registry } from 'prom-client';
@@ -24,8 +26,13 @@ export function reportLiveness() {
   };
 }
 
-export function reportReadiness({ checks }: { checks: readonly ReadinessCheck[] }) {
+export function reportReadiness({ checks, isDraining }: { checks: readonly ReadinessCheck[]; isDraining: () => boolean }) {
   return async function reportReadiness(ctx: Context): Promise<void> {
+    if (isDraining()) {
+      ctx.status = 503;
+      ctx.body = { success: false, message: { status: 'draining', checks: {} } };
+      return;
+    }
     const results = await Promise.all(checks.map(async (c) => [c.name, await withinTimeout(c)] as const));
     const ready = results.every(([, isReady]) => isReady);
     ctx.status = ready ? 200 : 503;
