@@ -542,6 +542,24 @@ export const configSchema = z.strictObject({
       description: 'Lowest level written to standard output (JSON lines).',
     }),
   }).prefault({}),
+
+  // OpenTelemetry tracing (docs/tracing.md). Off, and its SDK never loaded, while otlpEndpoint is unset.
+  tracing: z.strictObject({
+    otlpEndpoint: setting(z.url({ protocol: /^https?$/, normalize: true })
+      .refine((u) => !/[?#]/.test(u) && new URL(u).username === '', 'expected scheme://host[:port][/base path], without credentials, query or fragment (send credentials in OTEL_EXPORTER_OTLP_HEADERS)')
+      .optional(), {
+      env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+      description: 'Base URL of an OTLP/HTTP collector (`http://collector:4318`): spans go to its `/v1/traces` as JSON. Unset: tracing off (an incoming `traceparent` then passes to backends only from `proxy.trustedProxies`). See docs/tracing.md.',
+    }),
+    serviceName: setting(z.string().min(1).max(128).default('auth-gateway'), {
+      env: 'OTEL_SERVICE_NAME',
+      description: 'The `service.name` the gateway\'s spans carry.',
+    }),
+    sampleRatio: setting(z.number().min(0).max(1).default(1), {
+      env: 'TRACING_SAMPLE_RATIO',
+      description: 'Share of new traces recorded (0 … 1); a trace a trusted peer started keeps that peer\'s decision (parent-based sampling).',
+    }),
+  }).prefault({}),
 }).superRefine((c, ctx) => {
   const t = c.tokens;
   if (t.accessTokenTtlSeconds >= t.refreshTokenTtlSeconds) {
