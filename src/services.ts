@@ -12,7 +12,7 @@ import { createRevocations, type Revocations } from './auth/revocation.js';
 import { createSettingsTokenAuth } from './auth/settings-tokens.js';
 import { createSigner, type Signer } from './auth/signer.js';
 import { usesRedis, type Config } from './config/schema.js';
-import { createClientAddress } from './http/client-address.js';
+import { createClientAddress, createProxyTrust } from './http/client-address.js';
 import { createCors, type Cors } from './http/cors.js';
 import type { ReadinessCheck } from './http/routes/health.js';
 import { createLimiter } from './limits/limiter.js';
@@ -54,6 +54,7 @@ import { RedisUsageCounters } from './stores/usage-counters.redis.js';
 import type { UsageCounters } from './stores/usage-counters.js';
 import type { Logger } from './telemetry/log.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
+import { createTracing, type Tracing } from './telemetry/tracing.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createTimestampFormatter, type TimestampFormatter } from './util/time.js';
 
@@ -81,6 +82,8 @@ export interface Services {
   /** The client's address as the limits count it (http/client-address.ts). */
   clientAddress: (req: IncomingMessage) => string;
   metrics: Metrics;
+  /** Spans per request (telemetry/tracing.ts); undefined while tracing is off, as it is without `tracing.otlpEndpoint`. */
+  tracing: Tracing | undefined;
   /** The owner API's service (src/owner/). */
   owner: OwnerServices;
   /** What the owner API writes to (tests reach the store through it). */
@@ -89,7 +92,10 @@ export interface Services {
   readiness: ReadinessCheck[];
   /** Where shared state lives, for the start-up log. */
   state: 'memory' | 'redis';
-  /** Waits (bounded, never failing) for the stores to connect, so the first requests find them. */
+  /**
+   * Waits (bounded, never failing) for the stores to connect, so the first requests find them;
+   * and for the tracing SDK to load, which fails the start if it cannot.
+   */
   warmUp(): Promise<void>;
   /** Releases what the services hold (connections, timers). */
   close(): Promise<void>;
@@ -190,7 +196,8 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   const rateLimits = createRateLimits(config.limits, limiter, clientAddress);
   const limits = usage === undefined ? rateLimits : countUsage(rateLimits, usage);
   const cors = createCors(config.cors);
-  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors });
+  const tracing = createTracing(config.tracing, { log, isTrustedPeer: createProxyTrust(config.proxy.trustedProxies), flushTimeoutMs: config.server.shutdownTimeoutMs });
+  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors, tracing });
   const sessions: SessionStore = redis === undefined ? new MemorySessionStore({ clock }) : new RedisSessionStore(redis, { clock });
   const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config, usage: usageStore });
 
@@ -211,12 +218,15 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     usage,
     clientAddress,
     metrics,
+    tracing,
     owner,
     ownerStore,
     formatTimestamp: createTimestampFormatter(config.data.timeZone),
     readiness,
     state: redis === undefined ? 'memory' : 'redis',
     async warmUp() {
+      // The one wait that may fail: a gateway told to trace must not run without it.
+      await tracing?.ready;
       if (redis === undefined) return;
       if (!(await redis.waitUntilReady(config.redis.connectTimeoutMs))) {
         log.warn('redis is not reachable yet: listening anyway; sign-in and refresh answer 503 until it is (see /readyz)');
@@ -232,6 +242,8 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
       // Before Redis closes: the counts since the last flush go with it.
       await usage?.stop();
       await redis?.close();
+      // Last: the spans of the requests that just finished go to the collector.
+      await tracing?.shutdown();
     },
   };
 }

@@ -56,7 +56,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
   const { config } = deps;
   const agents = new Agents(config.proxy.maxSocketsPerTarget);
   const routes = new RouteTable(config.routes, agents);
-  const policy = createHeaderPolicy(config.proxy);
+  const policy = createHeaderPolicy(config.proxy, deps.tracing);
   const admit = createAdmission(deps);
   const flights = createFlights(deps);
   const headersFor = createHeadersFor(policy);

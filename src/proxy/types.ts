@@ -11,6 +11,7 @@ import type { Config } from '../config/schema.js';
 import type { Cors } from '../http/cors.js';
 import type { LimitHeaders, RateLimits } from '../limits/rate-limits.js';
 import type { Logger } from '../telemetry/log.js';
+import type { Tracing } from '../telemetry/tracing.js';
 import type { Clock } from '../util/clock.js';
 import type { Route } from './routes.js';
 import type { Target } from './targets.js';
@@ -25,6 +26,8 @@ export interface ProxyDeps {
   limits: RateLimits;
   /** CORS, undefined while it is off (http/cors.ts). */
   cors: Cors | undefined;
+  /** Tracing, undefined while it is off (telemetry/tracing.ts): backends get the gateway's span as their parent. */
+  tracing?: Tracing | undefined;
 }
 
 /** Who a route let through (undefined on a public route), the assertion it sends, and its quota's headers. */
