@@ -238,6 +238,9 @@ test('the gateway\'s own answers get spans too: own routes by their pattern, unm
   const health = await fetch(`${gw.url}/healthz`);
   assert.equal(health.status, 200);
   await health.arrayBuffer();
+  const account = await fetch(`${gw.url}/owner/v1/accounts/acct_private_42`);
+  assert.equal(account.status, 401);
+  await account.arrayBuffer();
   const missing = await fetch(`${gw.url}/nothing/sk_live_pasted_secret`);
   assert.equal(missing.status, 404);
   await missing.arrayBuffer();
@@ -252,6 +255,11 @@ test('the gateway\'s own answers get spans too: own routes by their pattern, unm
   assert.equal(own.attributes['gateway.route'], undefined, 'not a configured route');
   assert.equal(own.attributes['gateway.upstream.target'], undefined, 'no backend');
   assert.equal(own.attributes['gateway.request_id'], health.headers.get('x-request-id'));
+
+  const pattern = spanNamed(collector, 'GET /owner/v1/accounts/:accountId');
+  assert.equal(pattern.attributes['http.response.status_code'], 401);
+  assert.equal(pattern.attributes['url.path'], '/owner/v1/accounts/:accountId');
+  assert.ok(!JSON.stringify(collector.posts).includes('acct_private_42'), 'an own route is named by its pattern, never its ids');
 
   const unmatched = spanNamed(collector, 'GET');
   assert.equal(unmatched.attributes['http.response.status_code'], 404);
