@@ -33,7 +33,7 @@ import { assignRequestId, requestIdOf } from './http/middleware/request-id.js';
 import { traceRequests } from './http/middleware/trace.js';
 import { OWNER_TREE } from './http/owner/register.js';
 import { failResponse, failSocket } from './http/raw-response.js';
-import { answerUnmatched, createRouter } from './http/router.js';
+import { answerUnmatched, createManagementRouter, createRouter } from './http/router.js';
 import type { RouteMatch } from './proxy/routes.js';
 import type { Services } from './services.js';
 
@@ -49,7 +49,7 @@ export interface Listeners {
 export function createListeners(services: Services): Listeners {
   const { proxy, log } = services;
   const router = createRouter(services);
-  const accessLog = createAccessLog(log);
+  const accessLog = createAccessLog(log, services.config.metrics.enabled ? services.metrics : undefined);
   const { cors } = services;
   const koa = createApp(services, router, accessLog, cors).callback();
   const routeRequest = createRouteRequest({
@@ -86,6 +86,21 @@ export function createListeners(services: Services): Listeners {
       else proxy.upgrade(req, socket, head, routed.match, routed.path);
     },
   };
+}
+
+/**
+ * The management listener's (server.ts, when `management.port` is set): /healthz, /readyz and
+ * /metrics only, behind the same request id and error boundary; not logged per request (a
+ * scraper and a load balancer call it every few seconds) nor counted in the request metrics.
+ */
+export function createManagementListener(services: Services): RequestListener {
+  const app = new Koa();
+  const router = createManagementRouter(services);
+  app.use(assignRequestId());
+  app.use(errorBoundary({ log: services.log }));
+  app.use(router.routes());
+  app.use(answerUnmatched());
+  return app.callback();
 }
 
 /**

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { createListeners } from './app.js';
+import { createListeners, createManagementListener } from './app.js';
 import { errorAnswer } from './errors/boundary.js';
 import { ExpectationFailed, InvalidRequest, MethodNotAllowed, RequestHeadersTooLarge, RequestTimeout, SERVED_METHODS, type GatewayError } from './errors/errors.js';
 import { requestIdOf } from './http/middleware/request-id.js';
@@ -20,6 +20,8 @@ export interface RunningServer {
   server: Server;
   /** e.g. http://127.0.0.1:8080 */
   url: string;
+  /** The management listener's (management.port), when there is one: /metrics, /healthz, /readyz. */
+  managementUrl: string | undefined;
   /** Stops accepting, lets open requests finish up to the timeout, then closes the services. */
   close(): Promise<void>;
 }
@@ -55,20 +57,23 @@ export async function startServer(services: Services): Promise<RunningServer> {
   });
 
   await services.warmUp();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  await listen(server, port, host);
+  const url = urlOf(server);
+  const management = services.config.management.port === undefined ? undefined : createServer(createManagementListener(services));
+  if (management !== undefined) {
+    try {
+      await listen(management, services.config.management.port!, services.config.management.host ?? host);
+    } catch (err) {
+      server.close();
+      throw err;
+    }
+  }
 
   let closing: Promise<void> | undefined;
   return {
     server,
     url,
+    managementUrl: management === undefined ? undefined : urlOf(management),
     close() {
       closing ??= (async () => {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -78,11 +83,32 @@ export async function startServer(services: Services): Promise<RunningServer> {
         const timer = setTimeout(() => server.closeAllConnections(), shutdownTimeoutMs);
         await closed;
         clearTimeout(timer);
+        // Last: health and metrics stay answerable while the main listener drains.
+        if (management !== undefined) {
+          const managementClosed = new Promise<void>((resolve) => management.close(() => resolve()));
+          management.closeAllConnections();
+          await managementClosed;
+        }
         await services.close();
       })();
       return closing;
     },
   };
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+function urlOf(server: Server): string {
+  const address = server.address() as AddressInfo;
+  return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 }
 
 function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, log: Logger): void {

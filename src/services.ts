@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { resolve } from 'node:path';
 import { createAuthenticator, type Authenticate } from './auth/bearer.js';
-import { createAuthService, type AuthService } from './auth/service.js';
+import { countAuthOutcomes, createAuthService, type AuthService } from './auth/service.js';
 import { createRevocations, type Revocations } from './auth/revocation.js';
 import { createSettingsTokenAuth } from './auth/settings-tokens.js';
 import { createSigner, type Signer } from './auth/signer.js';
@@ -116,6 +116,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     if (warning !== undefined) log.warn(warning);
   };
   checkDemoKeys(data);
+  const metrics = createMetrics({ processMetrics: config.metrics.enabled, accountLabelMaxAccounts: config.metrics.accountLabelMaxAccounts });
   const signer = createSigner(config, clock);
   if (signer.isEphemeral) {
     log.warn('no signing key configured: made one for this process; tokens will not survive a restart (set signing.keys, and REDIS_URL for sessions to outlive it)');
@@ -135,7 +136,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   let counters: RateCounters = memoryCounters;
   const readiness: ReadinessCheck[] = [];
   if (usesRedis(config)) {
-    redis = connectRedis(config.redis, log);
+    redis = connectRedis(config.redis, log, metrics);
     const shared = redis;
     keys = config.data.keySource === 'redis'
       ? new RedisKeyDirectory(shared, { cache: { ttlMs: config.redis.keyCacheTtlMs, maxEntries: config.redis.keyCacheMaxEntries, clock } })
@@ -169,23 +170,22 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
       fileOwners.refresh().catch((err: unknown) => log.warn({ err }, 'data file changed but the owner store could not read it'));
     }
   }, { isOwnVersion: (text) => fileOwners?.isOwnVersion(text) ?? false });
-  const directory = createDirectory(config, { log, clock, redis, fileDirectory });
+  const directory = createDirectory(config, { log, clock, redis, fileDirectory, metrics });
   // The skew is for instances whose clocks disagree with the one that made Redis's epoch. A
   // memory store's epoch comes from this process's clock, which issued every token it must
   // accept: allowing skew there would accept tokens reset in the seconds before a restart.
   const epochSkewMs = redis === undefined ? 0 : t.clockSkewSeconds * 1000;
   const revocations = createRevocations({ store: revocationStore, clock, ttlMs: config.redis.resetCacheTtlMs, rememberMs, skewMs: epochSkewMs });
-  const auth = createAuthService({
+  const auth = countAuthOutcomes(createAuthService({
     keys, tokens, signer, revocations, clock, log, settings: t,
     // An account reset also revokes its API settings tokens for good (a reset is remembered for a while only).
     onAccountReset: (accountId) => owner.settingsTokens.revokeAllOf(accountId),
-  });
+  }), metrics);
   const settingsTokens = createSettingsTokenAuth({
     store: ownerStore, revocations, clock, log,
     cacheTtlMs: config.owner.settingsTokenCacheTtlMs, accessTokenTtlSeconds: t.accessTokenTtlSeconds, resetsRememberedMs: rememberMs,
   });
-  const authenticate = createAuthenticator(signer, revocations, settingsTokens);
-  const metrics = createMetrics({ processMetrics: config.metrics.enabled });
+  const authenticate = createAuthenticator(signer, revocations, settingsTokens, metrics);
   const clientAddress = createClientAddress(config.proxy);
   const limiter = createLimiter({ counters, memory: memoryCounters, log, metrics, clock });
   // Per-key usage, counted around the rate limits (a decorator, so that counting holds whatever
@@ -197,7 +197,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   const limits = usage === undefined ? rateLimits : countUsage(rateLimits, usage);
   const cors = createCors(config.cors);
   const tracing = createTracing(config.tracing, { log, isTrustedPeer: createProxyTrust(config.proxy.trustedProxies), flushTimeoutMs: config.server.shutdownTimeoutMs });
-  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors, tracing });
+  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors, metrics, tracing });
   const sessions: SessionStore = redis === undefined ? new MemorySessionStore({ clock }) : new RedisSessionStore(redis, { clock });
   const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config, usage: usageStore });
 
@@ -253,8 +253,9 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
  * itself (a reloaded data file) and, whenever Redis is configured, from the Redis channel, so
  * the owners of an HTTP upstream can announce changes too.
  */
-function createDirectory(config: Config, { log, clock, redis, fileDirectory }: {
+function createDirectory(config: Config, { log, clock, redis, fileDirectory, metrics }: {
   log: Logger;
+  metrics: Metrics;
   clock: Clock;
   redis: RedisConnection | undefined;
   fileDirectory: MemoryDirectory;
@@ -266,13 +267,13 @@ function createDirectory(config: Config, { log, clock, redis, fileDirectory }: {
   if (config.directory.store === 'redis') {
     store = viaRedis!;
   } else if (config.directory.store === 'http') {
-    store = new HttpDirectory(config.directory.http, { records, accountHeader: config.proxy.identityHeaders.account, log });
+    store = new HttpDirectory(config.directory.http, { records, accountHeader: config.proxy.identityHeaders.account, log, metrics });
   } else {
     store = fileDirectory;
     changes.push(fileDirectory);
   }
   if (viaRedis !== undefined) changes.push(viaRedis);
-  return createCachedDirectory({ store, changes, settings: config.directory.cache, clock, log });
+  return createCachedDirectory({ store, changes, settings: config.directory.cache, clock, log, metrics });
 }
 
 /**

@@ -532,7 +532,22 @@ export const configSchema = z.strictObject({
   metrics: z.strictObject({
     enabled: setting(z.boolean().default(true), {
       env: 'METRICS_ENABLED',
-      description: 'Serve Prometheus metrics at GET /metrics (rate-limit decisions, degraded limits, process). Keep the path from the public internet in front of the gateway.',
+      description: 'Serve Prometheus metrics at GET /metrics (requests, upstreams, tokens, directory cache, Redis, rate limits, process; docs/operations.md). Keep it from the public internet: set `management.port`.',
+    }),
+    accountLabelMaxAccounts: setting(z.number().int().min(0).max(10_000).default(0), {
+      env: 'METRICS_ACCOUNT_LABEL_MAX_ACCOUNTS',
+      description: 'Above 0: count requests per account (`gateway_account_requests_total`) for the first this many accounts a process sees, the rest under `(other)`. 0: no account label anywhere.',
+    }),
+  }).prefault({}),
+
+  management: z.strictObject({
+    port: setting(z.number().int().min(0).max(65535).optional(), {
+      env: 'MANAGEMENT_PORT',
+      description: 'A second listener for /metrics, /healthz and /readyz only (0 picks a free one); when set, the main port answers those paths 404. Unset: they are served on the main port.',
+    }),
+    host: setting(z.string().min(1).optional(), {
+      env: 'MANAGEMENT_HOST',
+      description: 'Address of the management listener; unset: the same as `server.host`.',
     }),
   }).prefault({}),
 

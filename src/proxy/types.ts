@@ -11,6 +11,7 @@ import type { Config } from '../config/schema.js';
 import type { Cors } from '../http/cors.js';
 import type { LimitHeaders, RateLimits } from '../limits/rate-limits.js';
 import type { Logger } from '../telemetry/log.js';
+import type { Metrics } from '../telemetry/metrics.js';
 import type { Tracing } from '../telemetry/tracing.js';
 import type { Clock } from '../util/clock.js';
 import type { Route } from './routes.js';
@@ -26,6 +27,8 @@ export interface ProxyDeps {
   limits: RateLimits;
   /** CORS, undefined while it is off (http/cors.ts). */
   cors: Cors | undefined;
+  /** Upstream failures are counted here; absent (tests of a step alone), nothing is. */
+  metrics?: Metrics;
   /** Tracing, undefined while it is off (telemetry/tracing.ts): backends get the gateway's span as their parent. */
   tracing?: Tracing | undefined;
 }

@@ -3,8 +3,9 @@
  * depends on answers). A load balancer should route on /readyz and restart on /healthz.
  */
 import type { Context } from 'koa';
-import type { Registry } from 'prom-client';
 import { ok } from '../../errors/envelope.js';
+import { StoreUnavailable } from '../../errors/errors.js';
+import type { Metrics } from '../../telemetry/metrics.js';
 
 /** A dependency that can say whether it is usable right now (services.ts lists them). */
 export interface ReadinessCheck {
@@ -27,9 +28,16 @@ export function reportReadiness({ checks }: { checks: readonly ReadinessCheck[] 
   };
 }
 
-export function reportMetrics({ registry }: { registry: Registry }) {
+export function reportMetrics({ metrics }: { metrics: Pick<Metrics, 'registry' | 'scrape'> }) {
   return async function reportMetrics(ctx: Context): Promise<void> {
-    ctx.type = registry.contentType;
-    ctx.body = await registry.metrics();
+    let text;
+    try {
+      text = await metrics.scrape();
+    } catch (err) {
+      // The cluster primary did not gather the workers' metrics in time: a failed scrape, not a bug.
+      throw new StoreUnavailable(err as Error);
+    }
+    ctx.type = metrics.registry.contentType;
+    ctx.body = text;
   };
 }

@@ -16,6 +16,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from '../../config/schema.js';
 import { StoreUnavailable } from '../../errors/errors.js';
 import type { Logger } from '../../telemetry/log.js';
+import type { Metrics } from '../../telemetry/metrics.js';
 import { createStoreBreaker } from '../breaker.js';
 import { redisKeys, type RedisKeys } from './keys.js';
 import { SCRIPTS, type ScriptCommands } from './scripts.js';
@@ -51,7 +52,8 @@ export interface Subscription {
   readonly listening: boolean;
 }
 
-export function connectRedis(settings: Config['redis'], log: Logger): RedisConnection {
+/** `metrics`: the connection's state and its breaker's are reported there at each scrape. */
+export function connectRedis(settings: Config['redis'], log: Logger, metrics?: Pick<Metrics, 'watchRedis' | 'watchBreaker'>): RedisConnection {
   const client = createClient(settings);
   for (const [name, script] of Object.entries(SCRIPTS)) client.defineCommand(name, script);
   let closed = false;
@@ -59,6 +61,8 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
   watchConnection(client, log, 'redis', isClosed);
 
   const { breaker, retryAfterSeconds } = createStoreBreaker('redis', settings, log);
+  metrics?.watchRedis(() => client.status === 'ready');
+  metrics?.watchBreaker('redis', breaker);
 
   const subscribers: (Redis | Cluster)[] = [];
   const stops: (() => void)[] = [];
