@@ -131,6 +131,7 @@ async function loadTracing(endpoint: string, settings: TracingSettings, { log, i
     spanProcessors: [new sdk.BatchSpanProcessor({ exporter })],
   });
   const tracer = provider.getTracer('auth-gateway');
+  log.info({ exportTo: url, serviceName: settings.serviceName, sampleRatio: settings.sampleRatio }, 'tracing on: spans go to the collector');
   const propagator = new core.W3CTraceContextPropagator();
 
   // Process-wide hooks (see the top): a collector that refuses or is away is worth a warning,

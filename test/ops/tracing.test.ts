@@ -13,7 +13,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { startBackend, type Backend } from '../helpers/backend.js';
-import { logLines, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { logged, logLines, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { exitWithin, gatewayEnv, LISTENING, startNode, waitForLog, type Child } from '../helpers/process.js';
 import { closedPort, onlyRequest } from '../helpers/proxy.js';
 import { openClient, startWsBackend, whenClosed } from '../helpers/ws-backend.js';
@@ -146,6 +146,9 @@ test('a trusted proxy\'s trace goes on through the gateway: its span is the gate
   assert.notEqual(sent.spanId, CALLER.spanId, 'its parent is the gateway\'s span, not the caller\'s');
   assert.equal(sent.flags, '01', 'sampled, as the caller decided');
   assert.deepEqual(received.headers.tracestate, ['vendor=opaque'], 'the trusted proxy\'s tracestate goes on');
+
+  const started = logged(gw, 'tracing on: spans go to the collector');
+  assert.deepEqual(started.map(({ exportTo, serviceName, sampleRatio }) => ({ exportTo, serviceName, sampleRatio })), [{ exportTo: `${collector.url}/v1/traces`, serviceName: 'edge-gateway', sampleRatio: 1 }]);
 
   await gw.close();
   assert.ok(collector.posts.length > 0, 'spans were exported');
@@ -383,7 +386,7 @@ async function proxiedThrough(t: TestContext, env: Record<string, string>, backe
       ...env,
     }),
   });
-  const listening = await waitForLog(child, LISTENING);
+  const listening = await waitForLog(child, (line) => LISTENING(line) && String(line.msg).startsWith('gateway listening'));
   const res = await fetch(`${listening.url as string}/orders`, { headers: { traceparent: traceparent(CALLER) } });
   assert.equal(res.status, 200);
   await res.arrayBuffer();
