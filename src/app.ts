@@ -53,7 +53,8 @@ export function createListeners(services: Services): Listeners {
   const { cors } = services;
   const koa = createApp(services, router, accessLog, cors).callback();
   const routeRequest = createRouteRequest({
-    hasRoutes: proxy.hasRoutes,
+    // Asked per request: a reload may add the first route, or take the last away.
+    hasRoutes: () => proxy.hasRoutes,
     match: proxy.match,
     // A path the router knows under some method: the gateway's own. Read as the route table
     // reads paths (without case, without `;` parameters; proxy/routes.ts), since backends do:
@@ -65,8 +66,9 @@ export function createListeners(services: Services): Listeners {
   const handshakes = new WeakMap<IncomingMessage, Routed<RouteMatch>>();
 
   return {
-    // Without routes, nothing is proxied: the gateway's own requests go straight to Koa.
-    request: !proxy.hasRoutes ? (req, res) => void koa(req, res) : (req, res) => {
+    request: (req, res) => {
+      // Without routes, nothing is proxied: the gateway's own requests go straight to Koa.
+      if (!proxy.hasRoutes) return void koa(req, res);
       const started = performance.now();
       const routed = routeRequest(req);
       if (routed === undefined) void koa(req, res);

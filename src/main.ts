@@ -1,5 +1,6 @@
 /**
  * Start-up: load the config, build the services, listen, and stop cleanly on SIGTERM/SIGINT.
+ * SIGHUP reloads the configuration (config/reload.ts, docs/reload.md).
  * A bad config, data file or signing key stops the process here, before it listens, with a
  * message naming what is wrong; so does the demo data under NODE_ENV=production
  * (stores/demo-data.ts).
@@ -8,14 +9,18 @@
  * copies of itself, which share the one port (the primary hands out connections round-robin)
  * and share state through Redis (the schema requires it, and one signing key for all). A
  * worker that dies after it was listening is replaced; one that dies before ever listening
- * stops the whole gateway, since its siblings would fail the same way.
+ * stops the whole gateway, since its siblings would fail the same way. The primary passes
+ * SIGHUP on to every worker, and each reloads on its own.
  */
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { ConfigError, describeConfig, loadConfig } from './config/load.js';
+import { createConfigReloader } from './config/reload.js';
+import type { Config } from './config/schema.js';
 import { SigningKeyError } from './auth/signer.js';
-import { createServices } from './services.js';
+import { createServices, type Services } from './services.js';
 import { startServer } from './server.js';
 import { DataFileError } from './stores/data-file.js';
 import { DemoDataError } from './stores/demo-data.js';
@@ -47,6 +52,9 @@ async function main(): Promise<void> {
   if (workers > 1 && cluster.isPrimary) return superviseWorkers(workers, root);
   const log = cluster.isWorker ? root.child({ worker: cluster.worker!.id }) : root;
   log.debug({ settings: describeConfig(config) }, 'configuration');
+  // Nothing to reload before the gateway listens, but SIGHUP must not end it either (Node's default).
+  let reload = () => log.warn({ signal: 'SIGHUP' }, 'SIGHUP before the gateway listens: ignored');
+  process.on('SIGHUP', () => reload());
   let running;
   let services;
   try {
@@ -60,6 +68,7 @@ async function main(): Promise<void> {
   }
   const dashboard = config.dashboard.enabled ? `${running.url}${config.dashboard.path}/` : undefined;
   log.info({ url: running.url, managementUrl: running.managementUrl, dashboard, dataFile: config.data.file, state: services.state, keySource: config.data.keySource, directoryStore: config.directory.store }, `gateway listening on ${running.url}`);
+  reload = reloadsOf(config, services, log);
 
   const stop = (signal: string) => {
     log.info({ signal }, 'shutting down');
@@ -70,6 +79,17 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+}
+
+/** What SIGHUP does once the gateway listens; with `reload.watch`, a change of the GATEWAY_CONFIG file does the same. */
+function reloadsOf(config: Config, services: Services, log: Logger): () => void {
+  const reloader = createConfigReloader({ initial: config, load: () => loadConfig(), apply: (next) => services.reload(next), log });
+  const file = process.env.GATEWAY_CONFIG;
+  if (config.reload.watch) {
+    if (file === undefined || file === '') log.warn('reload.watch is on, but GATEWAY_CONFIG names no file to watch: only SIGHUP reloads');
+    else reloader.watch(resolve(file), config.reload.watchIntervalMs);
+  }
+  return () => void reloader.reload('SIGHUP');
 }
 
 function superviseWorkers(count: number, log: Logger): void {
@@ -108,6 +128,12 @@ function superviseWorkers(count: number, log: Logger): void {
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+  // Each worker reads the configuration again itself, and logs what it made of it. Only those
+  // listening: one still starting has nothing to reload yet, or no handler to survive the signal.
+  process.on('SIGHUP', () => {
+    log.info({ signal: 'SIGHUP', workers: listening.size }, 'passing SIGHUP on to the workers');
+    for (const worker of Object.values(cluster.workers ?? {})) if (worker !== undefined && listening.has(worker.id)) worker.process.kill('SIGHUP');
+  });
 }
 
 function fail(err: unknown): void {

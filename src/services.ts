@@ -12,11 +12,11 @@ import { createRevocations, type Revocations } from './auth/revocation.js';
 import { createSettingsTokenAuth } from './auth/settings-tokens.js';
 import { createSigner, type Signer } from './auth/signer.js';
 import { usesRedis, type Config } from './config/schema.js';
-import { createClientAddress, createProxyTrust } from './http/client-address.js';
+import { createClientAddress, createReplaceableProxyTrust, type ProxyTrust } from './http/client-address.js';
 import { createCors, type Cors } from './http/cors.js';
 import type { ReadinessCheck } from './http/routes/health.js';
 import { createLimiter } from './limits/limiter.js';
-import { createRateLimits, type RateLimits } from './limits/rate-limits.js';
+import { createRateLimits, createReplaceableRateLimits, type RateLimits } from './limits/rate-limits.js';
 import { countUsage, createUsageRecorder, type UsageRecorder } from './limits/usage.js';
 import { createOwnerServices, type OwnerServices } from './owner/service.js';
 import { createProxy, type Proxy } from './proxy/proxy.js';
@@ -81,6 +81,8 @@ export interface Services {
   usage: UsageRecorder | undefined;
   /** The client's address as the limits count it (http/client-address.ts). */
   clientAddress: (req: IncomingMessage) => string;
+  /** True for an address in `proxy.trustedProxies` as currently configured (a reload may replace the list). */
+  isTrustedProxy: ProxyTrust;
   metrics: Metrics;
   /** Spans per request (telemetry/tracing.ts); undefined while tracing is off, as it is without `tracing.otlpEndpoint`. */
   tracing: Tracing | undefined;
@@ -97,6 +99,13 @@ export interface Services {
    * and for the tracing SDK to load, which fails the start if it cannot.
    */
   warmUp(): Promise<void>;
+  /**
+   * Puts the reloadable part of a reloaded configuration in force (config/reload.ts decides
+   * what that is and logs the rest): routes, limits, trusted proxies and signing keys, all
+   * within one synchronous step, so a request sees the old set or the new one, never a mix.
+   * Throws SigningKeyError, having replaced nothing, when the new keys do not load.
+   */
+  reload(next: Config): void;
   /** Releases what the services hold (connections, timers). */
   close(): Promise<void>;
 }
@@ -186,18 +195,24 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     cacheTtlMs: config.owner.settingsTokenCacheTtlMs, accessTokenTtlSeconds: t.accessTokenTtlSeconds, resetsRememberedMs: rememberMs,
   });
   const authenticate = createAuthenticator(signer, revocations, settingsTokens, metrics);
-  const clientAddress = createClientAddress(config.proxy);
+  const proxyTrust = createReplaceableProxyTrust(config.proxy.trustedProxies);
+  const clientAddress = createClientAddress(config.proxy, proxyTrust.isTrusted);
   const limiter = createLimiter({ counters, memory: memoryCounters, log, metrics, clock });
   // Per-key usage, counted around the rate limits (a decorator, so that counting holds whatever
   // limits.mode is: counting usage is no rate limit) and flushed to the usage store.
   let usageStore: UsageCounters | undefined;
   if (config.usage.enabled) usageStore = redis === undefined ? new MemoryUsageCounters({ clock }) : new RedisUsageCounters(redis);
   const usage = usageStore === undefined ? undefined : createUsageRecorder({ store: usageStore, clock, log, flushIntervalMs: config.usage.flushIntervalMs });
-  const rateLimits = createRateLimits(config.limits, limiter, clientAddress);
-  const limits = usage === undefined ? rateLimits : countUsage(rateLimits, usage);
+  // Counters stay with the limiter across reloads; the rules that count on them are replaced whole.
+  const limitsOf = (next: Config['limits']) => {
+    const rateLimits = createRateLimits(next, limiter, clientAddress);
+    return usage === undefined ? rateLimits : countUsage(rateLimits, usage);
+  };
+  const limits = createReplaceableRateLimits(limitsOf(config.limits));
   const cors = createCors(config.cors);
-  const tracing = createTracing(config.tracing, { log, isTrustedPeer: createProxyTrust(config.proxy.trustedProxies), flushTimeoutMs: config.server.shutdownTimeoutMs });
-  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors, metrics, tracing });
+  // The trusted proxies as currently configured: a reload that changes them changes whose trace context is believed.
+  const tracing = createTracing(config.tracing, { log, isTrustedPeer: proxyTrust.isTrusted, flushTimeoutMs: config.server.shutdownTimeoutMs });
+  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors, isTrustedProxy: proxyTrust.isTrusted, metrics, tracing });
   const sessions: SessionStore = redis === undefined ? new MemorySessionStore({ clock }) : new RedisSessionStore(redis, { clock });
   const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config, usage: usageStore });
 
@@ -217,6 +232,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     limits,
     usage,
     clientAddress,
+    isTrustedProxy: proxyTrust.isTrusted,
     metrics,
     tracing,
     owner,
@@ -235,6 +251,13 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
       // The epoch exists before the first token is issued, so no token of this start is from before it.
       await revocationStore.epoch().catch(() => {});
       await warnUnlessDurable(redis, log);
+    },
+    reload(next) {
+      // The one step that can refuse goes first, so a refusal leaves everything as it was.
+      signer.useKeys(next.signing);
+      proxyTrust.replace(next.proxy.trustedProxies);
+      limits.replace(limitsOf(next.limits));
+      proxy.replaceRoutes(next.routes);
     },
     async close() {
       stopWatching();

@@ -92,9 +92,20 @@ function readConfigFile(path: string, problems: string[]): Record<string, unknow
     if (isPlainObject(value)) return value;
     problems.push(`GATEWAY_CONFIG: ${path} must hold a JSON object`);
   } catch (err) {
-    problems.push(`GATEWAY_CONFIG: ${path} is not valid JSON (${(err as Error).message})`);
+    problems.push(`GATEWAY_CONFIG: ${path} is not valid JSON (${jsonErrorWithoutText(err as Error)})`);
   }
   return undefined;
+}
+
+/**
+ * JSON.parse's message without the piece of the file V8 quotes in some of them (`Unexpected
+ * token 'x', "{"pem": "-----BEGIN"... is not valid JSON`): the file holds secrets, and this
+ * message goes to stderr, the log on a reload, and `config check`'s output.
+ */
+function jsonErrorWithoutText(err: Error): string {
+  const at = /at position \d+(?: \(line \d+ column \d+\))?/.exec(err.message);
+  const what = err.message.split(/[,(]|\bin JSON\b/)[0]!.trim();
+  return at === null ? what : `${what} ${at[0]}`;
 }
 
 /** Environment values are strings; turn each into the type its setting expects. */
@@ -158,7 +169,7 @@ function deepMerge(target: Record<string, unknown>, source: Record<string, unkno
   }
 }
 
-function deepFreeze<T>(value: T): T {
+export function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null) {
     for (const child of Object.values(value)) deepFreeze(child);
     Object.freeze(value);

@@ -462,6 +462,18 @@ export const configSchema = z.strictObject({
     description: 'Processes serving the one port (0: one per CPU). More than 1 needs Redis and configured signing keys.',
   }),
 
+  // What a reload (SIGHUP, or a watched file) replaces: see docs/reload.md and config/reload.ts.
+  reload: z.strictObject({
+    watch: setting(z.boolean().default(false), {
+      env: 'CONFIG_WATCH',
+      description: 'Also reload when the file named by GATEWAY_CONFIG changes (as on SIGHUP: routes, limits, trusted proxies and signing keys; see docs/reload.md).',
+    }),
+    watchIntervalMs: setting(z.number().int().min(100).max(3_600_000).default(2000), {
+      env: 'CONFIG_WATCH_INTERVAL_MS',
+      description: 'With `reload.watch`: how often the config file is checked for a change.',
+    }),
+  }).prefault({}),
+
   owner: z.strictObject({
     publicOrigin: setting(z.string().regex(/^https?:\/\/[^/?#\s]+$/, 'expected an origin: scheme, host and port only (no path)').refine(isOrigin, 'expected an origin as browsers send it: lowercase, without a default port').optional(), {
       env: 'OWNER_PUBLIC_ORIGIN',

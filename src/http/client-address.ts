@@ -36,8 +36,24 @@ export function createProxyTrust(trustedProxies: readonly string[]): ProxyTrust 
   };
 }
 
-export function createClientAddress(proxy: Pick<Config['proxy'], 'trustedProxies' | 'clientAddressHeader'>): (req: IncomingMessage) => string {
-  const isTrusted = createProxyTrust(proxy.trustedProxies);
+/** A ProxyTrust whose list a reload replaces (services.ts): each check reads the list in force. */
+export interface ReplaceableProxyTrust {
+  readonly isTrusted: ProxyTrust;
+  replace(trustedProxies: readonly string[]): void;
+}
+
+export function createReplaceableProxyTrust(trustedProxies: readonly string[]): ReplaceableProxyTrust {
+  let current = createProxyTrust(trustedProxies);
+  return {
+    isTrusted: (address) => current(address),
+    replace(next) {
+      current = createProxyTrust(next);
+    },
+  };
+}
+
+/** `isTrusted` defaults to the fixed list of `proxy.trustedProxies`; services.ts passes a replaceable one. */
+export function createClientAddress(proxy: Pick<Config['proxy'], 'trustedProxies' | 'clientAddressHeader'>, isTrusted = createProxyTrust(proxy.trustedProxies)): (req: IncomingMessage) => string {
   const header = proxy.clientAddressHeader;
   const hopAddress = header === 'forwarded' ? forwardedFor : plainHop;
 

@@ -64,8 +64,8 @@ export interface Routed<Match> {
 export type RouteRequest<Match> = (req: IncomingMessage) => Routed<Match> | undefined;
 
 export interface RouteRequestDeps<Match> {
-  /** False when no route is configured: the gateway's own requests then skip the checks. */
-  hasRoutes: boolean;
+  /** False while no route is configured (a reload may add some): the gateway's own requests then skip the checks. */
+  hasRoutes(): boolean;
   /** The configured route of a normalised target (proxy/routes.ts). */
   match(url: string): Match | undefined;
   /** True for a path the gateway answers itself under some method. */
@@ -73,8 +73,8 @@ export interface RouteRequestDeps<Match> {
 }
 
 export function createRouteRequest<Match>({ hasRoutes, match, isOwnPath }: RouteRequestDeps<Match>): RouteRequest<Match> {
-  if (!hasRoutes) return () => undefined;
   return function routeRequest(req) {
+    if (!hasRoutes()) return undefined;
     let url: string;
     try {
       url = screenRequest(req);

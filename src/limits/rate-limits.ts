@@ -138,6 +138,23 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
   };
 }
 
+/** RateLimits whose rules a reload replaces (services.ts): each call is decided by the set in force when it starts. */
+export interface ReplaceableRateLimits extends RateLimits {
+  replace(next: RateLimits): void;
+}
+
+export function createReplaceableRateLimits(initial: RateLimits): ReplaceableRateLimits {
+  let current = initial;
+  return {
+    signIn: (apiKey, address) => current.signIn(apiKey, address),
+    refresh: (familyId, address) => current.refresh(familyId, address),
+    route: (route, identity, req) => current.route(route, identity, req),
+    replace(next) {
+      current = next;
+    },
+  };
+}
+
 /** A route call's answer while limits are off: one settled promise for every call, nothing allocated. */
 const NO_LIMIT: Promise<LimitHeaders> = Promise.resolve(undefined);
 

@@ -21,7 +21,7 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders } from 'node:http';
 import { isIPv4, isIPv6 } from 'node:net';
-import { createProxyTrust } from '../http/client-address.js';
+import { createProxyTrust, type ProxyTrust } from '../http/client-address.js';
 import type { Config } from '../config/schema.js';
 import type { Tracing } from '../telemetry/tracing.js';
 import type { IdentityParts } from './routes.js';
@@ -58,12 +58,15 @@ export interface UpstreamHeaderInput {
   webSocketProtocol?: string | undefined;
 }
 
-/** `tracing`: given while it is on; the backend then gets the gateway's span as its parent. */
-export function createHeaderPolicy(proxy: Config['proxy'], tracing?: Tracing) {
+/**
+ * `isTrusted`: whose forwarding headers (and trace context) are kept; by default the fixed list
+ * of `proxy.trustedProxies`. `tracing`: given while it is on; the backend then gets the
+ * gateway's span as its parent.
+ */
+export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust = createProxyTrust(proxy.trustedProxies), tracing?: Tracing) {
   const names = proxy.identityHeaders;
   const identityNames = Object.values(names).map((name) => name.toLowerCase());
   const baseDrop = new Set([...HOP_BY_HOP, ...REPLACED, ...TRACE_CONTEXT, ...identityNames]);
-  const isTrusted = createProxyTrust(proxy.trustedProxies);
   const xForwarded = proxy.forwardedHeaders !== 'forwarded';
   const forwarded = proxy.forwardedHeaders !== 'x-forwarded';
 

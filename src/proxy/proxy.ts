@@ -12,10 +12,14 @@
  * envelope; after the head has gone out the only honest signal is to cut the connection. A
  * client that goes away releases the backend request (forward.ts destroys it when the response
  * closes unfinished, as http-proxy-3 does for a handshake).
+ *
+ * A reload replaces the route table whole (replaceRoutes): a request matched before it keeps
+ * its RouteMatch, so it finishes on the route, targets and settings it started with.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { readBearerToken, type Identity } from '../auth/bearer.js';
+import type { RouteConfig } from '../config/schema.js';
 import { MethodNotAllowed, SERVED_METHODS } from '../errors/errors.js';
 import type { Upstream } from '../telemetry/upstream.js';
 import { createAdmission } from './admission.js';
@@ -28,8 +32,10 @@ import type { Admitted, ProxyDeps } from './types.js';
 import { createWebSockets } from './websocket.js';
 
 export interface Proxy {
-  /** False when no route is configured: nothing is ever proxied. */
+  /** False while no route is configured: nothing is proxied. */
   readonly hasRoutes: boolean;
+  /** Puts a reloaded route table in place for the requests that arrive from now on. */
+  replaceRoutes(routes: readonly RouteConfig[]): void;
   /** The configured route for a normalised request target, if any (http/edge.ts decides whether it is proxied). */
   match(url: string): RouteMatch | undefined;
   /**
@@ -55,8 +61,8 @@ export interface Proxy {
 export function createProxy(deps: ProxyDeps): Proxy {
   const { config } = deps;
   const agents = new Agents(config.proxy.maxSocketsPerTarget);
-  const routes = new RouteTable(config.routes, agents);
-  const policy = createHeaderPolicy(config.proxy, deps.tracing);
+  let routes = new RouteTable(config.routes, agents);
+  const policy = createHeaderPolicy(config.proxy, deps.isTrustedProxy, deps.tracing);
   const admit = createAdmission(deps);
   const flights = createFlights(deps);
   const headersFor = createHeadersFor(policy);
@@ -79,7 +85,12 @@ export function createProxy(deps: ProxyDeps): Proxy {
   }
 
   return {
-    hasRoutes: config.routes.length > 0,
+    get hasRoutes() {
+      return routes.routes.length > 0;
+    },
+    replaceRoutes(next) {
+      routes = new RouteTable(next, agents, routes);
+    },
     match: (url) => routes.match(url),
     serve(req, res, match, requestId, done) {
       admitRequest(req, match, requestId).then((admitted) => {

@@ -37,19 +37,22 @@ export class RouteTable {
   readonly routes: readonly Route[];
   /** Longest prefix first, so the first match is the most specific. */
   readonly #ordered: readonly { lower: string; segments: number; route: Route }[];
+  /** Each route by its configuration as written, for the next table of a reload. */
+  readonly #byConfig: ReadonlyMap<string, Route>;
 
-  constructor(configs: readonly RouteConfig[], agents: Agents) {
+  /**
+   * `previous`: the table a reload replaces. A route configured exactly as before is kept as
+   * it is, with its targets' health (an ejected target stays out).
+   */
+  constructor(configs: readonly RouteConfig[], agents: Agents, previous?: RouteTable) {
+    const byConfig = new Map<string, Route>();
     this.routes = configs.map((config) => {
-      const has = (part: IdentityPart) => config.identity.includes(part);
-      const caller = { account: has('account'), key: has('key'), token: has('token'), request: has('request') };
-      return Object.freeze({
-        ...config,
-        name: config.name ?? config.prefix,
-        pool: new TargetPool(config, agents),
-        // A public route has no caller: only the request id can go.
-        sends: { caller, anonymous: { account: false, key: false, token: false, request: caller.request } },
-      });
+      const key = JSON.stringify(config);
+      const route = (previous === undefined ? undefined : previous.#byConfig.get(key)) ?? this.#build(config, agents);
+      byConfig.set(key, route);
+      return route;
     });
+    this.#byConfig = byConfig;
     this.#ordered = this.routes
       .map((route) => ({
         lower: route.prefix === '/' ? '' : route.prefix.toLowerCase(),
@@ -57,6 +60,18 @@ export class RouteTable {
         route,
       }))
       .sort((a, b) => b.lower.length - a.lower.length);
+  }
+
+  #build(config: RouteConfig, agents: Agents): Route {
+    const has = (part: IdentityPart) => config.identity.includes(part);
+    const caller = { account: has('account'), key: has('key'), token: has('token'), request: has('request') };
+    return Object.freeze({
+      ...config,
+      name: config.name ?? config.prefix,
+      pool: new TargetPool(config, agents),
+      // A public route has no caller: only the request id can go.
+      sends: { caller, anonymous: { account: false, key: false, token: false, request: caller.request } },
+    });
   }
 
   /** The route for a normalised path and the URL its backend gets, or undefined. */

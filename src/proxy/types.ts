@@ -8,6 +8,7 @@ import type { Authenticate, Identity } from '../auth/bearer.js';
 import type { Revocations } from '../auth/revocation.js';
 import type { Signer } from '../auth/signer.js';
 import type { Config } from '../config/schema.js';
+import type { ProxyTrust } from '../http/client-address.js';
 import type { Cors } from '../http/cors.js';
 import type { LimitHeaders, RateLimits } from '../limits/rate-limits.js';
 import type { Logger } from '../telemetry/log.js';
@@ -29,6 +30,8 @@ export interface ProxyDeps {
   cors: Cors | undefined;
   /** Upstream failures are counted here; absent (tests of a step alone), nothing is. */
   metrics?: Metrics;
+  /** Whose forwarding headers are kept (a reload may replace the list); default: `config.proxy.trustedProxies` as started. */
+  isTrustedProxy?: ProxyTrust;
   /** Tracing, undefined while it is off (telemetry/tracing.ts): backends get the gateway's span as their parent. */
   tracing?: Tracing | undefined;
 }

@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { startBackend } from '../helpers/backend.js';
 import { call, DEMO, postJson, sha256Hex, signIn, startGateway } from '../helpers/gateway.js';
 import { parseMetrics, scrape, sumOf, valueOf } from '../helpers/metrics.js';
-import { closedPort, startProxy } from '../helpers/proxy.js';
+import { closedPort, startProxy, startTcpBackend } from '../helpers/proxy.js';
 
 const REQUESTS = 'gateway_request_duration_seconds_count';
 
@@ -106,20 +106,25 @@ test('upstream failures are counted by target and kind, and ejections by target'
     silent.close();
   });
   const silentOrigin = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+  // Reads the request, then drops the connection without a word.
+  const rude = await startTcpBackend(t, (socket) => socket.once('data', () => socket.resetAndDestroy()));
   const gw = await startProxy(t, [
     { name: 'down', prefix: '/down', targets: [refused], auth: 'public', ejectAfterFailures: 2 },
     { name: 'slow', prefix: '/slow', targets: [silentOrigin], auth: 'public', responseTimeoutMs: 200 },
+    { name: 'rude', prefix: '/rude', targets: [rude.url], auth: 'public', ejectAfterFailures: 5 },
   ]);
 
   assert.equal((await call(`${gw.url}/down/1`)).status, 502);
   assert.equal((await call(`${gw.url}/down/2`)).status, 502);
   assert.equal((await call(`${gw.url}/slow/1`)).status, 504);
+  assert.equal((await call(`${gw.url}/rude/1`)).status, 502);
 
   const { samples } = await scrape(gw.url);
   assert.equal(valueOf(samples, 'gateway_upstream_errors_total', { target: refused, kind: 'connect' }), 2);
   assert.equal(valueOf(samples, 'gateway_upstream_ejections_total', { target: refused }), 1);
   assert.equal(valueOf(samples, 'gateway_upstream_errors_total', { target: silentOrigin, kind: 'timeout' }), 1);
   assert.equal(valueOf(samples, 'gateway_upstream_ejections_total', { target: silentOrigin }), 0);
+  assert.equal(valueOf(samples, 'gateway_upstream_errors_total', { target: rude.url, kind: 'reset' }), 1);
   assert.equal(valueOf(samples, REQUESTS, { route: 'down', method: 'GET', status_class: '5xx' }), 2);
   assert.equal(valueOf(samples, REQUESTS, { route: 'slow', method: 'GET', status_class: '5xx' }), 1);
   // No answer came, so no answer time.

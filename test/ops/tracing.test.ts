@@ -203,6 +203,30 @@ test('from a peer that is not a trusted proxy, traceparent and tracestate are ig
   assert.ok(!JSON.stringify(collector.posts).includes(CALLER.traceId), 'the caller\'s ids are exported nowhere');
 });
 
+test('a reload that changes the trusted proxies changes whose trace context is believed', async (t) => {
+  const collector = await startCollector(t);
+  const backend = await startBackend(t);
+  const gw = await tracedGateway(t, collector, {
+    routes: [{ name: 'orders', prefix: '/orders', targets: [backend.url], auth: 'public' }],
+    proxy: { trustedProxies: ['10.9.8.7'] },
+  });
+  const call = async () => {
+    const res = await fetch(`${gw.url}/orders`, { headers: { traceparent: traceparent(CALLER) } });
+    assert.equal(res.status, 200);
+    await res.arrayBuffer();
+    return sentTraceparent(backend.received.at(-1)!.headers);
+  };
+
+  assert.notEqual((await call()).traceId, CALLER.traceId, 'not trusted yet: a new trace');
+  const { config } = gw.services;
+  gw.services.reload({ ...config, proxy: { ...config.proxy, trustedProxies: ['127.0.0.1'] } });
+  const after = await call();
+  assert.equal(after.traceId, CALLER.traceId, 'trusted since the reload: the caller\'s trace goes on');
+
+  await gw.close();
+  assert.equal(spanWithId(collector, after.spanId).parentSpanId, CALLER.spanId);
+});
+
 test('sampling is parent-based: a trusted parent\'s decision stands, and new traces are kept at sampleRatio', async (t) => {
   const collector = await startCollector(t);
   const backend = await startBackend(t);

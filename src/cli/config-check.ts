@@ -1,0 +1,198 @@
+/**
+ * npm run config:check -- [--config <file>] [--data <file>] [--json]
+ * (in the image: node dist/cli/config-check.js [options])
+ *
+ * Checks a configuration before it is deployed, without starting anything (no listener, no
+ * Redis connection, no file written): the configuration is read as the gateway reads it
+ * (defaults, the GATEWAY_CONFIG file or --config, the environment), its signing keys loaded,
+ * its data file (or --data) read; then the effective configuration is printed with secrets
+ * redacted, and settings that work but are risky are named. Exit code: 0 clean, 1 errors (the
+ * gateway would not start), 2 warnings only. docs/reload.md ("Checking a configuration")
+ * lists the warnings; test/ops/config-check.test.ts holds them.
+ *
+ * Output: the effective configuration as JSON on stdout, warnings, errors and a summary line on
+ * stderr; with --json, one JSON object on stdout instead: {ok, errors, warnings, settings}.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createSigner } from '../auth/signer.js';
+import { ConfigError, describeConfig, loadConfig } from '../config/load.js';
+import { describeSettings, type Config, type RouteConfig } from '../config/schema.js';
+import { readDataFile, type DataFile } from '../stores/data-file.js';
+import { checkDemoData, findDemoKeys } from '../stores/demo-data.js';
+import { isShippedDemoFile } from '../stores/owner-store.file.js';
+import { systemClock } from '../util/clock.js';
+import { runWhenExecuted } from './redis.js';
+
+const USAGE = 'usage: npm run config:check -- [--config <file>] [--data <file>] [--json]\n'
+  + '       (in the image: node dist/cli/config-check.js [--config <file>] [--data <file>] [--json])';
+
+export type WarningCode = 'public-route-over-protected' | 'forward-authorization' | 'trusts-every-proxy'
+  | 'metrics-on-public-port' | 'demo-data' | 'data-file-missing';
+
+export interface Finding {
+  code: WarningCode;
+  message: string;
+}
+
+export interface CheckReport {
+  /** What stops the gateway from starting; empty when it would start. */
+  errors: string[];
+  warnings: Finding[];
+  /** The effective configuration by setting path, secrets redacted; undefined when it did not load. */
+  settings: Record<string, unknown> | undefined;
+}
+
+export interface CheckOptions {
+  /** The environment the gateway would run with (GATEWAY_CONFIG, setting variables, NODE_ENV). */
+  env: NodeJS.ProcessEnv;
+  cwd?: string;
+}
+
+/** Everything the check finds, as a value (main() prints it). */
+export function checkConfiguration({ env, cwd = process.cwd() }: CheckOptions): CheckReport {
+  const report: CheckReport = { errors: [], warnings: [], settings: undefined };
+  let config: Config;
+  try {
+    config = loadConfig({ env, cwd });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    report.errors.push(...err.problems);
+    return report;
+  }
+  report.settings = describeConfig(config);
+  try {
+    // Loads and checks every key as start-up does (PEM, algorithm, activeKid); keeps nothing.
+    createSigner(config, systemClock);
+  } catch (err) {
+    report.errors.push((err as Error).message);
+  }
+  const data = readData(config, report);
+  if (data !== undefined && config.data.keySource === 'file') checkDemo(config, data, env, report);
+  report.warnings.push(...riskySettings(config));
+  return report;
+}
+
+/** The data file the gateway would read (the demo data's saved copy, when it exists), without creating it. */
+function readData(config: Config, report: CheckReport): DataFile | undefined {
+  const saved = resolve(config.data.demoSaveFile);
+  const file = isShippedDemoFile(config.data.file) && existsSync(saved) ? saved : config.data.file;
+  if (!existsSync(file)) {
+    if (existsSync(dirname(file))) {
+      report.warnings.push({ code: 'data-file-missing', message: `data.file: ${file} does not exist; the gateway will create it with no accounts` });
+      return undefined;
+    }
+    report.errors.push(`data.file: ${file} does not exist, nor does its folder`);
+    return undefined;
+  }
+  try {
+    return readDataFile(file);
+  } catch (err) {
+    report.errors.push((err as Error).message);
+    return undefined;
+  }
+}
+
+function checkDemo(config: Config, data: DataFile, env: NodeJS.ProcessEnv, report: CheckReport): void {
+  const demo = findDemoKeys(data);
+  if (demo.length === 0) return;
+  try {
+    // Under NODE_ENV=production without data.allowDemoData the gateway refuses to start.
+    checkDemoData(data, { file: config.data.file, isProduction: env.NODE_ENV === 'production', allowDemoData: config.data.allowDemoData });
+  } catch (err) {
+    report.errors.push((err as Error).message);
+    return;
+  }
+  report.warnings.push({
+    code: 'demo-data',
+    message: `the data file holds demo API keys or owners whose secrets and passwords are published in the README (${demo.join(', ')}): anyone who reaches the gateway can sign in with them`,
+  });
+}
+
+/** Settings that are valid but open something up, each with why. */
+export function riskySettings(config: Config): Finding[] {
+  const found: Finding[] = [];
+  const label = (r: RouteConfig) => (r.name === undefined ? `"${r.prefix}"` : `"${r.name}" (${r.prefix})`);
+  const publicRoutes = config.routes.filter((r) => r.auth === 'public');
+  for (const open of publicRoutes) {
+    const outer = open.prefix.toLowerCase();
+    for (const guarded of config.routes.filter((r) => r.auth === 'required')) {
+      const inner = guarded.prefix.toLowerCase();
+      if (outer === '/' || inner.startsWith(`${outer}/`)) {
+        found.push({
+          code: 'public-route-over-protected',
+          message: `public route ${label(open)} lies over the protected route ${label(guarded)}: only paths under ${guarded.prefix} need a token; `
+            + `if ${label(open)}'s backend serves those paths under another spelling (its own routing, case or encoding), they are open`,
+        });
+      } else if (inner.startsWith(outer)) {
+        found.push({
+          code: 'public-route-over-protected',
+          message: `public route ${label(open)} is a prefix of the protected route ${label(guarded)} (not on a "/" boundary, so they match apart): check that ${open.prefix} is meant to be public`,
+        });
+      }
+    }
+  }
+  for (const route of config.routes.filter((r) => r.forwardAuthorization)) {
+    found.push({
+      code: 'forward-authorization',
+      message: `route ${label(route)} has forwardAuthorization on: its backend receives the caller's bearer token and can replay it at every other route until it expires`,
+    });
+  }
+  for (const entry of config.proxy.trustedProxies.filter((p) => p.endsWith('/0'))) {
+    found.push({
+      code: 'trusts-every-proxy',
+      message: `proxy.trustedProxies holds "${entry}", every address: any client can write X-Forwarded-For / Forwarded and pick the address its limits count`,
+    });
+  }
+  if (config.metrics.enabled) {
+    const hasManagementPort = describeSettings().some((s) => s.path === 'management.port');
+    const port = (config as unknown as { management?: { port?: number } }).management?.port;
+    if (port === undefined) {
+      found.push({
+        code: 'metrics-on-public-port',
+        message: hasManagementPort
+          ? 'metrics.enabled serves /metrics on the main port: set management.port (MANAGEMENT_PORT) to serve it, /healthz and /readyz on a port of their own'
+          : 'metrics.enabled serves /metrics on the main port: keep that path from the public internet in front of the gateway',
+      });
+    }
+  }
+  return found;
+}
+
+async function main(): Promise<void> {
+  let values;
+  try {
+    values = parseArgs({ options: { config: { type: 'string' }, data: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean' } } }).values;
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  if (values.help === true) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const env = { ...process.env };
+  if (values.config !== undefined) env.GATEWAY_CONFIG = resolve(values.config);
+  // The environment is the highest source: the data file given here wins over any other.
+  if (values.data !== undefined) env.GATEWAY_DATA_FILE = resolve(values.data);
+  const report = checkConfiguration({ env });
+  process.exitCode = report.errors.length > 0 ? 1 : report.warnings.length > 0 ? 2 : 0;
+
+  if (values.json === true) {
+    process.stdout.write(`${JSON.stringify({ ok: report.errors.length === 0, ...report }, null, 2)}\n`);
+    return;
+  }
+  if (report.settings !== undefined) process.stdout.write(`${JSON.stringify(report.settings, null, 2)}\n`);
+  const lines = [
+    ...report.errors.map((e) => `error: ${e}`),
+    ...report.warnings.map((w) => `warning (${w.code}): ${w.message}`),
+  ];
+  const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+  const summary = report.errors.length > 0 ? `config check: ${count(report.errors.length, 'error')}, ${count(report.warnings.length, 'warning')}: the gateway would not start`
+    : report.warnings.length > 0 ? `config check: ${count(report.warnings.length, 'warning')}` : 'config check: no problems';
+  process.stderr.write(`${[...lines, summary].join('\n')}\n`);
+}
+
+runWhenExecuted(import.meta.url, main);
