@@ -32,6 +32,7 @@ import { createServices, type Services } from './services.js';
 import { startServer, type RunningServer } from './server.js';
 import { DataFileError } from './stores/data-file.js';
 import { DemoDataError } from './stores/demo-data.js';
+import { groupScrape, serveGroupMetrics } from './telemetry/cluster-metrics.js';
 import { createLogger, type Logger } from './telemetry/log.js';
 
 /**
@@ -85,13 +86,15 @@ async function main(): Promise<void> {
   let services;
   try {
     services = createServices(config, { log, isProduction: process.env.NODE_ENV === 'production' });
+    // A scrape of any worker answers for the whole group (telemetry/cluster-metrics.ts).
+    if (cluster.isWorker && config.metrics.enabled) services.metrics.scrapeWith(groupScrape(services.metrics.registry));
     running = await startServer(services);
   } catch (err) {
     await services?.close();
     return fail(err);
   }
   const dashboard = config.dashboard.enabled ? `${running.url}${config.dashboard.path}/` : undefined;
-  log.info({ url: running.url, dashboard, dataFile: config.data.file, state: services.state, keySource: config.data.keySource, directoryStore: config.directory.store }, `gateway listening on ${running.url}`);
+  log.info({ url: running.url, managementUrl: running.managementUrl, dashboard, dataFile: config.data.file, state: services.state, keySource: config.data.keySource, directoryStore: config.directory.store }, `gateway listening on ${running.url}`);
   reload = reloadsOf(config, services, log);
   if (stopAsked !== undefined) {
     const signal = stopAsked;
@@ -164,6 +167,7 @@ function superviseWorkers(count: number, log: Logger): void {
     log.error({ worker: worker.id, code, signal }, 'a worker died: starting another');
     fork();
   });
+  serveGroupMetrics();
   for (let i = 0; i < count; i++) fork();
   log.info({ workers: count }, `gateway started ${count} workers`);
 

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { createListeners } from './app.js';
+import { createListeners, createManagementListener } from './app.js';
 import { errorAnswer } from './errors/boundary.js';
 import { ExpectationFailed, InvalidRequest, MethodNotAllowed, RequestHeadersTooLarge, RequestTimeout, SERVED_METHODS, type GatewayError } from './errors/errors.js';
 import { requestIdOf } from './http/middleware/request-id.js';
@@ -27,6 +27,8 @@ export interface RunningServer {
   server: Server;
   /** e.g. http://127.0.0.1:8080 */
   url: string;
+  /** The management listener's (management.port), when there is one: /metrics, /healthz, /readyz. */
+  managementUrl: string | undefined;
   /**
    * /readyz answers 503 from now on; everything is still served for `server.drainDelayMs`,
    * then close(). Resolves once closed; called again, the same promise.
@@ -71,15 +73,17 @@ export async function startServer(services: Services): Promise<RunningServer> {
   });
 
   await services.warmUp();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  await listen(server, port, host);
+  const url = urlOf(server);
+  const management = services.config.management.port === undefined ? undefined : createServer(createManagementListener(services));
+  if (management !== undefined) {
+    try {
+      await listen(management, services.config.management.port!, services.config.management.host ?? host);
+    } catch (err) {
+      server.close();
+      throw err;
+    }
+  }
 
   // Added only once stopping, so that serving costs nothing extra until then.
   const closeAfterAnswer = (_req: IncomingMessage, res: ServerResponse) => { res.shouldKeepAlive = false; };
@@ -94,6 +98,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
   const running: RunningServer = {
     server,
     url,
+    managementUrl: management === undefined ? undefined : urlOf(management),
     drain() {
       draining ??= (async () => {
         startDraining();
@@ -123,12 +128,33 @@ export async function startServer(services: Services): Promise<RunningServer> {
         }, shutdownTimeoutMs);
         await Promise.race([Promise.all([closed, webSockets]), cut]);
         clearTimeout(deadline);
+        // Last: health and metrics stay answerable while the main listener drains.
+        if (management !== undefined) {
+          const managementClosed = new Promise<void>((resolve) => management.close(() => resolve()));
+          management.closeAllConnections();
+          await managementClosed;
+        }
         await services.close();
       })();
       return closing;
     },
   };
   return running;
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+function urlOf(server: Server): string {
+  const address = server.address() as AddressInfo;
+  return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 }
 
 function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, log: Logger): void {

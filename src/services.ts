@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { resolve } from 'node:path';
 import { createAuthenticator, type Authenticate } from './auth/bearer.js';
-import { createAuthService, type AuthService } from './auth/service.js';
+import { countAuthOutcomes, createAuthService, type AuthService } from './auth/service.js';
 import { createRevocations, type Revocations } from './auth/revocation.js';
 import { createSettingsTokenAuth } from './auth/settings-tokens.js';
 import { createSigner, type Signer } from './auth/signer.js';
@@ -55,6 +55,7 @@ import { RedisUsageCounters } from './stores/usage-counters.redis.js';
 import type { UsageCounters } from './stores/usage-counters.js';
 import type { Logger } from './telemetry/log.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
+import { createTracing, type Tracing } from './telemetry/tracing.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createTimestampFormatter, type TimestampFormatter } from './util/time.js';
 
@@ -84,6 +85,8 @@ export interface Services {
   /** True for an address in `proxy.trustedProxies` as currently configured (a reload may replace the list). */
   isTrustedProxy: ProxyTrust;
   metrics: Metrics;
+  /** Spans per request (telemetry/tracing.ts); undefined while tracing is off, as it is without `tracing.otlpEndpoint`. */
+  tracing: Tracing | undefined;
   /** The owner API's service (src/owner/). */
   owner: OwnerServices;
   /** What the owner API writes to (tests reach the store through it). */
@@ -98,7 +101,10 @@ export interface Services {
   isDraining(): boolean;
   /** Where shared state lives, for the start-up log. */
   state: 'memory' | 'redis';
-  /** Waits (bounded, never failing) for the stores to connect, so the first requests find them. */
+  /**
+   * Waits (bounded, never failing) for the stores to connect, so the first requests find them;
+   * and for the tracing SDK to load, which fails the start if it cannot.
+   */
   warmUp(): Promise<void>;
   /**
    * Puts the reloadable part of a reloaded configuration in force (config/reload.ts decides
@@ -126,6 +132,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     if (warning !== undefined) log.warn(warning);
   };
   checkDemoKeys(data);
+  const metrics = createMetrics({ processMetrics: config.metrics.enabled, accountLabelMaxAccounts: config.metrics.accountLabelMaxAccounts });
   const signer = createSigner(config, clock);
   if (signer.isEphemeral) {
     log.warn('no signing key configured: made one for this process; tokens will not survive a restart (set signing.keys, and REDIS_URL for sessions to outlive it)');
@@ -146,7 +153,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   let draining = false;
   const readiness: ReadinessCheck[] = [];
   if (usesRedis(config)) {
-    redis = connectRedis(config.redis, log);
+    redis = connectRedis(config.redis, log, metrics);
     const shared = redis;
     keys = config.data.keySource === 'redis'
       ? new RedisKeyDirectory(shared, { cache: { ttlMs: config.redis.keyCacheTtlMs, maxEntries: config.redis.keyCacheMaxEntries, clock } })
@@ -181,7 +188,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
       fileOwners.refresh().catch((err: unknown) => log.warn({ err }, 'data file changed but the owner store could not read it'));
     }
   }, { isOwnVersion: (text) => fileOwners?.isOwnVersion(text) ?? false });
-  const directory = createDirectory(config, { log, clock, redis, fileDirectory, readiness });
+  const directory = createDirectory(config, { log, clock, redis, fileDirectory, readiness, metrics });
   // Always true today (createSigner throws without a usable key); listed so that /readyz says
   // so, and so that a key set replaced at run time is checked as well.
   readiness.push({ name: 'signingKeys', timeoutMs: config.redis.commandTimeoutMs, isReady: async () => signer.jwks.keys.length > 0 });
@@ -190,17 +197,16 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   // accept: allowing skew there would accept tokens reset in the seconds before a restart.
   const epochSkewMs = redis === undefined ? 0 : t.clockSkewSeconds * 1000;
   const revocations = createRevocations({ store: revocationStore, clock, ttlMs: config.redis.resetCacheTtlMs, rememberMs, skewMs: epochSkewMs });
-  const auth = createAuthService({
+  const auth = countAuthOutcomes(createAuthService({
     keys, tokens, signer, revocations, clock, log, settings: t,
     // An account reset also revokes its API settings tokens for good (a reset is remembered for a while only).
     onAccountReset: (accountId) => owner.settingsTokens.revokeAllOf(accountId),
-  });
+  }), metrics);
   const settingsTokens = createSettingsTokenAuth({
     store: ownerStore, revocations, clock, log,
     cacheTtlMs: config.owner.settingsTokenCacheTtlMs, accessTokenTtlSeconds: t.accessTokenTtlSeconds, resetsRememberedMs: rememberMs,
   });
-  const authenticate = createAuthenticator(signer, revocations, settingsTokens);
-  const metrics = createMetrics({ processMetrics: config.metrics.enabled });
+  const authenticate = createAuthenticator(signer, revocations, settingsTokens, metrics);
   const proxyTrust = createReplaceableProxyTrust(config.proxy.trustedProxies);
   const clientAddress = createClientAddress(config.proxy, proxyTrust.isTrusted);
   const limiter = createLimiter({ counters, memory: memoryCounters, log, metrics, clock });
@@ -216,7 +222,9 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   };
   const limits = createReplaceableRateLimits(limitsOf(config.limits));
   const cors = createCors(config.cors);
-  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors, metrics, isTrustedProxy: proxyTrust.isTrusted });
+  // The trusted proxies as currently configured: a reload that changes them changes whose trace context is believed.
+  const tracing = createTracing(config.tracing, { log, isTrustedPeer: proxyTrust.isTrusted, flushTimeoutMs: config.server.shutdownTimeoutMs });
+  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors, isTrustedProxy: proxyTrust.isTrusted, metrics, tracing });
   const sessions: SessionStore = redis === undefined ? new MemorySessionStore({ clock }) : new RedisSessionStore(redis, { clock });
   const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config, usage: usageStore });
 
@@ -238,6 +246,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     clientAddress,
     isTrustedProxy: proxyTrust.isTrusted,
     metrics,
+    tracing,
     owner,
     ownerStore,
     formatTimestamp: createTimestampFormatter(config.data.timeZone),
@@ -248,6 +257,8 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     isDraining: () => draining,
     state: redis === undefined ? 'memory' : 'redis',
     async warmUp() {
+      // The one wait that may fail: a gateway told to trace must not run without it.
+      await tracing?.ready;
       if (redis === undefined) return;
       if (!(await redis.waitUntilReady(config.redis.connectTimeoutMs))) {
         log.warn('redis is not reachable yet: listening anyway; sign-in and refresh answer 503 until it is (see /readyz)');
@@ -270,6 +281,8 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
       // Before Redis closes: the counts since the last flush go with it.
       await usage?.stop();
       await redis?.close();
+      // Last: the spans of the requests that just finished go to the collector.
+      await tracing?.shutdown();
     },
   };
 }
@@ -279,8 +292,9 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
  * itself (a reloaded data file) and, whenever Redis is configured, from the Redis channel, so
  * the owners of an HTTP upstream can announce changes too.
  */
-function createDirectory(config: Config, { log, clock, redis, fileDirectory, readiness }: {
+function createDirectory(config: Config, { log, clock, redis, fileDirectory, readiness, metrics }: {
   log: Logger;
+  metrics: Metrics;
   clock: Clock;
   redis: RedisConnection | undefined;
   fileDirectory: MemoryDirectory;
@@ -294,7 +308,7 @@ function createDirectory(config: Config, { log, clock, redis, fileDirectory, rea
   if (config.directory.store === 'redis') {
     store = viaRedis!;
   } else if (config.directory.store === 'http') {
-    store = new HttpDirectory(config.directory.http, { records, accountHeader: config.proxy.identityHeaders.account, log });
+    store = new HttpDirectory(config.directory.http, { records, accountHeader: config.proxy.identityHeaders.account, log, metrics });
   } else {
     store = fileDirectory;
     changes.push(fileDirectory);
@@ -307,7 +321,7 @@ function createDirectory(config: Config, { log, clock, redis, fileDirectory, rea
     timeoutMs: config.directory.store === 'http' ? config.directory.http.timeoutMs : config.redis.commandTimeoutMs,
     isReady: () => watched.isReady(),
   });
-  return createCachedDirectory({ store: watched.store, changes, settings: cache, clock, log });
+  return createCachedDirectory({ store: watched.store, changes, settings: cache, clock, log, metrics });
 }
 
 /**

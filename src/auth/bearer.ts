@@ -11,10 +11,11 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 import { SETTINGS_TOKEN_PREFIX } from '../domain/settings-token.js';
-import { InvalidToken, MalformedAuthorization, MissingToken } from '../errors/errors.js';
+import { InvalidToken, MalformedAuthorization, MissingToken, StoreUnavailable } from '../errors/errors.js';
+import type { Metrics, TokenValidation } from '../telemetry/metrics.js';
 import { countHeader } from '../util/raw-headers.js';
 import type { Revocations } from './revocation.js';
-import type { Signer } from './signer.js';
+import { EXPIRED, type Signer } from './signer.js';
 
 const CREDENTIALS = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+)(?: +(.*))?$/;
 const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
@@ -55,21 +56,45 @@ export type Authenticate = (token: string | undefined) => Promise<Identity>;
  * The one check of a bearer token, for the gateway's routes, proxied routes and WebSocket
  * upgrades alike: verified, then refused if a reset of its account or key came after it. An
  * API settings token (its own prefix, never a JWT's first characters) goes to its own check
- * (auth/settings-tokens.ts) before any JWT parsing.
+ * (auth/settings-tokens.ts) before any JWT parsing. With `metrics`, each check's outcome is
+ * counted (gateway_token_validations_total).
  */
-export function createAuthenticator(signer: Signer, revocations: Revocations, settingsTokens?: (token: string) => Promise<Identity>): Authenticate {
+export function createAuthenticator(signer: Signer, revocations: Revocations, settingsTokens?: (token: string) => Promise<Identity>, metrics?: Pick<Metrics, 'tokenValidated'>): Authenticate {
+  const counted = (outcome: TokenValidation) => metrics?.tokenValidated(outcome);
+  const failed = (err: unknown) => {
+    counted(err instanceof InvalidToken ? (err.message === EXPIRED ? 'expired' : 'invalid') : err instanceof StoreUnavailable ? 'unavailable' : 'invalid');
+    throw err;
+  };
   return async function authenticate(token) {
-    if (token === undefined) throw new MissingToken();
-    if (settingsTokens !== undefined && token.startsWith(SETTINGS_TOKEN_PREFIX)) return settingsTokens(token);
-    const claims = await signer.verifyAccessToken(token);
+    if (token === undefined) {
+      counted('missing');
+      throw new MissingToken();
+    }
+    if (settingsTokens !== undefined && token.startsWith(SETTINGS_TOKEN_PREFIX)) {
+      return settingsTokens(token).then((identity) => {
+        counted('valid');
+        return identity;
+      }, failed);
+    }
+    let claims;
+    try {
+      claims = await signer.verifyAccessToken(token);
+    } catch (err) {
+      return failed(err);
+    }
     const identity: Identity = {
       accountId: claims.sub, keyId: claims.client_id, tokenId: claims.jti,
       issuedAt: claims.iat, issuedAtMs: claims.iat_ms, expiresAt: claims.exp,
       scopes: claims.scope === undefined || claims.scope === '' ? [] : claims.scope.split(' '),
     };
     // Usually answered from the cache without a promise; awaited only on a miss.
-    const revoked = revocations.isRevoked(identity);
-    if (revoked === true || (revoked !== false && await revoked)) throw new InvalidToken('The access token was revoked by a token reset; sign in again.');
+    let revoked = revocations.isRevoked(identity);
+    if (revoked !== true && revoked !== false) revoked = await revoked.catch(failed);
+    if (revoked) {
+      counted('revoked');
+      throw new InvalidToken('The access token was revoked by a token reset; sign in again.');
+    }
+    counted('valid');
     return identity;
   };
 }

@@ -5,7 +5,9 @@
 import type { Config } from '../config/schema.js';
 import type { KeyDirectory } from '../stores/key-directory.js';
 import type { RefreshTokenStore } from '../stores/token-store.js';
+import { StoreUnavailable } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
+import type { CredentialOutcome, Metrics } from '../telemetry/metrics.js';
 import type { Clock } from '../util/clock.js';
 import { verifyApiCredentials } from './credentials.js';
 import { hashRefreshSecret, mintRefreshToken, newId, parseRefreshToken, sealPair, unsealPair, type TokenPair } from './refresh.js';
@@ -118,5 +120,26 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       log.info({ ...target, scope }, 'tokens reset');
       return { outcome: 'reset', ...target, at };
     },
+  };
+}
+
+/**
+ * The same service with each call's outcome counted (gateway_signins_total and its siblings):
+ * the result's reason, `unavailable` for a store failure, `error` for anything else thrown.
+ * Refusals before the service is called (a rate limit, a malformed body) are counted by their
+ * own metrics and the request metrics.
+ */
+export function countAuthOutcomes(auth: AuthService, metrics: Pick<Metrics, 'signIn' | 'refresh' | 'reset'>): AuthService {
+  const counted = <T extends IssueResult | ResetResult>(count: (outcome: CredentialOutcome) => void, call: Promise<T>): Promise<T> => call.then((result) => {
+    count(result.outcome === 'rejected' ? result.reason : 'replayed' in result && result.replayed === true ? 'replayed' : result.outcome);
+    return result;
+  }, (err: unknown) => {
+    count(err instanceof StoreUnavailable ? 'unavailable' : 'error');
+    throw err;
+  });
+  return {
+    signIn: (apiKey, apiSecret) => counted(metrics.signIn, auth.signIn(apiKey, apiSecret)),
+    refresh: (refreshToken) => counted(metrics.refresh, auth.refresh(refreshToken)),
+    resetTokens: (apiKey, apiSecret, scope) => counted(metrics.reset, auth.resetTokens(apiKey, apiSecret, scope)),
   };
 }

@@ -30,6 +30,9 @@ import { newId } from './refresh.js';
 import { createVerifiedTokenCache, type VerifiedTokenStats } from './verified-tokens.js';
 
 export const ACCESS_TOKEN_TYPE = 'at+jwt';
+
+/** The message of an expired token's InvalidToken (metrics tell expiry from other refusals by it). */
+export const EXPIRED = 'The access token has expired.';
 /** Longest compact JWS we will parse; ours are a few hundred bytes. */
 const MAX_TOKEN_LENGTH = 4096;
 
@@ -142,7 +145,7 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
   function checkTimes({ exp, iat, nbf }: Record<string, unknown>, now: number): void {
     if (typeof exp !== 'number' || typeof iat !== 'number' || (nbf !== undefined && typeof nbf !== 'number')) throw new InvalidToken();
     const age = now - iat;
-    if (exp <= now - clockSkewSeconds || age - clockSkewSeconds > accessTokenTtlSeconds) throw new InvalidToken('The access token has expired.');
+    if (exp <= now - clockSkewSeconds || age - clockSkewSeconds > accessTokenTtlSeconds) throw new InvalidToken(EXPIRED);
     if ((nbf !== undefined && nbf > now + clockSkewSeconds) || age < -clockSkewSeconds) throw new InvalidToken();
   }
   const assertionTtlSeconds = config.proxy.assertionTtlSeconds;

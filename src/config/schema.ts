@@ -571,7 +571,22 @@ export const configSchema = z.strictObject({
   metrics: z.strictObject({
     enabled: setting(z.boolean().default(true), {
       env: 'METRICS_ENABLED',
-      description: 'Serve Prometheus metrics at GET /metrics (rate-limit decisions, degraded limits, process). Keep the path from the public internet in front of the gateway.',
+      description: 'Serve Prometheus metrics at GET /metrics (requests, upstreams, tokens, directory cache, Redis, rate limits, process; docs/operations.md). Keep it from the public internet: set `management.port`.',
+    }),
+    accountLabelMaxAccounts: setting(z.number().int().min(0).max(10_000).default(0), {
+      env: 'METRICS_ACCOUNT_LABEL_MAX_ACCOUNTS',
+      description: 'Above 0: count requests per account (`gateway_account_requests_total`) for the first this many accounts a process sees, the rest under `(other)`. 0: no account label anywhere.',
+    }),
+  }).prefault({}),
+
+  management: z.strictObject({
+    port: setting(z.number().int().min(0).max(65535).optional(), {
+      env: 'MANAGEMENT_PORT',
+      description: 'A second listener for /metrics, /healthz and /readyz only (0 picks a free one); when set, the main port answers those paths 404. Unset: they are served on the main port.',
+    }),
+    host: setting(z.string().min(1).optional(), {
+      env: 'MANAGEMENT_HOST',
+      description: 'Address of the management listener; unset: the same as `server.host`.',
     }),
   }).prefault({}),
 
@@ -579,6 +594,24 @@ export const configSchema = z.strictObject({
     level: setting(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), {
       env: 'LOG_LEVEL',
       description: 'Lowest level written to standard output (JSON lines).',
+    }),
+  }).prefault({}),
+
+  // OpenTelemetry tracing (docs/tracing.md). Off, and its SDK never loaded, while otlpEndpoint is unset.
+  tracing: z.strictObject({
+    otlpEndpoint: setting(z.url({ protocol: /^https?$/, normalize: true })
+      .refine((u) => !/[?#]/.test(u) && new URL(u).username === '', 'expected scheme://host[:port][/base path], without credentials, query or fragment (send credentials in OTEL_EXPORTER_OTLP_HEADERS)')
+      .optional(), {
+      env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+      description: 'Base URL of an OTLP/HTTP collector (`http://collector:4318`): spans go to its `/v1/traces` as JSON. Unset: tracing off (an incoming `traceparent` then passes to backends only from `proxy.trustedProxies`). See docs/tracing.md.',
+    }),
+    serviceName: setting(z.string().min(1).max(128).default('auth-gateway'), {
+      env: 'OTEL_SERVICE_NAME',
+      description: 'The `service.name` the gateway\'s spans carry.',
+    }),
+    sampleRatio: setting(z.number().min(0).max(1).default(1), {
+      env: 'TRACING_SAMPLE_RATIO',
+      description: 'Share of new traces recorded (0 … 1); a trace a trusted peer started keeps that peer\'s decision (parent-based sampling).',
     }),
   }).prefault({}),
 }).superRefine((c, ctx) => {

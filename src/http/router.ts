@@ -29,7 +29,7 @@ import { signIn } from './routes/signin.js';
 
 /** What the own routes use: services.ts's Services has all of it, and nothing else reaches a route. */
 export interface RouterDeps {
-  config: Pick<Config, 'server' | 'roles' | 'metrics' | 'owner' | 'dashboard'>;
+  config: Pick<Config, 'server' | 'roles' | 'metrics' | 'owner' | 'dashboard' | 'management'>;
   auth: AuthService;
   directory: Directory;
   signer: Pick<Signer, 'jwks'>;
@@ -39,7 +39,7 @@ export interface RouterDeps {
   formatTimestamp: TimestampFormatter;
   readiness: readonly ReadinessCheck[];
   isDraining: () => boolean;
-  metrics: Pick<Metrics, 'registry'>;
+  metrics: Pick<Metrics, 'registry' | 'scrape'>;
   owner: OwnerServices;
 }
 
@@ -61,9 +61,10 @@ export function createRouter({ auth, directory, signer, authenticate, config, fo
   router.post('/api/sign', bearer, signQuota, signRecord);
   router.get('/api/roles', bearer, quota(limits, { name: 'roles', auth: 'required' }), listRoles({ directory, ...config.roles }));
   router.get('/.well-known/jwks.json', publishKeys({ signer }));
-  router.get('/healthz', reportLiveness());
-  router.get('/readyz', reportReadiness({ checks: readiness, isDraining }));
-  if (config.metrics.enabled) router.get('/metrics', reportMetrics({ registry: metrics.registry }));
+  // With a management listener they are served there only (createManagementRouter); here they
+  // stay the gateway's own paths, answered 404, so that a catch-all route cannot take them either.
+  if (config.management.port === undefined) registerOperations(router, { config, readiness, isDraining, metrics });
+  else router.get(['/healthz', '/readyz', '/metrics'], notHere);
   const operations = ownerOperations(owner, { config, signAnswers });
   router.get(OPENAPI_PATH, serveOpenApiDocument(buildOpenApiDocument(operations)));
   // Before the owner API, whose catch-all answers every other path under /owner.
@@ -73,6 +74,23 @@ export function createRouter({ auth, directory, signer, authenticate, config, fo
   return router;
 }
 
+/**
+ * The management listener's routes (server.ts), when `management.port` is set: health and
+ * metrics only, none of the gateway's API.
+ */
+export function createManagementRouter(deps: Pick<RouterDeps, 'config' | 'readiness' | 'isDraining' | 'metrics'>): Router {
+  const router = new Router({ sensitive: true });
+  router.use(noStore);
+  registerOperations(router, deps);
+  return router;
+}
+
+function registerOperations(router: Router, { config, readiness, isDraining, metrics }: Pick<RouterDeps, 'config' | 'readiness' | 'isDraining' | 'metrics'>): void {
+  router.get('/healthz', reportLiveness());
+  router.get('/readyz', reportReadiness({ checks: readiness, isDraining }));
+  if (config.metrics.enabled) router.get('/metrics', reportMetrics({ metrics }));
+}
+
 /** The own route's quota for the caller the bearer guard let through (limits/rate-limits.ts). */
 function quota(limits: RateLimits, route: RouteRef) {
   return async function quota(ctx: Context, next: Next): Promise<void> {
@@ -80,6 +98,10 @@ function quota(limits: RateLimits, route: RouteRef) {
     if (headers !== undefined) ctx.set(headers);
     await next();
   };
+}
+
+async function notHere(): Promise<void> {
+  throw new NotFound();
 }
 
 /** Token and account answers must never be stored by a cache (RFC 6749 §5.1). */

@@ -45,7 +45,7 @@ export interface Flights {
 const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ECONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN']);
 const TIMEOUT_CODES = new Set(['ECONNECT_TIMEOUT', 'ERESPONSE_TIMEOUT']);
 
-export function createFlights({ log, clock }: Pick<ProxyDeps, 'log' | 'clock'>): Flights {
+export function createFlights({ log, clock, metrics }: Pick<ProxyDeps, 'log' | 'clock' | 'metrics'>): Flights {
   // toProxy: the request target goes on as the gateway normalised it, byte for byte (without
   // it http-proxy-3 re-serialises it through WHATWG URL, which re-encodes `'` in queries and
   // so breaks signed URLs).
@@ -64,6 +64,7 @@ export function createFlights({ log, clock }: Pick<ProxyDeps, 'log' | 'clock'>):
     // Registered before http-proxy-3's own listener, so the 101 it relays can still be edited.
     proxyReq.once('upgrade', (proxyRes, proxySocket: Duplex) => {
       flight.responded = true;
+      flight.respondedAt = performance.now();
       proxyReq.setTimeout(0);
       flight.onUpgrade?.(proxyRes, proxySocket);
     });
@@ -82,6 +83,7 @@ export function createFlights({ log, clock }: Pick<ProxyDeps, 'log' | 'clock'>):
     proxyReq.setTimeout(flight.route.responseTimeoutMs);
     proxyReq.on('response', (proxyRes) => {
       flight.responded = true;
+      flight.respondedAt = performance.now();
       proxyReq.setTimeout(flight.route.idleTimeoutMs);
       flight.onResponse?.(proxyRes);
     });
@@ -120,13 +122,15 @@ export function createFlights({ log, clock }: Pick<ProxyDeps, 'log' | 'clock'>):
     start(route, headers, exclude) {
       const target = route.pool.pick(clock.now(), exclude);
       if (route.host === 'target') headers.host = target.url.host;
-      return { route, target, headers, responded: false, timedOut: false, onResponse: undefined, onUpgrade: undefined };
+      return { route, target, headers, responded: false, timedOut: false, sentAt: performance.now(), respondedAt: 0, onResponse: undefined, onUpgrade: undefined };
     },
     failed(flight, err, requestId) {
       const code = codeOf(err);
       const ejected = flight.route.pool.failed(flight.target, clock.now());
       log.warn({ requestId, route: flight.route.name, target: flight.target.origin, code, ejected }, 'backend failed');
-      return flight.timedOut || TIMEOUT_CODES.has(code) ? new GatewayTimeout(err) : new BadGateway(err);
+      const timedOut = flight.timedOut || TIMEOUT_CODES.has(code);
+      metrics?.upstreamFailed(flight.target.origin, timedOut ? 'timeout' : NOT_CONNECTED.has(code) ? 'connect' : code === 'ECONNRESET' || code === 'EPIPE' ? 'reset' : 'other', ejected);
+      return timedOut ? new GatewayTimeout(err) : new BadGateway(err);
     },
   };
 }

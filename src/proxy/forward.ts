@@ -10,11 +10,12 @@
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { GatewayError } from '../errors/errors.js';
 import type { Cors } from '../http/cors.js';
+import type { Upstream } from '../telemetry/upstream.js';
 import type { createHeaderPolicy } from './headers.js';
 import { isNotConnected, type Flights } from './flight.js';
 import type { Route, RouteMatch } from './routes.js';
 import type { Target } from './targets.js';
-import type { Admitted } from './types.js';
+import type { Admitted, Flight } from './types.js';
 
 type HeaderPolicy = ReturnType<typeof createHeaderPolicy>;
 
@@ -23,10 +24,11 @@ export type HeadersFor = (req: IncomingMessage, route: Route, admitted: Admitted
 
 /**
  * Calls `done` once: without an error when the exchange is over (answered, cut, or the client
- * gone), or with the GatewayError to answer when the backend failed before its answer started.
- * A callback, not a promise: the gateway's hot path (no promise, no closure it does not need).
+ * gone), or with the GatewayError to answer when the backend failed before its answer started;
+ * `upstream`, the last attempt (for metrics and tracing). A callback, not a promise: the
+ * gateway's hot path (no promise, no closure it does not need).
  */
-export type Forward = (req: IncomingMessage, res: ServerResponse, match: RouteMatch, admitted: Admitted, requestId: string, done: (error?: GatewayError) => void) => void;
+export type Forward = (req: IncomingMessage, res: ServerResponse, match: RouteMatch, admitted: Admitted, requestId: string, done: (error: GatewayError | undefined, upstream: Upstream | undefined) => void) => void;
 
 /** The headers the backend gets (the Host of a `target` route is set per attempt, by Flights.start). */
 export function createHeadersFor(policy: HeaderPolicy): HeadersFor {
@@ -58,10 +60,11 @@ export function createForward(policy: HeaderPolicy, headersFor: HeadersFor, { st
     req.url = match.upstreamUrl;
     const bodiless = req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] ?? '0') === '0';
     let settled = false;
+    let last: Flight | undefined;
     const settle = (error?: GatewayError) => {
       if (settled) return;
       settled = true;
-      done(error);
+      done(error, last);
     };
     let attempts = 0;
     let proxyReq: ClientRequest | undefined;
@@ -69,6 +72,7 @@ export function createForward(policy: HeaderPolicy, headersFor: HeadersFor, { st
     const attempt = (exclude?: Target) => {
       attempts++;
       const flight = start(route, headers, exclude);
+      last = flight;
       const { target } = flight;
       flight.onResponse = (proxyRes) => {
         route.pool.succeeded(target);

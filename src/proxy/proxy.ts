@@ -21,6 +21,7 @@ import type { Duplex } from 'node:stream';
 import { readBearerToken, type Identity } from '../auth/bearer.js';
 import type { RouteConfig } from '../config/schema.js';
 import { MethodNotAllowed, SERVED_METHODS } from '../errors/errors.js';
+import type { Upstream } from '../telemetry/upstream.js';
 import { createAdmission } from './admission.js';
 import { createFlights } from './flight.js';
 import { createForward, createHeadersFor } from './forward.js';
@@ -41,9 +42,10 @@ export interface Proxy {
    * Admits and proxies one request on `match`, then calls `done` once: with what was thrown
    * (the GatewayError to answer) when it failed before the backend's answer started, otherwise
    * with undefined once the exchange is over (answered, cut, or the client gone); `identity`,
-   * who was let through, for the log.
+   * who was let through, for the log; `upstream`, the backend side (its last attempt) when a
+   * backend was tried, for metrics and tracing.
    */
-  serve(req: IncomingMessage, res: ServerResponse, match: RouteMatch, requestId: string, done: (thrown: unknown, identity: Identity | undefined) => void): void;
+  serve(req: IncomingMessage, res: ServerResponse, match: RouteMatch, requestId: string, done: (thrown: unknown, identity: Identity | undefined, upstream: Upstream | undefined) => void): void;
   /**
    * For the HTTP server's 'upgrade' event, once the edge routed the handshake to `match` (a
    * WebSocket route); `path`, the normalised one, is for the log. Answers on the socket.
@@ -65,7 +67,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
   const { config } = deps;
   const agents = new Agents(config.proxy.maxSocketsPerTarget);
   let routes = new RouteTable(config.routes, agents);
-  const policy = createHeaderPolicy(config.proxy, deps.isTrustedProxy);
+  const policy = createHeaderPolicy(config.proxy, deps.isTrustedProxy, deps.tracing);
   const admit = createAdmission(deps);
   const flights = createFlights(deps);
   const headersFor = createHeadersFor(policy);
@@ -100,11 +102,11 @@ export function createProxy(deps: ProxyDeps): Proxy {
         const { identity, limitHeaders } = admitted;
         try {
           if (limitHeaders !== undefined) for (const name in limitHeaders) res.setHeader(name, limitHeaders[name]!);
-          forward(req, res, match, admitted, requestId, (error) => done(error, identity));
+          forward(req, res, match, admitted, requestId, (error, upstream) => done(error, identity, upstream));
         } catch (thrown) {
-          done(thrown, identity);
+          done(thrown, identity, undefined);
         }
-      }, (thrown: unknown) => done(thrown, undefined));
+      }, (thrown: unknown) => done(thrown, undefined, undefined));
     },
     upgrade: webSockets.upgrade,
     openWebSockets: webSockets.open,

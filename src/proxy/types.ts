@@ -14,6 +14,7 @@ import type { Cors } from '../http/cors.js';
 import type { LimitHeaders, RateLimits } from '../limits/rate-limits.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
+import type { Tracing } from '../telemetry/tracing.js';
 import type { Clock } from '../util/clock.js';
 import type { Route } from './routes.js';
 import type { Target } from './targets.js';
@@ -30,7 +31,10 @@ export interface ProxyDeps {
   cors: Cors | undefined;
   /** Whose forwarding headers are kept (a reload may replace the list); default: `config.proxy.trustedProxies` as started. */
   isTrustedProxy?: ProxyTrust;
+  /** Requests, upstream failures and WebSockets are counted here. */
   metrics: Metrics;
+  /** Tracing, undefined while it is off (telemetry/tracing.ts): backends get the gateway's span as their parent. */
+  tracing?: Tracing | undefined;
 }
 
 /** Who a route let through (undefined on a public route), the assertion it sends, and its quota's headers. */
@@ -49,6 +53,10 @@ export interface Flight {
   responded: boolean;
   /** The route's response timeout fired before that. */
   timedOut: boolean;
+  /** performance.now() when the attempt started (telemetry/upstream.ts reads these two). */
+  readonly sentAt: number;
+  /** performance.now() when the backend's response head (or 101) arrived; 0 before. */
+  respondedAt: number;
   /** Called with the backend's response head (for a WebSocket: an answer other than 101). */
   onResponse: ((proxyRes: IncomingMessage) => void) | undefined;
   /** Called once the backend switched protocols, before its 101 is relayed (WebSocket only); `proxySocket`: the backend's side. */

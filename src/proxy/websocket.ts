@@ -27,6 +27,7 @@ import { InvalidRequest, MethodNotAllowed } from '../errors/errors.js';
 import { shortPath } from '../http/middleware/access-log.js';
 import { requestIdOf } from '../http/middleware/request-id.js';
 import { answerSocket, failSocket } from '../http/raw-response.js';
+import type { Upstream } from '../telemetry/upstream.js';
 import type { Admit } from './admission.js';
 import type { Flights } from './flight.js';
 import type { HeadersFor } from './forward.js';
@@ -88,13 +89,19 @@ interface Switched {
   client: Duplex;
 }
 
-interface WebSocketDeps extends Pick<ProxyDeps, 'revocations' | 'clock' | 'log' | 'metrics'> {
+interface WebSocketDeps extends Pick<ProxyDeps, 'revocations' | 'clock' | 'log' | 'metrics' | 'tracing'> {
   admit: Admit;
   headersFor: HeadersFor;
   flights: Flights;
 }
 
-export function createWebSockets({ admit, headersFor, flights, revocations, clock, log, metrics }: WebSocketDeps): WebSockets {
+/** How a handshake was answered, and the backend attempt behind the answer (undefined when none was made). */
+interface Answered {
+  status: number;
+  upstream: Upstream | undefined;
+}
+
+export function createWebSockets({ admit, headersFor, flights, revocations, clock, log, metrics, tracing }: WebSocketDeps): WebSockets {
   const { server, start, failed } = flights;
   const byAccount = new Map<string, Set<Connection>>();
   const all = new Set<Connection>();
@@ -245,7 +252,7 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
     if (sockets?.size === 0) byAccount.delete(identity.accountId);
   }
 
-  async function handshake(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, requestId: string): Promise<number> {
+  async function handshake(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, requestId: string): Promise<Answered> {
     if (req.method !== 'GET') throw new MethodNotAllowed('GET');
     const { route } = match;
     const offered = readProtocols(req);
@@ -258,11 +265,11 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
     const flight = start(route, headers);
     const { target } = flight;
 
-    return new Promise<number>((resolve) => {
+    return new Promise<Answered>((resolve) => {
       // The backend refused the handshake with an ordinary answer, which http-proxy-3 relays.
       flight.onResponse = (proxyRes) => {
         route.pool.succeeded(target);
-        resolve(proxyRes.statusCode ?? 0);
+        resolve({ status: proxyRes.statusCode ?? 0, upstream: flight });
       };
       flight.onUpgrade = (proxyRes, proxySocket) => {
         // A browser that offered subprotocols fails the handshake unless one is selected;
@@ -270,7 +277,7 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
         if (offered.marker) proxyRes.headers['sec-websocket-protocol'] ??= MARKER;
         route.pool.succeeded(target);
         switched.set(proxySocket, { route, identity: admitted.identity, client: socket });
-        resolve(101);
+        resolve({ status: 101, upstream: flight });
       };
       const options: FlightOptions = { target: target.url, connectTimeout: route.connectTimeoutMs, flight };
       server.ws(req, socket, head, options, (err) => {
@@ -280,7 +287,7 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
         }
         const error = failed(flight, err, requestId);
         answerSocket(socket, error, requestId);
-        resolve(error.status);
+        resolve({ status: error.status, upstream: flight });
       });
     });
   }
@@ -289,16 +296,18 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
     upgrade(req, socket, head, match, path) {
       const requestId = requestIdOf(req);
       const started = performance.now();
+      // The handshake's span (the backend gets it as its parent) ends with its answer, not the socket.
+      const span = tracing?.start(req);
       // Until http-proxy-3 takes the socket, an error on it must not be unhandled.
       socket.on('error', () => {});
       const logged = shortPath(path);
-      handshake(req, socket, head, match, requestId).then(
-        (status) => log.info({ requestId, method: req.method, path: logged, status, ms: Math.round(performance.now() - started) }, 'upgrade'),
-        (err: unknown) => {
-          const { status } = failSocket(log, socket, err, requestId);
-          log.info({ requestId, method: req.method, path: logged, status, ms: Math.round(performance.now() - started) }, 'upgrade');
-        },
-      );
+      const answered = ({ status, upstream }: Answered) => {
+        log.info({ requestId, method: req.method, path: logged, status, ms: Math.round(performance.now() - started) }, 'upgrade');
+        span?.end({ status, requestId, path: logged, template: match.route.prefix, route: match.route.name, upstream });
+      };
+      handshake(req, socket, head, match, requestId).then(answered, (err: unknown) => {
+        answered({ status: failSocket(log, socket, err, requestId).status, upstream: undefined });
+      });
     },
 
     open() {

@@ -21,6 +21,7 @@
 import { LRUCache } from 'lru-cache';
 import { BadStoreData, GatewayError, StoreUnavailable } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
+import type { CacheResult, Metrics } from '../telemetry/metrics.js';
 import type { Clock } from '../util/clock.js';
 import { entryBound } from '../util/lru.js';
 import type { Directory, DirectoryChange, DirectoryChanges, RolePage, RoleQuery, SignRecord } from './directory.js';
@@ -57,13 +58,16 @@ export interface CachedDirectory extends Directory {
   readonly storeReads: number;
 }
 
-export function createCachedDirectory({ store, changes, settings, clock, log }: {
+export function createCachedDirectory({ store, changes, settings, clock, log, metrics }: {
   store: Directory;
   changes: DirectoryChanges[];
   settings: DirectoryCacheSettings;
   clock: Clock;
   log: Logger;
+  /** Where hits, misses, stale answers and store failures are counted, if anywhere. */
+  metrics?: Pick<Metrics, 'directoryCache' | 'directoryStoreFailed'>;
 }): CachedDirectory {
+  const counted = (result: CacheResult) => metrics?.directoryCache(result);
   const { ttlMs, staleWhileRevalidateMs, negativeTtlMs, maxStaleMs } = settings;
   let seq = 0;
   let floor = 0;
@@ -98,6 +102,7 @@ export function createCachedDirectory({ store, changes, settings, clock, log }: 
       try {
         value = await context();
       } catch (err) {
+        metrics?.directoryStoreFailed();
         // The copy this read was to replace is served meanwhile (read()); the store is not asked
         // for it again for a while, in the foreground or the background.
         if (stale !== undefined) stale.retry = { at: clock.now() + RETRY_FAILED_MS, seq: startedSeq };
@@ -127,17 +132,25 @@ export function createCachedDirectory({ store, changes, settings, clock, log }: 
     if (kept !== undefined) {
       const age = now - kept.at;
       const trusted = kept.seq >= trustFrom;
-      if (trusted && age < kept.ttl) return kept.value;
+      if (trusted && age < kept.ttl) {
+        counted('hit');
+        return kept.value;
+      }
       // The store failed this entry's last read moments ago, and nothing changed since: not asked again yet.
       const { retry } = kept;
-      if (retry !== undefined && now < retry.at && retry.seq >= trustFrom && age < kept.ttl + maxStaleMs) return kept.value;
+      if (retry !== undefined && now < retry.at && retry.seq >= trustFrom && age < kept.ttl + maxStaleMs) {
+        counted('stale');
+        return kept.value;
+      }
       // Not for "no record": a record just written should appear within negativeTtl.
       if (trusted && kept.value !== null && age < kept.ttl + staleWhileRevalidateMs) {
         // One background refresh (lru-cache keeps it to one); its failure keeps this copy.
         cache.fetch(key, { context: load, forceRefresh: true, allowStale: true }).catch(() => {});
+        counted('stale');
         return kept.value;
       }
     }
+    counted('miss');
     try {
       const fetch = () => cache.fetch(key, { context: load, forceRefresh: true, allowStale: false });
       let entry = await fetch();
@@ -151,6 +164,7 @@ export function createCachedDirectory({ store, changes, settings, clock, log }: 
         if (err instanceof BadStoreData) {
           log.warn({ problem: err.cause instanceof Error ? err.cause.message : undefined }, 'directory store returned data the gateway cannot use: served the last good copy');
         }
+        counted('stale');
         return kept.value;
       }
       throw err;

@@ -21,6 +21,7 @@ import getRawBody from 'raw-body';
 import type { Config } from '../config/schema.js';
 import { BadStoreData, StoreTimeout, StoreUnavailable } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
+import type { Metrics } from '../telemetry/metrics.js';
 import { createStoreBreaker } from './breaker.js';
 import type { RecordReader } from './directory-records.js';
 import type { Directory, RolePage, RoleQuery, SignRecord } from './directory.js';
@@ -37,13 +38,14 @@ export class HttpDirectory implements Directory {
   readonly #breaker: CircuitBreakerPolicy;
   readonly #retryAfterSeconds: number;
 
-  constructor(settings: Config['directory']['http'], { records, accountHeader, log }: { records: RecordReader; accountHeader: string; log: Logger }) {
+  constructor(settings: Config['directory']['http'], { records, accountHeader, log, metrics }: { records: RecordReader; accountHeader: string; log: Logger; metrics?: Pick<Metrics, 'watchBreaker'> }) {
     this.#settings = settings;
     this.#records = records;
     this.#accountHeader = accountHeader;
     // Bad data is the upstream answering: only failures to answer open the breaker.
     const { breaker, retryAfterSeconds } = createStoreBreaker('directory upstream', settings, log, handleWhen((err) => !(err instanceof BadStoreData)));
     this.#breaker = breaker;
+    metrics?.watchBreaker('directory', breaker);
     this.#retryAfterSeconds = retryAfterSeconds;
   }
 

@@ -1,12 +1,56 @@
 /**
  * Prometheus metrics (prom-client), one registry per gateway so that several in one process
- * (the tests) keep their counts apart. Labels are bounded sets (limit names, outcomes): never
- * an account, key or address, which would grow without bound and end up in a dashboard.
+ * (the tests) keep their counts apart. Labels are bounded sets (route names and own-route
+ * patterns from the config and the code, known methods, status classes, configured targets,
+ * outcomes): never an account, key, address or raw path, which would grow without bound and
+ * end up in a dashboard.
+ *
+ * The request metrics are recorded on every request, proxied ones included, so they cost one
+ * map lookup and one array index per request: the histogram's child for a route, method and
+ * status class is bound once and kept (prom-client's `labels()` would hash the label values
+ * on every call). Gauges of state held elsewhere (Redis connection, breakers) are read when
+ * scraped, never kept up to date per event.
+ *
+ * Under node:cluster every worker keeps its own registry; the primary sums them on a scrape
+ * (cluster-metrics.ts). Gauges say how they combine (`aggregator`): a state of the group is
+ * its worst worker's.
  */
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * Request and upstream latency buckets, in seconds: a proxy answers in well under a
+ * millisecond from its own caches and waits tens of seconds on a slow backend or a long poll.
+ */
+export const LATENCY_BUCKETS: readonly number[] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** Methods that get their own label value; anything else is counted as "other". */
+const METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT'];
+const METHOD_INDEX = new Map(METHODS.map((method, i) => [method, i]));
+const METHOD_LABELS = [...METHODS, 'other'];
+const STATUS_CLASSES = ['1xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
+
+/** Outcomes of a bearer-token check (auth/bearer.ts). */
+export type TokenValidation = 'valid' | 'missing' | 'invalid' | 'expired' | 'revoked' | 'unavailable';
+/** Outcomes of a sign-in, refresh or token reset (http/routes/). */
+export type CredentialOutcome = 'issued' | 'reset' | 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'replayed' | 'rate_limited' | 'unavailable' | 'error';
+/** What a directory-cache read was answered from (stores/directory.cache.ts). */
+export type CacheResult = 'hit' | 'miss' | 'stale';
+/** How an upstream attempt failed (proxy/flight.ts). */
+export type UpstreamFailure = 'connect' | 'timeout' | 'reset' | 'other';
+
+/** A circuit breaker's state as cockatiel numbers it: 0 closed, 1 open, 2 half-open, 3 isolated. */
+export interface BreakerState {
+  readonly state: number;
+}
+
+type RequestChild = ReturnType<Histogram<'route' | 'method' | 'status_class'>['labels']>;
 
 export interface Metrics {
   readonly registry: Registry;
+  /** The Prometheus text a scrape answers: this registry's, or the process group's (`scrapeWith`). */
+  scrape(): Promise<string>;
+  /** Replaces what a scrape answers (a cluster worker: the whole group's, cluster-metrics.ts). */
+  scrapeWith(scrape: () => Promise<string>): void;
   /** Rate-limit decisions by limit and outcome (`admitted`, `refused`, `would_refuse` in dry-run). */
   readonly rateLimitDecisions: Counter<'limit' | 'outcome'>;
   /** 1 while a limit cannot reach Redis and runs under its failure policy, else 0. */
@@ -14,6 +58,25 @@ export interface Metrics {
   /** Counter calls to Redis that failed, by limit and the policy applied instead. */
   readonly rateLimitStoreFailures: Counter<'limit' | 'policy'>;
 
+  /**
+   * One finished request: `route` a configured route's name or an own route's pattern (both
+   * bounded), `started` its performance.now() at arrival; `upstreamOrigin` and
+   * `upstreamSeconds`, the backend that answered a proxied one and how long its answer's head
+   * took; `accountId`, who made it, counted only under `accountLabelMaxAccounts`.
+   */
+  observeRequest(route: string, method: string | undefined, status: number, seconds: number, upstreamOrigin: string | undefined, upstreamSeconds: number | undefined, accountId: string | undefined): void;
+  /** A backend attempt failed before its answer; `ejected`, the failure took the target out. */
+  upstreamFailed(origin: string, failure: UpstreamFailure, ejected: boolean): void;
+  tokenValidated(outcome: TokenValidation): void;
+  signIn(outcome: CredentialOutcome): void;
+  refresh(outcome: CredentialOutcome): void;
+  reset(outcome: CredentialOutcome): void;
+  directoryCache(result: CacheResult): void;
+  directoryStoreFailed(): void;
+  /** Reports Redis as connected (1) or not (0) at each scrape, from `isReady`. */
+  watchRedis(isReady: () => boolean): void;
+  /** Reports a store's circuit breaker at each scrape: open (1) or closed (0). */
+  watchBreaker(store: string, breaker: BreakerState): void;
   // WebSockets (proxy/websocket.ts); the reasons are the close reasons docs/proxying.md lists.
   /** WebSockets open now, by route name. */
   readonly webSocketConnections: Gauge<'route'>;
@@ -21,28 +84,127 @@ export interface Metrics {
   readonly webSocketsClosed: Counter<'route' | 'reason'>;
 }
 
-export function createMetrics({ processMetrics = true }: { processMetrics?: boolean } = {}): Metrics {
+/**
+ * `accountLabelMaxAccounts`: above 0, requests are also counted per account, for the first that
+ * many accounts this process sees (the rest under "(other)"): a bound an operator chooses,
+ * since each account is a series of its own (per worker, too: workers may see different ones).
+ */
+export function createMetrics({ processMetrics = true, accountLabelMaxAccounts = 0 }: { processMetrics?: boolean; accountLabelMaxAccounts?: number } = {}): Metrics {
   const registry = new Registry();
   if (processMetrics) collectDefaultMetrics({ register: registry, prefix: 'gateway_' });
+  const registers = [registry];
+
+  const requestDuration = new Histogram({
+    name: 'gateway_request_duration_seconds',
+    help: 'Requests by route (a configured route\'s name, or the gateway\'s own route pattern), method and status class: seconds from arrival to the end of the answer (its _count is the request count).',
+    labelNames: ['route', 'method', 'status_class'],
+    buckets: [...LATENCY_BUCKETS],
+    registers,
+  });
+  const upstreamDuration = new Histogram({
+    name: 'gateway_upstream_response_seconds',
+    help: 'Backend answers by target: seconds from sending the request to the answer\'s head.',
+    labelNames: ['target'],
+    buckets: [...LATENCY_BUCKETS],
+    registers,
+  });
+  const upstreamErrors = new Counter({
+    name: 'gateway_upstream_errors_total',
+    help: 'Backend attempts that failed before an answer, by target and kind (connect, timeout, reset, other).',
+    labelNames: ['target', 'kind'],
+    registers,
+  });
+  const upstreamEjections = new Counter({
+    name: 'gateway_upstream_ejections_total',
+    help: 'Times a target was taken out of its pool after consecutive failures (passive health).',
+    labelNames: ['target'],
+    registers,
+  });
+  const tokenValidations = new Counter({
+    name: 'gateway_token_validations_total',
+    help: 'Bearer-token checks by outcome (valid, missing, invalid, expired, revoked, unavailable).',
+    labelNames: ['outcome'],
+    registers,
+  });
+  const signIns = new Counter({ name: 'gateway_signins_total', help: 'Sign-ins (POST /api/signin) by outcome.', labelNames: ['outcome'], registers });
+  const refreshes = new Counter({
+    name: 'gateway_token_refreshes_total',
+    help: 'Refresh-token rotations (POST /api/refresh) by outcome; outcome="reused" is a detected reuse (the family was revoked).',
+    labelNames: ['outcome'],
+    registers,
+  });
+  const resets = new Counter({ name: 'gateway_token_resets_total', help: 'Token resets (POST /api/reset) by outcome.', labelNames: ['outcome'], registers });
+  const cacheReads = new Counter({
+    name: 'gateway_directory_cache_reads_total',
+    help: 'Directory reads (sign records, roles) by what answered them: hit (fresh copy), miss (the store was asked), stale (an older copy, while refreshing or while the store fails).',
+    labelNames: ['result'],
+    registers,
+  });
+  const cacheStoreErrors = new Counter({
+    name: 'gateway_directory_store_errors_total',
+    help: 'Directory store reads that failed or timed out.',
+    registers,
+  });
+
+  const breakers = new Map<string, BreakerState>();
+  new Gauge({
+    name: 'gateway_store_breaker_open',
+    help: '1 while a store\'s circuit breaker is open or half-open (calls refused at once, or one trial call), 0 while closed. Across workers: the highest.',
+    labelNames: ['store'],
+    registers,
+    aggregator: 'max',
+    collect() {
+      for (const [store, breaker] of breakers) this.labels(store).set(breaker.state === 0 ? 0 : 1);
+    },
+  });
+
+  // Bound children: by route, then [method][status class].
+  const requestChildren = new Map<string, (RequestChild | undefined)[][]>();
+  const requestChild = (route: string, method: number, statusClass: number): RequestChild => {
+    let byMethod = requestChildren.get(route);
+    if (byMethod === undefined) {
+      byMethod = METHOD_LABELS.map(() => []);
+      requestChildren.set(route, byMethod);
+    }
+    return byMethod[method]![statusClass] ??= requestDuration.labels(route, METHOD_LABELS[method]!, STATUS_CLASSES[statusClass]!);
+  };
+  const upstreamChildren = new Map<string, ReturnType<typeof upstreamDuration.labels>>();
+  // A counter with one label: its children bound on first use.
+  const byValue = <T extends string>(counter: Counter<'outcome'> | Counter<'result'>) => {
+    const children = new Map<string, { inc(): void }>();
+    return (value: T) => {
+      let child = children.get(value);
+      if (child === undefined) children.set(value, child = counter.labels(value));
+      child.inc();
+    };
+  };
+
+  const countAccount = accountLabelMaxAccounts === 0 ? undefined : createAccountCounter(accountLabelMaxAccounts, registry);
+  let scrape = () => registry.metrics();
   return {
     registry,
+    scrape: () => scrape(),
+    scrapeWith(given) {
+      scrape = given;
+    },
     rateLimitDecisions: new Counter({
       name: 'gateway_rate_limit_decisions_total',
       help: 'Rate-limit decisions, by limit and outcome (would_refuse: a dry-run limit over its quota).',
       labelNames: ['limit', 'outcome'],
-      registers: [registry],
+      registers,
     }),
     rateLimitDegraded: new Gauge({
       name: 'gateway_rate_limit_degraded',
       help: '1 while a limit cannot reach Redis and runs under its failure policy (memory, open or closed).',
       labelNames: ['limit', 'policy'],
-      registers: [registry],
+      registers,
+      aggregator: 'max',
     }),
     rateLimitStoreFailures: new Counter({
       name: 'gateway_rate_limit_store_failures_total',
       help: 'Rate-limit counter calls to Redis that failed or timed out, by limit and the policy applied instead.',
       labelNames: ['limit', 'policy'],
-      registers: [registry],
+      registers,
     }),
 
     // WebSockets: route names come from the configuration, reasons from a fixed list.
@@ -50,13 +212,72 @@ export function createMetrics({ processMetrics = true }: { processMetrics?: bool
       name: 'gateway_websocket_connections',
       help: 'WebSockets open now, by route.',
       labelNames: ['route'],
-      registers: [registry],
+      registers,
     }),
     webSocketsClosed: new Counter({
       name: 'gateway_websocket_closed_total',
       help: 'WebSockets closed, by route and reason (client, backend, expired, reset, idle, drain, error).',
       labelNames: ['route', 'reason'],
-      registers: [registry],
+      registers,
     }),
+    observeRequest(route, method, status, seconds, upstreamOrigin, upstreamSeconds, accountId) {
+      const statusClass = status >= 100 && status < 600 ? (status / 100) | 0 : 5;
+      if (countAccount !== undefined && accountId !== undefined) countAccount(accountId, statusClass);
+      requestChild(route, (method === undefined ? undefined : METHOD_INDEX.get(method)) ?? METHODS.length, statusClass).observe(seconds);
+      if (upstreamOrigin !== undefined && upstreamSeconds !== undefined) {
+        let child = upstreamChildren.get(upstreamOrigin);
+        if (child === undefined) upstreamChildren.set(upstreamOrigin, child = upstreamDuration.labels(upstreamOrigin));
+        child.observe(upstreamSeconds);
+      }
+    },
+    upstreamFailed(origin, failure, ejected) {
+      upstreamErrors.labels(origin, failure).inc();
+      if (ejected) upstreamEjections.labels(origin).inc();
+    },
+    tokenValidated: byValue<TokenValidation>(tokenValidations),
+    signIn: byValue<CredentialOutcome>(signIns),
+    refresh: byValue<CredentialOutcome>(refreshes),
+    reset: byValue<CredentialOutcome>(resets),
+    directoryCache: byValue<CacheResult>(cacheReads),
+    directoryStoreFailed: () => cacheStoreErrors.inc(),
+    watchRedis(isReady) {
+      // Registered only with Redis: a gateway without it must not report a connection down.
+      new Gauge({
+        name: 'gateway_redis_connected',
+        help: '1 while the Redis connection is ready, 0 while it is down or reconnecting (absent without Redis). Across workers: the lowest.',
+        registers,
+        aggregator: 'min',
+        collect() {
+          this.set(isReady() ? 1 : 0);
+        },
+      });
+    },
+    watchBreaker(store, breaker) {
+      breakers.set(store, breaker);
+    },
+  };
+}
+
+/** Requests per account and status class, for at most `max` accounts; any later one is "(other)". */
+function createAccountCounter(max: number, registry: Registry): (accountId: string, statusClass: number) => void {
+  const counter = new Counter({
+    name: 'gateway_account_requests_total',
+    help: `Requests by account and status class, for the first ${max} accounts this process saw (metrics.accountLabelMaxAccounts); later ones under account="(other)".`,
+    labelNames: ['account', 'status_class'],
+    registers: [registry],
+  });
+  const named = new Map<string, { inc(): void }[]>();
+  const other: { inc(): void }[] = [];
+  return (accountId, statusClass) => {
+    let children = named.get(accountId);
+    let account = accountId;
+    if (children === undefined) {
+      if (named.size < max) named.set(accountId, children = []);
+      else {
+        children = other;
+        account = '(other)';
+      }
+    }
+    (children[statusClass] ??= counter.labels(account, STATUS_CLASSES[statusClass]!)).inc();
   };
 }

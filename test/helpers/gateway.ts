@@ -33,6 +33,8 @@ export function storedDigest(secret: string): string {
 
 export interface TestGateway {
   url: string;
+  /** The management listener's URL, when management.port is set. */
+  managementUrl?: string;
   clock: ManualClock;
   services: Services;
   /** Every log line written so far, raw JSON text. */
@@ -59,7 +61,7 @@ export async function startGateway(t: TestContext | undefined, { overrides = {},
   const log = createLogger(config.log.level, { write: (line: string) => void logs.push(line) });
   const services = createServices(config, { log, clock });
   const running = await startServer(services);
-  const gateway = { url: running.url, clock, services, logs, close: () => running.close() };
+  const gateway = { url: running.url, managementUrl: running.managementUrl, clock, services, logs, close: () => running.close() };
   t?.after(() => gateway.close());
   return gateway;
 }

@@ -9,6 +9,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, Next } from 'koa';
 import type { Logger } from '../../telemetry/log.js';
+import type { Metrics } from '../../telemetry/metrics.js';
+import { upstreamSeconds, type Upstream } from '../../telemetry/upstream.js';
 
 export interface AccessEntry {
   requestId: string | undefined;
@@ -19,6 +21,8 @@ export interface AccessEntry {
   /** performance.now() when the request arrived. */
   started: number;
   accountId: string | undefined;
+  /** A proxied request's backend side (its last attempt), when a backend was tried. */
+  upstream?: Upstream;
 }
 
 export type AccessLog = (entry: AccessEntry) => void;
@@ -31,21 +35,27 @@ export function shortPath(path: string): string {
 /** The path logged for a request that no route matched. */
 export const UNMATCHED_PATH = '(unmatched)';
 
-/** The writer of access-log lines, shared by the Koa middleware and the proxied-route path. */
-export function createAccessLog(log: Logger): AccessLog {
+/**
+ * The writer of access-log lines, shared by the Koa middleware and the proxied-route path; with
+ * `metrics`, each line's request is counted there too (the one place every request ends with
+ * its final status). An own route is counted under its pattern, as the line logs it.
+ */
+export function createAccessLog(log: Logger, metrics?: Pick<Metrics, 'observeRequest'>): AccessLog {
   // These lines hold only the fields below, none of them secret, so they skip the redaction
   // pass: it costs ten times the line itself (bench/README.md).
   const lines = log.child({}, { redact: [] });
-  return ({ requestId, method, path, status, route, started, accountId }) => {
+  return ({ requestId, method, path, status, route, started, accountId, upstream }) => {
+    const ms = performance.now() - started;
     lines.info({
       requestId,
       method,
       path: shortPath(path),
       status,
       route,
-      ms: Math.round((performance.now() - started) * 10) / 10,
+      ms: Math.round(ms * 10) / 10,
       accountId,
     }, 'request');
+    metrics?.observeRequest(route ?? path, method, status, ms / 1000, upstream?.target.origin, upstream === undefined ? undefined : upstreamSeconds(upstream), accountId);
   };
 }
 
@@ -72,7 +82,7 @@ export function logAccess(write: AccessLog) {
  * The pattern of the gateway's own route the normalised path matched under some method, as
  * @koa/router recorded it (its `router.use` layers have no methods and match every path).
  */
-function ownRouteOf(ctx: Context): string | undefined {
+export function ownRouteOf(ctx: Context): string | undefined {
   const matched = (ctx as Context & { matched?: { methods: string[]; path: string | RegExp }[] }).matched;
   const layer = matched?.find((l) => l.methods.length > 0);
   return typeof layer?.path === 'string' ? layer.path : undefined;

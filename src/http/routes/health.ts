@@ -9,8 +9,9 @@
  * without asking the stores, while requests are still served.
  */
 import type { Context } from 'koa';
-import type { Registry } from 'prom-client';
 import { ok } from '../../errors/envelope.js';
+import { StoreUnavailable } from '../../errors/errors.js';
+import type { Metrics } from '../../telemetry/metrics.js';
 
 /** A dependency that can say whether it is usable right now (services.ts lists them). */
 export interface ReadinessCheck {
@@ -52,9 +53,16 @@ async function withinTimeout(check: ReadinessCheck): Promise<boolean> {
   }
 }
 
-export function reportMetrics({ registry }: { registry: Registry }) {
+export function reportMetrics({ metrics }: { metrics: Pick<Metrics, 'registry' | 'scrape'> }) {
   return async function reportMetrics(ctx: Context): Promise<void> {
-    ctx.type = registry.contentType;
-    ctx.body = await registry.metrics();
+    let text;
+    try {
+      text = await metrics.scrape();
+    } catch (err) {
+      // The cluster primary did not gather the workers' metrics in time: a failed scrape, not a bug.
+      throw new StoreUnavailable(err as Error);
+    }
+    ctx.type = metrics.registry.contentType;
+    ctx.body = text;
   };
 }

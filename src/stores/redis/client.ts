@@ -18,6 +18,7 @@ import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from '../../config/schema.js';
 import { StoreUnavailable } from '../../errors/errors.js';
 import type { Logger } from '../../telemetry/log.js';
+import type { Metrics } from '../../telemetry/metrics.js';
 import { createStoreBreaker } from '../breaker.js';
 import { redisKeys, type RedisKeys } from './keys.js';
 import { SCRIPTS, type ScriptCommands } from './scripts.js';
@@ -60,7 +61,8 @@ export interface Subscription {
   readonly listening: boolean;
 }
 
-export function connectRedis(settings: Config['redis'], log: Logger): RedisConnection {
+/** `metrics`: the connection's state and its breaker's are reported there at each scrape. */
+export function connectRedis(settings: Config['redis'], log: Logger, metrics?: Pick<Metrics, 'watchRedis' | 'watchBreaker'>): RedisConnection {
   // Read once: a Cluster subscriber reconnecting later must not depend on the files still being there.
   const tls = tlsOption(settings);
   const client = createClient(settings, tls);
@@ -70,6 +72,8 @@ export function connectRedis(settings: Config['redis'], log: Logger): RedisConne
   watchConnection(client, log, 'redis', isClosed);
 
   const { breaker, retryAfterSeconds } = createStoreBreaker('redis', settings, log);
+  metrics?.watchRedis(() => client.status === 'ready');
+  metrics?.watchBreaker('redis', breaker);
 
   const subscribers: (Redis | Cluster)[] = [];
   const readinessKeys = keysBySlot(redisKeys(settings.keyPrefix));
