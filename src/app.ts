@@ -28,8 +28,9 @@ import { errorBoundary } from './errors/boundary.js';
 import { NotFound } from './errors/errors.js';
 import { corsAnswers, corsPreflights, PROXIED_METHODS, type Cors } from './http/cors.js';
 import { createRouteRequest, isWebSocketHandshake, screenRequests, type Routed } from './http/edge.js';
-import { createAccessLog, finalStatus, logAccess, type AccessLog } from './http/middleware/access-log.js';
+import { createAccessLog, finalStatus, logAccess, shortPath, type AccessLog } from './http/middleware/access-log.js';
 import { assignRequestId, requestIdOf } from './http/middleware/request-id.js';
+import { traceRequests } from './http/middleware/trace.js';
 import { OWNER_TREE } from './http/owner/register.js';
 import { failResponse, failSocket } from './http/raw-response.js';
 import { answerUnmatched, createManagementRouter, createRouter } from './http/router.js';
@@ -136,6 +137,8 @@ function createApp(services: Services, router: Router, accessLog: AccessLog, cor
   const app = new Koa();
   app.use(assignRequestId());
   app.use(logAccess(accessLog));
+  // Beside the access log, so the span too ends with the final status.
+  if (services.tracing !== undefined) app.use(traceRequests(services.tracing));
   // Outside the boundary, so that error answers get the CORS headers too (http/cors.ts).
   if (cors !== undefined) app.use(corsAnswers(cors, OWNER_TREE));
   // Outside the boundary likewise: the dashboard's error answers carry its security headers.
@@ -164,19 +167,21 @@ function createMethodsOf(router: Router): (path: string) => string | undefined {
  * Serves a request the edge routed to a configured route. With CORS on, the same path behind
  * a preflight answer and the CORS headers (http/cors.ts); off, exactly the path without them.
  */
-function createProxiedPath({ proxy, log }: Services, accessLog: AccessLog, cors: Cors | undefined) {
+function createProxiedPath({ proxy, log, tracing }: Services, accessLog: AccessLog, cors: Cors | undefined) {
   const serveProxied = function serveProxied(req: IncomingMessage, res: ServerResponse, { match, path }: Routed<RouteMatch>, started: number): void {
     const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
+    // Before the proxy builds the backend's headers, which name this span as the parent.
+    const span = tracing?.start(req);
     proxy.serve(req, res, match, requestId, (thrown, identity, upstream) => {
       let planned = 200;
       try {
         if (thrown !== undefined) planned = failResponse(log, req, res, thrown, requestId).status;
       } finally {
-        accessLog({
-          requestId, method: req.method, path, status: finalStatus(req, res, planned),
-          route: match.route.name, started, accountId: identity?.accountId, upstream,
-        });
+        const status = finalStatus(req, res, planned);
+        const { route } = match;
+        accessLog({ requestId, method: req.method, path, status, route: route.name, started, accountId: identity?.accountId, upstream });
+        span?.end({ status, requestId, path: shortPath(path), template: route.prefix, route: route.name, upstream });
       }
     });
   };
@@ -191,13 +196,17 @@ function createProxiedPath({ proxy, log }: Services, accessLog: AccessLog, cors:
     // A preflight is the gateway's to answer: no admission, no backend.
     const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
+    const span = tracing?.start(req);
     let planned = 204;
     try {
       res.writeHead(204, cors.preflight(req, PROXIED_METHODS)).end();
     } catch (thrown) {
       planned = failResponse(log, req, res, thrown, requestId).status;
     } finally {
-      accessLog({ requestId, method: req.method, path: routed.path, status: finalStatus(req, res, planned), route: routed.match.route.name, started, accountId: undefined });
+      const status = finalStatus(req, res, planned);
+      const { route } = routed.match;
+      accessLog({ requestId, method: req.method, path: routed.path, status, route: route.name, started, accountId: undefined });
+      span?.end({ status, requestId, path: shortPath(routed.path), template: route.prefix, route: route.name });
     }
   };
 }

@@ -11,9 +11,17 @@
  * worker that dies after it was listening is replaced; one that dies before ever listening
  * stops the whole gateway, since its siblings would fail the same way. The primary passes
  * SIGHUP on to every worker, and each reloads on its own.
+ *
+ * Stopping: the first SIGTERM or SIGINT drains (server.ts: /readyz 503 while still serving,
+ * then in-flight work finishes) and the process exits 0; a second one exits at once, with
+ * 128 + the signal's number as a shell reports a killed process (143 for SIGTERM, 130 for
+ * SIGINT). The primary passes the first on to its workers as an IPC message rather than a
+ * signal, so that a worker which got the same signal itself (Ctrl-C reaches the whole process
+ * group, systemd signals the whole cgroup) does not take the primary's as a second one; the
+ * primary exits once every worker has, and on a second signal kills them (SIGKILL) and exits.
  */
 import cluster from 'node:cluster';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, constants } from 'node:os';
 import { resolve } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { ConfigError, describeConfig, loadConfig } from './config/load.js';
@@ -21,7 +29,7 @@ import { createConfigReloader } from './config/reload.js';
 import type { Config } from './config/schema.js';
 import { SigningKeyError } from './auth/signer.js';
 import { createServices, type Services } from './services.js';
-import { startServer } from './server.js';
+import { startServer, type RunningServer } from './server.js';
 import { DataFileError } from './stores/data-file.js';
 import { DemoDataError } from './stores/demo-data.js';
 import { groupScrape, serveGroupMetrics } from './telemetry/cluster-metrics.js';
@@ -55,7 +63,26 @@ async function main(): Promise<void> {
   // Nothing to reload before the gateway listens, but SIGHUP must not end it either (Node's default).
   let reload = () => log.warn({ signal: 'SIGHUP' }, 'SIGHUP before the gateway listens: ignored');
   process.on('SIGHUP', () => reload());
-  let running;
+  // Listened for before starting, so that a stop asked for meanwhile (a worker's order from
+  // the primary, above all) is not lost: it is carried out once the server runs.
+  let running: RunningServer | undefined;
+  let stopAsked: string | undefined;
+  const stop = (signal: string) => {
+    if (stopAsked !== undefined) return;
+    stopAsked = signal;
+    if (running === undefined) return;
+    const { drainDelayMs, shutdownTimeoutMs } = config.server;
+    log.info({ signal, drainDelayMs, shutdownTimeoutMs }, 'shutting down');
+    running.drain().then(() => {
+      log.info('stopped');
+      process.exit(0);
+    }, (err) => {
+      log.error({ err }, 'shutdown failed');
+      process.exit(1);
+    });
+  };
+  onStopSignals(log, stop);
+  if (cluster.isWorker) process.on('message', (message: unknown) => { if (isDrainOrder(message)) stop('primary'); });
   let services;
   try {
     services = createServices(config, { log, isProduction: process.env.NODE_ENV === 'production' });
@@ -69,16 +96,38 @@ async function main(): Promise<void> {
   const dashboard = config.dashboard.enabled ? `${running.url}${config.dashboard.path}/` : undefined;
   log.info({ url: running.url, managementUrl: running.managementUrl, dashboard, dataFile: config.data.file, state: services.state, keySource: config.data.keySource, directoryStore: config.directory.store }, `gateway listening on ${running.url}`);
   reload = reloadsOf(config, services, log);
+  if (stopAsked !== undefined) {
+    const signal = stopAsked;
+    stopAsked = undefined;
+    stop(signal);
+  }
+}
 
-  const stop = (signal: string) => {
-    log.info({ signal }, 'shutting down');
-    running.close().then(() => process.exit(0), (err) => {
-      log.error({ err }, 'shutdown failed');
-      process.exit(1);
-    });
+/** The primary's order to a worker to stop as on its own first signal. */
+const DRAIN_ORDER = { gateway: 'drain' } as const;
+
+function isDrainOrder(message: unknown): boolean {
+  return typeof message === 'object' && message !== null && (message as { gateway?: unknown }).gateway === DRAIN_ORDER.gateway;
+}
+
+/**
+ * Calls `first` on the first SIGTERM or SIGINT; on the next one, `second` (if given) and
+ * exits at once with 128 + its number.
+ */
+function onStopSignals(log: Logger, first: (signal: string) => void, second?: () => void): void {
+  let signalled = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (!signalled) {
+      signalled = true;
+      first(signal);
+      return;
+    }
+    log.warn({ signal }, 'second signal: exiting at once');
+    second?.();
+    process.exit(128 + constants.signals[signal]);
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
 }
 
 /** What SIGHUP does once the gateway listens; with `reload.watch`, a change of the GATEWAY_CONFIG file does the same. */
@@ -102,7 +151,9 @@ function superviseWorkers(count: number, log: Logger): void {
   cluster.on('exit', (worker, code, signal) => {
     const wasListening = listening.delete(worker.id);
     if (stopping) {
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      // A worker whose shutdown failed (or that was killed) makes the whole stop a failure.
+      if (code !== 0) process.exitCode = 1;
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(process.exitCode ?? 0);
       return;
     }
     if (!wasListening) {
@@ -120,14 +171,18 @@ function superviseWorkers(count: number, log: Logger): void {
   for (let i = 0; i < count; i++) fork();
   log.info({ workers: count }, `gateway started ${count} workers`);
 
-  const stop = (signal: string) => {
+  onStopSignals(log, (signal) => {
     log.info({ signal }, 'shutting down');
     stopping = true;
-    // Each worker closes itself as on its own SIGTERM: open requests finish first.
-    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+    if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(process.exitCode ?? 0);
+    // Each worker drains as on its own first signal: /readyz 503, open requests finish first.
+    for (const worker of Object.values(cluster.workers ?? {})) {
+      if (worker?.isConnected()) worker.send(DRAIN_ORDER);
+      else worker?.process.kill('SIGTERM');
+    }
+  }, () => {
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
+  });
   // Each worker reads the configuration again itself, and logs what it made of it. Only those
   // listening: one still starting has nothing to reload yet, or no handler to survive the signal.
   process.on('SIGHUP', () => {

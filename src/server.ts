@@ -3,6 +3,13 @@
  * reach them (malformed request line, both Content-Length and Transfer-Encoding, oversized
  * headers), nor do CONNECT and an unmet Expect: they are answered here, still in the envelope
  * (http/raw-response.ts), and the connection is closed.
+ *
+ * Stopping (drain, then close): /readyz turns 503 at once while everything is still served for
+ * `server.drainDelayMs`, so that load balancers take the instance out before it refuses
+ * anything; every answer from then on says `Connection: close`, so keep-alive clients move
+ * too. Then the listener closes, idle connections go, open requests and streams get up to
+ * `server.shutdownTimeoutMs` to finish and WebSockets a close frame (1001), and whatever is left
+ * at that deadline is cut. test/ops/drain.test.ts holds it against a real process.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -22,12 +29,21 @@ export interface RunningServer {
   url: string;
   /** The management listener's (management.port), when there is one: /metrics, /healthz, /readyz. */
   managementUrl: string | undefined;
-  /** Stops accepting, lets open requests finish up to the timeout, then closes the services. */
+  /**
+   * /readyz answers 503 from now on; everything is still served for `server.drainDelayMs`,
+   * then close(). Resolves once closed; called again, the same promise.
+   */
+  drain(): Promise<void>;
+  /**
+   * Stops accepting, lets open requests and streams finish and WebSockets close (1001) up to
+   * `server.shutdownTimeoutMs`, cuts what is left, then closes the services.
+   */
   close(): Promise<void>;
 }
 
 export async function startServer(services: Services): Promise<RunningServer> {
-  const { host, port, shutdownTimeoutMs, requestTimeoutMs } = services.config.server;
+  const { host, port, drainDelayMs, shutdownTimeoutMs, requestTimeoutMs } = services.config.server;
+  const { log } = services;
   const listeners = createListeners(services);
   const server = createServer({
     // Slow-loris bounds: headers within 10 s, the whole request within requestTimeoutMs.
@@ -69,20 +85,49 @@ export async function startServer(services: Services): Promise<RunningServer> {
     }
   }
 
+  // Added only once stopping, so that serving costs nothing extra until then.
+  const closeAfterAnswer = (_req: IncomingMessage, res: ServerResponse) => { res.shouldKeepAlive = false; };
+  const startDraining = () => {
+    if (services.isDraining()) return;
+    services.startDraining();
+    server.prependListener('request', closeAfterAnswer);
+  };
+
+  let draining: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
-  return {
+  const running: RunningServer = {
     server,
     url,
     managementUrl: management === undefined ? undefined : urlOf(management),
+    drain() {
+      draining ??= (async () => {
+        startDraining();
+        log.info({ drainDelayMs }, 'draining: /readyz answers 503, still serving');
+        await new Promise((resolve) => setTimeout(resolve, drainDelayMs));
+        await running.close();
+      })();
+      return draining;
+    },
     close() {
       closing ??= (async () => {
+        startDraining();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
+        log.info({ webSockets: services.proxy.openWebSockets(), shutdownTimeoutMs }, 'stopped accepting connections');
         // Upgraded connections are not the HTTP server's to close, and would hold it open.
-        services.proxy.closeWebSockets();
-        const timer = setTimeout(() => server.closeAllConnections(), shutdownTimeoutMs);
-        await closed;
-        clearTimeout(timer);
+        const webSockets = services.proxy.closeWebSockets();
+        let cutWaited!: () => void;
+        const cut = new Promise<void>((resolve) => { cutWaited = resolve; });
+        const deadline = setTimeout(() => {
+          const left = { webSockets: services.proxy.openWebSockets() };
+          server.closeAllConnections();
+          services.proxy.cutWebSockets();
+          log.warn(left, 'shutdown deadline passed: cut the connections still open');
+          // A handshake still waiting for its backend is no one's to cut: not waited for long.
+          setTimeout(cutWaited, 1000);
+        }, shutdownTimeoutMs);
+        await Promise.race([Promise.all([closed, webSockets]), cut]);
+        clearTimeout(deadline);
         // Last: health and metrics stay answerable while the main listener drains.
         if (management !== undefined) {
           const managementClosed = new Promise<void>((resolve) => management.close(() => resolve()));
@@ -94,6 +139,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
       return closing;
     },
   };
+  return running;
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

@@ -26,6 +26,7 @@ import { checkDemoData } from './stores/demo-data.js';
 import { createCachedDirectory, type CachedDirectory } from './stores/directory.cache.js';
 import { HttpDirectory } from './stores/directory.http.js';
 import { MemoryDirectory } from './stores/directory.memory.js';
+import { watchDirectoryStore } from './stores/directory.readiness.js';
 import { createRecordReader } from './stores/directory-records.js';
 import { RedisDirectory } from './stores/directory.redis.js';
 import type { Directory, DirectoryChanges } from './stores/directory.js';
@@ -54,6 +55,7 @@ import { RedisUsageCounters } from './stores/usage-counters.redis.js';
 import type { UsageCounters } from './stores/usage-counters.js';
 import type { Logger } from './telemetry/log.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
+import { createTracing, type Tracing } from './telemetry/tracing.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createTimestampFormatter, type TimestampFormatter } from './util/time.js';
 
@@ -83,15 +85,26 @@ export interface Services {
   /** True for an address in `proxy.trustedProxies` as currently configured (a reload may replace the list). */
   isTrustedProxy: ProxyTrust;
   metrics: Metrics;
+  /** Spans per request (telemetry/tracing.ts); undefined while tracing is off, as it is without `tracing.otlpEndpoint`. */
+  tracing: Tracing | undefined;
   /** The owner API's service (src/owner/). */
   owner: OwnerServices;
   /** What the owner API writes to (tests reach the store through it). */
   ownerStore: OwnerStore;
   formatTimestamp: TimestampFormatter;
   readiness: ReadinessCheck[];
+  /**
+   * From now on /readyz answers 503 `draining`, whatever the stores say: the gateway is
+   * stopping (server.ts), and load balancers should take it out while it still serves.
+   */
+  startDraining(): void;
+  isDraining(): boolean;
   /** Where shared state lives, for the start-up log. */
   state: 'memory' | 'redis';
-  /** Waits (bounded, never failing) for the stores to connect, so the first requests find them. */
+  /**
+   * Waits (bounded, never failing) for the stores to connect, so the first requests find them;
+   * and for the tracing SDK to load, which fails the start if it cannot.
+   */
   warmUp(): Promise<void>;
   /**
    * Puts the reloadable part of a reloaded configuration in force (config/reload.ts decides
@@ -137,6 +150,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   let revocationStore: RevocationStore;
   const memoryCounters = new MemoryRateCounters({ clock, maxEntries: config.limits.memoryMaxEntries });
   let counters: RateCounters = memoryCounters;
+  let draining = false;
   const readiness: ReadinessCheck[] = [];
   if (usesRedis(config)) {
     redis = connectRedis(config.redis, log, metrics);
@@ -152,7 +166,8 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
       breakerFailures: config.redis.breakerFailures,
       breakerCooldownMs: config.redis.breakerCooldownMs,
     });
-    readiness.push({ name: 'redis', isReady: () => shared.ping() });
+    // A write, not a PING: see RedisConnection.answersWrite.
+    readiness.push({ name: 'redis', timeoutMs: config.redis.commandTimeoutMs, isReady: () => shared.answersWrite() });
   } else {
     const resets = new MemoryRevocationStore({ clock, retainMs });
     keys = fileKeys;
@@ -173,7 +188,10 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
       fileOwners.refresh().catch((err: unknown) => log.warn({ err }, 'data file changed but the owner store could not read it'));
     }
   }, { isOwnVersion: (text) => fileOwners?.isOwnVersion(text) ?? false });
-  const directory = createDirectory(config, { log, clock, redis, fileDirectory, metrics });
+  const directory = createDirectory(config, { log, clock, redis, fileDirectory, readiness, metrics });
+  // Always true today (createSigner throws without a usable key); listed so that /readyz says
+  // so, and so that a key set replaced at run time is checked as well.
+  readiness.push({ name: 'signingKeys', timeoutMs: config.redis.commandTimeoutMs, isReady: async () => signer.jwks.keys.length > 0 });
   // The skew is for instances whose clocks disagree with the one that made Redis's epoch. A
   // memory store's epoch comes from this process's clock, which issued every token it must
   // accept: allowing skew there would accept tokens reset in the seconds before a restart.
@@ -204,7 +222,9 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   };
   const limits = createReplaceableRateLimits(limitsOf(config.limits));
   const cors = createCors(config.cors);
-  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors, isTrustedProxy: proxyTrust.isTrusted, metrics });
+  // The trusted proxies as currently configured: a reload that changes them changes whose trace context is believed.
+  const tracing = createTracing(config.tracing, { log, isTrustedPeer: proxyTrust.isTrusted, flushTimeoutMs: config.server.shutdownTimeoutMs });
+  const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors, isTrustedProxy: proxyTrust.isTrusted, metrics, tracing });
   const sessions: SessionStore = redis === undefined ? new MemorySessionStore({ clock }) : new RedisSessionStore(redis, { clock });
   const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config, usage: usageStore });
 
@@ -226,12 +246,19 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     clientAddress,
     isTrustedProxy: proxyTrust.isTrusted,
     metrics,
+    tracing,
     owner,
     ownerStore,
     formatTimestamp: createTimestampFormatter(config.data.timeZone),
     readiness,
+    startDraining() {
+      draining = true;
+    },
+    isDraining: () => draining,
     state: redis === undefined ? 'memory' : 'redis',
     async warmUp() {
+      // The one wait that may fail: a gateway told to trace must not run without it.
+      await tracing?.ready;
       if (redis === undefined) return;
       if (!(await redis.waitUntilReady(config.redis.connectTimeoutMs))) {
         log.warn('redis is not reachable yet: listening anyway; sign-in and refresh answer 503 until it is (see /readyz)');
@@ -254,6 +281,8 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
       // Before Redis closes: the counts since the last flush go with it.
       await usage?.stop();
       await redis?.close();
+      // Last: the spans of the requests that just finished go to the collector.
+      await tracing?.shutdown();
     },
   };
 }
@@ -263,12 +292,14 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
  * itself (a reloaded data file) and, whenever Redis is configured, from the Redis channel, so
  * the owners of an HTTP upstream can announce changes too.
  */
-function createDirectory(config: Config, { log, clock, redis, fileDirectory, metrics }: {
+function createDirectory(config: Config, { log, clock, redis, fileDirectory, readiness, metrics }: {
   log: Logger;
   metrics: Metrics;
   clock: Clock;
   redis: RedisConnection | undefined;
   fileDirectory: MemoryDirectory;
+  /** Gets the directory's check: its store answers, or a cached copy may still be served. */
+  readiness: ReadinessCheck[];
 }): CachedDirectory {
   const records = createRecordReader(config.directory.timeZone);
   const viaRedis = redis === undefined ? undefined : new RedisDirectory(redis, { records, log });
@@ -283,7 +314,14 @@ function createDirectory(config: Config, { log, clock, redis, fileDirectory, met
     changes.push(fileDirectory);
   }
   if (viaRedis !== undefined) changes.push(viaRedis);
-  return createCachedDirectory({ store, changes, settings: config.directory.cache, clock, log, metrics });
+  const { cache } = config.directory;
+  const watched = watchDirectoryStore(store, { clock, servableMs: cache.ttlMs + cache.maxStaleMs });
+  readiness.push({
+    name: 'directory',
+    timeoutMs: config.directory.store === 'http' ? config.directory.http.timeoutMs : config.redis.commandTimeoutMs,
+    isReady: () => watched.isReady(),
+  });
+  return createCachedDirectory({ store: watched.store, changes, settings: cache, clock, log, metrics });
 }
 
 /**

@@ -139,6 +139,10 @@ function readEnv(env: NodeJS.ProcessEnv, problems: string[]): Record<string, unk
 function resolvePaths(raw: Record<string, unknown>, base: string): void {
   const data = raw.data as Record<string, unknown> | undefined;
   if (typeof data?.file === 'string') data.file = resolve(base, data.file);
+  const redis = raw.redis as Record<string, unknown> | undefined;
+  for (const name of ['tlsCaFile', 'tlsCertFile', 'tlsKeyFile']) {
+    if (typeof redis?.[name] === 'string') redis[name] = resolve(base, redis[name]);
+  }
   const keys = (raw.signing as Record<string, unknown> | undefined)?.keys;
   if (Array.isArray(keys)) {
     for (const key of keys) {

@@ -69,6 +69,7 @@ const routeSchema = z.strictObject({
   connectTimeoutMs: z.number().int().min(10).max(60_000).default(3000),
   responseTimeoutMs: z.number().int().min(10).max(3_600_000).default(30_000),
   idleTimeoutMs: z.number().int().min(10).max(86_400_000).default(300_000),
+  webSocketIdleTimeoutMs: z.number().int().min(0).max(86_400_000).default(300_000),
   ejectAfterFailures: z.number().int().min(1).max(1000).default(2),
   ejectMs: z.number().int().min(100).max(3_600_000).default(10_000),
 }).refine((r) => r.auth === 'required' || r.requiredScope === undefined, {
@@ -134,8 +135,13 @@ export const configSchema = z.strictObject({
       env: 'REQUEST_TIMEOUT_MS',
       description: 'A request whose headers and body have not all arrived by then is answered 408 and closed.',
     }),
+    drainDelayMs: setting(z.number().int().min(0).max(3_600_000).default(5000), {
+      env: 'DRAIN_DELAY_MS',
+      description: 'On SIGTERM/SIGINT, how long the gateway keeps serving with /readyz answering 503 (so load balancers take it out) before it stops accepting connections.',
+    }),
     shutdownTimeoutMs: setting(z.number().int().positive().default(10_000), {
-      description: 'On SIGTERM/SIGINT, how long open requests may finish before the process exits.',
+      env: 'SHUTDOWN_TIMEOUT_MS',
+      description: 'Once it stops accepting, how long open requests, streams and WebSocket closes may take before the rest are cut and the process exits.',
     }),
   }).prefault({}),
 
@@ -302,16 +308,37 @@ export const configSchema = z.strictObject({
     }),
     username: setting(z.string().min(1).optional(), {
       env: 'REDIS_USERNAME',
-      description: 'ACL user for Redis (standalone, the Sentinel-chosen master, or Cluster nodes; sentinels themselves are asked without one).',
+      description: 'ACL user for Redis (standalone, the Sentinel-chosen master, or Cluster nodes; the sentinels themselves take `sentinelUsername`).',
     }),
     password: setting(z.string().min(1).optional(), {
       env: 'REDIS_PASSWORD',
       secret: true,
       description: 'Password for Redis, as for `username`; overrides one in the URL.',
     }),
+    sentinelUsername: setting(z.string().min(1).optional(), {
+      env: 'REDIS_SENTINEL_USERNAME',
+      description: 'ACL user for the sentinels themselves (their own `user` lines), when they have one.',
+    }),
+    sentinelPassword: setting(z.string().min(1).optional(), {
+      env: 'REDIS_SENTINEL_PASSWORD',
+      secret: true,
+      description: 'Password for the sentinels themselves (their own `requirepass`), which is often not the master\'s `password`.',
+    }),
     tls: setting(z.boolean().default(false), {
       env: 'REDIS_TLS',
       description: 'TLS to Sentinel and Cluster nodes (a `rediss://` URL turns it on for standalone).',
+    }),
+    tlsCaFile: setting(z.string().min(1).optional(), {
+      env: 'REDIS_TLS_CA_FILE',
+      description: 'With TLS: PEM file of the CA(s) that signed the Redis servers\' certificates, trusted instead of the system\'s (relative paths: from the config file, else the working directory).',
+    }),
+    tlsCertFile: setting(z.string().min(1).optional(), {
+      env: 'REDIS_TLS_CERT_FILE',
+      description: 'With TLS: PEM client certificate, for servers that require one (`tls-auth-clients yes`); needs `tlsKeyFile`.',
+    }),
+    tlsKeyFile: setting(z.string().min(1).optional(), {
+      env: 'REDIS_TLS_KEY_FILE',
+      description: 'With TLS: PEM private key of `tlsCertFile`.',
     }),
     keyPrefix: setting(plainName(64).default('gw'), {
       env: 'REDIS_KEY_PREFIX',
@@ -569,6 +596,24 @@ export const configSchema = z.strictObject({
       description: 'Lowest level written to standard output (JSON lines).',
     }),
   }).prefault({}),
+
+  // OpenTelemetry tracing (docs/tracing.md). Off, and its SDK never loaded, while otlpEndpoint is unset.
+  tracing: z.strictObject({
+    otlpEndpoint: setting(z.url({ protocol: /^https?$/, normalize: true })
+      .refine((u) => !/[?#]/.test(u) && new URL(u).username === '', 'expected scheme://host[:port][/base path], without credentials, query or fragment (send credentials in OTEL_EXPORTER_OTLP_HEADERS)')
+      .optional(), {
+      env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+      description: 'Base URL of an OTLP/HTTP collector (`http://collector:4318`): spans go to its `/v1/traces` as JSON. Unset: tracing off (an incoming `traceparent` then passes to backends only from `proxy.trustedProxies`). See docs/tracing.md.',
+    }),
+    serviceName: setting(z.string().min(1).max(128).default('auth-gateway'), {
+      env: 'OTEL_SERVICE_NAME',
+      description: 'The `service.name` the gateway\'s spans carry.',
+    }),
+    sampleRatio: setting(z.number().min(0).max(1).default(1), {
+      env: 'TRACING_SAMPLE_RATIO',
+      description: 'Share of new traces recorded (0 … 1); a trace a trusted peer started keeps that peer\'s decision (parent-based sampling).',
+    }),
+  }).prefault({}),
 }).superRefine((c, ctx) => {
   const t = c.tokens;
   if (t.accessTokenTtlSeconds >= t.refreshTokenTtlSeconds) {
@@ -586,6 +631,18 @@ export const configSchema = z.strictObject({
   const redisModes = [c.redis.url !== undefined, c.redis.sentinels.length > 0, c.redis.clusterNodes.length > 0].filter(Boolean).length;
   if (redisModes > 1) {
     ctx.addIssue({ code: 'custom', path: ['redis'], message: 'give one of redis.url, redis.sentinels or redis.clusterNodes' });
+  }
+  if ((c.redis.tlsCertFile === undefined) !== (c.redis.tlsKeyFile === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['redis', c.redis.tlsCertFile === undefined ? 'tlsCertFile' : 'tlsKeyFile'], message: 'give both redis.tlsCertFile and redis.tlsKeyFile, or neither' });
+  }
+  const redisTls = c.redis.url === undefined ? c.redis.tls : c.redis.url.startsWith('rediss:');
+  for (const name of ['tlsCaFile', 'tlsCertFile', 'tlsKeyFile'] as const) {
+    if (c.redis[name] !== undefined && !redisTls) {
+      ctx.addIssue({ code: 'custom', path: ['redis', name], message: 'needs TLS to Redis: a rediss:// URL, or redis.tls with sentinels or Cluster nodes' });
+    }
+  }
+  if ((c.redis.sentinelUsername !== undefined || c.redis.sentinelPassword !== undefined) && c.redis.sentinels.length === 0) {
+    ctx.addIssue({ code: 'custom', path: ['redis', c.redis.sentinelPassword !== undefined ? 'sentinelPassword' : 'sentinelUsername'], message: 'only for sentinels: set redis.sentinels' });
   }
   if (c.directory.store === 'redis' && redisModes === 0) {
     ctx.addIssue({ code: 'custom', path: ['directory', 'store'], message: '"redis" needs Redis: set redis.url (REDIS_URL), redis.sentinels or redis.clusterNodes' });

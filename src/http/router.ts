@@ -38,11 +38,12 @@ export interface RouterDeps {
   clientAddress: (req: IncomingMessage) => string;
   formatTimestamp: TimestampFormatter;
   readiness: readonly ReadinessCheck[];
+  isDraining: () => boolean;
   metrics: Pick<Metrics, 'registry' | 'scrape'>;
   owner: OwnerServices;
 }
 
-export function createRouter({ auth, directory, signer, authenticate, config, formatTimestamp, readiness, limits, clientAddress, metrics, owner }: RouterDeps): Router {
+export function createRouter({ auth, directory, signer, authenticate, config, formatTimestamp, readiness, isDraining, limits, clientAddress, metrics, owner }: RouterDeps): Router {
   const bodyLimitBytes = config.server.bodyLimitBytes;
   const credentials = { auth, limits, clientAddress, bodyLimitBytes };
   const bearer = requireBearer(authenticate);
@@ -62,7 +63,7 @@ export function createRouter({ auth, directory, signer, authenticate, config, fo
   router.get('/.well-known/jwks.json', publishKeys({ signer }));
   // With a management listener they are served there only (createManagementRouter); here they
   // stay the gateway's own paths, answered 404, so that a catch-all route cannot take them either.
-  if (config.management.port === undefined) registerOperations(router, { config, readiness, metrics });
+  if (config.management.port === undefined) registerOperations(router, { config, readiness, isDraining, metrics });
   else router.get(['/healthz', '/readyz', '/metrics'], notHere);
   const operations = ownerOperations(owner, { config, signAnswers });
   router.get(OPENAPI_PATH, serveOpenApiDocument(buildOpenApiDocument(operations)));
@@ -77,16 +78,16 @@ export function createRouter({ auth, directory, signer, authenticate, config, fo
  * The management listener's routes (server.ts), when `management.port` is set: health and
  * metrics only, none of the gateway's API.
  */
-export function createManagementRouter(deps: Pick<RouterDeps, 'config' | 'readiness' | 'metrics'>): Router {
+export function createManagementRouter(deps: Pick<RouterDeps, 'config' | 'readiness' | 'isDraining' | 'metrics'>): Router {
   const router = new Router({ sensitive: true });
   router.use(noStore);
   registerOperations(router, deps);
   return router;
 }
 
-function registerOperations(router: Router, { config, readiness, metrics }: Pick<RouterDeps, 'config' | 'readiness' | 'metrics'>): void {
+function registerOperations(router: Router, { config, readiness, isDraining, metrics }: Pick<RouterDeps, 'config' | 'readiness' | 'isDraining' | 'metrics'>): void {
   router.get('/healthz', reportLiveness());
-  router.get('/readyz', reportReadiness({ checks: readiness }));
+  router.get('/readyz', reportReadiness({ checks: readiness, isDraining }));
   if (config.metrics.enabled) router.get('/metrics', reportMetrics({ metrics }));
 }
 

@@ -62,11 +62,11 @@ export function createFlights({ log, clock, metrics }: Pick<ProxyDeps, 'log' | '
     const flight = (options as FlightOptions).flight;
     watch(proxyReq, flight);
     // Registered before http-proxy-3's own listener, so the 101 it relays can still be edited.
-    proxyReq.once('upgrade', (proxyRes) => {
+    proxyReq.once('upgrade', (proxyRes, proxySocket: Duplex) => {
       flight.responded = true;
       flight.respondedAt = performance.now();
       proxyReq.setTimeout(0);
-      flight.onUpgrade?.(proxyRes);
+      flight.onUpgrade?.(proxyRes, proxySocket);
     });
   });
   // http-proxy-3 also reports client-socket errors here; each request's own callback handles

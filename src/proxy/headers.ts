@@ -9,6 +9,11 @@
  * header names (so a client cannot speak for the gateway), and `Authorization` unless the route
  * forwards it. Then the gateway adds its own: identity, forwarding, Host, and framing.
  *
+ * Trace context (`traceparent`, `tracestate`) follows the forwarding headers' rule: a trusted
+ * proxy's is kept, anyone else's removed, so no client can join the backends' traces to its own
+ * or choose their sampling. With tracing on (telemetry/tracing.ts) the backend instead gets the
+ * gateway's span as its parent, in a trace continued only from a trusted proxy's.
+ *
  * Framing is re-declared from what Node's parser read, never copied: a chunked request stays
  * chunked whatever its method. (http-proxy-3's `deleteLength` pass turns a chunked DELETE or
  * OPTIONS into `Content-Length: 0` while still piping its body, so a pooled backend connection
@@ -18,6 +23,7 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeader, Outgoing
 import { isIPv4, isIPv6 } from 'node:net';
 import { createProxyTrust, type ProxyTrust } from '../http/client-address.js';
 import type { Config } from '../config/schema.js';
+import type { Tracing } from '../telemetry/tracing.js';
 import type { IdentityParts } from './routes.js';
 
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
@@ -27,6 +33,9 @@ const REPLACED = ['host', 'content-length', 'expect', 'forwarded', 'x-forwarded-
   'x-forwarded-host', 'x-forwarded-port', 'x-real-ip'];
 const HOP_BY_HOP_SET: ReadonlySet<string> = new Set(HOP_BY_HOP);
 const FORWARDING: ReadonlySet<string> = new Set(['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']);
+/** W3C Trace Context: kept from a trusted proxy only, replaced while tracing is on. */
+const TRACE_CONTEXT = ['traceparent', 'tracestate'];
+const TRACE_CONTEXT_SET: ReadonlySet<string> = new Set(TRACE_CONTEXT);
 
 export interface Caller {
   accountId: string;
@@ -49,11 +58,15 @@ export interface UpstreamHeaderInput {
   webSocketProtocol?: string | undefined;
 }
 
-/** `isTrusted`: whose forwarding headers are kept; by default the fixed list of `proxy.trustedProxies`. */
-export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust = createProxyTrust(proxy.trustedProxies)) {
+/**
+ * `isTrusted`: whose forwarding headers (and trace context) are kept; by default the fixed list
+ * of `proxy.trustedProxies`. `tracing`: given while it is on; the backend then gets the
+ * gateway's span as its parent.
+ */
+export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust = createProxyTrust(proxy.trustedProxies), tracing?: Tracing) {
   const names = proxy.identityHeaders;
   const identityNames = Object.values(names).map((name) => name.toLowerCase());
-  const baseDrop = new Set([...HOP_BY_HOP, ...REPLACED, ...identityNames]);
+  const baseDrop = new Set([...HOP_BY_HOP, ...REPLACED, ...TRACE_CONTEXT, ...identityNames]);
   const xForwarded = proxy.forwardedHeaders !== 'forwarded';
   const forwarded = proxy.forwardedHeaders !== 'x-forwarded';
 
@@ -72,7 +85,7 @@ export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust
         const name = raw[i]!.toLowerCase();
         const value = raw[i + 1]!;
         if (baseDrop.has(name)) {
-          if (trustPeer && FORWARDING.has(name)) (kept[name] ??= []).push(value);
+          if (trustPeer && (FORWARDING.has(name) || TRACE_CONTEXT_SET.has(name))) (kept[name] ??= []).push(value);
           continue;
         }
         if (named?.has(name) === true || (name === 'authorization' && !input.forwardAuthorization)
@@ -102,6 +115,13 @@ export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust
       if (forwarded) {
         const host = clientHost === '' ? '' : `;host=${quote(clientHost)}`;
         out.forwarded = append(kept.forwarded, `for=${forwardedNode(peer)}${host};proto=${proto}`);
+      }
+
+      if (tracing !== undefined) tracing.inject(req, out);
+      else if (trustPeer) {
+        // Tracing off: a trusted proxy's trace context passes as it came.
+        if (kept.traceparent !== undefined) out.traceparent = kept.traceparent;
+        if (kept.tracestate !== undefined) out.tracestate = kept.tracestate;
       }
 
       const { caller, identity } = input;

@@ -53,8 +53,13 @@ export interface Proxy {
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, path: string): void;
   /** Open WebSockets, for tests and metrics. */
   readonly openWebSockets: () => number;
-  /** Ends every open WebSocket: they never finish by themselves, so shutdown cannot wait for them. */
-  closeWebSockets(): void;
+  /**
+   * Closes every open WebSocket with a close frame (1001), and any switched later, since they
+   * never finish by themselves; resolves once those open now are closed (websocket.ts).
+   */
+  closeWebSockets(): Promise<void>;
+  /** Cuts the WebSockets still open (the shutdown deadline). */
+  cutWebSockets(): void;
   close(): void;
 }
 
@@ -62,7 +67,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
   const { config } = deps;
   const agents = new Agents(config.proxy.maxSocketsPerTarget);
   let routes = new RouteTable(config.routes, agents);
-  const policy = createHeaderPolicy(config.proxy, deps.isTrustedProxy);
+  const policy = createHeaderPolicy(config.proxy, deps.isTrustedProxy, deps.tracing);
   const admit = createAdmission(deps);
   const flights = createFlights(deps);
   const headersFor = createHeadersFor(policy);
@@ -106,8 +111,9 @@ export function createProxy(deps: ProxyDeps): Proxy {
     upgrade: webSockets.upgrade,
     openWebSockets: webSockets.open,
     closeWebSockets: webSockets.closeAll,
+    cutWebSockets: webSockets.cutAll,
     close() {
-      webSockets.closeAll();
+      webSockets.cutAll();
       agents.destroy();
     },
   };

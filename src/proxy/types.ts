@@ -3,6 +3,7 @@
  * their assembly (proxy.ts). A leaf: it imports no step, so no step imports another through it.
  */
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { ServerOptions } from 'http-proxy-3';
 import type { Authenticate, Identity } from '../auth/bearer.js';
 import type { Revocations } from '../auth/revocation.js';
@@ -13,6 +14,7 @@ import type { Cors } from '../http/cors.js';
 import type { LimitHeaders, RateLimits } from '../limits/rate-limits.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
+import type { Tracing } from '../telemetry/tracing.js';
 import type { Clock } from '../util/clock.js';
 import type { Route } from './routes.js';
 import type { Target } from './targets.js';
@@ -27,10 +29,12 @@ export interface ProxyDeps {
   limits: RateLimits;
   /** CORS, undefined while it is off (http/cors.ts). */
   cors: Cors | undefined;
-  /** Upstream failures are counted here; absent (tests of a step alone), nothing is. */
-  metrics?: Metrics;
   /** Whose forwarding headers are kept (a reload may replace the list); default: `config.proxy.trustedProxies` as started. */
   isTrustedProxy?: ProxyTrust;
+  /** Requests, upstream failures and WebSockets are counted here. */
+  metrics: Metrics;
+  /** Tracing, undefined while it is off (telemetry/tracing.ts): backends get the gateway's span as their parent. */
+  tracing?: Tracing | undefined;
 }
 
 /** Who a route let through (undefined on a public route), the assertion it sends, and its quota's headers. */
@@ -55,8 +59,8 @@ export interface Flight {
   respondedAt: number;
   /** Called with the backend's response head (for a WebSocket: an answer other than 101). */
   onResponse: ((proxyRes: IncomingMessage) => void) | undefined;
-  /** Called once the backend switched protocols, before its 101 is relayed (WebSocket only). */
-  onUpgrade: ((proxyRes: IncomingMessage) => void) | undefined;
+  /** Called once the backend switched protocols, before its 101 is relayed (WebSocket only); `proxySocket`: the backend's side. */
+  onUpgrade: ((proxyRes: IncomingMessage, proxySocket: Duplex) => void) | undefined;
 }
 
 export type FlightOptions = ServerOptions & { flight: Flight };

@@ -11,9 +11,14 @@
  * entries are removed before the handshake goes on; when the backend then selects no
  * subprotocol, the gateway answers `bearer`, the one a browser requires to be selected.
  *
- * An open socket is closed (TCP, so the client sees 1006) when its token expires, and as soon
- * as this instance learns of a reset that covers the token; after a gap in reset notices every
- * open socket is checked again. Identity proxies usually check only at the handshake.
+ * Once switched, the two sockets are relayed frame by frame (ws-frames.ts), so that the
+ * gateway can end a WebSocket with a close frame of its own, to the client and to the backend,
+ * instead of cutting TCP: code 4001 when the token expires, 4003 as soon as this instance learns
+ * of a reset that covers it (after a gap in reset notices every open socket is checked again),
+ * 4008 after the route's `webSocketIdleTimeoutMs` without a byte either way, 1001 when the
+ * gateway shuts down (closeAll). Identity proxies usually check only at the handshake. A peer
+ * that does not answer the close within CLOSE_WAIT_MS is cut. The codes are documented in
+ * docs/proxying.md; test/proxy/websocket.test.ts and test/ops/drain.test.ts hold them.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -22,82 +27,232 @@ import { InvalidRequest, MethodNotAllowed } from '../errors/errors.js';
 import { shortPath } from '../http/middleware/access-log.js';
 import { requestIdOf } from '../http/middleware/request-id.js';
 import { answerSocket, failSocket } from '../http/raw-response.js';
+import type { Upstream } from '../telemetry/upstream.js';
 import type { Admit } from './admission.js';
 import type { Flights } from './flight.js';
 import type { HeadersFor } from './forward.js';
-import type { RouteMatch } from './routes.js';
+import type { Route, RouteMatch } from './routes.js';
 import type { FlightOptions, ProxyDeps } from './types.js';
+import { closeFrame, relayFrames } from './ws-frames.js';
 
 const MARKER = 'bearer';
 const TOKEN_PREFIX = 'bearer.';
 /** setTimeout's ceiling; tokens never live this long, but a bad clock must not overflow it. */
 const MAX_DELAY_MS = 2_147_483_647;
+/** How long a peer may take to answer the gateway's close frame before its connection is cut. */
+export const CLOSE_WAIT_MS = 5000;
+
+/** Why a WebSocket ended (the `reason` label of gateway_websocket_closed_total). */
+export type CloseReason = 'client' | 'backend' | 'expired' | 'reset' | 'idle' | 'drain' | 'error';
+type GatewayReason = 'expired' | 'reset' | 'idle' | 'drain';
+
+/**
+ * The close frames the gateway sends, the same to both sides (the backend learns why its
+ * client went). 1001 is RFC 6455's "going away"; the 4000s are the range private to an
+ * application (§7.4.2), chosen to echo the HTTP statuses they resemble.
+ */
+export const GATEWAY_CLOSE_CODES: Readonly<Record<GatewayReason, { code: number; reason: string }>> = {
+  expired: { code: 4001, reason: 'token expired' },
+  reset: { code: 4003, reason: 'access reset' },
+  idle: { code: 4008, reason: 'idle timeout' },
+  drain: { code: 1001, reason: 'gateway shutting down' },
+};
 
 export interface WebSockets {
   /** `match`: the WebSocket route the edge chose; `path`: the normalised path, for the log. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, path: string): void;
   open(): number;
-  closeAll(): void;
+  /**
+   * Closes every open WebSocket with 1001, and those switched from now on as soon as they
+   * are; resolves once the ones open now are closed (answered, or cut after CLOSE_WAIT_MS).
+   */
+  closeAll(): Promise<void>;
+  /** Cuts whatever is still open (the shutdown deadline). */
+  cutAll(): void;
 }
 
-interface OpenSocket {
-  identity: Identity;
-  socket: Duplex;
-  timer: NodeJS.Timeout;
+interface Connection {
+  route: Route;
+  identity: Identity | undefined;
+  client: Duplex;
+  backend: Duplex;
+  /** Ends it with the gateway's close frame; the first reason given is the one that counts. */
+  shut(reason: GatewayReason): void;
+  cut(): void;
+  /** Resolves once both sockets are closed. */
+  finished: Promise<void>;
 }
 
-interface WebSocketDeps extends Pick<ProxyDeps, 'revocations' | 'clock' | 'log'> {
+interface Switched {
+  route: Route;
+  identity: Identity | undefined;
+  client: Duplex;
+}
+
+interface WebSocketDeps extends Pick<ProxyDeps, 'revocations' | 'clock' | 'log' | 'metrics' | 'tracing'> {
   admit: Admit;
   headersFor: HeadersFor;
   flights: Flights;
 }
 
-export function createWebSockets({ admit, headersFor, flights, revocations, clock, log }: WebSocketDeps): WebSockets {
-  const { server, start, failed } = flights;
-  const byAccount = new Map<string, Set<OpenSocket>>();
-  const unauthenticated = new Set<Duplex>();
+/** How a handshake was answered, and the backend attempt behind the answer (undefined when none was made). */
+interface Answered {
+  status: number;
+  upstream: Upstream | undefined;
+}
 
-  function end(open: OpenSocket, reason: 'expired' | 'reset'): void {
-    // One reset can be heard twice (this instance's own, then its echo through the store).
-    if (open.socket.destroyed) return;
-    log.info({ accountId: open.identity.accountId, tokenId: open.identity.tokenId, reason }, 'websocket closed by the gateway');
-    open.socket.destroy();
-  }
+export function createWebSockets({ admit, headersFor, flights, revocations, clock, log, metrics, tracing }: WebSocketDeps): WebSockets {
+  const { server, start, failed } = flights;
+  const byAccount = new Map<string, Set<Connection>>();
+  const all = new Set<Connection>();
+  /** Handshakes the backend switched, by its socket, until http-proxy-3 has joined the two. */
+  const switched = new WeakMap<Duplex, Switched>();
+  let closing = false;
 
   revocations.watch({
     onReset(scope, at) {
       for (const open of byAccount.get(scope.accountId) ?? []) {
-        if ((scope.keyId === undefined || scope.keyId === open.identity.keyId) && open.identity.issuedAtMs <= at) end(open, 'reset');
+        if ((scope.keyId === undefined || scope.keyId === open.identity!.keyId) && open.identity!.issuedAtMs <= at) open.shut('reset');
       }
     },
     onGap() {
       for (const sockets of byAccount.values()) {
         for (const open of sockets) {
-          void Promise.resolve(revocations.isRevoked(open.identity, { durable: open.identity.durable })).then((revoked) => revoked && end(open, 'reset'), () => {});
+          const identity = open.identity!;
+          void Promise.resolve(revocations.isRevoked(identity, { durable: identity.durable })).then((revoked) => revoked && open.shut('reset'), () => {});
         }
       }
     },
   });
 
-  function track(identity: Identity | undefined, socket: Duplex): void {
-    if (identity === undefined) {
-      unauthenticated.add(socket);
-      socket.once('close', () => unauthenticated.delete(socket));
-      return;
-    }
-    const delay = Math.min(MAX_DELAY_MS, Math.max(0, identity.expiresAt * 1000 - clock.now()));
-    const open: OpenSocket = { identity, socket, timer: setTimeout(() => end(open, 'expired'), delay) };
-    const sockets = byAccount.get(identity.accountId) ?? new Set<OpenSocket>();
-    sockets.add(open);
-    byAccount.set(identity.accountId, sockets);
-    socket.once('close', () => {
-      clearTimeout(open.timer);
-      sockets.delete(open);
-      if (sockets.size === 0 && byAccount.get(identity.accountId) === sockets) byAccount.delete(identity.accountId);
+  // http-proxy-3 pipes the two sockets, then says so: the pipes are undone at once (before a
+  // byte has flowed: flowing starts on a later tick) and the relay takes over.
+  server.on('open', (backend: Duplex) => {
+    const handshake = switched.get(backend);
+    if (handshake === undefined) return;
+    switched.delete(backend);
+    backend.unpipe(handshake.client);
+    handshake.client.unpipe(backend);
+    const connection = connect(handshake, backend);
+    if (closing) connection.shut('drain');
+  });
+
+  function connect({ route, identity, client }: Switched, backend: Duplex): Connection {
+    let gatewayReason: GatewayReason | undefined;
+    let reason: CloseReason | undefined;
+    const noteReason = (why: CloseReason) => { reason ??= why; };
+    let closeToClient = false;
+    let closeFromClient = false;
+    let closeToBackend = false;
+    let closeFromBackend = false;
+    let closeTimer: NodeJS.Timeout | undefined;
+    const idleMs = route.webSocketIdleTimeoutMs;
+    const idleTimer = idleMs > 0 ? setTimeout(() => connection.shut('idle'), idleMs) : undefined;
+    const expiryTimer = identity === undefined ? undefined
+      : setTimeout(() => connection.shut('expired'), Math.min(MAX_DELAY_MS, Math.max(0, identity.expiresAt * 1000 - clock.now())));
+    const onActivity = idleTimer === undefined ? () => {} : () => { if (gatewayReason === undefined) idleTimer.refresh(); };
+
+    // Each side's close handshake is complete once a close frame went each way: then the
+    // gateway ends its side of that TCP connection (§7.1.1: the server closes first).
+    const settle = () => {
+      if (closeToClient && closeFromClient && client.writable) client.end();
+      if (closeToBackend && closeFromBackend && backend.writable) backend.end();
+    };
+    const toBackend = relayFrames(client, backend, {
+      onActivity,
+      onClose() {
+        noteReason('client');
+        closeFromClient = true;
+        closeToBackend ||= toBackend.closeRelayed;
+        settle();
+      },
+      onEnd() {
+        noteReason('client');
+        if (gatewayReason !== undefined) client.end();
+      },
     });
+    const toClient = relayFrames(backend, client, {
+      onActivity,
+      onClose() {
+        noteReason('backend');
+        closeFromBackend = true;
+        closeToClient ||= toClient.closeRelayed;
+        settle();
+      },
+      onEnd() {
+        noteReason('backend');
+        if (gatewayReason !== undefined) backend.end();
+      },
+    });
+    client.on('error', () => noteReason('error'));
+    backend.on('error', () => noteReason('error'));
+
+    const closed = (socket: Duplex) => new Promise<void>((resolve) => {
+      if (socket.closed) resolve();
+      else socket.once('close', () => resolve());
+    });
+    const connection: Connection = {
+      route,
+      identity,
+      client,
+      backend,
+      shut(why) {
+        if (gatewayReason !== undefined || (client.destroyed && backend.destroyed)) return;
+        gatewayReason = why;
+        noteReason(why);
+        clearTimeout(idleTimer);
+        clearTimeout(expiryTimer);
+        if (why !== 'drain') log.info({ accountId: identity?.accountId, tokenId: identity?.tokenId, route: route.name, reason: why }, 'websocket closed by the gateway');
+        const { code, reason: text } = GATEWAY_CLOSE_CODES[why];
+        closeTimer = setTimeout(() => connection.cut(), CLOSE_WAIT_MS);
+        toClient.stop(() => {
+          if (!toClient.closeRelayed && client.writable) client.write(closeFrame(code, text, false));
+          closeToClient = true;
+          settle();
+        });
+        toBackend.stop(() => {
+          if (!toBackend.closeRelayed && backend.writable) backend.write(closeFrame(code, text, true));
+          closeToBackend = true;
+          settle();
+        });
+      },
+      cut() {
+        client.destroy();
+        backend.destroy();
+      },
+      finished: Promise.all([closed(client), closed(backend)]).then(() => {
+        clearTimeout(idleTimer);
+        clearTimeout(expiryTimer);
+        clearTimeout(closeTimer);
+        untrack(connection);
+        metrics.webSocketConnections.dec({ route: route.name });
+        metrics.webSocketsClosed.inc({ route: route.name, reason: reason ?? 'error' });
+      }),
+    };
+    track(connection);
+    metrics.webSocketConnections.inc({ route: route.name });
+    return connection;
   }
 
-  async function handshake(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, requestId: string): Promise<number> {
+  function track(connection: Connection): void {
+    all.add(connection);
+    const { identity } = connection;
+    if (identity === undefined) return;
+    const sockets = byAccount.get(identity.accountId) ?? new Set<Connection>();
+    sockets.add(connection);
+    byAccount.set(identity.accountId, sockets);
+  }
+
+  function untrack(connection: Connection): void {
+    all.delete(connection);
+    const { identity } = connection;
+    if (identity === undefined) return;
+    const sockets = byAccount.get(identity.accountId);
+    sockets?.delete(connection);
+    if (sockets?.size === 0) byAccount.delete(identity.accountId);
+  }
+
+  async function handshake(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, requestId: string): Promise<Answered> {
     if (req.method !== 'GET') throw new MethodNotAllowed('GET');
     const { route } = match;
     const offered = readProtocols(req);
@@ -110,19 +265,19 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
     const flight = start(route, headers);
     const { target } = flight;
 
-    return new Promise<number>((resolve) => {
+    return new Promise<Answered>((resolve) => {
       // The backend refused the handshake with an ordinary answer, which http-proxy-3 relays.
       flight.onResponse = (proxyRes) => {
         route.pool.succeeded(target);
-        resolve(proxyRes.statusCode ?? 0);
+        resolve({ status: proxyRes.statusCode ?? 0, upstream: flight });
       };
-      flight.onUpgrade = (proxyRes) => {
+      flight.onUpgrade = (proxyRes, proxySocket) => {
         // A browser that offered subprotocols fails the handshake unless one is selected;
         // when the backend selects none, select the marker offered beside the token.
         if (offered.marker) proxyRes.headers['sec-websocket-protocol'] ??= MARKER;
         route.pool.succeeded(target);
-        track(admitted.identity, socket);
-        resolve(101);
+        switched.set(proxySocket, { route, identity: admitted.identity, client: socket });
+        resolve({ status: 101, upstream: flight });
       };
       const options: FlightOptions = { target: target.url, connectTimeout: route.connectTimeoutMs, flight };
       server.ws(req, socket, head, options, (err) => {
@@ -132,7 +287,7 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
         }
         const error = failed(flight, err, requestId);
         answerSocket(socket, error, requestId);
-        resolve(error.status);
+        resolve({ status: error.status, upstream: flight });
       });
     });
   }
@@ -141,27 +296,33 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
     upgrade(req, socket, head, match, path) {
       const requestId = requestIdOf(req);
       const started = performance.now();
+      // The handshake's span (the backend gets it as its parent) ends with its answer, not the socket.
+      const span = tracing?.start(req);
       // Until http-proxy-3 takes the socket, an error on it must not be unhandled.
       socket.on('error', () => {});
       const logged = shortPath(path);
-      handshake(req, socket, head, match, requestId).then(
-        (status) => log.info({ requestId, method: req.method, path: logged, status, ms: Math.round(performance.now() - started) }, 'upgrade'),
-        (err: unknown) => {
-          const { status } = failSocket(log, socket, err, requestId);
-          log.info({ requestId, method: req.method, path: logged, status, ms: Math.round(performance.now() - started) }, 'upgrade');
-        },
-      );
+      const answered = ({ status, upstream }: Answered) => {
+        log.info({ requestId, method: req.method, path: logged, status, ms: Math.round(performance.now() - started) }, 'upgrade');
+        span?.end({ status, requestId, path: logged, template: match.route.prefix, route: match.route.name, upstream });
+      };
+      handshake(req, socket, head, match, requestId).then(answered, (err: unknown) => {
+        answered({ status: failSocket(log, socket, err, requestId).status, upstream: undefined });
+      });
     },
 
     open() {
-      let n = unauthenticated.size;
-      for (const sockets of byAccount.values()) n += sockets.size;
-      return n;
+      return all.size;
     },
 
     closeAll() {
-      for (const socket of unauthenticated) socket.destroy();
-      for (const sockets of byAccount.values()) for (const open of sockets) open.socket.destroy();
+      closing = true;
+      const open = [...all];
+      for (const connection of open) connection.shut('drain');
+      return Promise.all(open.map((c) => c.finished)).then(() => {});
+    },
+
+    cutAll() {
+      for (const connection of all) connection.cut();
     },
   };
 }

@@ -76,6 +76,11 @@ export interface Metrics {
   watchRedis(isReady: () => boolean): void;
   /** Reports a store's circuit breaker at each scrape: open (1) or closed (0). */
   watchBreaker(store: string, breaker: BreakerState): void;
+  // WebSockets (proxy/websocket.ts); the reasons are the close reasons docs/proxying.md lists.
+  /** WebSockets open now, by route name. */
+  readonly webSocketConnections: Gauge<'route'>;
+  /** WebSockets closed, by route name and reason: client, backend, expired, reset, idle, drain, error. */
+  readonly webSocketsClosed: Counter<'route' | 'reason'>;
 }
 
 /**
@@ -188,6 +193,19 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
       registers,
     }),
 
+    // WebSockets: route names come from the configuration, reasons from a fixed list.
+    webSocketConnections: new Gauge({
+      name: 'gateway_websocket_connections',
+      help: 'WebSockets open now, by route.',
+      labelNames: ['route'],
+      registers,
+    }),
+    webSocketsClosed: new Counter({
+      name: 'gateway_websocket_closed_total',
+      help: 'WebSockets closed, by route and reason (client, backend, expired, reset, idle, drain, error).',
+      labelNames: ['route', 'reason'],
+      registers,
+    }),
     observeRequest(route, method, status, seconds, upstreamOrigin, upstreamSeconds, accountId) {
       const statusClass = status >= 100 && status < 600 ? (status / 100) | 0 : 5;
       if (countAccount !== undefined && accountId !== undefined) countAccount(accountId, statusClass);

@@ -42,7 +42,8 @@ export function gatewayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEn
   for (const row of describeSettings()) if (row.env !== undefined) delete env[row.env];
   // Limits are off unless a test sets them (see helpers/gateway.ts).
   // As test/helpers/gateway.ts: a save file of the demo data's own (restart tests pass one to keep).
-  return { ...env, RATE_LIMITS: 'off', DEMO_SAVE_FILE: join(tmpdir(), `gw-demo-${randomUUID()}`, 'data.json'), ...extra };
+  // No drain delay unless a test sets one (test/ops/drain.test.ts): SIGTERM stops at once.
+  return { ...env, RATE_LIMITS: 'off', DRAIN_DELAY_MS: '0', DEMO_SAVE_FILE: join(tmpdir(), `gw-demo-${randomUUID()}`, 'data.json'), ...extra };
 }
 
 export interface StartNodeOptions {

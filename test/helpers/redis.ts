@@ -106,14 +106,14 @@ async function launch(port: number, extraArgs: string[]): Promise<ChildProcess> 
   assert.fail(`redis-server did not start on port ${port}: ${output}`);
 }
 
-/** A raw PING over TCP, so the helper does not depend on the client under test. */
-export function answersPing(port: number): Promise<boolean> {
+/** A raw PING over TCP, so the helper does not depend on the client under test; `orNoAuth`: a server asking for a password counts as up. */
+export function answersPing(port: number, orNoAuth = false): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
     const done = (ok: boolean) => { socket.destroy(); resolve(ok); };
     socket.setTimeout(500, () => done(false));
     socket.on('error', () => done(false));
-    socket.on('data', (d: Buffer) => done(d.toString().startsWith('+PONG')));
+    socket.on('data', (d: Buffer) => done(d.toString().startsWith('+PONG') || (orNoAuth && d.toString().startsWith('-NOAUTH'))));
     socket.write('PING\r\n');
   });
 }

@@ -43,6 +43,15 @@ interface Built {
   healthcheck: string[] | undefined;
 }
 
+/**
+ * How this machine reaches the registry (its CA bundle, a proxy), for a package missing from
+ * npm's cache: a container build has its own network, the steps here have only this one.
+ */
+function networkEnv(): Record<string, string> {
+  const names = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy'];
+  return Object.fromEntries(names.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]!]])));
+}
+
 /** This machine's Node 24 first (npm scripts and the gateway need it), then the system's tools. */
 const PATH = `${dirname(process.execPath)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
 
@@ -130,7 +139,7 @@ async function buildStage(stage: Stage, root: string, built: Map<string, Built>)
           timeout: NPM_LIMIT_MS,
           killSignal: 'SIGKILL',
           maxBuffer: 64 << 20,
-          env: { PATH, HOME: process.env.HOME ?? '/root', ...result.env, npm_config_prefer_offline: 'true', npm_config_update_notifier: 'false', npm_config_loglevel: 'error' },
+          env: { PATH, HOME: process.env.HOME ?? '/root', ...networkEnv(), ...result.env, npm_config_prefer_offline: 'true', npm_config_update_notifier: 'false', npm_config_loglevel: 'error' },
         }).catch((err: Error & { stdout?: string; stderr?: string }) => assert.fail(`RUN ${command} failed: ${err.message}\n${err.stdout ?? ''}\n${err.stderr ?? ''}`));
         break;
       }

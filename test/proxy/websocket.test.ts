@@ -7,9 +7,11 @@
  *   2. the browser credential (subprotocols `bearer, bearer.<token>, …`) is removed before the
  *      backend and `bearer` answered when the backend selects nothing;
  *   3. every refusal is the envelope on the raw socket and the backend never hears of it;
- *   4. an open socket is closed by the gateway when its token expires or its account is reset;
+ *   4. an open socket is closed by the gateway with a close frame to both sides: 4001 when its
+ *      token expires, 4003 when its account is reset, 4008 when idle; each counted by reason;
  *   5. backend failures are 502/504, a backend's own refusal reaches the client as it is;
- *   6. closing the gateway ends open sockets.
+ *   6. closing the gateway closes open sockets with 1001, and the gateway's close frame comes
+ *      between two frames even while large messages stream both ways.
  */
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
@@ -71,6 +73,33 @@ async function assertRefused(gw: TestGateway, backend: WsBackend, payload: strin
   else if (refusal.challenge !== undefined) assert.match(challenge ?? '(no WWW-Authenticate)', refusal.challenge, label);
   assert.ok(closed, `${label}: the gateway closes the connection`);
   assert.deepEqual({ handshakes: backend.handshakes.length, requests: backend.requests.length }, before, `${label}: the backend was never contacted`);
+}
+
+/** gateway_websocket_closed_total for a route and reason, and the open gauge of the route. */
+async function webSocketCounts(gw: TestGateway, route: string, reason: string): Promise<{ closed: number; open: number }> {
+  const { registry } = gw.services.metrics;
+  const closed = (await registry.getSingleMetric('gateway_websocket_closed_total')!.get()).values
+    .find((v) => v.labels.route === route && v.labels.reason === reason)?.value ?? 0;
+  const open = (await registry.getSingleMetric('gateway_websocket_connections')!.get()).values
+    .find((v) => v.labels.route === route)?.value ?? 0;
+  return { closed, open };
+}
+
+/** Waits (bounded) until gateway_websocket_closed_total{route, reason} is `count`. */
+async function untilClosedCount(gw: TestGateway, route: string, reason: string, count: number): Promise<void> {
+  const deadline = Date.now() + 5000;
+  let last = -1;
+  while (Date.now() < deadline) {
+    last = (await webSocketCounts(gw, route, reason)).closed;
+    if (last === count) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  assert.fail(`gateway_websocket_closed_total{route="${route}",reason="${reason}"} is ${last}, expected ${count}`);
+}
+
+/** Resolves with the close code the backend's side of a socket got. */
+function backendCloseCode(ws: WebSocket): Promise<number> {
+  return new Promise((resolve) => ws.once('close', (code: number) => resolve(code)));
 }
 
 /** Every log line that mentions a secret, for the "no token in the log" checks. */
@@ -361,12 +390,16 @@ test('WebSocket routes', async (t) => {
   });
 
   await t.test('a client closing its socket releases it in the gateway and the backend', async () => {
+    const before = await webSocketCounts(gw, '/ws', 'client');
     const ws = await openClient(gw.url, '/ws/leaving', { token: await issue() });
     const theirs = backend.sockets.at(-1)!;
+    const theirCode = backendCloseCode(theirs);
     const closed = whenClosed(ws);
     ws.close(1000, 'done');
     assert.equal((await closed).code, 1000);
+    assert.equal(await theirCode, 1000, 'the client\'s close frame reached the backend');
     await eventually(() => theirs.readyState === WebSocket.CLOSED, 'the backend side closed');
+    await untilClosedCount(gw, '/ws', 'client', before.closed + 1);
   });
 
   await t.test('a reset of the account closes its open sockets at once; another account\'s stay open', async (t) => {
@@ -378,6 +411,8 @@ test('WebSocket routes', async (t) => {
     const bobs = await openClient(gw.url, '/ws/c', { token: bob });
     t.after(() => { viaHeader.terminate(); viaProtocol.terminate(); bobs.terminate(); });
     const aliceBackendSides = backend.sockets.slice(-3, -1);
+    const backendCodes = aliceBackendSides.map(backendCloseCode);
+    const resetsBefore = (await webSocketCounts(gw, '/ws', 'reset')).closed;
     const closes = [whenClosed(viaHeader, 2000), whenClosed(viaProtocol, 2000)];
     let bobClosed = false;
     bobs.once('close', () => { bobClosed = true; });
@@ -386,8 +421,10 @@ test('WebSocket routes', async (t) => {
     const reset = await postJson(`${gw.url}/api/reset`, { apiKey: DEMO.alice.apiKey, apiSecret: sha256Hex(DEMO.alice.secret), scope: 'account' });
     assert.equal(reset.status, 200, JSON.stringify(reset.body));
     const [a, b] = await Promise.all(closes);
-    assert.deepEqual([a!.code, b!.code], [1006, 1006], 'cut, as the gateway documents');
+    assert.deepEqual([a!.code, a!.reason, b!.code, b!.reason], [4003, 'access reset', 4003, 'access reset'], 'a close frame, with the documented code');
+    assert.deepEqual(await Promise.all(backendCodes), [4003, 4003], 'the backend sides got the close frame too');
     for (const side of aliceBackendSides) await eventually(() => side.readyState === WebSocket.CLOSED, 'the backend side of a reset socket closed');
+    await untilClosedCount(gw, '/ws', 'reset', resetsBefore + 2);
 
     assert.equal((await roundTrip(bobs, 'still here')).data.toString(), 'still here');
     assert.equal(bobClosed, false, 'bob\'s socket stayed open');
@@ -425,21 +462,25 @@ test('an open socket is closed when its access token expires', async (t) => {
   assert.equal((await roundTrip(ws, 'alive')).data.toString(), 'alive');
   assert.equal(gw.services.proxy.openWebSockets(), 1);
 
-  const { code, at } = await closed;
-  assert.equal(code, 1006);
+  const theirCode = backendCloseCode(backend.sockets.at(-1)!);
+  const { code, reason, at } = await closed;
+  assert.deepEqual({ code, reason }, { code: 4001, reason: 'token expired' });
+  assert.equal(await theirCode, 4001, 'the backend got the close frame too');
   // Never before the token's expiry (a few ms for Date.now against the timer clock), and soon after it.
   assert.ok(at >= exp! * 1000 - 20, `closed ${exp! * 1000 - at} ms before the token expired`);
   assert.ok(at <= exp! * 1000 + 3000, `closed ${at - exp! * 1000} ms after the token expired`);
   await eventually(() => backend.open() === 0, 'the backend side closed');
-  assert.equal(gw.services.proxy.openWebSockets(), 0);
+  // Released once both of the gateway's sockets have closed, the client's a moment later.
+  await eventually(() => gw.services.proxy.openWebSockets() === 0, 'the gateway released the socket');
 
   const lines = gw.logs.map((line) => JSON.parse(line)).filter((line) => line.msg === 'websocket closed by the gateway');
   assert.equal(lines.length, 1, JSON.stringify(lines));
   assert.deepEqual([lines[0].reason, lines[0].accountId, lines[0].tokenId], ['expired', DEMO.alice.accountId, jti]);
   assert.deepEqual(gw.logs.filter((line) => line.includes(accessToken) || line.includes(accessToken.split('.')[2]!)), []);
+  assert.deepEqual(await webSocketCounts(gw, '/ws', 'expired'), { closed: 1, open: 0 });
 });
 
-test('closing the gateway ends its open sockets', async (t) => {
+test('closing the gateway closes its open sockets with 1001, to both sides', async (t) => {
   const backend = await startWsBackend(t);
   // Not closed by startGateway's own t.after: that would wait on the very sockets this test
   // may leave open. The sockets are cut first, then the gateway closed.
@@ -453,6 +494,7 @@ test('closing the gateway ends its open sockets', async (t) => {
     await gw.close();
   });
   const closed = sockets.map((ws) => new Promise<number>((resolve) => ws.once('close', (code: number) => resolve(code))));
+  const backendCodes = backend.sockets.map(backendCloseCode);
 
   let timer: NodeJS.Timeout | undefined;
   const guard = new Promise<'pending'>((resolve) => { timer = setTimeout(() => resolve('pending'), 3000); });
@@ -463,9 +505,80 @@ test('closing the gateway ends its open sockets', async (t) => {
   const states = sockets.map((ws) => ws.readyState === WebSocket.CLOSED ? 'closed' : 'open');
   assert.deepEqual({ close: outcome, sockets: states }, { close: 'closed', sockets: ['closed', 'closed'] },
     `gw.close() is ${outcome} 3 s after it was called, the open sockets: ${states.join(', ')}`);
-  await Promise.all(closed);
+  assert.deepEqual(await Promise.all(closed), [1001, 1001], 'going away: a close frame, not a cut');
+  assert.deepEqual(await Promise.all(backendCodes), [1001, 1001], 'the backend sides got the close frame too');
   await eventually(() => backend.open() === 0, 'the backend sides closed');
   assert.equal(gw.services.proxy.openWebSockets(), 0);
+  assert.deepEqual(await webSocketCounts(gw, '/ws', 'drain'), { closed: 2, open: 0 });
+});
+
+test('the gateway\'s close frame comes between two frames while large messages stream both ways', async (t) => {
+  const backend = await startWsBackend(t);
+  const gw = await startGateway(undefined, {
+    overrides: { server: { shutdownTimeoutMs: 5000 }, routes: [{ prefix: '/ws', targets: [backend.url], websocket: true }] },
+  });
+  const ws = await openClient(gw.url, '/ws/stream', { token: (await signIn(gw)).accessToken });
+  t.after(async () => {
+    ws.terminate();
+    await gw.close();
+  });
+  // 256 KiB messages, sent as fast as the socket takes them and echoed: when the close comes,
+  // frames are in flight both ways, most of them split over several TCP reads.
+  const size = 256 * 1024;
+  const message = randomBytes(size);
+  const sizes: number[] = [];
+  let errors = 0;
+  ws.on('error', () => { errors++; });
+  ws.on('message', (data: Buffer) => { sizes.push(data.length); });
+  const closed = whenClosed(ws, 10_000);
+  let sending = true;
+  const pump = () => {
+    while (sending && ws.readyState === WebSocket.OPEN && ws.bufferedAmount < 4 * size) ws.send(message);
+    if (sending && ws.readyState === WebSocket.OPEN) setTimeout(pump, 1);
+  };
+  pump();
+  await eventually(() => sizes.length >= 8, 'echoes are flowing');
+  await gw.close();
+  sending = false;
+  const { code } = await closed;
+  assert.equal(code, 1001, 'the close frame was read as one: no frame was cut in two');
+  assert.equal(errors, 0, 'the client saw no protocol error');
+  assert.ok(sizes.length >= 8);
+  assert.deepEqual([...new Set(sizes)], [size], 'every message came back whole');
+});
+
+test('an idle WebSocket is closed with 4008; traffic either way keeps one open', async (t) => {
+  const backend = await startWsBackend(t);
+  const gw = await startGateway(t, {
+    overrides: {
+      routes: [
+        { prefix: '/idle', targets: [backend.url], websocket: true, webSocketIdleTimeoutMs: 300 },
+        // Long enough that a loaded machine cannot stall past it between two messages.
+        { prefix: '/busy', targets: [backend.url], websocket: true, webSocketIdleTimeoutMs: 1500 },
+        { prefix: '/forever', targets: [backend.url], websocket: true, webSocketIdleTimeoutMs: 0 },
+      ],
+    },
+  });
+  const token = (await signIn(gw)).accessToken;
+  const idle = await openClient(gw.url, '/idle/x', { token });
+  const busy = await openClient(gw.url, '/busy/x', { token });
+  const forever = await openClient(gw.url, '/forever/x', { token });
+  t.after(() => { busy.terminate(); forever.terminate(); });
+  const idleBackend = backendCloseCode(backend.sockets[0]!);
+  const { code, reason } = await whenClosed(idle);
+  assert.deepEqual({ code, reason }, { code: 4008, reason: 'idle timeout' });
+  assert.equal(await idleBackend, 4008, 'the backend got the close frame too');
+  await untilClosedCount(gw, '/idle', 'idle', 1);
+  // Two idle timeouts' worth of traffic, one echo every 100 ms.
+  const until = Date.now() + 3000;
+  while (Date.now() < until) {
+    assert.equal((await roundTrip(busy, 'ping')).data.toString(), 'ping');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  assert.equal(busy.readyState, WebSocket.OPEN, 'a socket with traffic stays open');
+  assert.equal(forever.readyState, WebSocket.OPEN, 'webSocketIdleTimeoutMs: 0 never closes for idleness');
+  assert.equal((await roundTrip(forever, 'still')).data.toString(), 'still');
+  assert.deepEqual((await webSocketCounts(gw, '/busy', 'idle')).closed, 0);
 });
 
 test('a WebSocket route whose prefix covers the gateway\'s own paths never gets a handshake for them', async (t) => {

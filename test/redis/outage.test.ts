@@ -95,7 +95,7 @@ function assertInvalidGrant(res: JsonResponse, what: string): void {
 async function assertReadyzDown(gw: TestGateway, what: string): Promise<void> {
   const { res, ms } = await timed(() => readyz(gw));
   assert.equal(res.status, 503, `${what}: ${show(res)}`);
-  assert.deepEqual(res.body, { success: false, message: { status: 'unavailable', checks: { redis: 'down' } } }, what);
+  assert.deepEqual(res.body, { success: false, message: { status: 'unavailable', checks: { redis: 'down', directory: 'up', signingKeys: 'up' } } }, what);
   assertPrompt(ms, `${what}: /readyz`);
 }
 
@@ -113,7 +113,7 @@ async function waitUntilReady(gw: TestGateway, deadlineMs = RECOVERY_DEADLINE_MS
   while (performance.now() - started < deadlineMs) {
     last = await readyz(gw);
     if (last.status === 200) {
-      assert.deepEqual(last.body, { success: true, message: { status: 'ready', checks: { redis: 'up' } } });
+      assert.deepEqual(last.body, { success: true, message: { status: 'ready', checks: { redis: 'up', directory: 'up', signingKeys: 'up' } } });
       return performance.now() - started;
     }
     assert.equal(last.status, 503, `/readyz while recovering: ${show(last)}`);

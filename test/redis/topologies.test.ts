@@ -86,7 +86,7 @@ function assertStatus(res: JsonResponse, status: number, label: string): void {
 async function assertReady(gw: TestGateway): Promise<void> {
   const res = await call(`${gw.url}/readyz`);
   assertStatus(res, 200, '/readyz');
-  assert.deepEqual(res.body.message, { status: 'ready', checks: { redis: 'up' } });
+  assert.deepEqual(res.body.message, { status: 'ready', checks: { redis: 'up', directory: 'up', signingKeys: 'up' } });
 }
 
 // Order: what leaves ioredis's 2 s disconnect timers behind (sockets closed under a client)
@@ -171,7 +171,7 @@ test('Redis Sentinel: a gateway given the sentinels and the master name finds th
     });
     const ready = await call(`${lost.url}/readyz`);
     assertStatus(ready, 503, '/readyz');
-    assert.deepEqual(ready.body.message.checks, { redis: 'down' });
+    assert.deepEqual(ready.body.message.checks, { redis: 'down', directory: 'up', signingKeys: 'up' });
     const res = await postJson(`${lost.url}/api/signin`, { apiKey: DEMO.alice.apiKey, apiSecret: sha256Hex(DEMO.alice.secret) });
     assertStatus(res, 503, 'sign-in');
     await lost.close();

@@ -133,7 +133,7 @@ test('two gateway instances sharing one Redis and one signing key', redisSuite()
       assert.equal(listening?.keySource, name.startsWith('redis') ? 'redis' : 'file', name);
       const ready = await call(`${gw.url}/readyz`);
       assert.equal(ready.status, 200, `${name}: ${JSON.stringify(ready.body)}`);
-      assert.deepEqual(ready.body.message, { status: 'ready', checks: { redis: 'up' } }, name);
+      assert.deepEqual(ready.body.message, { status: 'ready', checks: { redis: 'up', directory: 'up', signingKeys: 'up' } }, name);
       const jwks = await call(`${gw.url}/.well-known/jwks.json`);
       assert.deepEqual(jwks.body.keys.map((k: { kid: string }) => k.kid), [KID], name);
     }

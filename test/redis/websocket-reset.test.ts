@@ -56,7 +56,7 @@ test('a reset through one instance closes the account\'s WebSockets open on anot
   assert.equal(reset.status, 200, JSON.stringify(reset.body));
 
   const closed = await Promise.all(closes);
-  assert.deepEqual(closed.map((c) => c.code), [1006, 1006, 1006]);
+  assert.deepEqual(closed.map((c) => c.code), [4003, 4003, 4003], 'a close frame with the documented code');
   await eventually(() => backend.open() === 1, 'the backend sides of alice\'s sockets closed');
   assert.equal((await roundTrip(bobOnB, 'still here')).data.toString(), 'still here');
   assert.equal(bobClosed, false, 'bob\'s socket on B stayed open');

@@ -82,7 +82,7 @@ export function logAccess(write: AccessLog) {
  * The pattern of the gateway's own route the normalised path matched under some method, as
  * @koa/router recorded it (its `router.use` layers have no methods and match every path).
  */
-function ownRouteOf(ctx: Context): string | undefined {
+export function ownRouteOf(ctx: Context): string | undefined {
   const matched = (ctx as Context & { matched?: { methods: string[]; path: string | RegExp }[] }).matched;
   const layer = matched?.find((l) => l.methods.length > 0);
   return typeof layer?.path === 'string' ? layer.path : undefined;

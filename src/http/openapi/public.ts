@@ -69,7 +69,7 @@ const Jwks = z.object({
 }).meta({ description: 'RFC 7517: JWKS clients read the top-level `keys`; the same set is in the envelope.' });
 
 const Readiness = z.object({
-  status: z.enum(['ready', 'unavailable']),
+  status: z.enum(['ready', 'unavailable', 'draining']),
   checks: z.record(z.string(), z.enum(['up', 'down'])),
 });
 
@@ -179,7 +179,7 @@ export const publicPaths: ZodOpenApiPathsObject = {
       security: [],
       responses: {
         200: { description: 'Every store answers.', ...json(z.object({ success: z.literal(true), message: Readiness })) },
-        503: { description: 'A store does not answer; `checks` says which.', ...json(z.object({ success: z.literal(false), message: Readiness })) },
+        503: { description: 'A store does not answer (`unavailable`; `checks` says which), or the gateway is stopping (`draining`, no check made).', ...json(z.object({ success: z.literal(false), message: Readiness })) },
       },
     },
   },

@@ -1,6 +1,12 @@
 /**
  * GET /metrics (Prometheus text), GET /healthz (liveness: the process answers) and GET /readyz (readiness: every store it
  * depends on answers). A load balancer should route on /readyz and restart on /healthz.
+ *
+ * Each check is asked anew on every /readyz, all at once, and one that has not answered within
+ * its own `timeoutMs` counts as down: a stalled store must make the instance unready, not make
+ * the load balancer's probe time out (which some take for "keep the old state").
+ * Once the gateway is stopping (SIGTERM, server.ts), /readyz answers 503 `draining` at once,
+ * without asking the stores, while requests are still served.
  */
 import type { Context } from 'koa';
 import { ok } from '../../errors/envelope.js';
@@ -10,6 +16,8 @@ import type { Metrics } from '../../telemetry/metrics.js';
 /** A dependency that can say whether it is usable right now (services.ts lists them). */
 export interface ReadinessCheck {
   name: string;
+  /** Longest wait for `isReady`; then the check is down. */
+  timeoutMs: number;
   isReady(): Promise<boolean>;
 }
 
@@ -19,13 +27,30 @@ export function reportLiveness() {
   };
 }
 
-export function reportReadiness({ checks }: { checks: readonly ReadinessCheck[] }) {
+export function reportReadiness({ checks, isDraining }: { checks: readonly ReadinessCheck[]; isDraining: () => boolean }) {
   return async function reportReadiness(ctx: Context): Promise<void> {
-    const results = await Promise.all(checks.map(async (c) => [c.name, await c.isReady().catch(() => false)] as const));
+    if (isDraining()) {
+      ctx.status = 503;
+      ctx.body = { success: false, message: { status: 'draining', checks: {} } };
+      return;
+    }
+    const results = await Promise.all(checks.map(async (c) => [c.name, await withinTimeout(c)] as const));
     const ready = results.every(([, isReady]) => isReady);
     ctx.status = ready ? 200 : 503;
     ctx.body = { success: ready, message: { status: ready ? 'ready' : 'unavailable', checks: Object.fromEntries(results.map(([n, r]) => [n, r ? 'up' : 'down'])) } };
   };
+}
+
+async function withinTimeout(check: ReadinessCheck): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), check.timeoutMs);
+  });
+  try {
+    return await Promise.race([check.isReady().catch(() => false), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export function reportMetrics({ metrics }: { metrics: Pick<Metrics, 'registry' | 'scrape'> }) {

@@ -11,8 +11,10 @@
  * Every failure leaves here as StoreUnavailable (503 with Retry-After): a dependency failure
  * must never read as a bad token or bad credentials.
  */
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions } from 'node:tls';
 import { BrokenCircuitError } from 'cockatiel';
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from '../../config/schema.js';
 import { StoreUnavailable } from '../../errors/errors.js';
 import type { Logger } from '../../telemetry/log.js';
@@ -42,6 +44,13 @@ export interface RedisConnection {
   keepChecking(intervalMs: number, check: () => Promise<unknown>): void;
   /** True when Redis answers a PING now. */
   ping(): Promise<boolean>;
+  /**
+   * True when Redis takes a write now: a SET with a short PX of a key of its own (`keys.readiness`);
+   * on a Cluster one on every primary, and every slot has one. For /readyz: a PING can be
+   * answered by a node that does not hold the keys a sign-in writes, or by a replica-less
+   * Cluster with a primary gone.
+   */
+  answersWrite(): Promise<boolean>;
   /** Resolves once connected, or after `timeoutMs` whatever the state (it never rejects). */
   waitUntilReady(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
@@ -54,7 +63,9 @@ export interface Subscription {
 
 /** `metrics`: the connection's state and its breaker's are reported there at each scrape. */
 export function connectRedis(settings: Config['redis'], log: Logger, metrics?: Pick<Metrics, 'watchRedis' | 'watchBreaker'>): RedisConnection {
-  const client = createClient(settings);
+  // Read once: a Cluster subscriber reconnecting later must not depend on the files still being there.
+  const tls = tlsOption(settings);
+  const client = createClient(settings, tls);
   for (const [name, script] of Object.entries(SCRIPTS)) client.defineCommand(name, script);
   let closed = false;
   const isClosed = () => closed;
@@ -65,6 +76,7 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
   metrics?.watchBreaker('redis', breaker);
 
   const subscribers: (Redis | Cluster)[] = [];
+  const readinessKeys = keysBySlot(redisKeys(settings.keyPrefix));
   const stops: (() => void)[] = [];
 
   return {
@@ -123,7 +135,7 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
         const known = client.nodes('master').map((n) => ({ host: n.options.host, port: n.options.port }));
         const pool = known.length > 0 ? known : seeds;
         const node = pool[attempt++ % pool.length]!;
-        const subscriber = new Redis({ ...clientOptions(settings), ...patient, ...node, ...(settings.tls ? { tls: {} } : {}), retryStrategy: () => null });
+        const subscriber = new Redis({ ...clientOptions(settings), ...patient, ...node, ...tls, retryStrategy: () => null });
         subscriber.once('end', () => {
           subscribers.splice(subscribers.indexOf(subscriber), 1);
           setTimeout(connectNext, backoffMs(attempt)).unref();
@@ -159,6 +171,21 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
     async ping() {
       try {
         await this.run((c) => c.ping());
+        return true;
+      } catch {
+        return false;
+      }
+    },
+
+    async answersWrite() {
+      try {
+        await this.run(async (c) => {
+          if (!(c instanceof Cluster)) {
+            await c.set(this.keys.readiness('standalone'), '1', 'PX', READINESS_KEY_TTL_MS);
+            return;
+          }
+          await Promise.all(primariesBySlot(c).map(({ node, slot }) => node.set(readinessKeys.forSlot(c, slot), '1', 'PX', READINESS_KEY_TTL_MS)));
+        });
         return true;
       } catch {
         return false;
@@ -205,13 +232,22 @@ function clientOptions(settings: Config['redis']): RedisOptions {
   };
 }
 
-function createClient(settings: Config['redis']): Redis | Cluster {
+function createClient(settings: Config['redis'], { tls }: { tls?: ConnectionOptions }): Redis | Cluster {
   const options = clientOptions(settings);
   if (settings.clusterNodes.length > 0) {
     return new Cluster(settings.clusterNodes.map(hostPort), {
       enableOfflineQueue: false,
       clusterRetryStrategy: backoffMs,
-      redisOptions: { ...options, ...(settings.tls ? { tls: {} } : {}) },
+      // A command whose node's connection is closed, or that a node answers CLUSTERDOWN or
+      // TRYAGAIN, is by default sent again 100 ms later, after a slots refresh, up to 16 times;
+      // and its `commandTimeout` only starts when it is first written to a node. So with a
+      // primary killed, a call failed 600 to 700 ms after it began against a 500 ms timeout.
+      // Failing at once is this client's way (the breaker and Retry-After do the waiting);
+      // a MOVED is still followed at once, within the timeout of the command's first send.
+      retryDelayOnFailover: 0,
+      retryDelayOnClusterDown: 0,
+      retryDelayOnTryAgain: 0,
+      redisOptions: { ...options, ...(tls !== undefined ? { tls } : {}) },
     });
   }
   if (settings.sentinels.length > 0) {
@@ -219,11 +255,74 @@ function createClient(settings: Config['redis']): Redis | Cluster {
       ...options,
       sentinels: settings.sentinels.map(hostPort),
       name: settings.sentinelName,
+      // The sentinels' own credentials: they are often not the master's.
+      ...(settings.sentinelUsername !== undefined ? { sentinelUsername: settings.sentinelUsername } : {}),
+      ...(settings.sentinelPassword !== undefined ? { sentinelPassword: settings.sentinelPassword } : {}),
       // `tls` is for the master; the sentinels have an option of their own.
-      ...(settings.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+      ...(tls !== undefined ? { tls, sentinelTLS: tls, enableTLSForSentinelMode: true } : {}),
     });
   }
-  return new Redis(settings.url!, options);
+  // A rediss:// URL turns TLS on by itself; the options add the CA and client certificate.
+  return new Redis(settings.url!, { ...options, ...(tls !== undefined ? { tls } : {}) });
+}
+
+/**
+ * The `tls` option when TLS is on: the CA to trust instead of the system's, and the client
+ * certificate for servers that ask for one (`tls-auth-clients`). Read once, at start-up: a file
+ * that cannot be read stops the start with its path in the error.
+ */
+function tlsOption(settings: Config['redis']): { tls?: ConnectionOptions } {
+  const on = settings.url === undefined ? settings.tls : settings.url.startsWith('rediss:');
+  if (!on) return {};
+  const read = (path: string | undefined) => (path === undefined ? undefined : readFileSync(path));
+  const ca = read(settings.tlsCaFile);
+  const cert = read(settings.tlsCertFile);
+  const key = read(settings.tlsKeyFile);
+  return { tls: { ...(ca !== undefined ? { ca } : {}), ...(cert !== undefined ? { cert } : {}), ...(key !== undefined ? { key } : {}) } };
+}
+
+/** How long a readiness key lives: long enough to see it written, short enough to leave nothing behind. */
+const READINESS_KEY_TTL_MS = 5000;
+const SLOTS = 16_384;
+
+/**
+ * The primary of each slot range, one slot of it each, from the client's slot table; throws when
+ * a slot has no primary the client holds a connection to (it is unserved).
+ */
+function primariesBySlot(cluster: Cluster): { node: Redis; slot: number }[] {
+  const nodes = new Map(cluster.nodes('master').map((n) => [`${n.options.host}:${n.options.port}`, n]));
+  const seen = new Map<string, { node: Redis; slot: number }>();
+  for (let slot = 0; slot < SLOTS; slot++) {
+    const owner = cluster.slots[slot]?.[0];
+    const node = owner === undefined ? undefined : nodes.get(owner);
+    if (node === undefined) throw new Error(`slot ${slot} has no primary`);
+    if (!seen.has(owner!)) seen.set(owner!, { node, slot });
+  }
+  return [...seen.values()];
+}
+
+/**
+ * A readiness key whose slot lives on the same primary as `slot`: the tag is found by trying
+ * 0, 1, 2… (slots as ioredis computes them) and remembered per primary while it stays there.
+ */
+function keysBySlot(keys: RedisKeys) {
+  const slotOf = (key: string) => new Command('set', [key]).getSlot()!;
+  const found = new Map<string, string>();
+  return {
+    forSlot(cluster: Cluster, slot: number): string {
+      const owner = cluster.slots[slot]![0]!;
+      const known = found.get(owner);
+      if (known !== undefined && cluster.slots[slotOf(known)]?.[0] === owner) return known;
+      for (let tag = 0; tag < SLOTS * 8; tag++) {
+        const key = keys.readiness(String(tag));
+        if (cluster.slots[slotOf(key)]?.[0] === owner) {
+          found.set(owner, key);
+          return key;
+        }
+      }
+      throw new Error(`no readiness key found for ${owner}`);
+    },
+  };
 }
 
 /** Reconnect forever, backing off from 100 ms to one attempt a second. */

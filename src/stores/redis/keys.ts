@@ -76,6 +76,12 @@ export interface RedisKeys {
   session(digest: string): string;
   /** Set: digests of the owner's sessions (ended ones pruned at a sign-in past 16). TTL: its latest session's absolute end. */
   ownerSessions(ownerId: string): string;
+  /**
+   * String: written by each /readyz with a PX of a few seconds, to see that Redis takes a write
+   * (redis/client.ts). Tagged by `tag`, which the check picks so that one such key lives on each
+   * Cluster primary.
+   */
+  readiness(tag: string): string;
 }
 
 export function redisKeys(prefix: string): RedisKeys {
@@ -105,5 +111,6 @@ export function redisKeys(prefix: string): RedisKeys {
     invite: (digest) => `${prefix}:invite:${digest}`,
     session: (digest) => `${prefix}:sess:${digest}`,
     ownerSessions: (ownerId) => `${prefix}:owner-sess:${ownerId}`,
+    readiness: (tag) => `${prefix}:readyz:{${tag}}`,
   };
 }
