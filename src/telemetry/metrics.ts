@@ -206,6 +206,7 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
       labelNames: ['route', 'reason'],
       registers,
     }),
+
     observeRequest(route, method, status, seconds, upstreamOrigin, upstreamSeconds, accountId) {
       const statusClass = status >= 100 && status < 600 ? (status / 100) | 0 : 5;
       if (countAccount !== undefined && accountId !== undefined) countAccount(accountId, statusClass);
