@@ -363,9 +363,9 @@ class HotHistogram {
       let cumulative = 0;
       for (let i = 0; i < LATENCY_BUCKETS.length; i++) {
         cumulative += counts[i]!;
-        values.push({ labels: { le: LATENCY_BUCKETS[i]!, ...labels }, value: cumulative, metricName: `${this.name}_bucket` });
+        values.push({ labels: { ...labels, le: LATENCY_BUCKETS[i]! }, value: cumulative, metricName: `${this.name}_bucket` });
       }
-      values.push({ labels: { le: '+Inf', ...labels }, value: count, metricName: `${this.name}_bucket` });
+      values.push({ labels: { ...labels, le: '+Inf' }, value: count, metricName: `${this.name}_bucket` });
       values.push({ labels, value: sum, metricName: `${this.name}_sum` });
       values.push({ labels, value: count, metricName: `${this.name}_count` });
     }
