@@ -72,6 +72,9 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
   watchConnection(client, log, 'redis', isClosed);
 
   const { breaker, retryAfterSeconds } = createStoreBreaker('redis', settings, log);
+  // On a Cluster a call may be retried inside ioredis (createClient): its answer is still due
+  // within commandTimeoutMs of the call, whatever ioredis is doing with it.
+  const deadlineMs = client instanceof Cluster ? settings.commandTimeoutMs : undefined;
   metrics?.watchRedis(() => client.status === 'ready');
   metrics?.watchBreaker('redis', breaker);
 
@@ -84,7 +87,7 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
 
     async run(call) {
       try {
-        return await breaker.execute(() => call(client as RedisClient));
+        return await breaker.execute(() => (deadlineMs === undefined ? call(client as RedisClient) : withinDeadline(call(client as RedisClient), deadlineMs)));
       } catch (err) {
         if (!(err instanceof BrokenCircuitError)) log.debug({ err: describe(err) }, 'redis call failed');
         // Only name and message go on: an ioredis error carries the command's arguments
@@ -232,19 +235,30 @@ function clientOptions(settings: Config['redis']): RedisOptions {
   };
 }
 
+/** `pending`, or a rejection once `ms` have passed without its answer (the command may still run). */
+function withinDeadline<T>(pending: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Command timed out (no answer within ${ms} ms)`)), ms);
+  });
+  return Promise.race([pending, late]).finally(() => clearTimeout(timer));
+}
+
 function createClient(settings: Config['redis'], { tls }: { tls?: ConnectionOptions }): Redis | Cluster {
   const options = clientOptions(settings);
   if (settings.clusterNodes.length > 0) {
     return new Cluster(settings.clusterNodes.map(hostPort), {
       enableOfflineQueue: false,
       clusterRetryStrategy: backoffMs,
-      // A command whose node's connection is closed, or that a node answers CLUSTERDOWN or
-      // TRYAGAIN, is by default sent again 100 ms later, after a slots refresh, up to 16 times;
-      // and its `commandTimeout` only starts when it is first written to a node. So with a
-      // primary killed, a call failed 600 to 700 ms after it began against a 500 ms timeout.
-      // Failing at once is this client's way (the breaker and Retry-After do the waiting);
-      // a MOVED is still followed at once, within the timeout of the command's first send.
-      retryDelayOnFailover: 0,
+      // A command that a node answers CLUSTERDOWN or TRYAGAIN is by default sent again 100 ms
+      // later, after a slots refresh, up to 16 times; failing at once is this client's way (the
+      // breaker and Retry-After do the waiting). A command whose node connection closed under
+      // it is still sent again (100 ms later, after a slots refresh): ioredis closes and remakes
+      // node connections as its slot table changes, even on a healthy Cluster, and those
+      // commands never reached Redis. Since a command's `commandTimeout` starts only when it is
+      // first written to a node, such retries could outlast it (a killed primary once gave 503s
+      // after 708 ms against 500 ms): `run` holds every Cluster call to the timeout itself.
+      retryDelayOnFailover: 100,
       retryDelayOnClusterDown: 0,
       retryDelayOnTryAgain: 0,
       redisOptions: { ...options, ...(tls !== undefined ? { tls } : {}) },
