@@ -18,7 +18,7 @@ import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createSigner } from '../auth/signer.js';
 import { ConfigError, describeConfig, loadConfig } from '../config/load.js';
-import { describeSettings, type Config, type RouteConfig } from '../config/schema.js';
+import { type Config, type RouteConfig } from '../config/schema.js';
 import { readDataFile, type DataFile } from '../stores/data-file.js';
 import { checkDemoData, findDemoKeys } from '../stores/demo-data.js';
 import { isShippedDemoFile } from '../stores/owner-store.file.js';
@@ -145,17 +145,11 @@ export function riskySettings(config: Config): Finding[] {
       message: `proxy.trustedProxies holds "${entry}", every address: any client can write X-Forwarded-For / Forwarded and pick the address its limits count`,
     });
   }
-  if (config.metrics.enabled) {
-    const hasManagementPort = describeSettings().some((s) => s.path === 'management.port');
-    const port = (config as unknown as { management?: { port?: number } }).management?.port;
-    if (port === undefined) {
-      found.push({
-        code: 'metrics-on-public-port',
-        message: hasManagementPort
-          ? 'metrics.enabled serves /metrics on the main port: set management.port (MANAGEMENT_PORT) to serve it, /healthz and /readyz on a port of their own'
-          : 'metrics.enabled serves /metrics on the main port: keep that path from the public internet in front of the gateway',
-      });
-    }
+  if (config.metrics.enabled && config.management.port === undefined) {
+    found.push({
+      code: 'metrics-on-public-port',
+      message: 'metrics.enabled serves /metrics on the main port: set management.port (MANAGEMENT_PORT) to serve it, /healthz and /readyz on a port of their own',
+    });
   }
   return found;
 }

@@ -285,9 +285,12 @@ test('the image, reproduced: build stage, production-only runtime stage, run as 
     const base = `http://127.0.0.1:${port}`;
     assert.ok(String(listening.url).startsWith(base), `listening on ${base}: ${String(listening.url)}`);
 
-    const health = await fetch(`${base}/healthz`);
+    // With a management port (compose sets one) health is served there only: the main port answers 404.
+    const management = ports.MANAGEMENT_PORT !== undefined ? `http://127.0.0.1:${ports.MANAGEMENT_PORT}` : base;
+    const health = await fetch(`${management}/healthz`);
     assert.equal(health.status, 200, 'GET /healthz');
-    const ready = await fetch(`${ports.MANAGEMENT_PORT !== undefined ? `http://127.0.0.1:${ports.MANAGEMENT_PORT}` : base}/readyz`);
+    if (management !== base) assert.equal((await fetch(`${base}/healthz`)).status, 404, 'the main port does not serve /healthz');
+    const ready = await fetch(`${management}/readyz`);
     assert.equal(ready.status, 200, `GET /readyz: ${await ready.text()}`);
     // Both healthchecks as Docker would run them, in the gateway's environment.
     for (const [name, check] of [['Dockerfile HEALTHCHECK', runtime.healthcheck], ['compose healthcheck', gatewayService.healthcheck?.test.slice(1)]] as const) {
