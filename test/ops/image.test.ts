@@ -14,7 +14,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, posix, relative } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
@@ -172,10 +172,28 @@ function startAsNobody(t: TestContext, args: string[], { cwd, env, limitMs = LIM
   return { process: child, stdout: () => stdout, stderr: () => stderr, exited };
 }
 
-/** `node …` of an image command, with this machine's Node. */
-function nodeCommand(command: string[]): string[] {
+/** `node …` of an image command, with `node` (this machine's Node 24, where nobody can run it). */
+function nodeCommand(command: string[], node: string): string[] {
   assert.equal(command[0], 'node', `${JSON.stringify(command)} runs node`);
-  return [process.execPath, ...command.slice(1)];
+  return [node, ...command.slice(1)];
+}
+
+/**
+ * This machine's Node and the example files, where nobody can reach them: a checkout in a
+ * private directory (CI clones into one, and provisions Node 24 inside it) is closed to
+ * nobody, as it would be outside an image that has its own Node.
+ */
+function reachableByNobody(root: string): { node: string; examples: string } {
+  const node = join(root, 'node');
+  try {
+    linkSync(process.execPath, node);
+  } catch {
+    copyFileSync(process.execPath, node);
+  }
+  chmodSync(node, 0o755);
+  const examples = join(root, 'examples');
+  cpSync(join(ROOT, 'examples'), examples, { recursive: true });
+  return { node, examples };
 }
 
 function uidOf(pid: number): number {
@@ -193,6 +211,7 @@ test('the image, reproduced: build stage, production-only runtime stage, run as 
   const root = tempDir(t, 'gateway-image-');
   // mkdtemp makes it 0700: nobody must be able to reach the runtime directory through it.
   chmodSync(root, 0o755);
+  const { node, examples } = reachableByNobody(root);
   const stages = readDockerfile(ROOT);
   const built = new Map<string, Built>();
 
@@ -232,7 +251,7 @@ test('the image, reproduced: build stage, production-only runtime stage, run as 
     const redis = await startRedis(t, [...redisCommand.slice(1), '--dir', redisDir]);
 
     // The example backend, as nobody too (compose runs it as `node`).
-    const backend = startAsNobody(t, [process.execPath, join(ROOT, 'examples', 'backend', 'server.mjs')], { cwd: root, env: { PATH, PORT: '0', HOST: '127.0.0.1' } });
+    const backend = startAsNobody(t, [node, join(examples, 'backend', 'server.mjs')], { cwd: root, env: { PATH, PORT: '0', HOST: '127.0.0.1' } });
     const backendUp = await waitForLog(backend, (line) => line.msg === 'example backend listening');
     const backendUrl = `http://127.0.0.1:${backendUp.port as number}`;
 
@@ -273,13 +292,13 @@ test('the image, reproduced: build stage, production-only runtime stage, run as 
 
     // Production refuses the demo data unless told: compose's ALLOW_DEMO_DATA is what lets it start.
     const { ALLOW_DEMO_DATA: _allowed, ...withoutAllow } = baseEnv;
-    const refused = startAsNobody(t, nodeCommand(runtime.command), { cwd: runtime.dir, env: withoutAllow, limitMs: 60_000 });
+    const refused = startAsNobody(t, nodeCommand(runtime.command, node), { cwd: runtime.dir, env: withoutAllow, limitMs: 60_000 });
     const refusal = await exitWithin(refused, 60_000);
     assert.equal(refusal.code, 1, `without ALLOW_DEMO_DATA the production gateway refuses the demo data\n${refused.stdout()}\n${refused.stderr()}`);
     assert.match(refused.stdout() + refused.stderr(), /ALLOW_DEMO_DATA/, 'and says how to allow it');
 
     const env = baseEnv;
-    const gateway = startAsNobody(t, nodeCommand(runtime.command), { cwd: runtime.dir, env });
+    const gateway = startAsNobody(t, nodeCommand(runtime.command, node), { cwd: runtime.dir, env });
     const listening = await waitForLog(gateway, LISTENING, 60_000);
     assert.equal(uidOf(gateway.process.pid!), NOBODY, 'the gateway runs as nobody');
     const base = `http://127.0.0.1:${port}`;
@@ -295,7 +314,7 @@ test('the image, reproduced: build stage, production-only runtime stage, run as 
     // Both healthchecks as Docker would run them, in the gateway's environment.
     for (const [name, check] of [['Dockerfile HEALTHCHECK', runtime.healthcheck], ['compose healthcheck', gatewayService.healthcheck?.test.slice(1)]] as const) {
       assert.ok(check !== undefined, `${name} is there`);
-      const result = await run(nodeCommand(check)[0]!, nodeCommand(check).slice(1), { env, timeout: 30_000 }).then(() => 0, (err: { code?: number }) => err.code ?? -1);
+      const result = await run(nodeCommand(check, node)[0]!, nodeCommand(check, node).slice(1), { env, timeout: 30_000 }).then(() => 0, (err: { code?: number }) => err.code ?? -1);
       assert.equal(result, 0, `${name} passes against the running gateway`);
     }
 
@@ -319,7 +338,7 @@ test('the image, reproduced: build stage, production-only runtime stage, run as 
     assert.equal(echoed.authorizationReceived, false, 'the bearer token stays at the gateway');
 
     // nobody may write data/ (where owner changes to a data file go) and nothing else of the image.
-    const probe = (path: string) => run('setpriv', [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', process.execPath, '-e', `require('node:fs').writeFileSync(${JSON.stringify(path)}, 'x')`], { env: { PATH } }).then(() => 'written', () => 'refused');
+    const probe = (path: string) => run('setpriv', [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', node, '-e', `require('node:fs').writeFileSync(${JSON.stringify(path)}, 'x')`], { env: { PATH } }).then(() => 'written', () => 'refused');
     assert.equal(await probe(join(runtime.dir, 'data', 'probe')), 'written', 'nobody writes in data/');
     assert.equal(await probe(join(runtime.dir, 'dist', 'probe')), 'refused', 'nobody cannot write in dist/');
     assert.equal(await probe(join(runtime.dir, 'probe')), 'refused', 'nobody cannot write in the app directory');
