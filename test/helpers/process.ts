@@ -62,6 +62,11 @@ export function startNode(t: TestContext, args: string[], { env = gatewayEnv(), 
     timeout: limitMs,
     killSignal: 'SIGKILL',
   });
+  return watchChild(t, child);
+}
+
+/** Keeps a piped child's output and its exit; SIGKILLs it when the test ends if it still runs. */
+export function watchChild(t: TestContext, child: ChildProcess): Child {
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });

@@ -21,7 +21,7 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 
 import { readDockerfile, type Stage } from '../helpers/dockerfile.js';
-import { exitWithin, LISTENING, logLines, ROOT, tempDir, waitForLog, type Child, type Exit } from '../helpers/process.js';
+import { exitWithin, LISTENING, logLines, ROOT, tempDir, waitForLog, watchChild, type Child } from '../helpers/process.js';
 import { freePort, redisSuite, startRedis } from '../helpers/redis.js';
 
 const run = promisify(execFile);
@@ -158,18 +158,7 @@ function startAsNobody(t: TestContext, args: string[], { cwd, env, limitMs = LIM
     timeout: limitMs,
     killSignal: 'SIGKILL',
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
-  const exited = new Promise<Exit>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code, signal) => resolve({ code, signal }));
-  });
-  t.after(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  return { process: child, stdout: () => stdout, stderr: () => stderr, exited };
+  return watchChild(t, child);
 }
 
 /** `node …` of an image command, with this machine's Node. */
