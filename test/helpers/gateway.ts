@@ -99,6 +99,20 @@ export async function call(url: string, init: RequestInit & { token?: string } =
   return { status: res.status, headers: res.headers, body };
 }
 
+/**
+ * /readyz, asked until it answers 200 or `limitMs` passes; its last answer either way. For tests
+ * whose subject comes after "ready": on a loaded machine a store's first connection (TLS, a
+ * short connect timeout, a Cluster's slots) may need a retry before the first write goes through.
+ */
+export async function untilReady(gw: { url: string }, limitMs = 15_000): Promise<JsonResponse> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    const res = await call(`${gw.url}/readyz`);
+    if (res.status === 200 || Date.now() > deadline) return res;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 export function postJson(url: string, value: unknown, init: RequestInit = {}): Promise<JsonResponse> {
   return call(url, { ...init, method: 'POST', headers: { 'content-type': 'application/json', ...(init.headers as Record<string, string>) }, body: JSON.stringify(value) });
 }

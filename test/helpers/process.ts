@@ -55,7 +55,15 @@ export interface StartNodeOptions {
 
 /** Starts `node --import tsx <args>`; the child is killed when the test ends or the limit passes. */
 export function startNode(t: TestContext, args: string[], { env = gatewayEnv(), cwd = ROOT, limitMs = PROCESS_LIMIT_MS }: StartNodeOptions = {}): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+  return startChild(t, process.execPath, ['--import', 'tsx', ...args], { env, cwd, limitMs });
+}
+
+/**
+ * Starts `command`, keeping its output and its exit; it is SIGKILLed once it has run `limitMs`,
+ * or when the test ends if it still runs.
+ */
+export function startChild(t: TestContext, command: string, args: string[], { env, cwd, limitMs }: Required<StartNodeOptions>): Child {
+  const child = spawn(command, args, {
     cwd,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

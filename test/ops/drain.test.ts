@@ -12,7 +12,9 @@
  *      primary and its workers at once;
  *   4. (in-process) what is still open at `server.shutdownTimeoutMs` is cut: a request the
  *      backend never answers, a WebSocket client that never answers the close frame (whose
- *      bytes are checked as they went out).
+ *      bytes are checked as they went out);
+ *   5. (in-process, where the process's exit cannot close the sockets for it) the stop closes
+ *      the gateway's Redis connections.
  *
  * Nothing here is timed: each step waits for the gateway's log line or the backend's event
  * that says it happened; the drain delay is only long enough for the few requests made in it.
@@ -28,7 +30,7 @@ import { DEMO, logged, postJson, sha256Hex, signIn, startGateway } from '../help
 import { exitWithin, LISTENING, startGatewayProcess, waitForLog, type GatewayProcess, type LogLine } from '../helpers/process.js';
 import { conformance } from '../helpers/openapi.js';
 import { eventually, signal as deferred } from '../helpers/proxy.js';
-import { redisSuite, startRedis } from '../helpers/redis.js';
+import { rawRedisClient, redisSuite, startRedis } from '../helpers/redis.js';
 import { handshakeText, openClient, roundTrip, startWsBackend, whenClosed } from '../helpers/ws-backend.js';
 
 /** Generous: a loaded machine must still get the handful of requests made while draining in. */
@@ -310,4 +312,25 @@ test('the draining answer of /readyz is the one the OpenAPI document describes',
   gw.services.startDraining();
   const draining = await api.fetch('/readyz');
   assert.deepEqual([draining.status, draining.body], [503, { success: false, message: { status: 'draining', checks: {} } }]);
+});
+
+test('stopping closes the gateway\'s Redis connections', redisSuite(), async (t) => {
+  const redis = await startRedis(t);
+  const raw = await rawRedisClient(t, redis);
+  const others = async () => {
+    const id = await raw.client('ID');
+    return String(await raw.client('LIST')).trim().split('\n').filter((line) => !line.startsWith(`id=${id} `)).length;
+  };
+  const gw = await startGateway(t, { overrides: { redis: { url: redis.url } } });
+  await signIn(gw);
+  assert.ok(await others() > 0, 'the gateway is connected');
+  await gw.close();
+  // Redis learns of each close as its connection ends: asked until then, bounded.
+  const deadline = Date.now() + 10_000;
+  let left = await others();
+  while (left > 0 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    left = await others();
+  }
+  assert.equal(left, 0, 'no connection of the gateway is left open on Redis');
 });

@@ -12,7 +12,7 @@
  * One install serves every subtest; npm is the slow part (about a minute on a loaded machine).
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, posix, relative } from 'node:path';
@@ -21,7 +21,7 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 
 import { readDockerfile, type Stage } from '../helpers/dockerfile.js';
-import { exitWithin, LISTENING, logLines, ROOT, tempDir, waitForLog, type Child, type Exit } from '../helpers/process.js';
+import { exitWithin, LISTENING, logLines, ROOT, tempDir, startChild, waitForLog, type Child } from '../helpers/process.js';
 import { freePort, redisSuite, startRedis } from '../helpers/redis.js';
 
 const run = promisify(execFile);
@@ -151,25 +151,7 @@ async function buildStage(stage: Stage, root: string, built: Map<string, Built>)
 
 /** A process run as nobody (setpriv), its output kept; SIGKILLed when the test ends or the limit passes. */
 function startAsNobody(t: TestContext, args: string[], { cwd, env, limitMs = LIMIT_MS }: { cwd: string; env: Record<string, string>; limitMs?: number }): Child {
-  const child = spawn('setpriv', [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', ...args], {
-    cwd,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    timeout: limitMs,
-    killSignal: 'SIGKILL',
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
-  const exited = new Promise<Exit>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code, signal) => resolve({ code, signal }));
-  });
-  t.after(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  return { process: child, stdout: () => stdout, stderr: () => stderr, exited };
+  return startChild(t, 'setpriv', [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', ...args], { cwd, env, limitMs });
 }
 
 /** `node …` of an image command, with `node` (this machine's Node 24, where nobody can run it). */

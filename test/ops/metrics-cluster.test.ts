@@ -38,7 +38,6 @@ test('with two workers, every scrape counts both workers\' requests', redisSuite
   // Both workers answered some of them (the access log names the worker).
   for (const worker of [1, 2]) await waitForLog(gw.child, (line) => line.msg === 'request' && line.path === '/api/roles' && line.worker === worker, 5000);
 
-  const workersAnswering = new Set<unknown>();
   for (let i = 0; i < 4; i++) {
     const res = await getFresh(`${gw.url}/metrics`);
     assert.equal(res.status, 200, res.text);
@@ -49,11 +48,8 @@ test('with two workers, every scrape counts both workers\' requests', redisSuite
     assert.equal(valueOf(samples, 'gateway_redis_connected'), 1, `scrape ${i}`);
     assert.equal(valueOf(samples, 'gateway_store_breaker_open', { store: 'redis' }), 0, `scrape ${i}`);
   }
-  for (const worker of [1, 2]) {
-    await waitForLog(gw.child, (line) => line.msg === 'request' && line.path === '/metrics' && line.worker === worker, 5000);
-    workersAnswering.add(worker);
-  }
-  assert.equal(workersAnswering.size, 2, 'both workers answered scrapes');
+  // Both workers answered scrapes (waitForLog fails the test otherwise): each gave the group's counts.
+  for (const worker of [1, 2]) await waitForLog(gw.child, (line) => line.msg === 'request' && line.path === '/metrics' && line.worker === worker, 5000);
 });
 
 test('with two workers and management.port, the management listener answers for the group', redisSuite(), async (t) => {

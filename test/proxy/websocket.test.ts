@@ -374,8 +374,8 @@ test('WebSocket routes', async (t) => {
 
     await t.test('each backend failure wrote an "upgrade" log line with the status the client got', async () => {
       const statuses = () => logged(gw, 'upgrade').filter((l) => /^\/ws-(down|silent|forbidden)\//.test(String(l.path))).map((l) => `${l.path} ${l.status}`);
-      // The client may read the relayed 403 before the gateway logs it: wait for the line at most 1 s.
-      const deadline = Date.now() + 1000;
+      // The client may read the relayed 403 before the gateway logs it: wait for the line (bounded).
+      const deadline = Date.now() + 10_000;
       while (statuses().length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
       assert.deepEqual(statuses().sort(), ['/ws-down/x 502', '/ws-forbidden/x 403', '/ws-silent/x 504']);
     });
@@ -458,7 +458,7 @@ test('an open socket is closed when its access token expires', async (t) => {
   const { accessToken } = await signIn(gw);
   const { exp, jti } = decodeJwt(accessToken);
   const ws = await openClient(gw.url, '/ws/expiring', { token: accessToken });
-  const closed = whenClosed(ws, 6000);
+  const closed = whenClosed(ws, 20_000);
   assert.equal((await roundTrip(ws, 'alive')).data.toString(), 'alive');
   assert.equal(gw.services.proxy.openWebSockets(), 1);
 
@@ -466,9 +466,10 @@ test('an open socket is closed when its access token expires', async (t) => {
   const { code, reason, at } = await closed;
   assert.deepEqual({ code, reason }, { code: 4001, reason: 'token expired' });
   assert.equal(await theirCode, 4001, 'the backend got the close frame too');
-  // Never before the token's expiry (a few ms for Date.now against the timer clock), and soon after it.
+  // Never before the token's expiry (a few ms for Date.now against the timer clock), and soon
+  // after it: the bound is loose, a loaded machine's timers run late.
   assert.ok(at >= exp! * 1000 - 20, `closed ${exp! * 1000 - at} ms before the token expired`);
-  assert.ok(at <= exp! * 1000 + 3000, `closed ${at - exp! * 1000} ms after the token expired`);
+  assert.ok(at <= exp! * 1000 + 10_000, `closed ${at - exp! * 1000} ms after the token expired`);
   await eventually(() => backend.open() === 0, 'the backend side closed');
   // Released once both of the gateway's sockets have closed, the client's a moment later.
   await eventually(() => gw.services.proxy.openWebSockets() === 0, 'the gateway released the socket');
@@ -497,14 +498,14 @@ test('closing the gateway closes its open sockets with 1001, to both sides', asy
   const backendCodes = backend.sockets.map(backendCloseCode);
 
   let timer: NodeJS.Timeout | undefined;
-  const guard = new Promise<'pending'>((resolve) => { timer = setTimeout(() => resolve('pending'), 3000); });
-  // shutdownTimeoutMs is 500: well within the 3 s guard.
+  const guard = new Promise<'pending'>((resolve) => { timer = setTimeout(() => resolve('pending'), 15_000); });
+  // shutdownTimeoutMs is 500: the guard only catches a close that hangs, on however loaded a machine.
   const outcome = await Promise.race([gw.close().then(() => 'closed' as const), guard]).finally(() => clearTimeout(timer));
   // The clients learn of the cut a moment later; bounded, not timed.
-  await Promise.race([Promise.all(closed), new Promise((resolve) => setTimeout(resolve, 2000))]);
+  await Promise.race([Promise.all(closed), new Promise((resolve) => setTimeout(resolve, 10_000))]);
   const states = sockets.map((ws) => ws.readyState === WebSocket.CLOSED ? 'closed' : 'open');
   assert.deepEqual({ close: outcome, sockets: states }, { close: 'closed', sockets: ['closed', 'closed'] },
-    `gw.close() is ${outcome} 3 s after it was called, the open sockets: ${states.join(', ')}`);
+    `gw.close() is ${outcome} 15 s after it was called, the open sockets: ${states.join(', ')}`);
   assert.deepEqual(await Promise.all(closed), [1001, 1001], 'going away: a close frame, not a cut');
   assert.deepEqual(await Promise.all(backendCodes), [1001, 1001], 'the backend sides got the close frame too');
   await eventually(() => backend.open() === 0, 'the backend sides closed');
@@ -560,21 +561,31 @@ test('an idle WebSocket is closed with 4008; traffic either way keeps one open',
     },
   });
   const token = (await signIn(gw)).accessToken;
-  const idle = await openClient(gw.url, '/idle/x', { token });
   const busy = await openClient(gw.url, '/busy/x', { token });
   const forever = await openClient(gw.url, '/forever/x', { token });
   t.after(() => { busy.terminate(); forever.terminate(); });
-  const idleBackend = backendCloseCode(backend.sockets[0]!);
-  const { code, reason } = await whenClosed(idle);
+  // Traffic on /busy from its first moment, one echo every 100 ms: however long the steps below
+  // take on a loaded machine, it never sits idle for its timeout.
+  let pinging = true;
+  const pinger = (async () => {
+    while (pinging) {
+      assert.equal((await roundTrip(busy, 'ping')).data.toString(), 'ping');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  })();
+  // Opened last, its close awaited from the moment it is open: 300 ms is shorter than opening
+  // another socket may take under load.
+  const idle = await openClient(gw.url, '/idle/x', { token });
+  const idleClosed = whenClosed(idle);
+  const idleBackend = backendCloseCode(backend.sockets.at(-1)!);
+  const { code, reason } = await idleClosed;
   assert.deepEqual({ code, reason }, { code: 4008, reason: 'idle timeout' });
   assert.equal(await idleBackend, 4008, 'the backend got the close frame too');
   await untilClosedCount(gw, '/idle', 'idle', 1);
-  // Two idle timeouts' worth of traffic, one echo every 100 ms.
-  const until = Date.now() + 3000;
-  while (Date.now() < until) {
-    assert.equal((await roundTrip(busy, 'ping')).data.toString(), 'ping');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  // Two of /busy's idle timeouts' worth of traffic.
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  pinging = false;
+  await pinger;
   assert.equal(busy.readyState, WebSocket.OPEN, 'a socket with traffic stays open');
   assert.equal(forever.readyState, WebSocket.OPEN, 'webSocketIdleTimeoutMs: 0 never closes for idleness');
   assert.equal((await roundTrip(forever, 'still')).data.toString(), 'still');

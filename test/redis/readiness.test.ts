@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { call, DEMO, postJson, sha256Hex, show, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { call, DEMO, postJson, sha256Hex, show, startGateway, untilReady, type TestGateway } from '../helpers/gateway.js';
 import { rawRedisClient, redisSuite, startRedis } from '../helpers/redis.js';
 import { redisCli, startRedisCluster } from '../helpers/redis-topologies.js';
 
@@ -33,7 +33,10 @@ test('standalone: /readyz writes a short-lived key under the prefix, and a Redis
   const raw = await rawRedisClient(t, redis);
   const gw = await startGateway(t, { overrides: { redis: { url: redis.url, keyPrefix: 'gwready', breakerFailures: 1000 } } });
 
-  await t.test('every check is listed, all up', () => assertReadiness(gw, 200, ALL_UP, 'a healthy Redis'));
+  await t.test('every check is listed, all up', async () => {
+    await untilReady(gw);
+    await assertReadiness(gw, 200, ALL_UP, 'a healthy Redis');
+  });
 
   await t.test('the check wrote its key under the prefix, with a PX of a few seconds', async () => {
     const keys = await raw.keys('gwready:readyz:*');
@@ -61,6 +64,8 @@ test('Cluster: /readyz writes on every primary, and one killed primary makes it 
   const gw = await startGateway(t, { overrides: { redis: { clusterNodes: cluster.nodes, keyPrefix: 'gwready', breakerFailures: 1000 } } });
 
   await t.test('ready, and each primary holds a readiness key of its own slots', async () => {
+    // A fresh Cluster client may need a slots refresh before its first write goes through.
+    await untilReady(gw);
     await assertReadiness(gw, 200, ALL_UP, 'a healthy Cluster');
     for (const port of cluster.ports) {
       const keys = (await redisCli(port, ['--no-raw', 'keys', 'gwready:readyz:*'])).match(/"[^"]*"/g) ?? [];
@@ -78,6 +83,8 @@ test('Cluster: /readyz writes on every primary, and one killed primary makes it 
 test('Cluster: a stalled primary (SIGSTOP) makes /readyz 503 once the write times out', redisSuite(), async (t) => {
   const cluster = await startRedisCluster(t);
   const gw = await startGateway(t, { overrides: { redis: { clusterNodes: cluster.nodes, commandTimeoutMs: 300, breakerFailures: 1000 } } });
+  // 300 ms for three writes at once is short on a loaded machine: a precondition, so asked until it holds.
+  await untilReady(gw);
   await assertReadiness(gw, 200, ALL_UP, 'a healthy Cluster');
   // Its connections stay up: only the bound on the check (commandTimeoutMs) can tell.
   cluster.pauseNode(cluster.ports[2]!);

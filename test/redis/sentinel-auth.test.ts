@@ -7,14 +7,15 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { call, show, signIn, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { call, show, signIn, startGateway, untilReady, type TestGateway } from '../helpers/gateway.js';
 import { redisSuite } from '../helpers/redis.js';
 import { startRedisSentinel } from '../helpers/redis-topologies.js';
 
 const SENTINEL_PASSWORD = 'sentinel-only-pw-7c1e';
 
-async function readyChecks(gw: TestGateway) {
-  const res = await call(`${gw.url}/readyz`);
+/** /readyz as a gateway that should be ready (`untilReady`: its first connection may need a retry), or at once. */
+async function readyChecks(gw: TestGateway, { shouldBeReady = false } = {}) {
+  const res = shouldBeReady ? await untilReady(gw) : await call(`${gw.url}/readyz`);
   return { status: res.status, checks: res.body.message.checks, shown: show(res) };
 }
 
@@ -24,7 +25,7 @@ test('Sentinel with requirepass: the gateway authenticates to the sentinels with
 
   await t.test('with the password: ready, signs in, and the password is not in the log', async (t) => {
     const gw = await startGateway(t, { overrides: { redis: { ...redis, sentinelPassword: SENTINEL_PASSWORD } } });
-    const ready = await readyChecks(gw);
+    const ready = await readyChecks(gw, { shouldBeReady: true });
     assert.equal(ready.status, 200, ready.shown);
     assert.equal(ready.checks.redis, 'up');
     assert.equal(typeof (await signIn(gw)).accessToken, 'string');
@@ -53,7 +54,7 @@ test('Sentinel with an ACL user of its own: redis.sentinelUsername with redis.se
 
   await t.test('as that user: ready, signs in', async (t) => {
     const gw = await startGateway(t, { overrides: { redis: { ...redis, sentinelUsername: 'gw-sentinel', sentinelPassword: SENTINEL_PASSWORD } } });
-    const ready = await readyChecks(gw);
+    const ready = await readyChecks(gw, { shouldBeReady: true });
     assert.equal(ready.status, 200, ready.shown);
     assert.equal(typeof (await signIn(gw)).accessToken, 'string');
   });

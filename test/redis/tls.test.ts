@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
-import { call, show, signIn, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { call, show, signIn, startGateway, untilReady, type TestGateway } from '../helpers/gateway.js';
 import { redisSuite } from '../helpers/redis.js';
 import { makeTlsFiles, type TlsFiles } from '../helpers/redis-tls.js';
 import { startRedisCluster, startRedisSentinel, startRedisTls } from '../helpers/redis-topologies.js';
@@ -22,7 +22,7 @@ function clientFiles(files: TlsFiles) {
 }
 
 async function assertServes(gw: TestGateway, what: string): Promise<void> {
-  const ready = await call(`${gw.url}/readyz`);
+  const ready = await untilReady(gw);
   assert.equal(ready.status, 200, `${what}: ${show(ready)}`);
   assert.deepEqual(ready.body.message.checks, ALL_UP, what);
   const pair = await signIn(gw);

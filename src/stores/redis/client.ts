@@ -42,8 +42,6 @@ export interface RedisConnection {
    * reconnection the breaker may still be open from the outage.
    */
   keepChecking(intervalMs: number, check: () => Promise<unknown>): void;
-  /** True when Redis answers a PING now. */
-  ping(): Promise<boolean>;
   /**
    * True when Redis takes a write now: a SET with a short PX of a key of its own (`keys.readiness`);
    * on a Cluster one on every primary, and every slot has one. For /readyz: a PING can be
@@ -169,15 +167,6 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
         clearTimeout(retry);
       });
       onReady();
-    },
-
-    async ping() {
-      try {
-        await this.run((c) => c.ping());
-        return true;
-      } catch {
-        return false;
-      }
     },
 
     async answersWrite() {
