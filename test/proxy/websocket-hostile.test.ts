@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { signIn, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { eventually } from '../helpers/proxy.js';
 import { handshakeText, openClient, roundTrip, startWsBackend } from '../helpers/ws-backend.js';
@@ -38,7 +38,7 @@ function closePayload(code: number, reason: Buffer | string = ''): Buffer {
 }
 
 /** A raw client switched through the gateway; it never ends or closes its side unless told. */
-async function rawClient(t: { after(fn: () => void): void }, gw: TestGateway, path: string, token: string): Promise<{ socket: Socket; received: () => Buffer; ended: Promise<void> }> {
+async function rawClient(t: TestContext, gw: TestGateway, path: string, token: string): Promise<{ socket: Socket; received: () => Buffer; ended: Promise<void> }> {
   const { hostname, port } = new URL(gw.url);
   const socket = connect(Number(port), hostname);
   // The hostile client half-closes nothing: it keeps its side open whatever the gateway does.
@@ -72,7 +72,7 @@ async function rawClient(t: { after(fn: () => void): void }, gw: TestGateway, pa
 /** Generous: CLOSE_WAIT_MS (5 s) and a loaded machine. */
 const CUT_WITHIN_MS = 15_000;
 
-async function setUp(t: Parameters<Parameters<typeof test>[1]>[0]) {
+async function setUp(t: TestContext) {
   const backend = await startWsBackend(t);
   // No idle timeout: nothing but the close handling may end these connections.
   const gw = await startGateway(t, {
