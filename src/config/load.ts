@@ -69,14 +69,27 @@ function envNameFor(path: string[], envByPath: Map<string, string | undefined>):
   return undefined;
 }
 
-/** Every setting's effective value by path, for the start-up log; secrets are redacted. */
+/**
+ * Every setting's effective value by path, for the start-up log and `config check`; secrets are
+ * redacted, and so are the credentials of any URL (`https://user:password@host`): a setting that
+ * refuses them only where it is used (the directory URLs, outside the http store) still holds them.
+ */
 export function describeConfig(config: Config): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const row of describeSettings()) {
     const value = row.path.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], config);
-    out[row.path] = row.secret && value !== undefined ? '[redacted]' : value;
+    out[row.path] = row.secret && value !== undefined ? '[redacted]' : withoutUrlCredentials(value);
   }
   return out;
+}
+
+const URL_CREDENTIALS = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#@]*@/;
+
+function withoutUrlCredentials(value: unknown): unknown {
+  if (typeof value === 'string') return value.replace(URL_CREDENTIALS, '$1[redacted]@');
+  if (Array.isArray(value)) return value.map(withoutUrlCredentials);
+  if (isPlainObject(value)) return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, withoutUrlCredentials(v)]));
+  return value;
 }
 
 function readConfigFile(path: string, problems: string[]): Record<string, unknown> | undefined {
