@@ -4,8 +4,8 @@
  * source, ends in a ConfigError listing every field at fault; main.ts prints it and exits
  * before listening.
  */
-import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { OperatorFileError, readOperatorFile } from '../util/operator-file.js';
 import { configSchema, describeSettings, type Config } from './schema.js';
 
 export class ConfigError extends Error {
@@ -92,12 +92,15 @@ function withoutUrlCredentials(value: unknown): unknown {
   return value;
 }
 
+/** Far above any real configuration (routes, limits, inline PEMs), far below trouble. */
+const MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024;
+
 function readConfigFile(path: string, problems: string[]): Record<string, unknown> | undefined {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readOperatorFile(path, MAX_CONFIG_FILE_BYTES);
   } catch (err) {
-    problems.push(`GATEWAY_CONFIG: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    problems.push(`GATEWAY_CONFIG: cannot read ${path} (${err instanceof OperatorFileError ? err.reason : 'error'})`);
     return undefined;
   }
   try {
