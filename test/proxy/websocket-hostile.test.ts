@@ -7,7 +7,8 @@
  * returns to zero.
  */
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
+import { createHash } from 'node:crypto';
+import { connect, createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { signIn, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { eventually } from '../helpers/proxy.js';
@@ -151,3 +152,46 @@ test('a client stalled in the middle of a huge frame does not hold the gateway\'
   await client.ended;
   assert.equal(gw.services.proxy.openWebSockets(), 0);
 });
+
+/** A backend that switches every handshake by hand, then never reads, answers or closes anything. */
+async function startDeafBackend(t: TestContext): Promise<{ url: string; sockets: Socket[] }> {
+  const sockets: Socket[] = [];
+  const server = createTcpServer((socket) => {
+    sockets.push(socket);
+    socket.on('error', () => {});
+    let head = '';
+    const onData = (chunk: Buffer) => {
+      head += chunk.toString('latin1');
+      if (!head.includes('\r\n\r\n')) return;
+      socket.off('data', onData);
+      const key = /\r\nsec-websocket-key: *([^\r]+)/i.exec(head)?.[1] ?? '';
+      const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+      socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+      // From here on: swallow everything, end nothing.
+      socket.on('data', () => {});
+    };
+    socket.on('data', onData);
+  });
+  // A half-closed socket stays open on this side until the test ends it.
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()); }));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, sockets };
+}
+
+for (const how of ['closes its socket', 'is cut', 'sends a close frame and closes']) {
+  test(`a client that ${how}, in front of a backend that never closes: the backend side is cut after the close wait`, async (t) => {
+    const backend = await startDeafBackend(t);
+    const gw = await startGateway(t, {
+      overrides: { routes: [{ prefix: '/ws', targets: [backend.url], websocket: true, webSocketIdleTimeoutMs: 0 }] },
+    });
+    const token = (await signIn(gw)).accessToken;
+    const client = await rawClient(t, gw, '/ws/deaf', token);
+    await eventually(() => gw.services.proxy.openWebSockets() === 1, 'the relay took the connection');
+    if (how === 'is cut') client.socket.resetAndDestroy();
+    else {
+      if (how !== 'closes its socket') client.socket.write(frame(0x8, closePayload(1000)));
+      client.socket.end();
+    }
+    await eventually(() => gw.services.proxy.openWebSockets() === 0, 'the connection to the deaf backend was let go', CUT_WITHIN_MS);
+  });
+}
