@@ -154,7 +154,7 @@ test('a client stalled in the middle of a huge frame does not hold the gateway\'
 });
 
 /** A backend that switches every handshake by hand, then never reads, answers or closes anything. */
-async function startDeafBackend(t: TestContext): Promise<{ url: string; sockets: Socket[] }> {
+async function startDeafBackend(t: TestContext, { read = true } = {}): Promise<{ url: string; sockets: Socket[] }> {
   const sockets: Socket[] = [];
   const server = createTcpServer((socket) => {
     sockets.push(socket);
@@ -167,8 +167,9 @@ async function startDeafBackend(t: TestContext): Promise<{ url: string; sockets:
       const key = /\r\nsec-websocket-key: *([^\r]+)/i.exec(head)?.[1] ?? '';
       const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
       socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
-      // From here on: swallow everything, end nothing.
-      socket.on('data', () => {});
+      // From here on: swallow everything (or read nothing at all), end nothing.
+      if (read) socket.on('data', () => {});
+      else socket.pause();
     };
     socket.on('data', onData);
   });
@@ -195,3 +196,21 @@ for (const how of ['closes its socket', 'is cut', 'sends a close frame and close
     await eventually(() => gw.services.proxy.openWebSockets() === 0, 'the connection to the deaf backend was let go', CUT_WITHIN_MS);
   });
 }
+
+test('a backend that stops reading and then resets its connection: the client side is let go too', async (t) => {
+  const backend = await startDeafBackend(t, { read: false });
+  const gw = await startGateway(t, {
+    overrides: { routes: [{ prefix: '/ws', targets: [backend.url], websocket: true, webSocketIdleTimeoutMs: 0 }] },
+  });
+  const token = (await signIn(gw)).accessToken;
+  const client = await rawClient(t, gw, '/ws/full', token);
+  await eventually(() => gw.services.proxy.openWebSockets() === 1, 'the relay took the connection');
+  // Frames until the backend's window and the gateway's buffers are full: the relay pauses the client.
+  const big = frame(0x2, Buffer.alloc(1024 * 1024));
+  for (let i = 0; i < 64 && client.socket.write(big); i++);
+  for (let i = 0; i < 16; i++) client.socket.write(big);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  backend.sockets[0]!.resetAndDestroy();
+  await eventually(() => gw.services.proxy.openWebSockets() === 0, 'the connection was let go', CUT_WITHIN_MS);
+  await client.ended;
+});
