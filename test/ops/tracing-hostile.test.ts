@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import { startBackend } from '../helpers/backend.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { rawExchange } from '../helpers/raw-http.js';
@@ -33,14 +33,17 @@ const HOSTILE: [string, [string, string][]][] = [
   ['a tracestate alone', [['tracestate', 'a=1']]],
 ];
 
-async function startCollector(t: TestContext): Promise<string> {
+/** Closed by the caller, after the gateway: its last export must find the collector there. */
+async function startCollector(): Promise<{ url: string; close(): Promise<void> }> {
   const server = createServer((req, res) => {
     req.resume();
     req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
 }
 
 async function send(gw: TestGateway, headers: [string, string][]) {
@@ -52,12 +55,17 @@ for (const tracing of [true, false]) {
   for (const trusted of [true, false]) {
     test(`hostile trace context, tracing ${tracing ? 'on' : 'off'}, from ${trusted ? 'a trusted proxy' : 'an untrusted peer'}`, async (t) => {
       const backend = await startBackend(t);
-      const gw = await startGateway(t, {
+      const collector = tracing ? await startCollector() : undefined;
+      const gw = await startGateway(undefined, {
         overrides: {
           routes: [{ name: 'things', prefix: '/api/things', targets: [backend.url], auth: 'public' }],
           proxy: { trustedProxies: trusted ? ['127.0.0.1/32', '::1/128'] : [] },
-          ...(tracing ? { tracing: { otlpEndpoint: await startCollector(t) } } : {}),
+          ...(collector !== undefined ? { tracing: { otlpEndpoint: collector.url } } : {}),
         },
+      });
+      t.after(async () => {
+        await gw.close();
+        await collector?.close();
       });
       for (const [what, headers] of HOSTILE) {
         const res = await send(gw, headers);
