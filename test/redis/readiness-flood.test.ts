@@ -34,3 +34,23 @@ test('a flood of /readyz while Redis stalls: every call answers 503 in time, and
   // The stalled check's write, and the last call's own.
   assert.ok(writes <= 2, `${writes} readiness writes for 51 calls`);
 });
+
+test('/metrics answers while Redis stalls, and a flood of it writes nothing to Redis', redisSuite(), async (t) => {
+  const redis = await startRedis(t);
+  const raw = await rawRedisClient(t, redis);
+  const gw = await startGateway(t, { overrides: { redis: { url: redis.url, commandTimeoutMs: 1000 } } });
+  assert.equal((await call(`${gw.url}/readyz`)).status, 200);
+  const before = await setCalls(raw);
+  redis.pause();
+  try {
+    const answers = await Promise.all(Array.from({ length: 20 }, async () => {
+      const res = await fetch(`${gw.url}/metrics`, { signal: AbortSignal.timeout(10_000) });
+      const text = await res.text();
+      return `${res.status} ${/^gateway_redis_connected \d/m.test(text)}`;
+    }));
+    assert.deepEqual([...new Set(answers)], ['200 true']);
+  } finally {
+    redis.resume();
+  }
+  assert.equal(await setCalls(raw) - before, 0, 'a scrape asks nothing of Redis');
+});
