@@ -63,3 +63,15 @@ test('the management listener answers its three paths, and the envelope for anyt
   }
   assert.equal((await fetch(`${url}/healthz`)).status, 200);
 });
+
+test('with management.port, a WebSocket handshake for a management path on the main port reaches no catch-all WebSocket route', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await startGateway(t, {
+    overrides: { management: { port: 0 }, routes: [{ name: 'all', prefix: '/', targets: [backend.url], auth: 'public', websocket: true }] },
+  });
+  for (const path of ['/metrics', '/HEALTHZ', '/readyz;x', '//metrics/']) {
+    const res = await rawExchange(gw.url, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+    assert.equal(res.status, 404, path);
+  }
+  assert.deepEqual(backend.received.map((r) => r.url), []);
+});
