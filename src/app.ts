@@ -92,7 +92,7 @@ export function createListeners(services: Services): Listeners {
 
 /**
  * The management listener's (server.ts, when `management.port` is set): /healthz, /readyz and
- * /metrics only, behind the same request id and error boundary; not logged per request (a
+ * /metrics only, behind the same request id, error boundary and request screening; not logged per request (a
  * scraper and a load balancer call it every few seconds) nor counted in the request metrics.
  */
 export function createManagementListener(services: Services): RequestListener {
@@ -100,6 +100,9 @@ export function createManagementListener(services: Services): RequestListener {
   const router = createManagementRouter(services);
   app.use(assignRequestId());
   app.use(errorBoundary({ log: services.log }));
+  // The edge's head and path checks, as on the main port: a target that is not origin-form
+  // (`http://evil/metrics`) or a malformed head is refused here too.
+  app.use(screenRequests());
   app.use(router.routes());
   app.use(answerUnmatched());
   return app.callback();

@@ -12,7 +12,7 @@
  * at that deadline is cut. test/ops/drain.test.ts holds it against a real process.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createListeners, createManagementListener } from './app.js';
@@ -42,40 +42,20 @@ export interface RunningServer {
 }
 
 export async function startServer(services: Services): Promise<RunningServer> {
-  const { host, port, drainDelayMs, shutdownTimeoutMs, requestTimeoutMs } = services.config.server;
+  const { host, port, drainDelayMs, shutdownTimeoutMs } = services.config.server;
   const { log } = services;
   const listeners = createListeners(services);
-  const server = createServer({
-    // Slow-loris bounds: headers within 10 s, the whole request within requestTimeoutMs.
-    headersTimeout: Math.min(10_000, requestTimeoutMs),
-    requestTimeout: requestTimeoutMs,
-    // How often Node checks those two timeouts (its default, 30 s, would let them overrun).
-    connectionsCheckingInterval: 1000,
-    maxHeaderSize: 16_384,
-    // Checked by the app (http/middleware/request-head.ts), so that the answer is the envelope.
-    requireHostHeader: false,
+  const server = createGatewayServer(services, listeners.request, {
     // Only a WebSocket handshake the edge routes to a WebSocket route becomes an 'upgrade'
     // event; any other Upgrade header is ignored and the request served (or refused) as usual.
     shouldUpgradeCallback: listeners.shouldUpgrade,
-  }, listeners.request);
+  });
   server.on('upgrade', listeners.upgrade);
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, services.log));
-  // Without these listeners Node answers an unknown Expect with a bare 417 and drops CONNECT
-  // without a word; both get the envelope instead.
-  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    const requestId = requestIdOf(req);
-    services.log.info({ requestId, status: 417 }, 'refused a request before the app');
-    // Its body was not read: the answer closes the connection.
-    answerResponse(res, errorAnswer(new ExpectationFailed(), requestId, false), requestId);
-  });
-  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
-    refuseBeforeApp(socket, new MethodNotAllowed(SERVED_METHODS), services.log, 'CONNECT', requestIdOf(req));
-  });
 
   await services.warmUp();
   await listen(server, port, host);
   const url = urlOf(server);
-  const management = services.config.management.port === undefined ? undefined : createServer(createManagementListener(services));
+  const management = services.config.management.port === undefined ? undefined : createGatewayServer(services, createManagementListener(services));
   if (management !== undefined) {
     try {
       await listen(management, services.config.management.port!, services.config.management.host ?? host);
@@ -140,6 +120,39 @@ export async function startServer(services: Services): Promise<RunningServer> {
     },
   };
   return running;
+}
+
+/**
+ * An HTTP server with the bounds and refusals every listener of the gateway has, the management
+ * listener's too: slow-loris timeouts, the head size, and the envelope for what Node refuses
+ * before any app sees it.
+ */
+function createGatewayServer(services: Services, listener: RequestListener, options: ServerOptions = {}): Server {
+  const { requestTimeoutMs } = services.config.server;
+  const server = createServer({
+    // Slow-loris bounds: headers within 10 s, the whole request within requestTimeoutMs.
+    headersTimeout: Math.min(10_000, requestTimeoutMs),
+    requestTimeout: requestTimeoutMs,
+    // How often Node checks those two timeouts (its default, 30 s, would let them overrun).
+    connectionsCheckingInterval: 1000,
+    maxHeaderSize: 16_384,
+    // Checked by the app (http/middleware/request-head.ts), so that the answer is the envelope.
+    requireHostHeader: false,
+    ...options,
+  }, listener);
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, services.log));
+  // Without these listeners Node answers an unknown Expect with a bare 417 and drops CONNECT
+  // without a word; both get the envelope instead.
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const requestId = requestIdOf(req);
+    services.log.info({ requestId, status: 417 }, 'refused a request before the app');
+    // Its body was not read: the answer closes the connection.
+    answerResponse(res, errorAnswer(new ExpectationFailed(), requestId, false), requestId);
+  });
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    refuseBeforeApp(socket, new MethodNotAllowed(SERVED_METHODS), services.log, 'CONNECT', requestIdOf(req));
+  });
+  return server;
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

@@ -20,12 +20,12 @@
  * it for every algorithm.
  */
 import { constants, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign as cryptoSign, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { createVerifier } from 'fast-jwt';
 import { decodeProtectedHeader, type JSONWebKeySet, type JWK, type JWTPayload } from 'jose';
 import type { Config, SigningKeyConfig } from '../config/schema.js';
 import { InvalidToken } from '../errors/errors.js';
 import type { Clock } from '../util/clock.js';
+import { OperatorFileError, readOperatorFile } from '../util/operator-file.js';
 import { newId } from './refresh.js';
 import { createVerifiedTokenCache, type VerifiedTokenStats } from './verified-tokens.js';
 
@@ -410,6 +410,9 @@ export class SigningKeyError extends Error {
   override name = 'SigningKeyError';
 }
 
+/** A PEM key is a few KiB; a pemFile larger than this is not one. */
+const MAX_PEM_FILE_BYTES = 1024 * 1024;
+
 function loadKeys(configured: readonly SigningKeyConfig[]): { keys: LoadedKey[]; isEphemeral: boolean } {
   if (configured.length === 0) {
     const { privateKey, publicKey } = generateKeyPairSync('ed25519');
@@ -420,9 +423,9 @@ function loadKeys(configured: readonly SigningKeyConfig[]): { keys: LoadedKey[];
     const where = `signing.keys.${i} (kid "${entry.kid}")`;
     let pem: string;
     try {
-      pem = entry.pem ?? readFileSync(entry.pemFile!, 'utf8');
+      pem = entry.pem ?? readOperatorFile(entry.pemFile!, MAX_PEM_FILE_BYTES);
     } catch (err) {
-      throw new SigningKeyError(`${where}: cannot read pemFile (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      throw new SigningKeyError(`${where}: cannot read pemFile (${err instanceof OperatorFileError ? err.reason : 'error'})`);
     }
     let privateKey: KeyObject | undefined;
     let publicKey: KeyObject;

@@ -4,8 +4,8 @@
  * source, ends in a ConfigError listing every field at fault; main.ts prints it and exits
  * before listening.
  */
-import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { OperatorFileError, readOperatorFile } from '../util/operator-file.js';
 import { configSchema, describeSettings, type Config } from './schema.js';
 
 export class ConfigError extends Error {
@@ -69,22 +69,38 @@ function envNameFor(path: string[], envByPath: Map<string, string | undefined>):
   return undefined;
 }
 
-/** Every setting's effective value by path, for the start-up log; secrets are redacted. */
+/**
+ * Every setting's effective value by path, for the start-up log and `config check`; secrets are
+ * redacted, and so are the credentials of any URL (`https://user:password@host`): a setting that
+ * refuses them only where it is used (the directory URLs, outside the http store) still holds them.
+ */
 export function describeConfig(config: Config): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const row of describeSettings()) {
     const value = row.path.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], config);
-    out[row.path] = row.secret && value !== undefined ? '[redacted]' : value;
+    out[row.path] = row.secret && value !== undefined ? '[redacted]' : withoutUrlCredentials(value);
   }
   return out;
 }
 
+const URL_CREDENTIALS = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#@]*@/;
+
+function withoutUrlCredentials(value: unknown): unknown {
+  if (typeof value === 'string') return value.replace(URL_CREDENTIALS, '$1[redacted]@');
+  if (Array.isArray(value)) return value.map(withoutUrlCredentials);
+  if (isPlainObject(value)) return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, withoutUrlCredentials(v)]));
+  return value;
+}
+
+/** Far above any real configuration (routes, limits, inline PEMs), far below trouble. */
+const MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024;
+
 function readConfigFile(path: string, problems: string[]): Record<string, unknown> | undefined {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readOperatorFile(path, MAX_CONFIG_FILE_BYTES);
   } catch (err) {
-    problems.push(`GATEWAY_CONFIG: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    problems.push(`GATEWAY_CONFIG: cannot read ${path} (${err instanceof OperatorFileError ? err.reason : 'error'})`);
     return undefined;
   }
   try {

@@ -2,8 +2,8 @@
  * GET /metrics (Prometheus text), GET /healthz (liveness: the process answers) and GET /readyz (readiness: every store it
  * depends on answers). A load balancer should route on /readyz and restart on /healthz.
  *
- * Each check is asked anew on every /readyz, all at once, and one that has not answered within
- * its own `timeoutMs` counts as down: a stalled store must make the instance unready, not make
+ * Each check is asked anew on every /readyz (while one is out, its answer is shared), all at
+ * once, and one that has not answered within its own `timeoutMs` counts as down: a stalled store must make the instance unready, not make
  * the load balancer's probe time out (which some take for "keep the old state").
  * Once the gateway is stopping (SIGTERM, server.ts), /readyz answers 503 `draining` at once,
  * without asking the stores, while requests are still served.
@@ -28,13 +28,25 @@ export function reportLiveness() {
 }
 
 export function reportReadiness({ checks, isDraining }: { checks: readonly ReadinessCheck[]; isDraining: () => boolean }) {
+  // One answer in flight per check: the /readyz calls that arrive while a check is out share
+  // its answer. /readyz needs no credential (and is public without management.port), and the
+  // Redis check writes: no rate of calls may become that rate of writes to Redis.
+  const inFlight = new Map<ReadinessCheck, Promise<boolean>>();
+  const ask = (check: ReadinessCheck): Promise<boolean> => {
+    let asked = inFlight.get(check);
+    if (asked === undefined) {
+      asked = withinTimeout(check).finally(() => inFlight.delete(check));
+      inFlight.set(check, asked);
+    }
+    return asked;
+  };
   return async function reportReadiness(ctx: Context): Promise<void> {
     if (isDraining()) {
       ctx.status = 503;
       ctx.body = { success: false, message: { status: 'draining', checks: {} } };
       return;
     }
-    const results = await Promise.all(checks.map(async (c) => [c.name, await withinTimeout(c)] as const));
+    const results = await Promise.all(checks.map(async (c) => [c.name, await ask(c)] as const));
     const ready = results.every(([, isReady]) => isReady);
     ctx.status = ready ? 200 : 503;
     ctx.body = { success: ready, message: { status: ready ? 'ready' : 'unavailable', checks: Object.fromEntries(results.map(([n, r]) => [n, r ? 'up' : 'down'])) } };
