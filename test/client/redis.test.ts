@@ -358,8 +358,10 @@ test('the client against two gateway instances on one Redis, through a round-rob
 
   await t.test('Redis stopped: valid tokens keep working; sign-in is retried per Retry-After, then ServerError store_unavailable', async (t) => {
     const fresh = new GatewayClient({ baseUrl: lb.url, credentials: key, renewBeforeMs: 500 });
-    // Renews 100 ms after it got its token, which stays valid for 4 s: due, not expired.
-    const due = new GatewayClient({ baseUrl: lb.url, credentials: key, renewBeforeMs: TTL_SECONDS * 1000 - 100 });
+    // Renews 100 ms after it got its token, which stays valid for 4 s: due, not expired. Its
+    // renewal does not wait out the 503s' Retry-After (1 s, three tries): on a busy machine
+    // those 2 s and more could outlast the token, and the fallback under test would not apply.
+    const due = new GatewayClient({ baseUrl: lb.url, credentials: key, renewBeforeMs: TTL_SECONDS * 1000 - 100, retry: { maxRetryAfterMs: 100 } });
     await Promise.all([fresh.signIn(), due.signIn()]);
     await sleep(150);
     await redis.kill();
