@@ -2,17 +2,25 @@
  * gatewayctl: the operator's command line, over the owner API of a running gateway (so it
  * works the same on file and on Redis state, and every change is validated and audited there
  * as any other). It authenticates with an admin token from GATEWAY_ADMIN_TOKEN, never from an
- * argument, so the token stays out of shell history and `ps`. Only `admin-token` is offline:
- * it makes a new token and the digest to put in `owner.adminTokenDigests`.
+ * argument, so the token stays out of shell history and `ps`. Each command names an owner
+ * operation (http/routes/owner/) and takes its method, path and schemas from that description,
+ * so the command line cannot drift from the API. Offline: `admin-token` makes a new token and the
+ * digest to put in `owner.adminTokenDigests`; `migrate`, `export` and `import` move the owners'
+ * state between the stores (owner-data.ts).
  *
  * Replaces `npm run tokens:reset` (→ `reset`) and `npm run keys:create -- --redis` (→ `keys
  * create`), which wrote to Redis behind the gateway's back.
  */
 import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { ADDRESS_PATTERN, ID_PATTERN, ID_SPELLING } from '../domain/formats.js';
+import type { z } from 'zod';
+import type { Config } from '../config/schema.js';
+import { ID_PATTERN, ID_SPELLING } from '../domain/formats.js';
 import { randomBase62 } from '../domain/random.js';
 import { ADMIN_TOKEN_PREFIX, adminTokenDigest } from '../http/owner/caller.js';
+import type { Operation } from '../http/owner/operation.js';
+import { ownerOperations } from '../http/routes/owner/index.js';
+import type { OwnerServices } from '../owner/service.js';
 import { loadConfig } from '../config/load.js';
 import { CopyRefused, exportData, importData, migrate, readExport, type StoreName } from './owner-data.js';
 import { runWhenExecuted, UsageError } from './redis.js';
@@ -112,7 +120,30 @@ export class GatewayRefusal extends Error {
 }
 
 interface Client {
-  call(method: string, path: string, body?: unknown): Promise<any>;
+  /**
+   * Calls the owner operation `operationId` (http/routes/owner/): its method and path come from
+   * the operation's description, its path parameters and body are checked against the
+   * operation's own schemas before anything is sent, so a mistyped argument is a usage error
+   * naming the field, as the gateway would answer it.
+   */
+  run(operationId: string, params?: Record<string, string | number>, options?: { body?: unknown; query?: Record<string, string | number | undefined> }): Promise<any>;
+}
+
+/**
+ * The owner API's operations, as data: only their descriptions are read here (method, path,
+ * schemas), never their handlers, so the services they would call are not needed.
+ */
+const OPERATIONS: ReadonlyMap<string, Operation> = new Map(ownerOperations({} as OwnerServices, {
+  config: { owner: {} as Config['owner'] },
+  signAnswers: async () => undefined,
+}).map((op) => [op.operationId, op]));
+
+function checked(schema: z.ZodType | undefined, value: unknown, what: string): void {
+  if (schema === undefined || value === undefined) return;
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return;
+  const issue = parsed.error.issues[0]!;
+  throw new UsageError(`${what}${issue.path.length > 0 ? ` ${issue.path.join('.')}` : ''}: ${issue.message}`);
 }
 
 function connect(url: string): Client {
@@ -122,8 +153,7 @@ function connect(url: string): Client {
   } catch {
     throw new UsageError(`--url "${url}" is not a URL`);
   }
-  return {
-    async call(method, path, body) {
+  async function call(method: string, path: string, body?: unknown): Promise<any> {
       const token = process.env.GATEWAY_ADMIN_TOKEN;
       if (token === undefined || token === '') throw new UsageError('set GATEWAY_ADMIN_TOKEN to an admin token (make one with: npm run ctl -- admin-token)');
       const target = new URL(`/owner/v1${path}`, base);
@@ -151,6 +181,16 @@ function connect(url: string): Client {
         ? `${m.code}: ${m.description}${m.field !== undefined ? ` (field "${m.field}")` : ''}`
         : text.slice(0, 200);
       throw new GatewayRefusal(`${method} ${target.pathname} answered ${res.status} ${why}`);
+  }
+  return {
+    run(operationId, params = {}, { body, query } = {}) {
+      const op = OPERATIONS.get(operationId);
+      if (op === undefined) throw new TypeError(`no owner operation ${operationId}`);
+      checked(op.params, Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)])), 'argument');
+      checked(op.body, body, 'option');
+      const path = op.path.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(String(params[name])));
+      const search = new URLSearchParams(Object.entries(query ?? {}).filter(([, v]) => v !== undefined).map(([k, v]): [string, string] => [k, String(v)])).toString();
+      return call(op.method.toUpperCase(), `${path.slice('/owner/v1'.length)}${search === '' ? '' : `?${search}`}`, body);
     },
   };
 }
@@ -163,26 +203,7 @@ function need(value: string | undefined, what: string): string {
 function accountArg(positionals: string[], index: number): string {
   const id = need(positionals[index], '<accountId>');
   if (!ID_PATTERN.test(id)) throw new UsageError(`"${id}": account ids are ${ID_SPELLING}`);
-  return encodeURIComponent(id);
-}
-
-/** A positional id (a key's, a settings token's), encoded for the path. */
-function idArg(positionals: string[], index: number, what: string): string {
-  const id = need(positionals[index], what);
-  if (!ID_PATTERN.test(id)) throw new UsageError(`"${id}": ${what} is ${ID_SPELLING}`);
-  return encodeURIComponent(id);
-}
-
-function roleIdArg(value: string | undefined, what: string): number {
-  const text = need(value, what);
-  if (!/^(?:0|[1-9][0-9]{0,15})$/.test(text)) throw new UsageError(`${what} is a whole number from 0`);
-  return Number(text);
-}
-
-function addressArg(positionals: string[], index: number): string {
-  const address = need(positionals[index], '<address>');
-  if (!ADDRESS_PATTERN.test(address)) throw new UsageError(`"${address}": an address is 0x and 40 hex digits`);
-  return address;
+  return id;
 }
 
 function wholeNumber(value: string | undefined, option: string, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}): number {
@@ -197,12 +218,12 @@ function signTimes(values: Values) {
   return { signedNonce: wholeNumber(values.nonce, '--nonce'), signedAt: need(values['signed-at'], '--signed-at'), signedExpiredAt: need(values['expires-at'], '--expires-at') };
 }
 
-/** Every page of a listing, following `nextCursor`. */
-async function listAll(client: Client, path: string): Promise<any[]> {
+/** Every page of a listing operation, following `nextCursor`. */
+async function listAll(client: Client, operationId: string, params: Record<string, string>): Promise<any[]> {
   const items: any[] = [];
   let cursor: string | undefined;
   do {
-    const page = await client.call('GET', `${path}?limit=100${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
+    const page = await client.run(operationId, params, { query: { limit: 100, cursor } });
     items.push(...page.items);
     cursor = page.nextCursor;
   } while (cursor !== undefined);
@@ -282,17 +303,17 @@ async function dispatch(client: Client, command: string, sub: string | undefined
   const scopes = values.scope === undefined ? {} : { scopes: values.scope };
   switch (['reset', 'audit', 'usage'].includes(command) ? command : `${command} ${sub ?? ''}`.trim()) {
     case 'accounts create': {
-      const account = await client.call('POST', '/accounts', { name: need(values.name, '--name'), ...(values.id === undefined ? {} : { id: values.id }) });
+      const account = await client.run('createAccount', {}, { body: { name: need(values.name, '--name'), ...(values.id === undefined ? {} : { id: values.id }) } });
       return { text: `Created account ${account.id} ("${account.name}").`, json: account };
     }
     case 'accounts list': {
-      const items = await listAll(client, '/accounts');
+      const items = await listAll(client, 'listAccounts', {});
       return { text: table(items, ['id', 'name', 'enabled', 'createdAt']), json: items };
     }
     case 'accounts disable':
     case 'accounts enable': {
       const enabled = sub === 'enable';
-      const account = await client.call('PATCH', `/accounts/${accountArg(positionals, 2)}`, { enabled });
+      const account = await client.run('updateAccount', { accountId: accountArg(positionals, 2) }, { body: { enabled } });
       return {
         text: enabled ? `Enabled account ${account.id}.` : `Disabled account ${account.id}: its keys no longer sign in and every token issued to it is refused.`,
         json: account,
@@ -303,25 +324,25 @@ async function dispatch(client: Client, command: string, sub: string | undefined
       const chosen = values.password;
       // A generated one keeps the password out of shell history; the owner must change it anyway.
       const initialPassword = chosen ?? randomBase62(20);
-      const member = await client.call('POST', `/accounts/${account}/owners`, { email: need(values.email, '--email'), initialPassword });
-      const lines = [`Added ${member.email} as an owner of ${decodeURIComponent(account)} (owner id ${member.ownerId}).`];
+      const member = await client.run('addOwner', { accountId: account }, { body: { email: need(values.email, '--email'), initialPassword } });
+      const lines = [`Added ${member.email} as an owner of ${account} (owner id ${member.ownerId}).`];
       if (chosen === undefined) lines.push(`Initial password: ${initialPassword}`, '                  (if the owner is new: give it to them; it must be changed at the first sign-in)');
       return { text: lines.join('\n'), json: chosen === undefined ? { ...member, initialPassword } : member };
     }
     case 'invites create': {
-      const answer = await client.call('POST', `/accounts/${accountArg(positionals, 2)}/invites`, { email: need(values.email, '--email') });
+      const answer = await client.run('createInvite', { accountId: accountArg(positionals, 2) }, { body: { email: need(values.email, '--email') } });
       return { text: [`Invite ${answer.invite.id} for ${answer.invite.email}, valid until ${answer.invite.expiresAt}:`, answer.url, '(shown this once)'].join('\n'), json: answer };
     }
     case 'keys list': {
-      const items = await listAll(client, `/accounts/${accountArg(positionals, 2)}/keys`);
+      const items = await listAll(client, 'listKeys', { accountId: accountArg(positionals, 2) });
       return { text: table(items, ['id', 'apiKey', 'name', 'enabled', 'scopes', 'createdAt', 'previousValidUntil']), json: items };
     }
     case 'keys create': {
       const body = { name: need(values.name, '--name'), ...(values.description === undefined ? {} : { description: values.description }), ...scopes };
-      const answer = await client.call('POST', `/accounts/${accountArg(positionals, 2)}/keys`, body);
+      const answer = await client.run('createKey', { accountId: accountArg(positionals, 2) }, { body });
       return {
         text: [
-          `Key ${answer.key.id} of account ${decodeURIComponent(positionals[2]!)}:`,
+          `Key ${answer.key.id} of account ${positionals[2]!}:`,
           `API key:    ${answer.key.apiKey}`,
           `API secret: ${answer.apiSecret}`,
           '            (shown this once; the gateway keeps only a digest)',
@@ -333,8 +354,8 @@ async function dispatch(client: Client, command: string, sub: string | undefined
     case 'reset': {
       const account = accountArg(positionals, 1);
       const answer = values.key === undefined
-        ? await client.call('POST', `/accounts/${account}/reset`)
-        : await client.call('POST', `/accounts/${account}/keys/${encodeURIComponent(values.key)}/reset`);
+        ? await client.run('resetAccount', { accountId: account })
+        : await client.run('resetKey', { accountId: account, keyId: values.key });
       const what = answer.keyId === undefined ? `every key of account ${answer.accountId} (and its API settings tokens)` : `key ${answer.keyId} of account ${answer.accountId}`;
       return { text: `Reset the tokens of ${what} at ${answer.resetAt}: every token issued until then is refused.`, json: answer };
     }
@@ -342,7 +363,7 @@ async function dispatch(client: Client, command: string, sub: string | undefined
       const expires = values['expires-in'];
       if (expires !== undefined && !/^[1-9]\d*$/.test(expires)) throw new UsageError('--expires-in is a whole number of seconds');
       const body = { name: need(values.name, '--name'), ...scopes, ...(expires === undefined ? {} : { expiresInSeconds: Number(expires) }) };
-      const answer = await client.call('POST', `/accounts/${accountArg(positionals, 2)}/settings-tokens`, body);
+      const answer = await client.run('createSettingsToken', { accountId: accountArg(positionals, 2) }, { body });
       return {
         text: [
           `API settings token ${answer.settingsToken.id} ("${answer.settingsToken.name}"${answer.settingsToken.expiresAt === undefined ? ', never expires' : `, expires ${answer.settingsToken.expiresAt}`}):`,
@@ -354,8 +375,8 @@ async function dispatch(client: Client, command: string, sub: string | undefined
     }
     case 'keys roll': {
       const account = accountArg(positionals, 2);
-      const keyId = idArg(positionals, 3, '<keyId>');
-      const answer = await client.call('POST', `/accounts/${account}/keys/${keyId}/roll`, { overlapSeconds: wholeNumber(values.overlap, '--overlap', { max: 2_592_000 }) });
+      const keyId = need(positionals[3], '<keyId>');
+      const answer = await client.run('rollKey', { accountId: account, keyId }, { body: { overlapSeconds: wholeNumber(values.overlap, '--overlap', { max: 2_592_000 }) } });
       return {
         text: [
           `New secret of key ${answer.key.id}${answer.key.previousValidUntil === undefined ? ' (the old one no longer signs in)' : ` (the old one signs in until ${answer.key.previousValidUntil})`}:`,
@@ -367,57 +388,57 @@ async function dispatch(client: Client, command: string, sub: string | undefined
       };
     }
     case 'keys reset': {
-      const answer = await client.call('POST', `/accounts/${accountArg(positionals, 2)}/keys/${idArg(positionals, 3, '<keyId>')}/reset`);
+      const answer = await client.run('resetKey', { accountId: accountArg(positionals, 2), keyId: need(positionals[3], '<keyId>') });
       return { text: `Reset the tokens of key ${answer.keyId} of account ${answer.accountId} at ${answer.resetAt}: every token issued until then is refused.`, json: answer };
     }
     case 'keys disable':
     case 'keys enable': {
       const enabled = sub === 'enable';
-      const key = await client.call('PATCH', `/accounts/${accountArg(positionals, 2)}/keys/${idArg(positionals, 3, '<keyId>')}`, { enabled });
+      const key = await client.run('updateKey', { accountId: accountArg(positionals, 2), keyId: need(positionals[3], '<keyId>') }, { body: { enabled } });
       return { text: enabled ? `Enabled key ${key.id}.` : `Disabled key ${key.id}: it no longer signs in and its access tokens are refused.`, json: key };
     }
     case 'keys revoke': {
-      const answer = await client.call('DELETE', `/accounts/${accountArg(positionals, 2)}/keys/${idArg(positionals, 3, '<keyId>')}`);
+      const answer = await client.run('deleteKey', { accountId: accountArg(positionals, 2), keyId: need(positionals[3], '<keyId>') });
       return { text: `Revoked (deleted) key ${answer.id}: its access tokens are refused at once.`, json: answer };
     }
     case 'settings-tokens list': {
-      const items = await listAll(client, `/accounts/${accountArg(positionals, 2)}/settings-tokens`);
+      const items = await listAll(client, 'listSettingsTokens', { accountId: accountArg(positionals, 2) });
       return { text: table(items, ['id', 'name', 'start', 'status', 'scopes', 'createdAt', 'expiresAt', 'lastUsedAt']), json: items };
     }
     case 'settings-tokens revoke': {
-      const answer = await client.call('DELETE', `/accounts/${accountArg(positionals, 2)}/settings-tokens/${idArg(positionals, 3, '<tokenId>')}`);
-      return { text: `Revoked API settings token ${answer.id ?? decodeURIComponent(positionals[3]!)}.`, json: answer };
+      const answer = await client.run('revokeSettingsToken', { accountId: accountArg(positionals, 2), tokenId: need(positionals[3], '<tokenId>') });
+      return { text: `Revoked API settings token ${answer.id}.`, json: answer };
     }
     case 'roles list': {
-      const items = await listAll(client, `/accounts/${accountArg(positionals, 2)}/roles`);
+      const items = await listAll(client, 'listAccountRoles', { accountId: accountArg(positionals, 2) });
       return { text: table(items, ['id', 'slug', 'name', 'public', 'description']), json: items };
     }
     case 'roles create': {
       const body = {
-        id: roleIdArg(values.id, '--id'), slug: need(values.slug, '--slug'), name: need(values.name, '--name'),
+        id: wholeNumber(values.id, '--id'), slug: need(values.slug, '--slug'), name: need(values.name, '--name'),
         ...(values.description === undefined ? {} : { description: values.description }), public: values.public,
       };
-      const role = await client.call('POST', `/accounts/${accountArg(positionals, 2)}/roles`, body);
+      const role = await client.run('createAccountRole', { accountId: accountArg(positionals, 2) }, { body });
       return { text: `Created role ${role.id} (${role.slug}).`, json: role };
     }
     case 'roles delete': {
-      const answer = await client.call('DELETE', `/accounts/${accountArg(positionals, 2)}/roles/${roleIdArg(positionals[3], '<roleId>')}`);
+      const answer = await client.run('deleteAccountRole', { accountId: accountArg(positionals, 2), roleId: need(positionals[3], '<roleId>') });
       return { text: `Deleted role ${answer.id}.`, json: answer };
     }
     case 'sign-records get': {
-      const record = await client.call('GET', `/accounts/${accountArg(positionals, 2)}/sign-records/${addressArg(positionals, 3)}`);
+      const record = await client.run('getAccountSignRecord', { accountId: accountArg(positionals, 2), address: need(positionals[3], '<address>') });
       return { text: table([record], ['address', 'signedNonce', 'signedAt', 'signedExpiredAt']), json: record };
     }
     case 'sign-records create': {
-      const record = await client.call('POST', `/accounts/${accountArg(positionals, 2)}/sign-records`, { address: addressArg(positionals, 3), ...signTimes(values) });
+      const record = await client.run('createAccountSignRecord', { accountId: accountArg(positionals, 2) }, { body: { address: need(positionals[3], '<address>'), ...signTimes(values) } });
       return { text: `Created the sign record of ${record.address} (nonce ${record.signedNonce}).`, json: record };
     }
     case 'sign-records replace': {
-      const record = await client.call('PUT', `/accounts/${accountArg(positionals, 2)}/sign-records/${addressArg(positionals, 3)}`, signTimes(values));
+      const record = await client.run('replaceAccountSignRecord', { accountId: accountArg(positionals, 2), address: need(positionals[3], '<address>') }, { body: signTimes(values) });
       return { text: `Replaced the sign record of ${record.address} (nonce ${record.signedNonce}).`, json: record };
     }
     case 'sign-records delete': {
-      const answer = await client.call('DELETE', `/accounts/${accountArg(positionals, 2)}/sign-records/${addressArg(positionals, 3)}`);
+      const answer = await client.run('deleteAccountSignRecord', { accountId: accountArg(positionals, 2), address: need(positionals[3], '<address>') });
       return { text: `Deleted the sign record of ${answer.address}.`, json: answer };
     }
     case 'audit': {
@@ -426,7 +447,7 @@ async function dispatch(client: Client, command: string, sub: string | undefined
       const items: any[] = [];
       let cursor: string | undefined;
       do {
-        const page = await client.call('GET', `/accounts/${account}/audit?limit=${Math.min(100, limit - items.length)}${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
+        const page = await client.run('listAudit', { accountId: account }, { query: { limit: Math.min(100, limit - items.length), cursor } });
         items.push(...page.items);
         cursor = page.nextCursor;
       } while (cursor !== undefined && items.length < limit);
@@ -435,8 +456,8 @@ async function dispatch(client: Client, command: string, sub: string | undefined
     }
     case 'usage': {
       const hours = values.hours === undefined ? 24 : wholeNumber(values.hours, '--hours', { min: 1, max: 24 });
-      const usage = await client.call('GET', `/accounts/${accountArg(positionals, 1)}/usage?hours=${hours}`);
-      const head = `Usage of ${decodeURIComponent(accountArg(positionals, 1))} from ${usage.from} to ${usage.to}${usage.enabled ? '' : ' (usage counting is off: usage.enabled)'}:`;
+      const usage = await client.run('getAccountUsage', { accountId: accountArg(positionals, 1) }, { query: { hours } });
+      const head = `Usage of ${accountArg(positionals, 1)} from ${usage.from} to ${usage.to}${usage.enabled ? '' : ' (usage counting is off: usage.enabled)'}:`;
       return { text: `${head}\n${table(usage.items, ['keyId', 'requests', 'rateLimited'])}`, json: usage };
     }
     default:

@@ -197,4 +197,11 @@ test('the rest of the owner API from the command line: keys roll, reset, disable
     const result = await ctl(t, ['--url', gw.url, ...args], { GATEWAY_ADMIN_TOKEN: token });
     assert.equal(result.code, 2, `${args.join(' ')} is a usage error: ${result.stderr}`);
   }
+  // Checked against the operation's own schema before anything is sent, naming the field.
+  const badSlug = await ctl(t, ['--url', gw.url, 'roles', 'create', 'acct_bob', '--id', '5', '--slug', 'Not A Slug', '--name', 'n'], { GATEWAY_ADMIN_TOKEN: token });
+  assert.equal(badSlug.code, 2, badSlug.stderr);
+  assert.match(badSlug.stderr, /^option slug: expected 1 to 256 of a-z/m);
+  const badTime = await ctl(t, ['--url', gw.url, 'sign-records', 'create', 'acct_bob', '0x00000000000000000000000000000000000000bb', '--nonce', '1', '--signed-at', 'yesterday', '--expires-at', '2026-06-01T00:00:00Z'], { GATEWAY_ADMIN_TOKEN: token });
+  assert.equal(badTime.code, 2, badTime.stderr);
+  assert.match(badTime.stderr, /^option signedAt: /m);
 });
