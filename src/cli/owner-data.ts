@@ -218,7 +218,8 @@ export function planCopy(source: DataFile, target: DataFile, targetName: string)
     else if (digestOf(held) === digestOf(account)) plan.same.accounts++;
     else {
       plan.differ.accounts.push(account);
-      const newer = lastAuditAt(held) > lastAuditAt(account) ? ', with newer changes there' : '';
+      const [there, here] = [held.audit.at(-1)?.at, account.audit.at(-1)?.at];
+      const newer = there !== undefined && (here === undefined || Date.parse(there) > Date.parse(here)) ? ', with newer changes there' : '';
       plan.conflicts.push(`account ${account.id} differs in ${targetName}${newer} (its last audit event there: ${lastAuditAt(held)}; in the source: ${lastAuditAt(account)})`);
     }
   }
@@ -308,6 +309,11 @@ function fileTarget(file: string): Target {
       if (isShippedDemoFile(file)) throw new CopyRefused(`${file} is the shipped demo file, which is never written: give another file (--file)`);
       const current = existsSync(file) ? readDataFile(file) : { accounts: [], owners: [] };
       const replaced = (force ? plan.differ : { owners: [], accounts: [] });
+      const appeared = [
+        ...plan.create.owners.filter((o) => current.owners.some((c) => c.id === o.id)).map((o) => `owner ${o.id}`),
+        ...plan.create.accounts.filter((a) => current.accounts.some((c) => c.id === a.id)).map((a) => `account ${a.id}`),
+      ];
+      if (appeared.length > 0) throw new CopyRefused(`refused, nothing written: ${appeared.join(', ')} appeared in ${file} while copying: run again to compare`);
       const owners = new Map(current.owners.map((o) => [o.id, o]));
       for (const o of [...plan.create.owners, ...replaced.owners]) owners.set(o.id, o);
       const accounts = new Map(current.accounts.map((a) => [a.id, a]));
@@ -322,11 +328,14 @@ function redisTarget(store: RedisOwnerStore): Target {
     name: 'Redis',
     read: () => store.exportData(),
     async write(plan, force) {
-      const owners = [...plan.create.owners, ...(force ? plan.differ.owners : [])];
-      const accounts = [...plan.create.accounts, ...(force ? plan.differ.accounts : [])];
-      // Owners first: an account's members name them.
-      for (const owner of owners) await store.replaceOwner(owner);
-      for (const account of accounts) await store.replaceAccount(account);
+      // Owners first: an account's members name them. What the plan found missing must still be
+      // missing (an owner may have made it meanwhile): only a forced copy replaces.
+      const appeared: string[] = [];
+      for (const owner of plan.create.owners) if (!(await store.createOwner(owner))) appeared.push(`owner ${owner.id}`);
+      if (force) for (const owner of plan.differ.owners) await store.replaceOwner(owner);
+      for (const account of plan.create.accounts) if (!(await store.replaceAccount(account, { createOnly: true }))) appeared.push(`account ${account.id}`);
+      if (force) for (const account of plan.differ.accounts) await store.replaceAccount(account);
+      if (appeared.length > 0) throw new CopyRefused(`stopped: ${appeared.join(', ')} appeared in Redis while copying (left as they are); the rest was copied: run again to compare`);
     },
   };
 }

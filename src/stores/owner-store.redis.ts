@@ -366,9 +366,11 @@ export class RedisOwnerStore implements OwnerStore {
    * it lacks deleted), and the audit events it holds that Redis lacks appended (the stream is
    * only ever appended to). Creates the account when there is none.
    */
-  async replaceAccount(account: AccountData): Promise<void> {
+  async replaceAccount(account: AccountData, { createOnly = false }: { createOnly?: boolean } = {}): Promise<boolean> {
     const { roles, signRecords, audit, ...doc } = account;
     if (!(await this.createAccount(doc, audit))) {
+      // Created meanwhile by someone else: only a forced copy may replace it.
+      if (createOnly) return false;
       const stored = new Set((await this.listAudit(account.id, { limit: this.#maxAudit })).map((e) => e.id));
       await this.updateAccount(account.id, () => ({ doc, events: [], result: undefined }));
       await this.appendAudit(account.id, audit.filter((e) => !stored.has(e.id)));
@@ -385,6 +387,7 @@ export class RedisOwnerStore implements OwnerStore {
     const keptSigns = new Set(signRecords.map((r) => r.address.toLowerCase()));
     for (const address of addresses) if (!keptSigns.has(address)) await this.#directory.deleteSignRecord(account.id, address);
     for (const record of signRecords) await this.#directory.putSignRecord(account.id, toSignRecord(record));
+    return true;
   }
 
   /** Makes the stored owner `owner` (created when there is none); Conflict when another owner has its email. */
