@@ -2,21 +2,32 @@
  * gatewayctl: the operator's command line, over the owner API of a running gateway (so it
  * works the same on file and on Redis state, and every change is validated and audited there
  * as any other). It authenticates with an admin token from GATEWAY_ADMIN_TOKEN, never from an
- * argument, so the token stays out of shell history and `ps`. Only `admin-token` is offline:
- * it makes a new token and the digest to put in `owner.adminTokenDigests`.
+ * argument, so the token stays out of shell history and `ps`. Each command names an owner
+ * operation (http/routes/owner/) and takes its method, path and schemas from that description,
+ * so the command line cannot drift from the API. Offline: `admin-token` makes a new token and the
+ * digest to put in `owner.adminTokenDigests`; `migrate`, `export` and `import` move the owners'
+ * state between the stores (owner-data.ts).
  *
  * Replaces `npm run tokens:reset` (→ `reset`) and `npm run keys:create -- --redis` (→ `keys
  * create`), which wrote to Redis behind the gateway's back.
  */
 import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import type { z } from 'zod';
+import type { Config } from '../config/schema.js';
 import { ID_PATTERN, ID_SPELLING } from '../domain/formats.js';
 import { randomBase62 } from '../domain/random.js';
 import { ADMIN_TOKEN_PREFIX, adminTokenDigest } from '../http/owner/caller.js';
+import type { Operation } from '../http/owner/operation.js';
+import { ownerOperations } from '../http/routes/owner/index.js';
+import type { OwnerServices } from '../owner/service.js';
+import { loadConfig } from '../config/load.js';
+import { CopyRefused, exportData, importData, migrate, readExport, type StoreName } from './owner-data.js';
 import { runWhenExecuted, UsageError } from './redis.js';
 
 const USAGE = `usage: npm run ctl -- [--url <gateway>] [--json] <command> …
 
+Over the owner API of a running gateway (admin token in GATEWAY_ADMIN_TOKEN):
   accounts create --name <name> [--id <accountId>]
   accounts list
   accounts disable <accountId>
@@ -25,12 +36,40 @@ const USAGE = `usage: npm run ctl -- [--url <gateway>] [--json] <command> …
   invites create <accountId> --email <email>
   keys list <accountId>
   keys create <accountId> --name <name> [--description <text>] [--scope <scope>]…
+  keys roll <accountId> <keyId> --overlap <seconds>   (a new secret; the old one signs in for that long)
+  keys reset <accountId> <keyId>                      (every token of the key so far is refused)
+  keys disable <accountId> <keyId>
+  keys enable <accountId> <keyId>
+  keys revoke <accountId> <keyId>                     (deletes the key; its tokens stop at once)
   reset <accountId> [--key <keyId>]
+  settings-tokens list <accountId>
   settings-tokens create <accountId> --name <name> [--scope <scope>]… [--expires-in <seconds>]
-  admin-token                (offline: a new admin token and its digest)
+  settings-tokens revoke <accountId> <tokenId>
+  roles list <accountId>
+  roles create <accountId> --id <roleId> --slug <slug> --name <name> [--description <text>] [--public]
+  roles delete <accountId> <roleId>
+  sign-records get <accountId> <address>
+  sign-records create <accountId> <address> --nonce <n> --signed-at <ISO time> --expires-at <ISO time>
+  sign-records replace <accountId> <address> --nonce <n> --signed-at <ISO time> --expires-at <ISO time>
+  sign-records delete <accountId> <address>
+  audit <accountId> [--limit <n>]                     (newest first; default 50)
+  usage <accountId> [--hours <1-24>]
 
-The admin token is read from GATEWAY_ADMIN_TOKEN. --url defaults to http://127.0.0.1:8080.
---json prints the answer's message as JSON instead of text.`;
+Offline (the gateway's own configuration: GATEWAY_CONFIG and the environment):
+  admin-token                a new admin token and its digest
+  migrate [--file <data file>] [--force] [--if-empty]
+                             copies owners, accounts, keys, settings tokens, roles, sign records
+                             and audit events from the data file into the configured Redis
+  export --from file|redis [--file <data file>]
+                             the same records as JSON lines, on standard output
+  import --to file|redis [--file <data file>] [--force] [--if-empty] <export file | ->
+                             an export into the data file or Redis
+
+migrate and import write nothing when the target holds any record otherwise than the source
+(changed since): --force replaces the target's version. They skip what is already there, and
+read every record back to check it. --if-empty copies only into a target holding no account.
+
+--url defaults to http://127.0.0.1:8080. --json prints the answer's message as JSON instead of text.`;
 
 const OPTIONS = {
   url: { type: 'string', default: 'http://127.0.0.1:8080' },
@@ -44,6 +83,19 @@ const OPTIONS = {
   scope: { type: 'string', multiple: true },
   key: { type: 'string' },
   'expires-in': { type: 'string' },
+  overlap: { type: 'string' },
+  slug: { type: 'string' },
+  public: { type: 'boolean', default: false },
+  nonce: { type: 'string' },
+  'signed-at': { type: 'string' },
+  'expires-at': { type: 'string' },
+  limit: { type: 'string' },
+  hours: { type: 'string' },
+  file: { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  force: { type: 'boolean', default: false },
+  'if-empty': { type: 'boolean', default: false },
 } as const;
 
 type Values = ReturnType<typeof parseCommandLine>['values'];
@@ -68,7 +120,30 @@ export class GatewayRefusal extends Error {
 }
 
 interface Client {
-  call(method: string, path: string, body?: unknown): Promise<any>;
+  /**
+   * Calls the owner operation `operationId` (http/routes/owner/): its method and path come from
+   * the operation's description, its path parameters and body are checked against the
+   * operation's own schemas before anything is sent, so a mistyped argument is a usage error
+   * naming the field, as the gateway would answer it.
+   */
+  run(operationId: string, params?: Record<string, string | number>, options?: { body?: unknown; query?: Record<string, string | number | undefined> }): Promise<any>;
+}
+
+/**
+ * The owner API's operations, as data: only their descriptions are read here (method, path,
+ * schemas), never their handlers, so the services they would call are not needed.
+ */
+const OPERATIONS: ReadonlyMap<string, Operation> = new Map(ownerOperations({} as OwnerServices, {
+  config: { owner: {} as Config['owner'] },
+  signAnswers: async () => undefined,
+}).map((op) => [op.operationId, op]));
+
+function checked(schema: z.ZodType | undefined, value: unknown, what: string): void {
+  if (schema === undefined || value === undefined) return;
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return;
+  const issue = parsed.error.issues[0]!;
+  throw new UsageError(`${what}${issue.path.length > 0 ? ` ${issue.path.join('.')}` : ''}: ${issue.message}`);
 }
 
 function connect(url: string): Client {
@@ -78,8 +153,7 @@ function connect(url: string): Client {
   } catch {
     throw new UsageError(`--url "${url}" is not a URL`);
   }
-  return {
-    async call(method, path, body) {
+  async function call(method: string, path: string, body?: unknown): Promise<any> {
       const token = process.env.GATEWAY_ADMIN_TOKEN;
       if (token === undefined || token === '') throw new UsageError('set GATEWAY_ADMIN_TOKEN to an admin token (make one with: npm run ctl -- admin-token)');
       const target = new URL(`/owner/v1${path}`, base);
@@ -107,6 +181,16 @@ function connect(url: string): Client {
         ? `${m.code}: ${m.description}${m.field !== undefined ? ` (field "${m.field}")` : ''}`
         : text.slice(0, 200);
       throw new GatewayRefusal(`${method} ${target.pathname} answered ${res.status} ${why}`);
+  }
+  return {
+    run(operationId, params = {}, { body, query } = {}) {
+      const op = OPERATIONS.get(operationId);
+      if (op === undefined) throw new TypeError(`no owner operation ${operationId}`);
+      checked(op.params, Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)])), 'argument');
+      checked(op.body, body, 'option');
+      const path = op.path.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(String(params[name])));
+      const search = new URLSearchParams(Object.entries(query ?? {}).filter(([, v]) => v !== undefined).map(([k, v]): [string, string] => [k, String(v)])).toString();
+      return call(op.method.toUpperCase(), `${path.slice('/owner/v1'.length)}${search === '' ? '' : `?${search}`}`, body);
     },
   };
 }
@@ -119,15 +203,27 @@ function need(value: string | undefined, what: string): string {
 function accountArg(positionals: string[], index: number): string {
   const id = need(positionals[index], '<accountId>');
   if (!ID_PATTERN.test(id)) throw new UsageError(`"${id}": account ids are ${ID_SPELLING}`);
-  return encodeURIComponent(id);
+  return id;
 }
 
-/** Every page of a listing, following `nextCursor`. */
-async function listAll(client: Client, path: string): Promise<any[]> {
+function wholeNumber(value: string | undefined, option: string, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}): number {
+  const text = need(value, option);
+  const n = /^[0-9]{1,16}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(n >= min && n <= max)) throw new UsageError(`${option} is a whole number from ${min} to ${max}`);
+  return n;
+}
+
+/** The body of a sign record's create or replace. */
+function signTimes(values: Values) {
+  return { signedNonce: wholeNumber(values.nonce, '--nonce'), signedAt: need(values['signed-at'], '--signed-at'), signedExpiredAt: need(values['expires-at'], '--expires-at') };
+}
+
+/** Every page of a listing operation, following `nextCursor`. */
+async function listAll(client: Client, operationId: string, params: Record<string, string>): Promise<any[]> {
   const items: any[] = [];
   let cursor: string | undefined;
   do {
-    const page = await client.call('GET', `${path}?limit=100${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
+    const page = await client.run(operationId, params, { query: { limit: 100, cursor } });
     items.push(...page.items);
     cursor = page.nextCursor;
   } while (cursor !== undefined);
@@ -153,6 +249,8 @@ interface Output {
   text: string;
   json: unknown;
   asJson: boolean;
+  /** Written to standard error (an export's summary: its standard output is the export). */
+  notice?: string;
 }
 
 export async function run(args: string[]): Promise<Output> {
@@ -176,25 +274,46 @@ async function runParsed(values: Values, positionals: string[]): Promise<Omit<Ou
       json: { token, digest },
     };
   }
+  if (command === 'migrate' || command === 'export' || command === 'import') return runOffline(command, values, positionals);
   const client = connect(values.url);
   return dispatch(client, command!, sub, positionals, values);
 }
 
+function storeArg(value: string | undefined, option: string): StoreName {
+  if (value !== 'file' && value !== 'redis') throw new UsageError(`${option} is file or redis\n${USAGE}`);
+  return value;
+}
+
+/** migrate, export and import: the stores themselves, through the gateway's configuration (owner-data.ts). */
+async function runOffline(command: 'migrate' | 'export' | 'import', values: Values, positionals: string[]): Promise<Omit<Output, 'asJson'>> {
+  const warnings: string[] = [];
+  const options = { force: values.force, ifEmpty: values['if-empty'], warn: (line: string) => warnings.push(line) };
+  const done = (text: string) => ({ text, json: { result: text }, ...(warnings.length > 0 ? { notice: warnings.join('\n') } : {}) });
+  if (command === 'migrate') return done(await migrate(values.file, options));
+  const config = loadConfig();
+  if (command === 'export') {
+    const { text, counts } = await exportData(storeArg(values.from, '--from'), values.file, config, new Date());
+    return { text, json: undefined, notice: `Exported ${counts.owners} owners and ${counts.accounts} accounts.` };
+  }
+  const path = need(positionals[1], '<export file> (or - for standard input)');
+  return done(await importData(readExport(path), path === '-' ? 'standard input' : path, storeArg(values.to, '--to'), values.file, config, options));
+}
+
 async function dispatch(client: Client, command: string, sub: string | undefined, positionals: string[], values: Values): Promise<Omit<Output, 'asJson'>> {
   const scopes = values.scope === undefined ? {} : { scopes: values.scope };
-  switch (command === 'reset' ? command : `${command} ${sub ?? ''}`.trim()) {
+  switch (['reset', 'audit', 'usage'].includes(command) ? command : `${command} ${sub ?? ''}`.trim()) {
     case 'accounts create': {
-      const account = await client.call('POST', '/accounts', { name: need(values.name, '--name'), ...(values.id === undefined ? {} : { id: values.id }) });
+      const account = await client.run('createAccount', {}, { body: { name: need(values.name, '--name'), ...(values.id === undefined ? {} : { id: values.id }) } });
       return { text: `Created account ${account.id} ("${account.name}").`, json: account };
     }
     case 'accounts list': {
-      const items = await listAll(client, '/accounts');
+      const items = await listAll(client, 'listAccounts', {});
       return { text: table(items, ['id', 'name', 'enabled', 'createdAt']), json: items };
     }
     case 'accounts disable':
     case 'accounts enable': {
       const enabled = sub === 'enable';
-      const account = await client.call('PATCH', `/accounts/${accountArg(positionals, 2)}`, { enabled });
+      const account = await client.run('updateAccount', { accountId: accountArg(positionals, 2) }, { body: { enabled } });
       return {
         text: enabled ? `Enabled account ${account.id}.` : `Disabled account ${account.id}: its keys no longer sign in and every token issued to it is refused.`,
         json: account,
@@ -205,25 +324,25 @@ async function dispatch(client: Client, command: string, sub: string | undefined
       const chosen = values.password;
       // A generated one keeps the password out of shell history; the owner must change it anyway.
       const initialPassword = chosen ?? randomBase62(20);
-      const member = await client.call('POST', `/accounts/${account}/owners`, { email: need(values.email, '--email'), initialPassword });
-      const lines = [`Added ${member.email} as an owner of ${decodeURIComponent(account)} (owner id ${member.ownerId}).`];
+      const member = await client.run('addOwner', { accountId: account }, { body: { email: need(values.email, '--email'), initialPassword } });
+      const lines = [`Added ${member.email} as an owner of ${account} (owner id ${member.ownerId}).`];
       if (chosen === undefined) lines.push(`Initial password: ${initialPassword}`, '                  (if the owner is new: give it to them; it must be changed at the first sign-in)');
       return { text: lines.join('\n'), json: chosen === undefined ? { ...member, initialPassword } : member };
     }
     case 'invites create': {
-      const answer = await client.call('POST', `/accounts/${accountArg(positionals, 2)}/invites`, { email: need(values.email, '--email') });
+      const answer = await client.run('createInvite', { accountId: accountArg(positionals, 2) }, { body: { email: need(values.email, '--email') } });
       return { text: [`Invite ${answer.invite.id} for ${answer.invite.email}, valid until ${answer.invite.expiresAt}:`, answer.url, '(shown this once)'].join('\n'), json: answer };
     }
     case 'keys list': {
-      const items = await listAll(client, `/accounts/${accountArg(positionals, 2)}/keys`);
+      const items = await listAll(client, 'listKeys', { accountId: accountArg(positionals, 2) });
       return { text: table(items, ['id', 'apiKey', 'name', 'enabled', 'scopes', 'createdAt', 'previousValidUntil']), json: items };
     }
     case 'keys create': {
       const body = { name: need(values.name, '--name'), ...(values.description === undefined ? {} : { description: values.description }), ...scopes };
-      const answer = await client.call('POST', `/accounts/${accountArg(positionals, 2)}/keys`, body);
+      const answer = await client.run('createKey', { accountId: accountArg(positionals, 2) }, { body });
       return {
         text: [
-          `Key ${answer.key.id} of account ${decodeURIComponent(positionals[2]!)}:`,
+          `Key ${answer.key.id} of account ${positionals[2]!}:`,
           `API key:    ${answer.key.apiKey}`,
           `API secret: ${answer.apiSecret}`,
           '            (shown this once; the gateway keeps only a digest)',
@@ -235,8 +354,8 @@ async function dispatch(client: Client, command: string, sub: string | undefined
     case 'reset': {
       const account = accountArg(positionals, 1);
       const answer = values.key === undefined
-        ? await client.call('POST', `/accounts/${account}/reset`)
-        : await client.call('POST', `/accounts/${account}/keys/${encodeURIComponent(values.key)}/reset`);
+        ? await client.run('resetAccount', { accountId: account })
+        : await client.run('resetKey', { accountId: account, keyId: values.key });
       const what = answer.keyId === undefined ? `every key of account ${answer.accountId} (and its API settings tokens)` : `key ${answer.keyId} of account ${answer.accountId}`;
       return { text: `Reset the tokens of ${what} at ${answer.resetAt}: every token issued until then is refused.`, json: answer };
     }
@@ -244,7 +363,7 @@ async function dispatch(client: Client, command: string, sub: string | undefined
       const expires = values['expires-in'];
       if (expires !== undefined && !/^[1-9]\d*$/.test(expires)) throw new UsageError('--expires-in is a whole number of seconds');
       const body = { name: need(values.name, '--name'), ...scopes, ...(expires === undefined ? {} : { expiresInSeconds: Number(expires) }) };
-      const answer = await client.call('POST', `/accounts/${accountArg(positionals, 2)}/settings-tokens`, body);
+      const answer = await client.run('createSettingsToken', { accountId: accountArg(positionals, 2) }, { body });
       return {
         text: [
           `API settings token ${answer.settingsToken.id} ("${answer.settingsToken.name}"${answer.settingsToken.expiresAt === undefined ? ', never expires' : `, expires ${answer.settingsToken.expiresAt}`}):`,
@@ -253,6 +372,93 @@ async function dispatch(client: Client, command: string, sub: string | undefined
         ].join('\n'),
         json: answer,
       };
+    }
+    case 'keys roll': {
+      const account = accountArg(positionals, 2);
+      const keyId = need(positionals[3], '<keyId>');
+      const answer = await client.run('rollKey', { accountId: account, keyId }, { body: { overlapSeconds: wholeNumber(values.overlap, '--overlap', { max: 2_592_000 }) } });
+      return {
+        text: [
+          `New secret of key ${answer.key.id}${answer.key.previousValidUntil === undefined ? ' (the old one no longer signs in)' : ` (the old one signs in until ${answer.key.previousValidUntil})`}:`,
+          `API secret: ${answer.apiSecret}`,
+          '            (shown this once; the gateway keeps only a digest)',
+          `Clients sign in with apiSecret = SHA-256 of the secret: ${createHash('sha256').update(answer.apiSecret, 'utf8').digest('hex')}`,
+        ].join('\n'),
+        json: answer,
+      };
+    }
+    case 'keys reset': {
+      const answer = await client.run('resetKey', { accountId: accountArg(positionals, 2), keyId: need(positionals[3], '<keyId>') });
+      return { text: `Reset the tokens of key ${answer.keyId} of account ${answer.accountId} at ${answer.resetAt}: every token issued until then is refused.`, json: answer };
+    }
+    case 'keys disable':
+    case 'keys enable': {
+      const enabled = sub === 'enable';
+      const key = await client.run('updateKey', { accountId: accountArg(positionals, 2), keyId: need(positionals[3], '<keyId>') }, { body: { enabled } });
+      return { text: enabled ? `Enabled key ${key.id}.` : `Disabled key ${key.id}: it no longer signs in and its access tokens are refused.`, json: key };
+    }
+    case 'keys revoke': {
+      const answer = await client.run('deleteKey', { accountId: accountArg(positionals, 2), keyId: need(positionals[3], '<keyId>') });
+      return { text: `Revoked (deleted) key ${answer.id}: its access tokens are refused at once.`, json: answer };
+    }
+    case 'settings-tokens list': {
+      const items = await listAll(client, 'listSettingsTokens', { accountId: accountArg(positionals, 2) });
+      return { text: table(items, ['id', 'name', 'start', 'status', 'scopes', 'createdAt', 'expiresAt', 'lastUsedAt']), json: items };
+    }
+    case 'settings-tokens revoke': {
+      const answer = await client.run('revokeSettingsToken', { accountId: accountArg(positionals, 2), tokenId: need(positionals[3], '<tokenId>') });
+      return { text: `Revoked API settings token ${answer.id}.`, json: answer };
+    }
+    case 'roles list': {
+      const items = await listAll(client, 'listAccountRoles', { accountId: accountArg(positionals, 2) });
+      return { text: table(items, ['id', 'slug', 'name', 'public', 'description']), json: items };
+    }
+    case 'roles create': {
+      const body = {
+        id: wholeNumber(values.id, '--id'), slug: need(values.slug, '--slug'), name: need(values.name, '--name'),
+        ...(values.description === undefined ? {} : { description: values.description }), public: values.public,
+      };
+      const role = await client.run('createAccountRole', { accountId: accountArg(positionals, 2) }, { body });
+      return { text: `Created role ${role.id} (${role.slug}).`, json: role };
+    }
+    case 'roles delete': {
+      const answer = await client.run('deleteAccountRole', { accountId: accountArg(positionals, 2), roleId: need(positionals[3], '<roleId>') });
+      return { text: `Deleted role ${answer.id}.`, json: answer };
+    }
+    case 'sign-records get': {
+      const record = await client.run('getAccountSignRecord', { accountId: accountArg(positionals, 2), address: need(positionals[3], '<address>') });
+      return { text: table([record], ['address', 'signedNonce', 'signedAt', 'signedExpiredAt']), json: record };
+    }
+    case 'sign-records create': {
+      const record = await client.run('createAccountSignRecord', { accountId: accountArg(positionals, 2) }, { body: { address: need(positionals[3], '<address>'), ...signTimes(values) } });
+      return { text: `Created the sign record of ${record.address} (nonce ${record.signedNonce}).`, json: record };
+    }
+    case 'sign-records replace': {
+      const record = await client.run('replaceAccountSignRecord', { accountId: accountArg(positionals, 2), address: need(positionals[3], '<address>') }, { body: signTimes(values) });
+      return { text: `Replaced the sign record of ${record.address} (nonce ${record.signedNonce}).`, json: record };
+    }
+    case 'sign-records delete': {
+      const answer = await client.run('deleteAccountSignRecord', { accountId: accountArg(positionals, 2), address: need(positionals[3], '<address>') });
+      return { text: `Deleted the sign record of ${answer.address}.`, json: answer };
+    }
+    case 'audit': {
+      const account = accountArg(positionals, 1);
+      const limit = values.limit === undefined ? 50 : wholeNumber(values.limit, '--limit', { min: 1, max: 10_000 });
+      const items: any[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.run('listAudit', { accountId: account }, { query: { limit: Math.min(100, limit - items.length), cursor } });
+        items.push(...page.items);
+        cursor = page.nextCursor;
+      } while (cursor !== undefined && items.length < limit);
+      const rows = items.map((e) => ({ ...e, actor: `${e.actor.type}${e.actor.id === undefined ? '' : `:${e.actor.id}`}`, target: `${e.target.type}:${e.target.id}` }));
+      return { text: table(rows, ['at', 'action', 'actor', 'target', 'ip']), json: items };
+    }
+    case 'usage': {
+      const hours = values.hours === undefined ? 24 : wholeNumber(values.hours, '--hours', { min: 1, max: 24 });
+      const usage = await client.run('getAccountUsage', { accountId: accountArg(positionals, 1) }, { query: { hours } });
+      const head = `Usage of ${accountArg(positionals, 1)} from ${usage.from} to ${usage.to}${usage.enabled ? '' : ' (usage counting is off: usage.enabled)'}:`;
+      return { text: `${head}\n${table(usage.items, ['keyId', 'requests', 'rateLimited'])}`, json: usage };
     }
     default:
       throw new UsageError(`unknown command "${[command, sub].filter(Boolean).join(' ')}"\n${USAGE}`);
@@ -263,9 +469,10 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   try {
     const output = await run(args);
-    process.stdout.write(`${output.asJson ? JSON.stringify(output.json, null, 2) : output.text}\n`);
+    if (output.notice !== undefined) process.stderr.write(`${output.notice}\n`);
+    process.stdout.write(`${output.asJson && output.json !== undefined ? JSON.stringify(output.json, null, 2) : output.text}\n`);
   } catch (err) {
-    if (err instanceof GatewayRefusal) {
+    if (err instanceof GatewayRefusal || err instanceof CopyRefused) {
       process.stderr.write(`gatewayctl: ${err.message}\n`);
       process.exitCode = 1;
       return;

@@ -30,7 +30,7 @@
 import { z } from 'zod';
 import { BadStoreData, Conflict, NotFound, StoreUnavailable } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
-import { dataFileSchema, toApiKeyRecord, toSignRecord, type DataFile } from './data-file.js';
+import { dataFileSchema, toApiKeyRecord, toSignRecord, type AccountData, type DataFile } from './data-file.js';
 import type { RecordReader } from './directory-records.js';
 import type { DirectoryChange, Role, RolePage, RoleQuery, SignRecord } from './directory.js';
 import { RedisDirectory } from './directory.redis.js';
@@ -160,7 +160,10 @@ export class RedisOwnerStore implements OwnerStore {
     return this.#inTurn(`owner:${record.id}`, async () => {
       if (!(await this.#claimEmail(email, record.id))) return false;
       const written = await this.#redis.run((c) => c.gwPutVersioned(this.#redis.keys.owner(record.id), '0', JSON.stringify(record)));
-      if (written > 0) return true;
+      if (written > 0) {
+        await this.#redis.run((c) => c.sadd(this.#redis.keys.ownerIndex, record.id));
+        return true;
+      }
       // The id was taken: the email goes back to whoever may want it.
       await this.#redis.run((c) => c.gwSwapIndex(this.#redis.keys.ownerEmail(email), record.id, ''));
       return false;
@@ -323,6 +326,74 @@ export class RedisOwnerStore implements OwnerStore {
       for (const record of signRecords) await this.#directory.putSignRecord(account.id, toSignRecord(record));
     }
     return counts;
+  }
+
+  /**
+   * Everything `importData` writes, read back as a data file would hold it (accounts in id
+   * order with their roles, sign records and audit events, oldest first; owners in id order):
+   * what `gatewayctl export` writes and `gatewayctl migrate` checks its copy against. Owners
+   * are those of the owner index and every account's members (owners written before the index
+   * existed are found through their accounts).
+   */
+  async exportData(): Promise<DataFile> {
+    const k = this.#redis.keys;
+    const accounts: DataFile['accounts'] = [];
+    const ownerIds = new Set(await this.#redis.run((c) => c.smembers(k.ownerIndex)));
+    for (const doc of await this.listAccounts()) {
+      const [roleJson, signJson, entries] = await Promise.all([
+        this.#redis.run((c) => c.hgetall(k.roles(doc.id))),
+        this.#redis.run((c) => c.hgetall(k.signRecords(doc.id))),
+        this.#redis.run((c) => c.xrange(k.audit(doc.id), '-', '+')),
+      ]);
+      const roles = Object.entries(roleJson).map(([id, json]) => {
+        const value = parseJson(json, `role ${id}`);
+        return this.#records.role(typeof value === 'object' && value !== null && !('id' in value) ? { ...value, id: Number(id) } : value, `role ${id}`);
+      }).sort((a, b) => a.id - b.id);
+      const signRecords = Object.entries(signJson).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([address, json]) => {
+        const record = this.#records.signRecord(parseJson(json, `sign record ${address}`), address, `sign record ${address}`);
+        return { address: record.address, signedNonce: record.signedNonce, signedAt: new Date(record.signedAt).toISOString(), signedExpiredAt: new Date(record.signedExpiredAt).toISOString() };
+      });
+      for (const m of doc.members) ownerIds.add(m.ownerId);
+      accounts.push({ ...doc, roles, signRecords, audit: entries.map(([id, fields]) => readEvent(id, fields)) });
+    }
+    const owners = (await Promise.all([...ownerIds].sort().map((id) => this.findOwner(id)))).filter((o): o is OwnerRecord => o !== undefined);
+    return { accounts: accounts.sort((a, b) => (a.id < b.id ? -1 : 1)), owners };
+  }
+
+  /**
+   * Makes the stored account what `account` says, as `gatewayctl migrate --force` asks: its
+   * document (one change, keys projected as for any change), its roles and sign records (those
+   * it lacks deleted), and the audit events it holds that Redis lacks appended (the stream is
+   * only ever appended to). Creates the account when there is none.
+   */
+  async replaceAccount(account: AccountData, { createOnly = false }: { createOnly?: boolean } = {}): Promise<boolean> {
+    const { roles, signRecords, audit, ...doc } = account;
+    if (!(await this.createAccount(doc, audit))) {
+      // Created meanwhile by someone else: only a forced copy may replace it.
+      if (createOnly) return false;
+      const stored = new Set((await this.listAudit(account.id, { limit: this.#maxAudit })).map((e) => e.id));
+      await this.updateAccount(account.id, () => ({ doc, events: [], result: undefined }));
+      await this.appendAudit(account.id, audit.filter((e) => !stored.has(e.id)));
+    }
+    const k = this.#redis.keys;
+    const [roleIds, addresses] = await Promise.all([
+      this.#redis.run((c) => c.hkeys(k.roles(account.id))),
+      this.#redis.run((c) => c.hkeys(k.signRecords(account.id))),
+    ]);
+    const keptRoles = new Set(roles.map((r) => String(r.id)));
+    const goneRoles = roleIds.filter((id) => !keptRoles.has(id)).map(Number);
+    if (goneRoles.length > 0) await this.#directory.deleteRoles(account.id, goneRoles);
+    if (roles.length > 0) await this.#directory.putRoles(account.id, roles);
+    const keptSigns = new Set(signRecords.map((r) => r.address.toLowerCase()));
+    for (const address of addresses) if (!keptSigns.has(address)) await this.#directory.deleteSignRecord(account.id, address);
+    for (const record of signRecords) await this.#directory.putSignRecord(account.id, toSignRecord(record));
+    return true;
+  }
+
+  /** Makes the stored owner `owner` (created when there is none); Conflict when another owner has its email. */
+  async replaceOwner(owner: OwnerRecord): Promise<void> {
+    if (await this.createOwner(owner)) return;
+    await this.updateOwner(owner.id, () => ({ owner, result: undefined }));
   }
 
   async #readAccount(accountId: string): Promise<Versioned<AccountDoc> | undefined> {

@@ -66,7 +66,7 @@ export class RedisRevocationStore implements RevocationStore {
     if (known !== undefined) {
       this.#log.warn({ previousEpoch: known, epoch: startedAt }, 'redis lost the gateway\'s data (its epoch record was gone or replaced): access tokens issued before the new epoch are refused');
     } else if (made === 1) {
-      this.#log.warn({ epoch: startedAt }, 'redis held no epoch record: started a new epoch; access tokens issued before it are refused (a new deployment, or Redis lost its data)');
+      this.#log.warn({ epoch: startedAt }, 'redis held no epoch record: started a new epoch (expected on the first start of a new deployment; otherwise Redis lost its data, and access tokens issued before it are refused)');
     }
     for (const l of this.#listeners) l.onEpoch(startedAt);
     return startedAt;

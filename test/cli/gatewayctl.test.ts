@@ -121,3 +121,87 @@ test('an operator sets up an account over the API: account, first owner, invite,
   const refused = await postJson(`${gw.url}/api/signin`, { apiKey: key.key.apiKey, apiSecret: sha256(key.apiSecret) });
   assert.equal(refused.status, 401, 'a disabled account\'s keys no longer sign in');
 });
+
+test('the rest of the owner API from the command line: keys roll, reset, disable, enable, revoke; settings tokens list and revoke; roles; sign records; audit; usage', async (t) => {
+  const { token, digest } = await adminToken(t);
+  const backend = await startBackend(t);
+  const gw = await startGatewayFor(t, digest, { ROUTES: JSON.stringify([{ name: 'echo', prefix: '/echo', targets: [backend.url], auth: 'required' }]), USAGE_FLUSH_INTERVAL_MS: '100' });
+  const run = (args: string[]) => ctlJson(t, gw, token, args);
+  const signIn = (apiKey: string, secret: string) => postJson(`${gw.url}/api/signin`, { apiKey, apiSecret: sha256(secret) });
+
+  // Keys: roll with an overlap (both secrets sign in), reset, disable and enable, revoke.
+  const key = await run(['keys', 'create', 'acct_bob', '--name', 'rolled']);
+  const rolled = await run(['keys', 'roll', 'acct_bob', key.key.id, '--overlap', '600']);
+  assert.notEqual(rolled.apiSecret, key.apiSecret);
+  assert.ok(rolled.key.previousValidUntil !== undefined, 'the old secret has an end');
+  assert.equal((await signIn(key.key.apiKey, rolled.apiSecret)).status, 200, 'the new secret signs in');
+  const old = await signIn(key.key.apiKey, key.apiSecret);
+  assert.equal(old.status, 200, 'the old one too, during the overlap');
+  const reset = await run(['keys', 'reset', 'acct_bob', key.key.id]);
+  assert.deepEqual([reset.scope, reset.keyId], ['key', key.key.id]);
+  assert.equal((await call(`${gw.url}/api/roles`, { token: old.body.message.accessToken })).status, 401, 'the reset refuses the key\'s tokens');
+  assert.equal((await run(['keys', 'disable', 'acct_bob', key.key.id])).enabled, false);
+  assert.equal((await signIn(key.key.apiKey, rolled.apiSecret)).status, 401, 'a disabled key does not sign in');
+  assert.equal((await run(['keys', 'enable', 'acct_bob', key.key.id])).enabled, true);
+  assert.equal((await signIn(key.key.apiKey, rolled.apiSecret)).status, 200, 'enabled again, it does');
+  assert.deepEqual(await run(['keys', 'revoke', 'acct_bob', key.key.id]), { id: key.key.id, deleted: true });
+  assert.equal((await signIn(key.key.apiKey, rolled.apiSecret)).status, 401, 'a revoked key does not sign in');
+
+  // Settings tokens: listed (never the token), revoked.
+  const settings = await run(['settings-tokens', 'create', 'acct_bob', '--name', 'ci']);
+  const listed = await run(['settings-tokens', 'list', 'acct_bob']);
+  assert.deepEqual(listed.map((s: { id: string; status: string }) => [s.id, s.status]), [[settings.settingsToken.id, 'active']]);
+  assert.ok(!JSON.stringify(listed).includes(settings.token), 'the listing never shows the token');
+  assert.equal((await call(`${gw.url}/echo/x`, { token: settings.token })).status, 200);
+  assert.equal((await run(['settings-tokens', 'revoke', 'acct_bob', settings.settingsToken.id])).status, 'revoked');
+  assert.equal((await call(`${gw.url}/echo/x`, { token: settings.token })).status, 401, 'a revoked settings token is refused');
+
+  // Roles: created, listed, deleted; /api/roles follows.
+  const bob = await signIn('ak_demo_bob', 'sk_demo_bob_secret');
+  const before = await run(['roles', 'list', 'acct_bob']);
+  const role = await run(['roles', 'create', 'acct_bob', '--id', '77', '--slug', 'auditor', '--name', 'Auditor', '--public']);
+  assert.deepEqual(role, { id: 77, slug: 'auditor', name: 'Auditor', description: '', public: true });
+  assert.deepEqual((await run(['roles', 'list', 'acct_bob'])).map((r: { id: number }) => r.id), [77, ...before.map((r: { id: number }) => r.id)].sort((a, b) => a - b), 'listed in id order');
+  assert.match(JSON.stringify((await call(`${gw.url}/api/roles`, { token: bob.body.message.accessToken })).body), /"auditor"/);
+  assert.deepEqual(await run(['roles', 'delete', 'acct_bob', '77']), { id: 77, deleted: true });
+  assert.equal((await run(['roles', 'list', 'acct_bob'])).length, before.length);
+
+  // Sign records: created, read, replaced, deleted; /api/sign follows.
+  const address = '0x00000000000000000000000000000000000000aa';
+  const times = ['--signed-at', '2026-05-01T00:00:00Z', '--expires-at', '2026-06-01T00:00:00Z'];
+  assert.equal((await run(['sign-records', 'create', 'acct_bob', address, '--nonce', '5', ...times])).signedNonce, 5);
+  assert.equal((await run(['sign-records', 'replace', 'acct_bob', address, '--nonce', '6', ...times])).signedNonce, 6);
+  assert.equal((await run(['sign-records', 'get', 'acct_bob', address])).signedNonce, 6);
+  const served = await call(`${gw.url}/api/sign?address=${address}`, { token: bob.body.message.accessToken });
+  assert.equal(served.body.message.signedNonce, 6, '/api/sign serves the replaced record');
+  assert.deepEqual(await run(['sign-records', 'delete', 'acct_bob', address]), { address, deleted: true });
+  assert.equal((await call(`${gw.url}/api/sign?address=${address}`, { token: bob.body.message.accessToken })).status, 404);
+
+  // Audit: newest first, what was done above, by the operator.
+  const audit = await run(['audit', 'acct_bob', '--limit', '3']);
+  assert.deepEqual(audit.map((e: { action: string }) => e.action), ['sign_record.delete', 'sign_record.update', 'sign_record.create']);
+  assert.ok(audit.every((e: { actor: { type: string } }) => e.actor.type === 'operator'));
+  const auditText = await ctl(t, ['--url', gw.url, 'audit', 'acct_bob', '--limit', '1'], { GATEWAY_ADMIN_TOKEN: token });
+  assert.match(auditText.stdout, /^at\taction\tactor\ttarget\tip\n\S+\tsign_record\.delete\toperator\tsign_record:0x0+aa\t/);
+
+  // Usage: bob's key's calls, counted and flushed.
+  await call(`${gw.url}/api/roles`, { token: bob.body.message.accessToken });
+  let usage: { items: Array<{ keyId: string; requests: number }> };
+  do usage = await run(['usage', 'acct_bob', '--hours', '1']);
+  while (!usage.items.some((i) => i.keyId === 'key_bob_1' && i.requests >= 1));
+  const usageText = await ctl(t, ['--url', gw.url, 'usage', 'acct_bob'], { GATEWAY_ADMIN_TOKEN: token });
+  assert.match(usageText.stdout, /^keyId\trequests\trateLimited$/m);
+  assert.match(usageText.stdout, /^key_bob_1\t\d+\t0$/m);
+
+  for (const args of [['keys', 'roll', 'acct_bob', 'key_bob_1'], ['keys', 'roll', 'acct_bob', 'key_bob_1', '--overlap', '-1'], ['roles', 'create', 'acct_bob', '--id', 'x', '--slug', 's', '--name', 'n'], ['sign-records', 'get', 'acct_bob', '0x12'], ['usage', 'acct_bob', '--hours', '25'], ['audit', 'acct_bob', '--limit', '0']]) {
+    const result = await ctl(t, ['--url', gw.url, ...args], { GATEWAY_ADMIN_TOKEN: token });
+    assert.equal(result.code, 2, `${args.join(' ')} is a usage error: ${result.stderr}`);
+  }
+  // Checked against the operation's own schema before anything is sent, naming the field.
+  const badSlug = await ctl(t, ['--url', gw.url, 'roles', 'create', 'acct_bob', '--id', '5', '--slug', 'Not A Slug', '--name', 'n'], { GATEWAY_ADMIN_TOKEN: token });
+  assert.equal(badSlug.code, 2, badSlug.stderr);
+  assert.match(badSlug.stderr, /^option slug: expected 1 to 256 of a-z/m);
+  const badTime = await ctl(t, ['--url', gw.url, 'sign-records', 'create', 'acct_bob', '0x00000000000000000000000000000000000000bb', '--nonce', '1', '--signed-at', 'yesterday', '--expires-at', '2026-06-01T00:00:00Z'], { GATEWAY_ADMIN_TOKEN: token });
+  assert.equal(badTime.code, 2, badTime.stderr);
+  assert.match(badTime.stderr, /^option signedAt: /m);
+});

@@ -40,6 +40,24 @@ interface Mount {
   readOnly: boolean;
 }
 
+/**
+ * `value` as compose interpolates it: `${NAME}` and `${NAME:-default}` from `vars` (compose's
+ * .env and shell), `$$` a dollar sign. Anything else spelt with a dollar fails the test.
+ */
+function interpolate(value: string, vars: Record<string, string> = {}): string {
+  return value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$/g, (match, name: string | undefined, fallback: string | undefined) => {
+    if (match === '$$') return '$';
+    assert.ok(name !== undefined, `"${value}": a $ compose would not read as an interpolation`);
+    const given = vars[name];
+    return given !== undefined && given !== '' ? given : fallback ?? '';
+  });
+}
+
+/** A service's environment as compose hands it to the container, with `vars` as compose's .env. */
+function environmentOf(service: Service, vars: Record<string, string> = {}): Record<string, string> {
+  return Object.fromEntries(Object.entries(service.environment ?? {}).map(([k, v]) => [k, interpolate(String(v), vars)]));
+}
+
 function readCompose(): Compose {
   const doc = parseDocument(readFileSync(join(ROOT, 'compose.yaml'), 'utf8'), { prettyErrors: true, strict: true, uniqueKeys: true });
   assert.deepEqual(doc.errors.map(String), [], 'compose.yaml parses');
@@ -124,7 +142,7 @@ test('the gateway service: its config file loads with the compose environment, a
   const gateway = compose.services.gateway;
   assert.ok(gateway !== undefined, 'a gateway service');
   const mounts = mountsOf(gateway);
-  const env = gateway.environment ?? {};
+  const env = environmentOf(gateway);
 
   const configPath = env.GATEWAY_CONFIG;
   assert.ok(configPath !== undefined, 'GATEWAY_CONFIG is set');
@@ -158,7 +176,7 @@ test('the gateway service: its config file loads with the compose environment, a
   }
 
   // Demo data stays on the host's loopback: published ports are bound to 127.0.0.1.
-  assert.equal(env.ALLOW_DEMO_DATA, 'true', 'compose serves the demo data (the route works out of the box)');
+  assert.equal(compose.services.seed?.environment?.ALLOW_DEMO_DATA, 'true', 'compose seeds the demo data (the route works out of the box)');
   for (const service of Object.values(compose.services)) {
     for (const port of service.ports ?? []) assert.match(port, /^127\.0\.0\.1:/, `port ${port} is published on the loopback only`);
   }
@@ -183,4 +201,45 @@ test('every COPY source of the Dockerfile exists in the repository', () => {
   assert.ok(copies > 0, 'the Dockerfile copies something');
   const ignore = readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n');
   for (const kept of ['node_modules', 'dist']) assert.ok(ignore.includes(kept), `.dockerignore leaves out ${kept} (the image builds its own)`);
+});
+
+test('owners can work: the owner API writes to Redis, which a one-shot seed service fills once from the image\'s data, and the admin token comes from .env', () => {
+  const compose = readCompose();
+  const gateway = compose.services.gateway!;
+  const seed = compose.services.seed;
+  assert.ok(seed !== undefined, 'a seed service');
+  const [, runtime] = readDockerfile(ROOT);
+  const imageEnv = Object.assign({}, ...stepsOf(runtime!, 'ENV').map((step) => step.values)) as Record<string, string>;
+  const load = (service: Service, vars: Record<string, string> = {}) => {
+    const env = environmentOf(service, vars);
+    const configFile = hostPath(mountsOf(service), env.GATEWAY_CONFIG ?? '');
+    assert.ok(configFile !== undefined, `${env.GATEWAY_CONFIG} is mounted`);
+    return loadConfig({ env: { ...imageEnv, ...env, GATEWAY_CONFIG: configFile }, cwd: ROOT });
+  };
+
+  // Writable: keys and the directory both in Redis (services.ts makes the owner store read-only otherwise).
+  const config = load(gateway);
+  assert.equal(config.data.keySource, 'redis', 'KEY_SOURCE=redis: the owner API writes to Redis');
+  assert.equal(config.directory.store, 'redis', 'DIRECTORY_STORE=redis: roles and sign records are written where they are read');
+
+  // The seed: the gateway's own image and configuration, gatewayctl migrate into the same Redis, once.
+  assert.deepEqual(seed.build, gateway.build, 'the seed is built from the gateway\'s Dockerfile');
+  assert.equal(seed.image, gateway.image, 'and is the same image');
+  const command = seed.command ?? [];
+  assert.deepEqual(command.slice(0, 3), ['node', 'dist/cli/gatewayctl.js', 'migrate'], 'it runs gatewayctl migrate from the image');
+  assert.ok(command.includes('--if-empty'), 'only into an empty Redis: owners\' changes survive the next up');
+  const source = join(ROOT, 'src', posix.relative('dist', command[1]!).replace(/\.js$/, '.ts'));
+  assert.equal(tracked(source).length, 1, `${command[1]} is built from ${source}, which is in the repository`);
+  const seedConfig = load(seed);
+  assert.equal(seedConfig.redis.url, config.redis.url, 'the seed writes to the gateway\'s Redis');
+  assert.equal(seedConfig.redis.keyPrefix, config.redis.keyPrefix, 'under the gateway\'s key prefix');
+  assert.ok(statSync(resolve(ROOT, seedConfig.data.file)).isFile() && tracked(seedConfig.data.file).length === 1, `its data file ${seedConfig.data.file} is in the image (config/)`);
+  assert.equal(seed.depends_on?.redis?.condition, 'service_healthy', 'the seed waits for Redis');
+  assert.equal(gateway.depends_on?.seed?.condition, 'service_completed_successfully', 'the gateway starts once Redis is seeded');
+  assert.equal((seed as { restart?: string }).restart, 'no', 'the seed runs once per up');
+
+  // No admin token by default; a digest in .env is the operator's.
+  assert.deepEqual(config.owner.adminTokenDigests, [], 'no operator token unless .env gives one');
+  const digest = `sha256:${'ab'.repeat(32)}`;
+  assert.deepEqual(load(gateway, { OWNER_ADMIN_TOKEN_DIGESTS: JSON.stringify([digest]) }).owner.adminTokenDigests, [digest], 'OWNER_ADMIN_TOKEN_DIGESTS from .env reaches the gateway');
 });

@@ -269,15 +269,34 @@ test('the image, reproduced: build stage, production-only runtime stage, run as 
     const port = await freePort();
     const ports: Record<string, string> = { PORT: String(port) };
     if (gatewayService.environment?.MANAGEMENT_PORT !== undefined) ports.MANAGEMENT_PORT = String(await freePort());
-    const baseEnv: Record<string, string> = { PATH, ...runtime.env, ...gatewayService.environment, GATEWAY_CONFIG: configFile, HOST: '127.0.0.1', ...ports };
+    // The admin token compose reads from .env (OWNER_ADMIN_TOKEN_DIGESTS), here one of the test's.
+    const adminToken = `gwadm_${'c'.repeat(43)}`;
+    const dotEnv = { OWNER_ADMIN_TOKEN_DIGESTS: JSON.stringify([`sha256:${createHash('sha256').update(adminToken).digest('hex')}`]) };
+    const composeEnv = (service: ComposeService) => Object.fromEntries(Object.entries(service.environment ?? {})
+      .map(([k, v]) => [k, String(v).replace(/\$\{([A-Za-z_]\w*)(?::-([^}]*))?\}/g, (_m, name: string, fallback?: string) => dotEnv[name as keyof typeof dotEnv] ?? fallback ?? '')]));
+    const baseEnv: Record<string, string> = { PATH, ...runtime.env, ...composeEnv(gatewayService), GATEWAY_CONFIG: configFile, HOST: '127.0.0.1', ...ports };
     assert.equal(baseEnv.NODE_ENV, 'production', 'the image runs with NODE_ENV=production');
 
-    // Production refuses the demo data unless told: compose's ALLOW_DEMO_DATA is what lets it start.
-    const { ALLOW_DEMO_DATA: _allowed, ...withoutAllow } = baseEnv;
-    const refused = startAsNobody(t, nodeCommand(runtime.command, node), { cwd: runtime.dir, env: withoutAllow, limitMs: 60_000 });
-    const refusal = await exitWithin(refused, 60_000);
-    assert.equal(refusal.code, 1, `without ALLOW_DEMO_DATA the production gateway refuses the demo data\n${refused.stdout()}\n${refused.stderr()}`);
-    assert.match(refused.stdout() + refused.stderr(), /ALLOW_DEMO_DATA/, 'and says how to allow it');
+    // The seed service, as compose runs it before the gateway: the image's demo data into Redis.
+    const seedService = compose.services.seed;
+    assert.ok(seedService?.command !== undefined, 'a seed service with a command');
+    const seedEnv: Record<string, string> = { PATH, ...runtime.env, ...composeEnv(seedService), GATEWAY_CONFIG: configFile };
+    const seed = async (env: Record<string, string>) => {
+      const child = startAsNobody(t, nodeCommand(seedService.command!, node), { cwd: runtime.dir, env, limitMs: 60_000 });
+      return { ...(await exitWithin(child, 60_000)), stdout: child.stdout(), stderr: child.stderr() };
+    };
+    // Production refuses the demo data unless told: compose's ALLOW_DEMO_DATA is what lets the seed copy it.
+    const { ALLOW_DEMO_DATA: _allowed, ...withoutAllow } = seedEnv;
+    const refusal = await seed(withoutAllow);
+    assert.equal(refusal.code, 1, `without ALLOW_DEMO_DATA the production seed refuses the demo data\n${refusal.stdout}\n${refusal.stderr}`);
+    assert.match(refusal.stdout + refusal.stderr, /ALLOW_DEMO_DATA/, 'and says how to allow it');
+    const seeded = await seed(seedEnv);
+    assert.equal(seeded.code, 0, `the seed runs in the image as nobody:\n${seeded.stdout}\n${seeded.stderr}`);
+    assert.match(seeded.stdout, /^Copied 2 owners and 2 accounts from the data file .*demo-data\.json to Redis/m);
+    assert.match(seeded.stderr, /ALLOW_DEMO_DATA=true/, 'the demo data is copied with a warning');
+    const reseeded = await seed(seedEnv);
+    assert.equal(reseeded.code, 0, reseeded.stderr);
+    assert.match(reseeded.stdout, /already holds accounts: nothing copied/, 'a second up leaves Redis as the owners left it');
 
     const env = baseEnv;
     const gateway = startAsNobody(t, nodeCommand(runtime.command, node), { cwd: runtime.dir, env });
@@ -329,7 +348,22 @@ test('the image, reproduced: build stage, production-only runtime stage, run as 
     assert.ok(readdirSync(redisDir).some((name) => name.startsWith('appendonly')), `redis writes an AOF: ${readdirSync(redisDir).join(', ')}`);
     const lines = logLines(gateway);
     assert.deepEqual(lines.filter((line) => line.level === 40 && /^redis .*(persist|evict|AOF|appendonly)/i.test(String(line.msg))).map((line) => line.msg), [], 'no Redis durability warning');
-    assert.ok(lines.some((line) => line.level === 40 && /ALLOW_DEMO_DATA=true/.test(String(line.msg))), 'the demo data is served with a warning');
+
+    // Owners work: the demo owner signs in and changes the account (written to Redis), and the
+    // operator's gatewayctl in the image reaches it with the admin token from .env.
+    const session = await fetch(`${base}/owner/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'alice@demo.example', password: 'alice demo passphrase' }) });
+    const signedIn = await session.json() as { message: { csrfToken: string } };
+    assert.equal(session.status, 200, `the demo owner signs in: ${JSON.stringify(signedIn)}`);
+    const cookie = session.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const role = await fetch(`${base}/owner/v1/accounts/acct_alice/roles`, {
+      method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': signedIn.message.csrfToken, origin: base },
+      body: JSON.stringify({ id: 900, slug: 'compose-owner', name: 'Made by an owner', public: false }),
+    });
+    assert.equal(role.status, 201, `the owner's change is written: ${await role.text()}`);
+    const ctl = startAsNobody(t, [node, 'dist/cli/gatewayctl.js', '--url', base, '--json', 'roles', 'list', 'acct_alice'], { cwd: runtime.dir, env: { ...env, GATEWAY_ADMIN_TOKEN: adminToken }, limitMs: 60_000 });
+    const ctlExit = await exitWithin(ctl, 60_000);
+    assert.equal(ctlExit.code, 0, `gatewayctl in the image: ${ctl.stderr()}`);
+    assert.ok((JSON.parse(ctl.stdout()) as Array<{ slug: string }>).some((r) => r.slug === 'compose-owner'), 'the operator sees the owner\'s role');
 
     gateway.process.kill('SIGTERM');
     const exit = await exitWithin(gateway, 60_000);

@@ -31,7 +31,7 @@ const KID = 'data-loss-1';
 const PEM = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 const PAST_SKEW_MS = 60_000;
 const LOST = "redis lost the gateway's data (its epoch record was gone or replaced): access tokens issued before the new epoch are refused";
-const STARTED = 'redis held no epoch record: started a new epoch; access tokens issued before it are refused (a new deployment, or Redis lost its data)';
+const STARTED = 'redis held no epoch record: started a new epoch (expected on the first start of a new deployment; otherwise Redis lost its data, and access tokens issued before it are refused)';
 
 function gatewayOn(t: TestContext, redisUrl: string, clock: ManualClock, redis: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<TestGateway> {
   return startGateway(t, { clock, overrides: { ...extra, redis: { url: redisUrl, ...redis }, signing: { keys: [{ kid: KID, alg: 'EdDSA', pem: PEM }] } } });

@@ -64,6 +64,8 @@ export interface RedisKeys {
   readonly accountIndex: string;
   /** Hash: an owner: `doc` (OwnerRecord JSON) and `v`. No TTL. */
   owner(ownerId: string): string;
+  /** Set: every owner id written (so an export finds owners who belong to no account). No TTL. */
+  readonly ownerIndex: string;
   /** String: the owner id holding this email (lowercase). Claimed with SET NX; trusted only if the owner agrees. */
   ownerEmail(email: string): string;
   /** Set: ids of accounts the owner was made a member of (never shrinks by itself); trusted only if the account agrees. */
@@ -105,6 +107,7 @@ export function redisKeys(prefix: string): RedisKeys {
     accountKeys: (accountId) => `${prefix}:acct-keys:{${accountId}}`,
     accountIndex: `${prefix}:accounts`,
     owner: (ownerId) => `${prefix}:owner:${ownerId}`,
+    ownerIndex: `${prefix}:owners`,
     ownerEmail: (email) => `${prefix}:email:${email}`,
     ownerAccounts: (ownerId) => `${prefix}:owner-accts:${ownerId}`,
     settingsToken: (digest) => `${prefix}:stoken:${digest}`,
