@@ -167,7 +167,9 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
       breakerCooldownMs: config.redis.breakerCooldownMs,
     });
     // A write, not a PING: see RedisConnection.answersWrite.
-    readiness.push({ name: 'redis', timeoutMs: config.redis.commandTimeoutMs, isReady: () => shared.answersWrite() });
+    // Degradable unless required: every instance shares this Redis, and calls with valid tokens
+    // go on without it (health.ts).
+    readiness.push({ name: 'redis', timeoutMs: config.redis.commandTimeoutMs, isReady: () => shared.answersWrite(), degradable: !config.readiness.requireRedis });
   } else {
     const resets = new MemoryRevocationStore({ clock, retainMs });
     keys = fileKeys;
@@ -320,6 +322,8 @@ function createDirectory(config: Config, { log, clock, redis, fileDirectory, rea
     name: 'directory',
     timeoutMs: config.directory.store === 'http' ? config.directory.http.timeoutMs : config.redis.commandTimeoutMs,
     isReady: () => watched.isReady(),
+    // A directory kept in Redis is down with Redis, on every instance alike (see the redis check).
+    degradable: config.directory.store === 'redis' && !config.readiness.requireRedis,
   });
   return createCachedDirectory({ store: watched.store, changes, settings: cache, clock, log, metrics });
 }
