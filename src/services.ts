@@ -199,6 +199,13 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   // accept: allowing skew there would accept tokens reset in the seconds before a restart.
   const epochSkewMs = redis === undefined ? 0 : t.clockSkewSeconds * 1000;
   const revocations = createRevocations({ store: revocationStore, clock, ttlMs: config.redis.resetCacheTtlMs, rememberMs, skewMs: epochSkewMs });
+  // Redis lost its data (a new epoch): no credential cached from it may answer another request.
+  // The settings tokens' cache drops itself (auth/settings-tokens.ts); resets are read again.
+  revocations.whenDataLost(() => {
+    signer.forgetVerifiedTokens();
+    if (keys instanceof RedisKeyDirectory) keys.dropCache();
+    log.info('dropped every cached credential (verified access tokens, key records, API settings tokens): redis lost its data');
+  });
   const auth = countAuthOutcomes(createAuthService({
     keys, tokens, signer, revocations, clock, log, settings: t,
     // An account reset also revokes its API settings tokens for good (a reset is remembered for a while only).
