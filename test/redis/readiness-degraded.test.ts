@@ -65,3 +65,22 @@ test('readiness.requireRedis: a stalled Redis makes /readyz 503 unavailable', re
     assert.deepEqual(ready.body, { success: false, message: { status: 'unavailable', checks: REDIS_DOWN } });
   });
 });
+
+test('a directory kept in Redis is degraded with it: /readyz stays 200 naming both', redisSuite(), async (t) => {
+  const redis = await startRedis(t);
+  const backend = await startBackend(t);
+  const gw = await startGateway(t, {
+    overrides: { redis: { url: redis.url, commandTimeoutMs: 300, breakerFailures: 1000 }, directory: { store: 'redis' }, routes: [{ prefix: '/echo', targets: [backend.url] }] },
+  });
+  assert.equal((await untilReady(gw)).body.message.status, 'ready');
+  const { accessToken } = await signIn(gw);
+  await whileStalled(redis, async () => {
+    // Nothing cached: the directory's read fails, and no copy may be served.
+    const roles = await call(`${gw.url}/api/roles`, { token: accessToken });
+    assert.ok(roles.status === 503 || roles.status === 504, `the directory read fails: ${show(roles)}`);
+    const ready = await call(`${gw.url}/readyz`);
+    assert.equal(ready.status, 200, show(ready));
+    assert.deepEqual(ready.body, { success: true, message: { status: 'degraded', checks: { redis: 'down', directory: 'down', signingKeys: 'up' }, degraded: ['redis', 'directory'] } });
+    assert.equal((await call(`${gw.url}/echo/during`, { token: accessToken })).status, 200, 'proxied calls still served');
+  });
+});
