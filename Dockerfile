@@ -25,8 +25,9 @@ VOLUME /app/data
 USER node
 EXPOSE 8080
 # Liveness (/healthz), not readiness: an orchestrator that restarts unhealthy containers would
-# restart every instance during a Redis outage, which brings nothing back (compose.yaml asks
-# /readyz, to order start-up). With MANAGEMENT_PORT set, health is served only there.
+# restart an instance that is draining or whose directory upstream fails, which brings nothing
+# back (compose.yaml asks /readyz, to order start-up). With MANAGEMENT_PORT set, health is
+# served only there.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.MANAGEMENT_PORT||process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM

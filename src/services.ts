@@ -167,7 +167,9 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
       breakerCooldownMs: config.redis.breakerCooldownMs,
     });
     // A write, not a PING: see RedisConnection.answersWrite.
-    readiness.push({ name: 'redis', timeoutMs: config.redis.commandTimeoutMs, isReady: () => shared.answersWrite() });
+    // Degradable unless required: every instance shares this Redis, and calls with valid tokens
+    // go on without it (health.ts).
+    readiness.push({ name: 'redis', timeoutMs: config.redis.commandTimeoutMs, isReady: () => shared.answersWrite(), degradable: !config.readiness.requireRedis });
   } else {
     const resets = new MemoryRevocationStore({ clock, retainMs });
     keys = fileKeys;
@@ -197,6 +199,13 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   // accept: allowing skew there would accept tokens reset in the seconds before a restart.
   const epochSkewMs = redis === undefined ? 0 : t.clockSkewSeconds * 1000;
   const revocations = createRevocations({ store: revocationStore, clock, ttlMs: config.redis.resetCacheTtlMs, rememberMs, skewMs: epochSkewMs });
+  // Redis lost its data (a new epoch): no credential cached from it may answer another request.
+  // The settings tokens' cache drops itself (auth/settings-tokens.ts); resets are read again.
+  revocations.whenDataLost(() => {
+    signer.forgetVerifiedTokens();
+    if (keys instanceof RedisKeyDirectory) keys.dropCache();
+    log.info('dropped every cached credential (verified access tokens, key records, API settings tokens): redis lost its data');
+  });
   const auth = countAuthOutcomes(createAuthService({
     keys, tokens, signer, revocations, clock, log, settings: t,
     // An account reset also revokes its API settings tokens for good (a reset is remembered for a while only).
@@ -320,6 +329,8 @@ function createDirectory(config: Config, { log, clock, redis, fileDirectory, rea
     name: 'directory',
     timeoutMs: config.directory.store === 'http' ? config.directory.http.timeoutMs : config.redis.commandTimeoutMs,
     isReady: () => watched.isReady(),
+    // A directory kept in Redis is down with Redis, on every instance alike (see the redis check).
+    degradable: config.directory.store === 'redis' && !config.readiness.requireRedis,
   });
   return createCachedDirectory({ store: watched.store, changes, settings: cache, clock, log, metrics });
 }

@@ -103,7 +103,8 @@ export interface GatewayStart<N extends string> {
 export async function startGateway<N extends string>({ name, runtime, settings, nodeFlags = [], stdout = 'pipe', core = SERVER_CORE }: GatewayStart<N>): Promise<Gateway<N>> {
   // PORT=0 would pick a port, but the line that names it is logged at info, which may be off.
   const port = await freePort();
-  const env = { ...cleanEnv(), NODE_ENV: 'production', ALLOW_DEMO_DATA: 'true', HOST: '127.0.0.1', PORT: String(port), ...settings };
+  // Redis part of readiness, so that "ready" means its connection is up too (not only `degraded`).
+  const env = { ...cleanEnv(), NODE_ENV: 'production', ALLOW_DEMO_DATA: 'true', HOST: '127.0.0.1', PORT: String(port), READINESS_REQUIRE_REDIS: 'true', ...settings };
   const [cmd, args] = pinned(core, process.execPath, [...nodeFlags, ...runtime.entry]);
   const proc = track(spawn(cmd, args, { cwd: ROOT, env, stdio: ['ignore', stdout, 'pipe'] }));
   const gw: Gateway<N> = { name, proc, pid: proc.pid!, url: `http://127.0.0.1:${port}`, out: new Output(proc.stdout), err: new Output(proc.stderr) };

@@ -43,6 +43,8 @@ export interface Identity {
   issuedAt: number;
   /** Milliseconds since the epoch (compared with token resets). */
   issuedAtMs: number;
+  /** The reset store's epoch an access token was issued under (`reset_epoch`; auth/revocation.ts). */
+  epoch?: number;
   expiresAt: number;
   /** The key's scopes, from the `scope` claim (an API settings token's own). */
   scopes: readonly string[];
@@ -84,7 +86,7 @@ export function createAuthenticator(signer: Signer, revocations: Revocations, se
     }
     const identity: Identity = {
       accountId: claims.sub, keyId: claims.client_id, tokenId: claims.jti,
-      issuedAt: claims.iat, issuedAtMs: claims.iat_ms, expiresAt: claims.exp,
+      issuedAt: claims.iat, issuedAtMs: claims.iat_ms, expiresAt: claims.exp, epoch: claims.reset_epoch,
       scopes: claims.scope === undefined || claims.scope === '' ? [] : claims.scope.split(' '),
     };
     // Usually answered from the cache without a promise; awaited only on a miss.

@@ -12,13 +12,23 @@
  * read. When nothing is known and the store cannot be read, the token is accepted: an outage
  * must not log everyone out (docs/redis.md states this guarantee).
  *
- * A token issued before the store's epoch began (stores/revocation.ts) is refused: resets from
- * before it may be lost. The epoch is read once, then kept current by the store's `onEpoch`;
- * a new one (a loss) is announced to the watchers as a gap, so open WebSockets are checked
- * again. `skewMs` is the clock disagreement allowed between instances: a token issued that
- * little before the epoch began is still accepted, so an instance whose clock lags the one
- * that made the record does not have its fresh tokens refused; a start later than this
- * instance's own clock (made by a clock further ahead) counts from when it is first heard.
+ * Resets from before the store's epoch (stores/revocation.ts) may be lost, so a token from an
+ * earlier epoch is refused. Each access token carries the epoch it was issued under (the
+ * `reset_epoch` claim: the epoch record's start, as read from the store), and a token whose
+ * epoch is not the store's current one is refused: exact, whatever the instances' clocks say
+ * and however soon after a reset the store lost its data, and known to an instance started
+ * after the loss too (issue 26). The epoch is read once, then kept current by the store's
+ * `onEpoch`, so the check costs one comparison; only an epoch this instance does not know
+ * (one lost before it started, or a new one it has not heard of yet) asks the store, once per
+ * such epoch: one not current then is remembered as retired. A new epoch (a loss) is announced
+ * to the watchers as a gap, so open WebSockets are checked again, and to `whenDataLost`, so
+ * every cached credential is dropped.
+ *
+ * A token with no `reset_epoch` (issued by an earlier version, or while the epoch record could
+ * not be read) is judged by its issue time: refused when issued before the epoch began, less
+ * `skewMs`, the clock disagreement allowed between instances (so an instance whose clock lags
+ * the one that made the record does not have its fresh tokens refused; a start later than this
+ * instance's own clock, made by a clock further ahead, counts from when it is first heard).
  */
 import { LRUCache } from 'lru-cache';
 import { latestReset, type AccountResets, type ResetListener, type ResetScope, type RevocationStore } from '../stores/revocation.js';
@@ -30,6 +40,8 @@ export interface IssuedToken {
   keyId: string;
   /** Epoch ms. */
   issuedAtMs: number;
+  /** The reset store's epoch the token was issued under (its start); absent: judged by `issuedAtMs`. */
+  epoch?: number;
 }
 
 export interface Revocations {
@@ -41,6 +53,16 @@ export interface Revocations {
    * store), so a token from before the epoch began is not refused for its age alone.
    */
   isRevoked(token: IssuedToken, options?: { durable?: boolean }): boolean | Promise<boolean>;
+  /**
+   * The store's current epoch, for a token about to be issued (its `reset_epoch`); read from the
+   * store when not known yet. Undefined when it cannot be read: the token then goes without.
+   */
+  currentEpoch(): number | undefined | Promise<number | undefined>;
+  /**
+   * Called at once when the store's epoch is replaced (it lost its data): whatever was cached
+   * from it (credentials, key records, verified tokens) must be dropped.
+   */
+  whenDataLost(listener: () => void): void;
   /**
    * Told of every reset this instance learns of (its own or another's notice) and of every gap
    * in the notices: for what holds a token longer than one request (an open WebSocket).
@@ -96,37 +118,70 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
 
   const listeners: ResetListener[] = [];
 
-  /** Tokens issued before this are refused; undefined until the store's epoch is first read. */
+  /** Tokens with no epoch claim issued before this are refused; undefined until the store's epoch is first read. */
   let refuseBefore: number | undefined;
   /** The epoch's start as the store last gave it. */
   let heardStart: number | undefined;
-  let epochRead: Promise<void> | undefined;
+  /**
+   * Epochs known not to be the store's: replaced while this instance watched, or found not
+   * current when a token of theirs asked. Only the gateway mints epochs (tokens are signed), so
+   * there are few; bounded anyway.
+   */
+  const retired = new LRUCache<number, true>({ max: 1000 });
+  const dataLost: (() => void)[] = [];
+  let epochRead: Promise<boolean> | undefined;
   function beginEpoch(startedAt: number): void {
     if (startedAt === heardStart) return;
-    const known = heardStart !== undefined;
+    const previous = heardStart;
     heardStart = startedAt;
+    retired.delete(startedAt);
     // A start after this instance's now was made by a clock ahead of it, not by data begun in
     // the future: counted from now, or every token issued here until then would be refused.
     refuseBefore = Math.min(startedAt, clock.now()) - skewMs;
     // Data lost: every cached copy is from before, and what holds a token must check it again.
-    if (known) {
+    if (previous !== undefined) {
+      retired.set(previous, true);
       epoch++;
+      for (const listener of dataLost) listener();
       for (const listener of listeners) listener.onGap();
     }
   }
   /** Before this, no token asks for the epoch again: its last read failed. */
   let askAgainAt = 0;
   /**
-   * Reads the epoch once; a failed read is tried again by a token no sooner than `ttlMs` later
-   * (the store's own checks go on meanwhile), so that an unreadable record does not cost every
-   * token a round trip.
+   * Reads the epoch, one read at a time; true once it was read. A failed read is tried again by
+   * a token no sooner than `ttlMs` later (the store's own checks go on meanwhile), so that an
+   * unreadable record does not cost every token a round trip.
    */
-  function readEpoch(): Promise<void> {
-    epochRead ??= store.epoch().then(beginEpoch, () => {
-      epochRead = undefined;
+  function readEpoch(): Promise<boolean> {
+    epochRead ??= store.epoch().then((startedAt) => {
+      beginEpoch(startedAt);
+      return true;
+    }, () => {
       askAgainAt = clock.now() + ttlMs;
+      return false;
+    }).finally(() => {
+      epochRead = undefined;
     });
     return epochRead;
+  }
+
+  /**
+   * True when the token's epoch is not the store's. One this instance does not know is asked
+   * of the store once: a new epoch not heard of yet is taken up, any other is retired. While the
+   * store cannot be read, an unknown epoch is refused if this instance knows the current one
+   * (the safe side: the token may be from before a loss), and left to the resets if it knows
+   * none (as any token is in an outage).
+   */
+  function isFromAnotherEpoch(tokenEpoch: number): boolean | Promise<boolean> {
+    if (tokenEpoch === heardStart) return false;
+    if (retired.has(tokenEpoch)) return true;
+    if (clock.now() < askAgainAt) return heardStart !== undefined;
+    return readEpoch().then((read) => {
+      if (tokenEpoch === heardStart) return false;
+      if (read) retired.set(tokenEpoch, true);
+      return heardStart !== undefined;
+    });
   }
 
   function remember(scope: ResetScope, at: number): void {
@@ -168,11 +223,28 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
       listeners.push(listener);
     },
 
+    whenDataLost(listener) {
+      dataLost.push(listener);
+    },
+
+    currentEpoch() {
+      if (heardStart !== undefined || clock.now() < askAgainAt) return heardStart;
+      return readEpoch().then(() => heardStart);
+    },
+
     isRevoked(token, { durable = false } = {}) {
       if (covers(heard.get(token.accountId), token)) return true;
       // Resets lost with the epoch cannot have covered a durable token: its own store records
       // its revocation (and an account reset's) before the reset is made.
       if (durable) return isCoveredByStoredReset(token);
+      if (token.epoch !== undefined) {
+        // The hot path: the epoch this instance knows, one comparison.
+        if (token.epoch === heardStart) return isCoveredByStoredReset(token);
+        const other = isFromAnotherEpoch(token.epoch);
+        if (other === true) return true;
+        if (other === false) return isCoveredByStoredReset(token);
+        return other.then((refused) => refused || isCoveredByStoredReset(token));
+      }
       if (refuseBefore === undefined) {
         // Until the epoch is known (the first token, or a start that found the store
         // unreachable): ask; if it cannot be read, the resets decide, as in any outage.

@@ -60,7 +60,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       const now = clock.now();
       const familyId = newId();
       const refresh = mintRefreshToken(key.accountId, key.keyId, familyId);
-      const accessToken = await signer.issueAccessToken(key);
+      const accessToken = await signer.issueAccessToken({ ...key, epoch: await revocations.currentEpoch() });
       await tokens.createFamily({
         familyId,
         accountId: key.accountId,
@@ -83,7 +83,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
 
       const now = clock.now();
       const successor = mintRefreshToken(presented.accountId, presented.keyId, presented.familyId);
-      const pair = { accessToken: await signer.issueAccessToken(key), refreshToken: successor.token };
+      const pair = { accessToken: await signer.issueAccessToken({ ...key, epoch: await revocations.currentEpoch() }), refreshToken: successor.token };
       const result = await tokens.rotate({
         tokenId: presented.tokenId,
         accountId: presented.accountId,

@@ -13,7 +13,9 @@
  *      at once, so a stale cached copy is never what lets a revoked token through.
  *
  * A settings token's validity is durable (in the owner store), so unlike a JWT it is not
- * refused for being older than the reset store's epoch (a restart of a memory gateway).
+ * refused for being older than the reset store's epoch (a restart of a memory gateway). When
+ * Redis loses its data (a new epoch) every cached copy is dropped at once: the owner store may
+ * have lost the token or its account with it.
  * Its last use is written back at most once per `touchEveryMs` per token on this instance,
  * whether the write succeeds or not.
  */
@@ -61,6 +63,8 @@ interface Cached {
   /** The record's times, parsed once per read rather than once per request. */
   createdAtMs: number;
   expiresAtMs: number;
+  /** The data generation the read began in: a copy from before a data loss is read again. */
+  generation: number;
 }
 
 export function createSettingsTokenAuth({
@@ -68,6 +72,8 @@ export function createSettingsTokenAuth({
   resetsRememberedMs = Infinity,
 }: SettingsTokenAuthOptions): SettingsTokenAuthenticate {
   const perf = { now: () => clock.now() };
+  /** +1 per data loss (revocations.whenDataLost). */
+  let generation = 0;
   // Unknown digests apart from found ones: anyone can make well-formed tokens (a checksum is no
   // secret), and a flood of them must not push the tokens in use out of the cache.
   const unknown = new LRUCache<string, true>({ ...entryBound(max), ttl: negativeTtlMs, perf, ttlResolution: 0, ttlAutopurge: false });
@@ -79,6 +85,7 @@ export function createSettingsTokenAuth({
     ttlResolution: 0,
     ttlAutopurge: false,
     fetchMethod: async (digest) => {
+      const started = generation;
       const found = await store.findSettingsToken(digest);
       if (found === undefined) {
         unknown.set(digest, true);
@@ -88,8 +95,17 @@ export function createSettingsTokenAuth({
       return {
         accountId: found.accountId, token: found.token, accountLive: account !== undefined && account.enabled && account.deletedAt === undefined,
         createdAtMs: Date.parse(found.token.createdAt), expiresAtMs: found.token.expiresAt === undefined ? Infinity : Date.parse(found.token.expiresAt),
+        generation: started,
       };
     },
+  });
+  // The owner store lost its data with the reset store's Redis (a new epoch): a token found
+  // before, or its live account, may exist no more (issue 26). Every copy from before is read
+  // again: marked old by the generation rather than cleared, since clearing would abort the
+  // reads under way and fail their requests.
+  revocations.whenDataLost(() => {
+    generation++;
+    unknown.clear();
   });
   // A lastUsedAt written (or being written) by this instance: token id → when.
   const touched = new LRUCache<string, number>({ ...entryBound(max), ttl: touchEveryMs, perf, ttlResolution: 0, ttlAutopurge: false });
@@ -113,8 +129,11 @@ export function createSettingsTokenAuth({
   return async function authenticateSettingsToken(presented) {
     if (!isWellFormedSettingsToken(presented)) throw new InvalidToken('The API settings token is not one the gateway made (bad checksum).');
     const digest = settingsTokenDigest(presented);
-    // A fresh entry synchronously; fetch (one store read however many wait) only on a miss.
-    const entry = cache.get(digest) ?? (unknown.has(digest) ? undefined : await cache.fetch(digest));
+    // A fresh entry synchronously; fetch (one store read however many wait) only on a miss, or
+    // for a copy from before a data loss.
+    let entry = cache.get(digest);
+    if (entry !== undefined && entry.generation !== generation) entry = await cache.fetch(digest, { forceRefresh: true });
+    else if (entry === undefined && !unknown.has(digest)) entry = await cache.fetch(digest);
     const now = clock.now();
     if (entry === undefined) throw new InvalidToken('The API settings token is unknown.');
     const { accountId, token, createdAtMs, expiresAtMs } = entry;

@@ -49,6 +49,12 @@ export interface AccessTokenClaims {
    * against, since a reset and a sign-in may fall in the same second.
    */
   iat_ms: number;
+  /**
+   * The token-reset store's epoch it was issued under (auth/revocation.ts): a token from an
+   * epoch that is no longer the store's is refused, since the resets before it may be lost.
+   * Absent on tokens issued while the epoch could not be read (and by earlier versions).
+   */
+  reset_epoch?: number;
   exp: number;
   /** Space-separated scopes of the key (RFC 9068 §2.2.3); absent when it has none. */
   scope?: string;
@@ -69,7 +75,7 @@ export const ASSERTION_TYPE = 'gateway-assertion+jwt';
 
 export interface Signer {
   /** Signs a new access token for the key's account; `jti`, `iat`, `exp` are set here. */
-  issueAccessToken(subject: { accountId: string; keyId: string; scopes?: readonly string[] }): Promise<string>;
+  issueAccessToken(subject: { accountId: string; keyId: string; scopes?: readonly string[]; epoch?: number }): Promise<string>;
   /**
    * A short-lived JWT for a backend (typ `gateway-assertion+jwt`, signed by the same keys, so
    * the JWKS verifies it): who called, through which route, for which request.
@@ -89,6 +95,8 @@ export interface Signer {
   useKeys(signing: Config['signing']): void;
   /** Size of the verified-token cache (tests, metrics). */
   verifiedTokenStats(): VerifiedTokenStats;
+  /** Empties the verified-token cache (the reset store lost its data: nothing cached before is kept). */
+  forgetVerifiedTokens(): void;
   /** The public keys, for /.well-known/jwks.json (the current set's). */
   readonly jwks: JSONWebKeySet;
   /** True when the signing key was made at start-up and dies with the process. */
@@ -180,6 +188,7 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
     checkTimes(payload, Math.floor(clock.now() / 1000));
     if (typeof payload.sub !== 'string' || typeof payload.client_id !== 'string' || typeof payload.jti !== 'string'
       || !Number.isSafeInteger(payload.iat_ms) || Math.floor((payload.iat_ms as number) / 1000) !== payload.iat
+      || (payload.reset_epoch !== undefined && !Number.isSafeInteger(payload.reset_epoch))
       || (payload.scope !== undefined && typeof payload.scope !== 'string')) {
       throw new InvalidToken();
     }
@@ -195,9 +204,9 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
       return keySet.isEphemeral;
     },
 
-    async issueAccessToken({ accountId, keyId, scopes = [] }) {
+    async issueAccessToken({ accountId, keyId, scopes = [], epoch }) {
       const now = clock.now();
-      return sign({ client_id: keyId, iat_ms: now, ...scopeClaim(scopes) }, { typ: ACCESS_TOKEN_TYPE, audience, subject: accountId, now, ttlSeconds: accessTokenTtlSeconds });
+      return sign({ client_id: keyId, iat_ms: now, ...(epoch === undefined ? {} : { reset_epoch: epoch }), ...scopeClaim(scopes) }, { typ: ACCESS_TOKEN_TYPE, audience, subject: accountId, now, ttlSeconds: accessTokenTtlSeconds });
     },
 
     async issueAssertion({ accountId, keyId, tokenId, scopes, audience: routeName, requestId }) {
@@ -238,6 +247,7 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
     },
 
     verifiedTokenStats: () => verified.stats(),
+    forgetVerifiedTokens: () => verified.dropWhere(() => true),
   };
 }
 

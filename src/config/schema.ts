@@ -590,6 +590,13 @@ export const configSchema = z.strictObject({
     }),
   }).prefault({}),
 
+  readiness: z.strictObject({
+    requireRedis: setting(z.boolean().default(false), {
+      env: 'READINESS_REQUIRE_REDIS',
+      description: 'true: /readyz answers 503 while Redis (or a directory kept in Redis) is down. false: the instance stays ready, `degraded`, since calls with valid tokens go on and every instance shares that Redis. See docs/redis.md, Readiness.',
+    }),
+  }).prefault({}),
+
   log: z.strictObject({
     level: setting(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), {
       env: 'LOG_LEVEL',

@@ -8,8 +8,9 @@
  * Times are epoch milliseconds from the gateway instances' clocks, which must agree (NTP).
  *
  * A store that loses its data loses its resets with it, and a JWT outlives the loss: so each
- * store has an epoch, the time from which it holds every reset, and a token issued before the
- * epoch began is refused as if reset (auth/revocation.ts). Memory: the process's start. Redis:
+ * store has an epoch, the time from which it holds every reset, and a token issued under
+ * another epoch (each carries its own) is refused as if reset (auth/revocation.ts). The start
+ * is also the epoch's identity. Memory: the process's start. Redis:
  * a record made by the first instance that finds none, which is a new deployment or a Redis
  * that lost its data (restart without persistence, failover to an empty replica, eviction,
  * FLUSHALL); every instance checks it on each (re)connection and every `resetCacheTtlMs`.

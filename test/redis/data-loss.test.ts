@@ -114,6 +114,60 @@ test('redis-server restarted empty: the reconnection finds the epoch gone; token
   await assertServed(other, after!.accessToken, 'the new token on the new instance');
 });
 
+test('a reset shortly before Redis restarts empty (within the clock skew): an instance started afterwards refuses the pre-reset token, and so does the old one', redisSuite(), async (t) => {
+  // Issue 26: the epoch's start less the 5 s skew allowance decided, so a token issued 2 s
+  // before the loss passed on an instance that never heard the reset. Tokens now carry their epoch.
+  const redis = await startRedis(t);
+  const clock = new ManualClock(Date.now());
+  const a = await gatewayOn(t, redis.url, clock, { resetCacheTtlMs: 60_000, breakerCooldownMs: 200 });
+  const alice = await signIn(a);
+  const bob = await signIn(a, DEMO.bob);
+  clock.advance(1000);
+  assert.equal((await reset(a)).status, 200, 'alice resets her key');
+  await assertRefused(a, alice.accessToken, 'the reset token');
+  clock.advance(1000);
+
+  await redis.restart();
+  await until('the running instance finds the epoch gone', async () => messages(a).includes(LOST));
+  const b = await gatewayOn(t, redis.url, clock);
+  await assertRefused(b, alice.accessToken, 'alice\'s token, reset 1 s before the loss, on an instance started after it');
+  await assertRefused(b, bob.accessToken, 'bob\'s token from 2 s before the loss, on an instance started after it');
+  await assertRefused(a, alice.accessToken, 'alice\'s reset token, on the running instance');
+  await assertRefused(a, bob.accessToken, 'bob\'s token from before the loss, on the running instance');
+
+  for (const [issuer, name] of [[a, 'a'], [b, 'b']] as const) {
+    let fresh: Awaited<ReturnType<typeof signIn>> | undefined;
+    await until(`sign-in on ${name} works again`, async () => {
+      fresh = await signIn(issuer).catch(() => undefined);
+      return fresh !== undefined;
+    });
+    await assertServed(a, fresh!.accessToken, `a token issued by ${name} after the loss, on a`);
+    await assertServed(b, fresh!.accessToken, `a token issued by ${name} after the loss, on b`);
+  }
+});
+
+test('an instance that has not noticed the loss yet takes up the new epoch from the first token issued under it', redisSuite(), async (t) => {
+  // A FLUSHALL leaves the connection up, and this instance checks the epoch only every minute:
+  // a token issued under the new epoch by another instance is the first it hears of it.
+  const redis = await startRedis(t);
+  const raw = new Redis(redis.url);
+  t.after(() => raw.disconnect());
+  const clock = new ManualClock(Date.now());
+  const lagging = await gatewayOn(t, redis.url, clock, { resetCacheTtlMs: 60_000 });
+  const old = await signIn(lagging);
+  await assertServed(lagging, old.accessToken, 'before the loss');
+  // The new epoch's start must differ from the old one's (its identity is that start).
+  clock.advance(1000);
+
+  await raw.flushall();
+  const b = await gatewayOn(t, redis.url, clock);
+  const fresh = await signIn(b);
+  await assertServed(lagging, fresh.accessToken, 'a token of the new epoch, on the instance that had not noticed it');
+  assert.ok(messages(lagging).includes(LOST), 'which learnt of the loss from it');
+  await assertRefused(lagging, old.accessToken, 'and refuses the tokens of the old epoch from then on');
+  await assertRefused(b, old.accessToken, 'as the new instance does');
+});
+
 test('the loss closes WebSockets opened with tokens from before it; one opened after stays', redisSuite(), async (t) => {
   const redis = await startRedis(t);
   const backend = await startWsBackend(t);

@@ -5,7 +5,9 @@
  * primary takes one, so a killed primary makes the instance unready at the next probe (a PING
  * answered by a live node kept one ready for 13 s while sign-ins failed), and a stalled one
  * makes it unready once the write has waited redis.commandTimeoutMs.
-
+ *
+ * These gateways set readiness.requireRedis, so that a Redis down is a 503; without it the
+ * instance stays ready, `degraded` (test/redis/readiness-degraded.test.ts).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -31,7 +33,7 @@ const signIn = (gw: TestGateway) => postJson(`${gw.url}/api/signin`, { apiKey: D
 test('standalone: /readyz writes a short-lived key under the prefix, and a Redis refusing writes is not ready', redisSuite(), async (t) => {
   const redis = await startRedis(t);
   const raw = await rawRedisClient(t, redis);
-  const gw = await startGateway(t, { overrides: { redis: { url: redis.url, keyPrefix: 'gwready', breakerFailures: 1000 } } });
+  const gw = await startGateway(t, { overrides: { redis: { url: redis.url, keyPrefix: 'gwready', breakerFailures: 1000 }, readiness: { requireRedis: true } } });
 
   await t.test('every check is listed, all up', async () => {
     await untilReady(gw);
@@ -61,7 +63,7 @@ test('standalone: /readyz writes a short-lived key under the prefix, and a Redis
 
 test('Cluster: /readyz writes on every primary, and one killed primary makes it unready at once', redisSuite(), async (t) => {
   const cluster = await startRedisCluster(t);
-  const gw = await startGateway(t, { overrides: { redis: { clusterNodes: cluster.nodes, keyPrefix: 'gwready', breakerFailures: 1000 } } });
+  const gw = await startGateway(t, { overrides: { redis: { clusterNodes: cluster.nodes, keyPrefix: 'gwready', breakerFailures: 1000 }, readiness: { requireRedis: true } } });
 
   await t.test('ready, and each primary holds a readiness key of its own slots', async () => {
     // A fresh Cluster client may need a slots refresh before its first write goes through.
@@ -82,7 +84,7 @@ test('Cluster: /readyz writes on every primary, and one killed primary makes it 
 
 test('Cluster: a stalled primary (SIGSTOP) makes /readyz 503 once the write times out', redisSuite(), async (t) => {
   const cluster = await startRedisCluster(t);
-  const gw = await startGateway(t, { overrides: { redis: { clusterNodes: cluster.nodes, commandTimeoutMs: 300, breakerFailures: 1000 } } });
+  const gw = await startGateway(t, { overrides: { redis: { clusterNodes: cluster.nodes, commandTimeoutMs: 300, breakerFailures: 1000 }, readiness: { requireRedis: true } } });
   // 300 ms for three writes at once is short on a loaded machine: a precondition, so asked until it holds.
   await untilReady(gw);
   await assertReadiness(gw, 200, ALL_UP, 'a healthy Cluster');

@@ -343,4 +343,45 @@ test('createRevocations: the store epoch', async (t) => {
     assert.equal(await revocations.isRevoked(old), true, 'read on the next token once ttlMs has passed');
     assert.equal(revocations.isRevoked(old), true, 'and known from then on');
   });
+  await t.test('a token carrying its epoch: the current one costs no read, whatever its issue time; another is refused', async () => {
+    const start = Date.UTC(2026, 0, 1);
+    const { store, revocations, issued } = epochSetUp(start);
+    assert.equal(await revocations.currentEpoch(), start, 'what a new token carries');
+    const reads = store.epochReads;
+    // Issued a second before the epoch's start by its clock, within the skew: the epoch claim decides, not the time.
+    assert.equal(await revocations.isRevoked({ ...issued(start - 1000), epoch: start }), false, 'the current epoch: served');
+    assert.equal(store.epochReads, reads, 'without reading the epoch again');
+    const fromBefore = { ...issued(start - 1000), epoch: start - 2000 };
+    assert.equal(await revocations.isRevoked(fromBefore), true, 'an epoch this instance never knew, not the current one: refused (within the skew too)');
+    assert.equal(store.epochReads, reads + 1, 'after one read of the epoch');
+    for (let i = 0; i < 10; i++) assert.equal(revocations.isRevoked(fromBefore), true, 'then known as retired, at once');
+    assert.equal(store.epochReads, reads + 1, 'no read per token');
+  });
+
+  await t.test('a token of a newer epoch than the one known: one read takes it up, and the old epoch is retired', async () => {
+    const start = Date.UTC(2026, 0, 1);
+    const { clock, store, revocations, issued } = epochSetUp(start);
+    await revocations.currentEpoch();
+    let lost = 0;
+    revocations.whenDataLost(() => void lost++);
+    const old = { ...issued(clock.now()), epoch: start };
+    store.startedAt = start + 10_000;
+    const fresh = { ...issued(clock.now()), epoch: start + 10_000 };
+    assert.equal(await revocations.isRevoked(fresh), false, 'the new epoch, read from the store');
+    assert.equal(lost, 1, 'a data loss, told at once');
+    assert.equal(revocations.isRevoked(old), true, 'the old epoch is refused from then on');
+    assert.equal(await revocations.isRevoked(fresh), false);
+  });
+
+  await t.test('an epoch unknown while the store cannot be read: refused when another is known, left to the resets when none is', async () => {
+    const start = Date.UTC(2026, 0, 1);
+    const known = epochSetUp(start);
+    await known.revocations.currentEpoch();
+    known.store.failing = true;
+    assert.equal(await known.revocations.isRevoked({ ...known.issued(start), epoch: start + 1 }), true, 'may be from before a loss');
+    assert.equal(await known.revocations.isRevoked({ ...known.issued(start), epoch: start }), false, 'the known one still served');
+    const none = epochSetUp(start, true);
+    assert.equal(await none.revocations.isRevoked({ ...none.issued(start), epoch: start }), false, 'nothing known: accepted, as in any outage');
+    assert.equal(await none.revocations.currentEpoch(), undefined, 'and new tokens go without an epoch');
+  });
 });

@@ -34,6 +34,23 @@ test('with one configured key, a token of that key verifies only under its own k
   }
 });
 
+test('the reset epoch a token is issued under is its reset_epoch claim; one that is not an integer is refused', async () => {
+  const { privateKey } = generateKeyPairSync('ed25519');
+  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const config = loadConfig({ env: { SIGNING_KEYS: JSON.stringify([{ kid: 'epoch-1', alg: 'EdDSA', pem }]) }, cwd: process.cwd() });
+  const signer = createSigner(config, systemClock);
+  const epoch = Date.UTC(2026, 0, 1);
+  assert.equal((await signer.verifyAccessToken(await signer.issueAccessToken({ accountId: 'acct_1', keyId: 'key_1', epoch }))).reset_epoch, epoch);
+  assert.equal((await signer.verifyAccessToken(await signer.issueAccessToken({ accountId: 'acct_1', keyId: 'key_1' }))).reset_epoch, undefined, 'none known: none carried');
+  const now = Math.floor(Date.now() / 1000);
+  const forged = await new SignJWT({ client_id: 'key_1', iat_ms: now * 1000, reset_epoch: '1' })
+    .setProtectedHeader({ alg: 'EdDSA', typ: 'at+jwt', kid: 'epoch-1' })
+    .setIssuer(config.tokens.issuer).setAudience(config.tokens.audience).setSubject('acct_1')
+    .setJti(randomBytes(16).toString('base64url')).setIssuedAt(now).setExpirationTime(now + 60)
+    .sign(privateKey);
+  await assert.rejects(signer.verifyAccessToken(forged), InvalidToken);
+});
+
 /** A signer whose one configured key is a fresh key of `alg`. */
 function signerWithKey(alg: SigningKeyConfig['alg']) {
   const { privateKey } = alg === 'EdDSA' ? generateKeyPairSync('ed25519')

@@ -69,8 +69,9 @@ const Jwks = z.object({
 }).meta({ description: 'RFC 7517: JWKS clients read the top-level `keys`; the same set is in the envelope.' });
 
 const Readiness = z.object({
-  status: z.enum(['ready', 'unavailable', 'draining']),
+  status: z.enum(['ready', 'degraded', 'unavailable', 'draining']),
   checks: z.record(z.string(), z.enum(['up', 'down'])),
+  degraded: z.array(z.string()).optional().meta({ description: 'The checks that are down without making the instance unready (Redis, unless `readiness.requireRedis`).' }),
 });
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/).meta({ description: 'Any case; looked up case-insensitively.' });
@@ -175,10 +176,10 @@ export const publicPaths: ZodOpenApiPathsObject = {
     get: {
       operationId: 'getReadiness',
       tags: ['health'],
-      summary: 'Readiness: every store the gateway depends on answers',
+      summary: 'Readiness: the instance serves proxied calls and its own endpoints to valid tokens',
       security: [],
       responses: {
-        200: { description: 'Every store answers.', ...json(z.object({ success: z.literal(true), message: Readiness })) },
+        200: { description: 'Every check is up (`ready`), or only checks that do not stop it serving are down (`degraded`, named in `degraded`: Redis, unless `readiness.requireRedis`).', ...json(z.object({ success: z.literal(true), message: Readiness })) },
         503: { description: 'A store does not answer (`unavailable`; `checks` says which), or the gateway is stopping (`draining`, no check made).', ...json(z.object({ success: z.literal(false), message: Readiness })) },
       },
     },

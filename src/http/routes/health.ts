@@ -1,6 +1,13 @@
 /**
- * GET /metrics (Prometheus text), GET /healthz (liveness: the process answers) and GET /readyz (readiness: every store it
- * depends on answers). A load balancer should route on /readyz and restart on /healthz.
+ * GET /metrics (Prometheus text), GET /healthz (liveness: the process answers) and GET /readyz (readiness: the
+ * instance can serve). A load balancer should route on /readyz and restart on /healthz.
+ *
+ * Ready means the instance serves proxied calls and its own endpoints to valid tokens. A check
+ * marked `degradable` (Redis, and a directory kept in Redis, unless `readiness.requireRedis`)
+ * does not decide that: when it is down, /readyz stays 200 with status `degraded` and names it
+ * in `degraded`. Redis is shared by every instance, so its outage hits all of them alike:
+ * taking them all out of the balancer turned a 5 s Redis stall into 7 s in which every proxied
+ * call failed, while every instance was serving them (issue 26; test/redis/readiness-degraded.test.ts).
  *
  * Each check is asked anew on every /readyz (while one is out, its answer is shared), all at
  * once, and one that has not answered within its own `timeoutMs` counts as down: a stalled store must make the instance unready, not make
@@ -19,6 +26,8 @@ export interface ReadinessCheck {
   /** Longest wait for `isReady`; then the check is down. */
   timeoutMs: number;
   isReady(): Promise<boolean>;
+  /** Down: the instance still serves (reported as degraded, /readyz stays 200). */
+  degradable?: boolean;
 }
 
 export function reportLiveness() {
@@ -46,10 +55,14 @@ export function reportReadiness({ checks, isDraining }: { checks: readonly Readi
       ctx.body = { success: false, message: { status: 'draining', checks: {} } };
       return;
     }
-    const results = await Promise.all(checks.map(async (c) => [c.name, await ask(c)] as const));
-    const ready = results.every(([, isReady]) => isReady);
+    const results = await Promise.all(checks.map(async (c) => [c, await ask(c)] as const));
+    const down = results.filter(([, isReady]) => !isReady).map(([c]) => c);
+    const degraded = down.filter((c) => c.degradable === true).map((c) => c.name);
+    const ready = degraded.length === down.length;
     ctx.status = ready ? 200 : 503;
-    ctx.body = { success: ready, message: { status: ready ? 'ready' : 'unavailable', checks: Object.fromEntries(results.map(([n, r]) => [n, r ? 'up' : 'down'])) } };
+    const status = !ready ? 'unavailable' : down.length > 0 ? 'degraded' : 'ready';
+    const listed = Object.fromEntries(results.map(([c, r]) => [c.name, r ? 'up' : 'down']));
+    ctx.body = { success: ready, message: { status, checks: listed, ...(degraded.length > 0 ? { degraded } : {}) } };
   };
 }
 
