@@ -9,7 +9,7 @@ import type { OwnerServices } from '../../../owner/service.js';
 import { operation, type Operation } from '../../owner/operation.js';
 import type { OwnerRouteDeps } from './deps.js';
 import {
-  accountParams, accountSchema, auditEventSchema, emailField, idField, inviteSchema, memberSchema, nameField,
+  accountParams, accountSchema, auditEventView, emailField, idField, inviteSchema, memberSchema, nameField,
   actorOf, callerOf, newPasswordField, pageOf, pageQuery, safeName,
 } from './schemas.js';
 
@@ -180,7 +180,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       auth: 'caller',
       params: accountParams,
       query: pageQuery,
-      response: pageOf(auditEventSchema),
+      response: pageOf(auditEventView),
       errors: [403, 404],
       handle: ({ params, query, caller }) => accounts.listAudit(callerOf(caller), params.accountId, query),
     }),

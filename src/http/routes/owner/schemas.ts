@@ -103,4 +103,9 @@ export const sessionSchema = z.strictObject({
   expiresAt: z.iso.datetime(),
 });
 
-export { auditEventSchema };
+/** An audit event as stored, its owner actor also named by email (owner/audit.ts). */
+export const auditEventView = auditEventSchema.extend({
+  actor: auditEventSchema.shape.actor.extend({
+    email: z.string().optional().describe('The owner\'s email, for an owner who still exists.'),
+  }),
+});
