@@ -103,6 +103,8 @@ export const sessionSchema = z.strictObject({
   expiresAt: z.iso.datetime(),
 });
 
+export { auditEventSchema };
+
 /** An audit event as stored, its owner actor also named by email (owner/audit.ts). */
 export const auditEventView = auditEventSchema.extend({
   actor: auditEventSchema.shape.actor.extend({
