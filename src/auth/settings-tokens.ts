@@ -148,7 +148,9 @@ export function createSettingsTokenAuth({
       durable: true,
     };
     const revoked = revocations.isRevoked(identity, { durable: true });
-    if (revoked === true || (revoked !== false && await revoked)) throw new InvalidToken('The API settings token was revoked by a token reset.');
+    // Revoking a token records a reset covering it, which may be seen before the cached entry
+    // learns of the revocation: either way, all the caller needs to know is that it was revoked.
+    if (revoked === true || (revoked !== false && await revoked)) throw new InvalidToken('The API settings token was revoked.');
     touch(accountId, token, now);
     return identity;
   };

@@ -29,7 +29,7 @@ const USAGE = 'usage: npm run config:check -- [--config <file>] [--data <file>] 
   + '       (in the image: node dist/cli/config-check.js [--config <file>] [--data <file>] [--json])';
 
 export type WarningCode = 'public-route-over-protected' | 'forward-authorization' | 'trusts-every-proxy'
-  | 'metrics-on-public-port' | 'demo-data' | 'data-file-missing';
+  | 'metrics-on-public-port' | 'demo-data' | 'data-file-missing' | 'ephemeral-signing-key';
 
 export interface Finding {
   code: WarningCode;
@@ -143,6 +143,12 @@ export function riskySettings(config: Config): Finding[] {
     found.push({
       code: 'trusts-every-proxy',
       message: `proxy.trustedProxies holds "${entry}", every address: any client can write X-Forwarded-For / Forwarded and pick the address its limits count`,
+    });
+  }
+  if (config.signing.keys.length === 0) {
+    found.push({
+      code: 'ephemeral-signing-key',
+      message: 'signing.keys (SIGNING_KEYS) is empty: a signing key is made at each start, so every restart ends every session (the access tokens signed before it no longer verify); configure a key for anything but a try-out',
     });
   }
   if (config.metrics.enabled && config.management.port === undefined) {

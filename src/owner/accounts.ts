@@ -19,7 +19,7 @@ import { secretDigest } from '../domain/secrets.js';
 import type { AuditEvent, InviteRecord, OwnerRecord } from '../stores/owner-records.js';
 import type { AccountDoc } from '../stores/owner-store.js';
 import { loadAccount, requireOperator, requireReachable, requireWritable } from './access.js';
-import { logEvents, makeEvent, type EventInput } from './audit.js';
+import { logEvents, makeEvent, type AuditEventView, type EventInput } from './audit.js';
 import type { OwnerDeps } from './deps.js';
 import { revokeSettingsTokens } from './keys.js';
 import { hashPassword } from './passwords.js';
@@ -55,8 +55,8 @@ export interface AccountService {
   /** One NotFound for an unknown, used, revoked or expired invite (or a deleted account). */
   acceptInvite(input: { token: string; password: string }, meta: RequestMeta): Promise<{ ownerId: string; accountId: string }>;
 
-  /** Newest first; the cursor is the last event id of the page before. */
-  listAudit(caller: Caller, accountId: string, page: PageQuery): Promise<Page<AuditEvent>>;
+  /** Newest first; the cursor is the last event id of the page before. Owners are named by email too. */
+  listAudit(caller: Caller, accountId: string, page: PageQuery): Promise<Page<AuditEventView>>;
 }
 
 /** The invite's key in the store: the SHA-256 of the whole token. */
@@ -337,7 +337,14 @@ export function createAccountService({ store, sessions, revocations, clock, limi
     async listAudit(caller, accountId, { limit, cursor }) {
       await loadAccount(store, caller, accountId);
       const found = await store.listAudit(accountId, { limit: limit + 1, ...(cursor !== undefined ? { before: cursor } : {}) });
-      const items = found.slice(0, limit);
+      const listed = found.slice(0, limit);
+      // One read per owner on the page (at most `limit`, usually one or two), not per event.
+      const ownerIds = new Set(listed.flatMap(({ actor }) => (actor.type === 'owner' && actor.id !== undefined ? [actor.id] : [])));
+      const emails = new Map(await Promise.all([...ownerIds].map(async (id) => [id, (await store.findOwner(id))?.email] as const)));
+      const items = listed.map((event): AuditEventView => {
+        const email = event.actor.id === undefined ? undefined : emails.get(event.actor.id);
+        return email === undefined ? event : { ...event, actor: { ...event.actor, email } };
+      });
       return found.length > limit ? { items, nextCursor: items.at(-1)!.id } : { items };
     },
   };

@@ -17,6 +17,13 @@ export const AUDITED_FIELDS = new Set([
 /** The longest `ip` an event holds (stores/owner-records.ts). */
 const IP_MAX = 64;
 
+/**
+ * An event as the owner API answers it: an owner actor also named by email, looked up when
+ * listed (events store the id only: the email is not copied into every event, and events made
+ * before this field was answered get it too). Absent when the owner no longer exists.
+ */
+export type AuditEventView = Omit<AuditEvent, 'actor'> & { actor: AuditEvent['actor'] & { email?: string } };
+
 export interface EventInput {
   action: string;
   target: { type: string; id: string };

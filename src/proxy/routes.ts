@@ -29,7 +29,10 @@ export interface Route extends Readonly<RouteConfig> {
 
 export interface RouteMatch {
   route: Route;
-  /** Path and query to send to the backend (prefix stripped when the route says so). */
+  /**
+   * Path and query to send to the backend (prefix stripped when the route says so), joined to
+   * the target's base path; only the query (or '') when the whole path was the stripped prefix.
+   */
   upstreamUrl: string;
 }
 
@@ -89,8 +92,11 @@ export class RouteTable {
       // As many segments as the prefix has, counted on the path as sent (parameters and all).
       let end = 0;
       for (let i = 0; i < segments && end !== -1; i++) end = path.indexOf('/', end + 1);
-      const rest = end === -1 ? '' : path.slice(end);
-      return { route, upstreamUrl: `${rest === '' ? '/' : rest}${url.slice(path.length)}` };
+      // The prefix itself: only the query goes on, so the target's base path is sent as written
+      // (`/status` to `http://b/health` sends `/health`, not `/health/`, as nginx's proxy_pass
+      // with a URI replaces the location), and a target without one gets `/`.
+      if (end === -1) return { route, upstreamUrl: url.slice(path.length) };
+      return { route, upstreamUrl: `${path.slice(end)}${url.slice(path.length)}` };
     }
     return undefined;
   }

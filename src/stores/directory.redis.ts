@@ -40,7 +40,9 @@ export class RedisDirectory implements Directory, DirectoryChanges {
   async listRoles(accountId: string, { offset, limit, nameContains = '' }: RoleQuery): Promise<RolePage> {
     const k = this.#redis.keys;
     const [total, ...pairs] = await this.#run((c) => c.gwRolesPage(k.roleIndex(accountId), k.roles(accountId), offset, limit, nameContains));
-    if (total === -1) throw new BadStoreData(new Error(`role ${String(pairs[0])}: no readable name`));
+    // Named with its account: the operator must find the record (Redis's cjson refuses some
+    // JSON JavaScript reads, e.g. a lone surrogate's escape).
+    if (total === -1) throw new BadStoreData(new Error(`account ${accountId}, role ${String(pairs[0])}: no readable name`));
     const items: Role[] = [];
     for (let i = 0; i < pairs.length; i += 2) {
       const id = String(pairs[i]);

@@ -186,7 +186,7 @@ const SHAPES: { name: string; where: Where; shape: { required: string[]; optiona
   { name: 'KeyUsage', where: { op: 'GET /owner/v1/accounts/{accountId}/usage', at: 200, path: ['items', '[]'] }, shape: fields<KeyUsage>()(['keyId', 'requests', 'rateLimited'], []) },
   { name: 'SignRecordDeleted', where: { op: 'DELETE /owner/v1/accounts/{accountId}/sign-records/{address}', at: 200 }, shape: fields<SignRecordDeleted>()(['address', 'deleted'], []) },
   { name: 'AuditEvent', where: { op: 'GET /owner/v1/accounts/{accountId}/audit', at: 200, path: ['items', '[]'] }, shape: fields<AuditEvent>()(['id', 'at', 'action', 'actor', 'target'], ['ip', 'requestId', 'changes']) },
-  { name: 'AuditEvent.actor', where: { op: 'GET /owner/v1/accounts/{accountId}/audit', at: 200, path: ['items', '[]', 'actor'] }, shape: fields<AuditEvent['actor']>()(['type'], ['id']) },
+  { name: 'AuditEvent.actor', where: { op: 'GET /owner/v1/accounts/{accountId}/audit', at: 200, path: ['items', '[]', 'actor'] }, shape: fields<AuditEvent['actor']>()(['type'], ['id', 'email']) },
   { name: 'AuditEvent.target', where: { op: 'GET /owner/v1/accounts/{accountId}/audit', at: 200, path: ['items', '[]', 'target'] }, shape: fields<AuditEvent['target']>()(['type', 'id'], []) },
   { name: 'ChangePasswordInput', where: { op: 'POST /owner/v1/session/password', at: 'body' }, shape: fields<ChangePasswordInput>()(['currentPassword', 'newPassword'], []) },
   { name: 'CreateAccountInput', where: { op: 'POST /owner/v1/accounts', at: 'body' }, shape: fields<CreateAccountInput>()(['name'], ['id']) },

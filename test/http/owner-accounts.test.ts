@@ -337,7 +337,8 @@ test('audit: every change is listed newest first and pages without gaps or repea
   const renames = items.filter((e) => e.action === 'account.update').map((e) => e.changes.name[1]);
   assert.deepEqual(renames, ['Name 4', 'Name 3', 'Name 2', 'Name 1', 'Name 0']);
   const update = items.find((e) => e.action === 'account.update');
-  assert.deepEqual(update.actor, { type: 'owner', id: owner.signIn.body.message.owner.id });
+  assert.deepEqual(update.actor, { type: 'owner', id: owner.signIn.body.message.owner.id, email: 'audit@example.com' }, 'an owner is named by id and email');
+  assert.deepEqual(items.find((e) => e.action === 'account.create').actor, { type: 'operator' });
   assert.deepEqual(update.target, { type: 'account', id: 'acct_audit' });
   assert.equal(update.ip, '127.0.0.1');
   assert.equal(typeof update.requestId, 'string');

@@ -185,3 +185,72 @@ test('bad input anywhere in the owner API is a 4xx naming the field, never a 500
     assert.equal(record.body.message.signedNonce, RECORD.signedNonce);
   });
 });
+
+/** Refused in every text field: lone surrogates (either half), NUL, ESC and bidi controls. */
+const UNSAFE_ANYWHERE: [string, string][] = [
+  ['a lone high surrogate', '\ud800'], ['a lone low surrogate', '\udc00'], ['NUL', '\u0000'], ['ESC', '\u001b'], ['DEL', '\u007f'],
+  ['RLO', '\u202e'], ['RLI', '\u2067'], ['PDI', '\u2069'], ['ALM', '\u061c'], ['RLM', '\u200f'],
+];
+/** Refused in names besides (and in emails, tokens and cursors), but kept in descriptions and passwords. */
+const UNSAFE_IN_NAMES: [string, string][] = [
+  ['a line break', '\n'], ['a tab', '\t'], ['a line separator', '\u2028'], ['a paragraph separator', '\u2029'], ['a tag character', '\u{E0041}'], ['a cancel tag', '\u{E007F}'],
+];
+
+test('every text field of the owner API refuses lone surrogates, NUL and bidi controls, and names also line separators and tag characters, with a 400 naming the field', async (t) => {
+  const gw = await startOwnerGateway(t);
+  const operator = operatorClient(gw);
+  const email = 'text@example.com';
+  const password = `text ${randomBase62(20)}`;
+  const alice = await accountWithOwner(gw, { accountId: A, email, password });
+  const key = await alice.send('POST', `/accounts/${A}/keys`, { name: 'kept' });
+  assert.equal(key.status, 201, show(key));
+  const k = `/accounts/${A}/keys/${key.body.message.key.id}`;
+  assert.equal((await alice.send('POST', `/accounts/${A}/roles`, ROLE)).status, 201);
+
+  type Field = [what: string, field: string, send: (text: string) => Promise<JsonResponse>];
+  const names: Field[] = [
+    ['a new account\'s name', 'name', (x) => operator.send('POST', '/accounts', { id: 'acct_text_new', name: `a${x}` })],
+    ['an account renamed', 'name', (x) => alice.send('PATCH', `/accounts/${A}`, { name: `a${x}` })],
+    ['a new key\'s name', 'name', (x) => alice.send('POST', `/accounts/${A}/keys`, { name: `k${x}` })],
+    ['a key renamed', 'name', (x) => alice.send('PATCH', k, { name: `k${x}` })],
+    ['a settings token\'s name', 'name', (x) => alice.send('POST', `/accounts/${A}/settings-tokens`, { name: `t${x}` })],
+    ['a new role\'s name', 'name', (x) => alice.send('POST', `/accounts/${A}/roles`, { ...ROLE, id: 8, slug: 'new', name: `r${x}` })],
+    ['a role renamed', 'name', (x) => alice.send('PUT', `/accounts/${A}/roles/1`, { ...ROLE, name: `r${x}` })],
+    ['an owner\'s email', 'email', (x) => operator.send('POST', `/accounts/${A}/owners`, { email: `d${x}@example.com`, initialPassword: 'x'.repeat(20) })],
+    ['an invite\'s email', 'email', (x) => alice.send('POST', `/accounts/${A}/invites`, { email: `i${x}@example.com` })],
+    ['a sign-in\'s email', 'email', (x) => alice.send('POST', '/session', { email: `text${x}@example.com`, password })],
+    ['an invite token', 'token', (x) => alice.send('POST', '/invites/accept', { token: `gwinv_${x}`, password: 'x'.repeat(20) })],
+  ];
+  const texts: Field[] = [
+    ['a new key\'s description', 'description', (x) => alice.send('POST', `/accounts/${A}/keys`, { name: 'k', description: `d${x}` })],
+    ['a key\'s description changed', 'description', (x) => alice.send('PATCH', k, { description: `d${x}` })],
+    ['a new role\'s description', 'description', (x) => alice.send('POST', `/accounts/${A}/roles`, { ...ROLE, id: 8, slug: 'new', description: `d${x}` })],
+    ['a role\'s description changed', 'description', (x) => alice.send('PUT', `/accounts/${A}/roles/1`, { ...ROLE, description: `d${x}` })],
+    ['an initial password', 'initialPassword', (x) => operator.send('POST', `/accounts/${A}/owners`, { email: 'dave@example.com', initialPassword: `x${x}${'x'.repeat(20)}` })],
+    ['a new password', 'newPassword', (x) => alice.send('POST', '/session/password', { currentPassword: password, newPassword: `x${x}${'x'.repeat(20)}` })],
+    ['a current password', 'currentPassword', (x) => alice.send('POST', '/session/password', { currentPassword: `${password}${x}`, newPassword: 'x'.repeat(20) })],
+    ['a sign-in\'s password', 'password', (x) => alice.send('POST', '/session', { email, password: `${password}${x}` })],
+    ['an invite\'s password', 'password', (x) => alice.send('POST', '/invites/accept', { token: `gwinv_${'x'.repeat(43)}`, password: `x${x}${'x'.repeat(20)}` })],
+  ];
+  // A query string cannot carry a lone surrogate (it has no UTF-8): the other characters only.
+  const queries: Field[] = [
+    ['a role search', 'name', (x) => alice.send('GET', `/accounts/${A}/roles?name=${encodeURIComponent(x)}`)],
+    ['a listing cursor', 'cursor', (x) => alice.send('GET', `/accounts/${A}/keys?cursor=c${encodeURIComponent(x)}`)],
+  ];
+
+  const refuses = async ([what, field, send]: Field, [character, text]: [string, string]) => {
+    const row: Row = { what: `${what} with ${character}`, send: () => send(text), status: 400, code: 'invalid_request', field };
+    assertRefused(await row.send(), row);
+  };
+  for (const field of [...names, ...texts]) for (const bad of UNSAFE_ANYWHERE) await refuses(field, bad);
+  for (const field of names) for (const bad of UNSAFE_IN_NAMES) await refuses(field, bad);
+  for (const field of queries) for (const bad of [...UNSAFE_ANYWHERE, ...UNSAFE_IN_NAMES].filter(([, x]) => x.isWellFormed())) await refuses(field, bad);
+
+  // What stays allowed: letters of any script, emoji (a surrogate pair is no lone surrogate),
+  // and in descriptions, lines and tabs.
+  const renamed = await alice.send('PATCH', k, { name: 'Zoë’s 鍵 😀', description: 'Line one\n\tline two 😀' });
+  assert.equal(renamed.status, 200, show(renamed));
+  assert.equal(renamed.body.message.description, 'Line one\n\tline two 😀');
+  const role = await alice.send('PUT', `/accounts/${A}/roles/1`, { ...ROLE, name: 'Lecteur émérite 😀', description: 'a\nb' });
+  assert.equal(role.status, 200, show(role));
+});

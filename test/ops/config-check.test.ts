@@ -13,6 +13,8 @@ import { test, type TestContext } from 'node:test';
 import { gatewayEnv, runCommand, tempDir, type CommandResult } from '../helpers/process.js';
 
 const COMMAND = 'src/cli/config-check.ts';
+/** Every configuration below has a signing key unless it says otherwise: without one, config check warns. */
+const SIGNING = { keys: [{ kid: 'k1', alg: 'EdDSA', pem: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() }] };
 
 interface Report {
   ok: boolean;
@@ -37,7 +39,7 @@ function files(t: TestContext): Files {
     dataFile,
     config(config) {
       const path = join(dir, 'gateway.json');
-      writeFileSync(path, JSON.stringify({ data: { file: dataFile }, metrics: { enabled: false }, ...config }));
+      writeFileSync(path, JSON.stringify({ data: { file: dataFile }, metrics: { enabled: false }, signing: SIGNING, ...config }));
       return path;
     },
   };
@@ -150,6 +152,7 @@ test('warnings: exit 2, one for each risky setting', async (t) => {
     ['metrics on the public port', { metrics: { enabled: true } }, ['metrics-on-public-port'], /\/metrics on the main port/],
     ['demo data', { data: { file: join(process.cwd(), 'config/demo-data.json') } }, ['demo-data'], /acct_alice\/key_alice_1/],
     ['a data file that does not exist yet', { data: { file: join(f.dir, 'later.json') } }, ['data-file-missing'], /will create it with no accounts/],
+    ['no signing key (one made at each start)', { signing: { keys: [] } }, ['ephemeral-signing-key'], /every restart ends every session/],
   ];
   for (const [what, config, expected, message] of cases) {
     await t.test(what, async () => {

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startBackend } from '../helpers/backend.js';
 import { exitWithin, startGatewayProcess, waitForLog } from '../helpers/process.js';
+import { within } from '../helpers/proxy.js';
 import { RawConnection } from '../helpers/raw-http.js';
 
 const DRAINING = 'draining: /readyz answers 503, still serving';
@@ -43,7 +44,12 @@ test('during the drain delay, requests on kept-alive connections are answered wi
 });
 
 test('slow-loris clients do not hold the exit past the shutdown deadline', async (t) => {
-  const backend = await startBackend(t, (_req, res) => {
+  let fileRequested!: () => void;
+  const fileAnswering = new Promise<void>((resolve) => { fileRequested = resolve; });
+  const backend = await startBackend(t, (req, res) => {
+    // Only the reader's request gets here (the upload's body never ends), but the upload's head
+    // may reach the backend first: the wait below is for this request, not for any.
+    if (req.url === '/big/file') fileRequested();
     // A response larger than any socket buffer, for the client that never reads.
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': 64 * 1024 * 1024 });
     const chunk = Buffer.alloc(1024 * 1024);
@@ -75,7 +81,7 @@ test('slow-loris clients do not hold the exit past the shutdown deadline', async
   }, 100);
   t.after(() => clearInterval(trickle));
   // The reader's request reached the backend, which is writing to it, before the stop.
-  for (let waited = 0; backend.received.length < 1 && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+  await within(fileAnswering, 30_000, 'the reader\'s request reaching the backend');
   assert.ok(backend.received.some((r) => r.url === '/big/file'), 'the unread response is in flight');
   gw.child.process.kill('SIGTERM');
   // Drain delay 0.5 s and deadline 1.5 s: the exit is due within seconds; the guard is far beyond.

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import { redisKeys } from '../../src/stores/redis/keys.js';
 import { show } from '../helpers/gateway.js';
-import { accountWithOwner, startOwnerGateway } from '../helpers/owner.js';
+import { accountWithOwner, operator as operatorClient, startOwnerGateway } from '../helpers/owner.js';
 import { rawRedisClient, redisSuite, startRedis } from '../helpers/redis.js';
 
 test('Redis: an owner cannot grow an account document without bound (keys and API settings tokens are capped)', redisSuite(), async (t) => {
@@ -47,4 +47,64 @@ test('Redis: an unreadable client address from a trusted proxy does not make a c
   const audit = await owner.get('/accounts/acct_xff/audit?limit=1');
   assert.equal(audit.status, 200, show(audit));
   assert.ok(audit.body.message.items[0].ip.length <= 64);
+});
+
+const REDIS_OWNER = (url: string) => ({ redis: { url }, data: { keySource: 'redis' as const }, directory: { store: 'redis' as const } });
+
+test('Redis: a lone surrogate in a key description is refused, so it cannot make the account unreadable (roles then answered 404 "No such account.")', redisSuite(), async (t) => {
+  const redis = await startRedis(t);
+  const gw = await startOwnerGateway(t, { overrides: REDIS_OWNER(redis.url) });
+  const owner = await accountWithOwner(gw, { accountId: 'acct_lone', email: 'lone@example.com', password: 'correct horse battery staple' });
+  const key = await owner.send('POST', '/accounts/acct_lone/keys', { name: 'ci' });
+  assert.equal(key.status, 201, show(key));
+  const patched = await owner.send('PATCH', `/accounts/acct_lone/keys/${key.body.message.key.id}`, { description: '\udc00' });
+  assert.equal(patched.status, 400, show(patched));
+  assert.equal(patched.body.message.field, 'description');
+  const role = await owner.send('POST', '/accounts/acct_lone/roles', { id: 1, slug: 'reader', name: 'Reader', public: true });
+  assert.equal(role.status, 201, show(role));
+});
+
+test('Redis: a document its scripts cannot decode is a 502 bad_store_data naming the account in the log, never a missing account, and opens no breaker', redisSuite(), async (t) => {
+  const redis = await startRedis(t);
+  const gw = await startOwnerGateway(t, { overrides: REDIS_OWNER(redis.url) });
+  const owner = await accountWithOwner(gw, { accountId: 'acct_undecodable', email: 'undecodable@example.com', password: 'correct horse battery staple' });
+  const other = await accountWithOwner(gw, { accountId: 'acct_fine', email: 'fine@example.com', password: 'correct horse battery staple' });
+  const reader = { id: 1, slug: 'reader', name: 'Reader', public: true };
+  const record = { address: `0x${'ab'.repeat(20)}`, signedNonce: 1, signedAt: '2026-01-01T00:00:00Z', signedExpiredAt: '2027-01-01T00:00:00Z' };
+  assert.equal((await owner.send('POST', '/accounts/acct_undecodable/roles', reader)).status, 201);
+  // Written behind the gateway, as older versions let the owner API write it: JSON.stringify
+  // escapes the lone surrogate as \udc00, which JSON.parse reads and Redis's cjson refuses.
+  const client = await rawRedisClient(t, redis);
+  const keys = redisKeys(gw.services.config.redis.keyPrefix);
+  const stored = JSON.parse((await client.hget(keys.account('acct_undecodable'), 'doc'))!);
+  await client.hset(keys.account('acct_undecodable'), 'doc', JSON.stringify({ ...stored, name: 'broken \udc00' }));
+  const operator = operatorClient(gw);
+
+  const calls = [
+    () => owner.send('POST', '/accounts/acct_undecodable/roles', { ...reader, id: 2, slug: 'writer' }),
+    () => operator.send('POST', '/accounts/acct_undecodable/roles', { ...reader, id: 2, slug: 'writer' }),
+    () => owner.send('DELETE', '/accounts/acct_undecodable/roles/1'),
+    () => owner.send('POST', '/accounts/acct_undecodable/sign-records', record),
+  ];
+  for (const call of calls) {
+    const res = await call();
+    assert.equal(res.status, 502, show(res));
+    assert.equal(res.body.message.code, 'bad_store_data');
+  }
+  // Many more at once than the breaker's threshold (5 failures in a row): an error reply about
+  // data is no outage, so the other account's calls still go through.
+  const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => owner.send('POST', '/accounts/acct_undecodable/roles', { ...reader, id: 10 + i, slug: `r${i}` })));
+  assert.deepEqual([...new Set(burst.map((res) => res.status))], [502]);
+  const line = gw.logs.map((l) => JSON.parse(l)).find((l) => l.code === 'bad_store_data');
+  assert.ok(line !== undefined && String(line.cause).includes('acct_undecodable'), `the log names the account: ${JSON.stringify(line)}`);
+  assert.ok(!gw.logs.some((l) => l.includes('broken')), 'the stored text itself is not logged');
+  const fine = await other.send('POST', '/accounts/acct_fine/roles', reader);
+  assert.equal(fine.status, 201, show(fine));
+
+  await t.test('a role whose JSON cannot be decoded is an error too, not a role whose slug clashes with nothing', async () => {
+    await client.hset(keys.roles('acct_fine'), '1', JSON.stringify({ ...reader, name: 'broken \udc00' }));
+    const twin = await other.send('POST', '/accounts/acct_fine/roles', { ...reader, id: 2 });
+    assert.equal(twin.status, 502, show(twin));
+    assert.equal(twin.body.message.code, 'bad_store_data');
+  });
 });

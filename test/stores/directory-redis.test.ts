@@ -209,7 +209,7 @@ test('RedisDirectory: malformed records written by hand are BadStoreData, naming
       { member: '1', score: 1, json: JSON.stringify({ ...good, id: 1 }) },
       { member: '2', score: 2, json: JSON.stringify({ id: 2, slug: 's', description: '', public: 0 }) },
     ]);
-    await expectBadStoreData(directory.listRoles('acct_noname', { offset: 0, limit: 10, nameContains: 'good' }), 'no name', /role 2: no readable name/);
+    await expectBadStoreData(directory.listRoles('acct_noname', { offset: 0, limit: 10, nameContains: 'good' }), 'no name', /account acct_noname, role 2: no readable name/);
     await expectBadStoreData(directory.listRoles('acct_noname', { offset: 0, limit: 10 }), 'no name, listing', /role 2: name/);
     await roles('acct_array', [{ member: '1', score: 1, json: '[1,2]' }]);
     await expectBadStoreData(directory.listRoles('acct_array', { offset: 0, limit: 10, nameContains: 'x' }), 'an array', /role 1: no readable name/);

@@ -98,7 +98,7 @@ export interface AuditEvent {
   id: string;
   at: string;
   action: string;
-  actor: { type: 'owner' | 'operator' | 'system'; id?: string };
+  actor: { type: 'owner' | 'operator' | 'system'; id?: string; email?: string };
   target: { type: string; id: string };
   ip?: string;
   requestId?: string;

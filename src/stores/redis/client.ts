@@ -9,14 +9,16 @@
  * the background, so the gateway recovers by itself.
  *
  * Every failure leaves here as StoreUnavailable (503 with Retry-After): a dependency failure
- * must never read as a bad token or bad credentials.
+ * must never read as a bad token or bad credentials. Except one: a script's `BADDATA` reply
+ * (stored data it cannot decode, scripts.ts) is BadStoreData, and does not count against the
+ * breaker: Redis answered, and one bad record must not cut every account off.
  */
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
-import { BrokenCircuitError } from 'cockatiel';
-import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
+import { BrokenCircuitError, handleWhen } from 'cockatiel';
+import { Cluster, Command, Redis, ReplyError, type RedisOptions } from 'ioredis';
 import type { Config } from '../../config/schema.js';
-import { StoreUnavailable } from '../../errors/errors.js';
+import { BadStoreData, StoreUnavailable } from '../../errors/errors.js';
 import type { Logger } from '../../telemetry/log.js';
 import type { Metrics } from '../../telemetry/metrics.js';
 import { createStoreBreaker } from '../breaker.js';
@@ -69,7 +71,7 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
   const isClosed = () => closed;
   watchConnection(client, log, 'redis', isClosed);
 
-  const { breaker, retryAfterSeconds } = createStoreBreaker('redis', settings, log);
+  const { breaker, retryAfterSeconds } = createStoreBreaker('redis', settings, log, handleWhen((err) => !isBadDataReply(err)));
   // On a Cluster a call may be retried inside ioredis (createClient): its answer is still due
   // within commandTimeoutMs of the call, whatever ioredis is doing with it.
   const deadlineMs = client instanceof Cluster ? settings.commandTimeoutMs : undefined;
@@ -87,6 +89,7 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
       try {
         return await breaker.execute(() => (deadlineMs === undefined ? call(client as RedisClient) : withinDeadline(call(client as RedisClient), deadlineMs)));
       } catch (err) {
+        if (isBadDataReply(err)) throw new BadStoreData(new Error(`stored data: ${err.message.slice('BADDATA '.length).replace(/ script: .*$/s, '')}`));
         if (!(err instanceof BrokenCircuitError)) log.debug({ err: describe(err) }, 'redis call failed');
         // Only name and message go on: an ioredis error carries the command's arguments
         // (digests, sealed pairs, whole scripts), which must not reach the log.
@@ -351,6 +354,11 @@ function watchConnection(client: Redis | Cluster, log: Logger, name: string, isC
   });
   // Without a listener ioredis prints every connection error to the console.
   client.on('error', (err: unknown) => log.debug({ err: describe(err) }, `${name} error`));
+}
+
+/** A script's refusal of stored data it cannot decode (scripts.ts, LIVE_FN): names the key, never the data. */
+function isBadDataReply(err: unknown): err is Error {
+  return err instanceof Error && err instanceof (ReplyError as typeof Error) && err.message.startsWith('BADDATA ');
 }
 
 function describe(err: unknown): string {

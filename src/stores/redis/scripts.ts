@@ -279,16 +279,24 @@ end
 `;
 
 /**
- * Whether the account hash `key` holds an account that is not deleted: a role or sign record
- * written after the deletion (which took them all) would outlive it. A doc that cannot be read
- * is no live account.
+ * `decoded(json, where)`: the object in `json`, or an error reply `BADDATA <where> …` when
+ * cjson cannot read it (the \udc00 escape of a lone surrogate, say), which client.ts turns into
+ * BadStoreData naming it. Never read as absent: an account whose doc cjson could not read was
+ * answered "No such account." and a role's unreadable slug clashed with nothing (issue 26).
+ *
+ * `live(key)`: whether the account hash `key` holds an account that is not deleted: a role or
+ * sign record written after the deletion (which took them all) would outlive it.
  */
 const LIVE_FN = `
+local function decoded(json, where)
+  local ok, value = pcall(cjson.decode, json)
+  if not ok or type(value) ~= 'table' then error({err = 'BADDATA ' .. where .. ' cannot be decoded by Redis'}) end
+  return value
+end
 local function live(key)
   local doc = redis.call('HGET', key, 'doc')
   if not doc then return false end
-  local ok, account = pcall(cjson.decode, doc)
-  return ok and type(account) == 'table' and account.deletedAt == nil
+  return decoded(doc, key).deletedAt == nil
 end
 `;
 
@@ -361,7 +369,7 @@ return 1
  * Creates a role or replaces one (possibly under another id), in the layout of
  * directory.redis.ts. Ids and slugs are unique within the account: checked against the role
  * hash itself, since roles imported by other writers have no slug index. A role whose JSON
- * cannot be read has no slug to clash with.
+ * cannot be read is an error (BADDATA), not a role without a slug.
  *
  * KEYS[1] the account             <prefix>:acct:{acct}
  * KEYS[2] the role index          <prefix>:roles:{acct}    (sorted set of ids, score = id)
@@ -385,8 +393,8 @@ if id ~= replaces and (redis.call('HEXISTS', KEYS[3], id) == 1 or redis.call('ZS
 local all = redis.call('HGETALL', KEYS[3])
 for i = 1, #all, 2 do
   if all[i] ~= replaces then
-    local ok, role = pcall(cjson.decode, all[i + 1])
-    if ok and type(role) == 'table' and role.slug ~= nil and tostring(role.slug) == slug then return 'slug_taken' end
+    local role = decoded(all[i + 1], KEYS[3] .. ' ' .. all[i])
+    if role.slug ~= nil and tostring(role.slug) == slug then return 'slug_taken' end
   end
 end
 if replaces ~= '' then

@@ -346,7 +346,8 @@ export interface AuditEvent {
   at: string;
   /** `account.update`, `key.create`, `key.roll`, `role.create`, … */
   action: string;
-  actor: { type: 'owner' | 'operator' | 'system'; id?: string };
+  /** `email`: an owner's, while the owner exists. */
+  actor: { type: 'owner' | 'operator' | 'system'; id?: string; email?: string };
   target: { type: string; id: string };
   ip?: string;
   requestId?: string;

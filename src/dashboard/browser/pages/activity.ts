@@ -2,8 +2,8 @@
  * Activity: what the account's keys did lately and what was changed in it. Usage comes from the
  * gateway's own counters (`…/usage`), which know key ids only, so the page names them from the
  * account's keys and settings tokens; an id neither lists any more is a deleted one, whose counts
- * stay until they age out. The audit log names owners by email where the account's members (or
- * the events themselves) tell it, since an event holds only the owner's id.
+ * stay until they age out. The audit log names owners by the email the API gives with each
+ * event (and for a target, where the account's members or the events themselves tell it).
  */
 import type { PageContext, PageDef } from '../app.js';
 import type { Api } from '../api.js';
@@ -195,7 +195,7 @@ async function drawAudit(ctx: PageContext, account: string, hours: string | unde
     if (event.actor.type === 'operator') return 'Operator';
     if (event.actor.type === 'system') return 'The gateway';
     const id = event.actor.id ?? '';
-    const email = emails.get(id);
+    const email = event.actor.email ?? emails.get(id);
     return email === undefined ? ['Owner ', h('code', null, id)] : email;
   };
   const target = ({ target: { type, id } }: AuditEvent): Child => {

@@ -9,8 +9,8 @@ import type { OwnerServices } from '../../../owner/service.js';
 import { operation, type Operation } from '../../owner/operation.js';
 import type { OwnerRouteDeps } from './deps.js';
 import {
-  accountParams, accountSchema, auditEventSchema, emailField, idField, inviteSchema, memberSchema, nameField,
-  actorOf, callerOf, newPasswordField, pageOf, pageQuery,
+  accountParams, accountSchema, auditEventView, emailField, idField, inviteSchema, memberSchema, nameField,
+  actorOf, callerOf, newPasswordField, pageOf, pageQuery, safeName,
 } from './schemas.js';
 
 export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): Operation[] {
@@ -166,7 +166,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       summary: 'Accept an invite: a new owner chooses their password; an existing owner gives theirs',
       tag: 'Invites',
       auth: 'public',
-      body: z.strictObject({ token: z.string().min(1).max(256), password: newPasswordField }),
+      body: z.strictObject({ token: safeName(256), password: newPasswordField }),
       response: z.strictObject({ ownerId: z.string(), accountId: z.string() }),
       errors: [403, 404, 409],
       handle: ({ body, meta }) => accounts.acceptInvite(body, meta),
@@ -180,7 +180,7 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       auth: 'caller',
       params: accountParams,
       query: pageQuery,
-      response: pageOf(auditEventSchema),
+      response: pageOf(auditEventView),
       errors: [403, 404],
       handle: ({ params, query, caller }) => accounts.listAudit(callerOf(caller), params.accountId, query),
     }),

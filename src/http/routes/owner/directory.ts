@@ -17,7 +17,7 @@ import type { OwnerServices } from '../../../owner/service.js';
 import { operation, type Operation } from '../../owner/operation.js';
 import { MAX_NAME_SEARCH_LENGTH } from '../roles.js';
 import type { OwnerRouteDeps } from './deps.js';
-import { accountParams, actorOf, callerOf, limitField, lineOfText } from './schemas.js';
+import { accountParams, actorOf, callerOf, limitField, safeName, safeText } from './schemas.js';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,255}$/;
 const TEXT_MAX = 256;
@@ -31,8 +31,8 @@ const address = z.string().regex(ADDRESS_PATTERN, 'expected 0x and 40 hex digits
 const roleBody = z.strictObject({
   id: roleId.describe('Roles are listed in id order: choose ids to order them.'),
   slug: z.string().regex(SLUG_PATTERN, 'expected 1 to 256 of a-z 0-9 . _ - (starting with a letter or digit)'),
-  name: lineOfText(TEXT_MAX),
-  description: z.string().max(DESCRIPTION_MAX).default(''),
+  name: safeName(TEXT_MAX),
+  description: safeText(DESCRIPTION_MAX).default(''),
   public: z.boolean(),
 });
 
@@ -81,7 +81,7 @@ const signParams = z.strictObject({ accountId: ID, address });
 const roleListQuery = z.strictObject({
   limit: limitField.optional(),
   cursor: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'expected the nextCursor of the page before').optional(),
-  name: z.string().max(MAX_NAME_SEARCH_LENGTH).optional().describe('Only roles whose name contains this (case-insensitive).'),
+  name: safeName(MAX_NAME_SEARCH_LENGTH, 0).optional().describe('Only roles whose name contains this (case-insensitive).'),
 });
 
 const DEFAULT_LIMIT = 50;

@@ -8,7 +8,7 @@ import type { OwnerServices } from '../../../owner/service.js';
 import { DESCRIPTION_MAX, ID, isoTime, scopeList } from '../../../stores/owner-records.js';
 import { operation, type Operation } from '../../owner/operation.js';
 import type { OwnerRouteDeps } from './deps.js';
-import { accountParams, actorOf, callerOf, nameField, pageOf, pageQuery } from './schemas.js';
+import { accountParams, actorOf, callerOf, nameField, pageOf, pageQuery, safeText } from './schemas.js';
 
 /** The longest overlap of a roll: 30 days. */
 export const ROLL_OVERLAP_MAX_SECONDS = 2_592_000;
@@ -51,7 +51,7 @@ export function keyOperations(owner: OwnerServices, _deps: OwnerRouteDeps): Oper
       operationId: 'createKey', method: 'post', path: '/owner/v1/accounts/{accountId}/keys', tag, auth: 'caller',
       summary: 'Create an API key; its secret is in this answer only.',
       params: accountParams,
-      body: z.strictObject({ name: nameField, description: z.string().max(DESCRIPTION_MAX).optional(), scopes: scopeList.optional() }),
+      body: z.strictObject({ name: nameField, description: safeText(DESCRIPTION_MAX).optional(), scopes: scopeList.optional() }),
       status: 201, response: createdKey, errors: [404, 409],
       handle: ({ params, body, caller, meta }) => keys.create(actorOf({ caller, meta }), params.accountId, body),
     }),
@@ -65,7 +65,7 @@ export function keyOperations(owner: OwnerServices, _deps: OwnerRouteDeps): Oper
       operationId: 'updateKey', method: 'patch', path: '/owner/v1/accounts/{accountId}/keys/{keyId}', tag, auth: 'caller',
       summary: 'Rename, describe, disable or enable an API key, or change its scopes. Disabling it (or taking a scope away) stops its access tokens at once.',
       params: keyParams,
-      body: z.strictObject({ name: nameField.optional(), description: z.string().max(DESCRIPTION_MAX).optional(), enabled: z.boolean().optional(), scopes: scopeList.optional() }),
+      body: z.strictObject({ name: nameField.optional(), description: safeText(DESCRIPTION_MAX).optional(), enabled: z.boolean().optional(), scopes: scopeList.optional() }),
       response: keyView, errors: [404, 409],
       handle: ({ params, body, caller, meta }) => keys.update(actorOf({ caller, meta }), params.accountId, params.keyId, body),
     }),

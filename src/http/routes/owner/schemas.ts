@@ -4,30 +4,35 @@
  * and real answers are checked against it, so a field answered but not described is a failure.
  */
 import { z } from 'zod';
-import { ID_PATTERN, ID_SPELLING } from '../../../domain/formats.js';
+import { ID_PATTERN, ID_SPELLING, isSafeName, isSafeText, SAFE_NAME_SPELLING, SAFE_TEXT_SPELLING } from '../../../domain/formats.js';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../../../owner/passwords.js';
 import type { Actor, Caller, RequestMeta } from '../../../owner/types.js';
 import { auditEventSchema, EMAIL_MAX, NAME_MAX } from '../../../stores/owner-records.js';
 
 export const idField = z.string().regex(ID_PATTERN, `expected ${ID_SPELLING}`);
-export const emailField = z.email().max(EMAIL_MAX);
-/** A password being set: NIST SP 800-63B rev 4 lengths, no composition rules. */
-export const newPasswordField = z.string().min(PASSWORD_MIN).max(PASSWORD_MAX);
-/** A password being checked: any length up to the maximum (a short one simply does not match). */
-export const presentedPasswordField = z.string().min(1).max(PASSWORD_MAX);
+export const emailField = z.email().max(EMAIL_MAX).refine(isSafeName, `expected ${SAFE_NAME_SPELLING}`);
 /**
- * What no name may hold: control characters (an ESC sequence acts on the terminal of whoever
- * lists names with gatewayctl, a line break forges a row), bidi controls (U+202E shows a name
- * backwards), and lone surrogates (not text: UTF-8, hence Redis, cannot keep them).
+ * A password being set: NIST SP 800-63B rev 4 lengths, no composition rules; any Unicode but
+ * what safeText refuses (a lone surrogate would be hashed as U+FFFD, the same as another).
  */
-const UNPRINTABLE = /[\p{Cc}\p{Cs}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
-
-/** One line of printable text, 1 to `max` characters: a name. */
-export function lineOfText(max: number) {
-  return z.string().min(1).max(max).refine((text) => !UNPRINTABLE.test(text), 'expected one line of text, without control characters, bidi controls or lone surrogates');
+export const newPasswordField = z.string().min(PASSWORD_MIN).max(PASSWORD_MAX).refine(isSafeText, `expected ${SAFE_TEXT_SPELLING}`);
+/** A password being checked: any length up to the maximum (a short one simply does not match). */
+export const presentedPasswordField = z.string().min(1).max(PASSWORD_MAX).refine(isSafeText, `expected ${SAFE_TEXT_SPELLING}`);
+/**
+ * Every text field of the owner API passes one of these two, so what the stores keep is text
+ * every reader can decode (src/domain/formats.ts says what each refuses and why): a refusal is
+ * a 400 naming the field, like any other.
+ */
+export function safeText(max: number) {
+  return z.string().max(max).refine(isSafeText, `expected ${SAFE_TEXT_SPELLING}`);
 }
 
-export const nameField = lineOfText(NAME_MAX);
+/** One line of printable text, 1 (or `min`) to `max` characters: a name. */
+export function safeName(max: number, min = 1) {
+  return z.string().min(min).max(max).refine(isSafeName, `expected ${SAFE_NAME_SPELLING}`);
+}
+
+export const nameField = safeName(NAME_MAX);
 
 export const accountParams = z.strictObject({ accountId: idField });
 
@@ -51,7 +56,7 @@ export const limitField = z.string().regex(/^[0-9]{1,3}$/, 'expected a whole num
 /** `limit` 1–100 (50 if absent) and the `nextCursor` of the page before. */
 export const pageQuery = z.strictObject({
   limit: limitField.default(50),
-  cursor: z.string().min(1).max(512).optional(),
+  cursor: z.string().min(1).max(512).refine(isSafeName, `expected ${SAFE_NAME_SPELLING}`).optional(),
 });
 
 export function pageOf<T extends z.ZodType>(item: T) {
@@ -99,3 +104,10 @@ export const sessionSchema = z.strictObject({
 });
 
 export { auditEventSchema };
+
+/** An audit event as stored, its owner actor also named by email (owner/audit.ts). */
+export const auditEventView = auditEventSchema.extend({
+  actor: auditEventSchema.shape.actor.extend({
+    email: z.string().optional().describe('The owner\'s email, for an owner who still exists.'),
+  }),
+});

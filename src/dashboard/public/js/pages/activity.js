@@ -174,7 +174,7 @@ async function drawAudit(ctx, account, hours, names) {
         if (event.actor.type === 'system')
             return 'The gateway';
         const id = event.actor.id ?? '';
-        const email = emails.get(id);
+        const email = event.actor.email ?? emails.get(id);
         return email === undefined ? ['Owner ', h('code', null, id)] : email;
     };
     const target = ({ target: { type, id } }) => {
