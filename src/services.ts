@@ -9,6 +9,7 @@ import { resolve } from 'node:path';
 import { createAuthenticator, type Authenticate } from './auth/bearer.js';
 import { countAuthOutcomes, createAuthService, type AuthService } from './auth/service.js';
 import { createRevocations, type Revocations } from './auth/revocation.js';
+import { createKeyUseRecorder } from './auth/key-use.js';
 import { createSettingsTokenAuth } from './auth/settings-tokens.js';
 import { createSigner, type Signer } from './auth/signer.js';
 import { usesRedis, type Config } from './config/schema.js';
@@ -50,6 +51,9 @@ import { resetRetentionMs, type RevocationStore } from './stores/revocation.js';
 import { MemoryRefreshTokenStore } from './stores/token-store.memory.js';
 import { RedisRefreshTokenStore } from './stores/token-store.redis.js';
 import type { RefreshTokenStore } from './stores/token-store.js';
+import type { KeyUseStore } from './stores/key-use.js';
+import { MemoryKeyUseStore } from './stores/key-use.memory.js';
+import { RedisKeyUseStore } from './stores/key-use.redis.js';
 import { MemoryUsageCounters } from './stores/usage-counters.memory.js';
 import { RedisUsageCounters } from './stores/usage-counters.redis.js';
 import type { UsageCounters } from './stores/usage-counters.js';
@@ -206,10 +210,12 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     if (keys instanceof RedisKeyDirectory) keys.dropCache();
     log.info('dropped every cached credential (verified access tokens, key records, API settings tokens): redis lost its data');
   });
+  const keyUse: KeyUseStore = redis === undefined ? new MemoryKeyUseStore() : new RedisKeyUseStore(redis);
   const auth = countAuthOutcomes(createAuthService({
     keys, tokens, signer, revocations, clock, log, settings: t,
     // An account reset also revokes its API settings tokens for good (a reset is remembered for a while only).
     onAccountReset: (accountId) => owner.settingsTokens.revokeAllOf(accountId),
+    onSignIn: createKeyUseRecorder({ store: keyUse, clock, log }),
   }), metrics);
   const settingsTokens = createSettingsTokenAuth({
     store: ownerStore, revocations, clock, log,
@@ -235,7 +241,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   const tracing = createTracing(config.tracing, { log, isTrustedPeer: proxyTrust.isTrusted, flushTimeoutMs: config.server.shutdownTimeoutMs });
   const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors, isTrustedProxy: proxyTrust.isTrusted, metrics, tracing });
   const sessions: SessionStore = redis === undefined ? new MemorySessionStore({ clock }) : new RedisSessionStore(redis, { clock });
-  const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config, usage: usageStore });
+  const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config, usage: usageStore, keyUse });
 
   return {
     config,

@@ -3,7 +3,7 @@
  * routes turn them into errors at one visible point.
  */
 import type { Config } from '../config/schema.js';
-import type { KeyDirectory } from '../stores/key-directory.js';
+import type { ApiKeyRecord, KeyDirectory } from '../stores/key-directory.js';
 import type { RefreshTokenStore } from '../stores/token-store.js';
 import { StoreUnavailable } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
@@ -45,9 +45,11 @@ export interface AuthServiceDeps {
   settings: Config['tokens'];
   /** After an account-wide reset: what else must stop for good (the account's API settings tokens). */
   onAccountReset?: (accountId: string) => Promise<void>;
+  /** After a successful sign-in, not awaited: records the key's last use (auth/key-use.ts). */
+  onSignIn?: (key: ApiKeyRecord) => void;
 }
 
-export function createAuthService({ keys, tokens, signer, revocations, clock, log, settings, onAccountReset }: AuthServiceDeps): AuthService {
+export function createAuthService({ keys, tokens, signer, revocations, clock, log, settings, onAccountReset, onSignIn }: AuthServiceDeps): AuthService {
   const refreshTtlMs = settings.refreshTokenTtlSeconds * 1000;
   const familyMaxMs = settings.refreshFamilyMaxSeconds * 1000;
   const graceMs = settings.refreshGraceSeconds * 1000;
@@ -68,6 +70,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
         familyExpiresAt: now + familyMaxMs,
         token: { tokenId: refresh.tokenId, secretHash: refresh.secretHash, expiresAt: now + refreshTtlMs },
       }, now);
+      onSignIn?.(key);
       return { outcome: 'issued', pair: { accessToken, refreshToken: refresh.token } };
     },
 

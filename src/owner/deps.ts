@@ -2,6 +2,7 @@
 import type { Revocations } from '../auth/revocation.js';
 import type { Config } from '../config/schema.js';
 import type { RateLimits } from '../limits/rate-limits.js';
+import type { KeyUseStore } from '../stores/key-use.js';
 import type { OwnerStore } from '../stores/owner-store.js';
 import type { SessionStore } from '../stores/session-store.js';
 import type { UsageCounters } from '../stores/usage-counters.js';
@@ -20,4 +21,6 @@ export interface OwnerDeps {
   config: Pick<Config, 'owner' | 'tokens'>;
   /** The per-key usage counts (stores/usage-counters.ts); absent while counting is off (`usage.enabled`). */
   usage?: UsageCounters;
+  /** When each key last signed in (stores/key-use.ts); absent: the key views show none. */
+  keyUse?: KeyUseStore;
 }

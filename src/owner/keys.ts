@@ -32,6 +32,8 @@ export interface KeyView {
   createdAt?: string;
   /** While a roll's overlap lasts: until when the replaced secret still signs in. */
   previousValidUntil?: string;
+  /** The key's last sign-in, to within a few minutes (auth/key-use.ts); absent while none is known. */
+  lastUsedAt?: string;
 }
 
 export interface CreatedKey {
@@ -89,7 +91,8 @@ function newSecret(): { apiSecret: string; digest: string } {
   return { apiSecret, digest: secretDigest(hashSecret(apiSecret)) };
 }
 
-export function toKeyView(key: ApiKeyData): KeyView {
+/** `lastUsedAt`: the key's last sign-in (stores/key-use.ts), epoch ms. */
+export function toKeyView(key: ApiKeyData, lastUsedAt?: number): KeyView {
   return {
     id: key.id,
     apiKey: key.apiKey,
@@ -99,6 +102,7 @@ export function toKeyView(key: ApiKeyData): KeyView {
     scopes: [...key.scopes],
     ...(key.createdAt !== undefined ? { createdAt: key.createdAt } : {}),
     ...(key.previousValidUntil !== undefined && key.previousSecretDigest !== undefined ? { previousValidUntil: key.previousValidUntil } : {}),
+    ...(lastUsedAt !== undefined ? { lastUsedAt: new Date(lastUsedAt).toISOString() } : {}),
   };
 }
 
@@ -122,7 +126,9 @@ function changesOf(before: ApiKeyData | undefined, after: ApiKeyData | undefined
   return Object.fromEntries(Object.keys(now).map((field) => [field, [was[field], now[field]]]));
 }
 
-export function createKeyService({ store, revocations, clock, log }: OwnerDeps): KeyService {
+export function createKeyService({ store, revocations, clock, log, keyUse }: OwnerDeps): KeyService {
+  const lastUses = async (accountId: string) => keyUse?.read(accountId) ?? new Map<string, number>();
+
   /** One change of one key, with its event, written as one store change. */
   async function changeKey<T>(actor: Actor, accountId: string, keyId: string, action: string, edit: (key: ApiKeyData, now: number) => { key: ApiKeyData | undefined; result: T }): Promise<T> {
     requireWritable(store);
@@ -143,11 +149,13 @@ export function createKeyService({ store, revocations, clock, log }: OwnerDeps):
   return {
     async list(caller, accountId, page) {
       const doc = await loadAccount(store, caller, accountId);
-      return pageById(doc.apiKeys, page, toKeyView);
+      const used = await lastUses(accountId);
+      return pageById(doc.apiKeys, page, (key) => toKeyView(key, used.get(key.id)));
     },
 
     async get(caller, accountId, keyId) {
-      return toKeyView(findKey(await loadAccount(store, caller, accountId), keyId));
+      const key = findKey(await loadAccount(store, caller, accountId), keyId);
+      return toKeyView(key, (await lastUses(accountId)).get(key.id));
     },
 
     async create(actor, accountId, { name, description, scopes = [] }) {

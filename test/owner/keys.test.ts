@@ -47,7 +47,7 @@ test('a created key signs in with its secret, which no later answer, audit event
   assert.equal(list.status, 200, show(list));
   assert.equal(one.status, 200, show(one));
   assert.ok(list.body.message.items.some((k: { id: string }) => k.id === key.id));
-  assert.deepEqual(one.body.message, key);
+  assert.deepEqual(one.body.message, { ...key, lastUsedAt: new Date(gw.clock.now()).toISOString() }, 'the same key, last used at its sign-in');
   for (const [what, text] of [['list', JSON.stringify(list.body)], ['get', JSON.stringify(one.body)], ['log', gw.logs.join('\n')]] as const) {
     assert.ok(!text.includes(apiSecret), `${what} holds no secret`);
     assert.ok(!text.includes(digest), `${what} holds no digest`);

@@ -40,6 +40,8 @@ export interface Key {
   scopes: string[];
   createdAt?: string;
   previousValidUntil?: string;
+  /** The last sign-in with the key, to within a few minutes. */
+  lastUsedAt?: string;
 }
 
 export interface KeyWithSecret {

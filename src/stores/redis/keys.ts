@@ -49,6 +49,11 @@ export interface RedisKeys {
    * account's window reads share a slot and one script reads them.
    */
   usage(accountId: string, bucketStart: number): string;
+  /**
+   * Hash: when each API key of the account last signed in (stores/key-use.ts), key id → epoch
+   * ms. TTL: KEY_USE_RETENTION_MS (400 days) from its last write.
+   */
+  keyUse(accountId: string): string;
 
   // The owner store (owner-store.redis.ts). What lives in an account's slot is changed by
   // scripts; everything found by another name (an owner, an email, a digest) is a projection
@@ -102,6 +107,7 @@ export function redisKeys(prefix: string): RedisKeys {
     directoryChannel: `${prefix}:directory`,
     rateWindow: (subject, ms) => `${prefix}:rl:{${subject}}:${ms}`,
     usage: (accountId, bucketStart) => `${prefix}:usage:{${accountId}}:${bucketStart / 1000}`,
+    keyUse: (accountId) => `${prefix}:key-use:{${accountId}}`,
     account: (accountId) => `${prefix}:acct:{${accountId}}`,
     audit: (accountId) => `${prefix}:audit:{${accountId}}`,
     accountKeys: (accountId) => `${prefix}:acct-keys:{${accountId}}`,

@@ -238,6 +238,27 @@ return (#ARGV - 1) / 3
 `;
 
 /**
+ * Records a key's sign-in time unless a later one is recorded already (instances whose writes
+ * cross keep the latest), and keeps the account's hash for the retention from now.
+ *
+ * KEYS[1]   the account's last sign-ins     <prefix>:key-use:{acct}
+ * ARGV[1]   the key id (the field)
+ * ARGV[2]   the sign-in's time, epoch ms
+ * ARGV[3]   the retention, ms (PEXPIRE)
+ * Returns 1 when written, 0 when a later time was there.
+ */
+export const KEY_USE_RECORD = `
+local current = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+local written = 0
+if current < tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+  written = 1
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return written
+`;
+
+/**
  * Sums the fields of one account's buckets (a window of up to 289: 24 hours and the bucket it
  * starts in), so a read is one call whatever the window. The number of keys goes first.
  *
@@ -599,6 +620,7 @@ export const SCRIPTS = {
   // Their number of keys goes first too: one per bucket.
   gwUsageAdd: { lua: USAGE_ADD },
   gwUsageSum: { lua: USAGE_SUM },
+  gwKeyUseRecord: { numberOfKeys: 1, lua: KEY_USE_RECORD },
   gwOwnerCreateAccount: { numberOfKeys: 2, lua: OWNER_CREATE_ACCOUNT },
   gwOwnerUpdateAccount: { numberOfKeys: 5, lua: OWNER_UPDATE_ACCOUNT },
   gwOwnerAppendAudit: { numberOfKeys: 2, lua: OWNER_APPEND_AUDIT },
@@ -622,6 +644,7 @@ export interface ScriptCommands {
   gwRateHit(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
   gwUsageAdd(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
   gwUsageSum(numberOfKeys: number, ...keys: string[]): Promise<(string | number)[]>;
+  gwKeyUseRecord(...keysThenArgs: (string | number)[]): Promise<number>;
   gwOwnerCreateAccount(...keysThenArgs: (string | number)[]): Promise<number>;
   gwOwnerUpdateAccount(...keysThenArgs: (string | number)[]): Promise<number>;
   gwOwnerAppendAudit(...keysThenArgs: (string | number)[]): Promise<number>;

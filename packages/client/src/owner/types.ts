@@ -175,6 +175,8 @@ export interface Key {
   createdAt?: string;
   /** Until when the secret before the latest roll still signs in. */
   previousValidUntil?: string;
+  /** The key's last sign-in, to within 5 minutes; absent while none is known. */
+  lastUsedAt?: string;
 }
 
 export interface CreateKeyInput {

@@ -36,6 +36,11 @@ function status(key: Key): HTMLElement {
   return h('span', { class: key.enabled ? 'badge' : 'badge off' }, key.enabled ? 'Enabled' : 'Disabled');
 }
 
+/** The key's last sign-in: the gateway writes it at most every 5 minutes, so "about". */
+function lastUsed(key: Key): Child {
+  return key.lastUsedAt === undefined ? 'never' : time(key.lastUsedAt);
+}
+
 function scopes(list: readonly string[]): Child {
   return list.length === 0 ? 'none' : h('span', { class: 'mono' }, list.join(' '));
 }
@@ -64,13 +69,15 @@ async function listKeys(ctx: PageContext): Promise<Child> {
   });
   if (page.items.length === 0) return [empty(cursor === undefined ? 'This account has no API keys yet. Create one below.' : 'No more API keys.'), nav];
   return [
-    table('API keys', ['Name', 'API key', 'Status', 'Scopes', 'Created', 'Previous secret valid until'], page.items.map((key) => [
+    // A roll's overlap is said under the status rather than in a column of its own, empty for
+    // most keys: seven columns of unbroken words did not fit a 1280 px screen.
+    table('API keys', ['Name', 'API key', 'Status', 'Scopes', 'Created', 'Last used'], page.items.map((key) => [
       h('a', { href: ctx.href('key', { account, key: key.id }) }, key.name === '' ? key.id : key.name),
       h('code', null, key.apiKey),
-      status(key),
+      key.previousValidUntil === undefined ? status(key) : [status(key), h('span', { class: 'cell-note' }, 'previous secret until ', time(key.previousValidUntil))],
       scopes(key.scopes),
       time(key.createdAt),
-      key.previousValidUntil === undefined ? '—' : time(key.previousValidUntil),
+      lastUsed(key),
     ])),
     nav,
   ];
@@ -194,6 +201,7 @@ function drawKey(ctx: PageContext, key: Key, rolled?: string): void {
       h('dt', null, 'Status'), h('dd', null, status(key)),
       h('dt', null, 'Scopes'), h('dd', null, scopes(key.scopes)),
       h('dt', null, 'Created'), h('dd', null, time(key.createdAt)),
+      h('dt', null, 'Last used'), h('dd', null, lastUsed(key)),
       h('dt', null, 'Previous secret valid until'), h('dd', null, key.previousValidUntil === undefined ? 'no previous secret signs in' : time(key.previousValidUntil)),
       key.description === '' ? null : [h('dt', null, 'Description'), h('dd', { class: 'multiline' }, key.description)],
     ),

@@ -25,6 +25,8 @@ export const keyView = z.strictObject({
   scopes: z.array(z.string()),
   createdAt: isoTime.optional(),
   previousValidUntil: isoTime.optional(),
+  /** The last sign-in with the key, to within a few minutes; absent while it has none. */
+  lastUsedAt: isoTime.optional().meta({ description: 'The last sign-in with the key (POST /api/signin), recorded at most every 5 minutes per gateway instance; absent while it has none.' }),
 });
 const createdKey = z.strictObject({ key: keyView, apiSecret: z.string().startsWith('gwsk_') });
 export const resetView = z.strictObject({
