@@ -344,7 +344,8 @@ function keysBySlot(keys: RedisKeys) {
  * unguarded: they still fail fast, by the command timeout and the deadline of `run`. A NOSCRIPT answer is no failure of the node:
  * ioredis sends the script itself next (scripts.ts).
  *
- * `state` is Open while any primary's breaker is (the gauge and /readyz: a shard is unserved).
+ * `state` is Open while any primary's breaker is, else the state of one that is not closed (the
+ * gauge and /readyz: a shard is unserved).
  */
 function breakPerNode(cluster: Cluster, settings: Config['redis'], log: Logger): { readonly state: CircuitState } {
   const breakers = new Map<string, CircuitBreakerPolicy>();
@@ -370,7 +371,8 @@ function breakPerNode(cluster: Cluster, settings: Config['redis'], log: Logger):
   }) as typeof cluster.sendCommand;
   return {
     get state() {
-      return [...breakers.values()].some((b) => b.state === CircuitState.Open) ? CircuitState.Open : CircuitState.Closed;
+      const states = [...breakers.values()].map((b) => b.state);
+      return states.includes(CircuitState.Open) ? CircuitState.Open : states.find((state) => state !== CircuitState.Closed) ?? CircuitState.Closed;
     },
   };
 }
