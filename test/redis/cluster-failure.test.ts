@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { Command, Redis } from 'ioredis';
 import { StoreUnavailable } from '../../src/errors/errors.js';
+import { RedisRateCounters } from '../../src/stores/rate-counters.redis.js';
 import { connectRedis } from '../../src/stores/redis/client.js';
 import { logged, postJson, sha256Hex, show, startGateway, storedDigest } from '../helpers/gateway.js';
 import { redisSettings, redisSuite, silentLog } from '../helpers/redis.js';
@@ -102,4 +103,35 @@ test('Cluster with a primary killed: accounts on the other primaries keep signin
   }
   assert.equal(logged(gw, `redis node 127.0.0.1:${killed} circuit breaker open: calls fail at once`).length, 1, 'the killed primary\'s breaker opened');
   assert.equal(logged(gw, 'redis circuit breaker open: calls fail at once').length, 0, 'no breaker for the whole Cluster opened');
+});
+
+// The rate counters keep a breaker of their own (a Redis too slow for limits may be fine for
+// sign-in): it too covered the whole Cluster, so a lost shard sent every limit to its failure
+// policy. It is per primary too now: subjects on the live primaries stay counted in Redis.
+test('Cluster with a primary killed: rate counters of subjects on the other primaries keep counting in Redis', redisSuite(), async (t) => {
+  const cluster = await startRedisCluster(t);
+  for (const port of cluster.ports) await redisCli(port, ['config', 'set', 'cluster-require-full-coverage', 'no']);
+  const redis = connectRedis(redisSettings('redis://unused', { url: undefined, clusterNodes: cluster.nodes }), silentLog);
+  t.after(() => redis.close());
+  assert.equal(await redis.waitUntilReady(10_000), true);
+  const counters = new RedisRateCounters(redis, { timeoutMs: 500, breakerFailures: 3, breakerCooldownMs: 120_000 });
+  const window = [{ limit: 1000, ms: 60_000 }];
+  const node = new Redis({ host: '127.0.0.1', port: cluster.ports[1]! });
+  const ranges = await node.cluster('SLOTS');
+  node.disconnect();
+  const killed = cluster.ports[0]!;
+  const onKilled = (subject: string) => {
+    const slot = new Command('get', [redis.keys.rateWindow(subject, 60_000)]).getSlot()!;
+    return ranges.find(([start, end]) => slot >= start && slot <= end)?.[2]?.[1] === killed;
+  };
+  const subjects = Array.from({ length: 12 }, (_, i) => `signin:ak_subject_${i}`);
+  const lost = subjects.filter(onKilled);
+  const healthy = subjects.filter((s) => !onKilled(s));
+  assert.ok(lost.length > 0 && healthy.length > 0, `subjects on both sides: ${lost.length} on the killed primary`);
+
+  await cluster.killNode(killed);
+  for (let round = 1; round <= 4; round++) {
+    for (const subject of lost) await assert.rejects(counters.hit(subject, window, 1), StoreUnavailable);
+    for (const subject of healthy) assert.equal((await counters.hit(subject, window, 1)).counts[0], round, `round ${round}: ${subject} counted in Redis`);
+  }
 });

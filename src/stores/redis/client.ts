@@ -30,6 +30,12 @@ export interface RedisConnection {
   /** Runs one call through the breaker; any failure (no connection, timeout, open breaker, error reply) is StoreUnavailable. */
   run<T>(call: (client: RedisClient) => Promise<T>): Promise<T>;
   /**
+   * On a Cluster, the primary (`host:port`) that the client's slot table names for `key`'s slot
+   * now; undefined elsewhere (one server answers every key). For a breaker of one's own kept per
+   * primary, as the connection's are (rate-counters.redis.ts).
+   */
+  nodeOf(key: string): string | undefined;
+  /**
    * Subscribes to a channel on a connection of its own, which waits and reconnects by itself.
    * `onGap` runs each time Redis confirms the subscription on a new connection: messages sent
    * before it were lost. `listening` is true from that moment until the connection drops.
@@ -97,6 +103,12 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
         // (digests, sealed pairs, whole scripts), which must not reach the log.
         throw new StoreUnavailable(new Error(describe(err)), retryAfterSeconds);
       }
+    },
+
+    nodeOf(key) {
+      if (!(client instanceof Cluster)) return undefined;
+      const slot = new Command('get', [key]).getSlot();
+      return slot === null ? undefined : client.slots[slot]?.[0];
     },
 
     subscribe(channel, onMessage, onGap) {
