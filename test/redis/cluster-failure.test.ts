@@ -78,7 +78,8 @@ test('Cluster with a primary killed: accounts on the other primaries keep signin
     accounts: accounts.map((a, i) => ({ id: a.id, name: a.id, apiKeys: [{ id: `key_shard_${i}`, apiKey: a.apiKey, secretDigest: storedDigest(a.secret) }] })),
   }));
   // A cooldown far longer than the test: one breaker for the Cluster would stay open throughout.
-  const gw = await startGateway(t, { overrides: { data: { file }, redis: { clusterNodes: cluster.nodes, breakerFailures: 3, breakerCooldownMs: 120_000 } } });
+  // A command timeout well above what a busy machine takes, so a live primary's call never times out.
+  const gw = await startGateway(t, { overrides: { data: { file }, redis: { clusterNodes: cluster.nodes, breakerFailures: 3, breakerCooldownMs: 120_000, commandTimeoutMs: 2000 } } });
   const signIn = (a: (typeof accounts)[number]) => postJson(`${gw.url}/api/signin`, { apiKey: a.apiKey, apiSecret: sha256Hex(a.secret) });
   for (const a of accounts) assert.equal((await signIn(a)).status, 200, `${a.id} signs in before`);
 
@@ -111,10 +112,10 @@ test('Cluster with a primary killed: accounts on the other primaries keep signin
 test('Cluster with a primary killed: rate counters of subjects on the other primaries keep counting in Redis', redisSuite(), async (t) => {
   const cluster = await startRedisCluster(t);
   for (const port of cluster.ports) await redisCli(port, ['config', 'set', 'cluster-require-full-coverage', 'no']);
-  const redis = connectRedis(redisSettings('redis://unused', { url: undefined, clusterNodes: cluster.nodes }), silentLog);
+  const redis = connectRedis(redisSettings('redis://unused', { url: undefined, clusterNodes: cluster.nodes, commandTimeoutMs: 2000 }), silentLog);
   t.after(() => redis.close());
   assert.equal(await redis.waitUntilReady(10_000), true);
-  const counters = new RedisRateCounters(redis, { timeoutMs: 500, breakerFailures: 3, breakerCooldownMs: 120_000 });
+  const counters = new RedisRateCounters(redis, { timeoutMs: 2000, breakerFailures: 3, breakerCooldownMs: 120_000 });
   const window = [{ limit: 1000, ms: 60_000 }];
   const node = new Redis({ host: '127.0.0.1', port: cluster.ports[1]! });
   const ranges = await node.cluster('SLOTS');

@@ -126,14 +126,19 @@ test('adding a key to an account of 40 keys writes that key\'s records and no ot
   const monitor = await (await rawRedisClient(t, server)).monitor();
   t.after(() => monitor.disconnect());
   const seen: string[][] = [];
-  monitor.on('monitor', (_time: string, args: string[]) => seen.push(args));
+  let sawMarker: () => void = () => {};
+  const marked = new Promise<void>((resolve) => { sawMarker = resolve; });
+  monitor.on('monitor', (_time: string, args: string[]) => {
+    seen.push(args);
+    if (args[1] === 'gw:monitor-marker') sawMarker();
+  });
   const fresh = key('new');
   await store.updateAccount(ACCOUNT.id, (doc) => ({ doc: { ...doc, apiKeys: [...doc.apiKeys, fresh] }, events: [], result: undefined }));
   // A marker through the same server: every command before it has been seen by then.
   const marker = await rawRedisClient(t, server);
   await marker.get('gw:monitor-marker');
-  const deadline = Date.now() + 5000;
-  while (!seen.some((args) => args[1] === 'gw:monitor-marker') && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve));
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([marked, new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('MONITOR never showed the marker')), 10_000); })]).finally(() => clearTimeout(timer));
 
   // Every name a key's records may have, old layout and new (the account's JSON names every key,
   // but it is a value, not a key name).
