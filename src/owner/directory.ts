@@ -53,6 +53,14 @@ export interface DirectoryService {
   deleteSignRecord(actor: Actor, accountId: string, address: string): Promise<void>;
 }
 
+/**
+ * The owner a write is made for, checked again by the store in the same step as the write: their
+ * removal from the members may come between loadForWrite and it (undefined for an operator).
+ */
+function memberOf({ caller }: Actor): string | undefined {
+  return caller.kind === 'owner' ? caller.ownerId : undefined;
+}
+
 export function createDirectoryService({ store, clock, log }: OwnerDeps): DirectoryService {
   /**
    * The account for a read. Where roles and sign records are served from another store than the
@@ -123,7 +131,7 @@ export function createDirectoryService({ store, clock, log }: OwnerDeps): Direct
         throw new Conflict(`An account holds at most ${MAX_ROLES} roles: delete some first.`);
       }
       const event = makeEvent(actor, clock.now(), { action: 'role.create', target: { type: 'role', id: String(role.id) }, changes: roleChanges(undefined, role) });
-      settleRole(await store.putRole(accountId, role, undefined, [event]), 'No such account.');
+      settleRole(await store.putRole(accountId, role, undefined, [event], memberOf(actor)), 'No such account.');
       logEvents(log, accountId, [event]);
       return role;
     },
@@ -134,7 +142,7 @@ export function createDirectoryService({ store, clock, log }: OwnerDeps): Direct
       if (before === undefined) throw new NotFound('No such role.');
       // The event names the role by the id it was changed under; a move shows in `changes.id`.
       const event = makeEvent(actor, clock.now(), { action: 'role.update', target: { type: 'role', id: String(id) }, changes: roleChanges(before, role) });
-      settleRole(await store.putRole(accountId, role, id, [event]), 'No such role.');
+      settleRole(await store.putRole(accountId, role, id, [event], memberOf(actor)), 'No such role.');
       logEvents(log, accountId, [event]);
       return role;
     },
@@ -142,7 +150,7 @@ export function createDirectoryService({ store, clock, log }: OwnerDeps): Direct
     async deleteRole(actor, accountId, id) {
       await loadForWrite(actor, accountId);
       const event = makeEvent(actor, clock.now(), { action: 'role.delete', target: { type: 'role', id: String(id) } });
-      if (!(await store.deleteRole(accountId, id, [event]))) throw new NotFound('No such role.');
+      if (!(await store.deleteRole(accountId, id, [event], memberOf(actor)))) throw new NotFound('No such role.');
       logEvents(log, accountId, [event]);
     },
 
@@ -159,7 +167,7 @@ export function createDirectoryService({ store, clock, log }: OwnerDeps): Direct
       await loadForWrite(actor, accountId);
       const record = { ...given, address: given.address.toLowerCase() };
       const event = makeEvent(actor, clock.now(), { action: 'sign_record.create', target: { type: 'sign_record', id: record.address }, changes: signChanges(undefined, record) });
-      settleSign(await store.putSignRecord(accountId, record, 'create', [event]), 'No such account.');
+      settleSign(await store.putSignRecord(accountId, record, 'create', [event], memberOf(actor)), 'No such account.');
       logEvents(log, accountId, [event]);
       return record;
     },
@@ -170,7 +178,7 @@ export function createDirectoryService({ store, clock, log }: OwnerDeps): Direct
       const before = await store.getSignRecord(accountId, record.address);
       if (before === undefined) throw new NotFound('No such sign record.');
       const event = makeEvent(actor, clock.now(), { action: 'sign_record.update', target: { type: 'sign_record', id: record.address }, changes: signChanges(before, record) });
-      settleSign(await store.putSignRecord(accountId, record, 'replace', [event]), 'No such sign record.');
+      settleSign(await store.putSignRecord(accountId, record, 'replace', [event], memberOf(actor)), 'No such sign record.');
       logEvents(log, accountId, [event]);
       return record;
     },
@@ -179,7 +187,7 @@ export function createDirectoryService({ store, clock, log }: OwnerDeps): Direct
       await loadForWrite(actor, accountId);
       const lower = address.toLowerCase();
       const event = makeEvent(actor, clock.now(), { action: 'sign_record.delete', target: { type: 'sign_record', id: lower } });
-      if (!(await store.deleteSignRecord(accountId, lower, [event]))) throw new NotFound('No such sign record.');
+      if (!(await store.deleteSignRecord(accountId, lower, [event], memberOf(actor)))) throw new NotFound('No such sign record.');
       logEvents(log, accountId, [event]);
     },
   };

@@ -5,9 +5,16 @@
  *   keyId, accountId, secretDigest ("sha256:<64 hex>"), disabled ("0" or "1"), and optionally
  *   scopes (scope tokens separated by single spaces; absent or empty: none), and during a
  *   roll's overlap previousSecretDigest and previousValidUntil (epoch ms), both or neither.
- * Keys written by the owner store (owner-store.redis.ts) also hold `v`, their account's version.
  * A record with a missing or malformed field counts as absent, so a half-written key never
  * signs anyone in.
+ *
+ * Keys of the owner store (owner-store.redis.ts) keep their record in their account's Cluster
+ * slot, `<prefix>:akey:{<accountId>}:<keyId>` (the same fields plus `apiKey`), written by the
+ * same script as the account: the two hashes above are then pointers holding `home` (the
+ * account id) and `keyId`. A lookup that finds a pointer reads the record it leads to (a second
+ * round trip, only when the record is not cached); a tombstone there (`gone`) is no key. While
+ * that record is not written yet (the key's first change since records moved into the slot),
+ * the fields beside the pointer, as an older version wrote them, are the record.
  *
  * Every write of a record is announced on `<prefix>:keys` (`{"accountId"}`, in the same
  * MULTI or script as the write), and a gateway keeps the records it read for a short while
@@ -38,11 +45,11 @@ export class RedisKeyDirectory implements KeyDirectory {
   }
 
   findByApiKey(apiKey: string): Promise<ApiKeyRecord | undefined> {
-    return this.#find(this.#redis.keys.apiKey(apiKey));
+    return this.#find(this.#redis.keys.apiKey(apiKey), { apiKey });
   }
 
   findByKeyId(keyId: string): Promise<ApiKeyRecord | undefined> {
-    return this.#find(this.#redis.keys.keyId(keyId));
+    return this.#find(this.#redis.keys.keyId(keyId), { keyId });
   }
 
   /** Forgets every cached record: this instance wrote key records (the owner store's onKeysWritten). */
@@ -55,15 +62,28 @@ export class RedisKeyDirectory implements KeyDirectory {
     return this.#reads;
   }
 
-  #find(name: string): Promise<ApiKeyRecord | undefined> {
+  #find(name: string, named: { apiKey?: string; keyId?: string }): Promise<ApiKeyRecord | undefined> {
     const read = async () => {
       this.#reads++;
-      return toRecord(await this.#redis.run((c) => c.hgetall(name)));
+      const fields = await this.#redis.run((c) => c.hgetall(name));
+      const { home, keyId } = fields;
+      if (home === undefined) return toRecord(fields);
+      if (keyId === undefined || !ID.test(home) || !ID.test(keyId) || (named.keyId !== undefined && keyId !== named.keyId)) return undefined;
+      const held = await this.#redis.run((c) => c.hgetall(this.#redis.keys.accountKey(home, keyId)));
+      if (Object.keys(held).length === 0) return toRecord(fields);
+      // The record must be the one the pointer names: the key, its account, its apiKey.
+      const record = held.gone === undefined ? toRecord(held) : undefined;
+      if (record === undefined || record.accountId !== home || record.keyId !== keyId) return undefined;
+      return named.apiKey === undefined || held.apiKey === named.apiKey ? record : undefined;
     };
     return this.#cache === undefined ? read() : this.#cache.find(name, read);
   }
 
-  /** Writes (or overwrites) one key under both of its names, each write announced. */
+  /**
+   * Writes (or overwrites) one key under both of its names, each write announced. Each name is
+   * replaced whole: over a key of the owner store, the record written here is what signs in (its
+   * pointer is gone) until the owner store next writes that key.
+   */
   async putKey(apiKey: string, record: ApiKeyRecord): Promise<void> {
     if (!isWellFormed(record)) {
       throw new TypeError('putKey: the key id and account id must be plain ids, the digest "sha256:<64 hex>" and scopes scope tokens');
@@ -75,7 +95,7 @@ export class RedisKeyDirectory implements KeyDirectory {
     // first, so a reader that finds the apiKey record also finds the key it names.
     for (const name of [k.keyId(record.keyId), k.apiKey(apiKey)]) {
       await this.#redis.run(async (c) => {
-        const results = await c.multi().hset(name, fields).publish(k.keysChannel, notice).exec();
+        const results = await c.multi().del(name).hset(name, fields).publish(k.keysChannel, notice).exec();
         const failed = results?.find(([err]) => err !== null);
         if (results === null || failed !== undefined) throw failed?.[0] ?? new Error('transaction aborted');
       });

@@ -148,9 +148,9 @@ export class MemoryOwnerStore implements OwnerStore {
     return role === undefined ? undefined : { ...role };
   }
 
-  putRole(accountId: string, role: Role, replaces: number | undefined, events: readonly AuditEvent[]): Promise<PutRoleOutcome> {
+  putRole(accountId: string, role: Role, replaces: number | undefined, events: readonly AuditEvent[], member?: string): Promise<PutRoleOutcome> {
     return this.#change((data) => {
-      const account = this.#liveAccount(data, accountId);
+      const account = this.#liveAccount(data, accountId, member);
       if (account === undefined) return { result: 'not_found' as const };
       const others = account.roles.filter((r) => r.id !== replaces);
       if (replaces !== undefined && others.length === account.roles.length) return { result: 'not_found' as const };
@@ -162,9 +162,9 @@ export class MemoryOwnerStore implements OwnerStore {
     });
   }
 
-  deleteRole(accountId: string, id: number, events: readonly AuditEvent[]): Promise<boolean> {
+  deleteRole(accountId: string, id: number, events: readonly AuditEvent[], member?: string): Promise<boolean> {
     return this.#change((data) => {
-      const account = this.#liveAccount(data, accountId);
+      const account = this.#liveAccount(data, accountId, member);
       const index = account?.roles.findIndex((r) => r.id === id) ?? -1;
       if (account === undefined || index === -1) return { result: false };
       account.roles.splice(index, 1);
@@ -178,9 +178,9 @@ export class MemoryOwnerStore implements OwnerStore {
     return record === undefined ? undefined : toSignRecord(record);
   }
 
-  putSignRecord(accountId: string, record: SignRecord, mode: 'create' | 'replace', events: readonly AuditEvent[]): Promise<PutSignRecordOutcome> {
+  putSignRecord(accountId: string, record: SignRecord, mode: 'create' | 'replace', events: readonly AuditEvent[], member?: string): Promise<PutSignRecordOutcome> {
     return this.#change((data) => {
-      const account = this.#liveAccount(data, accountId);
+      const account = this.#liveAccount(data, accountId, member);
       if (account === undefined) return { result: 'not_found' as const };
       const index = account.signRecords.findIndex((s) => s.address.toLowerCase() === record.address);
       if (mode === 'create' && index !== -1) return { result: 'exists' as const };
@@ -198,9 +198,9 @@ export class MemoryOwnerStore implements OwnerStore {
     });
   }
 
-  deleteSignRecord(accountId: string, address: string, events: readonly AuditEvent[]): Promise<boolean> {
+  deleteSignRecord(accountId: string, address: string, events: readonly AuditEvent[], member?: string): Promise<boolean> {
     return this.#change((data) => {
-      const account = this.#liveAccount(data, accountId);
+      const account = this.#liveAccount(data, accountId, member);
       const index = account?.signRecords.findIndex((s) => s.address.toLowerCase() === address) ?? -1;
       if (account === undefined || index === -1) return { result: false };
       account.signRecords.splice(index, 1);
@@ -246,9 +246,11 @@ export class MemoryOwnerStore implements OwnerStore {
   }
 
   /** The account unless it is deleted: a role or sign record written after the deletion would outlive it. */
-  #liveAccount(data: DataFile, accountId: string): AccountData | undefined {
+  /** The account if it is not deleted and, with `member`, that owner is one of its members. */
+  #liveAccount(data: DataFile, accountId: string, member?: string): AccountData | undefined {
     const account = this.#account(data, accountId);
-    return account?.deletedAt === undefined ? account : undefined;
+    if (account?.deletedAt !== undefined) return undefined;
+    return member === undefined || account?.members.some((m) => m.ownerId === member) ? account : undefined;
   }
 
   #audit(data: DataFile, accountId: string, events: readonly AuditEvent[]): void {

@@ -2,30 +2,33 @@
  * The owner store in Redis, for `data.keySource` "redis": every instance reads and writes the
  * same accounts. The layout (docs/redis.md lists every key):
  *
- *   <prefix>:acct:{<a>}      hash: `doc` (the AccountDoc as JSON) and `v` (its version)
+ *   <prefix>:acct:{<a>}      hash: `doc` (the AccountDoc as JSON), `v` (its version) and
+ *                            `keysInSlot` (its keys' sign-in records live in its slot)
  *   <prefix>:audit:{<a>}     stream of the account's audit events, newest MAXLEN kept
  *   <prefix>:roles:{<a>}, <prefix>:role:{<a>}, <prefix>:sign:{<a>}   roles and sign records,
  *                            in directory.redis.ts's layout, so RedisDirectory serves them
- *   <prefix>:acct-keys:{<a>} set: names of the sign-in records written for its keys
+ *   <prefix>:akey:{<a>}:<keyId>  hash: a key's sign-in record (key-directory.redis.ts)
+ *   <prefix>:acct-keys:{<a>} set: names of sign-in records an older version wrote outside the
+ *                            slot (read once, by the account's first change, then deleted)
  *   <prefix>:accounts        sorted set of account ids
  *   <prefix>:owner:<id>      hash: `doc` (OwnerRecord JSON) and `v`
  *   <prefix>:email:<email>, <prefix>:owner-accts:<ownerId>, <prefix>:stoken:<digest>,
- *   <prefix>:invite:<digest> indexes; <prefix>:key:<keyId>, <prefix>:apikey:<apiKey> the
- *                            sign-in records of key-directory.redis.ts
+ *   <prefix>:invite:<digest> indexes; <prefix>:key:<keyId>, <prefix>:apikey:<apiKey> pointers
+ *                            (`home`: the account) to the keys' sign-in records
  *
  * What is atomic: everything in an account's slot changes in one script with its audit events
- * and its notice on the directory channel; `updateAccount` reads the doc, lets the caller decide
- * in JS, and the script stores the result only if the version is still the one read (else it
- * reads again). Changes from one process to one account also wait for each other, so only
- * other instances can race it.
+ * and its notices: the account, and the sign-in records of the keys the change touched (so a
+ * gateway dying at any point never leaves a disabled or deleted key signing in). `updateAccount`
+ * reads the doc, lets the caller decide in JS, and the script stores the result only if the
+ * version is still the one read (else it reads again). Changes from one process to one account
+ * also wait for each other, so only other instances can race it.
  *
  * What is written in order around it, one command at a time (other slots on a Cluster):
  * indexes that lead to the account (account list, owner's accounts, settings-token and invite
- * digests) BEFORE the change, so nothing committed is ever unfindable; index entries of things
- * the change removed, and the keys' sign-in records, AFTER it. Readers trust an index only when
- * the account it names agrees, so an entry left by a failed or raced change is never believed.
- * Sign-in records carry the account's version and a script refuses an older one, so two
- * changes' projections arriving out of order never re-enable or bring back a key.
+ * digests, key pointers) BEFORE the change, so nothing committed is ever unfindable; index
+ * entries of things the change removed AFTER it. Readers trust an index only when the account
+ * (or, for a key, its record in the account's slot) agrees, so an entry left by a failed or
+ * raced change is never believed.
  */
 import { z } from 'zod';
 import { BadStoreData, Conflict, NotFound, StoreUnavailable } from '../errors/errors.js';
@@ -41,8 +44,8 @@ import type { RedisConnection } from './redis/client.js';
 
 const accountDocSchema = dataFileSchema.shape.accounts.element.omit({ roles: true, signRecords: true, audit: true });
 
-/** How long a deleted key's tombstone refuses older projections: far longer than any write takes. */
-const TOMBSTONE_MS = 60_000;
+/** The fields of a sign-in record an older version wrote beside what is now a pointer. */
+const LEGACY_FIELDS = ['accountId', 'secretDigest', 'disabled', 'scopes', 'previousSecretDigest', 'previousValidUntil', 'v'];
 /** Attempts of one change against other instances' changes to the same account or owner. */
 const MAX_ATTEMPTS = 50;
 /** Audit events read per round trip while paging. */
@@ -105,13 +108,15 @@ export class RedisOwnerStore implements OwnerStore {
     return this.#inTurn(`acct:${next.id}`, async () => {
       // A taken id is the common refusal: answered before index entries are written for nothing.
       if ((await this.#redis.run((c) => c.exists(k.account(next.id)))) === 1) return false;
-      await this.#indexBefore(undefined, next);
+      const records = keyRecordWrites(undefined, next, true);
+      await this.#indexBefore(undefined, next, records);
       const created = await this.#redis.run((c) => c.gwOwnerCreateAccount(
-        k.account(next.id), k.audit(next.id),
-        JSON.stringify(next), this.#maxAudit, k.directoryChannel, notice({ kind: 'account', accountId: next.id }), ...events.map(eventJson),
+        2 + records.length, k.account(next.id), k.audit(next.id), ...records.map((r) => k.accountKey(next.id, r.keyId)),
+        JSON.stringify(next), this.#maxAudit, k.directoryChannel, notice({ kind: 'account', accountId: next.id }),
+        k.keysChannel, keyChangeNotice(next.id), ...records.map((r) => r.fields), ...events.map(eventJson),
       ));
       if (created !== 1) return false;
-      await this.#projectAfter(undefined, next, 1);
+      if (records.length > 0) this.#onKeysWritten?.();
       return true;
     });
   }
@@ -126,15 +131,22 @@ export class RedisOwnerStore implements OwnerStore {
         if (doc === undefined) return result;
         const next = accountDocSchema.parse({ ...doc, id: accountId });
         const deletes = next.deletedAt !== undefined && current.doc.deletedAt === undefined;
-        await this.#indexBefore(current.doc, next);
+        // The account's first change since the records moved into its slot writes every key's.
+        const moving = !current.keysInSlot;
+        const records = keyRecordWrites(current.doc, next, moving);
+        await this.#indexBefore(current.doc, next, records);
+        if (moving) await this.#retireLegacy(current.doc, next);
         const version = await this.#redis.run((c) => c.gwOwnerUpdateAccount(
-          k.account(accountId), k.audit(accountId), k.roleIndex(accountId), k.roles(accountId), k.signRecords(accountId),
+          5 + records.length, k.account(accountId), k.audit(accountId), k.roleIndex(accountId), k.roles(accountId), k.signRecords(accountId),
+          ...records.map((r) => k.accountKey(accountId, r.keyId)),
           current.v, JSON.stringify(next), deletes ? '1' : '0', this.#maxAudit, k.directoryChannel,
-          notice({ kind: 'account', accountId }), ...events.map(eventJson),
+          notice({ kind: 'account', accountId }), k.keysChannel, keyChangeNotice(accountId), moving ? '1' : '0',
+          ...records.map((r) => r.fields), ...events.map(eventJson),
         ));
         if (version === 0) throw new NotFound();
         if (version > 0) {
-          await this.#projectAfter(current.doc, next, version);
+          if (records.length > 0) this.#onKeysWritten?.();
+          await this.#tidyAfter(current.doc, next, moving);
           return result;
         }
         await raced(attempt, `account ${accountId}`);
@@ -210,24 +222,24 @@ export class RedisOwnerStore implements OwnerStore {
     return this.#records.role(typeof value === 'object' && value !== null && !('id' in value) ? { ...value, id } : value, where);
   }
 
-  async putRole(accountId: string, role: Role, replaces: number | undefined, events: readonly AuditEvent[]): Promise<PutRoleOutcome> {
+  async putRole(accountId: string, role: Role, replaces: number | undefined, events: readonly AuditEvent[], member = ''): Promise<PutRoleOutcome> {
     const k = this.#redis.keys;
     const { id, slug, name, description } = role;
     const json = JSON.stringify({ id, slug, name, description, public: role.public });
     const outcome = await this.#redis.run((c) => c.gwOwnerPutRole(
       k.account(accountId), k.roleIndex(accountId), k.roles(accountId), k.audit(accountId),
       String(id), slug, json, replaces === undefined ? '' : String(replaces), this.#maxAudit, k.directoryChannel,
-      notice({ kind: 'roles', accountId }), ...events.map(eventJson),
+      notice({ kind: 'roles', accountId }), member, ...events.map(eventJson),
     ));
     if (outcome !== 'ok' && outcome !== 'id_taken' && outcome !== 'slug_taken' && outcome !== 'not_found') throw new BadStoreData(new Error(`putRole answered ${String(outcome)}`));
     return outcome;
   }
 
-  async deleteRole(accountId: string, id: number, events: readonly AuditEvent[]): Promise<boolean> {
+  async deleteRole(accountId: string, id: number, events: readonly AuditEvent[], member = ''): Promise<boolean> {
     const k = this.#redis.keys;
     return 1 === await this.#redis.run((c) => c.gwOwnerDeleteRole(
       k.account(accountId), k.roleIndex(accountId), k.roles(accountId), k.audit(accountId),
-      String(id), this.#maxAudit, k.directoryChannel, notice({ kind: 'roles', accountId }), ...events.map(eventJson),
+      String(id), this.#maxAudit, k.directoryChannel, notice({ kind: 'roles', accountId }), member, ...events.map(eventJson),
     ));
   }
 
@@ -235,24 +247,24 @@ export class RedisOwnerStore implements OwnerStore {
     return this.#directory.findSignRecord(accountId, address);
   }
 
-  async putSignRecord(accountId: string, record: SignRecord, mode: 'create' | 'replace', events: readonly AuditEvent[]): Promise<PutSignRecordOutcome> {
+  async putSignRecord(accountId: string, record: SignRecord, mode: 'create' | 'replace', events: readonly AuditEvent[], member = ''): Promise<PutSignRecordOutcome> {
     const k = this.#redis.keys;
     const address = record.address.toLowerCase();
     const outcome = await this.#redis.run((c) => c.gwOwnerPutSign(
       k.account(accountId), k.signRecords(accountId), k.audit(accountId),
       address, signJson(record), mode, this.#maxAudit, k.directoryChannel,
-      notice({ kind: 'sign', accountId, address }), ...events.map(eventJson),
+      notice({ kind: 'sign', accountId, address }), member, ...events.map(eventJson),
     ));
     if (outcome !== 'ok' && outcome !== 'exists' && outcome !== 'not_found') throw new BadStoreData(new Error(`putSignRecord answered ${String(outcome)}`));
     return outcome;
   }
 
-  async deleteSignRecord(accountId: string, address: string, events: readonly AuditEvent[]): Promise<boolean> {
+  async deleteSignRecord(accountId: string, address: string, events: readonly AuditEvent[], member = ''): Promise<boolean> {
     const k = this.#redis.keys;
     const lower = address.toLowerCase();
     return 1 === await this.#redis.run((c) => c.gwOwnerDeleteSign(
       k.account(accountId), k.signRecords(accountId), k.audit(accountId),
-      lower, this.#maxAudit, k.directoryChannel, notice({ kind: 'sign', accountId, address: lower }), ...events.map(eventJson),
+      lower, this.#maxAudit, k.directoryChannel, notice({ kind: 'sign', accountId, address: lower }), member, ...events.map(eventJson),
     ));
   }
 
@@ -396,9 +408,10 @@ export class RedisOwnerStore implements OwnerStore {
     await this.updateOwner(owner.id, () => ({ owner, result: undefined }));
   }
 
-  async #readAccount(accountId: string): Promise<Versioned<AccountDoc> | undefined> {
+  async #readAccount(accountId: string): Promise<(Versioned<AccountDoc> & { keysInSlot: boolean }) | undefined> {
     const stored = await this.#redis.run((c) => c.hgetall(this.#redis.keys.account(accountId)));
-    return readVersioned(stored, accountDocSchema, `account ${accountId}`);
+    const read = readVersioned(stored, accountDocSchema, `account ${accountId}`);
+    return read === undefined ? undefined : { ...read, keysInSlot: stored.keysInSlot === '1' };
   }
 
   async #readOwner(ownerId: string): Promise<Versioned<OwnerRecord> | undefined> {
@@ -420,15 +433,21 @@ export class RedisOwnerStore implements OwnerStore {
     return 1 === await this.#redis.run((c) => c.gwSwapIndex(key, holder ?? '', ownerId));
   }
 
-  /** The index entries that lead to what `next` adds, written before it is. */
-  async #indexBefore(previous: AccountDoc | undefined, next: AccountDoc): Promise<void> {
+  /**
+   * The index entries that lead to what `next` adds, written before it is; among them the
+   * pointers (`home`, `keyId`) of the keys whose records the change writes in the account's slot
+   * (deleted keys' too: theirs lead to the tombstone). A pointer never changes its mind (a key
+   * stays in its account), so one written for a change that then fails leads to no record, which
+   * reads as no key. Added to a record an older version wrote, it keeps that record's fields,
+   * served until the change writes the key's own record.
+   */
+  async #indexBefore(previous: AccountDoc | undefined, next: AccountDoc, records: readonly KeyRecordWrite[]): Promise<void> {
     const k = this.#redis.keys;
     const writes: Promise<unknown>[] = [];
     if (previous === undefined) writes.push(this.#redis.run((c) => c.zadd(k.accountIndex, 'NX', 0, next.id)));
-    // Every sign-in record the change may write is named first, so that one it writes is retired
-    // by a later change even if the instance writing it dies before it tidies up.
-    const names = next.apiKeys.flatMap((key) => [k.keyId(key.id), k.apiKey(key.apiKey)]);
-    if (names.length > 0) writes.push(this.#redis.run((c) => c.sadd(k.accountKeys(next.id), ...names)));
+    for (const { keyId, apiKey } of records) {
+      for (const name of [k.keyId(keyId), k.apiKey(apiKey)]) writes.push(this.#redis.run((c) => c.hset(name, 'home', next.id, 'keyId', keyId)));
+    }
     const had = {
       members: new Set(previous?.members.map((m) => m.ownerId)),
       tokens: new Set(previous?.settingsTokens.map((t) => t.digest)),
@@ -441,41 +460,46 @@ export class RedisOwnerStore implements OwnerStore {
   }
 
   /**
-   * After a change is stored: the sign-in records of every key of `next` (all of them, so a
-   * projection a crashed instance never wrote is repaired by the account's next change),
-   * tombstones for every record named in the account's key set that `next` does not hold (so
-   * also those a crashed instance left behind), and the index entries of tokens and invites
-   * that went.
+   * Before an account's first change since its keys' records moved into its slot: the records an
+   * older version wrote outside it, named in its `acct-keys` set, of keys neither the account
+   * nor the change holds (left by a gateway that died before retiring them; they could still
+   * sign in).
+   */
+  async #retireLegacy(previous: AccountDoc, next: AccountDoc): Promise<void> {
+    const k = this.#redis.keys;
+    const held = new Set([...previous.apiKeys, ...next.apiKeys].flatMap((key) => [k.keyId(key.id), k.apiKey(key.apiKey)]));
+    const named = await this.#redis.run((c) => c.smembers(k.accountKeys(next.id)));
+    const stray = named.filter((name) => !held.has(name));
+    await Promise.all(stray.map((name) => this.#redis.run((c) => c.gwRetireLegacyKey(name, k.keysChannel, keyChangeNotice(next.id)))));
+  }
+
+  /**
+   * After a change is stored: the pointers of the keys it deleted (their records in the slot are
+   * tombstones until then, so a pointer left by a gateway dying here still leads to no key), then
+   * those tombstones; the index entries of tokens and invites that went; after the account's
+   * first change since its records moved into its slot, what older versions left: the old
+   * records' fields beside the pointers, and the set that named them.
    * Members that went stay in their owner's set: readers check the account, and taking them
    * out here could undo a later change that added them back.
    */
-  async #projectAfter(previous: AccountDoc | undefined, next: AccountDoc, version: number): Promise<void> {
+  async #tidyAfter(previous: AccountDoc, next: AccountDoc, moved: boolean): Promise<void> {
     const k = this.#redis.keys;
-    const notice = keyChangeNotice(next.id);
-    const project = (key: string, fields: Record<string, string> | undefined) => this.#redis.run((c) => c.gwProjectKey(
-      key, version, fields === undefined ? '1' : '0', TOMBSTONE_MS, k.keysChannel, notice, ...Object.entries(fields ?? {}).flat(),
-    ));
-    const live = new Set(next.apiKeys.flatMap((key) => [k.keyId(key.id), k.apiKey(key.apiKey)]));
-    const named = await this.#redis.run((c) => c.smembers(k.accountKeys(next.id)));
-    const gone = [...new Set([...named, ...(previous?.apiKeys ?? []).flatMap((key) => [k.keyId(key.id), k.apiKey(key.apiKey)])])].filter((name) => !live.has(name));
-    const [, retired] = await Promise.all([
-      Promise.all(next.apiKeys.map(async (key) => {
-        const fields = keyRecordFields(toApiKeyRecord(next, key));
-        // The id record first, as putKey does: whoever finds the apiKey record finds the key it names.
-        await project(k.keyId(key.id), fields);
-        await project(k.apiKey(key.apiKey), fields);
-      })),
-      Promise.all(gone.map(async (name) => ((await project(name, undefined)) === 1 ? name : undefined))),
-    ]);
-    // A tombstone refused (a later version holds the record) leaves the name for that version's writer.
-    this.#onKeysWritten?.();
-    const done = retired.filter((name): name is string => name !== undefined);
-    if (done.length > 0) await this.#redis.run((c) => c.srem(k.accountKeys(next.id), ...done));
+    const kept = new Set(next.apiKeys.map((key) => key.id));
+    const deleted = previous.apiKeys.filter((key) => !kept.has(key.id));
+    if (deleted.length > 0) {
+      await Promise.all(deleted.flatMap((key) => [k.keyId(key.id), k.apiKey(key.apiKey)]).map((name) => this.#redis.run((c) => c.del(name))));
+      await this.#redis.run((c) => c.del(...deleted.map((key) => k.accountKey(next.id, key.id))));
+    }
+    if (moved) {
+      const names = next.apiKeys.flatMap((key) => [k.keyId(key.id), k.apiKey(key.apiKey)]);
+      await Promise.all(names.map((name) => this.#redis.run((c) => c.hdel(name, ...LEGACY_FIELDS))));
+      await this.#redis.run((c) => c.del(k.accountKeys(next.id)));
+    }
     const tokens = new Set(next.settingsTokens.map((t) => t.digest));
     const invites = new Set(next.invites.map((i) => i.digest));
     const stale = [
-      ...(previous?.settingsTokens ?? []).filter((t) => !tokens.has(t.digest)).map((t) => k.settingsToken(t.digest)),
-      ...(previous?.invites ?? []).filter((i) => !invites.has(i.digest)).map((i) => k.invite(i.digest)),
+      ...previous.settingsTokens.filter((t) => !tokens.has(t.digest)).map((t) => k.settingsToken(t.digest)),
+      ...previous.invites.filter((i) => !invites.has(i.digest)).map((i) => k.invite(i.digest)),
     ];
     await Promise.all(stale.map((key) => this.#redis.run((c) => c.del(key))));
   }
@@ -490,6 +514,33 @@ export class RedisOwnerStore implements OwnerStore {
     });
     return run;
   }
+}
+
+/** A key's sign-in record that a change writes in its account's slot. */
+interface KeyRecordWrite {
+  keyId: string;
+  apiKey: string;
+  /** The record's fields as a JSON array of field, value, … ('' for a tombstone): KEY_RECORDS_FN's form. */
+  fields: string;
+}
+
+/**
+ * The key records a change from `previous` to `next` writes: those of keys it added or whose
+ * record it changed (a disabled account changes every key's), and tombstones for the keys it
+ * deleted; with `every`, every key's. Only what changed, so that adding a key to a large account
+ * writes one record, not all of them.
+ */
+function keyRecordWrites(previous: AccountDoc | undefined, next: AccountDoc, every: boolean): KeyRecordWrite[] {
+  const fieldsOf = (doc: AccountDoc, key: AccountDoc['apiKeys'][number]) => JSON.stringify(Object.entries({ ...keyRecordFields(toApiKeyRecord(doc, key)), apiKey: key.apiKey }).flat());
+  const before = new Map(previous?.apiKeys.map((key) => [key.id, { apiKey: key.apiKey, fields: fieldsOf(previous, key) }]));
+  const writes: KeyRecordWrite[] = [];
+  for (const key of next.apiKeys) {
+    const fields = fieldsOf(next, key);
+    if (every || before.get(key.id)?.fields !== fields) writes.push({ keyId: key.id, apiKey: key.apiKey, fields });
+    before.delete(key.id);
+  }
+  for (const [keyId, { apiKey }] of before) writes.push({ keyId, apiKey, fields: '' });
+  return writes;
 }
 
 /** After a lost race: try again soon, spread out so that racing instances do not meet again. */

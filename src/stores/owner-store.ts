@@ -61,15 +61,18 @@ export interface OwnerStore {
    * Creates a role (`replaces` absent: its id must be free) or replaces role `replaces` (which
    * must exist; `role.id` may differ: that moves it). Slugs are unique within the account.
    * Announced to every instance's directory cache. A deleted account (as an unknown one) takes
-   * no role or sign record: not_found, or false for the deletes.
+   * no role or sign record: not_found, or false for the deletes. `member`: the owner the write is
+   * made for; it takes effect only while they are a member of the account, checked in the same
+   * step as the write (a removal from the members may come between the caller's check and it),
+   * else not_found (false); absent for an operator's write.
    */
-  putRole(accountId: string, role: Role, replaces: number | undefined, events: readonly AuditEvent[]): Promise<PutRoleOutcome>;
-  deleteRole(accountId: string, id: number, events: readonly AuditEvent[]): Promise<boolean>;
+  putRole(accountId: string, role: Role, replaces: number | undefined, events: readonly AuditEvent[], member?: string): Promise<PutRoleOutcome>;
+  deleteRole(accountId: string, id: number, events: readonly AuditEvent[], member?: string): Promise<boolean>;
   /** `address` lowercase. */
   getSignRecord(accountId: string, address: string): Promise<SignRecord | undefined>;
   /** `mode` create: the address must have no record yet; replace: it must have one. */
-  putSignRecord(accountId: string, record: SignRecord, mode: 'create' | 'replace', events: readonly AuditEvent[]): Promise<PutSignRecordOutcome>;
-  deleteSignRecord(accountId: string, address: string, events: readonly AuditEvent[]): Promise<boolean>;
+  putSignRecord(accountId: string, record: SignRecord, mode: 'create' | 'replace', events: readonly AuditEvent[], member?: string): Promise<PutSignRecordOutcome>;
+  deleteSignRecord(accountId: string, address: string, events: readonly AuditEvent[], member?: string): Promise<boolean>;
 
   /** Records events that change nothing stored in the account (a reset, an owner's password change). */
   appendAudit(accountId: string, events: readonly AuditEvent[]): Promise<void>;

@@ -8,9 +8,11 @@
  * its own circuit breaker, so a Redis that stalls or is gone costs one short wait per call
  * until the breaker opens, and none after; the caller (limits/limiter.ts) then applies the
  * limit's failure policy. This breaker is separate from the connection's: a Redis too slow
- * for limits may still be fine for sign-in.
+ * for limits may still be fine for sign-in. On a Cluster there is one per primary (the one a
+ * subject's windows live on), as the connection's, so a lost shard sends only its own
+ * subjects' limits to their failure policy.
  */
-import { ConsecutiveBreaker, TimeoutStrategy, circuitBreaker, handleAll, timeout, wrap } from 'cockatiel';
+import { ConsecutiveBreaker, TimeoutStrategy, circuitBreaker, handleAll, timeout, wrap, type IPolicy } from 'cockatiel';
 import { StoreUnavailable } from '../errors/errors.js';
 import type { RedisConnection } from './redis/client.js';
 import type { CounterWindow, RateCounters, Tally } from './rate-counters.js';
@@ -23,16 +25,29 @@ export interface RedisRateCounterSettings {
 
 export class RedisRateCounters implements RateCounters {
   readonly #redis: RedisConnection;
-  readonly #policy;
+  readonly #settings: RedisRateCounterSettings;
+  /** By primary on a Cluster (`''` for a single server): at most one per primary. */
+  readonly #policies = new Map<string, IPolicy>();
 
   constructor(redis: RedisConnection, settings: RedisRateCounterSettings) {
     this.#redis = redis;
-    this.#policy = wrap(
-      circuitBreaker(handleAll, { halfOpenAfter: settings.breakerCooldownMs, breaker: new ConsecutiveBreaker(settings.breakerFailures) }),
-      // abortOnReturn off: nothing reads the call's abort signal, and aborting it after every
-      // call builds a DOMException with a stack, 2 % of a counted request's CPU (bench/README.md).
-      timeout(settings.timeoutMs, { strategy: TimeoutStrategy.Aggressive, abortOnReturn: false }),
-    );
+    this.#settings = settings;
+  }
+
+  #policyFor(key: string): IPolicy {
+    const node = this.#redis.nodeOf(key) ?? '';
+    let policy = this.#policies.get(node);
+    if (policy === undefined) {
+      const { breakerCooldownMs, breakerFailures, timeoutMs } = this.#settings;
+      policy = wrap(
+        circuitBreaker(handleAll, { halfOpenAfter: breakerCooldownMs, breaker: new ConsecutiveBreaker(breakerFailures) }),
+        // abortOnReturn off: nothing reads the call's abort signal, and aborting it after every
+        // call builds a DOMException with a stack, 2 % of a counted request's CPU (bench/README.md).
+        timeout(timeoutMs, { strategy: TimeoutStrategy.Aggressive, abortOnReturn: false }),
+      );
+      this.#policies.set(node, policy);
+    }
+    return policy;
   }
 
   async hit(subject: string, windows: readonly CounterWindow[], cost: number): Promise<Tally> {
@@ -52,7 +67,7 @@ export class RedisRateCounters implements RateCounters {
 
   async clear(subject: string, windows: readonly CounterWindow[]): Promise<void> {
     const keys = windows.map((w) => this.#redis.keys.rateWindow(subject, w.ms));
-    await this.#guarded(() => this.#redis.run((c) => c.del(...keys)));
+    await this.#guarded(keys[0] ?? subject, () => this.#redis.run((c) => c.del(...keys)));
   }
 
   #call(subject: string, windows: readonly CounterWindow[], cost: number): Promise<number[]> {
@@ -61,13 +76,13 @@ export class RedisRateCounters implements RateCounters {
     args.push(cost);
     for (const w of windows) args.push(w.limit);
     for (const w of windows) args.push(w.ms);
-    return this.#guarded(() => this.#redis.run((c) => c.gwRateHit(windows.length, ...args)));
+    return this.#guarded(String(args[0]), () => this.#redis.run((c) => c.gwRateHit(windows.length, ...args)));
   }
 
-  /** Every failure, the breaker's and the timeout's included, leaves as StoreUnavailable. */
-  async #guarded<T>(call: () => Promise<T>): Promise<T> {
+  /** Every failure, the breaker's and the timeout's included, leaves as StoreUnavailable. `key`: one the call touches (all share its slot). */
+  async #guarded<T>(key: string, call: () => Promise<T>): Promise<T> {
     try {
-      return await this.#policy.execute(call);
+      return await this.#policyFor(key).execute(call);
     } catch (err) {
       throw err instanceof StoreUnavailable ? err : new StoreUnavailable(err);
     }

@@ -277,6 +277,29 @@ export function runOwnerStoreContract(name: string, makeStore: MakeOwnerStore): 
       assert.deepEqual(await actions(store, 'acct_a'), ['old.two', 'old.one'], 'no event recorded for a write that was refused');
     });
 
+    await t.test('a write made for an owner takes effect only while the owner is a member (a write that raced their removal): not_found, nothing stored', async (st) => {
+      const store = await fresh(st);
+      const address = '0x52908400098527886e0f7030069857d2e4169ee7';
+      const role = { id: 12, slug: 'member', name: 'Member', description: '', public: true };
+      // A member's write goes through.
+      assert.equal(await store.putRole('acct_a', role, undefined, [auditEvent(T0, 'role.create')], 'own_ann'), 'ok');
+      assert.equal(await store.putRole('acct_a', { ...role, id: 13 }, undefined, [], 'own_bob'), 'not_found', 'not a member of acct_a');
+      await store.updateAccount('acct_a', (doc) => ({ doc: { ...doc, members: [] }, events: [], result: undefined }));
+      const before = await actions(store, 'acct_a');
+      assert.equal(await store.putRole('acct_a', { ...role, id: 14, slug: 'late' }, undefined, [auditEvent(T0, 'role.create')], 'own_ann'), 'not_found');
+      assert.equal(await store.putRole('acct_a', { ...role, name: 'Renamed' }, 12, [auditEvent(T0, 'role.update')], 'own_ann'), 'not_found');
+      assert.equal(await store.deleteRole('acct_a', 12, [auditEvent(T0, 'role.delete')], 'own_ann'), false);
+      assert.equal(await store.putSignRecord('acct_a', { address, signedNonce: 9, signedAt: T0, signedExpiredAt: T0 + 1000 }, 'replace', [auditEvent(T0, 'sign.update')], 'own_ann'), 'not_found');
+      assert.equal(await store.deleteSignRecord('acct_a', address, [auditEvent(T0, 'sign.delete')], 'own_ann'), false);
+      assert.deepEqual(await store.getRole('acct_a', 12), role);
+      assert.equal(await store.getRole('acct_a', 14), undefined);
+      assert.equal((await store.getSignRecord('acct_a', address))?.signedNonce !== 9, true);
+      assert.notEqual(await store.getSignRecord('acct_a', address), undefined);
+      assert.deepEqual(await actions(store, 'acct_a'), before, 'no event recorded for a write that was refused');
+      // An operator's write (no owner named) needs no membership.
+      assert.equal(await store.deleteRole('acct_a', 12, []), true);
+    });
+
     await t.test('listRoles: id order, paged with the total, filtered by a case-insensitive name part; getRole', async (st) => {
       const store = await fresh(st);
       const first = await store.listRoles('acct_a', { offset: 0, limit: 2 });

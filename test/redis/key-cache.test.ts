@@ -139,8 +139,9 @@ test('KEY_SOURCE=redis: a write nobody announced is served until keyCacheTtlMs, 
   const { server, gateways: [gw] } = await setup(t);
   const raw = await rawRedisClient(t, server);
   const keys = keysOf(gw!);
-  const disableByHand = () => Promise.all([`gw:key:${KEY.id}`, `gw:apikey:${KEY.apiKey}`].map((name) => raw.hset(name, 'disabled', '1')));
-  const enableByHand = () => Promise.all([`gw:key:${KEY.id}`, `gw:apikey:${KEY.apiKey}`].map((name) => raw.hset(name, 'disabled', '0')));
+  // The key's record, in its account's slot (the names by apiKey and key id lead there).
+  const disableByHand = () => raw.hset(`gw:akey:{${ACCOUNT.id}}:${KEY.id}`, 'disabled', '1');
+  const enableByHand = () => raw.hset(`gw:akey:{${ACCOUNT.id}}:${KEY.id}`, 'disabled', '0');
 
   await t.test('unannounced: the cached record until the TTL ends, then the one in Redis', async () => {
     await pairOn(gw!);

@@ -3,8 +3,8 @@
  * one instance's store writes, two real gateways (data.keySource and directory.store "redis",
  * a directory cache TTL far above the waits here) serve at once — a role in /api/roles by the
  * directory notice, an API key signing in, a disabled key or account refused; changes from two
- * instances to one account all survive; projections of two changes that land out of order
- * never re-enable or bring back a key; an index entry is believed only if the account agrees
+ * instances to one account all survive; a deleted key stays deleted whatever of its tidying is
+ * left undone; an index entry is believed only if the account agrees
  * (these on one server and on a Cluster of three masters, where a command spanning two slots
  * would fail with CROSSSLOT); sessions end by their TTL in Redis itself.
  */
@@ -105,19 +105,15 @@ test('two gateways serve what one instance\'s owner store writes: roles by the n
     assert.equal((await signIn(gateways[1]!, KEY.apiKey, 'sk_rolled')).status, 200, 'the new secret signs in');
   });
 
-  await t.test('a deleted key refuses sign-in on both instances, and its records are tombstones that expire', async () => {
+  await t.test('a deleted key refuses sign-in on both instances, and nothing of its records is left', async () => {
     await store.updateAccount(ACCOUNT.id, (doc) => ({ doc: { ...doc, apiKeys: [] }, events: [], result: undefined }));
     for (const gw of gateways) assert.equal((await signIn(gw, KEY.apiKey, 'sk_rolled')).status, 401, 'deleted key');
     const raw = await rawRedisClient(t, server);
-    for (const name of [`gw:key:${KEY.id}`, `gw:apikey:${KEY.apiKey}`]) {
-      assert.deepEqual(Object.keys(await raw.hgetall(name)), ['v'], `${name}: only the version is left`);
-      const ttl = await raw.pttl(name);
-      assert.ok(ttl > 0 && ttl <= 60_000, `${name}: expires (PTTL ${ttl})`);
-    }
+    assert.equal(await raw.exists(`gw:key:${KEY.id}`, `gw:apikey:${KEY.apiKey}`, `gw:akey:{${ACCOUNT.id}}:${KEY.id}`), 0);
   });
 });
 
-for (const topology of ['one server', 'cluster'] as const) test(`changes from two instances to one account all survive; older projections never win (${topology})`, redisSuite(), async (t) => {
+for (const topology of ['one server', 'cluster'] as const) test(`changes from two instances to one account all survive; a deleted key stays deleted (${topology})`, redisSuite(), async (t) => {
   const settings = topology === 'cluster'
     ? redisSettings('redis://unused', { url: undefined, clusterNodes: (await startRedisCluster(t)).nodes })
     : redisSettings((await startRedis(t)).url);
@@ -138,44 +134,25 @@ for (const topology of ['one server', 'cluster'] as const) test(`changes from tw
     assert.equal((await a.store.findInvite(`sha256:${sha256Hex('1.19')}`))?.invite.id, 'inv_1_19');
   });
 
-  await t.test('a projection older than the stored one changes nothing: a disabled key stays disabled, a deleted one absent', async () => {
-    const k = a.redis.keys;
-    await a.store.updateAccount(ACCOUNT.id, (doc) => ({ doc: { ...doc, apiKeys: [KEY] }, events: [], result: undefined }));
-    const v = Number((await a.redis.run((c) => c.hget(k.account(ACCOUNT.id), 'v'))));
-    await a.store.updateAccount(ACCOUNT.id, (doc) => ({ doc: { ...doc, apiKeys: [{ ...KEY, disabled: true }] }, events: [], result: undefined }));
-    // The projection of version v (the key enabled) arrives late, after that of v + 1.
-    const enabled = { keyId: KEY.id, accountId: ACCOUNT.id, secretDigest: KEY.secretDigest, disabled: '0', scopes: '' };
-    const late = (name: string, version: number) => a.redis.run((c) => c.gwProjectKey(name, version, '0', 60_000, k.keysChannel, '{}', ...Object.entries(enabled).flat()));
-    assert.equal(await late(k.keyId(KEY.id), v), 0);
-    assert.equal(await late(k.apiKey(KEY.apiKey), v), 0);
-    const keys = new RedisKeyDirectory(b.redis);
-    assert.equal((await keys.findByApiKey(KEY.apiKey))?.disabled, true);
-
-    await a.store.updateAccount(ACCOUNT.id, (doc) => ({ doc: { ...doc, apiKeys: [] }, events: [], result: undefined }));
-    assert.equal(await late(k.apiKey(KEY.apiKey), v + 1), 0, 'the tombstone refuses the older version');
-    assert.equal(await keys.findByApiKey(KEY.apiKey), undefined);
-    assert.equal(await keys.findByKeyId(KEY.id), undefined);
-  });
-
-  await t.test('a key deleted by an instance that died before retiring its records is retired by the account\'s next change', async () => {
+  await t.test('a key deleted by an instance that died before deleting its pointers stays deleted', async () => {
     const k = a.redis.keys;
     const doomed = { ...KEY, id: 'key_doomed', apiKey: 'ak_doomed' };
     await a.store.updateAccount(ACCOUNT.id, (doc) => ({ doc: { ...doc, apiKeys: [doomed] }, events: [], result: undefined }));
     const keys = new RedisKeyDirectory(b.redis);
     assert.equal((await keys.findByApiKey(doomed.apiKey))?.keyId, doomed.id);
-    // The dying instance: its change is stored (the script), its projections never written.
+    // The dying instance: its change is stored (the script, with the key's tombstone), nothing after it.
     const stored = await a.redis.run((c) => c.hgetall(k.account(ACCOUNT.id)));
     const without = { ...JSON.parse(stored.doc!), apiKeys: [] };
     const version = await a.redis.run((c) => c.gwOwnerUpdateAccount(
-      k.account(ACCOUNT.id), k.audit(ACCOUNT.id), k.roleIndex(ACCOUNT.id), k.roles(ACCOUNT.id), k.signRecords(ACCOUNT.id),
+      6, k.account(ACCOUNT.id), k.audit(ACCOUNT.id), k.roleIndex(ACCOUNT.id), k.roles(ACCOUNT.id), k.signRecords(ACCOUNT.id), k.accountKey(ACCOUNT.id, doomed.id),
       stored.v!, JSON.stringify(without), '0', 100, k.directoryChannel, JSON.stringify({ kind: 'account', accountId: ACCOUNT.id }),
+      k.keysChannel, JSON.stringify({ accountId: ACCOUNT.id }), '0', '',
     ));
     assert.ok(version > 0);
-    assert.notEqual(await keys.findByApiKey(doomed.apiKey), undefined, 'still signs in: nothing retired it yet');
-    await b.store.updateAccount(ACCOUNT.id, (doc) => ({ doc: { ...doc, name: 'next change' }, events: [], result: undefined }));
-    assert.equal(await keys.findByApiKey(doomed.apiKey), undefined, 'retired by the next change');
+    assert.equal(await keys.findByApiKey(doomed.apiKey), undefined, 'the pointer leads to a tombstone');
     assert.equal(await keys.findByKeyId(doomed.id), undefined);
-    assert.deepEqual(await a.redis.run((c) => c.smembers(k.accountKeys(ACCOUNT.id))), [], 'the account names no record it does not hold');
+    await b.store.updateAccount(ACCOUNT.id, (doc) => ({ doc: { ...doc, name: 'next change' }, events: [], result: undefined }));
+    assert.equal(await keys.findByApiKey(doomed.apiKey), undefined);
   });
 
   await t.test('a createAccount refused for a taken id writes no index entry', async () => {
@@ -184,7 +161,7 @@ for (const topology of ['one server', 'cluster'] as const) test(`changes from tw
     const again = { ...ACCOUNT, apiKeys: [{ ...KEY, id: 'key_again', apiKey: 'ak_again' }], settingsTokens: [{ id: 'st_again', name: 'x', digest, start: 'gwst_xxxx', scopes: [], createdAt: ACCOUNT.createdAt! }] };
     assert.equal(await b.store.createAccount(again, []), false);
     assert.equal(await a.redis.run((c) => c.get(k.settingsToken(digest))), null);
-    assert.equal(await a.redis.run((c) => c.sismember(k.accountKeys(ACCOUNT.id), k.apiKey('ak_again'))), 0);
+    for (const name of [k.apiKey('ak_again'), k.keyId('key_again')]) assert.equal(await a.redis.run((c) => c.exists(name)), 0);
   });
 
   await t.test('an index entry is believed only if the account agrees', async () => {

@@ -15,7 +15,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
-import { BrokenCircuitError, handleWhen } from 'cockatiel';
+import { BrokenCircuitError, CircuitState, handleWhen, type CircuitBreakerPolicy } from 'cockatiel';
 import { Cluster, Command, Redis, ReplyError, type RedisOptions } from 'ioredis';
 import type { Config } from '../../config/schema.js';
 import { BadStoreData, StoreUnavailable } from '../../errors/errors.js';
@@ -31,6 +31,12 @@ export interface RedisConnection {
   readonly keys: RedisKeys;
   /** Runs one call through the breaker; any failure (no connection, timeout, open breaker, error reply) is StoreUnavailable. */
   run<T>(call: (client: RedisClient) => Promise<T>): Promise<T>;
+  /**
+   * On a Cluster, the primary (`host:port`) that the client's slot table names for `key`'s slot
+   * now; undefined elsewhere (one server answers every key). For a breaker of one's own kept per
+   * primary, as the connection's are (rate-counters.redis.ts).
+   */
+  nodeOf(key: string): string | undefined;
   /**
    * Subscribes to a channel on a connection of its own, which waits and reconnects by itself.
    * `onGap` runs each time Redis confirms the subscription on a new connection: messages sent
@@ -71,12 +77,16 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
   const isClosed = () => closed;
   watchConnection(client, log, 'redis', isClosed);
 
+  // One breaker for a standalone server or a Sentinel's master; on a Cluster one per primary,
+  // around each command sent to it, so that a lost or stalled shard fails its own slots' calls
+  // at once and no other's. A reply about bad stored data is an answer: no breaker counts it.
+  const nodes = client instanceof Cluster ? breakPerNode(client, settings, log) : undefined;
   const { breaker, retryAfterSeconds } = createStoreBreaker('redis', settings, log, handleWhen((err) => !isBadDataReply(err)));
   // On a Cluster a call may be retried inside ioredis (createClient): its answer is still due
   // within commandTimeoutMs of the call, whatever ioredis is doing with it.
   const deadlineMs = client instanceof Cluster ? settings.commandTimeoutMs : undefined;
   metrics?.watchRedis(() => client.status === 'ready');
-  metrics?.watchBreaker('redis', breaker);
+  metrics?.watchBreaker('redis', nodes ?? breaker);
 
   const subscribers: (Redis | Cluster)[] = [];
   const readinessKeys = keysBySlot(redisKeys(settings.keyPrefix));
@@ -87,7 +97,8 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
 
     async run(call) {
       try {
-        return await breaker.execute(() => (deadlineMs === undefined ? call(client as RedisClient) : withinDeadline(call(client as RedisClient), deadlineMs)));
+        if (deadlineMs !== undefined) return await withinDeadline(call(client as RedisClient), deadlineMs);
+        return await breaker.execute(() => call(client as RedisClient));
       } catch (err) {
         if (isBadDataReply(err)) throw new BadStoreData(new Error(`stored data: ${err.message.slice('BADDATA '.length).replace(/ script: .*$/s, '')}`));
         if (!(err instanceof BrokenCircuitError)) log.debug({ err: describe(err) }, 'redis call failed');
@@ -95,6 +106,12 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
         // (digests, sealed pairs, whole scripts), which must not reach the log.
         throw new StoreUnavailable(new Error(describe(err)), retryAfterSeconds);
       }
+    },
+
+    nodeOf(key) {
+      if (!(client instanceof Cluster)) return undefined;
+      const slot = new Command('get', [key]).getSlot();
+      return slot === null ? undefined : client.slots[slot]?.[0];
     },
 
     subscribe(channel, onMessage, onGap) {
@@ -173,6 +190,8 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
     },
 
     async answersWrite() {
+      // A primary whose breaker is open fails its slots' calls: down at once, as one breaker's.
+      if (nodes?.state === CircuitState.Open) return false;
       try {
         await this.run(async (c) => {
           if (!(c instanceof Cluster)) {
@@ -327,6 +346,48 @@ function keysBySlot(keys: RedisKeys) {
         }
       }
       throw new Error(`no readiness key found for ${owner}`);
+    },
+  };
+}
+
+/**
+ * A breaker per Cluster primary, around every command the Cluster client sends by slot: the
+ * primary is the one the client's slot table names for the command's slot when it is sent (so a
+ * replica promoted in its place gets a breaker of its own). An open breaker refuses the command
+ * before it is sent. Commands with no key (PUBLISH, CLUSTER …), those sent to a node named by
+ * the caller (the readiness writes) and MULTI transactions (sent node by node by ioredis) pass
+ * unguarded: they still fail fast, by the command timeout and the deadline of `run`. A NOSCRIPT answer is no failure of the node:
+ * ioredis sends the script itself next (scripts.ts).
+ *
+ * `state` is Open while any primary's breaker is, else the state of one that is not closed (the
+ * gauge and /readyz: a shard is unserved).
+ */
+function breakPerNode(cluster: Cluster, settings: Config['redis'], log: Logger): { readonly state: CircuitState } {
+  const breakers = new Map<string, CircuitBreakerPolicy>();
+  const countsAgainstNode = handleWhen((err) => !err.message.includes('NOSCRIPT') && !isBadDataReply(err));
+  const breakerOf = (node: string) => {
+    let breaker = breakers.get(node);
+    if (breaker === undefined) {
+      breaker = createStoreBreaker(`redis node ${node}`, settings, log, countsAgainstNode).breaker;
+      breakers.set(node, breaker);
+    }
+    return breaker;
+  };
+  const send = cluster.sendCommand.bind(cluster);
+  cluster.sendCommand = ((command: Command, stream?: unknown, node?: unknown) => {
+    const slot = node === undefined ? command.getSlot() : null;
+    const owner = slot === null ? undefined : cluster.slots[slot]?.[0];
+    if (owner === undefined) return send(command, stream as never, node);
+    breakerOf(owner).execute(() => send(command, stream as never) as Promise<unknown>).catch((err: unknown) => {
+      // Refused unsent: the caller waits on the command itself. (Other failures reach it there.)
+      if (err instanceof BrokenCircuitError) command.reject(err);
+    });
+    return command.promise;
+  }) as typeof cluster.sendCommand;
+  return {
+    get state() {
+      const states = [...breakers.values()].map((b) => b.state);
+      return states.includes(CircuitState.Open) ? CircuitState.Open : states.find((state) => state !== CircuitState.Closed) ?? CircuitState.Closed;
     },
   };
 }

@@ -11,10 +11,20 @@ export interface RedisKeys {
   family(accountId: string, familyId: string): string;
   /** Hash: the account's resets (`account`, `key:<keyId>`). TTL: as long as a token from before them can live. */
   resets(accountId: string): string;
-  /** Hash: an API key record, by the apiKey clients send. No TTL: written by the operator. */
+  /**
+   * Hash: an API key record, by the apiKey clients send. No TTL: written by the operator. For a
+   * key of the owner store it holds only `home` (its account id) and `keyId`: the record itself is
+   * `accountKey(home, keyId)`, in the account's slot.
+   */
   apiKey(apiKey: string): string;
-  /** Hash: the same record, by key id. No TTL. */
+  /** Hash: the same record (or the same pointer), by key id. No TTL. */
   keyId(keyId: string): string;
+  /**
+   * Hash: the sign-in record of an owner-store key, in its account's slot, so that the script
+   * that changes the account writes it in the same step (fields of `apiKey` plus `apiKey`; a
+   * deleted key's is `gone` until its pointers are deleted). No TTL.
+   */
+  accountKey(accountId: string, keyId: string): string;
   /**
    * Pub/sub channel on which every write of a key record is announced (`{"accountId"}`), so
    * that every instance drops its cached key records at once (stores/key-directory.redis.ts).
@@ -63,7 +73,11 @@ export interface RedisKeys {
   account(accountId: string): string;
   /** Stream: the account's audit events, each entry one field `e` (the event JSON); capped by MAXLEN. */
   audit(accountId: string): string;
-  /** Set: names of the sign-in records (apiKey, keyId) written for the account's keys and not yet retired. No TTL. */
+  /**
+   * Set: names of the sign-in records (apiKey, keyId) written outside the account's slot by a
+   * version before the records moved there, not yet retired; read and deleted by the account's
+   * first change since (owner-store.redis.ts). No TTL.
+   */
   accountKeys(accountId: string): string;
   /** Sorted set: every account id (deleted ones too), all scored 0 so that they sort by id. */
   readonly accountIndex: string;
@@ -98,6 +112,7 @@ export function redisKeys(prefix: string): RedisKeys {
     resets: (accountId) => `${prefix}:reset:{${accountId}}`,
     apiKey: (apiKey) => `${prefix}:apikey:${apiKey}`,
     keyId: (keyId) => `${prefix}:key:${keyId}`,
+    accountKey: (accountId, keyId) => `${prefix}:akey:{${accountId}}:${keyId}`,
     keysChannel: `${prefix}:keys`,
     epoch: `${prefix}:epoch`,
     resetChannel: `${prefix}:resets`,

@@ -305,8 +305,10 @@ end
  * BadStoreData naming it. Never read as absent: an account whose doc cjson could not read was
  * answered "No such account." and a role's unreadable slug clashed with nothing (issue 26).
  *
- * `live(key)`: whether the account hash `key` holds an account that is not deleted: a role or
- * sign record written after the deletion (which took them all) would outlive it.
+ * `live(key, member)`: whether the account hash `key` holds an account that is not deleted: a
+ * role or sign record written after the deletion (which took them all) would outlive it. With
+ * `member` (an owner id; '' for an operator's write), also whether that owner is still one of
+ * its members: their removal may have come between the gateway's check and this write.
  */
 const LIVE_FN = `
 local function decoded(json, where)
@@ -314,60 +316,102 @@ local function decoded(json, where)
   if not ok or type(value) ~= 'table' then error({err = 'BADDATA ' .. where .. ' cannot be decoded by Redis'}) end
   return value
 end
-local function live(key)
+local function live(key, member)
   local doc = redis.call('HGET', key, 'doc')
   if not doc then return false end
-  return decoded(doc, key).deletedAt == nil
+  local account = decoded(doc, key)
+  if account.deletedAt ~= nil then return false end
+  if member == nil or member == '' then return true end
+  if type(account.members) ~= 'table' then return false end
+  for _, m in ipairs(account.members) do
+    if type(m) == 'table' and m.ownerId == member then return true end
+  end
+  return false
 end
 `;
 
 /**
- * Creates an account, unless the id is taken (a deleted account keeps its id).
+ * Writes the sign-in records of an account's keys (key-directory.redis.ts reads them through
+ * the pointers outside the slot): KEYS[first…] the records, ARGV[from…] one each, the record's
+ * fields as a JSON array of field, value, … ('' for a deleted key: a tombstone `gone`, which
+ * reads as no key while a pointer still leads to it). Each record is replaced whole.
+ */
+const KEY_RECORDS_FN = `
+local function keyRecords(first, from, count)
+  for i = 0, count - 1 do
+    local key, fields = KEYS[first + i], ARGV[from + i]
+    redis.call('DEL', key)
+    if fields == '' then redis.call('HSET', key, 'gone', '1') else redis.call('HSET', key, unpack(cjson.decode(fields))) end
+  end
+end
+`;
+
+/**
+ * Creates an account with its keys' sign-in records, unless the id is taken (a deleted account
+ * keeps its id). The number of keys goes first in the call: 2 plus one per key.
  *
- * KEYS[1] the account             <prefix>:acct:{acct}     (hash: doc, v)
+ * KEYS[1] the account             <prefix>:acct:{acct}     (hash: doc, v, keysInSlot)
  * KEYS[2] its audit stream        <prefix>:audit:{acct}
+ * KEYS[3…] its keys' records      <prefix>:akey:{acct}:<keyId>
  * ARGV[1] the AccountDoc JSON
  * ARGV[2] audit events kept (maxlen)
  * ARGV[3] the directory channel
  * ARGV[4] the notice ({"kind":"account","accountId"})
- * ARGV[5…] audit events (JSON each)
+ * ARGV[5] the keys channel        <prefix>:keys
+ * ARGV[6] its notice              {"accountId"}
+ * ARGV[7…] one per key record: its fields (KEY_RECORDS_FN); then the audit events (JSON each)
  * Returns 1 when created, 0 when the id is taken.
  */
-export const OWNER_CREATE_ACCOUNT = AUDIT_FN + `
+export const OWNER_CREATE_ACCOUNT = AUDIT_FN + KEY_RECORDS_FN + `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'doc', ARGV[1], 'v', 1)
-audit(KEYS[2], ARGV[2], 5)
+redis.call('HSET', KEYS[1], 'doc', ARGV[1], 'v', 1, 'keysInSlot', '1')
+local records = #KEYS - 2
+keyRecords(3, 7, records)
+audit(KEYS[2], ARGV[2], 7 + records)
 redis.call('PUBLISH', ARGV[3], ARGV[4])
+if records > 0 then redis.call('PUBLISH', ARGV[5], ARGV[6]) end
 return 1
 `;
 
 /**
  * Stores a changed account if nobody changed it since it was read (its version), with its
- * events; an account deleted by this change loses its roles and sign records here too.
+ * events and the sign-in records of the keys the change touched, in one step: no reader ever
+ * sees the account changed and its keys not (a gateway dying after this script leaves nothing
+ * that signs in against it). An account deleted by this change loses its roles and sign
+ * records here too. The number of keys goes first in the call: 5 plus one per key record.
  *
- * KEYS[1] the account             <prefix>:acct:{acct}     (hash: doc, v)
+ * KEYS[1] the account             <prefix>:acct:{acct}     (hash: doc, v, keysInSlot)
  * KEYS[2] its audit stream        <prefix>:audit:{acct}
  * KEYS[3] its role index          <prefix>:roles:{acct}
  * KEYS[4] its roles               <prefix>:role:{acct}
  * KEYS[5] its sign records        <prefix>:sign:{acct}
+ * KEYS[6…] key records written    <prefix>:akey:{acct}:<keyId>
  * ARGV[1] the version the change was made from
  * ARGV[2] the new AccountDoc JSON
  * ARGV[3] '1' when this change deletes the account (roles and sign records go), else '0'
  * ARGV[4] audit events kept (maxlen)
  * ARGV[5] the directory channel
  * ARGV[6] the notice ({"kind":"account","accountId"})
- * ARGV[7…] audit events (JSON each)
+ * ARGV[7] the keys channel        <prefix>:keys
+ * ARGV[8] its notice              {"accountId"}
+ * ARGV[9] '1' when the records are every key's (the account's first change since records moved
+ *         into its slot: `keysInSlot` is set), else '0'
+ * ARGV[10…] one per key record: its fields (KEY_RECORDS_FN); then the audit events (JSON each)
  * Returns the new version; 0 when there is no account; -1 when its version moved (read again).
  */
-export const OWNER_UPDATE_ACCOUNT = AUDIT_FN + `
+export const OWNER_UPDATE_ACCOUNT = AUDIT_FN + KEY_RECORDS_FN + `
 local v = redis.call('HGET', KEYS[1], 'v')
 if not v then return 0 end
 if v ~= ARGV[1] then return -1 end
 local next = tonumber(v) + 1
 redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'v', next)
+if ARGV[9] == '1' then redis.call('HSET', KEYS[1], 'keysInSlot', '1') end
 if ARGV[3] == '1' then redis.call('DEL', KEYS[3], KEYS[4], KEYS[5]) end
-audit(KEYS[2], ARGV[4], 7)
+local records = #KEYS - 5
+keyRecords(6, 10, records)
+audit(KEYS[2], ARGV[4], 10 + records)
 redis.call('PUBLISH', ARGV[5], ARGV[6])
+if records > 0 then redis.call('PUBLISH', ARGV[7], ARGV[8]) end
 return next
 `;
 
@@ -403,11 +447,13 @@ return 1
  * ARGV[5] audit events kept (maxlen)
  * ARGV[6] the directory channel
  * ARGV[7] the notice ({"kind":"roles","accountId"})
- * ARGV[8…] audit events (JSON each)
- * Returns 'ok', 'id_taken', 'slug_taken' or 'not_found' (no account, a deleted one, or nothing to replace).
+ * ARGV[8] the owner the write is made for, who must be a member ('' for an operator)
+ * ARGV[9…] audit events (JSON each)
+ * Returns 'ok', 'id_taken', 'slug_taken' or 'not_found' (no account, a deleted one, not the
+ * owner's, or nothing to replace).
  */
 export const OWNER_PUT_ROLE = AUDIT_FN + LIVE_FN + `
-if not live(KEYS[1]) then return 'not_found' end
+if not live(KEYS[1], ARGV[8]) then return 'not_found' end
 local id, slug, replaces = ARGV[1], ARGV[2], ARGV[4]
 if replaces ~= '' and redis.call('HEXISTS', KEYS[3], replaces) == 0 then return 'not_found' end
 if id ~= replaces and (redis.call('HEXISTS', KEYS[3], id) == 1 or redis.call('ZSCORE', KEYS[2], id)) then return 'id_taken' end
@@ -424,7 +470,7 @@ if replaces ~= '' then
 end
 redis.call('ZADD', KEYS[2], tonumber(id), id)
 redis.call('HSET', KEYS[3], id, ARGV[3])
-audit(KEYS[4], ARGV[5], 8)
+audit(KEYS[4], ARGV[5], 9)
 redis.call('PUBLISH', ARGV[6], ARGV[7])
 return 'ok'
 `;
@@ -440,14 +486,15 @@ return 'ok'
  * ARGV[2] audit events kept (maxlen)
  * ARGV[3] the directory channel
  * ARGV[4] the notice ({"kind":"roles","accountId"})
- * ARGV[5…] audit events (JSON each)
- * Returns 1, or 0 when there is no such role (or account, or it is deleted).
+ * ARGV[5] the owner the write is made for, who must be a member ('' for an operator)
+ * ARGV[6…] audit events (JSON each)
+ * Returns 1, or 0 when there is no such role (or account, or it is deleted, or not the owner's).
  */
 export const OWNER_DELETE_ROLE = AUDIT_FN + LIVE_FN + `
-if not live(KEYS[1]) then return 0 end
+if not live(KEYS[1], ARGV[5]) then return 0 end
 local removed = redis.call('HDEL', KEYS[3], ARGV[1]) + redis.call('ZREM', KEYS[2], ARGV[1])
 if removed == 0 then return 0 end
-audit(KEYS[4], ARGV[2], 5)
+audit(KEYS[4], ARGV[2], 6)
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1
 `;
@@ -464,16 +511,17 @@ return 1
  * ARGV[4] audit events kept (maxlen)
  * ARGV[5] the directory channel
  * ARGV[6] the notice ({"kind":"sign","accountId","address"})
- * ARGV[7…] audit events (JSON each)
- * Returns 'ok', 'exists' or 'not_found' (also for no account or a deleted one).
+ * ARGV[7] the owner the write is made for, who must be a member ('' for an operator)
+ * ARGV[8…] audit events (JSON each)
+ * Returns 'ok', 'exists' or 'not_found' (also for no account, a deleted one, or not the owner's).
  */
 export const OWNER_PUT_SIGN = AUDIT_FN + LIVE_FN + `
-if not live(KEYS[1]) then return 'not_found' end
+if not live(KEYS[1], ARGV[7]) then return 'not_found' end
 local present = redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1
 if ARGV[3] == 'create' and present then return 'exists' end
 if ARGV[3] == 'replace' and not present then return 'not_found' end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-audit(KEYS[3], ARGV[4], 7)
+audit(KEYS[3], ARGV[4], 8)
 redis.call('PUBLISH', ARGV[5], ARGV[6])
 return 'ok'
 `;
@@ -488,13 +536,14 @@ return 'ok'
  * ARGV[2] audit events kept (maxlen)
  * ARGV[3] the directory channel
  * ARGV[4] the notice ({"kind":"sign","accountId","address"})
- * ARGV[5…] audit events (JSON each)
- * Returns 1, or 0 when there is no such record (or account, or it is deleted).
+ * ARGV[5] the owner the write is made for, who must be a member ('' for an operator)
+ * ARGV[6…] audit events (JSON each)
+ * Returns 1, or 0 when there is no such record (or account, or it is deleted, or not the owner's).
  */
 export const OWNER_DELETE_SIGN = AUDIT_FN + LIVE_FN + `
-if not live(KEYS[1]) then return 0 end
+if not live(KEYS[1], ARGV[5]) then return 0 end
 if redis.call('HDEL', KEYS[2], ARGV[1]) == 0 then return 0 end
-audit(KEYS[3], ARGV[2], 5)
+audit(KEYS[3], ARGV[2], 6)
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1
 `;
@@ -532,36 +581,20 @@ return 1
 `;
 
 /**
- * Writes an API key's sign-in record (key-directory.redis.ts) as of one version of its
- * account, unless a later version was already written: projections of two changes may
- * arrive out of order, and an older one must never re-enable or bring back a key. A deleted
- * key becomes a tombstone holding only its version, which refuses older writes until it
- * expires (and reads as no key: it lacks every field a record needs).
- *
- * Each write is announced on the keys channel in the same script, so no instance keeps a
- * cached copy of the record it replaced without being told (stores/key-directory.redis.ts).
+ * Retires a sign-in record written outside its account's slot by a version before the records
+ * moved into it (found in `<prefix>:acct-keys:{acct}`, not held by the account any more: left
+ * by a gateway that died before retiring it), unless it is a pointer now (`home`): then a key
+ * of the account is written through it.
  *
  * KEYS[1] the record              <prefix>:key:<keyId> or <prefix>:apikey:<apiKey>
- * ARGV[1] the account's version
- * ARGV[2] '1' for a tombstone, else '0'
- * ARGV[3] how long a tombstone stays, in ms
- * ARGV[4] the keys channel        <prefix>:keys
- * ARGV[5] the notice              {"accountId"}
- * ARGV[6…] field, value, field, value, … (the record; none for a tombstone)
- * Returns 1 when written, 0 when a later version was there.
+ * ARGV[1] the keys channel        <prefix>:keys
+ * ARGV[2] the notice              {"accountId"}
+ * Returns 1 when deleted, 0 when it is a pointer (or absent).
  */
-export const PROJECT_KEY = `
-local stored = tonumber(redis.call('HGET', KEYS[1], 'v') or '-1')
-local v = tonumber(ARGV[1])
-if stored > v then return 0 end
+export const RETIRE_LEGACY_KEY = `
+if redis.call('HEXISTS', KEYS[1], 'home') == 1 or redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('DEL', KEYS[1])
-if ARGV[2] == '1' then
-  redis.call('HSET', KEYS[1], 'v', v)
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
-else
-  redis.call('HSET', KEYS[1], 'v', v, unpack(ARGV, 6))
-end
-redis.call('PUBLISH', ARGV[4], ARGV[5])
+redis.call('PUBLISH', ARGV[1], ARGV[2])
 return 1
 `;
 
@@ -621,8 +654,9 @@ export const SCRIPTS = {
   gwUsageAdd: { lua: USAGE_ADD },
   gwUsageSum: { lua: USAGE_SUM },
   gwKeyUseRecord: { numberOfKeys: 1, lua: KEY_USE_RECORD },
-  gwOwnerCreateAccount: { numberOfKeys: 2, lua: OWNER_CREATE_ACCOUNT },
-  gwOwnerUpdateAccount: { numberOfKeys: 5, lua: OWNER_UPDATE_ACCOUNT },
+  // Their number of keys goes first too: one per key record besides the account's own.
+  gwOwnerCreateAccount: { lua: OWNER_CREATE_ACCOUNT },
+  gwOwnerUpdateAccount: { lua: OWNER_UPDATE_ACCOUNT },
   gwOwnerAppendAudit: { numberOfKeys: 2, lua: OWNER_APPEND_AUDIT },
   gwOwnerPutRole: { numberOfKeys: 4, lua: OWNER_PUT_ROLE },
   gwOwnerDeleteRole: { numberOfKeys: 4, lua: OWNER_DELETE_ROLE },
@@ -630,7 +664,7 @@ export const SCRIPTS = {
   gwOwnerDeleteSign: { numberOfKeys: 3, lua: OWNER_DELETE_SIGN },
   gwPutVersioned: { numberOfKeys: 1, lua: PUT_VERSIONED },
   gwSwapIndex: { numberOfKeys: 1, lua: SWAP_INDEX },
-  gwProjectKey: { numberOfKeys: 1, lua: PROJECT_KEY },
+  gwRetireLegacyKey: { numberOfKeys: 1, lua: RETIRE_LEGACY_KEY },
   gwSessionTouch: { numberOfKeys: 1, lua: SESSION_TOUCH },
   gwSessionLink: { numberOfKeys: 1, lua: SESSION_LINK },
 } as const;
@@ -645,8 +679,8 @@ export interface ScriptCommands {
   gwUsageAdd(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
   gwUsageSum(numberOfKeys: number, ...keys: string[]): Promise<(string | number)[]>;
   gwKeyUseRecord(...keysThenArgs: (string | number)[]): Promise<number>;
-  gwOwnerCreateAccount(...keysThenArgs: (string | number)[]): Promise<number>;
-  gwOwnerUpdateAccount(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwOwnerCreateAccount(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
+  gwOwnerUpdateAccount(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
   gwOwnerAppendAudit(...keysThenArgs: (string | number)[]): Promise<number>;
   gwOwnerPutRole(...keysThenArgs: (string | number)[]): Promise<string>;
   gwOwnerDeleteRole(...keysThenArgs: (string | number)[]): Promise<number>;
@@ -654,7 +688,7 @@ export interface ScriptCommands {
   gwOwnerDeleteSign(...keysThenArgs: (string | number)[]): Promise<number>;
   gwPutVersioned(...keysThenArgs: (string | number)[]): Promise<number>;
   gwSwapIndex(...keysThenArgs: (string | number)[]): Promise<number>;
-  gwProjectKey(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwRetireLegacyKey(...keysThenArgs: (string | number)[]): Promise<number>;
   gwSessionTouch(...keysThenArgs: (string | number)[]): Promise<number>;
   gwSessionLink(...keysThenArgs: (string | number)[]): Promise<number>;
 }
