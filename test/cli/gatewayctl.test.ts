@@ -37,7 +37,9 @@ async function startGatewayFor(t: TestContext, digest: string, extra: Record<str
   const dir = tempDir(t);
   const file = join(dir, 'data.json');
   copyFileSync(join(ROOT, 'config/demo-data.json'), file);
-  return startGatewayProcess(t, { GATEWAY_DATA_FILE: file, OWNER_ADMIN_TOKEN_DIGESTS: JSON.stringify([digest]), ...extra });
+  // The gateway outlives the dozens of gatewayctl processes a test runs (each starts tsx): the
+  // default limit of a child's life (30 s) is a hang guard that a busy machine could reach.
+  return startGatewayProcess(t, { GATEWAY_DATA_FILE: file, OWNER_ADMIN_TOKEN_DIGESTS: JSON.stringify([digest]), ...extra }, { limitMs: 240_000 });
 }
 
 test('admin-token (offline) prints a gwadm_ token of 43 base62 characters and the sha256: digest of the whole token', async (t) => {
