@@ -373,6 +373,16 @@ function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, 
 }
 
 /**
+ * The file this configuration's owner store writes, which the process must lock first
+ * (stores/data-file-lock.ts): the data file when keys are read from it and there is no Redis
+ * (with Redis it is only read), the demo's save file in place of the shipped demo file.
+ */
+export function dataFileWrittenBy(config: Config): { file: string; createDirectory: boolean } | undefined {
+  if (config.data.keySource !== 'file' || usesRedis(config)) return undefined;
+  return isShippedDemoFile(config.data.file) ? { file: resolve(config.data.demoSaveFile), createDirectory: true } : { file: config.data.file, createDirectory: false };
+}
+
+/**
  * The shipped demo file is never written; what owners change on it is saved to
  * `data.demoSaveFile` (stores/owner-store.file.ts). Once that file exists it is the data file,
  * so the embedded default loses nothing at a restart.
