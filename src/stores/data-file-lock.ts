@@ -81,6 +81,8 @@ export async function lockDataFile(file: string, { log, staleMs, createDirectory
         log.warn({ file: target, code }, 'the data file\'s directory cannot be written, so the file is not locked (and owner API changes cannot be saved to it)');
         return undefined;
       }
+      // No such directory: nothing to lock; reading the file stops the start with the reason.
+      if (code === 'ENOENT') return undefined;
       if (code !== 'ELOCKED') throw err;
     }
     const now = Date.now();

@@ -7,8 +7,9 @@
  *      new one waits for the old one's lock (and says so, naming its pid) and reads the file
  *      only then. Two writers at once lose changes here (each renames its own version over
  *      the other's);
- *   2. the lock holder killed with SIGKILL: the waiting process takes over once the lock is
- *      stale (DATA_LOCK_STALE_MS), with every change the killed one acknowledged;
+ *   2. the lock holder killed with SIGKILL right after acknowledging concurrent changes: the
+ *      waiting process takes over once the lock is stale (DATA_LOCK_STALE_MS), with every
+ *      change the killed one acknowledged;
  *   3. a new process on the port of one that drains waits for the port (and says so) instead of
  *      dying on EADDRINUSE, and listens there once the old one has exited.
  *
@@ -124,7 +125,9 @@ test('the lock holder killed with SIGKILL: the waiting process takes over once t
   const file = emptyDataFile(t);
   const env = envFor(file, { DATA_LOCK_STALE_MS: '2000' });
   const holder = await startGatewayProcess(t, env, { limitMs: PROCESS_LIMIT_MS });
-  for (const id of ['acct_k1', 'acct_k2', 'acct_k3']) assert.equal(await createAccount(holder.url, id), true);
+  // Concurrent changes, written in shared writes (group commit), each acknowledged once on disk.
+  const ids = Array.from({ length: 30 }, (_, i) => `acct_k${i}`);
+  assert.deepEqual(await Promise.all(ids.map((id) => createAccount(holder.url, id))), ids.map(() => true));
   const waiter = startWaiting(t, env);
   const waiting = await waitForLog(waiter, WAITING_FOR_LOCK, PROCESS_LIMIT_MS);
   assert.equal(waiting.holderPid, holder.child.process.pid);
@@ -134,10 +137,10 @@ test('the lock holder killed with SIGKILL: the waiting process takes over once t
   assert.ok(waiter.stdout().includes('took the data file lock'));
   const res = await fetch(`${listening.url as string}/owner/v1/accounts`, { headers: { authorization: `Bearer ${TOKEN}` } });
   const body = await res.json() as { message: { items: { id: string }[] } };
-  assert.deepEqual(body.message.items.map((a) => a.id).sort(), ['acct_k1', 'acct_k2', 'acct_k3']);
+  assert.deepEqual(body.message.items.map((a) => a.id).sort(), [...ids].sort());
   // And it writes: its change is in the file.
-  assert.equal(await createAccount(listening.url as string, 'acct_k4'), true);
-  assert.ok(readDataFile(file).accounts.some((a) => a.id === 'acct_k4'));
+  assert.equal(await createAccount(listening.url as string, 'acct_after'), true);
+  assert.ok(readDataFile(file).accounts.some((a) => a.id === 'acct_after'));
 });
 
 test('a restart while the old process drains waits for the port instead of dying on EADDRINUSE', { timeout: 3 * PROCESS_LIMIT_MS }, async (t) => {

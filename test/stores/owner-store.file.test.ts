@@ -77,6 +77,33 @@ test('200 concurrent changes are all in the file, read afresh', async (t) => {
   assert.deepEqual(tempFilesIn(join(file, '..')), []);
 });
 
+test('group commit: concurrent changes share writes of the file, and each is on disk when it is acknowledged', async (t) => {
+  const file = writeDataFile(t);
+  const writes: number[] = [];
+  const store = openStore(file, { onWrite: (changes) => void writes.push(changes) });
+  const missingAtAcknowledgement: string[] = [];
+  const addKey = (i: number) => store.updateAccount('acct_a', (doc) => ({
+    doc: { ...doc, apiKeys: [...doc.apiKeys, { id: `key_g${i}`, apiKey: `ak_group_${i}`, secretDigest: DIGEST('e'), disabled: false, scopes: [] }] },
+    events: [],
+    result: undefined,
+  }));
+  const outcomes = await Promise.allSettled([
+    ...Array.from({ length: 100 }, (_, i) => addKey(i).then(() => {
+      // Acknowledged: the write holding this change is done (flushed before its rename), so the file on disk has it.
+      if (!readFileSync(file, 'utf8').includes(`"key_g${i}"`)) missingAtAcknowledgement.push(`key_g${i}`);
+    })),
+    // A change that fails in the middle of a batch fails alone.
+    store.updateAccount('acct_missing', (doc) => ({ doc, events: [], result: undefined })),
+  ]);
+  assert.deepEqual(outcomes.filter((o) => o.status === 'rejected').map((o) => (o as PromiseRejectedResult).reason.constructor.name), ['NotFound']);
+  assert.deepEqual(missingAtAcknowledgement, []);
+  // The first change found the store idle and went alone; the other 99 arrived during its write and shared the next.
+  assert.deepEqual(writes, [1, 99]);
+  const onDisk = readDataFile(file);
+  assert.equal(onDisk.accounts.find((a) => a.id === 'acct_a')!.apiKeys.filter((k) => k.id.startsWith('key_g')).length, 100);
+  assert.deepEqual(onDisk, store.data);
+});
+
 test('restart: a new store read from the written file holds every change', async (t) => {
   const file = writeDataFile(t);
   const store = openStore(file);
