@@ -439,6 +439,15 @@ export const configSchema = z.strictObject({
       }),
       onStoreFailure: setting(storeFailure(), { description: 'Failure policy of the quotas of public routes; default `limits.onStoreFailure`.' }),
     }).prefault({}),
+    owner: z.strictObject({
+      perOwner: setting(windowsSchema.default([w(10, 1), w(120, 60)]), {
+        description: 'Owner API changes (every operation but reads, sign-in and sign-out) per signed-in owner, whatever the account; an operator\'s admin token is not counted.',
+      }),
+      perAccount: setting(windowsSchema.default([w(20, 1), w(300, 60)]), {
+        description: 'Owner API changes to one account, by all its owners together (only changes to an account the owner is a member of count).',
+      }),
+      onStoreFailure: setting(storeFailure(), { description: 'Failure policy of the owner API change limits; default `limits.onStoreFailure`.' }),
+    }).prefault({}),
     rules: setting(z.array(quotaRuleSchema).max(1000).default([]), {
       env: 'RATE_LIMIT_RULES',
       description: 'Quota overrides as a JSON array of {route?, account?, perAccount?, perKey?, perAddress?, cost?, dryRun?}; the first matching rule wins (see docs/rate-limits.md).',
