@@ -50,8 +50,18 @@ const WAIT_LOG_EVERY_MS = 30_000;
 
 /** Takes the lock of `file`, waiting as long as another process holds it; undefined when the file's directory cannot be written. */
 export async function lockDataFile(file: string, { log, staleMs, createDirectory = false, onLost }: LockOptions): Promise<DataFileLock | undefined> {
-  if (createDirectory) mkdirSync(dirname(resolve(file)), { recursive: true, mode: 0o700 });
   const target = realPath(file);
+  const unwritable = (code: string | undefined) => {
+    log.warn({ file: target, code }, 'the data file\'s directory cannot be written, so the file is not locked (and owner API changes cannot be saved to it)');
+    return undefined;
+  };
+  try {
+    if (createDirectory) mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return unwritable(code);
+    throw err;
+  }
   const holderFile = `${target}.lock.holder`;
   const me = { pid: process.pid, host: hostname() };
   let backoffMs = 50;
@@ -77,10 +87,7 @@ export async function lockDataFile(file: string, { log, staleMs, createDirectory
       };
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
-        log.warn({ file: target, code }, 'the data file\'s directory cannot be written, so the file is not locked (and owner API changes cannot be saved to it)');
-        return undefined;
-      }
+      if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return unwritable(code);
       // No such directory: nothing to lock; reading the file stops the start with the reason.
       if (code === 'ENOENT') return undefined;
       if (code !== 'ELOCKED') throw err;
