@@ -304,7 +304,13 @@ export class MemoryOwnerStore implements OwnerStore {
       while (this.#pending.length > 0) {
         // A replaced state is served on its own, between two batches, so no copy made before it is written over it.
         const barrier = this.#pending.findIndex((p) => p.isBarrier);
-        await this.#commitBatch(this.#pending.splice(0, barrier === 0 ? 1 : barrier === -1 ? this.#pending.length : barrier));
+        const batch = this.#pending.splice(0, barrier === 0 ? 1 : barrier === -1 ? this.#pending.length : barrier);
+        try {
+          await this.#commitBatch(batch);
+        } catch (err) {
+          // Serving the new state failed (an onCommit listener threw): whoever is still waiting hears it, as before batching.
+          for (const p of batch) p.reject(err);
+        }
       }
     } finally {
       this.#isFlushing = false;
@@ -326,7 +332,8 @@ export class MemoryOwnerStore implements OwnerStore {
     }
     if (reloaded !== undefined) this.#serve(reloaded, undefined);
     let draft: DataFile | undefined;
-    let changes: DirectoryChange[] = [];
+    const changes: DirectoryChange[] = [];
+    let writing = 0;
     const done: { pending: Pending; result: unknown }[] = [];
     for (const pending of batch) {
       try {
@@ -335,7 +342,8 @@ export class MemoryOwnerStore implements OwnerStore {
         const { changes: made, result } = pending.step(target);
         if (made !== undefined) {
           draft = target;
-          changes = changes.concat(made);
+          changes.push(...made);
+          writing++;
         }
         done.push({ pending, result });
       } catch (err) {
@@ -348,13 +356,16 @@ export class MemoryOwnerStore implements OwnerStore {
         // A change the schema refuses is a bug of the caller's, never written.
         checked = dataFileSchema.parse(draft);
       } catch (err) {
-        // Whose? Each change again on its own, so the others are still written.
+        // Whose? Each change again on its own, so the others are still written. (The batch's
+        // state is what is checked: a refused value a later change of the batch replaced is
+        // never written either, though its change is answered. The owner API validates every
+        // field before it reaches the store, so only a bug gets here.)
         if (done.length === 1) done[0]!.pending.reject(err);
         else for (const { pending } of done) await this.#commitBatch([pending]);
         return;
       }
       try {
-        await this.#options.persist?.(checked, done.length);
+        await this.#options.persist?.(checked, writing);
       } catch (err) {
         for (const { pending } of done) pending.reject(err);
         return;

@@ -104,6 +104,24 @@ test('group commit: concurrent changes share writes of the file, and each is on 
   assert.deepEqual(onDisk, store.data);
 });
 
+test('group commit: a change the schema refuses fails alone; the others of its batch are written', async (t) => {
+  const file = writeDataFile(t);
+  const writes: number[] = [];
+  const store = openStore(file, { onWrite: (changes) => void writes.push(changes) });
+  const outcomes = await Promise.allSettled([
+    renameAccount(store, 'acct_a', 'first, alone'),
+    renameAccount(store, 'acct_a', 'second'),
+    renameAccount(store, 'acct_b', 'fourth'),
+    // Longer than the schema allows (256): a caller's bug, never written.
+    renameAccount(store, 'acct_b', 'x'.repeat(300)),
+  ]);
+  assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'fulfilled', 'fulfilled', 'rejected']);
+  const onDisk = readDataFile(file);
+  assert.deepEqual(onDisk.accounts.slice(0, 2).map((a) => a.name), ['second', 'fourth']);
+  assert.equal(writes.reduce((sum, n) => sum + n, 0), 3, 'three changes written');
+  assert.deepEqual(onDisk, store.data);
+});
+
 test('restart: a new store read from the written file holds every change', async (t) => {
   const file = writeDataFile(t);
   const store = openStore(file);
