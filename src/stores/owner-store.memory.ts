@@ -1,9 +1,9 @@
 /**
  * The owner store held in process memory, as a whole data file. Changes run one at a time, in
  * batches (group commit: those that arrive while a write is under way go together in the next
- * one): a batch takes one copy, applies each change to it in turn, checks it against the data
- * file's schema, hands it to `persist` (owner-store.file.ts writes the file there) and only
- * then becomes the state and answers each change, so a failed write changes nothing and no
+ * one): a batch takes one copy (copied on write, account by account), applies each change to
+ * it in turn, checks it against the data file's schema, hands it to `persist`
+ * (owner-store.file.ts writes the file there) and only then becomes the state and answers each change, so a failed write changes nothing and no
  * change is acknowledged before it is durable. `reload` lets each batch start from a newer
  * version read from elsewhere (a human's edit of the data file), so it is never overwritten.
  * `onCommit` tells the stores that serve sign-in, roles and sign records (MemoryKeyDirectory,
@@ -54,6 +54,9 @@ export class MemoryOwnerStore implements OwnerStore {
   /** Changes waiting for the write under way to end (group commit). */
   #pending: Pending[] = [];
   #isFlushing = false;
+  /** The copy the running batch changes, and the accounts already copied into it (#account). */
+  #draft: DataFile | undefined;
+  #copied = new WeakSet<AccountData>();
   readonly #options: MemoryOwnerStoreOptions;
 
   constructor(data: DataFile, options: MemoryOwnerStoreOptions) {
@@ -260,7 +263,16 @@ export class MemoryOwnerStore implements OwnerStore {
   }
 
   #account(data: DataFile, accountId: string): AccountData | undefined {
-    return data.accounts.find((a) => a.id === accountId);
+    const index = data.accounts.findIndex((a) => a.id === accountId);
+    if (index === -1) return undefined;
+    const account = data.accounts[index]!;
+    if (data !== this.#draft || this.#copied.has(account)) return account;
+    // Copy on write: the batch's copy shares every account with the served state until a change
+    // reaches one, which then gets its own copy; the served state is never changed in place.
+    const copy = structuredClone(account);
+    this.#copied.add(copy);
+    data.accounts[index] = copy;
+    return copy;
   }
 
   /** The account unless it is deleted: a role or sign record written after the deletion would outlive it. */
@@ -337,8 +349,11 @@ export class MemoryOwnerStore implements OwnerStore {
     const done: { pending: Pending; result: unknown }[] = [];
     for (const pending of batch) {
       try {
-        // The copy is made once per batch, by its first change that writes (a step that writes nothing leaves it alone).
-        const target = draft ?? structuredClone(this.#data);
+        // The batch's copy: the lists copied, each account only when a change reaches it
+        // (#account), so a batch costs what it changes, not the whole state. Kept from the
+        // first change that writes on; one that writes nothing leaves its copy behind.
+        const target = draft ?? { ...this.#data, accounts: [...this.#data.accounts], owners: [...this.#data.owners] };
+        this.#draft = target;
         const { changes: made, result } = pending.step(target);
         if (made !== undefined) {
           draft = target;
@@ -350,6 +365,8 @@ export class MemoryOwnerStore implements OwnerStore {
         pending.reject(err);
       }
     }
+    this.#draft = undefined;
+    this.#copied = new WeakSet();
     if (draft !== undefined) {
       let checked: DataFile;
       try {
