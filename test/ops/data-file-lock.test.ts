@@ -11,13 +11,15 @@
  *      waiting process takes over once the lock is stale (DATA_LOCK_STALE_MS), with every
  *      change the killed one acknowledged;
  *   3. a new process on the port of one that drains waits for the port (and says so) instead of
- *      dying on EADDRINUSE, and listens there once the old one has exited.
+ *      dying on EADDRINUSE, and listens there once the old one has exited;
+ *   4. a holder whose lock is taken from it (the lock directory removed) exits rather than
+ *      write over whoever takes the lock next.
  *
  * Nothing is timed: each step waits for a log line, an answer or an exit.
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { existsSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { readDataFile } from '../../src/stores/data-file.js';
@@ -156,4 +158,15 @@ test('a restart while the old process drains waits for the port instead of dying
   assert.equal(listening.url, old.url);
   assert.equal((await exitWithin(old.child, PROCESS_LIMIT_MS)).code, 0);
   assert.equal(await createAccount(old.url, 'acct_after'), true, 'the new process answers on the port');
+});
+
+test('a holder that loses its lock exits instead of writing on', { timeout: 2 * PROCESS_LIMIT_MS }, async (t) => {
+  const file = emptyDataFile(t);
+  const holder = await startGatewayProcess(t, envFor(file, { DATA_LOCK_STALE_MS: '2000' }), { limitMs: PROCESS_LIMIT_MS });
+  assert.ok(existsSync(`${file}.lock`), 'the lock is held');
+  // What a successor taking a stale lock over does: the holder finds it gone at its next renewal.
+  rmdirSync(`${file}.lock`);
+  const exit = await exitWithin(holder.child, PROCESS_LIMIT_MS);
+  assert.equal(exit.code, 1);
+  assert.ok(holder.logs().some((line) => line.level === 50 && line.msg === 'lost the data file lock: exiting'), holder.child.stdout());
 });
