@@ -10,7 +10,7 @@
  * MemoryDirectory) about the new state.
  */
 import { Conflict, NotFound } from '../errors/errors.js';
-import { dataFileSchema, toSignRecord, type AccountData, type DataFile } from './data-file.js';
+import { checkChangedDataFile, dataFileSchema, toSignRecord, type AccountData, type DataFile } from './data-file.js';
 import type { DirectoryChange, Role, RolePage, RoleQuery, SignRecord } from './directory.js';
 import type { AuditEvent, InviteRecord, OwnerRecord, SettingsTokenRecord } from './owner-records.js';
 import { splitAccount, type AccountDoc, type AccountUpdate, type OwnerStore, type PutRoleOutcome, type PutSignRecordOutcome } from './owner-store.js';
@@ -57,6 +57,12 @@ export class MemoryOwnerStore implements OwnerStore {
   /** The copy the running batch changes, and the accounts already copied into it (#account). */
   #draft: DataFile | undefined;
   #copied = new WeakSet<AccountData>();
+  /**
+   * The state served passed dataFileSchema whole: true after the first write, whose check is
+   * whole (the state given to the constructor may come from anywhere); states from `replace`
+   * and `reload` are read from the file, which parses them.
+   */
+  #isStateChecked = false;
   readonly #options: MemoryOwnerStoreOptions;
 
   constructor(data: DataFile, options: MemoryOwnerStoreOptions) {
@@ -370,8 +376,10 @@ export class MemoryOwnerStore implements OwnerStore {
     if (draft !== undefined) {
       let checked: DataFile;
       try {
-        // A change the schema refuses is a bug of the caller's, never written.
-        checked = dataFileSchema.parse(draft);
+        // A change the schema refuses is a bug of the caller's, never written. Once the state
+        // served has been checked whole, a batch checks what it changed (and the checks across
+        // records): the accounts it shares with the state served passed already.
+        checked = this.#isStateChecked ? checkChangedDataFile(draft, new Set(this.#data.accounts)) : dataFileSchema.parse(draft);
       } catch (err) {
         // Whose? Each change again on its own, so the others are still written. (The batch's
         // state is what is checked: a refused value a later change of the batch replaced is
@@ -388,6 +396,7 @@ export class MemoryOwnerStore implements OwnerStore {
         return;
       }
       this.#serve(checked, changes);
+      this.#isStateChecked = true;
     }
     for (const { pending, result } of done) pending.resolve(result);
   }

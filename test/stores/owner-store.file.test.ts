@@ -122,6 +122,23 @@ test('group commit: a change the schema refuses fails alone; the others of its b
   assert.deepEqual(onDisk, store.data);
 });
 
+test('group commit: the checks across accounts hold within a batch (one apiKey in two accounts: the second change fails)', async (t) => {
+  const file = writeDataFile(t);
+  const store = openStore(file);
+  await renameAccount(store, 'acct_a', 'first, alone');
+  const addKey = (accountId: string, id: string) => store.updateAccount(accountId, (doc) => ({
+    doc: { ...doc, apiKeys: [...doc.apiKeys, { id, apiKey: 'ak_the_same', secretDigest: DIGEST('e'), disabled: false, scopes: [] }] },
+    events: [],
+    result: undefined,
+  }));
+  const outcomes = await Promise.allSettled([addKey('acct_a', 'key_dup_1'), addKey('acct_b', 'key_dup_2'), renameAccount(store, 'acct_b', 'renamed')]);
+  assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled']);
+  const onDisk = readDataFile(file);
+  assert.deepEqual(onDisk.accounts.flatMap((a) => a.apiKeys.filter((k) => k.apiKey === 'ak_the_same').map((k) => k.id)), ['key_dup_1']);
+  assert.equal(onDisk.accounts[1]!.name, 'renamed');
+  assert.deepEqual(onDisk, store.data);
+});
+
 test('restart: a new store read from the written file holds every change', async (t) => {
   const file = writeDataFile(t);
   const store = openStore(file);
