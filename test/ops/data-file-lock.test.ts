@@ -9,7 +9,7 @@
  *      the other's);
  *   2. the lock holder killed with SIGKILL right after acknowledging concurrent changes: the
  *      waiting process takes over once the lock is stale (DATA_LOCK_STALE_MS), with every
- *      change the killed one acknowledged;
+ *      change the killed one acknowledged (and a waiting process stops at once on SIGTERM);
  *   3. a new process on the port of one that drains waits for the port (and says so) instead of
  *      dying on EADDRINUSE, and listens there once the old one has exited;
  *   4. a holder whose lock is taken from it (the lock directory removed) exits rather than
@@ -133,6 +133,12 @@ test('the lock holder killed with SIGKILL: the waiting process takes over once t
   const waiter = startWaiting(t, env);
   const waiting = await waitForLog(waiter, WAITING_FOR_LOCK, PROCESS_LIMIT_MS);
   assert.equal(waiting.holderPid, holder.child.process.pid);
+  // A process waiting for the lock holds nothing yet: a stop signal ends it at once.
+  const stopped = startWaiting(t, env);
+  await waitForLog(stopped, WAITING_FOR_LOCK, PROCESS_LIMIT_MS);
+  stopped.process.kill('SIGTERM');
+  assert.equal((await exitWithin(stopped, PROCESS_LIMIT_MS)).code, 0);
+  assert.ok(stopped.stdout().includes('stopped while waiting for the data file lock'));
 
   holder.child.process.kill('SIGKILL');
   const listening = await waitForLog(waiter, LISTENING, PROCESS_LIMIT_MS);
