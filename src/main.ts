@@ -28,9 +28,10 @@ import { ConfigError, describeConfig, loadConfig } from './config/load.js';
 import { createConfigReloader } from './config/reload.js';
 import type { Config } from './config/schema.js';
 import { SigningKeyError } from './auth/signer.js';
-import { createServices, type Services } from './services.js';
+import { createServices, dataFileWrittenBy, type Services } from './services.js';
 import { startServer, type RunningServer } from './server.js';
 import { DataFileError } from './stores/data-file.js';
+import { lockDataFile } from './stores/data-file-lock.js';
 import { DemoDataError } from './stores/demo-data.js';
 import { groupScrape, serveGroupMetrics } from './telemetry/cluster-metrics.js';
 import { createLogger, type Logger } from './telemetry/log.js';
@@ -81,8 +82,37 @@ async function main(): Promise<void> {
       process.exit(1);
     });
   };
-  onStopSignals(log, stop);
+  let isWaitingForLock = false;
+  onStopSignals(log, (signal) => {
+    // Waiting for the data file's lock, the process holds nothing yet: it stops at once.
+    if (isWaitingForLock) {
+      log.info({ signal }, 'stopped while waiting for the data file lock');
+      process.exit(0);
+    }
+    stop(signal);
+  });
   if (cluster.isWorker) process.on('message', (message: unknown) => { if (isDrainOrder(message)) stop('primary'); });
+  // The data file has one writer: the lock is taken before the file is read, so a process that
+  // waited for it starts from every change the previous holder acknowledged.
+  const written = dataFileWrittenBy(config);
+  if (written !== undefined) {
+    isWaitingForLock = true;
+    try {
+      await lockDataFile(written.file, {
+        log,
+        staleMs: config.data.lockStaleMs,
+        createDirectory: written.createDirectory,
+        onLost(err) {
+          // Another process may be writing the file by now: any write of this one could undo its changes.
+          log.error({ err, file: written.file }, 'lost the data file lock: exiting');
+          process.exit(1);
+        },
+      });
+    } catch (err) {
+      return fail(err);
+    }
+    isWaitingForLock = false;
+  }
   let services;
   try {
     services = createServices(config, { log, isProduction: process.env.NODE_ENV === 'production' });

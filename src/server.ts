@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createListeners, createManagementListener } from './app.js';
 import { errorAnswer } from './errors/boundary.js';
 import { ExpectationFailed, InvalidRequest, MethodNotAllowed, RequestHeadersTooLarge, RequestTimeout, SERVED_METHODS, type GatewayError } from './errors/errors.js';
@@ -42,7 +43,7 @@ export interface RunningServer {
 }
 
 export async function startServer(services: Services): Promise<RunningServer> {
-  const { host, port, drainDelayMs, shutdownTimeoutMs } = services.config.server;
+  const { host, port, drainDelayMs, shutdownTimeoutMs, listenWaitMs } = services.config.server;
   const { log } = services;
   const listeners = createListeners(services);
   const server = createGatewayServer(services, listeners.request, {
@@ -53,12 +54,12 @@ export async function startServer(services: Services): Promise<RunningServer> {
   server.on('upgrade', listeners.upgrade);
 
   await services.warmUp();
-  await listen(server, port, host);
+  await listen(server, port, host, { waitMs: listenWaitMs, log });
   const url = urlOf(server);
   const management = services.config.management.port === undefined ? undefined : createGatewayServer(services, createManagementListener(services));
   if (management !== undefined) {
     try {
-      await listen(management, services.config.management.port!, services.config.management.host ?? host);
+      await listen(management, services.config.management.port!, services.config.management.host ?? host, { waitMs: listenWaitMs, log });
     } catch (err) {
       server.close();
       throw err;
@@ -155,7 +156,7 @@ function createGatewayServer(services: Services, listener: RequestListener, opti
   return server;
 }
 
-function listen(server: Server, port: number, host: string): Promise<void> {
+function listenOnce(server: Server, port: number, host: string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -163,6 +164,31 @@ function listen(server: Server, port: number, host: string): Promise<void> {
       resolve();
     });
   });
+}
+
+/**
+ * Listens, waiting while the port is in use: at a restart the process being replaced keeps the
+ * port while it drains (server.drainDelayMs, then open requests), and the new one should take
+ * it over when that ends rather than die on EADDRINUSE. It tries again with a pause growing to
+ * a second, saying so in its log, for at most `waitMs`; then the error stands.
+ */
+async function listen(server: Server, port: number, host: string, { waitMs, log }: { waitMs: number; log: Logger }): Promise<void> {
+  const giveUpAt = Date.now() + waitMs;
+  let pauseMs = 50;
+  let hasLogged = false;
+  for (;;) {
+    try {
+      return await listenOnce(server, port, host);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || Date.now() >= giveUpAt) throw err;
+      if (!hasLogged) {
+        hasLogged = true;
+        log.warn({ host, port, waitMs }, `port ${port} is in use (a gateway being replaced may still be draining): waiting for it`);
+      }
+    }
+    await sleep(Math.min(pauseMs, Math.max(0, giveUpAt - Date.now())));
+    pauseMs = Math.min(pauseMs * 2, 1000);
+  }
 }
 
 function urlOf(server: Server): string {

@@ -180,7 +180,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     tokens = new MemoryRefreshTokenStore({ clock, maxTokens: t.memoryStoreMaxTokens, resets });
     revocationStore = resets;
   }
-  const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory, isProduction, redis, keys });
+  const ownerStore = createOwnerStore(config, { log, data, fileKeys, fileDirectory, isProduction, redis, keys, metrics });
   const fileOwners = ownerStore instanceof FileOwnerStore ? ownerStore : undefined;
   // Watched only while something is read from it.
   const fileInUse = config.data.keySource === 'file' || config.directory.store === 'file';
@@ -347,8 +347,9 @@ function createDirectory(config: Config, { log, clock, redis, fileDirectory, rea
  * read: each instance would write its own copy. Roles and sign records are written only where
  * they are read (directory.store), so a change never goes where no instance would see it.
  */
-function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, isProduction, redis, keys }: {
+function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, isProduction, redis, keys, metrics }: {
   log: Logger;
+  metrics: Metrics;
   /** The gateway's key directory: the owner store's key writes drop its cached records. */
   keys: KeyDirectory;
   data: DataFile;
@@ -381,12 +382,26 @@ function createOwnerStore(config: Config, { log, data, fileKeys, fileDirectory, 
     maxAuditEvents: config.owner.auditMaxEventsPerAccount,
     // The watcher's refusal (checkDemoKeys), without its warning: logged once per version already.
     check: config.data.keySource === 'file' ? (next) => void checkDemoData(next, { file: config.data.file, isProduction, allowDemoData: config.data.allowDemoData }) : undefined,
+    onWrite(changes) {
+      metrics.dataFileWrites.inc();
+      metrics.dataFileChangesWritten.inc(changes);
+    },
     onCommit(next, changes) {
       fileKeys.load(next);
       // Own changes name what they touched; a version read from the file may have touched anything.
       fileDirectory.load(next, changes);
     },
   });
+}
+
+/**
+ * The file this configuration's owner store writes, which the process must lock first
+ * (stores/data-file-lock.ts): the data file when keys are read from it and there is no Redis
+ * (with Redis it is only read), the demo's save file in place of the shipped demo file.
+ */
+export function dataFileWrittenBy(config: Config): { file: string; createDirectory: boolean } | undefined {
+  if (config.data.keySource !== 'file' || usesRedis(config)) return undefined;
+  return isShippedDemoFile(config.data.file) ? { file: resolve(config.data.demoSaveFile), createDirectory: true } : { file: config.data.file, createDirectory: false };
 }
 
 /**

@@ -143,6 +143,10 @@ export const configSchema = z.strictObject({
       env: 'SHUTDOWN_TIMEOUT_MS',
       description: 'Once it stops accepting, how long open requests, streams and WebSocket closes may take before the rest are cut and the process exits.',
     }),
+    listenWaitMs: setting(z.number().int().min(0).max(3_600_000).default(30_000), {
+      env: 'LISTEN_WAIT_MS',
+      description: 'While the port is in use (the process being replaced still drains), how long to keep trying to listen, with a growing pause up to a second, before giving up (0: give up at once).',
+    }),
   }).prefault({}),
 
   tokens: z.strictObject({
@@ -220,6 +224,10 @@ export const configSchema = z.strictObject({
     watchIntervalMs: setting(z.number().int().min(0).max(3_600_000).default(1000), {
       env: 'DATA_WATCH_INTERVAL_MS',
       description: 'How often the data file is checked for changes; a changed, valid file replaces keys, roles and sign records without a restart (0: read once).',
+    }),
+    lockStaleMs: setting(z.number().int().min(2000).max(3_600_000).default(10_000), {
+      env: 'DATA_LOCK_STALE_MS',
+      description: 'The process that writes the data file holds `<file>.lock` and renews it every half of this; a lock not renewed for this long (its holder was killed) is taken over by the process waiting for it.',
     }),
     allowDemoData: setting(z.boolean().default(false), {
       env: 'ALLOW_DEMO_DATA',
@@ -430,6 +438,15 @@ export const configSchema = z.strictObject({
         description: 'Default quota of calls per client address on each public route.',
       }),
       onStoreFailure: setting(storeFailure(), { description: 'Failure policy of the quotas of public routes; default `limits.onStoreFailure`.' }),
+    }).prefault({}),
+    owner: z.strictObject({
+      perOwner: setting(windowsSchema.default([w(10, 1), w(120, 60)]), {
+        description: 'Owner API changes (every operation but reads, sign-in and sign-out) per signed-in owner, whatever the account; an operator\'s admin token is not counted.',
+      }),
+      perAccount: setting(windowsSchema.default([w(20, 1), w(300, 60)]), {
+        description: 'Owner API changes to one account, by all its owners together (only changes to an account the owner is a member of count).',
+      }),
+      onStoreFailure: setting(storeFailure(), { description: 'Failure policy of the owner API change limits; default `limits.onStoreFailure`.' }),
     }).prefault({}),
     rules: setting(z.array(quotaRuleSchema).max(1000).default([]), {
       env: 'RATE_LIMIT_RULES',

@@ -69,7 +69,10 @@ export function createRouter({ auth, directory, signer, authenticate, config, fo
   router.get(OPENAPI_PATH, serveOpenApiDocument(buildOpenApiDocument(operations)));
   // Before the owner API, whose catch-all answers every other path under /owner.
   if (config.dashboard.enabled) registerInviteRedirect(router, config.dashboard);
-  registerOwnerApi(router, { config, operations, sessions: owner.sessions, limits, clientAddress });
+  registerOwnerApi(router, {
+    config, operations, sessions: owner.sessions, limits, clientAddress,
+    requireReachable: async (caller, accountId) => { await owner.accounts.getAccount(caller, accountId); },
+  });
   if (config.dashboard.enabled) registerDashboard(router, config.dashboard);
   return router;
 }

@@ -6,6 +6,7 @@
  *   refresh                calls per token family (duplicates in the grace window given back), per address
  *   an authenticated route calls per account (and per key, per address where configured), per route
  *   a public route         calls per address, per route
+ *   an owner's change      changes per owner, per account (owner API; reads are not counted)
  *
  * A guess at a secret is counted before it is checked, so parallel guesses cannot slip past a
  * limit; a success gives its attempt back (and ends the key+address run of failures), so only
@@ -53,6 +54,8 @@ export interface RateLimits {
   refresh(familyId: string | undefined, address: string): Promise<RefreshAttempt>;
   /** Before serving an admitted call on a route (`identity` undefined on a public route). */
   route(route: RouteRef, identity: Identity | undefined, req: IncomingMessage): Promise<LimitHeaders>;
+  /** Before an owner's change through the owner API (`accountId`: the account it changes, one the owner reaches); throws TooManyRequests over a limit. */
+  ownerWrite(ownerId: string, accountId: string | undefined): Promise<LimitHeaders>;
 }
 
 /** What a route quota needs to know of a route: its name (own routes: `sign`, `roles`) and kind. */
@@ -92,6 +95,10 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
     address: limit('refresh-address', config.refresh.perAddress, config.refresh.onStoreFailure),
   };
   const quotas = createQuotaTable(config, limit);
+  const ownerWrites = {
+    owner: limit('owner-writes-owner', config.owner.perOwner, config.owner.onStoreFailure),
+    account: limit('owner-writes-account', config.owner.perAccount, config.owner.onStoreFailure),
+  };
 
   return {
     async signIn(apiKey, address) {
@@ -135,6 +142,14 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
       if (quota.address !== undefined) checks.push({ limit: quota.address, subject: `q:${route.name}:ip:${bounded(clientAddress(req))}`, cost: quota.cost });
       return limiter.take(checks);
     },
+
+    ownerWrite(ownerId, accountId) {
+      const l = ownerWrites;
+      return limiter.take(present([
+        check(l.owner, `ow:o:${bounded(ownerId)}`),
+        accountId === undefined ? undefined : check(l.account, `ow:a:${bounded(accountId)}`),
+      ]));
+    },
   };
 }
 
@@ -149,6 +164,7 @@ export function createReplaceableRateLimits(initial: RateLimits): ReplaceableRat
     signIn: (apiKey, address) => current.signIn(apiKey, address),
     refresh: (familyId, address) => current.refresh(familyId, address),
     route: (route, identity, req) => current.route(route, identity, req),
+    ownerWrite: (ownerId, accountId) => current.ownerWrite(ownerId, accountId),
     replace(next) {
       current = next;
     },
@@ -162,6 +178,7 @@ const OFF: RateLimits = {
   signIn: async () => ({ succeeded: async () => {}, undecided: async () => {}, authorizedCall: async () => {} }),
   refresh: async () => ({ headers: undefined, replayed: async () => {} }),
   route: () => NO_LIMIT,
+  ownerWrite: () => NO_LIMIT,
 };
 
 /** True for the limits of `limits.mode` "off": every route call admitted, without headers. */

@@ -39,6 +39,7 @@ export function countUsage(limits: RateLimits, recorder: UsageRecorder): RateLim
   return {
     signIn: (apiKey, address) => limits.signIn(apiKey, address),
     refresh: (familyId, address) => limits.refresh(familyId, address),
+    ownerWrite: (ownerId, accountId) => limits.ownerWrite(ownerId, accountId),
     // No async frame of its own on the hot path: one then() on the limits' answer, and none
     // while limits are off, whose answer is always "admitted" (counted at once, the same count).
     route: limitsAreOff(limits) ? (route, identity, req) => {

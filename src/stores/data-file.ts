@@ -48,11 +48,20 @@ const accountSchema = z.strictObject({
   audit: z.array(auditEventSchema).default([]),
 });
 
-export const dataFileSchema = z.strictObject({
+const dataFileObject = z.strictObject({
   accounts: z.array(accountSchema),
   /** People who manage accounts (members of them); global, since one may own several accounts. */
   owners: z.array(ownerSchema).default([]),
-}).superRefine((data, ctx) => {
+});
+
+type CrossIssue = {
+  code: 'custom';
+  path: (string | number)[];
+  message: string;
+};
+
+/** What no single record can check: ids, keys, digests and emails unique, members that are owners. */
+function checkAcrossRecords(data: z.infer<typeof dataFileObject>, ctx: { addIssue(issue: CrossIssue): void }): void {
   const owners = { id: new Set<string>(), email: new Set<string>() };
   data.owners.forEach((owner, o) => {
     if (owners.id.has(owner.id)) ctx.addIssue({ code: 'custom', path: ['owners', o, 'id'], message: `duplicate owner id "${owner.id}"` });
@@ -92,10 +101,37 @@ export const dataFileSchema = z.strictObject({
       addresses.add(address);
     });
   });
-});
+}
+
+export const dataFileSchema = dataFileObject.superRefine((data, ctx) => checkAcrossRecords(data, { addIssue: (issue) => ctx.addIssue(issue) }));
 
 export type DataFile = z.infer<typeof dataFileSchema>;
 export type AccountData = DataFile['accounts'][number];
+
+/**
+ * The same as `dataFileSchema.parse(next)` for a `next` whose accounts in `unchanged` are those
+ * of a version that passed it (as they were): only the other accounts and the owners are
+ * parsed again, and the checks across records run on the whole. What the owner store's group
+ * commit checks each batch with, so that a batch costs what it changed, not the whole file.
+ * Throws the ZodError the whole parse would.
+ */
+export function checkChangedDataFile(next: DataFile, unchanged: ReadonlySet<AccountData>): DataFile {
+  const issues: z.core.$ZodIssue[] = [];
+  const under = (prefix: (string | number)[], error: z.ZodError) => issues.push(...error.issues.map((i) => ({ ...i, path: [...prefix, ...i.path] })));
+  const accounts = next.accounts.map((account, a) => {
+    if (unchanged.has(account)) return account;
+    const parsed = accountSchema.safeParse(account);
+    if (parsed.success) return parsed.data;
+    under(['accounts', a], parsed.error);
+    return account;
+  });
+  const owners = z.array(ownerSchema).safeParse(next.owners);
+  if (!owners.success) under(['owners'], owners.error);
+  const data = { accounts, owners: owners.success ? owners.data : next.owners };
+  if (issues.length === 0) checkAcrossRecords(data, { addIssue: (issue) => void issues.push({ ...issue, input: undefined }) });
+  if (issues.length > 0) throw new z.ZodError(issues);
+  return data;
+}
 
 /** A key of the data file as every key directory holds it. */
 export function toApiKeyRecord(account: Pick<AccountData, 'id' | 'enabled' | 'deletedAt'>, key: AccountData['apiKeys'][number]): ApiKeyRecord {

@@ -1,7 +1,10 @@
 /**
  * The owner store of the embedded default: MemoryOwnerStore over the data file. Every change is
- * written to the file (data-file-writer.ts: temporary file, fsync, rename) before it is served,
- * one at a time, so concurrent changes never lose one another and a restart finds them all.
+ * written to the file (data-file-writer.ts: temporary file, fsync, rename) before it is served
+ * and answered, one write at a time, so concurrent changes never lose one another and a restart
+ * finds them all; the changes that arrive during a write share the next one (group commit), so
+ * a burst costs a few writes of the whole file, not one each. The file has one writer: the
+ * process holds its lock (data-file-lock.ts, taken in main.ts).
  *
  * The file stays the operator's too. Before each change the file's stat is compared with the
  * version last read or written; when a human (or a deploy) has changed it since, that version
@@ -47,6 +50,8 @@ export interface FileOwnerStoreOptions {
   /** Refuses a version of the file by throwing, as the watcher's handler does (demo keys in production). */
   check?: (data: DataFile) => void;
   onCommit?: MemoryOwnerStoreOptions['onCommit'];
+  /** Hears each write of the file and how many changes it carried (the metrics count them). */
+  onWrite?: (changes: number) => void;
 }
 
 export class FileOwnerStore extends MemoryOwnerStore {
@@ -71,7 +76,7 @@ export class FileOwnerStore extends MemoryOwnerStore {
   }
 }
 
-function bindDataFile(dataFile: string, { log, readOnly, check, saveDemoTo }: FileOwnerStoreOptions) {
+function bindDataFile(dataFile: string, { log, readOnly, check, saveDemoTo, onWrite }: FileOwnerStoreOptions) {
   const isDemo = isShippedDemoFile(dataFile);
   // The demo's changes go to their own file, which holds the demo and every change since.
   const file = isDemo && saveDemoTo !== undefined ? saveDemoTo : dataFile;
@@ -99,7 +104,7 @@ function bindDataFile(dataFile: string, { log, readOnly, check, saveDemoTo }: Fi
       return data;
     },
 
-    async persist(next: DataFile): Promise<void> {
+    async persist(next: DataFile, changes: number): Promise<void> {
       // The owner layer refuses writes to a read-only store first; this keeps the file unwritten whatever calls.
       if (readOnly !== undefined) throw new ReadOnlyStore(readOnly);
       if (writer === undefined) {
@@ -114,6 +119,7 @@ function bindDataFile(dataFile: string, { log, readOnly, check, saveDemoTo }: Fi
         log.info({ file }, 'owner API changes to the shipped demo data are saved to their own file, read instead of the demo file from the next start (data.demoSaveFile)');
       }
       known = await writer.write(next);
+      onWrite?.(changes);
     },
   };
 }

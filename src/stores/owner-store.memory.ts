@@ -1,21 +1,23 @@
 /**
- * The owner store held in process memory, as a whole data file. Changes run one at a time
- * (a promise queue): each takes a copy, changes it, checks it against the data file's schema,
- * hands it to `persist` (owner-store.file.ts writes the file there) and only then becomes the
- * state, so a failed write changes nothing. `reload` lets each change start from a newer
+ * The owner store held in process memory, as a whole data file. Changes run one at a time, in
+ * batches (group commit: those that arrive while a write is under way go together in the next
+ * one): a batch takes one copy (copied on write, account by account), applies each change to
+ * it in turn, checks it against the data file's schema, hands it to `persist`
+ * (owner-store.file.ts writes the file there) and only then becomes the state and answers each change, so a failed write changes nothing and no
+ * change is acknowledged before it is durable. `reload` lets each batch start from a newer
  * version read from elsewhere (a human's edit of the data file), so it is never overwritten.
  * `onCommit` tells the stores that serve sign-in, roles and sign records (MemoryKeyDirectory,
  * MemoryDirectory) about the new state.
  */
 import { Conflict, NotFound } from '../errors/errors.js';
-import { dataFileSchema, toSignRecord, type AccountData, type DataFile } from './data-file.js';
+import { checkChangedDataFile, dataFileSchema, toSignRecord, type AccountData, type DataFile } from './data-file.js';
 import type { DirectoryChange, Role, RolePage, RoleQuery, SignRecord } from './directory.js';
 import type { AuditEvent, InviteRecord, OwnerRecord, SettingsTokenRecord } from './owner-records.js';
 import { splitAccount, type AccountDoc, type AccountUpdate, type OwnerStore, type PutRoleOutcome, type PutSignRecordOutcome } from './owner-store.js';
 
 export interface MemoryOwnerStoreOptions {
-  /** Makes the next state durable before it is served; a throw leaves everything as it was. */
-  persist?: (next: DataFile) => Promise<void>;
+  /** Makes the next state durable before it is served (`changes`: how many it carries); a throw leaves everything as it was. */
+  persist?: (next: DataFile, changes: number) => Promise<void>;
   /**
    * Called in turn before each change (and by `refresh`): a newer state to start from, or
    * undefined to keep the current one. Not persisted; a throw fails the change, nothing changed.
@@ -32,11 +34,35 @@ export interface MemoryOwnerStoreOptions {
   maxAuditEvents: number;
 }
 
+/**
+ * One change as the batch runs it: changes `draft` (or not) and says what changed in the
+ * directory; `changes` undefined: nothing to write.
+ */
+type Step<T> = (draft: DataFile) => { changes: DirectoryChange[] | undefined; result: T };
+
+interface Pending {
+  step: Step<unknown>;
+  resolve: (result: unknown) => void;
+  reject: (err: unknown) => void;
+  isBarrier: boolean;
+}
+
 export class MemoryOwnerStore implements OwnerStore {
   readonly readOnly: string | undefined;
   readonly directoryReadOnly: string | undefined;
   #data: DataFile;
-  #queue: Promise<unknown> = Promise.resolve();
+  /** Changes waiting for the write under way to end (group commit). */
+  #pending: Pending[] = [];
+  #isFlushing = false;
+  /** The copy the running batch changes, and the accounts already copied into it (#account). */
+  #draft: DataFile | undefined;
+  #copied = new WeakSet<AccountData>();
+  /**
+   * The state served passed dataFileSchema whole: true after the first write, whose check is
+   * whole (the state given to the constructor may come from anywhere); states from `replace`
+   * and `reload` are read from the file, which parses them.
+   */
+  #isStateChecked = false;
   readonly #options: MemoryOwnerStoreOptions;
 
   constructor(data: DataFile, options: MemoryOwnerStoreOptions) {
@@ -53,15 +79,16 @@ export class MemoryOwnerStore implements OwnerStore {
 
   /** Replaces the state with one read from elsewhere (a foreign edit of the file), in turn with changes; not persisted. */
   replace(next: DataFile): Promise<void> {
+    // Served between two batches: the changes of the next batch apply to it.
     return this.#commit(() => {
       this.#serve(next, undefined);
-      return { next: undefined, changes: [], result: undefined };
-    });
+      return { changes: undefined, result: undefined };
+    }, true);
   }
 
   /** Runs `reload` in turn with changes, so a newer state found elsewhere is served without waiting for a change. */
   refresh(): Promise<void> {
-    return this.#commit(() => ({ next: undefined, changes: [], result: undefined }));
+    return this.#commit(() => ({ changes: undefined, result: undefined }));
   }
 
   async listAccounts(): Promise<AccountDoc[]> {
@@ -242,7 +269,16 @@ export class MemoryOwnerStore implements OwnerStore {
   }
 
   #account(data: DataFile, accountId: string): AccountData | undefined {
-    return data.accounts.find((a) => a.id === accountId);
+    const index = data.accounts.findIndex((a) => a.id === accountId);
+    if (index === -1) return undefined;
+    const account = data.accounts[index]!;
+    if (data !== this.#draft || this.#copied.has(account)) return account;
+    // Copy on write: the batch's copy shares every account with the served state until a change
+    // reaches one, which then gets its own copy; the served state is never changed in place.
+    const copy = structuredClone(account);
+    this.#copied.add(copy);
+    data.accounts[index] = copy;
+    return copy;
   }
 
   /** The account unless it is deleted: a role or sign record written after the deletion would outlive it. */
@@ -261,29 +297,110 @@ export class MemoryOwnerStore implements OwnerStore {
     if (excess > 0) account.audit.splice(0, excess);
   }
 
-  /** One change, in turn: on a copy, checked, persisted, then served. */
+  /** One change, in turn with the others: applied to the batch's copy, checked, persisted with the batch, then served. */
   #change<T>(apply: (draft: DataFile) => { result: T; changes?: DirectoryChange[]; write?: boolean }): Promise<T> {
-    return this.#commit((current) => {
-      const draft = structuredClone(current);
+    return this.#commit((draft) => {
       const { result, changes = [], write = true } = apply(draft);
-      return { next: write ? draft : undefined, changes, result };
+      return { changes: write ? changes : undefined, result };
     });
   }
 
-  #commit<T>(step: (current: DataFile) => { next: DataFile | undefined; changes: DirectoryChange[]; result: T }): Promise<T> {
-    const run = this.#queue.then(async () => {
-      const reloaded = this.#options.reload?.();
-      if (reloaded !== undefined) this.#serve(reloaded, undefined);
-      const { next, changes, result } = step(this.#data);
-      if (next === undefined) return result;
-      // A change the schema refuses is a bug of the caller's, never written.
-      const checked = dataFileSchema.parse(next);
-      await this.#options.persist?.(checked);
-      this.#serve(checked, changes);
-      return result;
+  #commit<T>(step: Step<T>, isBarrier = false): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.push({ step, resolve: resolve as (result: unknown) => void, reject, isBarrier });
+      if (!this.#isFlushing) void this.#flush();
     });
-    this.#queue = run.catch(() => {});
-    return run;
+  }
+
+  /**
+   * Group commit: the changes that arrive while a write is under way wait for it, and then go
+   * to disk together in one write, each acknowledged only once that write (and its fsync) is
+   * done. A change arriving at an idle store is written at once, so nothing waits for a batch
+   * to fill; under a burst, one write of the whole file carries many changes instead of one.
+   */
+  async #flush(): Promise<void> {
+    this.#isFlushing = true;
+    try {
+      while (this.#pending.length > 0) {
+        // A replaced state is served on its own, between two batches, so no copy made before it is written over it.
+        const barrier = this.#pending.findIndex((p) => p.isBarrier);
+        const batch = this.#pending.splice(0, barrier === 0 ? 1 : barrier === -1 ? this.#pending.length : barrier);
+        try {
+          await this.#commitBatch(batch);
+        } catch (err) {
+          // Serving the new state failed (an onCommit listener threw): whoever is still waiting hears it, as before batching.
+          for (const p of batch) p.reject(err);
+        }
+      }
+    } finally {
+      this.#isFlushing = false;
+    }
+  }
+
+  /**
+   * Applies each change in turn to one copy of the state, as if alone: a change sees those
+   * before it, and one that throws (before touching the copy: each step decides first, then
+   * changes) fails alone. Then the copy is checked and persisted once, and served.
+   */
+  async #commitBatch(batch: Pending[]): Promise<void> {
+    let reloaded: DataFile | undefined;
+    try {
+      reloaded = this.#options.reload?.();
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    if (reloaded !== undefined) this.#serve(reloaded, undefined);
+    let draft: DataFile | undefined;
+    const changes: DirectoryChange[] = [];
+    let writing = 0;
+    const done: { pending: Pending; result: unknown }[] = [];
+    for (const pending of batch) {
+      try {
+        // The batch's copy: the lists copied, each account only when a change reaches it
+        // (#account), so a batch costs what it changes, not the whole state. Kept from the
+        // first change that writes on; one that writes nothing leaves its copy behind.
+        const target = draft ?? { ...this.#data, accounts: [...this.#data.accounts], owners: [...this.#data.owners] };
+        this.#draft = target;
+        const { changes: made, result } = pending.step(target);
+        if (made !== undefined) {
+          draft = target;
+          changes.push(...made);
+          writing++;
+        }
+        done.push({ pending, result });
+      } catch (err) {
+        pending.reject(err);
+      }
+    }
+    this.#draft = undefined;
+    this.#copied = new WeakSet();
+    if (draft !== undefined) {
+      let checked: DataFile;
+      try {
+        // A change the schema refuses is a bug of the caller's, never written. Once the state
+        // served has been checked whole, a batch checks what it changed (and the checks across
+        // records): the accounts it shares with the state served passed already.
+        checked = this.#isStateChecked ? checkChangedDataFile(draft, new Set(this.#data.accounts)) : dataFileSchema.parse(draft);
+      } catch (err) {
+        // Whose? Each change again on its own, so the others are still written. (The batch's
+        // state is what is checked: a refused value a later change of the batch replaced is
+        // never written either, though its change is answered. The owner API validates every
+        // field before it reaches the store, so only a bug gets here.)
+        if (done.length === 1) done[0]!.pending.reject(err);
+        else for (const { pending } of done) await this.#commitBatch([pending]);
+        return;
+      }
+      try {
+        await this.#options.persist?.(checked, writing);
+      } catch (err) {
+        for (const { pending } of done) pending.reject(err);
+        return;
+      }
+      this.#serve(checked, changes);
+      this.#isStateChecked = true;
+    }
+    for (const { pending, result } of done) pending.resolve(result);
   }
 
   #serve(next: DataFile, changes: readonly DirectoryChange[] | undefined): void {

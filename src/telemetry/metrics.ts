@@ -82,6 +82,10 @@ export interface Metrics {
   readonly webSocketConnections: Gauge<'route'>;
   /** WebSockets closed, by route name and reason: client, backend, expired, reset, idle, drain, error. */
   readonly webSocketsClosed: Counter<'route' | 'reason'>;
+  /** Writes of the data file by the owner store (stores/owner-store.file.ts). */
+  readonly dataFileWrites: Counter;
+  /** Owner changes those writes carried (group commit: several a write under a burst). */
+  readonly dataFileChangesWritten: Counter;
 }
 
 /**
@@ -218,6 +222,16 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
       name: 'gateway_websocket_closed_total',
       help: 'WebSockets closed, by route and reason (client, backend, expired, reset, idle, drain, error).',
       labelNames: ['route', 'reason'],
+      registers,
+    }),
+    dataFileWrites: new Counter({
+      name: 'gateway_data_file_writes_total',
+      help: 'Writes of the data file by the owner API (each a whole new version, flushed to disk).',
+      registers,
+    }),
+    dataFileChangesWritten: new Counter({
+      name: 'gateway_data_file_changes_written_total',
+      help: 'Owner API changes those writes carried: the changes that arrive during a write share the next one (group commit).',
       registers,
     }),
 

@@ -77,6 +77,68 @@ test('200 concurrent changes are all in the file, read afresh', async (t) => {
   assert.deepEqual(tempFilesIn(join(file, '..')), []);
 });
 
+test('group commit: concurrent changes share writes of the file, and each is on disk when it is acknowledged', async (t) => {
+  const file = writeDataFile(t);
+  const writes: number[] = [];
+  const store = openStore(file, { onWrite: (changes) => void writes.push(changes) });
+  const missingAtAcknowledgement: string[] = [];
+  const addKey = (i: number) => store.updateAccount('acct_a', (doc) => ({
+    doc: { ...doc, apiKeys: [...doc.apiKeys, { id: `key_g${i}`, apiKey: `ak_group_${i}`, secretDigest: DIGEST('e'), disabled: false, scopes: [] }] },
+    events: [],
+    result: undefined,
+  }));
+  const outcomes = await Promise.allSettled([
+    ...Array.from({ length: 100 }, (_, i) => addKey(i).then(() => {
+      // Acknowledged: the write holding this change is done (flushed before its rename), so the file on disk has it.
+      if (!readFileSync(file, 'utf8').includes(`"key_g${i}"`)) missingAtAcknowledgement.push(`key_g${i}`);
+    })),
+    // A change that fails in the middle of a batch fails alone.
+    store.updateAccount('acct_missing', (doc) => ({ doc, events: [], result: undefined })),
+  ]);
+  assert.deepEqual(outcomes.filter((o) => o.status === 'rejected').map((o) => (o as PromiseRejectedResult).reason.constructor.name), ['NotFound']);
+  assert.deepEqual(missingAtAcknowledgement, []);
+  // The first change found the store idle and went alone; the other 99 arrived during its write and shared the next.
+  assert.deepEqual(writes, [1, 99]);
+  const onDisk = readDataFile(file);
+  assert.equal(onDisk.accounts.find((a) => a.id === 'acct_a')!.apiKeys.filter((k) => k.id.startsWith('key_g')).length, 100);
+  assert.deepEqual(onDisk, store.data);
+});
+
+test('group commit: a change the schema refuses fails alone; the others of its batch are written', async (t) => {
+  const file = writeDataFile(t);
+  const writes: number[] = [];
+  const store = openStore(file, { onWrite: (changes) => void writes.push(changes) });
+  const outcomes = await Promise.allSettled([
+    renameAccount(store, 'acct_a', 'first, alone'),
+    renameAccount(store, 'acct_a', 'second'),
+    renameAccount(store, 'acct_b', 'fourth'),
+    // Longer than the schema allows (256): a caller's bug, never written.
+    renameAccount(store, 'acct_b', 'x'.repeat(300)),
+  ]);
+  assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'fulfilled', 'fulfilled', 'rejected']);
+  const onDisk = readDataFile(file);
+  assert.deepEqual(onDisk.accounts.slice(0, 2).map((a) => a.name), ['second', 'fourth']);
+  assert.equal(writes.reduce((sum, n) => sum + n, 0), 3, 'three changes written');
+  assert.deepEqual(onDisk, store.data);
+});
+
+test('group commit: the checks across accounts hold within a batch (one apiKey in two accounts: the second change fails)', async (t) => {
+  const file = writeDataFile(t);
+  const store = openStore(file);
+  await renameAccount(store, 'acct_a', 'first, alone');
+  const addKey = (accountId: string, id: string) => store.updateAccount(accountId, (doc) => ({
+    doc: { ...doc, apiKeys: [...doc.apiKeys, { id, apiKey: 'ak_the_same', secretDigest: DIGEST('e'), disabled: false, scopes: [] }] },
+    events: [],
+    result: undefined,
+  }));
+  const outcomes = await Promise.allSettled([addKey('acct_a', 'key_dup_1'), addKey('acct_b', 'key_dup_2'), renameAccount(store, 'acct_b', 'renamed')]);
+  assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled']);
+  const onDisk = readDataFile(file);
+  assert.deepEqual(onDisk.accounts.flatMap((a) => a.apiKeys.filter((k) => k.apiKey === 'ak_the_same').map((k) => k.id)), ['key_dup_1']);
+  assert.equal(onDisk.accounts[1]!.name, 'renamed');
+  assert.deepEqual(onDisk, store.data);
+});
+
 test('restart: a new store read from the written file holds every change', async (t) => {
   const file = writeDataFile(t);
   const store = openStore(file);

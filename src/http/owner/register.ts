@@ -14,7 +14,7 @@ import { ok } from '../../errors/envelope.js';
 import { InvalidAdminToken, MethodNotAllowed, NotFound } from '../../errors/errors.js';
 import type { RateLimits } from '../../limits/rate-limits.js';
 import { discardBody, readFields, validateFields } from '../body.js';
-import type { SessionResolver } from '../../owner/types.js';
+import type { Caller, SessionResolver } from '../../owner/types.js';
 import { checkOrigin, requirePasswordChanged, resolveCaller, type ResolvedCaller } from './caller.js';
 import type { Operation } from './operation.js';
 
@@ -28,12 +28,26 @@ export interface OwnerApiDeps {
   sessions: SessionResolver;
   limits: RateLimits;
   clientAddress: (req: IncomingMessage) => string;
+  /** Throws NotFound unless the caller may reach the account (owner/access.ts): a change is counted against an account only then. */
+  requireReachable: (caller: Caller, accountId: string) => Promise<void>;
 }
 
 /** Operations a caller with an operator-set initial password may still use. */
 const BEFORE_PASSWORD_CHANGE = new Set(['getSession', 'deleteSession', 'changePassword']);
 
-export function registerOwnerApi(router: Router, { config, operations, sessions, limits, clientAddress }: OwnerApiDeps): void {
+/** Changes never refused by the change limits: an owner over them can still end their session. */
+const NOT_COUNTED_AS_CHANGE = new Set(['deleteSession']);
+
+/**
+ * The owner's changes are limited (limits.owner): every operation with a caller that is not a
+ * read, decided here once for all of them. Public operations (sign-in, accepting an invite)
+ * have limits of their own; an operator's admin token is the operator's tooling, not counted.
+ */
+function isCountedChange(op: Operation): boolean {
+  return op.method !== 'get' && op.auth !== 'public' && !NOT_COUNTED_AS_CHANGE.has(op.operationId);
+}
+
+export function registerOwnerApi(router: Router, { config, operations, sessions, limits, clientAddress, requireReachable }: OwnerApiDeps): void {
   const owner = config.owner;
   for (const op of operations) {
     const path = op.path.replaceAll(/\{(\w+)\}/g, ':$1');
@@ -46,6 +60,7 @@ export function registerOwnerApi(router: Router, { config, operations, sessions,
         if (!BEFORE_PASSWORD_CHANGE.has(op.operationId)) requirePasswordChanged(resolved);
       }
       const params = op.params === undefined ? {} : validateFields(op.params, ctx.params, 'path');
+      if (resolved?.caller.kind === 'owner' && isCountedChange(op)) await limitChange(ctx, resolved.caller, params, { limits, requireReachable });
       const query = op.query === undefined ? {} : validateFields(op.query, { ...ctx.query }, 'query');
       let body: unknown;
       if (op.body !== undefined) body = await readFields(ctx, op.body as z.ZodType, { limit: owner.bodyLimitBytes, accept: ['json'] });
@@ -93,6 +108,20 @@ async function resolveAdminOrSession(ctx: Context, { sessions, owner, limits, cl
     if (!(err instanceof InvalidAdminToken)) await attempt.undecided();
     throw err;
   }
+}
+
+/**
+ * Counts an owner's change against the change limits, before its body is read or anything is
+ * done; over a limit, 429 with Retry-After and the RateLimit fields, as every limit answers.
+ * The account a path names is counted only once the owner is found to reach it (else 404, as
+ * the operation would answer): otherwise an owner could spend another account's allowance by
+ * sending changes to its id.
+ */
+async function limitChange(ctx: Context, caller: Extract<Caller, { kind: 'owner' }>, params: Record<string, unknown>, { limits, requireReachable }: Pick<OwnerApiDeps, 'limits' | 'requireReachable'>): Promise<void> {
+  const accountId = typeof params.accountId === 'string' ? params.accountId : undefined;
+  if (accountId !== undefined) await requireReachable(caller, accountId);
+  const headers = await limits.ownerWrite(caller.ownerId, accountId);
+  if (headers !== undefined) ctx.set(headers);
 }
 
 async function answerOwnerUnmatched(ctx: Context): Promise<void> {
