@@ -1,4 +1,5 @@
 /** What every part of the owner service is built from (services.ts picks the implementations). */
+import type { DemoSecretGuard } from '../auth/demo-secrets.js';
 import type { Revocations } from '../auth/revocation.js';
 import type { Config } from '../config/schema.js';
 import type { RateLimits } from '../limits/rate-limits.js';
@@ -20,4 +21,6 @@ export interface OwnerDeps {
   config: Pick<Config, 'owner' | 'tokens'>;
   /** The per-key usage counts (stores/usage-counters.ts); absent while counting is off (`usage.enabled`). */
   usage?: UsageCounters;
+  /** Refuses the demo owners' published passwords at sign-in on a production gateway (auth/demo-secrets.ts). */
+  demoSecrets?: DemoSecretGuard;
 }
