@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { resolve } from 'node:path';
 import { createAuthenticator, type Authenticate } from './auth/bearer.js';
+import { createDemoSecretGuard } from './auth/demo-secrets.js';
 import { countAuthOutcomes, createAuthService, type AuthService } from './auth/service.js';
 import { createRevocations, type Revocations } from './auth/revocation.js';
 import { createKeyUseRecorder } from './auth/key-use.js';
@@ -136,6 +137,11 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     if (warning !== undefined) log.warn(warning);
   };
   checkDemoKeys(data);
+  // Keys in Redis are read one at a time, never searched at start-up: the sign-in checks each (auth/demo-secrets.ts).
+  if (isProduction && config.data.keySource === 'redis') {
+    if (config.data.allowDemoData) log.warn('ALLOW_DEMO_DATA=true: the demo API keys and owners, whose secrets and passwords are published in the README, are served if Redis holds them; anyone who can reach the gateway can sign in with them (delete ALLOW_DEMO_DATA before this gateway is reachable)');
+    else log.info('API keys and owners come from Redis (KEY_SOURCE=redis): a sign-in with a demo API secret or owner password published in the README is refused (NODE_ENV=production without ALLOW_DEMO_DATA)');
+  }
   const metrics = createMetrics({ processMetrics: config.metrics.enabled, accountLabelMaxAccounts: config.metrics.accountLabelMaxAccounts });
   const signer = createSigner(config, clock);
   if (signer.isEphemeral) {
@@ -211,11 +217,14 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     log.info('dropped every cached credential (verified access tokens, key records, API settings tokens): redis lost its data');
   });
   const keyUse: KeyUseStore = redis === undefined ? new MemoryKeyUseStore() : new RedisKeyUseStore(redis);
+  // Whatever the key source: keys and owners in Redis are never checked at start-up (checkDemoKeys).
+  const demoSecrets = createDemoSecretGuard({ refuse: isProduction && !config.data.allowDemoData, log });
   const auth = countAuthOutcomes(createAuthService({
     keys, tokens, signer, revocations, clock, log, settings: t,
     // An account reset also revokes its API settings tokens for good (a reset is remembered for a while only).
     onAccountReset: (accountId) => owner.settingsTokens.revokeAllOf(accountId),
     onSignIn: createKeyUseRecorder({ store: keyUse, clock, log }),
+    demoSecrets,
   }), metrics);
   const settingsTokens = createSettingsTokenAuth({
     store: ownerStore, revocations, clock, log,
@@ -241,7 +250,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   const tracing = createTracing(config.tracing, { log, isTrustedPeer: proxyTrust.isTrusted, flushTimeoutMs: config.server.shutdownTimeoutMs });
   const proxy = createProxy({ config, log, clock, signer, authenticate, revocations, limits, cors, isTrustedProxy: proxyTrust.isTrusted, metrics, tracing });
   const sessions: SessionStore = redis === undefined ? new MemorySessionStore({ clock }) : new RedisSessionStore(redis, { clock });
-  const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config, usage: usageStore, keyUse });
+  const owner = createOwnerServices({ store: ownerStore, sessions, revocations, clock, limits, log, config, usage: usageStore, keyUse, demoSecrets });
 
   return {
     config,

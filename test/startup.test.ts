@@ -153,7 +153,7 @@ test('under NODE_ENV=production the demo data is refused unless allowed explicit
   const demoWarnings = (child: Child) => logLines(child).filter((line) => line.level === 40 && /demo/i.test(String(line.msg)));
   // What to do instead: the setting that names a data file, how to make and import keys, the opt-in.
   const expectDemoRefusal = (t: TestContext, env: Record<string, string>) =>
-    expectRefusal(t, { NODE_ENV: 'production', ...env }, ['GATEWAY_DATA_FILE', 'keys:create', 'keys:import', 'directory:import', 'ALLOW_DEMO_DATA']);
+    expectRefusal(t, { NODE_ENV: 'production', ...env }, ['GATEWAY_DATA_FILE', 'keys:create', 'ctl -- migrate', 'gatewayctl.js migrate', 'ALLOW_DEMO_DATA']);
 
   await t.test('no data file given: the shipped demo file is refused before listening', async (t) => {
     await expectDemoRefusal(t, {});

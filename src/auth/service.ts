@@ -10,6 +10,7 @@ import type { Logger } from '../telemetry/log.js';
 import type { CredentialOutcome, Metrics } from '../telemetry/metrics.js';
 import type { Clock } from '../util/clock.js';
 import { verifyApiCredentials } from './credentials.js';
+import type { DemoSecretGuard } from './demo-secrets.js';
 import { hashRefreshSecret, mintRefreshToken, newId, parseRefreshToken, sealPair, unsealPair, type TokenPair } from './refresh.js';
 import type { Revocations } from './revocation.js';
 import type { Signer } from './signer.js';
@@ -47,16 +48,23 @@ export interface AuthServiceDeps {
   onAccountReset?: (accountId: string) => Promise<void>;
   /** After a successful sign-in, not awaited: records the key's last use (auth/key-use.ts). */
   onSignIn?: (key: ApiKeyRecord) => void;
+  /** Refuses the published demo secrets on a production gateway (auth/demo-secrets.ts); none refused without it. */
+  demoSecrets?: DemoSecretGuard;
 }
 
-export function createAuthService({ keys, tokens, signer, revocations, clock, log, settings, onAccountReset, onSignIn }: AuthServiceDeps): AuthService {
+export function createAuthService({ keys, tokens, signer, revocations, clock, log, settings, onAccountReset, onSignIn, demoSecrets }: AuthServiceDeps): AuthService {
+  /** The key when apiKey and apiSecret match and its secret may be served; undefined otherwise, one answer for all. */
+  const verify = async (apiKey: string, apiSecret: string) => {
+    const key = await verifyApiCredentials(keys, apiKey, apiSecret, clock.now());
+    return key === undefined || demoSecrets?.refusesSignIn(key, apiSecret) === true ? undefined : key;
+  };
   const refreshTtlMs = settings.refreshTokenTtlSeconds * 1000;
   const familyMaxMs = settings.refreshFamilyMaxSeconds * 1000;
   const graceMs = settings.refreshGraceSeconds * 1000;
 
   return {
     async signIn(apiKey, apiSecret) {
-      const key = await verifyApiCredentials(keys, apiKey, apiSecret, clock.now());
+      const key = await verify(apiKey, apiSecret);
       if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
 
       const now = clock.now();
@@ -83,6 +91,8 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       if (key === undefined || key.disabled || key.accountId !== presented.accountId) {
         return { outcome: 'rejected', reason: key?.disabled ? 'key_disabled' : 'invalid' };
       }
+      // Tokens a demo key got while ALLOW_DEMO_DATA was on end with it.
+      if (demoSecrets?.refusesKey(key) === true) return { outcome: 'rejected', reason: 'invalid' };
 
       const now = clock.now();
       const successor = mintRefreshToken(presented.accountId, presented.keyId, presented.familyId);
@@ -115,7 +125,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
     },
 
     async resetTokens(apiKey, apiSecret, scope) {
-      const key = await verifyApiCredentials(keys, apiKey, apiSecret, clock.now());
+      const key = await verify(apiKey, apiSecret);
       if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
       const target = scope === 'key' ? { accountId: key.accountId, keyId: key.keyId } : { accountId: key.accountId };
       const at = await revocations.reset(target);

@@ -5,7 +5,7 @@
  * gateways run with `data.keySource` "redis". Keys already there with the same apiKey or id
  * are overwritten; no key is deleted. Under NODE_ENV=production the demo keys are refused as at
  * the gateway's start-up (stores/demo-data.ts), since a gateway reading keys from Redis never
- * sees the data file's.
+ * searches them (it refuses a demo secret only when a client presents it: auth/demo-secrets.ts).
  */
 import { readDataFile } from '../stores/data-file.js';
 import { checkDemoData } from '../stores/demo-data.js';

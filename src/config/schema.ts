@@ -231,7 +231,7 @@ export const configSchema = z.strictObject({
     }),
     allowDemoData: setting(z.boolean().default(false), {
       env: 'ALLOW_DEMO_DATA',
-      description: 'With `NODE_ENV=production` the gateway refuses to start while the data file holds the demo API keys or demo owners, whose secrets and passwords are published; true starts it anyway, with a warning.',
+      description: 'With `NODE_ENV=production` the gateway refuses to start while the data file holds the demo API keys or demo owners, whose secrets and passwords are published, and refuses a sign-in with them from any key source (Redis too); true serves them, with a warning.',
     }),
   }).prefault({}),
 

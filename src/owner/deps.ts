@@ -1,4 +1,5 @@
 /** What every part of the owner service is built from (services.ts picks the implementations). */
+import type { DemoSecretGuard } from '../auth/demo-secrets.js';
 import type { Revocations } from '../auth/revocation.js';
 import type { Config } from '../config/schema.js';
 import type { RateLimits } from '../limits/rate-limits.js';
@@ -23,4 +24,6 @@ export interface OwnerDeps {
   usage?: UsageCounters;
   /** When each key last signed in (stores/key-use.ts); absent: the key views show none. */
   keyUse?: KeyUseStore;
+  /** Refuses the demo owners' published passwords at sign-in on a production gateway (auth/demo-secrets.ts). */
+  demoSecrets?: DemoSecretGuard;
 }

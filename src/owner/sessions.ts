@@ -86,7 +86,7 @@ export async function checkOwnerPassword(limits: RateLimits, email: string, owne
   return owner;
 }
 
-export function createSessionService({ store, sessions, clock, limits, log, config }: OwnerDeps): SessionService {
+export function createSessionService({ store, sessions, clock, limits, log, config, demoSecrets }: OwnerDeps): SessionService {
   const idleMs = config.owner.sessionIdleSeconds * 1000;
   const maxMs = config.owner.sessionMaxSeconds * 1000;
   const touchEveryMs = Math.min(TOUCH_EVERY_MS, idleMs / 4);
@@ -145,6 +145,8 @@ export function createSessionService({ store, sessions, clock, limits, log, conf
   return {
     async signIn(email, password, meta) {
       const owner = await checkPassword(email, await store.findOwnerByEmail(email.toLowerCase()), password, meta);
+      // A demo owner's published password, on a production gateway: the answer of a wrong one.
+      if (demoSecrets?.refusesOwner(owner) === true) throw new InvalidOwnerCredentials();
       const passwordHash = await rehashIfOld(owner, password);
       const { digest, created } = await start(owner);
       // A password change committed while this sign-in was checked may have ended the owner's

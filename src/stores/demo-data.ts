@@ -4,6 +4,9 @@
  * listening on all interfaces) the gateway refuses to start while its key source holds any of
  * them, unless `data.allowDemoData` says so; test/startup.test.ts holds it.
  *
+ * With keys in Redis (KEY_SOURCE=redis) the start-up check cannot see them: a production gateway
+ * refuses a demo secret at each sign-in instead (auth/demo-secrets.ts), by the same digests.
+ *
  * A key counts as demo data by its secret, not by the file's path or the key's name: a copy of
  * the demo file under another name, or one demo key pasted into a real file, serves the same
  * published secret. Each published secret is listed here in clear, as the README gives it, and
@@ -23,6 +26,16 @@ const DEMO_OWNER_HASHES = new Set([
   '$argon2id$v=19$m=19456,t=2,p=1$mQdoESWDcPgYyZFIb2ruIQ$txxv5QQCcXjozaAOiIQqDepd7K4oA2PD28m1CBDNd2M',
   '$argon2id$v=19$m=19456,t=2,p=1$ud+CIXa1WVR1uyciFku9Ig$6mNEQEJcx8pUtJcwTl1unCQHKnJhCcv5cZ+7wpAMn9o',
 ]);
+
+/** True for the digest (as stored, "sha256:…") of a published demo secret. */
+export function isDemoSecretDigest(digest: string): boolean {
+  return DEMO_DIGESTS.has(digest);
+}
+
+/** True for a demo owner's password hash, as shipped. */
+export function isDemoOwnerHash(passwordHash: string): boolean {
+  return DEMO_OWNER_HASHES.has(passwordHash);
+}
 
 export class DemoDataError extends Error {
   override name = 'DemoDataError';
@@ -54,9 +67,9 @@ export function checkDemoData(data: DataFile, { file, isProduction, allowDemoDat
     'Give it real data instead:',
     '  - a data file of your own accounts: GATEWAY_DATA_FILE=/path/to/data.json (setting data.file), with keys made by',
     '    `npm run keys:create -- --account <id>` (in the image: `node dist/cli/create-key.js --account <id>`);',
-    '  - or keys and directory in Redis: KEY_SOURCE=redis and DIRECTORY_STORE=redis with REDIS_URL, filled by',
-    '    `npm run keys:import -- --file <your data file>` and `npm run directory:import -- --file <your data file>`',
-    '    (in the image: `node dist/cli/import-keys.js`, `node dist/cli/import-directory.js`).',
+    '  - or everything in Redis: KEY_SOURCE=redis and DIRECTORY_STORE=redis with REDIS_URL, filled from your data file',
+    '    (owners, accounts, keys, roles, sign records) by `npm run ctl -- migrate --file <your data file>`',
+    '    (in the image: `node dist/cli/gatewayctl.js migrate --file <your data file>`).',
     'To run the demo anyway (never on a reachable address), set ALLOW_DEMO_DATA=true (setting data.allowDemoData).',
   ].join('\n'));
 }

@@ -177,6 +177,7 @@ test('the gateway service: its config file loads with the compose environment, a
 
   // Demo data stays on the host's loopback: published ports are bound to 127.0.0.1.
   assert.equal(compose.services.seed?.environment?.ALLOW_DEMO_DATA, 'true', 'compose seeds the demo data (the route works out of the box)');
+  assert.equal(gateway.environment?.ALLOW_DEMO_DATA, 'true', 'and the gateway serves it (NODE_ENV=production refuses demo secrets at sign-in otherwise)');
   for (const service of Object.values(compose.services)) {
     for (const port of service.ports ?? []) assert.match(port, /^127\.0\.0\.1:/, `port ${port} is published on the loopback only`);
   }
