@@ -30,6 +30,7 @@ const ROOMY_SIGNIN = {
 };
 const DEGRADED = 'rate limit degraded: Redis unavailable, applying the failure policy';
 const RECOVERED = 'rate limit counting in Redis again';
+const LOST = 'redis lost the gateway\'s data (its epoch record was gone or replaced): access tokens issued before the new epoch are refused';
 /** "Promptly" while Redis stalls: well under the 2 s Redis command timeout. */
 const PROMPT_MS = 1000;
 
@@ -144,8 +145,11 @@ test('Redis killed: the failure policies, the degraded signals, and recovery', r
     instance(t, { redisUrl: redis.url, keyPrefix: 'rl-open', limits: limits('open') }),
     instance(t, { redisUrl: redis.url, keyPrefix: 'rl-closed', limits: limits('closed') }),
   ]);
-  // Sign-in keeps its tokens in Redis: the tokens are obtained before it goes.
-  const { accessToken } = await signIn(memA);
+  // Sign-in keeps its tokens in Redis: the tokens are obtained before it goes. Each key prefix
+  // is a deployment of its own, with its own reset epoch, so each signs its own token in (memA
+  // and memB share one).
+  let [{ accessToken }, { accessToken: openToken }, { accessToken: closedToken }] = await Promise.all([signIn(memA), signIn(open), signIn(closed)]);
+  const tokenOf = (gw: TestGateway) => (gw === open ? openToken : gw === closed ? closedToken : accessToken);
   await redis.kill();
 
   await t.test('memory: each instance admits the limit on its own', async () => {
@@ -166,7 +170,7 @@ test('Redis killed: the failure policies, the degraded signals, and recovery', r
   });
 
   await t.test('open: everything is admitted', async () => {
-    const answers = await rolesCalls(open, accessToken, 8);
+    const answers = await rolesCalls(open, openToken, 8);
     assert.deepEqual(count(answers), { 200: 8 });
     assert.equal(answers[7]!.headers.get('ratelimit'), null, 'nothing counted, nothing to report');
     assert.equal(logged(open, DEGRADED)[0]?.policy, 'open');
@@ -174,7 +178,7 @@ test('Redis killed: the failure policies, the degraded signals, and recovery', r
   });
 
   await t.test('closed: 503 store_unavailable', async () => {
-    for (const res of await rolesCalls(closed, accessToken, 3)) {
+    for (const res of await rolesCalls(closed, closedToken, 3)) {
       assert.equal(res.status, 503, show(res));
       assert.deepEqual([res.body.success, res.body.message.code], [false, 'store_unavailable']);
       assert.equal(res.headers.get('retry-after'), '1');
@@ -185,10 +189,18 @@ test('Redis killed: the failure policies, the degraded signals, and recovery', r
   });
 
   await t.test('Redis back: counting in Redis again, the gauge 0, the closed policy serves', async () => {
+    // An epoch is known by the time its record was made: the instances' frozen clocks move on,
+    // as real ones do, so that the new record is told from the old.
+    for (const gw of [memA, memB, open, closed]) gw.clock.advance(1000);
     await redis.restart();
+    // The restarted Redis is empty: a new epoch, which refuses every earlier access token once
+    // an instance notices it. Each does, then signs in anew (a token signed before it noticed
+    // would carry the old epoch).
+    for (const gw of [memA, memB, open, closed]) await until('the data loss noticed', async () => logged(gw, LOST).length > 0);
+    [{ accessToken }, { accessToken: openToken }, { accessToken: closedToken }] = await Promise.all([signIn(memA), signIn(open), signIn(closed)]);
     for (const [gw, policy] of [[memA, 'memory'], [memB, 'memory'], [open, 'open'], [closed, 'closed']] as const) {
       await until(`${policy}: counting in Redis again`, async () => {
-        await roles(gw, accessToken);
+        await roles(gw, tokenOf(gw));
         return logged(gw, RECOVERED).length > 0;
       });
       const line = logged(gw, RECOVERED)[0]!;
@@ -201,7 +213,7 @@ test('Redis killed: the failure policies, the degraded signals, and recovery', r
     const shared = await Promise.all(Array.from({ length: 10 }, (_, i) => roles(i % 2 === 0 ? memA : memB, accessToken)));
     const tally = count(shared);
     assert.ok((tally[200] ?? 0) <= 3 && (tally[200] ?? 0) + (tally[429] ?? 0) === 10, JSON.stringify(tally));
-    const closedNow = await roles(closed, accessToken);
+    const closedNow = await roles(closed, closedToken);
     assert.ok(closedNow.status === 200 || closedNow.status === 429, `closed after recovery: ${show(closedNow)}`);
   });
 });
