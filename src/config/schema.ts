@@ -565,6 +565,7 @@ export const configSchema = z.strictObject({
       description: 'Argon2 password hashes run at once per process; 0: one fewer than the cores and than libuv\'s thread pool, at least 1.',
     }),
     passwordHashQueue: setting(z.number().int().min(0).max(10_000).default(64), {
+      env: 'OWNER_PASSWORD_HASH_QUEUE',
       description: 'Password checks waiting for a hash slot per process; past it one is answered 503 `overloaded` with Retry-After.',
     }),
     settingsTokenMaxDays: setting(z.number().int().min(1).max(3650).optional(), {
