@@ -555,7 +555,7 @@ export const configSchema = z.strictObject({
     deviceCookieSecret: setting(z.string().min(32).optional(), {
       env: 'OWNER_DEVICE_COOKIE_SECRET',
       secret: true,
-      description: 'Key (32 characters or more) that signs the device cookie an owner gets at sign-in; set the same on every instance and worker. Unset: a random key per process, so a device cookie is known only to the process that set it, until it restarts.',
+      description: 'Key (32 characters or more) that signs the device cookie an owner gets at sign-in; set the same on every instance. Unset: a random key per gateway (its workers share one), so a device cookie is known only to the gateway that set it, until it restarts.',
     }),
     deviceCookieDays: setting(z.number().int().min(1).max(400).default(180), {
       description: 'How long a device cookie marks the browser as one the owner signed in from (renewed at each sign-in).',

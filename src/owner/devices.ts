@@ -8,8 +8,9 @@
  * attempt is counted against (limits/rate-limits.ts, `ownerSignIn`), and a device's own failures
  * lock that device out (`limits.ownerSignIn.failuresPerDevice`).
  *
- * The key is `owner.deviceCookieSecret`, or a random one per process when unset (a cookie from
- * another process is then simply not known: the attempt counts as an untrusted client's).
+ * The key is `owner.deviceCookieSecret`, or a random one when unset (main.ts gives all workers
+ * one; a cookie from another instance is then simply not known: the attempt counts as an
+ * untrusted client's).
  * test/http/owner-sign-in-throttle.test.ts holds it.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
