@@ -96,6 +96,14 @@ export function hashLoad(): { running: number; waiting: number } {
   return { ...load };
 }
 
+/**
+ * Runs `work` in a hashing slot, as a hash would (tests: holding the only slot shows what a full
+ * queue answers, without racing a real hash).
+ */
+export function inHashSlot<T>(work: () => Promise<T>): Promise<T> {
+  return inSlot(work);
+}
+
 /** How many argon2 computations have started in this process (tests: a throttled attempt adds none). */
 export function hashesStarted(): number {
   return started;

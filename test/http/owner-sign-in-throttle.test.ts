@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { hashesStarted } from '../../src/owner/passwords.js';
+import { hashesStarted, hashLoad, inHashSlot, limitHashing } from '../../src/owner/passwords.js';
 import { show, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { accountWithOwner, anonymous, operator, sessionCookie, startOwnerGateway } from '../helpers/owner.js';
 
@@ -130,4 +130,24 @@ test('a throttled sign-in is refused before any password hashing', async (t) => 
   assert.equal(hashesStarted(), before, 'no argon2 computation started for a refused attempt');
   assert.equal((await signInFrom(gw, '198.51.100.30', 'nobody@example.com', WRONG)).status, 401);
   assert.equal(hashesStarted(), before + 1, 'an admitted attempt hashes once, unknown email included');
+});
+
+test('past the hashing queue a sign-in is answered 503 overloaded at once, in the envelope, and counts as no failure', async (t) => {
+  const gw = await startOwnerGateway(t, { overrides: { ...TRUSTED, limits: { mode: 'enforce', ownerSignIn: { failuresPerEmail: [{ limit: 1, seconds: 600 }] } }, owner: { passwordHashConcurrency: 1, passwordHashQueue: 0 } } });
+  t.after(() => limitHashing({ concurrency: 0, queue: 64 }));
+  await accountWithOwner(gw, { accountId: 'acct_busy', email: 'busy@example.com', password: PASSWORD });
+  // Hold the only slot (as a hash in progress would) until the answer is in.
+  let release!: () => void;
+  const held = inHashSlot(() => new Promise<void>((resolve) => { release = resolve; }));
+  assert.equal(hashLoad().running, 1);
+  const busy = await signInFrom(gw, '198.51.100.77', 'busy@example.com', WRONG);
+  release();
+  await held;
+  assert.equal(busy.status, 503, show(busy));
+  assert.equal(busy.body.success, false);
+  assert.equal(busy.body.message.code, 'overloaded');
+  assert.equal(busy.headers.get('retry-after'), '1');
+  // The refused check was no failure: the email's one allowed failure is still there.
+  assert.equal((await signInFrom(gw, '198.51.100.78', 'busy@example.com', WRONG)).status, 401);
+  assert.equal((await signInFrom(gw, '198.51.100.79', 'busy@example.com', WRONG)).status, 429);
 });
