@@ -15,14 +15,17 @@
  *
  * Both gateways may use every core (the flood's hashing runs on libuv's thread pool beside the
  * event loop: that contention is what is measured), and the driver (this script) runs on core
- * 0. Load is open loop from this script: `--rate` requests a second to /healthz, each timed from
- * its send to its last byte; `--flood-rate` sign-ins a second, each with `X-Forwarded-For` of an
- * address of its own (the gateways trust 127.0.0.1) and a wrong password. Every round measures,
+ * 0. Load is open loop: `--rate` requests a second to /healthz from this script, each timed from
+ * its send to its last byte; `--flood-rate` sign-ins a second from a child process (so that its
+ * client work never delays the timing), each with `X-Forwarded-For` of an address of its own
+ * (the gateways trust 127.0.0.1) and a wrong password. Every round measures,
  * for each gateway in turn (the order rotated each round), an idle run and then a flood run of
  * `--seconds`; the ratio of a round is the flood run's p99 over the idle run's. Everything is on
  * 127.0.0.1 and bounded: each request by a 10 s timeout, the whole run by its budget.
  */
+import { fork } from 'node:child_process';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { boundedInt, parseRunOptions } from './lib/cli.js';
 import { REPORTS, RESULTS, runEnv, startGateway, type Gateway } from './lib/gateway.js';
@@ -79,10 +82,68 @@ async function openLoop(rate: number, seconds: number, send: (i: number) => Prom
 
 let floodCounter = 0;
 
+/**
+ * Sends the flood from a child process of its own, so that the sign-ins' client work never
+ * delays this process's reading of the /healthz answers it times.
+ */
+interface FloodChild {
+  /** Starts the flood; resolves when it ended, with the sign-ins' answers by status. */
+  run(): Promise<Record<string, number>>;
+}
+
+/**
+ * Starts the flood's sender, a child process of its own (so that the sign-ins' client work never
+ * delays this process's reading of the /healthz answers it times), and waits until it is ready:
+ * its start-up must not fall inside a measured run.
+ */
+function startFloodChild(url: string, rate: number, seconds: number): Promise<FloodChild> {
+  return new Promise((resolve, reject) => {
+    const child = fork(fileURLToPath(import.meta.url), ['--flood-child', url, String(rate), String(seconds), String(floodCounter)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    floodCounter += rate * seconds;
+    child.on('error', reject);
+    child.once('message', () => resolve({
+      run: () => new Promise((done, fail) => {
+        child.once('message', (counts) => done(counts as Record<string, number>));
+        child.once('exit', (code) => { if (code !== 0) fail(new Error(`flood child exited with ${code}`)); });
+        child.send('go');
+      }),
+    }));
+  });
+}
+
+/** The flood child: `rate` owner sign-ins a second for `seconds`, each from an address and with an email of its own. */
+async function floodChild([url, rateText, secondsText, firstText]: string[]): Promise<void> {
+  const signIns: Record<string, number> = {};
+  const first = Number(firstText);
+  await new Promise<void>((resolve) => {
+    process.once('message', () => resolve());
+    process.send!('ready');
+  });
+  await openLoop(Number(rateText), Number(secondsText), async (i) => {
+    const n = first + i;
+    // A fresh address and email each: no limit refuses these, so each one costs a hash.
+    const address = `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
+    try {
+      const res = await fetch(`${url}/owner/v1/session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': address },
+        body: JSON.stringify({ email: `flood${n}@example.test`, password: 'a wrong password, long enough' }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      await res.arrayBuffer();
+      signIns[res.status] = (signIns[res.status] ?? 0) + 1;
+    } catch {
+      signIns.timeout = (signIns.timeout ?? 0) + 1;
+    }
+  });
+  process.send!(signIns, () => process.exit(0));
+}
+
 async function measurePhase(gw: Gateway<Variant>, flood: boolean, round: number, { seconds, rate, floodRate }: { seconds: number; rate: number; floodRate: number }): Promise<Phase> {
   const latencies: number[] = [];
   let errors = 0;
-  const signIns: Record<string, number> = {};
+  let signIns: Record<string, number> = {};
+  const sender = flood ? await startFloodChild(gw.url, floodRate, seconds) : undefined;
   const loadBefore = sampleLoad();
   const cpuBefore = processCpuSeconds(gw.pid);
   const others = openLoop(rate, seconds, async () => {
@@ -96,23 +157,7 @@ async function measurePhase(gw: Gateway<Variant>, flood: boolean, round: number,
       errors++;
     }
   });
-  const floods = !flood ? Promise.resolve() : openLoop(floodRate, seconds, async () => {
-    const n = floodCounter++;
-    // A fresh address and email each: no limit refuses these, so each one costs a hash.
-    const address = `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
-    try {
-      const res = await fetch(`${gw.url}/owner/v1/session`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-forwarded-for': address },
-        body: JSON.stringify({ email: `flood${n}@example.test`, password: 'a wrong password, long enough' }),
-        signal: AbortSignal.timeout(10_000),
-      });
-      await res.arrayBuffer();
-      signIns[res.status] = (signIns[res.status] ?? 0) + 1;
-    } catch {
-      signIns.timeout = (signIns.timeout ?? 0) + 1;
-    }
-  });
+  const floods = sender === undefined ? Promise.resolve() : sender.run().then((counts) => { signIns = counts; });
   await Promise.all([others, floods]);
   const elapsed = (performance.now() - loadBefore.at) / 1000;
   const gatewayCores = (processCpuSeconds(gw.pid) - cpuBefore) / elapsed;
@@ -187,7 +232,7 @@ function main(): void {
       `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}`,
       `- gateways: src/ at ${source}; ${runtime.note}; NODE_ENV=production, LOG_LEVEL=warn, TRUSTED_PROXIES=["127.0.0.1"], limits at their defaults (enforced); \`capped\`: the defaults; \`uncapped\`: OWNER_PASSWORD_HASH_CONCURRENCY=4, OWNER_PASSWORD_HASH_QUEUE=10000 (the bound before issue 26)`,
       `- cores: each gateway may use every core; this script (the driver) runs on core 0`,
-      `- load: open loop from this script over keep-alive connections: \`GET /healthz\` at ${rate}/s, timed from send to last byte; during a flood also \`POST /owner/v1/session\` at ${floodRate}/s, each from an address of its own (X-Forwarded-For) with an email of its own and a wrong password; ${rounds} rounds, each an idle and a flood run of ${seconds} s per gateway, the gateways' order reversed every other round, after a 2 s warm-up flood per gateway`,
+      `- load: open loop over keep-alive connections: \`GET /healthz\` at ${rate}/s from this script, timed from send to last byte; during a flood also \`POST /owner/v1/session\` at ${floodRate}/s from a child process of its own (started before the run), each from an address of its own (X-Forwarded-For) with an email of its own and a wrong password; ${rounds} rounds, each an idle and a flood run of ${seconds} s per gateway, the gateways' order reversed every other round, after a 2 s warm-up flood per gateway`,
       `- other load on the machine: the script waited until other processes used less than 0.15 cores before each run (at most ${options.quietWait} s in all); the last column is the most other processes used during a run`,
       '',
       '| gateway | phase | /healthz p50 ms (median of runs) | p99 ms (median of runs) | p99 ms (all runs pooled) | gateway cores | sign-in answers | errors | other load (cores, max) |',
@@ -206,4 +251,5 @@ function main(): void {
   });
 }
 
-main();
+if (process.argv[2] === '--flood-child') void floodChild(process.argv.slice(3));
+else main();
