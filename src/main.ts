@@ -21,6 +21,7 @@
  * primary exits once every worker has, and on a second signal kills them (SIGKILL) and exits.
  */
 import cluster from 'node:cluster';
+import { randomBytes } from 'node:crypto';
 import { availableParallelism, constants } from 'node:os';
 import { resolve } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
@@ -58,7 +59,7 @@ async function main(): Promise<void> {
   }
   const workers = config.workers === 0 ? availableParallelism() : config.workers;
   const root = createLogger(config.log.level);
-  if (workers > 1 && cluster.isPrimary) return superviseWorkers(workers, root);
+  if (workers > 1 && cluster.isPrimary) return superviseWorkers(workers, root, config);
   const log = cluster.isWorker ? root.child({ worker: cluster.worker!.id }) : root;
   log.debug({ settings: describeConfig(config) }, 'configuration');
   // Nothing to reload before the gateway listens, but SIGHUP must not end it either (Node's default).
@@ -171,11 +172,14 @@ function reloadsOf(config: Config, services: Services, log: Logger): () => void 
   return () => void reloader.reload('SIGHUP');
 }
 
-function superviseWorkers(count: number, log: Logger): void {
+function superviseWorkers(count: number, log: Logger, config: Config): void {
   const listening = new Set<number>();
   let stopping = false;
+  // Without a configured key each process would sign device cookies with its own: one key made
+  // here for every worker (and every replacement), so a device one worker marked is known to all.
+  const env = config.owner.deviceCookieSecret === undefined ? { OWNER_DEVICE_COOKIE_SECRET: randomBytes(32).toString('base64url') } : {};
   const fork = () => {
-    const worker = cluster.fork();
+    const worker = cluster.fork(env);
     worker.once('listening', () => listening.add(worker.id));
   };
   cluster.on('exit', (worker, code, signal) => {

@@ -415,6 +415,29 @@ export const configSchema = z.strictObject({
       }),
       onStoreFailure: setting(storeFailure(), { description: 'Failure policy of the sign-in limits; default `limits.onStoreFailure`.' }),
     }).prefault({}),
+    // Owner password sign-ins (docs/rate-limits.md, "Owner sign-in"): apart from API keys, so
+    // that owners' emails, which are no secret, never lock anyone out of the data plane.
+    ownerSignIn: z.strictObject({
+      perAddress: setting(windowsSchema.default([w(30, 60), w(300, 3600)]), {
+        description: 'Owner sign-in attempts per client address without a device cookie, whatever their outcome.',
+      }),
+      failuresPerAddress: setting(windowsSchema.default([w(5, 60), w(10, 600), w(20, 3600), w(40, 86_400)]), {
+        description: 'Failed owner sign-ins per client address without a device cookie, whatever the email: the delay grows with each window (5 then a minute, 10 then 10 minutes, 20 then an hour, 40 then a day).',
+      }),
+      failuresPerEmail: setting(windowsSchema.default([w(10, 900), w(100, 86_400)]), {
+        description: 'Failed owner sign-ins per email from clients without its device cookie (from all addresses); past it only a device the owner signed in from before can sign in.',
+      }),
+      failuresPerDevice: setting(windowsSchema.default([w(5, 60), w(10, 900), w(20, 86_400)]), {
+        description: 'Failed owner sign-ins presenting one device cookie; a success clears them.',
+      }),
+      onStoreFailure: setting(storeFailure(), { description: 'Failure policy of the owner sign-in limits; default `limits.onStoreFailure`.' }),
+    }).prefault({}),
+    adminToken: z.strictObject({
+      failuresPerAddress: setting(windowsSchema.default([w(20, 600), w(100, 86_400)]), {
+        description: 'Wrong operator tokens (`Authorization: Bearer` on /owner/v1) per client address; counted apart from every sign-in, so a misconfigured script locks out only operator tokens from its address.',
+      }),
+      onStoreFailure: setting(storeFailure(), { description: 'Failure policy of the operator-token limit; default `limits.onStoreFailure`.' }),
+    }).prefault({}),
     refresh: z.strictObject({
       perFamily: setting(windowsSchema.default([w(10, 60)]), {
         description: 'Refresh calls per refresh-token family.',
@@ -545,6 +568,22 @@ export const configSchema = z.strictObject({
     }),
     settingsTokenCacheTtlMs: setting(z.number().int().min(0).max(300_000).default(60_000), {
       description: 'How long an instance trusts its cached copy of an API settings token (a revoke reaches every instance at once through the reset notices regardless).',
+    }),
+    deviceCookieSecret: setting(z.string().min(32).optional(), {
+      env: 'OWNER_DEVICE_COOKIE_SECRET',
+      secret: true,
+      description: 'Key (32 characters or more) that signs the device cookie an owner gets at sign-in; set the same on every instance. Unset: a random key per gateway (its workers share one), so a device cookie is known only to the gateway that set it, until it restarts.',
+    }),
+    deviceCookieDays: setting(z.number().int().min(1).max(400).default(180), {
+      description: 'How long a device cookie marks the browser as one the owner signed in from (renewed at each sign-in).',
+    }),
+    passwordHashConcurrency: setting(z.number().int().min(0).max(64).default(0), {
+      env: 'OWNER_PASSWORD_HASH_CONCURRENCY',
+      description: 'Argon2 password hashes run at once per process; 0: one fewer than the cores and than libuv\'s thread pool, at least 1.',
+    }),
+    passwordHashQueue: setting(z.number().int().min(0).max(10_000).default(64), {
+      env: 'OWNER_PASSWORD_HASH_QUEUE',
+      description: 'Password checks waiting for a hash slot per process; past it one is answered 503 `overloaded` with Retry-After.',
     }),
     settingsTokenMaxDays: setting(z.number().int().min(1).max(3650).optional(), {
       description: 'Longest lifetime an API settings token may be given; unset: tokens may also never expire.',

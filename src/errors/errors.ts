@@ -211,6 +211,19 @@ export class StoreUnavailable extends GatewayError {
   }
 }
 
+/**
+ * Work the gateway bounds (owner password hashing) already has as much waiting as it may hold:
+ * refused at once rather than queued without bound.
+ */
+export class Overloaded extends GatewayError {
+  constructor(retryAfterSeconds = 1) {
+    super(503, 'overloaded', 'The gateway is busy checking passwords; try again shortly.', {
+      headers: { 'Retry-After': String(retryAfterSeconds) },
+      expose: true,
+    });
+  }
+}
+
 /** A store the gateway reads (the directory's) did not answer within its time limit. */
 export class StoreTimeout extends GatewayError {
   constructor(cause?: unknown, retryAfterSeconds = 1) {

@@ -3,6 +3,9 @@
  * (docs/rate-limits.md), and the subjects they count:
  *
  *   sign-in, token reset   attempts per address; failures per key+address, per address, per key
+ *   owner sign-in          with a device cookie: failures per device; without: attempts per
+ *                          address, failures per address (growing delays), per email
+ *   operator token         failures per address, apart from every sign-in
  *   refresh                calls per token family (duplicates in the grace window given back), per address
  *   an authenticated route calls per account (and per key, per address where configured), per route
  *   a public route         calls per address, per route
@@ -50,6 +53,13 @@ export interface RefreshAttempt {
 export interface RateLimits {
   /** Before checking an API key's secret; throws TooManyRequests while it is locked out. */
   signIn(apiKey: string, address: string): Promise<Attempt>;
+  /**
+   * Before checking an owner's password (lowercase `email`); `device` is the id of a valid device
+   * cookie for that email (owner/devices.ts), if one came. Throws TooManyRequests while locked out.
+   */
+  ownerSignIn(email: string, address: string, device: string | undefined): Promise<Attempt>;
+  /** Before comparing an operator token on the owner API; throws TooManyRequests while the address is locked out. */
+  adminToken(address: string): Promise<Attempt>;
   /** Before rotating a refresh token (`familyId` when the token names one); throws TooManyRequests over a limit. */
   refresh(familyId: string | undefined, address: string): Promise<RefreshAttempt>;
   /** Before serving an admitted call on a route (`identity` undefined on a public route). */
@@ -90,6 +100,14 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
     failedAddress: limit('signin-failures-address', s.failuresPerAddress, s.onStoreFailure),
     failedKey: limit('signin-failures-key', s.failuresPerKey, s.onStoreFailure),
   };
+  const o = config.ownerSignIn;
+  const ownerLimits = {
+    address: limit('owner-signin-address', o.perAddress, o.onStoreFailure),
+    failedAddress: limit('owner-signin-failures-address', o.failuresPerAddress, o.onStoreFailure),
+    failedEmail: limit('owner-signin-failures-email', o.failuresPerEmail, o.onStoreFailure),
+    failedDevice: limit('owner-signin-failures-device', o.failuresPerDevice, o.onStoreFailure),
+  };
+  const adminLimit = limit('admin-token-failures-address', config.adminToken.failuresPerAddress, config.adminToken.onStoreFailure);
   const refreshLimits = {
     family: limit('refresh-family', config.refresh.perFamily, config.refresh.onStoreFailure),
     address: limit('refresh-address', config.refresh.perAddress, config.refresh.onStoreFailure),
@@ -123,6 +141,43 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
         }));
       };
       return { succeeded: () => giveBack(true), undecided: () => giveBack(false), authorizedCall: () => giveBack(true, true) };
+    },
+
+    async ownerSignIn(email, address, device) {
+      const l = ownerLimits;
+      // OWASP's device cookies: an attempt from a device the owner signed in from before is
+      // counted against that device alone, so strangers' failures (per email, per address: a
+      // NAT shared with a guesser) never reach it; every other attempt is an untrusted client's,
+      // slowed per address and, past the email's failure limit, locked out for that email.
+      const checks = device !== undefined
+        ? present([check(l.failedDevice, `ow:d:${bounded(device)}`)])
+        : present([
+          check(l.address, `ow:ip:${bounded(address)}`),
+          check(l.failedAddress, `owf:ip:${bounded(address)}`),
+          check(l.failedEmail, `owf:e:${bounded(email)}`),
+        ]);
+      await limiter.take(checks);
+      // A success or an undecided check is no failed guess: its failure units are given back, and
+      // a success ends the device's run of failures. The address's and the email's runs stay: a
+      // guesser with an account of their own could clear them by signing in to it.
+      const giveBack = async (clearRun: boolean) => {
+        await Promise.all(checks.map((c) => {
+          if (c.limit === l.address) return undefined;
+          return c.limit === l.failedDevice && clearRun ? limiter.clear(c) : limiter.refund(c);
+        }));
+      };
+      return { succeeded: () => giveBack(true), undecided: () => giveBack(false), authorizedCall: () => giveBack(true) };
+    },
+
+    async adminToken(address) {
+      // Its own counter: wrong operator tokens from an address (a script with an old token behind
+      // an office NAT) lock out operator tokens from there, never the owners' sign-in or API keys.
+      const checks = present([check(adminLimit, `ad:ip:${bounded(address)}`)]);
+      await limiter.take(checks);
+      const giveBack = async () => {
+        await Promise.all(checks.map((c) => limiter.refund(c)));
+      };
+      return { succeeded: giveBack, undecided: giveBack, authorizedCall: giveBack };
     },
 
     async refresh(familyId, address) {
@@ -162,6 +217,8 @@ export function createReplaceableRateLimits(initial: RateLimits): ReplaceableRat
   let current = initial;
   return {
     signIn: (apiKey, address) => current.signIn(apiKey, address),
+    ownerSignIn: (email, address, device) => current.ownerSignIn(email, address, device),
+    adminToken: (address) => current.adminToken(address),
     refresh: (familyId, address) => current.refresh(familyId, address),
     route: (route, identity, req) => current.route(route, identity, req),
     ownerWrite: (ownerId, accountId) => current.ownerWrite(ownerId, accountId),
@@ -174,8 +231,12 @@ export function createReplaceableRateLimits(initial: RateLimits): ReplaceableRat
 /** A route call's answer while limits are off: one settled promise for every call, nothing allocated. */
 const NO_LIMIT: Promise<LimitHeaders> = Promise.resolve(undefined);
 
+const UNCOUNTED: Attempt = { succeeded: async () => {}, undecided: async () => {}, authorizedCall: async () => {} };
+
 const OFF: RateLimits = {
-  signIn: async () => ({ succeeded: async () => {}, undecided: async () => {}, authorizedCall: async () => {} }),
+  signIn: async () => UNCOUNTED,
+  ownerSignIn: async () => UNCOUNTED,
+  adminToken: async () => UNCOUNTED,
   refresh: async () => ({ headers: undefined, replayed: async () => {} }),
   route: () => NO_LIMIT,
   ownerWrite: () => NO_LIMIT,

@@ -38,6 +38,8 @@ export interface UsageRecorder {
 export function countUsage(limits: RateLimits, recorder: UsageRecorder): RateLimits {
   return {
     signIn: (apiKey, address) => limits.signIn(apiKey, address),
+    ownerSignIn: (email, address, device) => limits.ownerSignIn(email, address, device),
+    adminToken: (address) => limits.adminToken(address),
     refresh: (familyId, address) => limits.refresh(familyId, address),
     ownerWrite: (ownerId, accountId) => limits.ownerWrite(ownerId, accountId),
     // No async frame of its own on the hot path: one then() on the limits' answer, and none

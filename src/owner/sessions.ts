@@ -4,10 +4,11 @@
  * must echo, an idle deadline (owner.sessionIdleSeconds, moved on by use) and an absolute one
  * (owner.sessionMaxSeconds, never moved).
  *
- * Every password check is a sign-in attempt counted by the sign-in limits under
- * `owner:<email>` (the API-key sign-in's lockouts, with the email as the key), before the hash
- * is computed. An unknown email, a wrong password and a disabled owner get one answer, after
- * the same argon2 work (owner/passwords.ts).
+ * Every password check is an attempt counted by the owner sign-in limits (`limits.ownerSignIn`,
+ * apart from the API keys'), before the hash is computed, so a throttled attempt costs no
+ * argon2 work: with the device cookie of an earlier sign-in for that email (owner/devices.ts)
+ * against that device only, without one per address and per email. An unknown email, a wrong
+ * password and a disabled owner get one answer, after the same argon2 work (owner/passwords.ts).
  */
 import { InvalidOwnerCredentials, InvalidRequest } from '../errors/errors.js';
 import { randomBase62 } from '../domain/random.js';
@@ -18,7 +19,8 @@ import type { OwnerSession } from '../stores/session-store.js';
 import { requireWritable } from './access.js';
 import { logEvents, makeEvent } from './audit.js';
 import type { OwnerDeps } from './deps.js';
-import { hashPassword, needsRehash, PASSWORD_MAX, PASSWORD_MIN, prepareDummyHash, verifyNobody, verifyPassword } from './passwords.js';
+import { createDeviceCookies } from './devices.js';
+import { hashPassword, limitHashing, needsRehash, PASSWORD_MAX, PASSWORD_MIN, prepareDummyHash, verifyNobody, verifyPassword } from './passwords.js';
 import type { Caller, RequestMeta, ResumedSession, SessionResolver } from './types.js';
 import { accountView, ownerView, type AccountView, type OwnerView } from './views.js';
 
@@ -37,6 +39,8 @@ export interface NewSession {
   session: SessionView;
   /** Seconds until the absolute end: the cookie's Max-Age. */
   maxAgeSeconds: number;
+  /** A sign-in's new device cookie for this browser (owner/devices.ts), and its Max-Age. */
+  device?: { cookie: string; maxAgeSeconds: number };
 }
 
 export interface SessionService extends SessionResolver {
@@ -62,18 +66,14 @@ export function sessionDigest(token: string): string {
   return secretDigest(Buffer.from(token, 'utf8'));
 }
 
-/** The limits' subject for an owner's password guesses (emails are stored, and compared, lowercase). */
-function signInSubject(email: string): string {
-  return `owner:${email.toLowerCase()}`;
-}
-
 /**
  * The password check of a sign-in, a password change and an invite accepted as an existing
- * owner: counted by the sign-in limits under `owner:<email>` before any hashing, the same
- * argon2 work for an unknown email, and one answer (InvalidOwnerCredentials) for every failure.
+ * owner: counted by the owner sign-in limits before any hashing (`device`: the id of a valid
+ * device cookie for this email), the same argon2 work for an unknown email, and one answer
+ * (InvalidOwnerCredentials) for every failure.
  */
-export async function checkOwnerPassword(limits: RateLimits, email: string, owner: OwnerRecord | undefined, password: string, meta: RequestMeta): Promise<OwnerRecord> {
-  const attempt = await limits.signIn(signInSubject(email), meta.ip);
+export async function checkOwnerPassword(limits: RateLimits, email: string, owner: OwnerRecord | undefined, password: string, meta: RequestMeta, device?: string): Promise<OwnerRecord> {
+  const attempt = await limits.ownerSignIn(email.toLowerCase(), meta.ip, device);
   let matched: boolean;
   try {
     matched = owner === undefined ? await verifyNobody(password) : await verifyPassword(owner.passwordHash, password);
@@ -90,11 +90,13 @@ export function createSessionService({ store, sessions, clock, limits, log, conf
   const idleMs = config.owner.sessionIdleSeconds * 1000;
   const maxMs = config.owner.sessionMaxSeconds * 1000;
   const touchEveryMs = Math.min(TOUCH_EVERY_MS, idleMs / 4);
+  const devices = createDeviceCookies({ secret: config.owner.deviceCookieSecret, days: config.owner.deviceCookieDays, clock });
+  limitHashing({ concurrency: config.owner.passwordHashConcurrency, queue: config.owner.passwordHashQueue });
   prepareDummyHash();
 
   /** A counted password check; throws InvalidOwnerCredentials on any failure. */
   function checkPassword(email: string, owner: OwnerRecord | undefined, password: string, meta: RequestMeta): Promise<OwnerRecord> {
-    return checkOwnerPassword(limits, email, owner, password, meta);
+    return checkOwnerPassword(limits, email, owner, password, meta, devices.deviceOf(meta.deviceCookie, email));
   }
 
   async function view(owner: OwnerRecord, session: OwnerSession): Promise<SessionView> {
@@ -158,7 +160,7 @@ export function createSessionService({ store, sessions, clock, limits, log, conf
         await sessions.delete(digest);
         throw new InvalidOwnerCredentials();
       }
-      return created;
+      return { ...created, device: { cookie: devices.issue(owner.email), maxAgeSeconds: devices.maxAgeSeconds } };
     },
 
     async resume(token): Promise<ResumedSession | undefined> {

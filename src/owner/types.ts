@@ -13,6 +13,8 @@ export interface RequestMeta {
   /** The client address as the limits count it. */
   ip: string;
   requestId: string;
+  /** The device cookie the request carried (owner/devices.ts checks it), if any. */
+  deviceCookie?: string | undefined;
 }
 
 /** A caller and where the call came from: what every change takes. */

@@ -88,7 +88,7 @@ test('an owner signs in and out; a wrong password, `next` and other origins in i
 });
 
 test('a lockout after failed sign-ins shows when to try again', browserSuite(), async (t) => {
-  const dash = await startDashboard(t, { overrides: { limits: { mode: 'enforce', signIn: { failuresPerKeyAndAddress: [{ limit: 2, seconds: 60 }] } } } });
+  const dash = await startDashboard(t, { overrides: { limits: { mode: 'enforce', ownerSignIn: { failuresPerEmail: [{ limit: 2, seconds: 60 }] } } } });
   const page = await dash.newPage();
   await page.goto(`${dash.url}/sign-in`);
   await h1(page, 'Sign in').waitFor();

@@ -124,6 +124,8 @@ test('every documented status of every route is met by the real gateway, each an
       limits: {
         mode: 'enforce',
         signIn: { failuresPerKeyAndAddress: [{ limit: 1, seconds: 60 }], failuresPerAddress: [{ limit: 1, seconds: 60 }] },
+        ownerSignIn: { failuresPerAddress: [{ limit: 1, seconds: 60 }] },
+        adminToken: { failuresPerAddress: [{ limit: 1, seconds: 60 }] },
         refresh: { perFamily: [{ limit: 1, seconds: 60 }], perAddress: [{ limit: 1, seconds: 60 }] },
         calls: { perAccount: [{ limit: 1, seconds: 60 }] },
       },
@@ -441,8 +443,9 @@ async function probeOwnerOperations(api: Conformance, adminToken: string, accoun
 
 /**
  * Over the limits: every route the limits count answers 429 once its one allowed attempt is
- * spent. Successes first (they give their attempt back), then one failure, which locks this
- * address out of every sign-in: API keys, owners' passwords and admin tokens alike.
+ * spent. Successes first (they give their attempt back), then one failure of each kind, which
+ * locks this address out of that kind: API keys, owners' passwords and admin tokens are each
+ * counted apart.
  */
 async function walkLimits(api: Conformance, adminToken: string): Promise<void> {
   const has = (key: string) => api.operations.some((op) => op.key === key);
@@ -473,14 +476,17 @@ async function walkLimits(api: Conformance, adminToken: string): Promise<void> {
     assert.equal(res.status, 429, `${path}: ${JSON.stringify(res.body)}`);
   }
   if (has(`POST ${PREFIX}/session`)) {
-    const res = await api.fetch(`${PREFIX}/session`, { method: 'POST', json: { email: invite?.email ?? 'nobody@example.com', password: newPassword() } });
+    const attempt = () => api.fetch(`${PREFIX}/session`, { method: 'POST', json: { email: invite?.email ?? 'nobody@example.com', password: newPassword() } });
+    assert.equal((await attempt()).status, 401, 'owner sign-ins are counted apart from API keys');
+    const res = await attempt();
     assert.equal(res.status, 429, `owner sign-in: ${JSON.stringify(res.body)}`);
   }
   if (invite !== undefined) {
     const res = await api.fetch(`${PREFIX}/invites/accept`, { method: 'POST', json: { token: invite.token, password: newPassword() } });
     assert.equal(res.status, 429, `an existing owner's invite: ${JSON.stringify(res.body)}`);
   }
-  // Admin tokens are counted like sign-ins: every call presenting one is refused now.
+  // Admin tokens are counted on their own: after one wrong one, every call presenting one is refused.
+  assert.equal((await api.fetch(`${PREFIX}/accounts`, { token: `gwadm_${'x'.repeat(43)}` })).status, 401, 'admin tokens are counted apart from sign-ins');
   for (const op of api.operations.filter((op) => isOwner(op) && auth(op) !== 'public')) {
     const res = await api.fetch(fill(op, 'acct_alice'), { method: op.method.toUpperCase(), token: `gwadm_${'x'.repeat(43)}` });
     assert.equal(res.status, 429, `${op.key}: ${JSON.stringify(res.body)}`);

@@ -225,8 +225,8 @@ test('an unknown email and a wrong password get byte-identical answers', async (
   assert.match(wrong.text, /invalid_credentials/);
 });
 
-test('repeated failed sign-ins lock the email out (429), the right password included', async (t) => {
-  const gw = await startOwnerGateway(t, { overrides: { limits: { mode: 'enforce', signIn: { failuresPerKeyAndAddress: [{ limit: 3, seconds: 60 }] } } } });
+test('repeated failed sign-ins lock the email out (429) for clients without its device cookie, the right password included', async (t) => {
+  const gw = await startOwnerGateway(t, { overrides: { limits: { mode: 'enforce', ownerSignIn: { failuresPerEmail: [{ limit: 3, seconds: 60 }] } } } });
   await accountWithOwner(gw, { accountId: 'acct_lock', email: 'lock@example.com', password: PASSWORD });
   const attempt = (password: string, email = 'lock@example.com') => anonymous(gw).send('POST', '/session', { email, password });
   for (let i = 0; i < 3; i += 1) assert.equal((await attempt('wrong wrong wrong wrong')).status, 401, `failure ${i + 1}`);

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
-import { get } from 'node:http';
+import { get, request } from 'node:http';
 import { availableParallelism } from 'node:os';
 import { test } from 'node:test';
 import { DEMO, postJson, sha256Hex } from '../helpers/gateway.js';
@@ -23,11 +23,24 @@ function getFresh(url: string): Promise<number> {
   });
 }
 
+/** An owner sign-in on its own connection (so each goes to the next worker): status and device cookie. */
+function signInFresh(url: string, body: { email: string; password: string }, cookie?: string): Promise<{ status: number; device: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/owner/v1/session`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', ...(cookie !== undefined ? { cookie } : {}) } }, (res) => {
+      res.resume();
+      const device = (res.headers['set-cookie'] ?? []).find((c) => c.startsWith('gw_device='))?.split(';')[0];
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, device }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
 test('several workers share one port and one Redis', redisSuite(), async (t) => {
   const redis = await startRedis(t);
   const pem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   const gw = await startGatewayProcess(t, {
-    WORKERS: '2', REDIS_URL: redis.url, SIGNING_KEYS: JSON.stringify([{ kid: 'workers-1', alg: 'EdDSA', pem }]), LOG_LEVEL: 'info',
+    WORKERS: '2', REDIS_URL: redis.url, SIGNING_KEYS: JSON.stringify([{ kid: 'workers-1', alg: 'EdDSA', pem }]), LOG_LEVEL: 'info', RATE_LIMITS: 'enforce',
   });
   // startGatewayProcess returns at the first worker's line; the second may still be starting.
   await waitForLog(gw.child, (line) => LISTENING(line) && line.worker === 2, 20_000);
@@ -48,6 +61,22 @@ test('several workers share one port and one Redis', redisSuite(), async (t) => 
       assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body));
       refreshToken = refreshed.body.message.refreshToken;
     }
+  });
+
+  await t.test('a device cookie set by one worker is known to the other (one key for all, made by the primary)', async () => {
+    const owner = { email: 'alice@demo.example', password: 'alice demo passphrase' };
+    const { status, device } = await signInFresh(gw.url, owner);
+    assert.equal(status, 200);
+    assert.ok(device !== undefined, 'a device cookie is set');
+    // Lock this address out for clients without a device cookie (5 failures a minute)...
+    let wrong = 0;
+    for (let i = 0; i < 20; i++) {
+      if ((await signInFresh(gw.url, { ...owner, password: 'a wrong passphrase, long enough' })).status !== 401) break;
+      wrong++;
+    }
+    assert.equal(wrong, 5, 'the address is throttled after 5 failures');
+    // ...then the device signs in on one worker after the other: each must know its cookie.
+    for (let i = 0; i < 6; i++) assert.equal((await signInFresh(gw.url, owner, device)).status, 200, `device sign-in #${i + 1}`);
   });
 
   await t.test('SIGTERM to the primary stops every worker and exits 0', async () => {

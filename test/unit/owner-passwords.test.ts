@@ -1,17 +1,18 @@
 /**
  * Owner passwords and sign-in, below HTTP: the argon2id parameters in the PHC string, the bound
- * on hashes running at once, the rehash of a hash made with older parameters, the dummy verify
- * that makes an unknown email cost what a wrong password costs, disabled owners, and the
- * subject the sign-in limits count.
+ * on hashes running at once and on those waiting, the rehash of a hash made with older
+ * parameters, the dummy verify that makes an unknown email cost what a wrong password costs,
+ * disabled owners, and what the owner sign-in limits are asked.
  */
 import assert from 'node:assert/strict';
+import { availableParallelism } from 'node:os';
 import { test } from 'node:test';
 import { hash } from '@node-rs/argon2';
 import type { Revocations } from '../../src/auth/revocation.js';
 import { loadConfig } from '../../src/config/load.js';
-import { InvalidOwnerCredentials } from '../../src/errors/errors.js';
+import { InvalidOwnerCredentials, Overloaded } from '../../src/errors/errors.js';
 import type { RateLimits } from '../../src/limits/rate-limits.js';
-import { HASH_CONCURRENCY, hashLoad, hashPassword, needsRehash, verifyPassword } from '../../src/owner/passwords.js';
+import { defaultHashConcurrency, hashLoad, hashPassword, limitHashing, needsRehash, verifyPassword } from '../../src/owner/passwords.js';
 import { createSessionService } from '../../src/owner/sessions.js';
 import { dataFileSchema } from '../../src/stores/data-file.js';
 import { MemoryOwnerStore } from '../../src/stores/owner-store.memory.js';
@@ -34,25 +35,52 @@ test('a hash is an argon2id PHC string with 19456 KiB, 2 passes, 1 lane; it veri
   assert.equal(needsRehash('garbage'), true);
 });
 
-test(`at most ${HASH_CONCURRENCY} hashes run at once; the rest wait their turn`, async () => {
-  let most = 0;
+test('by default a core and a thread-pool thread are left to everything else', () => {
+  assert.ok(defaultHashConcurrency() >= 1);
+  assert.ok(defaultHashConcurrency() <= Math.max(1, availableParallelism() - 1), `${defaultHashConcurrency()} of ${availableParallelism()} cores`);
+  assert.ok(defaultHashConcurrency() <= 3, 'libuv\'s pool has 4 threads: one stays free');
+});
+
+test('at most `passwordHashConcurrency` hashes run at once; the rest wait their turn', async (t) => {
+  const most = 2;
+  limitHashing({ concurrency: most, queue: 100 });
+  t.after(() => limitHashing({ concurrency: 0, queue: 64 }));
+  let running = 0;
   let waited = 0;
   let done = false;
   const watch = (async () => {
     while (!done) {
-      const { running, waiting } = hashLoad();
-      most = Math.max(most, running);
-      waited = Math.max(waited, waiting);
+      const load = hashLoad();
+      running = Math.max(running, load.running);
+      waited = Math.max(waited, load.waiting);
       await new Promise((resolve) => setImmediate(resolve));
     }
   })();
-  const hashes = await Promise.all(Array.from({ length: 3 * HASH_CONCURRENCY }, (_, i) => hashPassword(`password number ${i} and more`)));
+  const hashes = await Promise.all(Array.from({ length: 4 * most }, (_, i) => hashPassword(`password number ${i} and more`)));
   done = true;
   await watch;
-  assert.equal(new Set(hashes).size, 3 * HASH_CONCURRENCY, 'every hash was made');
-  assert.equal(most, HASH_CONCURRENCY, `running at once: ${most}`);
-  assert.ok(waited >= HASH_CONCURRENCY, `the others queued (${waited} at most)`);
+  assert.equal(new Set(hashes).size, 4 * most, 'every hash was made');
+  assert.equal(running, most, `running at once: ${running}`);
+  assert.ok(waited >= most, `the others queued (${waited} at most)`);
   assert.deepEqual(hashLoad(), { running: 0, waiting: 0 });
+});
+
+test('past `passwordHashQueue` waiting checks, one is refused at once (503 overloaded), never queued', async (t) => {
+  limitHashing({ concurrency: 1, queue: 2 });
+  t.after(() => limitHashing({ concurrency: 0, queue: 64 }));
+  const phc = await hashPassword(PASSWORD);
+  const checks = Array.from({ length: 5 }, () => verifyPassword(phc, PASSWORD).then(() => 'checked', (err: unknown) => err));
+  // The refusals settle in microtasks, before any hash can finish (that needs a turn of the event loop).
+  await Promise.all(checks.slice(3));
+  assert.deepEqual(hashLoad(), { running: 1, waiting: 2 }, 'one running, two queued: the queue is full');
+  const outcomes = await Promise.all(checks);
+  assert.deepEqual(outcomes.slice(0, 3), ['checked', 'checked', 'checked']);
+  for (const refused of outcomes.slice(3)) {
+    assert.ok(refused instanceof Overloaded, String(refused));
+    assert.equal(refused.status, 503);
+    assert.equal(refused.code, 'overloaded');
+  }
+  assert.deepEqual(hashLoad(), { running: 0, waiting: 0 }, 'the refused left nothing counted');
 });
 
 async function setUp(owner: { passwordHash: string; disabled?: boolean }) {
@@ -65,8 +93,8 @@ async function setUp(owner: { passwordHash: string; disabled?: boolean }) {
   const store = new MemoryOwnerStore(data, { maxAuditEvents: 100 });
   const subjects: string[] = [];
   const limits = {
-    async signIn(subject: string) {
-      subjects.push(subject);
+    async ownerSignIn(email: string, _address: string, device: string | undefined) {
+      subjects.push(`${email} ${device ?? 'untrusted'}`);
       return { succeeded: async () => {}, undecided: async () => {}, authorizedCall: async () => {} };
     },
   } as unknown as RateLimits;
@@ -95,11 +123,11 @@ test('a hash made with older parameters is replaced at the next sign-in, and the
   assert.equal((await store.findOwner('own_1'))!.passwordHash, rehashed, 'a current hash is left alone');
 });
 
-test('a disabled owner cannot sign in, with the right password too; every attempt is counted as owner:<lowercase email>', async () => {
+test('a disabled owner cannot sign in, with the right password too; every attempt is counted under the lowercase email', async () => {
   const { service, subjects } = await setUp({ passwordHash: await hashPassword(PASSWORD), disabled: true });
   await assert.rejects(service.signIn('One@Example.com', PASSWORD, META), InvalidOwnerCredentials);
   await assert.rejects(service.signIn('nobody@example.com', PASSWORD, META), InvalidOwnerCredentials);
-  assert.deepEqual(subjects, ['owner:one@example.com', 'owner:nobody@example.com']);
+  assert.deepEqual(subjects, ['one@example.com untrusted', 'nobody@example.com untrusted']);
 });
 
 test('an unknown email costs an argon2 verification, as a wrong password does', async () => {

@@ -39,7 +39,7 @@ test('a read-only owner store refuses every change with 409 read_only_store and 
     sessions: new MemorySessionStore({ clock }),
     revocations: { reset: async (scope: unknown) => void resets.push(scope) } as unknown as Revocations,
     clock,
-    limits: { signIn: async () => ({ succeeded: async () => {}, undecided: async () => {}, authorizedCall: async () => {} }) } as unknown as RateLimits,
+    limits: { ownerSignIn: async () => ({ succeeded: async () => {}, undecided: async () => {}, authorizedCall: async () => {} }) } as unknown as RateLimits,
     log: createLogger('silent'),
     config: loadConfig({ env: {}, overrides: {} }),
   };

@@ -94,6 +94,8 @@ export function describeError(error: unknown): string {
   switch (error.code) {
     case 'store_unavailable':
       return 'The gateway\'s store is unavailable right now, so nothing was changed. Try again in a moment.';
+    case 'overloaded':
+      return `The gateway is busy checking other passwords. Try again in ${error.retryAfterSeconds ?? 1} seconds.`;
     case 'rate_limited':
       return `Too many attempts. Try again in ${error.retryAfterSeconds ?? 60} seconds.`;
     case 'session_required':

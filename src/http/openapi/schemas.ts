@@ -34,7 +34,7 @@ export const ERROR_STATUS_TEXT: Record<number, string> = {
   415: 'unsupported_media_type: the body is not UTF-8 JSON.',
   429: 'rate_limited: over a rate limit or a sign-in lockout, with Retry-After.',
   502: 'bad_store_data: a store answered records the gateway cannot use.',
-  503: 'store_unavailable: a store the gateway depends on is unavailable, with Retry-After.',
+  503: 'store_unavailable: a store the gateway depends on is unavailable, with Retry-After; overloaded: too many password checks already wait (owner API), with Retry-After.',
   504: 'store_timeout: a store did not answer in time, with Retry-After.',
 };
 

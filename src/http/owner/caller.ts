@@ -21,6 +21,11 @@ export function sessionCookieName(secure: boolean): string {
   return secure ? '__Host-gw_session' : 'gw_session';
 }
 
+/** The device cookie (owner/devices.ts): `__Host-` over TLS, as the session cookie. */
+export function deviceCookieName(secure: boolean): string {
+  return secure ? '__Host-gw_device' : 'gw_device';
+}
+
 /** Whether owners reach the gateway over TLS: the configured public origin says, else the connection. */
 export function servedOverTls(config: Pick<Config['owner'], 'publicOrigin'>, ctx: Context): boolean {
   return config.publicOrigin !== undefined ? config.publicOrigin.startsWith('https:') : ctx.protocol === 'https';

@@ -15,7 +15,7 @@ import { InvalidAdminToken, MethodNotAllowed, NotFound } from '../../errors/erro
 import type { RateLimits } from '../../limits/rate-limits.js';
 import { discardBody, readFields, validateFields } from '../body.js';
 import type { Caller, SessionResolver } from '../../owner/types.js';
-import { checkOrigin, requirePasswordChanged, resolveCaller, type ResolvedCaller } from './caller.js';
+import { checkOrigin, deviceCookieName, requirePasswordChanged, resolveCaller, servedOverTls, type ResolvedCaller } from './caller.js';
 import type { Operation } from './operation.js';
 
 export const OWNER_PREFIX = '/owner/v1';
@@ -71,7 +71,7 @@ export function registerOwnerApi(router: Router, { config, operations, sessions,
         body,
         caller: resolved?.caller,
         sessionToken: resolved?.sessionToken,
-        meta: { ip: clientAddress(ctx.req), requestId: String(ctx.state.requestId ?? '') },
+        meta: { ip: clientAddress(ctx.req), requestId: String(ctx.state.requestId ?? ''), deviceCookie: ctx.cookies.get(deviceCookieName(servedOverTls(owner, ctx))) },
         ctx,
       });
       ctx.status = op.status ?? 200;
@@ -84,12 +84,12 @@ export function registerOwnerApi(router: Router, { config, operations, sessions,
 }
 
 /**
- * An admin token is a secret guessed like an API secret: each presented one counts as a sign-in
- * attempt, keyed by the presented token (the limits digest it). Keyed by one name for every
- * admin token, failures spread over many addresses would lock every operator out (the per-key
- * limit); each address guessing is still stopped by the per-address limits. A right token is an
- * operator at work (the dashboard makes several calls a page), not a guess: nothing of its
- * attempt is kept, so no amount of use locks them out.
+ * An admin token is a secret guessed like an API secret: each presented one is counted before it
+ * is compared, against its own per-address limit (`limits.adminToken`), apart from owner and
+ * API-key sign-ins: a script with a stale token behind an office NAT then locks out operator
+ * tokens from there, not the owners' dashboard. A right token is an operator at work (the
+ * dashboard makes several calls a page), not a guess: nothing of its attempt is kept, so no
+ * amount of use locks them out.
  */
 async function resolveAdminOrSession(ctx: Context, { sessions, owner, limits, clientAddress }: {
   sessions: SessionResolver;
@@ -99,7 +99,7 @@ async function resolveAdminOrSession(ctx: Context, { sessions, owner, limits, cl
 }): Promise<ResolvedCaller> {
   const authorization = ctx.get('authorization');
   if (authorization === '') return resolveCaller(ctx, { sessions, config: owner });
-  const attempt = await limits.signIn(`#operator ${authorization}`, clientAddress(ctx.req));
+  const attempt = await limits.adminToken(clientAddress(ctx.req));
   try {
     const resolved = await resolveCaller(ctx, { sessions, config: owner });
     await attempt.authorizedCall();

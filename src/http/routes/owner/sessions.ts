@@ -10,7 +10,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { SessionRequired } from '../../../errors/errors.js';
 import type { OwnerServices } from '../../../owner/service.js';
-import { servedOverTls, sessionCookieName } from '../../owner/caller.js';
+import { deviceCookieName, servedOverTls, sessionCookieName } from '../../owner/caller.js';
 import { operation, type Operation } from '../../owner/operation.js';
 import type { OwnerRouteDeps } from './deps.js';
 import { emailField, newPasswordField, presentedPasswordField, sessionSchema } from './schemas.js';
@@ -25,6 +25,15 @@ function cookieOptions(deps: OwnerRouteDeps, ctx: Context): { name: string; secu
 function setSessionCookie(deps: OwnerRouteDeps, ctx: Context, token: string, maxAgeSeconds: number): void {
   const { name, secure } = cookieOptions(deps, ctx);
   ctx.cookies.set(name, token, { httpOnly: true, sameSite: 'strict', path: '/', secure, maxAge: maxAgeSeconds * 1000, overwrite: true });
+}
+
+/**
+ * The device cookie (owner/devices.ts) outlives sessions and sign-outs: it marks the browser as
+ * one the owner signed in from, so that strangers' guesses at the email never lock it out.
+ */
+function setDeviceCookie(deps: OwnerRouteDeps, ctx: Context, cookie: string, maxAgeSeconds: number): void {
+  const { secure } = cookieOptions(deps, ctx);
+  ctx.cookies.set(deviceCookieName(secure), cookie, { httpOnly: true, sameSite: 'strict', path: '/', secure, maxAge: maxAgeSeconds * 1000, overwrite: true });
 }
 
 function clearSessionCookie(deps: OwnerRouteDeps, ctx: Context): void {
@@ -45,8 +54,9 @@ export function sessionOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       response: sessionSchema,
       errors: [403],
       async handle({ body, meta, ctx }) {
-        const { token, session, maxAgeSeconds } = await owner.sessions.signIn(body.email, body.password, meta);
+        const { token, session, maxAgeSeconds, device } = await owner.sessions.signIn(body.email, body.password, meta);
         setSessionCookie(deps, ctx, token, maxAgeSeconds);
+        if (device !== undefined) setDeviceCookie(deps, ctx, device.cookie, device.maxAgeSeconds);
         return session;
       },
     }),

@@ -36,7 +36,8 @@ function followNext(ctx) {
 }
 /** A sign-in refusal as the person signing in should read it. */
 function signInError(error) {
-    if (error instanceof ApiError && (error.code === 'store_unavailable' || error.status === 503)) {
+    // A sign-in flood fills the gateway's password-hashing queue (503 overloaded): busy, not down.
+    if (error instanceof ApiError && error.code !== 'overloaded' && (error.code === 'store_unavailable' || error.status === 503)) {
         return 'Signing in is not possible right now: the gateway\'s store is unavailable. Try again in a moment.';
     }
     return describeError(error);
