@@ -15,7 +15,9 @@ import { assertNoSidewaysScroll, browserSuite, checkAccessibility, OWNERS, PHONE
 
 const ACCOUNT = OWNERS.alice.accountId;
 /** Per key and route: 3 calls a minute admitted (the account's own quota out of the way). */
-const LIMITS = { mode: 'enforce', calls: { perAccount: [], perKey: [{ limit: 3, seconds: 60 }] } };
+// Quotas on, to show rate-limited calls; the owner's own changes are not limited here (the test
+// makes a page and more of audit events in a burst; test/http/owner-write-limits.test.ts tests those).
+const LIMITS = { mode: 'enforce', calls: { perAccount: [], perKey: [{ limit: 3, seconds: 60 }] }, owner: { perOwner: [], perAccount: [] } };
 
 interface KeyUsage { keyId: string; requests: number; rateLimited: number }
 
