@@ -25,7 +25,6 @@
  */
 import { fork } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -47,25 +46,23 @@ const SETTINGS: Record<Variant, Record<string, string>> = {
   capped: {},
   uncapped: { OWNER_PASSWORD_HASH_CONCURRENCY: '4', OWNER_PASSWORD_HASH_QUEUE: '10000' },
   budget: {},
-  nice: {},
+  nice: { OWNER_PASSWORD_HASH_NICE: '19' },
 };
 
-/**
- * The `nice` variant (an experiment, not a setting of the gateway's): the defaults, with the
- * gateway's libuv pool threads (where argon2 runs) set to nice 19 from outside after the warm-up,
- * so that the event loop, and anything else on the machine, takes a core from a hash at once.
- */
-function reniceThreadPool(pid: number): number {
-  let n = 0;
+/** The nice values of a process's libuv pool threads (the `nice` variant's check that the setting took). */
+function poolNice(pid: number): number[] {
+  const values: number[] = [];
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       if (readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim() !== 'libuv-worker') continue;
-      setPriority(Number(tid), 19);
-      n++;
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      // After "(name) ": field 19 of stat is the nice value.
+      values.push(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
     } catch { /* the thread ended */ }
   }
-  return n;
+  return values;
 }
+
 /** The hashing budget of the `budget` variant (`--budget`, a fraction of a core). */
 let budgetShare = 0.25;
 /** Bootstrap resamples of the rounds for the headline's interval. */
@@ -266,7 +263,7 @@ function main(): void {
     log(`${NAME}: ${rounds} rounds × (idle, flood) × ${VARIANTS.join(', ')}, ${seconds} s each; /healthz at ${rate}/s, sign-ins at ${floodRate}/s`);
     // Warm-up: the JIT, the dummy hash, the first connections.
     for (const gw of gateways) await measurePhase(gw, true, -1, { seconds: 2, rate, floodRate });
-    for (const gw of gateways) if (gw.name === 'nice') log(`nice: ${reniceThreadPool(gw.pid)} libuv pool threads of the gateway set to nice 19`);
+    for (const gw of gateways) if (gw.name === 'nice') log(`nice: the gateway's libuv pool threads at nice ${poolNice(gw.pid).join(', ')}`);
 
     const phases: Phase[] = [];
     for (let round = 0; round < rounds; round++) {
@@ -302,14 +299,14 @@ function main(): void {
         rows.push(`| ${variant} | ${flood ? 'flood' : 'idle'} | ${fmt(median(ps.map((p) => p.p50)), 2)} | ${fmt(median(ps.map((p) => p.p99)), 2)} | ${fmt(flood ? summary[variant].floodP99 : summary[variant].idleP99, 2)} | ${fmt(median(ps.map((p) => p.gatewayCores)), 2)} | ${fmt(median(ps.map((p) => p.driverCores)), 2)} / ${flood ? fmt(median(ps.map((p) => p.senderCores)), 2) : '—'} | ${flood ? Object.entries(signIns).map(([k, v]) => `${k}: ${v}`).join(', ') : '—'} | ${ps.reduce((n, p) => n + p.errors, 0)} of ${ps.reduce((n, p) => n + p.latencies.length, 0)} | ${fmt(Math.max(...ps.map((p) => p.foreignCores)), 2)} |`);
       }
     }
-    // The target is judged on the gateway's settings: the defaults (`capped`) and the budget (`nice` is an experiment).
-    const judged = VARIANTS.filter((v) => v === 'capped' || v === 'budget');
+    // The target is judged on the gateway's settings: the defaults, the budget, the pool's nice value.
+    const judged = VARIANTS.filter((v) => v !== 'uncapped');
     const env = runEnv(started, source, runtime);
     const generated = [
       runHeading(started.toISOString(), NAME),
       '',
       `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}`,
-      `- gateways: src/ at ${source}; ${runtime.note}; NODE_ENV=production, LOG_LEVEL=warn, TRUSTED_PROXIES=["127.0.0.1"], limits at their defaults (enforced); \`capped\`: the defaults; \`uncapped\`: OWNER_PASSWORD_HASH_CONCURRENCY=4, OWNER_PASSWORD_HASH_QUEUE=10000 (the bound before issue 26); \`budget\`: the defaults and OWNER_PASSWORD_HASH_BUDGET=${budgetShare}; \`nice\` (an experiment): the defaults, the gateway's libuv pool threads set to nice 19 from outside after the warm-up; run: ${VARIANTS.join(', ')}`,
+      `- gateways: src/ at ${source}; ${runtime.note}; NODE_ENV=production, LOG_LEVEL=warn, TRUSTED_PROXIES=["127.0.0.1"], limits at their defaults (enforced); \`capped\`: the defaults; \`uncapped\`: OWNER_PASSWORD_HASH_CONCURRENCY=4, OWNER_PASSWORD_HASH_QUEUE=10000 (the bound before issue 26); \`budget\`: the defaults and OWNER_PASSWORD_HASH_BUDGET=${budgetShare}; \`nice\`: the defaults and OWNER_PASSWORD_HASH_NICE=19; run: ${VARIANTS.join(', ')}`,
       `- cores: each gateway may use every core; this script (the driver, which times /healthz) runs on core ${CLIENT_CORE}, the flood's sender on core ${SENDER_CORE}`,
       `- load: open loop over keep-alive connections: \`GET /healthz\` at ${rate}/s from this script, timed from send to last byte; during a flood also \`POST /owner/v1/session\` at ${floodRate}/s from a child process of its own (started before the run), each from an address of its own (X-Forwarded-For) with an email of its own and a wrong password; ${rounds} rounds, each an idle and a flood run of ${seconds} s per gateway, the gateways' order reversed every other round, after a 2 s warm-up flood per gateway`,
       `- other load on the machine: the script waited until other processes used less than 0.15 cores before each run (at most ${options.quietWait} s in all); the last column is the most other processes used during a run`,

@@ -25,7 +25,8 @@
  * what a wrong password costs and the two cannot be told apart by their timing.
  * test/unit/owner-passwords.test.ts holds the bound and the queue.
  */
-import { availableParallelism } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism, setPriority } from 'node:os';
 import { hash, parseOptions, verify, type Options } from '@node-rs/argon2';
 import { bulkhead, BulkheadRejectedError, type BulkheadPolicy } from 'cockatiel';
 import { randomBase62 } from '../domain/random.js';
@@ -56,6 +57,8 @@ export interface HashingLimits {
   budget?: number;
   /** The clock the budget's allowance grows with, in ms (the gateway's; tests move it). */
   now?: () => number;
+  /** Nice value for libuv's pool threads, where the hashes run (Linux); 0: left as they are. */
+  nice?: number;
 }
 
 /** The budget's window: the hashing of about the last second counts. */
@@ -86,12 +89,32 @@ let dummy: Promise<string> | undefined;
  * Sets the bound on hashing in this process (the thread pool is the process's). Hashes already
  * running or queued finish under the bound they came in with; the same limits again change nothing.
  */
-export function limitHashing({ concurrency, queue, budget: share = 0, now = Date.now }: HashingLimits): void {
+export function limitHashing({ concurrency, queue, budget: share = 0, now = Date.now, nice = 0 }: HashingLimits): void {
   budget.now = now;
+  poolNice.wanted = nice;
   if (`${concurrency}/${queue}/${share}` === applied) return;
   if (share !== budget.share) Object.assign(budget, { share, level: share * BUDGET_WINDOW_MS, at: now() });
   applied = `${concurrency}/${queue}/${share}`;
   slots = bulkhead(concurrency === 0 ? defaultHashConcurrency() : concurrency, queue);
+}
+
+/**
+ * The nice value asked for libuv's pool threads, and the one they have. The pool starts its
+ * threads together at its first use, so after a hash has run they are all there to be found
+ * (Linux names them `libuv-worker`; setpriority on a thread id sets that thread's alone).
+ */
+const poolNice = { wanted: 0, applied: 0 };
+
+function renicePool(): void {
+  if (poolNice.wanted === poolNice.applied || process.platform !== 'linux') return;
+  poolNice.applied = poolNice.wanted;
+  try {
+    for (const tid of readdirSync('/proc/self/task')) {
+      if (readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === 'libuv-worker') setPriority(Number(tid), poolNice.wanted);
+    }
+  } catch {
+    // No /proc, or a lower nice value not allowed: the threads keep theirs.
+  }
 }
 
 /** The bucket filled up to now. */
@@ -132,6 +155,7 @@ async function inSlot<T>(work: () => Promise<T>, share: HashShare): Promise<T> {
         return await work();
       } finally {
         load.running -= 1;
+        renicePool();
         const tookMs = performance.now() - began;
         budget.typicalMs = budget.typicalMs === 0 ? tookMs : 0.8 * budget.typicalMs + 0.2 * tookMs;
         if (budget.share > 0) {

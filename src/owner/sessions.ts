@@ -94,7 +94,7 @@ export function createSessionService({ store, sessions, clock, limits, log, conf
   const maxMs = config.owner.sessionMaxSeconds * 1000;
   const touchEveryMs = Math.min(TOUCH_EVERY_MS, idleMs / 4);
   const devices = createDeviceCookies({ secret: config.owner.deviceCookieSecret, days: config.owner.deviceCookieDays, clock });
-  limitHashing({ concurrency: config.owner.passwordHashConcurrency, queue: config.owner.passwordHashQueue, budget: config.owner.passwordHashBudget, now: () => clock.now() });
+  limitHashing({ concurrency: config.owner.passwordHashConcurrency, queue: config.owner.passwordHashQueue, budget: config.owner.passwordHashBudget, now: () => clock.now(), nice: config.owner.passwordHashNice });
   prepareDummyHash();
 
   /** A counted password check; throws InvalidOwnerCredentials on any failure. */
