@@ -24,7 +24,7 @@
  * 127.0.0.1 and bounded: each request by a 10 s timeout, the whole run by its budget.
  */
 import { fork } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -252,12 +252,15 @@ function main(): void {
     const quiet = new Quiet(options.quietWait);
     const gateways: Gateway<Variant>[] = [];
     for (const variant of VARIANTS) {
+      // A data file of its own each: the file has one writer, and a second gateway would wait for its lock.
+      const dataFile = join(RESULTS, `owner-flood-${variant}.json`);
+      copyFileSync(join(RESULTS, '..', '..', 'config', 'demo-data.json'), dataFile);
       gateways.push(await startGateway({
         name: variant,
         runtime,
         core: null,
         stdout: 'ignore',
-        settings: { LOG_LEVEL: 'warn', TRUSTED_PROXIES: '["127.0.0.1"]', ...SETTINGS[variant] },
+        settings: { LOG_LEVEL: 'warn', TRUSTED_PROXIES: '["127.0.0.1"]', GATEWAY_DATA_FILE: dataFile, ...SETTINGS[variant] },
       }));
     }
     log(`${NAME}: ${rounds} rounds × (idle, flood) × ${VARIANTS.join(', ')}, ${seconds} s each; /healthz at ${rate}/s, sign-ins at ${floodRate}/s`);
