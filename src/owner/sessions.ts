@@ -72,11 +72,14 @@ export function sessionDigest(token: string): string {
  * device cookie for this email), the same argon2 work for an unknown email, and one answer
  * (InvalidOwnerCredentials) for every failure.
  */
-export async function checkOwnerPassword(limits: RateLimits, email: string, owner: OwnerRecord | undefined, password: string, meta: RequestMeta, device?: string): Promise<OwnerRecord> {
+export async function checkOwnerPassword(limits: RateLimits, email: string, owner: OwnerRecord | undefined, password: string, meta: RequestMeta, device?: string, signedIn = false): Promise<OwnerRecord> {
   const attempt = await limits.ownerSignIn(email.toLowerCase(), meta.ip, device);
+  // A browser the owner signed in from before, or a session's own password change, is never
+  // refused by the hashing budget (passwords.ts): only strangers' sign-ins are.
+  const share = device === undefined && !signedIn ? 'budgeted' : 'reserved';
   let matched: boolean;
   try {
-    matched = owner === undefined ? await verifyNobody(password) : await verifyPassword(owner.passwordHash, password);
+    matched = owner === undefined ? await verifyNobody(password, share) : await verifyPassword(owner.passwordHash, password, share);
   } catch (err) {
     await attempt.undecided();
     throw err;
@@ -91,12 +94,12 @@ export function createSessionService({ store, sessions, clock, limits, log, conf
   const maxMs = config.owner.sessionMaxSeconds * 1000;
   const touchEveryMs = Math.min(TOUCH_EVERY_MS, idleMs / 4);
   const devices = createDeviceCookies({ secret: config.owner.deviceCookieSecret, days: config.owner.deviceCookieDays, clock });
-  limitHashing({ concurrency: config.owner.passwordHashConcurrency, queue: config.owner.passwordHashQueue });
+  limitHashing({ concurrency: config.owner.passwordHashConcurrency, queue: config.owner.passwordHashQueue, budget: config.owner.passwordHashBudget, now: () => clock.now(), nice: config.owner.passwordHashNice });
   prepareDummyHash();
 
   /** A counted password check; throws InvalidOwnerCredentials on any failure. */
-  function checkPassword(email: string, owner: OwnerRecord | undefined, password: string, meta: RequestMeta): Promise<OwnerRecord> {
-    return checkOwnerPassword(limits, email, owner, password, meta, devices.deviceOf(meta.deviceCookie, email));
+  function checkPassword(email: string, owner: OwnerRecord | undefined, password: string, meta: RequestMeta, signedIn = false): Promise<OwnerRecord> {
+    return checkOwnerPassword(limits, email, owner, password, meta, devices.deviceOf(meta.deviceCookie, email), signedIn);
   }
 
   async function view(owner: OwnerRecord, session: OwnerSession): Promise<SessionView> {
@@ -195,7 +198,7 @@ export function createSessionService({ store, sessions, clock, limits, log, conf
         throw new InvalidRequest(`The new password must have ${PASSWORD_MIN} to ${PASSWORD_MAX} characters.`, { field: 'newPassword' });
       }
       requireWritable(store);
-      const owner = await checkPassword(caller.email, await store.findOwner(caller.ownerId), currentPassword, meta);
+      const owner = await checkPassword(caller.email, await store.findOwner(caller.ownerId), currentPassword, meta, true);
       const passwordHash = await hashPassword(newPassword);
       const now = clock.now();
       const before = await store.updateOwner(owner.id, (current) => ({

@@ -151,3 +151,35 @@ test('past the hashing queue a sign-in is answered 503 overloaded at once, in th
   assert.equal((await signInFrom(gw, '198.51.100.78', 'busy@example.com', WRONG)).status, 401);
   assert.equal((await signInFrom(gw, '198.51.100.79', 'busy@example.com', WRONG)).status, 429);
 });
+
+test('past the hashing budget a flood of sign-ins from new addresses is answered 503 without hashing, while the owner\'s known browser signs in', async (t) => {
+  // A thousandth of a core: one verification spends the budget, and the gateway's clock (which
+  // refills it) moves only when the test says.
+  const gw = await startOwnerGateway(t, { overrides: { ...TRUSTED, limits: { mode: 'enforce' }, owner: { passwordHashBudget: 0.001 } } });
+  t.after(() => limitHashing({ concurrency: 0, queue: 64 }));
+  // The owner as an operator makes them (the initial password's hash is no sign-in: not budgeted).
+  assert.equal((await operator(gw).send('POST', '/accounts', { id: 'acct_flood', name: 'Flood' })).status, 201);
+  assert.equal((await operator(gw).send('POST', '/accounts/acct_flood/owners', { email: 'flood@example.com', initialPassword: PASSWORD })).status, 201);
+  gw.clock.advance(60_000);
+  const first = await signInFrom(gw, '203.0.113.50', 'flood@example.com', PASSWORD);
+  assert.equal(first.status, 200, show(first));
+  const device = deviceCookie(first)!;
+
+  const before = hashesStarted();
+  for (let i = 1; i <= 20; i++) {
+    const res = await signInFrom(gw, `198.18.0.${i}`, `flood${i}@example.com`, WRONG);
+    assert.equal(res.status, 503, `flood #${i}: ${show(res)}`);
+    assert.equal(res.body.message.code, 'overloaded');
+    assert.ok(Number(res.headers.get('retry-after')) >= 1, show(res));
+  }
+  assert.equal(hashesStarted(), before, 'the flood past the budget started no hash');
+
+  const known = await signInFrom(gw, '192.0.2.51', 'flood@example.com', PASSWORD, device);
+  assert.equal(known.status, 200, `the browser the owner signed in from is not refused by the budget: ${show(known)}`);
+  assert.equal(hashesStarted(), before + 1);
+  assert.equal((await signInFrom(gw, '192.0.2.52', 'flood@example.com', PASSWORD)).status, 503, 'a browser without the device cookie waits for the budget, right password or not');
+
+  gw.clock.advance(60_000);
+  assert.equal((await signInFrom(gw, '198.18.1.1', 'flood-later@example.com', WRONG)).status, 401, 'the refilled budget admits a check again');
+  assert.equal(hashesStarted(), before + 2);
+});

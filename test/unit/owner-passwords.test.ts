@@ -12,7 +12,7 @@ import type { Revocations } from '../../src/auth/revocation.js';
 import { loadConfig } from '../../src/config/load.js';
 import { InvalidOwnerCredentials, Overloaded } from '../../src/errors/errors.js';
 import type { RateLimits } from '../../src/limits/rate-limits.js';
-import { defaultHashConcurrency, hashLoad, hashPassword, limitHashing, needsRehash, verifyPassword } from '../../src/owner/passwords.js';
+import { budgetRefused, defaultHashConcurrency, hashesStarted, hashLoad, hashPassword, limitHashing, needsRehash, verifyPassword } from '../../src/owner/passwords.js';
 import { createSessionService } from '../../src/owner/sessions.js';
 import { dataFileSchema } from '../../src/stores/data-file.js';
 import { MemoryOwnerStore } from '../../src/stores/owner-store.memory.js';
@@ -147,4 +147,31 @@ test('an unknown email costs an argon2 verification, as a wrong password does', 
   const unknown = await fastest('nobody@example.com');
   // Without the dummy an unknown email answers in a fraction of a millisecond; argon2 at 19 MiB takes about ten.
   assert.ok(unknown > wrong * 0.3, `unknown email ${unknown.toFixed(1)} ms, wrong password ${wrong.toFixed(1)} ms`);
+});
+
+test('past `passwordHashBudget` a budgeted check is refused without hashing; a reserved one still hashes; the budget refills with the clock', async (t) => {
+  const clock = new ManualClock();
+  const phc = await hashPassword(PASSWORD);
+  // A thousandth of a core: 1 ms of hashing a second, less than one argon2 verification takes.
+  limitHashing({ concurrency: 1, queue: 64, budget: 0.001, now: () => clock.now() });
+  t.after(() => limitHashing({ concurrency: 0, queue: 64 }));
+  assert.equal(await verifyPassword(phc, PASSWORD, 'budgeted'), true, 'the full bucket admits one');
+  const started = hashesStarted();
+  const refused = budgetRefused();
+  for (let i = 0; i < 5; i++) {
+    const err = await verifyPassword(phc, PASSWORD, 'budgeted').then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof Overloaded, `check ${i}: ${String(err)}`);
+    assert.equal(err.status, 503);
+    assert.ok(Number(err.headers?.['Retry-After']) >= 1, JSON.stringify(err.headers));
+  }
+  assert.equal(hashesStarted(), started, 'the refused checks started no hash');
+  assert.equal(budgetRefused(), refused + 5);
+  assert.equal(await verifyPassword(phc, PASSWORD, 'reserved'), true, 'a reserved check (a known device) is not refused by the budget');
+  assert.equal(hashesStarted(), started + 1);
+  assert.ok((await verifyPassword(phc, PASSWORD, 'budgeted').catch((e: unknown) => e)) instanceof Overloaded, 'the reserved hash used the budget too');
+  // Ten minutes of the clock: 600 ms of hashing allowed, but the bucket holds at most a second's worth (1 ms).
+  clock.advance(600_000);
+  assert.equal(await verifyPassword(phc, PASSWORD, 'budgeted'), true, 'the refilled budget admits one again');
+  assert.ok((await verifyPassword(phc, PASSWORD, 'budgeted').catch((e: unknown) => e)) instanceof Overloaded, 'but only one: the bucket holds a second\'s worth');
+  assert.deepEqual(hashLoad(), { running: 0, waiting: 0 });
 });
