@@ -589,9 +589,9 @@ export const configSchema = z.strictObject({
       env: 'OWNER_PASSWORD_HASH_BUDGET',
       description: 'Cores\' worth of argon2 hashing (over about a second) that sign-ins without a device cookie for their email may use per process; past it they are answered 503 `overloaded` without hashing; 0: no budget. Sign-ins with a device cookie are never refused by it.',
     }),
-    passwordHashNice: setting(z.number().int().min(0).max(19).default(0), {
+    passwordHashNice: setting(z.number().int().min(0).max(19).default(19), {
       env: 'OWNER_PASSWORD_HASH_NICE',
-      description: 'Nice value (Linux) for libuv\'s thread pool, where argon2 runs, so that the event loop takes a core from a hash at once; it also lowers the pool\'s file and DNS work when the CPU is contended; 0: unchanged.',
+      description: 'Nice value (Linux) for libuv\'s thread pool, where argon2 runs, so that the event loop takes a core from a hash at once; set only once a hash has run; it also lowers the pool\'s file and DNS work when the CPU is contended; 0: unchanged.',
     }),
     settingsTokenMaxDays: setting(z.number().int().min(1).max(3650).optional(), {
       description: 'Longest lifetime an API settings token may be given; unset: tokens may also never expire.',
