@@ -143,6 +143,22 @@ export function logLines(gw: TestGateway): Record<string, unknown>[] {
   return gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
+/** What each running instance logs when it notices that Redis lost its data (a new epoch). */
+export const DATA_LOST = 'redis lost the gateway\'s data (its epoch record was gone or replaced): access tokens issued before the new epoch are refused';
+
+/**
+ * Waits (bounded) until `gw` has noticed that Redis came back empty. Tokens it issues before
+ * then may still carry the old epoch, and are refused once it notices (docs/redis.md): a test
+ * that restarts Redis empty and signs in again waits for this first.
+ */
+export async function untilDataLossNoticed(gw: TestGateway, limitMs = 15_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (logged(gw, DATA_LOST).length === 0) {
+    if (Date.now() > deadline) throw new Error(`the gateway did not notice Redis's data loss within ${limitMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
 /** The lines logged with this `msg`. */
 export function logged(gw: TestGateway, msg: string): Record<string, unknown>[] {
   return logLines(gw).filter((line) => line.msg === msg);

@@ -22,7 +22,7 @@ import {
   ACCOUNT, ALICE_CAPS, ALICE_LOWER, assertListing, assertNotFound, assertPrompt, assertSign, assertStaleServed, assertStoreError, DEMO_FILE, DEMO_ROLES, FIRST_PAGE,
   listed, MAX_STALE_MS, PAST_FRESH_MS, rolesCall, SECOND_PAGE, signCall, SWR_MS, TTL_MS, UNKNOWN, until,
 } from '../helpers/directory.js';
-import { call, logged, show, signIn, startGateway, timed, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
+import { call, logged, show, untilDataLossNoticed, signIn, startGateway, timed, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { startGatewayProcess, waitForLog, type GatewayProcess } from '../helpers/process.js';
 import { connectedRedis, redisSettings, redisSuite, silentLog, startRedis } from '../helpers/redis.js';
 
@@ -254,6 +254,7 @@ test('redis store, redis-server killed: cached answers until maxStaleMs, 503 for
   // The restarted server came back empty: access tokens from before its loss are refused
   // (test/redis/data-loss.test.ts), so the rest uses one issued after it.
   let accessToken = before;
+  await untilDataLossNoticed(gw, RECOVERY_DEADLINE_MS);
   await until('a sign-in after the restart', async () => {
     accessToken = (await signIn(gw).catch(() => undefined))?.accessToken ?? before;
     return accessToken !== before;
