@@ -31,9 +31,9 @@ import type { Config } from './config/schema.js';
 import { SigningKeyError } from './auth/signer.js';
 import { createServices, dataFileWrittenBy, type Services } from './services.js';
 import { startServer, type RunningServer } from './server.js';
-import { DataFileError } from './stores/data-file.js';
-import { lockDataFile } from './stores/data-file-lock.js';
-import { DemoDataError } from './stores/demo-data.js';
+import { DataFileError } from './state/data-file/data-file.js';
+import { lockDataFile } from './state/data-file/lock.js';
+import { DemoDataError } from './state/data-file/demo-data.js';
 import { groupScrape, serveGroupMetrics } from './telemetry/cluster-metrics.js';
 import { createLogger, type Logger } from './telemetry/log.js';
 

@@ -12,9 +12,9 @@
  * nothing more, so the answer's timing is the same as before for an unknown key.
  */
 import { secretDigest } from '../domain/secrets.js';
-import { isDemoOwnerHash, isDemoSecretDigest } from '../stores/demo-data.js';
-import type { ApiKeyRecord } from '../stores/key-directory.js';
-import type { OwnerRecord } from '../stores/owner-records.js';
+import { isDemoOwnerHash, isDemoSecretDigest } from '../state/data-file/demo-data.js';
+import type { ApiKeyRecord } from '../state/keys/store.js';
+import type { OwnerRecord } from '../state/owners/records.js';
 import type { Logger } from '../telemetry/log.js';
 import { decodeSecretHash } from './credentials.js';
 

@@ -10,8 +10,8 @@
  * test/owner/key-last-used.test.ts holds it.
  */
 import { LRUCache } from 'lru-cache';
-import type { ApiKeyRecord } from '../stores/key-directory.js';
-import type { KeyUseStore } from '../stores/key-use.js';
+import type { ApiKeyRecord } from '../state/keys/store.js';
+import type { KeyUseStore } from '../state/key-use/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
 import { entryBound } from '../util/lru.js';

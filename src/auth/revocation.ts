@@ -31,7 +31,7 @@
  * instance's own clock, made by a clock further ahead, counts from when it is first heard).
  */
 import { LRUCache } from 'lru-cache';
-import { latestReset, type AccountResets, type ResetListener, type ResetScope, type RevocationStore } from '../stores/revocation.js';
+import { latestReset, type AccountResets, type ResetListener, type ResetScope, type RevocationStore } from '../state/revocation/store.js';
 import type { Clock } from '../util/clock.js';
 import { entryBound } from '../util/lru.js';
 

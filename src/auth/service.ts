@@ -3,8 +3,8 @@
  * routes turn them into errors at one visible point.
  */
 import type { Config } from '../config/schema.js';
-import type { ApiKeyRecord, KeyDirectory } from '../stores/key-directory.js';
-import type { RefreshTokenStore } from '../stores/token-store.js';
+import type { ApiKeyRecord, KeyDirectory } from '../state/keys/store.js';
+import type { RefreshTokenStore } from '../state/tokens/store.js';
 import { StoreUnavailable } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
 import type { CredentialOutcome, Metrics } from '../telemetry/metrics.js';

@@ -16,7 +16,7 @@
  */
 import type { StoreFailurePolicy } from '../config/schema.js';
 import { StoreUnavailable, TooManyRequests } from '../errors/errors.js';
-import type { CounterWindow, RateCounters, Tally } from '../stores/rate-counters.js';
+import type { CounterWindow, RateCounters, Tally } from '../state/rate-counters/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { Clock } from '../util/clock.js';

@@ -13,8 +13,8 @@
 import { Conflict, NotFound } from '../errors/errors.js';
 import { hashSecret, secretDigest } from '../domain/secrets.js';
 import { randomBase62 } from '../domain/random.js';
-import type { ApiKeyData, AuditEvent } from '../stores/owner-records.js';
-import type { AccountDoc } from '../stores/owner-store.js';
+import type { ApiKeyData, AuditEvent } from '../state/owners/records.js';
+import type { AccountDoc } from '../state/owners/store.js';
 import { loadAccount, requireReachable, requireWritable } from './access.js';
 import { logEvents, makeEvent } from './audit.js';
 import type { OwnerDeps } from './deps.js';

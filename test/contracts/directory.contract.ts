@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { dataFileSchema, type DataFile } from '../../src/stores/data-file.js';
-import type { Directory } from '../../src/stores/directory.js';
+import { dataFileSchema, type DataFile } from '../../src/state/data-file/data-file.js';
+import type { Directory } from '../../src/state/directory/store.js';
 
 export const DIRECTORY_FIXTURE: DataFile = dataFileSchema.parse({
   accounts: [

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import type { KeyUseStore } from '../../src/stores/key-use.js';
+import type { KeyUseStore } from '../../src/state/key-use/store.js';
 
 export interface KeyUseStoreUnderTest {
   store: KeyUseStore;

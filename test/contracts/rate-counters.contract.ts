@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import type { CounterWindow, RateCounters, Tally } from '../../src/stores/rate-counters.js';
+import type { CounterWindow, RateCounters, Tally } from '../../src/state/rate-counters/store.js';
 
 export interface CountersUnderTest {
   counters: RateCounters;

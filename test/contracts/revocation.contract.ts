@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import { latestReset, type ResetScope, type RevocationListener, type RevocationStore } from '../../src/stores/revocation.js';
+import { latestReset, type ResetScope, type RevocationListener, type RevocationStore } from '../../src/state/revocation/store.js';
 
 export interface RevocationStoresUnderTest {
   a: RevocationStore;

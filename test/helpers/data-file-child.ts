@@ -10,8 +10,8 @@
  */
 import { syncBuiltinESMExports } from 'node:module';
 import fsPromises from 'node:fs/promises';
-import { readDataFile } from '../../src/stores/data-file.js';
-import { FileOwnerStore } from '../../src/stores/owner-store.file.js';
+import { readDataFile } from '../../src/state/data-file/data-file.js';
+import { FileOwnerStore } from '../../src/state/owners/file.js';
 import { createLogger } from '../../src/telemetry/log.js';
 
 const [scenario, file] = process.argv.slice(2);

@@ -11,8 +11,8 @@
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { BadStoreData } from '../../src/errors/errors.js';
-import { readDataFile } from '../../src/stores/data-file.js';
-import type { Role } from '../../src/stores/directory.js';
+import { readDataFile } from '../../src/state/data-file/data-file.js';
+import type { Role } from '../../src/state/directory/store.js';
 import { call, DEMO, show, timed, type JsonResponse } from './gateway.js';
 
 // ---------------------------------------------------------------------------------------------

@@ -8,11 +8,11 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
-import { createRecordReader } from '../../src/stores/directory-records.js';
-import { RedisKeyUseStore } from '../../src/stores/key-use.redis.js';
-import { RedisOwnerStore } from '../../src/stores/owner-store.redis.js';
-import type { AccountDoc } from '../../src/stores/owner-store.js';
-import { auditEvent } from '../contracts/owner-store.contract.js';
+import { createRecordReader } from '../../src/state/directory/records.js';
+import { RedisKeyUseStore } from '../../src/state/key-use/redis.js';
+import { RedisOwnerStore } from '../../src/state/owners/redis.js';
+import type { AccountDoc } from '../../src/state/owners/store.js';
+import { auditEvent } from '../contracts/owners.contract.js';
 import { DEMO, postJson, sha256Hex, show, startGateway, storedDigest, type TestGateway } from '../helpers/gateway.js';
 import { ADMIN_TOKEN, operator, startOwnerGateway } from '../helpers/owner.js';
 import { adminTokenDigest } from '../../src/http/owner/caller.js';

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { Redis } from 'ioredis';
-import { RedisRevocationStore } from '../../src/stores/revocation.redis.js';
+import { RedisRevocationStore } from '../../src/state/revocation/redis.js';
 import { createLogger } from '../../src/telemetry/log.js';
 import { ManualClock } from '../helpers/clock.js';
 import { until } from '../helpers/directory.js';

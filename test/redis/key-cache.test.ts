@@ -10,10 +10,10 @@
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { createRecordReader } from '../../src/stores/directory-records.js';
-import { RedisKeyDirectory } from '../../src/stores/key-directory.redis.js';
-import { RedisOwnerStore } from '../../src/stores/owner-store.redis.js';
-import type { AccountDoc } from '../../src/stores/owner-store.js';
+import { createRecordReader } from '../../src/state/directory/records.js';
+import { RedisKeyDirectory } from '../../src/state/keys/redis.js';
+import { RedisOwnerStore } from '../../src/state/owners/redis.js';
+import type { AccountDoc } from '../../src/state/owners/store.js';
 import { until } from '../helpers/directory.js';
 import { postJson, sha256Hex, show, startGateway, storedDigest, type TestGateway } from '../helpers/gateway.js';
 import { connectedRedis, rawRedisClient, redisSettings, redisSuite, silentLog, startRedis, type TestRedis } from '../helpers/redis.js';

@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { hashSecret, secretDigest } from '../../src/domain/secrets.js';
-import { readDataFile } from '../../src/stores/data-file.js';
+import { readDataFile } from '../../src/state/data-file/data-file.js';
 import { verifyPassword } from '../../src/owner/passwords.js';
-import { checkDemoData, DemoDataError, findDemoKeys } from '../../src/stores/demo-data.js';
+import { checkDemoData, DemoDataError, findDemoKeys } from '../../src/state/data-file/demo-data.js';
 
 const demo = readDataFile(new URL('../../config/demo-data.json', import.meta.url).pathname);
 

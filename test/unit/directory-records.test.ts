@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { BadStoreData } from '../../src/errors/errors.js';
-import { createRecordReader } from '../../src/stores/directory-records.js';
-import { parseChange } from '../../src/stores/directory.redis.js';
+import { createRecordReader } from '../../src/state/directory/records.js';
+import { parseChange } from '../../src/state/directory/redis.js';
 import { createTimestampFormatter, createTimestampParser } from '../../src/util/time.js';
 
 const utc = createRecordReader('UTC');
