@@ -28,7 +28,7 @@ import { DataFileWriter, isSameVersion, type FileVersion } from '../data-file/wr
 import { MemoryOwnerStore, type MemoryOwnerStoreOptions } from './memory.js';
 
 /** The repository's demo data (beside dist/ in the image): its bytes never change. */
-const SHIPPED_DEMO_FILE = fileURLToPath(new URL('../../config/demo-data.json', import.meta.url));
+const SHIPPED_DEMO_FILE = fileURLToPath(new URL('../../../config/demo-data.json', import.meta.url));
 
 export function isShippedDemoFile(file: string): boolean {
   try {
