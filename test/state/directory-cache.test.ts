@@ -1,5 +1,5 @@
 /**
- * createCachedDirectory (src/stores/directory.cache.ts) in front of a store the test controls:
+ * createCachedDirectory (src/state/directory/cache.ts) in front of a store the test controls:
  * it counts calls, fails them on demand, and holds them pending until released. Time is a
  * ManualClock; nothing here sleeps. "Pending" is proven by letting the event loop turn a few
  * times while the store holds the call, never by waiting for a duration.

@@ -7,7 +7,7 @@
  *
  * The layout is spelled out here literally (`gw:roles:{acct}`, `gw:role:{acct}`,
  * `gw:sign:{acct}`, channel `gw:directory`), as a dashboard or collector written elsewhere
- * would, rather than taken from src/stores/redis/keys.ts.
+ * would, rather than taken from src/state/redis/keys.ts.
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';

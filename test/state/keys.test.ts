@@ -1,16 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryDirectory } from '../../src/state/directory/memory.js';
 import { MemoryKeyDirectory } from '../../src/state/keys/memory.js';
 import { RedisKeyDirectory } from '../../src/state/keys/redis.js';
 import type { KeyDirectory } from '../../src/state/keys/store.js';
 import { connectRedis, type RedisConnection } from '../../src/state/redis/client.js';
 import { systemClock } from '../../src/util/clock.js';
-import { runDirectoryContract } from '../contracts/directory.contract.js';
 import { runKeyDirectoryContract } from '../contracts/keys.contract.js';
 import { redisSettings, redisSuite, silentLog, startRedis, type TestRedis } from '../helpers/redis.js';
 
-runDirectoryContract('memory', async (data) => ({ directory: new MemoryDirectory(data), close: async () => {} }));
 runKeyDirectoryContract('memory', async (data) => ({ keys: new MemoryKeyDirectory(data), close: async () => {} }));
 
 /** A fresh server and one connection to it, ready for use. */

@@ -1,5 +1,5 @@
 /**
- * The data file as the owner store's storage (src/stores/owner-store.file.ts and
+ * The data file as the owner store's storage (src/state/owners/file.ts and
  * data-file-writer.ts), on real files in a temporary directory: every change on disk, atomic
  * writes (a killed process leaves the old file whole), own writes told from a human's edits,
  * which are never overwritten, failures that change nothing, and the demo file left alone.

@@ -9,7 +9,7 @@ import { runOwnerStoreContract } from '../contracts/owners.contract.js';
 
 runOwnerStoreContract('memory', async (data, { maxAuditEvents }) => ({ store: new MemoryOwnerStore(data, { maxAuditEvents }), close: async () => {} }));
 
-// Every change goes through the real file (test/stores/owner-store.file.test.ts tests the file itself).
+// Every change goes through the real file (test/state/owners-file.test.ts tests the file itself).
 runOwnerStoreContract('data file', async (data, { maxAuditEvents }) => {
   const dir = mkdtempSync(join(tmpdir(), 'owner-store-'));
   const file = join(dir, 'data.json');

@@ -1,5 +1,5 @@
 /**
- * Owner sessions: the contract (test/contracts/session-store.contract.ts) against the memory
+ * Owner sessions: the contract (test/contracts/sessions.contract.ts) against the memory
  * store, then what only it promises: a bound on how many sessions it holds.
  */
 import assert from 'node:assert/strict';

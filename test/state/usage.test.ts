@@ -1,5 +1,5 @@
 /**
- * Usage counters: the contract (test/contracts/usage-counters.contract.ts) against memory and a
+ * Usage counters: the contract (test/contracts/usage.contract.ts) against memory and a
  * real redis-server, then what only one implementation promises: Redis keys named per account
  * and bucket, each with a TTL of the retention, one script call per account of a batch; the
  * memory store's bound (keys × buckets, whatever the number of counts added).
