@@ -1,5 +1,5 @@
 /**
- * The published demo secrets and owner passwords (stores/demo-data.ts) at sign-in. A production gateway checks its
+ * The published demo secrets and owner passwords (state/data-file/demo-data.ts) at sign-in. A production gateway checks its
  * data file for them at start-up, but keys kept in Redis (KEY_SOURCE=redis, filled by
  * `gatewayctl migrate` or `keys:import`) are only read one by one, when a client names them.
  * So the check is made there, for every key source alike: under NODE_ENV=production, unless

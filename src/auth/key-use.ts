@@ -1,5 +1,5 @@
 /**
- * Records when each API key last signed in (stores/key-use.ts), for owners: the owner API's key
+ * Records when each API key last signed in (state/key-use/store.ts), for owners: the owner API's key
  * view and the dashboard's keys table. At sign-in only, never per proxied request or token
  * check: a sign-in is rare next to the calls its tokens make, and an access token says nothing
  * new about its key.

@@ -1,6 +1,6 @@
 /**
  * Deciding one request against its limits: every check counted at once (each an atomic hit on
- * the counters, stores/rate-counters.ts), then one verdict. The request goes on when every
+ * the counters, state/rate-counters/store.ts), then one verdict. The request goes on when every
  * enforced check was admitted; otherwise it is refused with 429, and what the admitted checks
  * took is given back, so a refused request spends nothing anywhere.
  *

@@ -14,7 +14,7 @@ export const AUDITED_FIELDS = new Set([
   'signedNonce', 'signedAt', 'signedExpiredAt', 'expiresAt', 'previousValidUntil', 'mustChangePassword',
 ]);
 
-/** The longest `ip` an event holds (stores/owner-records.ts). */
+/** The longest `ip` an event holds (state/owners/records.ts). */
 const IP_MAX = 64;
 
 /**

@@ -20,9 +20,9 @@ export interface OwnerDeps {
   limits: RateLimits;
   log: Logger;
   config: Pick<Config, 'owner' | 'tokens'>;
-  /** The per-key usage counts (stores/usage-counters.ts); absent while counting is off (`usage.enabled`). */
+  /** The per-key usage counts (state/usage/store.ts); absent while counting is off (`usage.enabled`). */
   usage?: UsageCounters;
-  /** When each key last signed in (stores/key-use.ts); absent: the key views show none. */
+  /** When each key last signed in (state/key-use/store.ts); absent: the key views show none. */
   keyUse?: KeyUseStore;
   /** Refuses the demo owners' published passwords at sign-in on a production gateway (auth/demo-secrets.ts). */
   demoSecrets?: DemoSecretGuard;

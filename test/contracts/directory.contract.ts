@@ -1,5 +1,5 @@
 /**
- * The contract of Directory (src/stores/directory.ts), run once per implementation. Every
+ * The contract of Directory (src/state/directory/store.ts), run once per implementation. Every
  * implementation is built from the same DataFile fixture, so all must answer alike.
  */
 import assert from 'node:assert/strict';

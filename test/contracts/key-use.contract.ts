@@ -1,5 +1,5 @@
 /**
- * The contract of KeyUseStore (src/stores/key-use.ts), run once per implementation: a key's
+ * The contract of KeyUseStore (src/state/key-use/store.ts), run once per implementation: a key's
  * last sign-in read back per account, the later of two times kept whatever order they arrive
  * in, accounts apart. Every test uses accounts of its own.
  */

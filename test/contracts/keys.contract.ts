@@ -1,4 +1,4 @@
-/** The contract of KeyDirectory (src/stores/key-directory.ts), run once per implementation. */
+/** The contract of KeyDirectory (src/state/keys/store.ts), run once per implementation. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { dataFileSchema, type DataFile } from '../../src/state/data-file/data-file.js';

@@ -1,5 +1,5 @@
 /**
- * The contract of OwnerStore (src/stores/owner-store.ts), run once per implementation. Every
+ * The contract of OwnerStore (src/state/owners/store.ts), run once per implementation. Every
  * subtest gets a fresh store from `makeStore`, built from the same DataFile fixture, so the
  * subtests are independent of one another and of their order.
  */

@@ -1,5 +1,5 @@
 /**
- * The contract of RateCounters (src/stores/rate-counters.ts), run once per implementation.
+ * The contract of RateCounters (src/state/rate-counters/store.ts), run once per implementation.
  *
  * Time moves through `elapse`: the memory counters read an injected ManualClock, so there it
  * advances the clock; Redis windows use real PTTL, so there it sleeps. Only the one test about

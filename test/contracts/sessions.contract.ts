@@ -1,5 +1,5 @@
 /**
- * The contract of SessionStore (src/stores/session-store.ts), run once per implementation.
+ * The contract of SessionStore (src/state/sessions/store.ts), run once per implementation.
  *
  * Time moves through `elapse`: the memory store reads an injected ManualClock, so there it
  * advances the clock; a Redis store may sleep instead. Deadlines are therefore set relative to

@@ -1,5 +1,5 @@
 /**
- * The contract of RefreshTokenStore (src/stores/token-store.ts), run once per implementation.
+ * The contract of RefreshTokenStore (src/state/tokens/store.ts), run once per implementation.
  * Time is passed in explicitly (`now`), so no test sleeps.
  */
 import assert from 'node:assert/strict';

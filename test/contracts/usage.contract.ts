@@ -1,10 +1,10 @@
 /**
- * The contract of UsageCounters (src/stores/usage-counters.ts), run once per implementation.
+ * The contract of UsageCounters (src/state/usage/store.ts), run once per implementation.
  *
  * Bucket times are made up (a fixed day in 2026), not now: both implementations name buckets by
  * the time given and keep them for the retention from their own clock (memory) or from the
  * write (Redis's relative TTL), so any time works. Retention is checked where time can be moved
- * (`expireAll`: the memory store's clock); Redis's TTLs are checked in test/stores/usage-counters.test.ts.
+ * (`expireAll`: the memory store's clock); Redis's TTLs are checked in test/state/usage.test.ts.
  * Every test counts accounts of its own, so the tests do not see each other's counts.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * A process of its own for test/stores/owner-store.file.test.ts, which needs what one test
+ * A process of its own for test/state/owners-file.test.ts, which needs what one test
  * process cannot do to itself: die in the middle of a write, or run as a user whom file
  * permissions bind (the tests may run as root). Run as
  * `node --import tsx test/helpers/data-file-child.ts <scenario> <data file>`; prints one JSON line.

@@ -5,8 +5,8 @@
  *   acct_alice's records in config/demo-data.json as GET /api/sign and GET /api/roles answer
  *   them, the cache settings both files give their gateways, the calls, and the assertions on
  *   the answers and the time things take (reading the log and timing a call: helpers/gateway.ts).
- * - "Directory stores called directly" (test/stores/directory-http.test.ts,
- *   test/stores/directory-redis.test.ts): timing a store call and taking its rejection apart.
+ * - "Directory stores called directly" (test/state/directory-http.test.ts,
+ *   test/state/directory-redis.test.ts): timing a store call and taking its rejection apart.
  */
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';

@@ -1,7 +1,7 @@
 /**
  * An API key's last use, as owners see it in the key view (GET …/keys and …/keys/{id}): recorded
  * at a successful sign-in, never at a refused one, and written at most once per 5 minutes per
- * key and instance (auth/key-use.ts), in memory or in Redis (stores/key-use.ts), where a second
+ * key and instance (auth/key-use.ts), in memory or in Redis (state/key-use/store.ts), where a second
  * instance sees it; recording it changes nothing in the account (no audit event). The write is
  * off the sign-in's path, so the test waits for it.
  */

@@ -4,7 +4,7 @@
  * other primaries keep answering. ioredis's failover retries (100 ms apart, up to 16, its
  * command timeout starting only at the first send to a node) once made such calls fail 600 to
  * 700 ms after they began against a 500 ms timeout; the gateway's own deadline on Cluster calls
- * (stores/redis/client.ts) bounds them now.
+ * (state/redis/client.ts) bounds them now.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

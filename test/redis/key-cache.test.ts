@@ -1,5 +1,5 @@
 /**
- * The key-record cache of KEY_SOURCE=redis (stores/key-directory.cache.ts), with two real
+ * The key-record cache of KEY_SOURCE=redis (state/keys/cache.ts), with two real
  * gateways on one real redis-server and the owner store of a third connection as the writer:
  * a sign-in or refresh reads the key record once and then serves it from the cache (one round
  * trip: its token script); a key disabled, rolled or deleted (through the owner store, or

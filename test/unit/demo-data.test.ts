@@ -1,5 +1,5 @@
 /**
- * Which keys count as demo data (src/stores/demo-data.ts): every key of the shipped demo file,
+ * Which keys count as demo data (src/state/data-file/demo-data.ts): every key of the shipped demo file,
  * by its published secret, wherever it is copied; no key made by `keys:create`.
  */
 import assert from 'node:assert/strict';

@@ -1,7 +1,7 @@
 /**
- * Reading store values into the Directory's types (src/stores/directory-records.ts), the
+ * Reading store values into the Directory's types (src/state/directory/records.ts), the
  * `YYYY-MM-DD HH:MM:SS` parser behind it (src/util/time.ts), and the Redis change notice
- * (parseChange in src/stores/directory.redis.ts). Every value that means one thing is read;
+ * (parseChange in src/state/directory/redis.ts). Every value that means one thing is read;
  * everything else is a BadStoreData whose message names the field and never its value.
  */
 import assert from 'node:assert/strict';

@@ -4,7 +4,7 @@
  * file's real path (a symlink such as a mounted ConfigMap's stays a symlink); then the directory
  * is flushed, so the rename itself survives a power loss. A reader (the watcher, a restart, a
  * human) sees the old version or the new one, never a mix, and a crash at any step leaves the
- * old version in place (test/stores/owner-store.file.test.ts kills a writing process to show it).
+ * old version in place (test/state/owners-file.test.ts kills a writing process to show it).
  *
  * A failed write removes its temporary file and throws StoreUnavailable (503), so the owner
  * store serves nothing the file does not hold. The text is JSON indented by two spaces, so the

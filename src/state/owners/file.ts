@@ -17,7 +17,7 @@
  * The demo file shipped in the repository (config/demo-data.json, compared by real path) is
  * never written: changes made on it are saved to `saveDemoTo` (data.demoSaveFile), which
  * services.ts reads instead of the demo file from then on; one info line says so.
- * test/stores/owner-store.file.test.ts holds all of this.
+ * test/state/owners-file.test.ts holds all of this.
  */
 import { closeSync, fstatSync, openSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

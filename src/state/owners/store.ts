@@ -1,7 +1,7 @@
 /**
  * What the owner API (src/owner/) stores: accounts with their members, invites, API keys and
  * API settings tokens; owners; roles and sign records written object by object; and the audit
- * events that go with every change. Two implementations pass test/contracts/owner-store.contract.ts:
+ * events that go with every change. Two implementations pass test/contracts/owners.contract.ts:
  * the data file (owner-store.file.ts, on MemoryOwnerStore) and Redis (owner-store.redis.ts).
  *
  * Atomicity is the store's job: `updateAccount` reads, lets the caller decide, and writes the

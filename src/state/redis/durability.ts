@@ -5,7 +5,7 @@
  * nothing (`maxmemory-policy noeviction`: every gateway key has a TTL, so the volatile-*
  * policies would evict tokens and resets too). Neither is required to run, so an answer that
  * falls short is a warn line, not a refusal to start; a whole loss is caught anyway by the
- * epoch (stores/revocation.ts), at the price of refusing every access token issued before it.
+ * epoch (state/revocation/store.ts), at the price of refusing every access token issued before it.
  *
  * Managed Redis often refuses CONFIG: then INFO says whether AOF is on (not whether RDB
  * snapshots are taken) and which eviction policy runs; if neither can be read, one line says

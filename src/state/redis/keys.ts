@@ -27,11 +27,11 @@ export interface RedisKeys {
   accountKey(accountId: string, keyId: string): string;
   /**
    * Pub/sub channel on which every write of a key record is announced (`{"accountId"}`), so
-   * that every instance drops its cached key records at once (stores/key-directory.redis.ts).
+   * that every instance drops its cached key records at once (state/keys/redis.ts).
    */
   readonly keysChannel: string;
   /**
-   * String: when the data in this Redis began (epoch ms; stores/revocation.ts). No TTL, on
+   * String: when the data in this Redis began (epoch ms; state/revocation/store.ts). No TTL, on
    * purpose: it must go only when everything else goes, so that its absence tells of a loss.
    */
   readonly epoch: string;
@@ -53,14 +53,14 @@ export interface RedisKeys {
    */
   rateWindow(subject: string, ms: number): string;
   /**
-   * Hash: one account's usage counts in one 5-minute bucket (stores/usage-counters.ts), fields
+   * Hash: one account's usage counts in one 5-minute bucket (state/usage/store.ts), fields
    * `r:<keyId>` (calls) and `l:<keyId>` (rate-limited calls). `bucketStart` in epoch ms, named in
    * seconds. TTL: 25 hours from the bucket's last write. Tagged by account, so the buckets an
    * account's window reads share a slot and one script reads them.
    */
   usage(accountId: string, bucketStart: number): string;
   /**
-   * Hash: when each API key of the account last signed in (stores/key-use.ts), key id → epoch
+   * Hash: when each API key of the account last signed in (state/key-use/store.ts), key id → epoch
    * ms. TTL: KEY_USE_RETENTION_MS (400 days) from its last write.
    */
   keyUse(accountId: string): string;

@@ -147,7 +147,7 @@ return out
 `;
 
 /**
- * Reads the epoch record, making it when there is none (stores/revocation.ts): whoever comes
+ * Reads the epoch record, making it when there is none (state/revocation/store.ts): whoever comes
  * first sets the start, and every instance racing it reads that same start back.
  *
  * KEYS[1] the epoch record        <prefix>:epoch
@@ -162,7 +162,7 @@ return {ARGV[1], 1}
 `;
 
 /**
- * Counts one hit in every window of one subject, or in none (stores/rate-counters.ts). Each
+ * Counts one hit in every window of one subject, or in none (state/rate-counters/store.ts). Each
  * window is a counter whose TTL is the rest of the window: set with the first unit, kept by
  * INCRBY, so a window ends when its key expires.
  *

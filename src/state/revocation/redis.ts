@@ -3,7 +3,7 @@
  * written by a Lua script that also announces the reset on a pub/sub channel, so every
  * instance hears of it at once. The refresh-token rotate script reads the same hash.
  *
- * The epoch record (`<prefix>:epoch`, stores/revocation.ts) is read, or made when missing, on
+ * The epoch record (`<prefix>:epoch`, state/revocation/store.ts) is read, or made when missing, on
  * every (re)connection and every `checkEveryMs` while watched: a Redis restarted empty is seen
  * on the reconnection, a FLUSHALL or an eviction within `checkEveryMs`. test/redis/data-loss.test.ts
  * holds it.

@@ -2,7 +2,7 @@
  * Owner sessions (src/owner/sessions.ts), by the SHA-256 of the session id the cookie carries,
  * so a leaked store holds nothing a browser could present. Memory without Redis (a restart
  * signs owners out), Redis with it (every instance knows every session). One contract:
- * test/contracts/session-store.contract.ts.
+ * test/contracts/sessions.contract.ts.
  */
 export interface OwnerSession {
   ownerId: string;

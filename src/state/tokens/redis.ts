@@ -1,6 +1,6 @@
 /**
  * Refresh-token store in Redis, shared by every gateway instance: each method is one Lua
- * script (stores/redis/scripts.ts), so one round trip, and atomic across instances.
+ * script (state/redis/scripts.ts), so one round trip, and atomic across instances.
  */
 import type { RedisConnection } from '../redis/client.js';
 import type { NewFamily, RefreshTokenStore, RotateRequest, RotateResult } from './store.js';

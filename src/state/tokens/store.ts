@@ -2,7 +2,7 @@
  * Refresh-token families (RFC 9700 §4.14.2). A family starts at sign-in; each refresh consumes
  * one token and stores its successor in one atomic step, so of many concurrent refreshes with
  * one token exactly one wins, whatever the implementation or the number of gateway instances.
- * The same step honours token resets (stores/revocation.ts): a family started at or before a
+ * The same step honours token resets (state/revocation/store.ts): a family started at or before a
  * reset of its account or key is dead.
  *
  * The store never sees a token: only the SHA-256 of its secret part, compared in the store.

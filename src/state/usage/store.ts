@@ -7,7 +7,7 @@
  * `usage.flushIntervalMs`), never one store call per request. Adding is commutative: several
  * instances adding into the same bucket sum up, so a shared store (Redis) answers the counts of
  * every instance. Implementations: memory (one process) and Redis; the contract suite
- * test/contracts/usage-counters.contract.ts holds both to the same behaviour.
+ * test/contracts/usage.contract.ts holds both to the same behaviour.
  */
 
 /** Length of a bucket: counts are kept and read per bucket, each starting at a multiple of it. */
