@@ -65,7 +65,7 @@ const SIGNIN_BODY = JSON.stringify({ apiKey: API_KEY, apiSecret: API_SECRET_HASH
 const TOKEN_LIFETIME_S = 900;
 /** The gateway's service credential at the upstream (directory.http.token). */
 const UPSTREAM_TOKEN = 'bench-directory-upstream';
-/** Directory commands in Redis: those naming a key of the directory's layout (src/stores/redis/keys.ts). */
+/** Directory commands in Redis: those naming a key of the directory's layout (src/state/redis/keys.ts). */
 const DIRECTORY_KEY = /:(?:sign|roles|role):\{/;
 
 type Target = 'gateway' | 'koa';
@@ -221,7 +221,7 @@ interface WarmContext {
 /**
  * Signs in at ctx.gateway and puts the token in the file. The token is valid on every server
  * started before now: a gateway, or koa on the gateway's modules, refuses access tokens issued
- * before it started (its resets would have died with an earlier process: src/stores/revocation.memory.ts).
+ * before it started (its resets would have died with an earlier process: src/state/revocation/memory.ts).
  */
 async function renewToken(ctx: WarmContext): Promise<string> {
   ctx.tokenAt = Date.now();

@@ -263,7 +263,7 @@ function runLine(run: Run): string {
 
 /** Where in the gateway's code and packages the limits spend their time. */
 interface LimitsShare {
-  /** Samples with a frame of the limits' own code on the stack (limits/, stores/rate-counters*): synchronous work only. */
+  /** Samples with a frame of the limits' own code on the stack (limits/, state/rate-counters/): synchronous work only. */
   limitsInclusive: number;
   /** Self time by package the limits use (also used elsewhere: ioredis by Redis state, lru-cache by caches). */
   packages: Record<string, number>;
@@ -275,7 +275,7 @@ interface ProfileResult {
   share: LimitsShare;
 }
 
-const LIMITS_CODE = /\/(src|dist)\/(limits\/|stores\/rate-counters)/;
+const LIMITS_CODE = /\/(src|dist)\/(limits\/|state\/rate-counters\/)/;
 const LIMITS_PACKAGES = ['pkg ioredis', 'pkg cockatiel', 'pkg lru-cache', 'pkg prom-client', 'pkg redis-parser', 'pkg denque'];
 
 function limitsShare(profile: CpuProfile, window: [number, number]): LimitsShare {
@@ -459,7 +459,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   const servers = new Map<Target, Server>();
   for (const target of TARGETS) servers.set(target, await startTarget(target, runtime, keys, backend.url, redis.url));
   // Minted once the gateways run: on a new Redis the first one starts the epoch, and a gateway
-  // refuses access tokens issued before it (src/stores/revocation.ts).
+  // refuses access tokens issued before it (src/state/revocation/store.ts).
   const tokens = await TokenSupply.mint(NAME, keys.privateKey, tmp, TOKENS, ACCOUNTS);
   const ctx: Context = { backend, redis, tokens };
   for (const [target, server] of servers) await sanityCheck(target, server, ctx.tokens);

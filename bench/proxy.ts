@@ -415,7 +415,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   const servers = new Map<Target, Server>();
   for (const target of SERVERS) servers.set(target, await startTarget(target, runtime, keys, backend.url, dataFile));
   // Minted once the gateways run: a gateway refuses access tokens issued before it started
-  // (src/stores/revocation.memory.ts). `direct` takes the `many` file and ignores it.
+  // (src/state/revocation/memory.ts). `direct` takes the `many` file and ignores it.
   const ed = {} as Record<Mode, TokenSupply>;
   const hs = {} as Record<Mode, TokenSupply>;
   for (const mode of new Set<Mode>([...MODES_RUN, 'many'])) {

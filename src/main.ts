@@ -3,7 +3,7 @@
  * SIGHUP reloads the configuration (config/reload.ts, docs/reload.md).
  * A bad config, data file or signing key stops the process here, before it listens, with a
  * message naming what is wrong; so does the demo data under NODE_ENV=production
- * (stores/demo-data.ts).
+ * (state/data-file/demo-data.ts).
  *
  * With `workers` above 1 this process becomes the primary of node:cluster: it forks that many
  * copies of itself, which share the one port (the primary hands out connections round-robin)
@@ -29,11 +29,12 @@ import { ConfigError, describeConfig, loadConfig } from './config/load.js';
 import { createConfigReloader } from './config/reload.js';
 import type { Config } from './config/schema.js';
 import { SigningKeyError } from './auth/signer.js';
-import { createServices, dataFileWrittenBy, type Services } from './services.js';
+import { createServices, type Services } from './services.js';
+import { dataFileWrittenBy } from './state/index.js';
 import { startServer, type RunningServer } from './server.js';
-import { DataFileError } from './stores/data-file.js';
-import { lockDataFile } from './stores/data-file-lock.js';
-import { DemoDataError } from './stores/demo-data.js';
+import { DataFileError } from './state/data-file/data-file.js';
+import { lockDataFile } from './state/data-file/lock.js';
+import { DemoDataError } from './state/data-file/demo-data.js';
 import { groupScrape, serveGroupMetrics } from './telemetry/cluster-metrics.js';
 import { createLogger, type Logger } from './telemetry/log.js';
 

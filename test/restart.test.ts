@@ -2,7 +2,7 @@
  * A gateway on the embedded default (memory state) with configured signing keys, restarted:
  * its resets were in process memory and are gone, while the access tokens issued before the
  * restart still carry a valid signature. A reset must survive the restart anyway, so the new
- * process refuses every access token issued before it started (src/stores/revocation.memory.ts);
+ * process refuses every access token issued before it started (src/state/revocation/memory.ts);
  * their refresh tokens died with the old process. Real processes, as an operator restarts them.
  */
 import assert from 'node:assert/strict';

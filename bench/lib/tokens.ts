@@ -125,7 +125,7 @@ export class TokenSupply {
   /**
    * Mints every token anew, now: for a gateway started after them, which refuses access tokens
    * issued before it started (its resets would have died with an earlier process:
-   * src/stores/revocation.memory.ts; on Redis, before the epoch began).
+   * src/state/revocation/memory.ts; on Redis, before the epoch began).
    */
   async renew(): Promise<void> {
     this.#tokens = mintTokens(this.#key, this.#tokens.file, this.#count, this.#accounts);

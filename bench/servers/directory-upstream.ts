@@ -1,6 +1,6 @@
 /**
  * The directory upstream of bench/directory.ts: an existing HTTP backend as the gateway's
- * "http" directory store reads it (src/stores/directory.http.ts). It serves the roles and sign
+ * "http" directory store reads it (src/state/directory/http.ts). It serves the roles and sign
  * records of the data file's accounts in the interface's representation (the envelope
  * `{success, message}`; a listing with `pages` a string, `id` a number, `public` 0 or 1; times
  * as `YYYY-MM-DD HH:MM:SS`, UTC), answers each call after a fixed delay, and counts the calls

@@ -33,8 +33,8 @@ const { loadConfig } = await load('config/load.js') as typeof import('../../src/
 const { createSigner } = await load('auth/signer.js') as typeof import('../../src/auth/signer.js');
 const { createAuthenticator, readBearerToken } = await load('auth/bearer.js') as typeof import('../../src/auth/bearer.js');
 const { createRevocations } = await load('auth/revocation.js') as typeof import('../../src/auth/revocation.js');
-const { MemoryRevocationStore } = await load('stores/revocation.memory.js') as typeof import('../../src/stores/revocation.memory.js');
-const { resetRetentionMs } = await load('stores/revocation.js') as typeof import('../../src/stores/revocation.js');
+const { MemoryRevocationStore } = await load('state/revocation/memory.js') as typeof import('../../src/state/revocation/memory.js');
+const { resetRetentionMs } = await load('state/revocation/store.js') as typeof import('../../src/state/revocation/store.js');
 const { systemClock: clock } = await load('util/clock.js') as typeof import('../../src/util/clock.js');
 
 // As src/services.ts wires the check when no Redis is configured.

@@ -10,7 +10,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { secretDigest } from '../domain/secrets.js';
 import { InvalidRequest } from '../errors/errors.js';
-import type { ApiKeyRecord, KeyDirectory } from '../stores/key-directory.js';
+import type { ApiKeyRecord, KeyDirectory } from '../state/keys/store.js';
 
 const HEX_64 = /^[0-9a-fA-F]{64}$/;
 const BASE64_32 = /^[A-Za-z0-9+/]{43}=?$|^[A-Za-z0-9_-]{43}=?$/;

@@ -1,5 +1,5 @@
 /**
- * The published demo secrets and owner passwords (stores/demo-data.ts) at sign-in. A production gateway checks its
+ * The published demo secrets and owner passwords (state/data-file/demo-data.ts) at sign-in. A production gateway checks its
  * data file for them at start-up, but keys kept in Redis (KEY_SOURCE=redis, filled by
  * `gatewayctl migrate` or `keys:import`) are only read one by one, when a client names them.
  * So the check is made there, for every key source alike: under NODE_ENV=production, unless
@@ -12,9 +12,9 @@
  * nothing more, so the answer's timing is the same as before for an unknown key.
  */
 import { secretDigest } from '../domain/secrets.js';
-import { isDemoOwnerHash, isDemoSecretDigest } from '../stores/demo-data.js';
-import type { ApiKeyRecord } from '../stores/key-directory.js';
-import type { OwnerRecord } from '../stores/owner-records.js';
+import { isDemoOwnerHash, isDemoSecretDigest } from '../state/data-file/demo-data.js';
+import type { ApiKeyRecord } from '../state/keys/store.js';
+import type { OwnerRecord } from '../state/owners/records.js';
 import type { Logger } from '../telemetry/log.js';
 import { decodeSecretHash } from './credentials.js';
 

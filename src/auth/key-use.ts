@@ -1,5 +1,5 @@
 /**
- * Records when each API key last signed in (stores/key-use.ts), for owners: the owner API's key
+ * Records when each API key last signed in (state/key-use/store.ts), for owners: the owner API's key
  * view and the dashboard's keys table. At sign-in only, never per proxied request or token
  * check: a sign-in is rare next to the calls its tokens make, and an access token says nothing
  * new about its key.
@@ -10,8 +10,8 @@
  * test/owner/key-last-used.test.ts holds it.
  */
 import { LRUCache } from 'lru-cache';
-import type { ApiKeyRecord } from '../stores/key-directory.js';
-import type { KeyUseStore } from '../stores/key-use.js';
+import type { ApiKeyRecord } from '../state/keys/store.js';
+import type { KeyUseStore } from '../state/key-use/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
 import { entryBound } from '../util/lru.js';

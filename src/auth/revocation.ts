@@ -12,7 +12,7 @@
  * read. When nothing is known and the store cannot be read, the token is accepted: an outage
  * must not log everyone out (docs/redis.md states this guarantee).
  *
- * Resets from before the store's epoch (stores/revocation.ts) may be lost, so a token from an
+ * Resets from before the store's epoch (state/revocation/store.ts) may be lost, so a token from an
  * earlier epoch is refused. Each access token carries the epoch it was issued under (the
  * `reset_epoch` claim: the epoch record's start, as read from the store), and a token whose
  * epoch is not the store's current one is refused: exact, whatever the instances' clocks say
@@ -31,7 +31,7 @@
  * instance's own clock, made by a clock further ahead, counts from when it is first heard).
  */
 import { LRUCache } from 'lru-cache';
-import { latestReset, type AccountResets, type ResetListener, type ResetScope, type RevocationStore } from '../stores/revocation.js';
+import { latestReset, type AccountResets, type ResetListener, type ResetScope, type RevocationStore } from '../state/revocation/store.js';
 import type { Clock } from '../util/clock.js';
 import { entryBound } from '../util/lru.js';
 

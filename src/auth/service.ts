@@ -3,8 +3,8 @@
  * routes turn them into errors at one visible point.
  */
 import type { Config } from '../config/schema.js';
-import type { ApiKeyRecord, KeyDirectory } from '../stores/key-directory.js';
-import type { RefreshTokenStore } from '../stores/token-store.js';
+import type { ApiKeyRecord, KeyDirectory } from '../state/keys/store.js';
+import type { RefreshTokenStore } from '../state/tokens/store.js';
 import { StoreUnavailable } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
 import type { CredentialOutcome, Metrics } from '../telemetry/metrics.js';
@@ -27,7 +27,7 @@ export type ResetResult =
 export interface AuthService {
   /** Checks apiKey and apiSecret (SHA-256 of the secret) and starts a refresh-token family. */
   signIn(apiKey: string, apiSecret: string): Promise<IssueResult>;
-  /** Rotates a refresh token (see stores/token-store.ts for the outcomes). */
+  /** Rotates a refresh token (see state/tokens/store.ts for the outcomes). */
   refresh(refreshToken: string): Promise<IssueResult>;
   /**
    * The owner's token reset (interface §5.6): with the key's own credentials, kills every token

@@ -22,8 +22,8 @@
 import { LRUCache } from 'lru-cache';
 import { isWellFormedSettingsToken, settingsTokenDigest } from '../domain/settings-token.js';
 import { InvalidToken } from '../errors/errors.js';
-import type { SettingsTokenRecord } from '../stores/owner-records.js';
-import type { OwnerStore } from '../stores/owner-store.js';
+import type { SettingsTokenRecord } from '../state/owners/records.js';
+import type { OwnerStore } from '../state/owners/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
 import { entryBound } from '../util/lru.js';

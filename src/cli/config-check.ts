@@ -19,9 +19,9 @@ import { parseArgs } from 'node:util';
 import { createSigner } from '../auth/signer.js';
 import { ConfigError, describeConfig, loadConfig } from '../config/load.js';
 import { type Config, type RouteConfig } from '../config/schema.js';
-import { readDataFile, type DataFile } from '../stores/data-file.js';
-import { checkDemoData, findDemoKeys } from '../stores/demo-data.js';
-import { isShippedDemoFile } from '../stores/owner-store.file.js';
+import { readDataFile, type DataFile } from '../state/data-file/data-file.js';
+import { checkDemoData, findDemoKeys } from '../state/data-file/demo-data.js';
+import { isShippedDemoFile } from '../state/owners/file.js';
 import { systemClock } from '../util/clock.js';
 import { runWhenExecuted } from './redis.js';
 

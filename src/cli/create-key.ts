@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { ID_PATTERN, ID_SPELLING, SCOPE_PATTERN } from '../domain/formats.js';
 import { hashSecret, secretDigest } from '../domain/secrets.js';
-import { RedisKeyDirectory } from '../stores/key-directory.redis.js';
+import { RedisKeyDirectory } from '../state/keys/redis.js';
 import { UsageError, parseOptions, runWhenExecuted, withRedis } from './redis.js';
 
 export function createApiKey(keyId?: string, scopes: readonly string[] = []) {

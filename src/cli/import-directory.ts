@@ -6,9 +6,9 @@
  * that running gateways read it at once. Records already there with the same id or address are
  * overwritten; nothing is deleted.
  */
-import { readDataFile } from '../stores/data-file.js';
-import { createRecordReader } from '../stores/directory-records.js';
-import { RedisDirectory } from '../stores/directory.redis.js';
+import { readDataFile } from '../state/data-file/data-file.js';
+import { createRecordReader } from '../state/directory/records.js';
+import { RedisDirectory } from '../state/directory/redis.js';
 import { createLogger } from '../telemetry/log.js';
 import { UsageError, parseOptions, runWhenExecuted, withRedis } from './redis.js';
 

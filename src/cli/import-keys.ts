@@ -4,12 +4,12 @@
  * Copies the API keys of a data file (default: the configured `data.file`) into Redis, for
  * gateways run with `data.keySource` "redis". Keys already there with the same apiKey or id
  * are overwritten; no key is deleted. Under NODE_ENV=production the demo keys are refused as at
- * the gateway's start-up (stores/demo-data.ts), since a gateway reading keys from Redis never
+ * the gateway's start-up (state/data-file/demo-data.ts), since a gateway reading keys from Redis never
  * searches them (it refuses a demo secret only when a client presents it: auth/demo-secrets.ts).
  */
-import { readDataFile } from '../stores/data-file.js';
-import { checkDemoData } from '../stores/demo-data.js';
-import { RedisKeyDirectory } from '../stores/key-directory.redis.js';
+import { readDataFile } from '../state/data-file/data-file.js';
+import { checkDemoData } from '../state/data-file/demo-data.js';
+import { RedisKeyDirectory } from '../state/keys/redis.js';
 import { UsageError, parseOptions, runWhenExecuted, withRedis } from './redis.js';
 
 async function main(): Promise<void> {

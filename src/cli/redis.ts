@@ -8,7 +8,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { loadConfig } from '../config/load.js';
 import { usesRedis, type Config } from '../config/schema.js';
-import { connectRedis, type RedisConnection } from '../stores/redis/client.js';
+import { connectRedis, type RedisConnection } from '../state/redis/client.js';
 import { createLogger } from '../telemetry/log.js';
 
 export class UsageError extends Error {

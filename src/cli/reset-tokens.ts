@@ -5,8 +5,8 @@
  * dies, and every access token issued until now is refused by every gateway instance within a
  * second. Owners do the same through POST /api/reset with their key's credentials.
  */
-import { RedisRevocationStore } from '../stores/revocation.redis.js';
-import { resetRetentionMs } from '../stores/revocation.js';
+import { RedisRevocationStore } from '../state/revocation/redis.js';
+import { resetRetentionMs } from '../state/revocation/store.js';
 import { createLogger } from '../telemetry/log.js';
 import { UsageError, parseOptions, runWhenExecuted, withRedis } from './redis.js';
 

@@ -80,7 +80,7 @@ const routeSchema = z.strictObject({
 
 /**
  * One counting window of a limit: at most `limit` units (requests, or their cost) per window
- * of `seconds`, counted from the window's first request (see limits/limiter.ts and stores/rate-counters.ts).
+ * of `seconds`, counted from the window's first request (see limits/limiter.ts and state/rate-counters/store.ts).
  */
 const windowSchema = z.strictObject({
   limit: z.number().int().min(1).max(1_000_000_000),

@@ -11,7 +11,7 @@ import type { Signer } from '../auth/signer.js';
 import type { Config } from '../config/schema.js';
 import { MethodNotAllowed, NotFound } from '../errors/errors.js';
 import type { RateLimits, RouteRef } from '../limits/rate-limits.js';
-import type { Directory } from '../stores/directory.js';
+import type { Directory } from '../state/directory/store.js';
 import type { OwnerServices } from '../owner/service.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { TimestampFormatter } from '../util/time.js';

@@ -1,6 +1,6 @@
 /**
  * Deciding one request against its limits: every check counted at once (each an atomic hit on
- * the counters, stores/rate-counters.ts), then one verdict. The request goes on when every
+ * the counters, state/rate-counters/store.ts), then one verdict. The request goes on when every
  * enforced check was admitted; otherwise it is refused with 429, and what the admitted checks
  * took is given back, so a refused request spends nothing anywhere.
  *
@@ -16,7 +16,7 @@
  */
 import type { StoreFailurePolicy } from '../config/schema.js';
 import { StoreUnavailable, TooManyRequests } from '../errors/errors.js';
-import type { CounterWindow, RateCounters, Tally } from '../stores/rate-counters.js';
+import type { CounterWindow, RateCounters, Tally } from '../state/rate-counters/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { Clock } from '../util/clock.js';

@@ -18,7 +18,7 @@
  */
 import type { Identity } from '../auth/bearer.js';
 import { TooManyRequests } from '../errors/errors.js';
-import { usageBucketOf, type UsageCounters, type UsageCounts, type UsageEntry } from '../stores/usage-counters.js';
+import { usageBucketOf, type UsageCounters, type UsageCounts, type UsageEntry } from '../state/usage/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
 import { limitsAreOff, type RateLimits } from './rate-limits.js';

@@ -5,7 +5,7 @@
  * account's key, token, invite, role or record is a 404 too.
  */
 import { Forbidden, NotFound, ReadOnlyStore } from '../errors/errors.js';
-import type { AccountDoc, OwnerStore } from '../stores/owner-store.js';
+import type { AccountDoc, OwnerStore } from '../state/owners/store.js';
 import type { Caller } from './types.js';
 
 export async function loadAccount(store: OwnerStore, caller: Caller, accountId: string): Promise<AccountDoc> {

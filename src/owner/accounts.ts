@@ -16,8 +16,8 @@
 import { Conflict, InvalidRequest, NotFound } from '../errors/errors.js';
 import { randomBase62 } from '../domain/random.js';
 import { secretDigest } from '../domain/secrets.js';
-import type { AuditEvent, InviteRecord, OwnerRecord } from '../stores/owner-records.js';
-import type { AccountDoc } from '../stores/owner-store.js';
+import type { AuditEvent, InviteRecord, OwnerRecord } from '../state/owners/records.js';
+import type { AccountDoc } from '../state/owners/store.js';
 import { loadAccount, requireOperator, requireReachable, requireWritable } from './access.js';
 import { logEvents, makeEvent, type AuditEventView, type EventInput } from './audit.js';
 import type { OwnerDeps } from './deps.js';

@@ -4,7 +4,7 @@
  * password cannot reach the audit trail however a caller builds its change.
  */
 import { randomBytes } from 'node:crypto';
-import type { AuditEvent } from '../stores/owner-records.js';
+import type { AuditEvent } from '../state/owners/records.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Actor } from './types.js';
 
@@ -14,7 +14,7 @@ export const AUDITED_FIELDS = new Set([
   'signedNonce', 'signedAt', 'signedExpiredAt', 'expiresAt', 'previousValidUntil', 'mustChangePassword',
 ]);
 
-/** The longest `ip` an event holds (stores/owner-records.ts). */
+/** The longest `ip` an event holds (state/owners/records.ts). */
 const IP_MAX = 64;
 
 /**

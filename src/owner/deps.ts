@@ -3,10 +3,10 @@ import type { DemoSecretGuard } from '../auth/demo-secrets.js';
 import type { Revocations } from '../auth/revocation.js';
 import type { Config } from '../config/schema.js';
 import type { RateLimits } from '../limits/rate-limits.js';
-import type { KeyUseStore } from '../stores/key-use.js';
-import type { OwnerStore } from '../stores/owner-store.js';
-import type { SessionStore } from '../stores/session-store.js';
-import type { UsageCounters } from '../stores/usage-counters.js';
+import type { KeyUseStore } from '../state/key-use/store.js';
+import type { OwnerStore } from '../state/owners/store.js';
+import type { SessionStore } from '../state/sessions/store.js';
+import type { UsageCounters } from '../state/usage/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
 
@@ -20,9 +20,9 @@ export interface OwnerDeps {
   limits: RateLimits;
   log: Logger;
   config: Pick<Config, 'owner' | 'tokens'>;
-  /** The per-key usage counts (stores/usage-counters.ts); absent while counting is off (`usage.enabled`). */
+  /** The per-key usage counts (state/usage/store.ts); absent while counting is off (`usage.enabled`). */
   usage?: UsageCounters;
-  /** When each key last signed in (stores/key-use.ts); absent: the key views show none. */
+  /** When each key last signed in (state/key-use/store.ts); absent: the key views show none. */
   keyUse?: KeyUseStore;
   /** Refuses the demo owners' published passwords at sign-in on a production gateway (auth/demo-secrets.ts). */
   demoSecrets?: DemoSecretGuard;

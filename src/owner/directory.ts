@@ -12,8 +12,8 @@
  * object gone) comes back as an outcome and becomes a 409 naming the field, or a 404.
  */
 import { Conflict, InvalidRequest, NotFound, ReadOnlyStore } from '../errors/errors.js';
-import type { Role, RoleQuery, SignRecord } from '../stores/directory.js';
-import type { PutRoleOutcome, PutSignRecordOutcome } from '../stores/owner-store.js';
+import type { Role, RoleQuery, SignRecord } from '../state/directory/store.js';
+import type { PutRoleOutcome, PutSignRecordOutcome } from '../state/owners/store.js';
 import { loadAccount, requireWritable } from './access.js';
 import { logEvents, makeEvent } from './audit.js';
 import type { OwnerDeps } from './deps.js';

@@ -2,7 +2,7 @@
  * API keys of an account, and token resets. A key's secret is made here, shown once in the
  * answer that made it, and kept only as `secretDigest(hashSecret(secret))` (domain/secrets.ts),
  * the form /api/signin checks. Writing the account is what changes sign-in: every store keeps
- * the key directory it serves in step (stores/owner-store.ts).
+ * the key directory it serves in step (state/owners/store.ts).
  *
  * Access tokens already issued are JWTs that no store is asked about, so whatever must stop
  * them (a disabled or deleted key, a reset) goes through the reset machinery
@@ -13,8 +13,8 @@
 import { Conflict, NotFound } from '../errors/errors.js';
 import { hashSecret, secretDigest } from '../domain/secrets.js';
 import { randomBase62 } from '../domain/random.js';
-import type { ApiKeyData, AuditEvent } from '../stores/owner-records.js';
-import type { AccountDoc } from '../stores/owner-store.js';
+import type { ApiKeyData, AuditEvent } from '../state/owners/records.js';
+import type { AccountDoc } from '../state/owners/store.js';
 import { loadAccount, requireReachable, requireWritable } from './access.js';
 import { logEvents, makeEvent } from './audit.js';
 import type { OwnerDeps } from './deps.js';
@@ -91,7 +91,7 @@ function newSecret(): { apiSecret: string; digest: string } {
   return { apiSecret, digest: secretDigest(hashSecret(apiSecret)) };
 }
 
-/** `lastUsedAt`: the key's last sign-in (stores/key-use.ts), epoch ms. */
+/** `lastUsedAt`: the key's last sign-in (state/key-use/store.ts), epoch ms. */
 export function toKeyView(key: ApiKeyData, lastUsedAt?: number): KeyView {
   return {
     id: key.id,

@@ -10,8 +10,8 @@
 import { randomBase62 } from '../domain/random.js';
 import { mintSettingsToken, settingsTokenDigest, settingsTokenStart } from '../domain/settings-token.js';
 import { Conflict, NotFound } from '../errors/errors.js';
-import type { SettingsTokenRecord } from '../stores/owner-records.js';
-import type { AccountDoc } from '../stores/owner-store.js';
+import type { SettingsTokenRecord } from '../state/owners/records.js';
+import type { AccountDoc } from '../state/owners/store.js';
 import { loadAccount, requireReachable, requireWritable } from './access.js';
 import { logEvents, makeEvent } from './audit.js';
 import type { OwnerDeps } from './deps.js';

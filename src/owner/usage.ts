@@ -9,8 +9,8 @@
  * (`usage.enabled` false) the answer is an empty window with `enabled: false`, not an error: a
  * dashboard shows "not counted" rather than failing.
  */
-import { USAGE_BUCKET_MS, usageBucketOf, type KeyUsage, type UsageCounters } from '../stores/usage-counters.js';
-import type { OwnerStore } from '../stores/owner-store.js';
+import { USAGE_BUCKET_MS, usageBucketOf, type KeyUsage, type UsageCounters } from '../state/usage/store.js';
+import type { OwnerStore } from '../state/owners/store.js';
 import type { Clock } from '../util/clock.js';
 import { loadAccount } from './access.js';
 import type { Caller } from './types.js';

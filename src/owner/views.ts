@@ -3,8 +3,8 @@
  * everything secret (password hashes, invite digests) and internal left out, and times as ISO
  * strings. Optional fields are omitted, never null.
  */
-import type { AccountDoc } from '../stores/owner-store.js';
-import type { InviteRecord, MemberRecord, OwnerRecord } from '../stores/owner-records.js';
+import type { AccountDoc } from '../state/owners/store.js';
+import type { InviteRecord, MemberRecord, OwnerRecord } from '../state/owners/records.js';
 
 export interface AccountView {
   id: string;

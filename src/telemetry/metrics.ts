@@ -33,7 +33,7 @@ const STATUS_CLASSES = ['1xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
 export type TokenValidation = 'valid' | 'missing' | 'invalid' | 'expired' | 'revoked' | 'unavailable';
 /** Outcomes of a sign-in, refresh or token reset (http/routes/). */
 export type CredentialOutcome = 'issued' | 'reset' | 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'replayed' | 'rate_limited' | 'unavailable' | 'error';
-/** What a directory-cache read was answered from (stores/directory.cache.ts). */
+/** What a directory-cache read was answered from (state/directory/cache.ts). */
 export type CacheResult = 'hit' | 'miss' | 'stale';
 /** How an upstream attempt failed (proxy/flight.ts). */
 export type UpstreamFailure = 'connect' | 'timeout' | 'reset' | 'other';
@@ -82,7 +82,7 @@ export interface Metrics {
   readonly webSocketConnections: Gauge<'route'>;
   /** WebSockets closed, by route name and reason: client, backend, expired, reset, idle, drain, error. */
   readonly webSocketsClosed: Counter<'route' | 'reason'>;
-  /** Writes of the data file by the owner store (stores/owner-store.file.ts). */
+  /** Writes of the data file by the owner store (state/owners/file.ts). */
   readonly dataFileWrites: Counter;
   /** Owner changes those writes carried (group commit: several a write under a burst). */
   readonly dataFileChangesWritten: Counter;

@@ -1,11 +1,11 @@
 /**
- * The contract of Directory (src/stores/directory.ts), run once per implementation. Every
+ * The contract of Directory (src/state/directory/store.ts), run once per implementation. Every
  * implementation is built from the same DataFile fixture, so all must answer alike.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { dataFileSchema, type DataFile } from '../../src/stores/data-file.js';
-import type { Directory } from '../../src/stores/directory.js';
+import { dataFileSchema, type DataFile } from '../../src/state/data-file/data-file.js';
+import type { Directory } from '../../src/state/directory/store.js';
 
 export const DIRECTORY_FIXTURE: DataFile = dataFileSchema.parse({
   accounts: [

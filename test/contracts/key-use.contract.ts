@@ -1,12 +1,12 @@
 /**
- * The contract of KeyUseStore (src/stores/key-use.ts), run once per implementation: a key's
+ * The contract of KeyUseStore (src/state/key-use/store.ts), run once per implementation: a key's
  * last sign-in read back per account, the later of two times kept whatever order they arrive
  * in, accounts apart. Every test uses accounts of its own.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import type { KeyUseStore } from '../../src/stores/key-use.js';
+import type { KeyUseStore } from '../../src/state/key-use/store.js';
 
 export interface KeyUseStoreUnderTest {
   store: KeyUseStore;

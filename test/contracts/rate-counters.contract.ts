@@ -1,5 +1,5 @@
 /**
- * The contract of RateCounters (src/stores/rate-counters.ts), run once per implementation.
+ * The contract of RateCounters (src/state/rate-counters/store.ts), run once per implementation.
  *
  * Time moves through `elapse`: the memory counters read an injected ManualClock, so there it
  * advances the clock; Redis windows use real PTTL, so there it sleeps. Only the one test about
@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import type { CounterWindow, RateCounters, Tally } from '../../src/stores/rate-counters.js';
+import type { CounterWindow, RateCounters, Tally } from '../../src/state/rate-counters/store.js';
 
 export interface CountersUnderTest {
   counters: RateCounters;

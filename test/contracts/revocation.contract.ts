@@ -1,5 +1,5 @@
 /**
- * The contract of RevocationStore (src/stores/revocation.ts), run once per implementation.
+ * The contract of RevocationStore (src/state/revocation/store.ts), run once per implementation.
  *
  * `a` and `b` are two handles on one shared state, as two gateway instances would hold them
  * (memory: the same instance twice; Redis: two connections to one server). `make` gives new
@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import { latestReset, type ResetScope, type RevocationListener, type RevocationStore } from '../../src/stores/revocation.js';
+import { latestReset, type ResetScope, type RevocationListener, type RevocationStore } from '../../src/state/revocation/store.js';
 
 export interface RevocationStoresUnderTest {
   a: RevocationStore;

@@ -1,5 +1,5 @@
 /**
- * A process of its own for test/stores/owner-store.file.test.ts, which needs what one test
+ * A process of its own for test/state/owners-file.test.ts, which needs what one test
  * process cannot do to itself: die in the middle of a write, or run as a user whom file
  * permissions bind (the tests may run as root). Run as
  * `node --import tsx test/helpers/data-file-child.ts <scenario> <data file>`; prints one JSON line.
@@ -10,8 +10,8 @@
  */
 import { syncBuiltinESMExports } from 'node:module';
 import fsPromises from 'node:fs/promises';
-import { readDataFile } from '../../src/stores/data-file.js';
-import { FileOwnerStore } from '../../src/stores/owner-store.file.js';
+import { readDataFile } from '../../src/state/data-file/data-file.js';
+import { FileOwnerStore } from '../../src/state/owners/file.js';
 import { createLogger } from '../../src/telemetry/log.js';
 
 const [scenario, file] = process.argv.slice(2);

@@ -5,14 +5,14 @@
  *   acct_alice's records in config/demo-data.json as GET /api/sign and GET /api/roles answer
  *   them, the cache settings both files give their gateways, the calls, and the assertions on
  *   the answers and the time things take (reading the log and timing a call: helpers/gateway.ts).
- * - "Directory stores called directly" (test/stores/directory-http.test.ts,
- *   test/stores/directory-redis.test.ts): timing a store call and taking its rejection apart.
+ * - "Directory stores called directly" (test/state/directory-http.test.ts,
+ *   test/state/directory-redis.test.ts): timing a store call and taking its rejection apart.
  */
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { BadStoreData } from '../../src/errors/errors.js';
-import { readDataFile } from '../../src/stores/data-file.js';
-import type { Role } from '../../src/stores/directory.js';
+import { readDataFile } from '../../src/state/data-file/data-file.js';
+import type { Role } from '../../src/state/directory/store.js';
 import { call, DEMO, show, timed, type JsonResponse } from './gateway.js';
 
 // ---------------------------------------------------------------------------------------------

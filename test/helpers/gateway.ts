@@ -25,7 +25,7 @@ export function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-/** sha256:<hex SHA-256 of the 32-byte SHA-256 of the secret>, as src/stores/data-file.ts stores it. */
+/** sha256:<hex SHA-256 of the 32-byte SHA-256 of the secret>, as src/state/data-file/data-file.ts stores it. */
 export function storedDigest(secret: string): string {
   const clientHash = createHash('sha256').update(secret, 'utf8').digest();
   return `sha256:${createHash('sha256').update(clientHash).digest('hex')}`;

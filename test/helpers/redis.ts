@@ -13,9 +13,9 @@ import type { TestContext } from 'node:test';
 import { Redis } from 'ioredis';
 
 import { configSchema, type Config } from '../../src/config/schema.js';
-import { connectRedis, type RedisConnection } from '../../src/stores/redis/client.js';
-import { RedisRevocationStore } from '../../src/stores/revocation.redis.js';
-import type { RevocationStore } from '../../src/stores/revocation.js';
+import { connectRedis, type RedisConnection } from '../../src/state/redis/client.js';
+import { RedisRevocationStore } from '../../src/state/revocation/redis.js';
+import type { RevocationStore } from '../../src/state/revocation/store.js';
 import { createLogger } from '../../src/telemetry/log.js';
 
 const BINARY = process.env.REDIS_SERVER_BIN ?? 'redis-server';

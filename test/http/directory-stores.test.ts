@@ -80,7 +80,7 @@ interface Upstream {
 
 /**
  * The existing HTTP backend the gateway reads from, after the mapping of
- * src/stores/directory.http.ts (and the example URLs of docs/directory.md):
+ * src/state/directory/http.ts (and the example URLs of docs/directory.md):
  *   GET /accounts/{accountId}/sign?address={address}  → 200 {success:true, message:record} | 404
  *   GET /accounts/{accountId}/roles?page&limit[&name] → 200 {success:true, message:{pages,items,total}} | 404
  * It insists on the service credential and the account header, as such a backend would.

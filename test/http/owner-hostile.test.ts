@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { createSettingsTokenAuth } from '../../src/auth/settings-tokens.js';
 import { mintSettingsToken } from '../../src/domain/settings-token.js';
-import type { OwnerStore } from '../../src/stores/owner-store.js';
+import type { OwnerStore } from '../../src/state/owners/store.js';
 import { call, show } from '../helpers/gateway.js';
 import { silentLog } from '../helpers/redis.js';
 import { gatewayEnv, runCommand } from '../helpers/process.js';

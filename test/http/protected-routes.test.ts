@@ -534,7 +534,7 @@ test('bearer-protected routes, two configured keys', async (t) => {
     },
   });
   // A memory gateway refuses access tokens issued before it started (its resets would have
-  // been lost with an earlier process: src/stores/revocation.memory.ts). The suite signs tokens
+  // been lost with an earlier process: src/state/revocation/memory.ts). The suite signs tokens
   // as old as a token lifetime plus the skew, and one a second older that only its age must
   // refuse: so the gateway has run a minute longer than that.
   gw.clock.advance(ACCESS_TTL_MS + SKEW_MS + 60_000);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decodeJwt } from 'jose';
 import { parseRefreshToken } from '../../src/auth/refresh.js';
-import type { RotateRequest, RotateResult } from '../../src/stores/token-store.js';
+import type { RotateRequest, RotateResult } from '../../src/state/tokens/store.js';
 import { call, DEMO, postJson, signIn, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { refreshHandleOf, refreshTokenOf, type RefreshHandle } from '../helpers/refresh-token.js';
 

@@ -22,8 +22,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { readDataFile } from '../../src/stores/data-file.js';
-import { formatDataFile } from '../../src/stores/data-file-writer.js';
+import { readDataFile } from '../../src/state/data-file/data-file.js';
+import { formatDataFile } from '../../src/state/data-file/writer.js';
 import { exitWithin, gatewayEnv, LISTENING, startGatewayProcess, startNode, tempDir, waitForLog, type Child, type LogLine } from '../helpers/process.js';
 
 const PROCESS_LIMIT_MS = 60_000;

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { resetRetentionMs } from '../../src/stores/revocation.js';
+import { resetRetentionMs } from '../../src/state/revocation/store.js';
 import { call, show } from '../helpers/gateway.js';
 import { operator, startOwnerGateway } from '../helpers/owner-keys.js';
 

@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { GatewayError } from '../../src/errors/errors.js';
 import { createOwnerServices } from '../../src/owner/service.js';
-import type { OwnerStore } from '../../src/stores/owner-store.js';
-import { MemorySessionStore } from '../../src/stores/session-store.memory.js';
+import type { OwnerStore } from '../../src/state/owners/store.js';
+import { MemorySessionStore } from '../../src/state/sessions/memory.js';
 import { ownerActor, OWNER_A, startOwnerGateway } from '../helpers/owner-keys.js';
 
 /** The gateway's owner store, except that the first account write is preceded by the account's deletion. */

@@ -9,7 +9,7 @@ import { test, type TestContext } from 'node:test';
 import type { Revocations } from '../../src/auth/revocation.js';
 import { StoreUnavailable } from '../../src/errors/errors.js';
 import { createOwnerServices } from '../../src/owner/service.js';
-import { MemorySessionStore } from '../../src/stores/session-store.memory.js';
+import { MemorySessionStore } from '../../src/state/sessions/memory.js';
 import { ownerActor, OWNER_A, startOwnerGateway } from '../helpers/owner-keys.js';
 
 /** The gateway's owner service, with resets that fail once when `failing.next` is set, and a record of those made. */

@@ -1,18 +1,18 @@
 /**
  * An API key's last use, as owners see it in the key view (GET …/keys and …/keys/{id}): recorded
  * at a successful sign-in, never at a refused one, and written at most once per 5 minutes per
- * key and instance (auth/key-use.ts), in memory or in Redis (stores/key-use.ts), where a second
+ * key and instance (auth/key-use.ts), in memory or in Redis (state/key-use/store.ts), where a second
  * instance sees it; recording it changes nothing in the account (no audit event). The write is
  * off the sign-in's path, so the test waits for it.
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
-import { createRecordReader } from '../../src/stores/directory-records.js';
-import { RedisKeyUseStore } from '../../src/stores/key-use.redis.js';
-import { RedisOwnerStore } from '../../src/stores/owner-store.redis.js';
-import type { AccountDoc } from '../../src/stores/owner-store.js';
-import { auditEvent } from '../contracts/owner-store.contract.js';
+import { createRecordReader } from '../../src/state/directory/records.js';
+import { RedisKeyUseStore } from '../../src/state/key-use/redis.js';
+import { RedisOwnerStore } from '../../src/state/owners/redis.js';
+import type { AccountDoc } from '../../src/state/owners/store.js';
+import { auditEvent } from '../contracts/owners.contract.js';
 import { DEMO, postJson, sha256Hex, show, startGateway, storedDigest, type TestGateway } from '../helpers/gateway.js';
 import { ADMIN_TOKEN, operator, startOwnerGateway } from '../helpers/owner.js';
 import { adminTokenDigest } from '../../src/http/owner/caller.js';

@@ -9,8 +9,8 @@ import { test } from 'node:test';
 import { GatewayError } from '../../src/errors/errors.js';
 import { hashPassword } from '../../src/owner/passwords.js';
 import { createSessionService } from '../../src/owner/sessions.js';
-import type { OwnerSession, SessionStore } from '../../src/stores/session-store.js';
-import { MemorySessionStore } from '../../src/stores/session-store.memory.js';
+import type { OwnerSession, SessionStore } from '../../src/state/sessions/store.js';
+import { MemorySessionStore } from '../../src/state/sessions/memory.js';
 import { OWNER_A, startOwnerGateway } from '../helpers/owner-keys.js';
 
 const OLD = 'the old long passphrase';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { GatewayError } from '../../src/errors/errors.js';
-import { MemoryOwnerStore } from '../../src/stores/owner-store.memory.js';
+import { MemoryOwnerStore } from '../../src/state/owners/memory.js';
 import { settingsTokenDigest } from '../../src/domain/settings-token.js';
 import { startBackend } from '../helpers/backend.js';
 import { call, DEMO, postJson, sha256Hex, show, signIn, type TestGateway } from '../helpers/gateway.js';

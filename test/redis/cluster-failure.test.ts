@@ -4,7 +4,7 @@
  * other primaries keep answering. ioredis's failover retries (100 ms apart, up to 16, its
  * command timeout starting only at the first send to a node) once made such calls fail 600 to
  * 700 ms after they began against a 500 ms timeout; the gateway's own deadline on Cluster calls
- * (stores/redis/client.ts) bounds them now.
+ * (state/redis/client.ts) bounds them now.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { Command, Redis } from 'ioredis';
 import { StoreUnavailable } from '../../src/errors/errors.js';
-import { RedisRateCounters } from '../../src/stores/rate-counters.redis.js';
-import { connectRedis } from '../../src/stores/redis/client.js';
+import { RedisRateCounters } from '../../src/state/rate-counters/redis.js';
+import { connectRedis } from '../../src/state/redis/client.js';
 import { logged, postJson, sha256Hex, show, startGateway, storedDigest } from '../helpers/gateway.js';
 import { redisSettings, redisSuite, silentLog } from '../helpers/redis.js';
 import { redisCli, startRedisCluster } from '../helpers/redis-topologies.js';

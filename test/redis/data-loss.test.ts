@@ -1,7 +1,7 @@
 /**
  * Redis losing its data (issue 13): a restart without persistence, a failover to an empty
  * replica, an eviction or a FLUSHALL takes every reset with it, while the access tokens issued
- * before them live on as JWTs. The epoch record (src/stores/revocation.ts) catches it: every
+ * before them live on as JWTs. The epoch record (src/state/revocation/store.ts) catches it: every
  * access token issued before the loss was detected is refused, by the instance that was
  * running (on its reconnection, or its next check) and by one started afterwards; tokens
  * issued after work everywhere. Instances racing to make the record agree on one.
@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { Redis } from 'ioredis';
-import { RedisRevocationStore } from '../../src/stores/revocation.redis.js';
+import { RedisRevocationStore } from '../../src/state/revocation/redis.js';
 import { createLogger } from '../../src/telemetry/log.js';
 import { ManualClock } from '../helpers/clock.js';
 import { until } from '../helpers/directory.js';

@@ -13,11 +13,11 @@
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { readDataFile } from '../../src/stores/data-file.js';
-import { createRecordReader } from '../../src/stores/directory-records.js';
-import { RedisDirectory } from '../../src/stores/directory.redis.js';
-import type { Role } from '../../src/stores/directory.js';
-import type { RedisConnection } from '../../src/stores/redis/client.js';
+import { readDataFile } from '../../src/state/data-file/data-file.js';
+import { createRecordReader } from '../../src/state/directory/records.js';
+import { RedisDirectory } from '../../src/state/directory/redis.js';
+import type { Role } from '../../src/state/directory/store.js';
+import type { RedisConnection } from '../../src/state/redis/client.js';
 import {
   ACCOUNT, ALICE_CAPS, ALICE_LOWER, assertListing, assertNotFound, assertPrompt, assertSign, assertStaleServed, assertStoreError, DEMO_FILE, DEMO_ROLES, FIRST_PAGE,
   listed, MAX_STALE_MS, PAST_FRESH_MS, rolesCall, SECOND_PAGE, signCall, SWR_MS, TTL_MS, UNKNOWN, until,

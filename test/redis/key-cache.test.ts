@@ -1,5 +1,5 @@
 /**
- * The key-record cache of KEY_SOURCE=redis (stores/key-directory.cache.ts), with two real
+ * The key-record cache of KEY_SOURCE=redis (state/keys/cache.ts), with two real
  * gateways on one real redis-server and the owner store of a third connection as the writer:
  * a sign-in or refresh reads the key record once and then serves it from the cache (one round
  * trip: its token script); a key disabled, rolled or deleted (through the owner store, or
@@ -10,10 +10,10 @@
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { createRecordReader } from '../../src/stores/directory-records.js';
-import { RedisKeyDirectory } from '../../src/stores/key-directory.redis.js';
-import { RedisOwnerStore } from '../../src/stores/owner-store.redis.js';
-import type { AccountDoc } from '../../src/stores/owner-store.js';
+import { createRecordReader } from '../../src/state/directory/records.js';
+import { RedisKeyDirectory } from '../../src/state/keys/redis.js';
+import { RedisOwnerStore } from '../../src/state/owners/redis.js';
+import type { AccountDoc } from '../../src/state/owners/store.js';
 import { until } from '../helpers/directory.js';
 import { postJson, sha256Hex, show, startGateway, storedDigest, type TestGateway } from '../helpers/gateway.js';
 import { connectedRedis, rawRedisClient, redisSettings, redisSuite, silentLog, startRedis, type TestRedis } from '../helpers/redis.js';

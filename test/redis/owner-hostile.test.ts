@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
-import { redisKeys } from '../../src/stores/redis/keys.js';
+import { redisKeys } from '../../src/state/redis/keys.js';
 import { show } from '../helpers/gateway.js';
 import { accountWithOwner, operator as operatorClient, startOwnerGateway } from '../helpers/owner.js';
 import { rawRedisClient, redisSuite, startRedis } from '../helpers/redis.js';

@@ -7,12 +7,12 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import type { Config } from '../../src/config/schema.js';
-import { createRecordReader } from '../../src/stores/directory-records.js';
-import { RedisOwnerStore } from '../../src/stores/owner-store.redis.js';
-import { RedisSessionStore } from '../../src/stores/session-store.redis.js';
+import { createRecordReader } from '../../src/state/directory/records.js';
+import { RedisOwnerStore } from '../../src/state/owners/redis.js';
+import { RedisSessionStore } from '../../src/state/sessions/redis.js';
 import { systemClock } from '../../src/util/clock.js';
-import { auditEvent, runOwnerStoreContract, type MakeOwnerStore } from '../contracts/owner-store.contract.js';
-import { runSessionStoreContract } from '../contracts/session-store.contract.js';
+import { auditEvent, runOwnerStoreContract, type MakeOwnerStore } from '../contracts/owners.contract.js';
+import { runSessionStoreContract } from '../contracts/sessions.contract.js';
 import { connectedRedis, redisSettings, redisSuite, silentLog, startRedis, type TestRedis } from '../helpers/redis.js';
 import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-topologies.js';
 

@@ -18,17 +18,17 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { after, test } from 'node:test';
 import { decodeJwt } from 'jose';
 import type { Config } from '../../src/config/schema.js';
-import { readDataFile } from '../../src/stores/data-file.js';
-import { RedisKeyDirectory } from '../../src/stores/key-directory.redis.js';
-import { connectRedis } from '../../src/stores/redis/client.js';
-import { RedisRevocationStore } from '../../src/stores/revocation.redis.js';
-import { RedisRefreshTokenStore } from '../../src/stores/token-store.redis.js';
+import { readDataFile } from '../../src/state/data-file/data-file.js';
+import { RedisKeyDirectory } from '../../src/state/keys/redis.js';
+import { connectRedis } from '../../src/state/redis/client.js';
+import { RedisRevocationStore } from '../../src/state/revocation/redis.js';
+import { RedisRefreshTokenStore } from '../../src/state/tokens/redis.js';
 import { ManualClock } from '../helpers/clock.js';
 import { call, DEMO, postJson, sha256Hex, signIn, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { connectedRedis, redisSettings, redisSuite, silentLog, twoRevocationStores } from '../helpers/redis.js';
 import { redisCli, startRedisCluster, startRedisSentinel, type TestRedisCluster } from '../helpers/redis-topologies.js';
 import { runRevocationContract } from '../contracts/revocation.contract.js';
-import { runTokenStoreContract } from '../contracts/token-store.contract.js';
+import { runTokenStoreContract } from '../contracts/tokens.contract.js';
 
 const RETAIN_MS = 30 * 86_400_000;
 

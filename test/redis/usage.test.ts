@@ -11,8 +11,8 @@ import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { call, DEMO, logged, show, signIn, type TestGateway } from '../helpers/gateway.js';
 import { operator, startOwnerGateway } from '../helpers/owner.js';
-import { RedisUsageCounters } from '../../src/stores/usage-counters.redis.js';
-import { runUsageCountersContract } from '../contracts/usage-counters.contract.js';
+import { RedisUsageCounters } from '../../src/state/usage/redis.js';
+import { runUsageCountersContract } from '../contracts/usage.contract.js';
 import { connectedRedis, redisSettings, redisSuite, startRedis } from '../helpers/redis.js';
 import { startRedisCluster } from '../helpers/redis-topologies.js';
 

@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import { decodeSecretHash, verifyApiCredentials } from '../../src/auth/credentials.js';
 import { GatewayError } from '../../src/errors/errors.js';
 import { hashSecret, SECRET_DIGEST_PATTERN, secretDigest } from '../../src/domain/secrets.js';
-import { dataFileSchema } from '../../src/stores/data-file.js';
-import { MemoryKeyDirectory } from '../../src/stores/key-directory.memory.js';
+import { dataFileSchema } from '../../src/state/data-file/data-file.js';
+import { MemoryKeyDirectory } from '../../src/state/keys/memory.js';
 
 /** SHA-256("abc"), FIPS 180-2 test vector. */
 const ABC_SHA256_HEX = 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad';

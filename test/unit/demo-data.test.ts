@@ -1,14 +1,14 @@
 /**
- * Which keys count as demo data (src/stores/demo-data.ts): every key of the shipped demo file,
+ * Which keys count as demo data (src/state/data-file/demo-data.ts): every key of the shipped demo file,
  * by its published secret, wherever it is copied; no key made by `keys:create`.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { hashSecret, secretDigest } from '../../src/domain/secrets.js';
-import { readDataFile } from '../../src/stores/data-file.js';
+import { readDataFile } from '../../src/state/data-file/data-file.js';
 import { verifyPassword } from '../../src/owner/passwords.js';
-import { checkDemoData, DemoDataError, findDemoKeys } from '../../src/stores/demo-data.js';
+import { checkDemoData, DemoDataError, findDemoKeys } from '../../src/state/data-file/demo-data.js';
 
 const demo = readDataFile(new URL('../../config/demo-data.json', import.meta.url).pathname);
 

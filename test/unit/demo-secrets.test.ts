@@ -9,8 +9,8 @@ import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { createDemoSecretGuard } from '../../src/auth/demo-secrets.js';
 import { hashSecret, secretDigest } from '../../src/domain/secrets.js';
-import { readDataFile } from '../../src/stores/data-file.js';
-import type { ApiKeyRecord } from '../../src/stores/key-directory.js';
+import { readDataFile } from '../../src/state/data-file/data-file.js';
+import type { ApiKeyRecord } from '../../src/state/keys/store.js';
 import { createLogger } from '../../src/telemetry/log.js';
 
 const demo = readDataFile(new URL('../../config/demo-data.json', import.meta.url).pathname);

@@ -1,15 +1,15 @@
 /**
- * Reading store values into the Directory's types (src/stores/directory-records.ts), the
+ * Reading store values into the Directory's types (src/state/directory/records.ts), the
  * `YYYY-MM-DD HH:MM:SS` parser behind it (src/util/time.ts), and the Redis change notice
- * (parseChange in src/stores/directory.redis.ts). Every value that means one thing is read;
+ * (parseChange in src/state/directory/redis.ts). Every value that means one thing is read;
  * everything else is a BadStoreData whose message names the field and never its value.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { BadStoreData } from '../../src/errors/errors.js';
-import { createRecordReader } from '../../src/stores/directory-records.js';
-import { parseChange } from '../../src/stores/directory.redis.js';
+import { createRecordReader } from '../../src/state/directory/records.js';
+import { parseChange } from '../../src/state/directory/redis.js';
 import { createTimestampFormatter, createTimestampParser } from '../../src/util/time.js';
 
 const utc = createRecordReader('UTC');

@@ -9,7 +9,8 @@
  *   2. errors/          the error family, the envelope, the one place answers are written
  *   3. telemetry/       logger, metrics
  *   4. config/          the schema and its loading
- *   5. stores/          state behind interfaces, with memory, Redis and HTTP implementations
+ *   5. state/           state behind interfaces, one folder per concern, with memory, Redis and
+ *                       HTTP implementations, and the one factory that picks them (state/index.ts)
  *   6. auth/            credentials, tokens, resets, the bearer check
  *   7. limits/          sign-in lockouts and quotas (they count a verified identity: auth/)
  *   8. owner/           the owner API's service: accounts, owners, keys, settings tokens, roles
@@ -36,7 +37,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['errors/'],
   ['telemetry/'],
   ['config/'],
-  ['stores/'],
+  ['state/'],
   ['auth/'],
   ['limits/'],
   ['owner/'],
@@ -128,7 +129,7 @@ test('the import graph is read: every module has a layer and the wiring imports 
   assert.ok(modules.length > 50, `only ${modules.length} modules found under ${SRC}`);
   for (const file of modules) layerOf(file);
   // A reader that found no imports would pass every rule below.
-  assert.ok(graph.get('services.ts')!.includes('stores/data-file.ts'));
+  assert.ok(graph.get('services.ts')!.includes('state/index.ts'));
   assert.ok(graph.get('http/router.ts')!.includes('http/routes/signin.ts'));
 });
 

@@ -14,9 +14,9 @@ import { InvalidOwnerCredentials, Overloaded } from '../../src/errors/errors.js'
 import type { RateLimits } from '../../src/limits/rate-limits.js';
 import { budgetRefused, defaultHashConcurrency, hashesStarted, hashLoad, hashPassword, limitHashing, needsRehash, verifyPassword } from '../../src/owner/passwords.js';
 import { createSessionService } from '../../src/owner/sessions.js';
-import { dataFileSchema } from '../../src/stores/data-file.js';
-import { MemoryOwnerStore } from '../../src/stores/owner-store.memory.js';
-import { MemorySessionStore } from '../../src/stores/session-store.memory.js';
+import { dataFileSchema } from '../../src/state/data-file/data-file.js';
+import { MemoryOwnerStore } from '../../src/state/owners/memory.js';
+import { MemorySessionStore } from '../../src/state/sessions/memory.js';
 import { createLogger } from '../../src/telemetry/log.js';
 import { ManualClock } from '../helpers/clock.js';
 

@@ -13,9 +13,9 @@ import { createAccountService } from '../../src/owner/accounts.js';
 import { hashPassword } from '../../src/owner/passwords.js';
 import { createSessionService } from '../../src/owner/sessions.js';
 import type { Actor } from '../../src/owner/types.js';
-import { dataFileSchema } from '../../src/stores/data-file.js';
-import { MemoryOwnerStore } from '../../src/stores/owner-store.memory.js';
-import { MemorySessionStore } from '../../src/stores/session-store.memory.js';
+import { dataFileSchema } from '../../src/state/data-file/data-file.js';
+import { MemoryOwnerStore } from '../../src/state/owners/memory.js';
+import { MemorySessionStore } from '../../src/state/sessions/memory.js';
 import { createLogger } from '../../src/telemetry/log.js';
 import { ManualClock } from '../helpers/clock.js';
 

@@ -37,7 +37,7 @@ test('mintRefreshToken and parseRefreshToken', async (t) => {
   });
 
   await t.test('a token minted for ids at the data file limit (128 characters) parses back', () => {
-    // stores/data-file.ts allows account and key ids of up to 128 plain characters.
+    // state/data-file/data-file.ts allows account and key ids of up to 128 plain characters.
     const id = 'a:b@c.d-e_'.repeat(13).slice(0, 128);
     const minted = mintRefreshToken(id, id, id);
     assert.deepEqual(parseRefreshToken(minted.token), { accountId: id, keyId: id, familyId: id, tokenId: minted.tokenId, secret: minted.secret });

@@ -10,8 +10,8 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { createRevocations, type IssuedToken, type Revocations } from '../../src/auth/revocation.js';
-import { MemoryRevocationStore } from '../../src/stores/revocation.memory.js';
-import type { AccountResets, ResetScope, RevocationListener, RevocationStore } from '../../src/stores/revocation.js';
+import { MemoryRevocationStore } from '../../src/state/revocation/memory.js';
+import type { AccountResets, ResetScope, RevocationListener, RevocationStore } from '../../src/state/revocation/store.js';
 import { ManualClock } from '../helpers/clock.js';
 
 const TTL_MS = 1000;

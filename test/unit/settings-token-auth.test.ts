@@ -9,10 +9,10 @@ import { createRevocations } from '../../src/auth/revocation.js';
 import { createSettingsTokenAuth } from '../../src/auth/settings-tokens.js';
 import { mintSettingsToken, settingsTokenDigest, settingsTokenStart } from '../../src/domain/settings-token.js';
 import { GatewayError } from '../../src/errors/errors.js';
-import { dataFileSchema } from '../../src/stores/data-file.js';
-import { MemoryOwnerStore } from '../../src/stores/owner-store.memory.js';
-import type { OwnerStore } from '../../src/stores/owner-store.js';
-import { MemoryRevocationStore } from '../../src/stores/revocation.memory.js';
+import { dataFileSchema } from '../../src/state/data-file/data-file.js';
+import { MemoryOwnerStore } from '../../src/state/owners/memory.js';
+import type { OwnerStore } from '../../src/state/owners/store.js';
+import { MemoryRevocationStore } from '../../src/state/revocation/memory.js';
 import { createLogger } from '../../src/telemetry/log.js';
 import { ManualClock } from '../helpers/clock.js';
 

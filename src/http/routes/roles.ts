@@ -6,7 +6,7 @@ import type { Context } from 'koa';
 import type { Identity } from '../../auth/bearer.js';
 import { ok } from '../../errors/envelope.js';
 import { InvalidRequest } from '../../errors/errors.js';
-import type { Directory, RolePage } from '../../stores/directory.js';
+import type { Directory, RolePage } from '../../state/directory/store.js';
 import { integerQueryParam, singleQueryParam } from '../query.js';
 
 /** Far past any real listing, low enough that offset = (page - 1) * limit stays exact. */

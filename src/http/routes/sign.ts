@@ -8,7 +8,7 @@ import type { Identity } from '../../auth/bearer.js';
 import { ok } from '../../errors/envelope.js';
 import { InvalidRequest, NotFound } from '../../errors/errors.js';
 import { ADDRESS_PATTERN } from '../../domain/formats.js';
-import type { Directory, SignRecord } from '../../stores/directory.js';
+import type { Directory, SignRecord } from '../../state/directory/store.js';
 import type { TimestampFormatter } from '../../util/time.js';
 import { discardBody } from '../body.js';
 import { singleQueryParam } from '../query.js';

@@ -12,7 +12,7 @@
 import { z } from 'zod';
 import { ADDRESS_PATTERN } from '../../../domain/formats.js';
 import { NotFound } from '../../../errors/errors.js';
-import { ID, isoTime } from '../../../stores/owner-records.js';
+import { ID, isoTime } from '../../../state/owners/records.js';
 import type { OwnerServices } from '../../../owner/service.js';
 import { operation, type Operation } from '../../owner/operation.js';
 import { MAX_NAME_SEARCH_LENGTH } from '../roles.js';

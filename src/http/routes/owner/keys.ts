@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { OwnerServices } from '../../../owner/service.js';
-import { DESCRIPTION_MAX, ID, isoTime, scopeList } from '../../../stores/owner-records.js';
+import { DESCRIPTION_MAX, ID, isoTime, scopeList } from '../../../state/owners/records.js';
 import { operation, type Operation } from '../../owner/operation.js';
 import type { OwnerRouteDeps } from './deps.js';
 import { accountParams, actorOf, callerOf, nameField, pageOf, pageQuery, safeText } from './schemas.js';

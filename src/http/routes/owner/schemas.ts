@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { ID_PATTERN, ID_SPELLING, isSafeName, isSafeText, SAFE_NAME_SPELLING, SAFE_TEXT_SPELLING } from '../../../domain/formats.js';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../../../owner/passwords.js';
 import type { Actor, Caller, RequestMeta } from '../../../owner/types.js';
-import { auditEventSchema, EMAIL_MAX, NAME_MAX } from '../../../stores/owner-records.js';
+import { auditEventSchema, EMAIL_MAX, NAME_MAX } from '../../../state/owners/records.js';
 
 export const idField = z.string().regex(ID_PATTERN, `expected ${ID_SPELLING}`);
 export const emailField = z.email().max(EMAIL_MAX).refine(isSafeName, `expected ${SAFE_NAME_SPELLING}`);

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import type { OwnerServices } from '../../../owner/service.js';
-import { ID, isoTime, scopeList } from '../../../stores/owner-records.js';
+import { ID, isoTime, scopeList } from '../../../state/owners/records.js';
 import { operation, type Operation } from '../../owner/operation.js';
 import type { OwnerRouteDeps } from './deps.js';
 import { accountParams, actorOf, callerOf, nameField as name, pageOf, pageQuery } from './schemas.js';

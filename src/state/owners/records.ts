@@ -1,0 +1,105 @@
+/**
+ * What the owner API keeps, as stored: owners (people who sign in to manage accounts), an
+ * account's members, invites, API-key metadata, API settings tokens and audit events. One zod
+ * schema each, shared by the data file (data-file.ts) and the Redis store, so a record is read
+ * back exactly as strictly wherever it lives. Times are ISO 8601 strings (UTC), as the data
+ * file already writes sign records; secrets are never stored, only "sha256:<hex>" digests and
+ * argon2id PHC strings.
+ */
+import { z } from 'zod';
+import { ID_PATTERN, ID_SPELLING, SCOPE_PATTERN } from '../../domain/formats.js';
+import { SECRET_DIGEST_PATTERN } from '../../domain/secrets.js';
+
+export const ID = z.string().regex(ID_PATTERN, `expected ${ID_SPELLING}`);
+export const isoTime = z.iso.datetime({ offset: true });
+export const digest = z.string().regex(SECRET_DIGEST_PATTERN, 'expected "sha256:" and 64 lowercase hex digits');
+export const scopeList = z.array(z.string().regex(SCOPE_PATTERN, 'expected a scope token (no spaces or quotes)')).max(64);
+
+/** Longest email (RFC 5321 path limit); stored lowercased, which is also how it is unique. */
+export const EMAIL_MAX = 254;
+export const NAME_MAX = 100;
+export const DESCRIPTION_MAX = 4096;
+
+export const ownerSchema = z.strictObject({
+  id: ID,
+  email: z.string().min(3).max(EMAIL_MAX),
+  /** argon2id PHC string (owner/passwords.ts). */
+  passwordHash: z.string().min(1).max(512),
+  /** Set for an initial password an operator chose: every call but the password change is refused. */
+  mustChangePassword: z.boolean().default(false),
+  disabled: z.boolean().default(false),
+  createdAt: isoTime,
+  passwordChangedAt: isoTime.optional(),
+});
+export type OwnerRecord = z.infer<typeof ownerSchema>;
+
+export const memberSchema = z.strictObject({
+  ownerId: ID,
+  addedAt: isoTime,
+});
+export type MemberRecord = z.infer<typeof memberSchema>;
+
+export const inviteSchema = z.strictObject({
+  id: ID,
+  email: z.string().min(3).max(EMAIL_MAX),
+  /** Digest of the one-time invite token (shown once, never stored). */
+  digest,
+  createdAt: isoTime,
+  expiresAt: isoTime,
+  usedAt: isoTime.optional(),
+  revokedAt: isoTime.optional(),
+});
+export type InviteRecord = z.infer<typeof inviteSchema>;
+
+/** An API key as the data file and the owner API keep it; key-directory.ts's ApiKeyRecord is its sign-in view. */
+export const apiKeySchema = z.strictObject({
+  id: ID,
+  apiKey: z.string().min(8).max(256),
+  secretDigest: z.string().regex(SECRET_DIGEST_PATTERN, 'expected "sha256:" and 64 lowercase hex digits (see npm run keys:create)'),
+  disabled: z.boolean().default(false),
+  /** What tokens of this key may do; routes may require one (`requiredScope`). */
+  scopes: scopeList.default([]),
+  name: z.string().max(NAME_MAX).optional(),
+  description: z.string().max(DESCRIPTION_MAX).optional(),
+  createdAt: isoTime.optional(),
+  /** During a roll's overlap, the secret being replaced still signs in, until `previousValidUntil`. */
+  previousSecretDigest: digest.optional(),
+  previousValidUntil: isoTime.optional(),
+});
+export type ApiKeyData = z.infer<typeof apiKeySchema>;
+
+export const settingsTokenSchema = z.strictObject({
+  id: ID,
+  name: z.string().min(1).max(NAME_MAX),
+  /** Digest of the whole token string (domain/settings-token.ts). */
+  digest,
+  /** The token's first characters (prefix and 4 more), so owners can tell tokens apart. */
+  start: z.string().min(1).max(32),
+  scopes: scopeList.default([]),
+  createdAt: isoTime,
+  expiresAt: isoTime.optional(),
+  revokedAt: isoTime.optional(),
+  lastUsedAt: isoTime.optional(),
+});
+export type SettingsTokenRecord = z.infer<typeof settingsTokenSchema>;
+
+export const ACTOR_TYPES = ['owner', 'operator', 'system'] as const;
+
+/**
+ * One recorded change: who, what, which object, when, from where. Built only by
+ * owner/audit.ts from an allow-list of fields, so no secret, digest or password reaches it.
+ */
+export const auditEventSchema = z.strictObject({
+  /** Sortable by time: "evt_" + 13-digit epoch ms + "_" + random (Redis keeps its stream id beside). */
+  id: z.string().min(1).max(64),
+  at: isoTime,
+  /** "<object>.<verb>", e.g. "key.create", "role.delete", "account.reset". */
+  action: z.string().min(1).max(64),
+  actor: z.strictObject({ type: z.enum(ACTOR_TYPES), id: z.string().max(256).optional() }),
+  target: z.strictObject({ type: z.string().min(1).max(32), id: z.string().max(256) }),
+  ip: z.string().max(64).optional(),
+  requestId: z.string().max(128).optional(),
+  /** Changed fields: name → [before, after]; only non-secret fields (owner/audit.ts). */
+  changes: z.record(z.string().max(64), z.tuple([z.unknown(), z.unknown()])).optional(),
+});
+export type AuditEvent = z.infer<typeof auditEventSchema>;

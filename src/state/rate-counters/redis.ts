@@ -1,0 +1,90 @@
+/**
+ * Rate counters in Redis, shared by every instance: one atomic script call per hit (RATE_HIT
+ * in redis/scripts.ts), whatever the number of windows, so N instances admit exactly `limit`
+ * per window between them.
+ *
+ * A limit must never hold a request up for long: each call here has its own short timeout
+ * (`limits.storeTimeoutMs`, far below the command timeout sign-in and refresh wait for) and
+ * its own circuit breaker, so a Redis that stalls or is gone costs one short wait per call
+ * until the breaker opens, and none after; the caller (limits/limiter.ts) then applies the
+ * limit's failure policy. This breaker is separate from the connection's: a Redis too slow
+ * for limits may still be fine for sign-in. On a Cluster there is one per primary (the one a
+ * subject's windows live on), as the connection's, so a lost shard sends only its own
+ * subjects' limits to their failure policy.
+ */
+import { ConsecutiveBreaker, TimeoutStrategy, circuitBreaker, handleAll, timeout, wrap, type IPolicy } from 'cockatiel';
+import { StoreUnavailable } from '../../errors/errors.js';
+import type { RedisConnection } from '../redis/client.js';
+import type { CounterWindow, RateCounters, Tally } from './store.js';
+
+export interface RedisRateCounterSettings {
+  timeoutMs: number;
+  breakerFailures: number;
+  breakerCooldownMs: number;
+}
+
+export class RedisRateCounters implements RateCounters {
+  readonly #redis: RedisConnection;
+  readonly #settings: RedisRateCounterSettings;
+  /** By primary on a Cluster (`''` for a single server): at most one per primary. */
+  readonly #policies = new Map<string, IPolicy>();
+
+  constructor(redis: RedisConnection, settings: RedisRateCounterSettings) {
+    this.#redis = redis;
+    this.#settings = settings;
+  }
+
+  #policyFor(key: string): IPolicy {
+    const node = this.#redis.nodeOf(key) ?? '';
+    let policy = this.#policies.get(node);
+    if (policy === undefined) {
+      const { breakerCooldownMs, breakerFailures, timeoutMs } = this.#settings;
+      policy = wrap(
+        circuitBreaker(handleAll, { halfOpenAfter: breakerCooldownMs, breaker: new ConsecutiveBreaker(breakerFailures) }),
+        // abortOnReturn off: nothing reads the call's abort signal, and aborting it after every
+        // call builds a DOMException with a stack, 2 % of a counted request's CPU (bench/README.md).
+        timeout(timeoutMs, { strategy: TimeoutStrategy.Aggressive, abortOnReturn: false }),
+      );
+      this.#policies.set(node, policy);
+    }
+    return policy;
+  }
+
+  async hit(subject: string, windows: readonly CounterWindow[], cost: number): Promise<Tally> {
+    const reply = await this.#call(subject, windows, cost);
+    const counts: number[] = [];
+    const resetsInMs: number[] = [];
+    for (let i = 0; i < windows.length; i++) {
+      counts.push(Number(reply[1 + 2 * i]));
+      resetsInMs.push(Number(reply[2 + 2 * i]));
+    }
+    return { admitted: reply[0] === 1, counts, resetsInMs };
+  }
+
+  async refund(subject: string, windows: readonly CounterWindow[], cost: number): Promise<void> {
+    await this.#call(subject, windows, -cost);
+  }
+
+  async clear(subject: string, windows: readonly CounterWindow[]): Promise<void> {
+    const keys = windows.map((w) => this.#redis.keys.rateWindow(subject, w.ms));
+    await this.#guarded(keys[0] ?? subject, () => this.#redis.run((c) => c.del(...keys)));
+  }
+
+  #call(subject: string, windows: readonly CounterWindow[], cost: number): Promise<number[]> {
+    const args: (string | number)[] = [];
+    for (const w of windows) args.push(this.#redis.keys.rateWindow(subject, w.ms));
+    args.push(cost);
+    for (const w of windows) args.push(w.limit);
+    for (const w of windows) args.push(w.ms);
+    return this.#guarded(String(args[0]), () => this.#redis.run((c) => c.gwRateHit(windows.length, ...args)));
+  }
+
+  /** Every failure, the breaker's and the timeout's included, leaves as StoreUnavailable. `key`: one the call touches (all share its slot). */
+  async #guarded<T>(key: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await this.#policyFor(key).execute(call);
+    } catch (err) {
+      throw err instanceof StoreUnavailable ? err : new StoreUnavailable(err);
+    }
+  }
+}
