@@ -55,7 +55,7 @@ function nameOf(fn: Node & { id?: { name: string } | null }, parent: Node | unde
 }
 
 /** Every function of one file with its length, found in the JavaScript its types stripped in place leave. */
-export function measure(path: string, source: string): Measured[] {
+function measure(path: string, source: string): Measured[] {
   const js = withoutStripWarning(() => stripTypeScriptTypes(source, { mode: 'strip' }));
   const ast = parse(js, { ecmaVersion: 'latest', sourceType: 'module', locations: true });
   const seen = new Set<Node>();
@@ -88,7 +88,7 @@ function withoutStripWarning<T>(run: () => T): T {
 }
 
 /** The exceptions listed in CONTRIBUTING.md's section "Functions over 100 lines". */
-export function listedExceptions(contributing: string): Exception[] {
+function listedExceptions(contributing: string): Exception[] {
   const lines = contributing.split('\n');
   const start = lines.findIndex((line) => /^#+\s+Functions over 100 lines\s*$/.test(line));
   if (start === -1) return [];
