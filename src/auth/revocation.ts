@@ -95,101 +95,18 @@ interface CachedResets {
 }
 
 export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_000, skewMs = 0 }: RevocationsOptions): Revocations {
-  const perf = { now: () => clock.now() };
-  let epoch = 0;
-  const cached = new LRUCache<string, CachedResets>({
-    ...entryBound(max),
-    ttl: ttlMs,
-    perf,
-    ttlResolution: 0,
-    ttlAutopurge: false,
-    // A stale copy is what an outage is answered from, so it is kept until replaced.
-    noDeleteOnStaleGet: true,
-    allowStaleOnFetchRejection: true,
-    noDeleteOnFetchRejection: true,
-    fetchMethod: async (accountId) => {
-      const started = epoch;
-      return { resets: await store.read(accountId), epoch: started };
-    },
-  });
-  // Every notice, kept as long as a token from before it can live: with the cached copy (the
-  // resets from before the notices) this is the whole state, even while the store is down.
-  const heard = new LRUCache<string, HeardResets>({ ...entryBound(max), ttl: rememberMs, perf, ttlResolution: 0, ttlAutopurge: false });
-
   const listeners: ResetListener[] = [];
-
-  /** Tokens with no epoch claim issued before this are refused; undefined until the store's epoch is first read. */
-  let refuseBefore: number | undefined;
-  /** The epoch's start as the store last gave it. */
-  let heardStart: number | undefined;
-  /**
-   * Epochs known not to be the store's: replaced while this instance watched, or found not
-   * current when a token of theirs asked. Only the gateway mints epochs (tokens are signed), so
-   * there are few; bounded anyway.
-   */
-  const retired = new LRUCache<number, true>({ max: 1000 });
   const dataLost: (() => void)[] = [];
-  let epochRead: Promise<boolean> | undefined;
-  function beginEpoch(startedAt: number): void {
-    if (startedAt === heardStart) return;
-    const previous = heardStart;
-    heardStart = startedAt;
-    retired.delete(startedAt);
-    // A start after this instance's now was made by a clock ahead of it, not by data begun in
-    // the future: counted from now, or every token issued here until then would be refused.
-    refuseBefore = Math.min(startedAt, clock.now()) - skewMs;
+  const resets = new KnownResets(store, clock, ttlMs, rememberMs, max);
+  const epochs = new StoreEpoch(store, clock, ttlMs, skewMs, () => {
     // Data lost: every cached copy is from before, and what holds a token must check it again.
-    if (previous !== undefined) {
-      retired.set(previous, true);
-      epoch++;
-      for (const listener of dataLost) listener();
-      for (const listener of listeners) listener.onGap();
-    }
-  }
-  /** Before this, no token asks for the epoch again: its last read failed. */
-  let askAgainAt = 0;
-  /**
-   * Reads the epoch, one read at a time; true once it was read. A failed read is tried again by
-   * a token no sooner than `ttlMs` later (the store's own checks go on meanwhile), so that an
-   * unreadable record does not cost every token a round trip.
-   */
-  function readEpoch(): Promise<boolean> {
-    epochRead ??= store.epoch().then((startedAt) => {
-      beginEpoch(startedAt);
-      return true;
-    }, () => {
-      askAgainAt = clock.now() + ttlMs;
-      return false;
-    }).finally(() => {
-      epochRead = undefined;
-    });
-    return epochRead;
-  }
-
-  /**
-   * True when the token's epoch is not the store's. One this instance does not know is asked
-   * of the store once: a new epoch not heard of yet is taken up, any other is retired. While the
-   * store cannot be read, an unknown epoch is refused if this instance knows the current one
-   * (the safe side: the token may be from before a loss), and left to the resets if it knows
-   * none (as any token is in an outage).
-   */
-  function isFromAnotherEpoch(tokenEpoch: number): boolean | Promise<boolean> {
-    if (tokenEpoch === heardStart) return false;
-    if (retired.has(tokenEpoch)) return true;
-    if (clock.now() < askAgainAt) return heardStart !== undefined;
-    return readEpoch().then((read) => {
-      if (tokenEpoch === heardStart) return false;
-      if (read) retired.set(tokenEpoch, true);
-      return heardStart !== undefined;
-    });
-  }
+    resets.distrustCopies();
+    for (const listener of dataLost) listener();
+    for (const listener of listeners) listener.onGap();
+  });
 
   function remember(scope: ResetScope, at: number): void {
-    const { accountId, keyId } = scope;
-    const entry = heard.get(accountId) ?? { keys: new Map<string, number>() };
-    if (keyId === undefined) entry.account = Math.max(entry.account ?? 0, at);
-    else entry.keys.set(keyId, Math.max(entry.keys.get(keyId) ?? 0, at));
-    heard.set(accountId, entry);
+    resets.remember(scope, at);
     for (const listener of listeners) listener.onReset(scope, at);
   }
 
@@ -198,17 +115,13 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
     // Notices may have been lost: every cached copy must be read again before it is trusted,
     // but stays the answer while the store cannot be read.
     onGap() {
-      epoch++;
+      resets.distrustCopies();
       for (const listener of listeners) listener.onGap();
     },
-    onEpoch: beginEpoch,
+    onEpoch: (startedAt) => epochs.begin(startedAt),
   });
   // Not read here: a Redis store is not connected yet (services.warmUp reads it once it is,
   // and the store announces it); the first token asks otherwise.
-
-  function covers(resets: AccountResets | undefined, token: IssuedToken): boolean {
-    return resets !== undefined && token.issuedAtMs <= latestReset(resets, token.keyId);
-  }
 
   return {
     async reset(scope) {
@@ -228,45 +141,181 @@ export function createRevocations({ store, clock, ttlMs, rememberMs, max = 100_0
     },
 
     currentEpoch() {
-      if (heardStart !== undefined || clock.now() < askAgainAt) return heardStart;
-      return readEpoch().then(() => heardStart);
+      if (epochs.start !== undefined || clock.now() < epochs.askAgainAt) return epochs.start;
+      return epochs.read().then(() => epochs.start);
     },
 
     isRevoked(token, { durable = false } = {}) {
-      if (covers(heard.get(token.accountId), token)) return true;
+      if (resets.isHeardOf(token)) return true;
       // Resets lost with the epoch cannot have covered a durable token: its own store records
       // its revocation (and an account reset's) before the reset is made.
-      if (durable) return isCoveredByStoredReset(token);
+      if (durable) return resets.isCoveredByStoredReset(token);
       if (token.epoch !== undefined) {
         // The hot path: the epoch this instance knows, one comparison.
-        if (token.epoch === heardStart) return isCoveredByStoredReset(token);
-        const other = isFromAnotherEpoch(token.epoch);
+        if (token.epoch === epochs.start) return resets.isCoveredByStoredReset(token);
+        const other = epochs.isAnother(token.epoch);
         if (other === true) return true;
-        if (other === false) return isCoveredByStoredReset(token);
-        return other.then((refused) => refused || isCoveredByStoredReset(token));
+        if (other === false) return resets.isCoveredByStoredReset(token);
+        return other.then((refused) => refused || resets.isCoveredByStoredReset(token));
       }
-      if (refuseBefore === undefined) {
+      if (epochs.refuseBefore === undefined) {
         // Until the epoch is known (the first token, or a start that found the store
         // unreachable): ask; if it cannot be read, the resets decide, as in any outage.
-        if (clock.now() < askAgainAt) return isCoveredByStoredReset(token);
-        return readEpoch().then(() => (refuseBefore !== undefined && token.issuedAtMs < refuseBefore) || isCoveredByStoredReset(token));
+        if (clock.now() < epochs.askAgainAt) return resets.isCoveredByStoredReset(token);
+        return epochs.read().then(() => (epochs.refuseBefore !== undefined && token.issuedAtMs < epochs.refuseBefore) || resets.isCoveredByStoredReset(token));
       }
-      if (token.issuedAtMs < refuseBefore) return true;
-      return isCoveredByStoredReset(token);
+      if (token.issuedAtMs < epochs.refuseBefore) return true;
+      return resets.isCoveredByStoredReset(token);
     },
   };
+}
 
-  function isCoveredByStoredReset(token: IssuedToken): boolean | Promise<boolean> {
+/**
+ * The resets this instance knows of: each account's as read from the store (cached), and every
+ * notice heard since, kept as long as a token from before it can live. With the cached copy
+ * (the resets from before the notices) the notices are the whole state, even while the store
+ * is down.
+ */
+class KnownResets {
+  /** The notice epoch: a gap in the notices (or a loss of the store's data) starts a new one. */
+  private epoch = 0;
+  private readonly cached: LRUCache<string, CachedResets>;
+  private readonly heard: LRUCache<string, HeardResets>;
+
+  constructor(store: RevocationStore, clock: Clock, ttlMs: number, rememberMs: number, max: number) {
+    const perf = { now: () => clock.now() };
+    this.cached = new LRUCache<string, CachedResets>({
+      ...entryBound(max),
+      ttl: ttlMs,
+      perf,
+      ttlResolution: 0,
+      ttlAutopurge: false,
+      // A stale copy is what an outage is answered from, so it is kept until replaced.
+      noDeleteOnStaleGet: true,
+      allowStaleOnFetchRejection: true,
+      noDeleteOnFetchRejection: true,
+      fetchMethod: async (accountId) => {
+        const started = this.epoch;
+        return { resets: await store.read(accountId), epoch: started };
+      },
+    });
+    this.heard = new LRUCache<string, HeardResets>({ ...entryBound(max), ttl: rememberMs, perf, ttlResolution: 0, ttlAutopurge: false });
+  }
+
+  /** Every cached copy must be read again before it is trusted (it stays the answer while the store cannot be read). */
+  distrustCopies(): void {
+    this.epoch++;
+  }
+
+  remember({ accountId, keyId }: ResetScope, at: number): void {
+    const entry = this.heard.get(accountId) ?? { keys: new Map<string, number>() };
+    if (keyId === undefined) entry.account = Math.max(entry.account ?? 0, at);
+    else entry.keys.set(keyId, Math.max(entry.keys.get(keyId) ?? 0, at));
+    this.heard.set(accountId, entry);
+  }
+
+  /** True when a notice heard covers the token. */
+  isHeardOf(token: IssuedToken): boolean {
+    return covers(this.heard.get(token.accountId), token);
+  }
+
+  isCoveredByStoredReset(token: IssuedToken): boolean | Promise<boolean> {
+    const { cached } = this;
     const fresh = cached.get(token.accountId);
-    if (fresh !== undefined && fresh.epoch === epoch) return covers(fresh.resets, token);
+    if (fresh !== undefined && fresh.epoch === this.epoch) return covers(fresh.resets, token);
     // Expired copy of this epoch: answer from it while one read refreshes it. Copy from
     // before a gap: wait for the read, and fall back to the copy only if the read fails.
     const kept = fresh ?? cached.peek(token.accountId, { allowStale: true });
-    const current = kept === undefined || kept.epoch === epoch;
+    const current = kept === undefined || kept.epoch === this.epoch;
     return cached.fetch(token.accountId, { allowStale: current, forceRefresh: !current }).then(
       (entry) => covers(entry?.resets, token),
       // Nothing known and the store unreadable: accept (see the revocation guarantee in docs/redis.md).
       () => false,
     );
+  }
+}
+
+function covers(resets: AccountResets | undefined, token: IssuedToken): boolean {
+  return resets !== undefined && token.issuedAtMs <= latestReset(resets, token.keyId);
+}
+
+/** The store's epoch as this instance knows it, read once and then kept current by the store's `onEpoch`. */
+class StoreEpoch {
+  /** The epoch's start as the store last gave it. */
+  start: number | undefined;
+  /** Tokens with no epoch claim issued before this are refused; undefined until the store's epoch is first read. */
+  refuseBefore: number | undefined;
+  /** Before this, no token asks for the epoch again: its last read failed. */
+  askAgainAt = 0;
+  /**
+   * Epochs known not to be the store's: replaced while this instance watched, or found not
+   * current when a token of theirs asked. Only the gateway mints epochs (tokens are signed), so
+   * there are few; bounded anyway.
+   */
+  private readonly retired = new LRUCache<number, true>({ max: 1000 });
+  private reading: Promise<boolean> | undefined;
+  private readonly store: RevocationStore;
+  private readonly clock: Clock;
+  private readonly ttlMs: number;
+  private readonly skewMs: number;
+  /** Called when a new epoch replaces a known one: the store lost its data. */
+  private readonly onLoss: () => void;
+
+  constructor(store: RevocationStore, clock: Clock, ttlMs: number, skewMs: number, onLoss: () => void) {
+    this.store = store;
+    this.clock = clock;
+    this.ttlMs = ttlMs;
+    this.skewMs = skewMs;
+    this.onLoss = onLoss;
+  }
+
+  begin(startedAt: number): void {
+    if (startedAt === this.start) return;
+    const previous = this.start;
+    this.start = startedAt;
+    this.retired.delete(startedAt);
+    // A start after this instance's now was made by a clock ahead of it, not by data begun in
+    // the future: counted from now, or every token issued here until then would be refused.
+    this.refuseBefore = Math.min(startedAt, this.clock.now()) - this.skewMs;
+    if (previous !== undefined) {
+      this.retired.set(previous, true);
+      this.onLoss();
+    }
+  }
+
+  /**
+   * Reads the epoch, one read at a time; true once it was read. A failed read is tried again by
+   * a token no sooner than `ttlMs` later (the store's own checks go on meanwhile), so that an
+   * unreadable record does not cost every token a round trip.
+   */
+  read(): Promise<boolean> {
+    this.reading ??= this.store.epoch().then((startedAt) => {
+      this.begin(startedAt);
+      return true;
+    }, () => {
+      this.askAgainAt = this.clock.now() + this.ttlMs;
+      return false;
+    }).finally(() => {
+      this.reading = undefined;
+    });
+    return this.reading;
+  }
+
+  /**
+   * True when the token's epoch is not the store's. One this instance does not know is asked
+   * of the store once: a new epoch not heard of yet is taken up, any other is retired. While the
+   * store cannot be read, an unknown epoch is refused if this instance knows the current one
+   * (the safe side: the token may be from before a loss), and left to the resets if it knows
+   * none (as any token is in an outage).
+   */
+  isAnother(tokenEpoch: number): boolean | Promise<boolean> {
+    if (tokenEpoch === this.start) return false;
+    if (this.retired.has(tokenEpoch)) return true;
+    if (this.clock.now() < this.askAgainAt) return this.start !== undefined;
+    return this.read().then((read) => {
+      if (tokenEpoch === this.start) return false;
+      if (read) this.retired.set(tokenEpoch, true);
+      return this.start !== undefined;
+    });
   }
 }

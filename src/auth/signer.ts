@@ -144,18 +144,6 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
   let keySet = loadKeySet(config.signing, config.tokens);
   const verified = createVerifiedTokenCache<VerifiedEntry>({ maxEntries: verifiedCacheMaxEntries, maxBytes: verifiedCacheMaxBytes, clock });
 
-  /**
-   * The time claims, against the gateway's clock (fast-jwt reads the system clock, and tests
-   * move ours), with jose's rules: expired once `exp` is `clockSkewSeconds` behind; not yet
-   * valid before `nbf`; issued neither in the future nor longer than an access-token lifetime
-   * ago, each with the same tolerance.
-   */
-  function checkTimes({ exp, iat, nbf }: Record<string, unknown>, now: number): void {
-    if (typeof exp !== 'number' || typeof iat !== 'number' || (nbf !== undefined && typeof nbf !== 'number')) throw new InvalidToken();
-    const age = now - iat;
-    if (exp <= now - clockSkewSeconds || age - clockSkewSeconds > accessTokenTtlSeconds) throw new InvalidToken(EXPIRED);
-    if ((nbf !== undefined && nbf > now + clockSkewSeconds) || age < -clockSkewSeconds) throw new InvalidToken();
-  }
   const assertionTtlSeconds = config.proxy.assertionTtlSeconds;
 
   /** Every JWT the gateway issues: its active key, its issuer, a fresh `jti`, `iat` and `exp`. */
@@ -163,37 +151,6 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
     const iat = Math.floor(now / 1000);
     // The claims in the order jose's SignJWT wrote them, so tokens read as they always did.
     return keySet.signWith(typ, { ...claims, iss: issuer, aud, sub: subject, jti: newId(), iat, exp: iat + ttlSeconds });
-  }
-
-  /** The full check: signature, header, claims, times. */
-  function verifyInFull(token: string, keys: KeySet): VerifiedEntry {
-    if (token.length > MAX_TOKEN_LENGTH) throw new InvalidToken();
-    const signature = canonicalSignature(token);
-    if (signature === undefined) throw new InvalidToken();
-    let payload: Record<string, unknown>;
-    let kid: unknown;
-    let verify: Verify | undefined;
-    try {
-      // The kid picks the one verifier, and with it the one algorithm, this token may use.
-      kid = keys.onlyKid ?? decodeProtectedHeader(token).kid;
-      verify = typeof kid === 'string' ? keys.verifiers.get(kid) : undefined;
-      if (verify === undefined) throw new InvalidToken();
-      const result = verify(token, signature) as { header: { kid?: unknown }; payload: Record<string, unknown> };
-      if (result.header.kid !== kid) throw new InvalidToken();
-      payload = result.payload;
-    } catch (err) {
-      // Whatever the parsers or the verifier threw: a token that cannot be verified is invalid.
-      throw err instanceof InvalidToken ? err : new InvalidToken(undefined, { cause: err });
-    }
-    checkTimes(payload, Math.floor(clock.now() / 1000));
-    if (typeof payload.sub !== 'string' || typeof payload.client_id !== 'string' || typeof payload.jti !== 'string'
-      || !Number.isSafeInteger(payload.iat_ms) || Math.floor((payload.iat_ms as number) / 1000) !== payload.iat
-      || (payload.reset_epoch !== undefined && !Number.isSafeInteger(payload.reset_epoch))
-      || (payload.scope !== undefined && typeof payload.scope !== 'string')) {
-      throw new InvalidToken();
-    }
-    // Frozen: the same object answers every later hit, so no caller may change it.
-    return { claims: Object.freeze(payload) as unknown as AccessTokenClaims, kid: kid as string, verify };
   }
 
   return {
@@ -226,7 +183,7 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
           verified.forget(token);
         } else {
           try {
-            checkTimes(hit.claims as unknown as Record<string, unknown>, Math.floor(clock.now() / 1000));
+            checkTimes(hit.claims as unknown as Record<string, unknown>, Math.floor(clock.now() / 1000), config.tokens);
           } catch (err) {
             verified.forget(token);
             throw err;
@@ -234,7 +191,7 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
           return hit.claims;
         }
       }
-      const entry = verifyInFull(token, keys);
+      const entry = verifyInFull(token, keys, clock, config.tokens);
       const { exp, iat } = entry.claims;
       verified.remember(token, entry, (Math.min(exp, iat + accessTokenTtlSeconds) + clockSkewSeconds) * 1000);
       return entry.claims;
@@ -249,6 +206,53 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
     verifiedTokenStats: () => verified.stats(),
     forgetVerifiedTokens: () => verified.dropWhere(() => true),
   };
+}
+
+/** The rules of `tokens.*` that a token's times are held to. */
+type TimeRules = Pick<Config['tokens'], 'accessTokenTtlSeconds' | 'clockSkewSeconds'>;
+
+/**
+ * The time claims, against the gateway's clock (fast-jwt reads the system clock, and tests
+ * move ours), with jose's rules: expired once `exp` is `clockSkewSeconds` behind; not yet
+ * valid before `nbf`; issued neither in the future nor longer than an access-token lifetime
+ * ago, each with the same tolerance.
+ */
+function checkTimes({ exp, iat, nbf }: Record<string, unknown>, now: number, { accessTokenTtlSeconds, clockSkewSeconds }: TimeRules): void {
+  if (typeof exp !== 'number' || typeof iat !== 'number' || (nbf !== undefined && typeof nbf !== 'number')) throw new InvalidToken();
+  const age = now - iat;
+  if (exp <= now - clockSkewSeconds || age - clockSkewSeconds > accessTokenTtlSeconds) throw new InvalidToken(EXPIRED);
+  if ((nbf !== undefined && nbf > now + clockSkewSeconds) || age < -clockSkewSeconds) throw new InvalidToken();
+}
+
+/** The full check: signature, header, claims, times. */
+function verifyInFull(token: string, keys: KeySet, clock: Clock, rules: TimeRules): VerifiedEntry {
+  if (token.length > MAX_TOKEN_LENGTH) throw new InvalidToken();
+  const signature = canonicalSignature(token);
+  if (signature === undefined) throw new InvalidToken();
+  let payload: Record<string, unknown>;
+  let kid: unknown;
+  let verify: Verify | undefined;
+  try {
+    // The kid picks the one verifier, and with it the one algorithm, this token may use.
+    kid = keys.onlyKid ?? decodeProtectedHeader(token).kid;
+    verify = typeof kid === 'string' ? keys.verifiers.get(kid) : undefined;
+    if (verify === undefined) throw new InvalidToken();
+    const result = verify(token, signature) as { header: { kid?: unknown }; payload: Record<string, unknown> };
+    if (result.header.kid !== kid) throw new InvalidToken();
+    payload = result.payload;
+  } catch (err) {
+    // Whatever the parsers or the verifier threw: a token that cannot be verified is invalid.
+    throw err instanceof InvalidToken ? err : new InvalidToken(undefined, { cause: err });
+  }
+  checkTimes(payload, Math.floor(clock.now() / 1000), rules);
+  if (typeof payload.sub !== 'string' || typeof payload.client_id !== 'string' || typeof payload.jti !== 'string'
+    || !Number.isSafeInteger(payload.iat_ms) || Math.floor((payload.iat_ms as number) / 1000) !== payload.iat
+    || (payload.reset_epoch !== undefined && !Number.isSafeInteger(payload.reset_epoch))
+    || (payload.scope !== undefined && typeof payload.scope !== 'string')) {
+    throw new InvalidToken();
+  }
+  // Frozen: the same object answers every later hit, so no caller may change it.
+  return { claims: Object.freeze(payload) as unknown as AccessTokenClaims, kid: kid as string, verify };
 }
 
 /**

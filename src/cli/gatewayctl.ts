@@ -299,170 +299,198 @@ async function runOffline(command: 'migrate' | 'export' | 'import', values: Valu
   return done(await importData(readExport(path), path === '-' ? 'standard input' : path, storeArg(values.to, '--to'), values.file, config, options));
 }
 
-async function dispatch(client: Client, command: string, sub: string | undefined, positionals: string[], values: Values): Promise<Omit<Output, 'asJson'>> {
-  const scopes = values.scope === undefined ? {} : { scopes: values.scope };
-  switch (['reset', 'audit', 'usage'].includes(command) ? command : `${command} ${sub ?? ''}`.trim()) {
-    case 'accounts create': {
-      const account = await client.run('createAccount', {}, { body: { name: need(values.name, '--name'), ...(values.id === undefined ? {} : { id: values.id }) } });
-      return { text: `Created account ${account.id} ("${account.name}").`, json: account };
-    }
-    case 'accounts list': {
-      const items = await listAll(client, 'listAccounts', {});
-      return { text: table(items, ['id', 'name', 'enabled', 'createdAt']), json: items };
-    }
-    case 'accounts disable':
-    case 'accounts enable': {
-      const enabled = sub === 'enable';
-      const account = await client.run('updateAccount', { accountId: accountArg(positionals, 2) }, { body: { enabled } });
-      return {
-        text: enabled ? `Enabled account ${account.id}.` : `Disabled account ${account.id}: its keys no longer sign in and every token issued to it is refused.`,
-        json: account,
-      };
-    }
-    case 'owners add': {
-      const account = accountArg(positionals, 2);
-      const chosen = values.password;
-      // A generated one keeps the password out of shell history; the owner must change it anyway.
-      const initialPassword = chosen ?? randomBase62(20);
-      const member = await client.run('addOwner', { accountId: account }, { body: { email: need(values.email, '--email'), initialPassword } });
-      const lines = [`Added ${member.email} as an owner of ${account} (owner id ${member.ownerId}).`];
-      if (chosen === undefined) lines.push(`Initial password: ${initialPassword}`, '                  (if the owner is new: give it to them; it must be changed at the first sign-in)');
-      return { text: lines.join('\n'), json: chosen === undefined ? { ...member, initialPassword } : member };
-    }
-    case 'invites create': {
-      const answer = await client.run('createInvite', { accountId: accountArg(positionals, 2) }, { body: { email: need(values.email, '--email') } });
-      return { text: [`Invite ${answer.invite.id} for ${answer.invite.email}, valid until ${answer.invite.expiresAt}:`, answer.url, '(shown this once)'].join('\n'), json: answer };
-    }
-    case 'keys list': {
-      const items = await listAll(client, 'listKeys', { accountId: accountArg(positionals, 2) });
-      return { text: table(items, ['id', 'apiKey', 'name', 'enabled', 'scopes', 'createdAt', 'previousValidUntil']), json: items };
-    }
-    case 'keys create': {
-      const body = { name: need(values.name, '--name'), ...(values.description === undefined ? {} : { description: values.description }), ...scopes };
-      const answer = await client.run('createKey', { accountId: accountArg(positionals, 2) }, { body });
-      return {
-        text: [
-          `Key ${answer.key.id} of account ${positionals[2]!}:`,
-          `API key:    ${answer.key.apiKey}`,
-          `API secret: ${answer.apiSecret}`,
-          '            (shown this once; the gateway keeps only a digest)',
-          `Clients sign in with apiSecret = SHA-256 of the secret: ${createHash('sha256').update(answer.apiSecret, 'utf8').digest('hex')}`,
-        ].join('\n'),
-        json: answer,
-      };
-    }
-    case 'reset': {
-      const account = accountArg(positionals, 1);
-      const answer = values.key === undefined
-        ? await client.run('resetAccount', { accountId: account })
-        : await client.run('resetKey', { accountId: account, keyId: values.key });
-      const what = answer.keyId === undefined ? `every key of account ${answer.accountId} (and its API settings tokens)` : `key ${answer.keyId} of account ${answer.accountId}`;
-      return { text: `Reset the tokens of ${what} at ${answer.resetAt}: every token issued until then is refused.`, json: answer };
-    }
-    case 'settings-tokens create': {
-      const expires = values['expires-in'];
-      if (expires !== undefined && !/^[1-9]\d*$/.test(expires)) throw new UsageError('--expires-in is a whole number of seconds');
-      const body = { name: need(values.name, '--name'), ...scopes, ...(expires === undefined ? {} : { expiresInSeconds: Number(expires) }) };
-      const answer = await client.run('createSettingsToken', { accountId: accountArg(positionals, 2) }, { body });
-      return {
-        text: [
-          `API settings token ${answer.settingsToken.id} ("${answer.settingsToken.name}"${answer.settingsToken.expiresAt === undefined ? ', never expires' : `, expires ${answer.settingsToken.expiresAt}`}):`,
-          answer.token,
-          '(shown this once; send it as "Authorization: Bearer <token>")',
-        ].join('\n'),
-        json: answer,
-      };
-    }
-    case 'keys roll': {
-      const account = accountArg(positionals, 2);
-      const keyId = need(positionals[3], '<keyId>');
-      const answer = await client.run('rollKey', { accountId: account, keyId }, { body: { overlapSeconds: wholeNumber(values.overlap, '--overlap', { max: 2_592_000 }) } });
-      return {
-        text: [
-          `New secret of key ${answer.key.id}${answer.key.previousValidUntil === undefined ? ' (the old one no longer signs in)' : ` (the old one signs in until ${answer.key.previousValidUntil})`}:`,
-          `API secret: ${answer.apiSecret}`,
-          '            (shown this once; the gateway keeps only a digest)',
-          `Clients sign in with apiSecret = SHA-256 of the secret: ${createHash('sha256').update(answer.apiSecret, 'utf8').digest('hex')}`,
-        ].join('\n'),
-        json: answer,
-      };
-    }
-    case 'keys reset': {
-      const answer = await client.run('resetKey', { accountId: accountArg(positionals, 2), keyId: need(positionals[3], '<keyId>') });
-      return { text: `Reset the tokens of key ${answer.keyId} of account ${answer.accountId} at ${answer.resetAt}: every token issued until then is refused.`, json: answer };
-    }
-    case 'keys disable':
-    case 'keys enable': {
-      const enabled = sub === 'enable';
-      const key = await client.run('updateKey', { accountId: accountArg(positionals, 2), keyId: need(positionals[3], '<keyId>') }, { body: { enabled } });
-      return { text: enabled ? `Enabled key ${key.id}.` : `Disabled key ${key.id}: it no longer signs in and its access tokens are refused.`, json: key };
-    }
-    case 'keys revoke': {
-      const answer = await client.run('deleteKey', { accountId: accountArg(positionals, 2), keyId: need(positionals[3], '<keyId>') });
-      return { text: `Revoked (deleted) key ${answer.id}: its access tokens are refused at once.`, json: answer };
-    }
-    case 'settings-tokens list': {
-      const items = await listAll(client, 'listSettingsTokens', { accountId: accountArg(positionals, 2) });
-      return { text: table(items, ['id', 'name', 'start', 'status', 'scopes', 'createdAt', 'expiresAt', 'lastUsedAt']), json: items };
-    }
-    case 'settings-tokens revoke': {
-      const answer = await client.run('revokeSettingsToken', { accountId: accountArg(positionals, 2), tokenId: need(positionals[3], '<tokenId>') });
-      return { text: `Revoked API settings token ${answer.id}.`, json: answer };
-    }
-    case 'roles list': {
-      const items = await listAll(client, 'listAccountRoles', { accountId: accountArg(positionals, 2) });
-      return { text: table(items, ['id', 'slug', 'name', 'public', 'description']), json: items };
-    }
-    case 'roles create': {
-      const body = {
-        id: wholeNumber(values.id, '--id'), slug: need(values.slug, '--slug'), name: need(values.name, '--name'),
-        ...(values.description === undefined ? {} : { description: values.description }), public: values.public,
-      };
-      const role = await client.run('createAccountRole', { accountId: accountArg(positionals, 2) }, { body });
-      return { text: `Created role ${role.id} (${role.slug}).`, json: role };
-    }
-    case 'roles delete': {
-      const answer = await client.run('deleteAccountRole', { accountId: accountArg(positionals, 2), roleId: need(positionals[3], '<roleId>') });
-      return { text: `Deleted role ${answer.id}.`, json: answer };
-    }
-    case 'sign-records get': {
-      const record = await client.run('getAccountSignRecord', { accountId: accountArg(positionals, 2), address: need(positionals[3], '<address>') });
-      return { text: table([record], ['address', 'signedNonce', 'signedAt', 'signedExpiredAt']), json: record };
-    }
-    case 'sign-records create': {
-      const record = await client.run('createAccountSignRecord', { accountId: accountArg(positionals, 2) }, { body: { address: need(positionals[3], '<address>'), ...signTimes(values) } });
-      return { text: `Created the sign record of ${record.address} (nonce ${record.signedNonce}).`, json: record };
-    }
-    case 'sign-records replace': {
-      const record = await client.run('replaceAccountSignRecord', { accountId: accountArg(positionals, 2), address: need(positionals[3], '<address>') }, { body: signTimes(values) });
-      return { text: `Replaced the sign record of ${record.address} (nonce ${record.signedNonce}).`, json: record };
-    }
-    case 'sign-records delete': {
-      const answer = await client.run('deleteAccountSignRecord', { accountId: accountArg(positionals, 2), address: need(positionals[3], '<address>') });
-      return { text: `Deleted the sign record of ${answer.address}.`, json: answer };
-    }
-    case 'audit': {
-      const account = accountArg(positionals, 1);
-      const limit = values.limit === undefined ? 50 : wholeNumber(values.limit, '--limit', { min: 1, max: 10_000 });
-      const items: any[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await client.run('listAudit', { accountId: account }, { query: { limit: Math.min(100, limit - items.length), cursor } });
-        items.push(...page.items);
-        cursor = page.nextCursor;
-      } while (cursor !== undefined && items.length < limit);
-      const rows = items.map((e) => ({ ...e, actor: `${e.actor.type}${e.actor.id === undefined ? '' : `:${e.actor.id}`}`, target: `${e.target.type}:${e.target.id}` }));
-      return { text: table(rows, ['at', 'action', 'actor', 'target', 'ip']), json: items };
-    }
-    case 'usage': {
-      const hours = values.hours === undefined ? 24 : wholeNumber(values.hours, '--hours', { min: 1, max: 24 });
-      const usage = await client.run('getAccountUsage', { accountId: accountArg(positionals, 1) }, { query: { hours } });
-      const head = `Usage of ${accountArg(positionals, 1)} from ${usage.from} to ${usage.to}${usage.enabled ? '' : ' (usage counting is off: usage.enabled)'}:`;
-      return { text: `${head}\n${table(usage.items, ['keyId', 'requests', 'rateLimited'])}`, json: usage };
-    }
-    default:
-      throw new UsageError(`unknown command "${[command, sub].filter(Boolean).join(' ')}"\n${USAGE}`);
-  }
+/** What a command of the owner API is given: the client, the words of the command line, its options. */
+interface Invocation {
+  client: Client;
+  /** The command's second word (`create` of `keys create`). */
+  sub: string | undefined;
+  positionals: string[];
+  values: Values;
+}
+
+type Answer = Omit<Output, 'asJson'>;
+
+/**
+ * The commands that call the owner API, as data: each command's words (`reset`, `audit` and
+ * `usage` have one, the others two) and what it does.
+ */
+const COMMANDS: Readonly<Record<string, (call: Invocation) => Promise<Answer>>> = {
+  'accounts create': async ({ client, values }) => {
+    const account = await client.run('createAccount', {}, { body: { name: need(values.name, '--name'), ...(values.id === undefined ? {} : { id: values.id }) } });
+    return { text: `Created account ${account.id} ("${account.name}").`, json: account };
+  },
+  'accounts list': async ({ client }) => {
+    const items = await listAll(client, 'listAccounts', {});
+    return { text: table(items, ['id', 'name', 'enabled', 'createdAt']), json: items };
+  },
+  'accounts disable': setAccountEnabled,
+  'accounts enable': setAccountEnabled,
+  'owners add': async ({ client, positionals, values }) => {
+    const account = accountArg(positionals, 2);
+    const chosen = values.password;
+    // A generated one keeps the password out of shell history; the owner must change it anyway.
+    const initialPassword = chosen ?? randomBase62(20);
+    const member = await client.run('addOwner', { accountId: account }, { body: { email: need(values.email, '--email'), initialPassword } });
+    const lines = [`Added ${member.email} as an owner of ${account} (owner id ${member.ownerId}).`];
+    if (chosen === undefined) lines.push(`Initial password: ${initialPassword}`, '                  (if the owner is new: give it to them; it must be changed at the first sign-in)');
+    return { text: lines.join('\n'), json: chosen === undefined ? { ...member, initialPassword } : member };
+  },
+  'invites create': async ({ client, positionals, values }) => {
+    const answer = await client.run('createInvite', { accountId: accountArg(positionals, 2) }, { body: { email: need(values.email, '--email') } });
+    return { text: [`Invite ${answer.invite.id} for ${answer.invite.email}, valid until ${answer.invite.expiresAt}:`, answer.url, '(shown this once)'].join('\n'), json: answer };
+  },
+  'keys list': async ({ client, positionals }) => {
+    const items = await listAll(client, 'listKeys', { accountId: accountArg(positionals, 2) });
+    return { text: table(items, ['id', 'apiKey', 'name', 'enabled', 'scopes', 'createdAt', 'previousValidUntil']), json: items };
+  },
+  'keys create': async ({ client, positionals, values }) => {
+    const body = { name: need(values.name, '--name'), ...(values.description === undefined ? {} : { description: values.description }), ...scopesOf(values) };
+    const answer = await client.run('createKey', { accountId: accountArg(positionals, 2) }, { body });
+    return {
+      text: [
+        `Key ${answer.key.id} of account ${positionals[2]!}:`,
+        `API key:    ${answer.key.apiKey}`,
+        `API secret: ${answer.apiSecret}`,
+        '            (shown this once; the gateway keeps only a digest)',
+        `Clients sign in with apiSecret = SHA-256 of the secret: ${createHash('sha256').update(answer.apiSecret, 'utf8').digest('hex')}`,
+      ].join('\n'),
+      json: answer,
+    };
+  },
+  'reset': async ({ client, positionals, values }) => {
+    const account = accountArg(positionals, 1);
+    const answer = values.key === undefined
+      ? await client.run('resetAccount', { accountId: account })
+      : await client.run('resetKey', { accountId: account, keyId: values.key });
+    const what = answer.keyId === undefined ? `every key of account ${answer.accountId} (and its API settings tokens)` : `key ${answer.keyId} of account ${answer.accountId}`;
+    return { text: `Reset the tokens of ${what} at ${answer.resetAt}: every token issued until then is refused.`, json: answer };
+  },
+  'settings-tokens create': async ({ client, positionals, values }) => {
+    const expires = values['expires-in'];
+    if (expires !== undefined && !/^[1-9]\d*$/.test(expires)) throw new UsageError('--expires-in is a whole number of seconds');
+    const body = { name: need(values.name, '--name'), ...scopesOf(values), ...(expires === undefined ? {} : { expiresInSeconds: Number(expires) }) };
+    const answer = await client.run('createSettingsToken', { accountId: accountArg(positionals, 2) }, { body });
+    return {
+      text: [
+        `API settings token ${answer.settingsToken.id} ("${answer.settingsToken.name}"${answer.settingsToken.expiresAt === undefined ? ', never expires' : `, expires ${answer.settingsToken.expiresAt}`}):`,
+        answer.token,
+        '(shown this once; send it as "Authorization: Bearer <token>")',
+      ].join('\n'),
+      json: answer,
+    };
+  },
+  'keys roll': async ({ client, positionals, values }) => {
+    const account = accountArg(positionals, 2);
+    const keyId = need(positionals[3], '<keyId>');
+    const answer = await client.run('rollKey', { accountId: account, keyId }, { body: { overlapSeconds: wholeNumber(values.overlap, '--overlap', { max: 2_592_000 }) } });
+    return {
+      text: [
+        `New secret of key ${answer.key.id}${answer.key.previousValidUntil === undefined ? ' (the old one no longer signs in)' : ` (the old one signs in until ${answer.key.previousValidUntil})`}:`,
+        `API secret: ${answer.apiSecret}`,
+        '            (shown this once; the gateway keeps only a digest)',
+        `Clients sign in with apiSecret = SHA-256 of the secret: ${createHash('sha256').update(answer.apiSecret, 'utf8').digest('hex')}`,
+      ].join('\n'),
+      json: answer,
+    };
+  },
+  'keys reset': async ({ client, positionals }) => {
+    const answer = await client.run('resetKey', { accountId: accountArg(positionals, 2), keyId: need(positionals[3], '<keyId>') });
+    return { text: `Reset the tokens of key ${answer.keyId} of account ${answer.accountId} at ${answer.resetAt}: every token issued until then is refused.`, json: answer };
+  },
+  'keys disable': setKeyEnabled,
+  'keys enable': setKeyEnabled,
+  'keys revoke': async ({ client, positionals }) => {
+    const answer = await client.run('deleteKey', { accountId: accountArg(positionals, 2), keyId: need(positionals[3], '<keyId>') });
+    return { text: `Revoked (deleted) key ${answer.id}: its access tokens are refused at once.`, json: answer };
+  },
+  'settings-tokens list': async ({ client, positionals }) => {
+    const items = await listAll(client, 'listSettingsTokens', { accountId: accountArg(positionals, 2) });
+    return { text: table(items, ['id', 'name', 'start', 'status', 'scopes', 'createdAt', 'expiresAt', 'lastUsedAt']), json: items };
+  },
+  'settings-tokens revoke': async ({ client, positionals }) => {
+    const answer = await client.run('revokeSettingsToken', { accountId: accountArg(positionals, 2), tokenId: need(positionals[3], '<tokenId>') });
+    return { text: `Revoked API settings token ${answer.id}.`, json: answer };
+  },
+  'roles list': async ({ client, positionals }) => {
+    const items = await listAll(client, 'listAccountRoles', { accountId: accountArg(positionals, 2) });
+    return { text: table(items, ['id', 'slug', 'name', 'public', 'description']), json: items };
+  },
+  'roles create': async ({ client, positionals, values }) => {
+    const body = {
+      id: wholeNumber(values.id, '--id'), slug: need(values.slug, '--slug'), name: need(values.name, '--name'),
+      ...(values.description === undefined ? {} : { description: values.description }), public: values.public,
+    };
+    const role = await client.run('createAccountRole', { accountId: accountArg(positionals, 2) }, { body });
+    return { text: `Created role ${role.id} (${role.slug}).`, json: role };
+  },
+  'roles delete': async ({ client, positionals }) => {
+    const answer = await client.run('deleteAccountRole', { accountId: accountArg(positionals, 2), roleId: need(positionals[3], '<roleId>') });
+    return { text: `Deleted role ${answer.id}.`, json: answer };
+  },
+  'sign-records get': async ({ client, positionals }) => {
+    const record = await client.run('getAccountSignRecord', { accountId: accountArg(positionals, 2), address: need(positionals[3], '<address>') });
+    return { text: table([record], ['address', 'signedNonce', 'signedAt', 'signedExpiredAt']), json: record };
+  },
+  'sign-records create': async ({ client, positionals, values }) => {
+    const record = await client.run('createAccountSignRecord', { accountId: accountArg(positionals, 2) }, { body: { address: need(positionals[3], '<address>'), ...signTimes(values) } });
+    return { text: `Created the sign record of ${record.address} (nonce ${record.signedNonce}).`, json: record };
+  },
+  'sign-records replace': async ({ client, positionals, values }) => {
+    const record = await client.run('replaceAccountSignRecord', { accountId: accountArg(positionals, 2), address: need(positionals[3], '<address>') }, { body: signTimes(values) });
+    return { text: `Replaced the sign record of ${record.address} (nonce ${record.signedNonce}).`, json: record };
+  },
+  'sign-records delete': async ({ client, positionals }) => {
+    const answer = await client.run('deleteAccountSignRecord', { accountId: accountArg(positionals, 2), address: need(positionals[3], '<address>') });
+    return { text: `Deleted the sign record of ${answer.address}.`, json: answer };
+  },
+  'audit': async ({ client, positionals, values }) => {
+    const account = accountArg(positionals, 1);
+    const limit = values.limit === undefined ? 50 : wholeNumber(values.limit, '--limit', { min: 1, max: 10_000 });
+    const items: any[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.run('listAudit', { accountId: account }, { query: { limit: Math.min(100, limit - items.length), cursor } });
+      items.push(...page.items);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined && items.length < limit);
+    const rows = items.map((e) => ({ ...e, actor: `${e.actor.type}${e.actor.id === undefined ? '' : `:${e.actor.id}`}`, target: `${e.target.type}:${e.target.id}` }));
+    return { text: table(rows, ['at', 'action', 'actor', 'target', 'ip']), json: items };
+  },
+  'usage': async ({ client, positionals, values }) => {
+    const hours = values.hours === undefined ? 24 : wholeNumber(values.hours, '--hours', { min: 1, max: 24 });
+    const usage = await client.run('getAccountUsage', { accountId: accountArg(positionals, 1) }, { query: { hours } });
+    const head = `Usage of ${accountArg(positionals, 1)} from ${usage.from} to ${usage.to}${usage.enabled ? '' : ' (usage counting is off: usage.enabled)'}:`;
+    return { text: `${head}\n${table(usage.items, ['keyId', 'requests', 'rateLimited'])}`, json: usage };
+  },
+};
+
+/** `accounts disable` and `accounts enable`. */
+async function setAccountEnabled({ client, sub, positionals }: Invocation): Promise<Answer> {
+  const enabled = sub === 'enable';
+  const account = await client.run('updateAccount', { accountId: accountArg(positionals, 2) }, { body: { enabled } });
+  return {
+    text: enabled ? `Enabled account ${account.id}.` : `Disabled account ${account.id}: its keys no longer sign in and every token issued to it is refused.`,
+    json: account,
+  };
+}
+
+/** `keys disable` and `keys enable`. */
+async function setKeyEnabled({ client, sub, positionals }: Invocation): Promise<Answer> {
+  const enabled = sub === 'enable';
+  const key = await client.run('updateKey', { accountId: accountArg(positionals, 2), keyId: need(positionals[3], '<keyId>') }, { body: { enabled } });
+  return { text: enabled ? `Enabled key ${key.id}.` : `Disabled key ${key.id}: it no longer signs in and its access tokens are refused.`, json: key };
+}
+
+function scopesOf(values: Values): { scopes?: string[] } {
+  return values.scope === undefined ? {} : { scopes: values.scope };
+}
+
+async function dispatch(client: Client, command: string, sub: string | undefined, positionals: string[], values: Values): Promise<Answer> {
+  const name = ['reset', 'audit', 'usage'].includes(command) ? command : `${command} ${sub ?? ''}`.trim();
+  // Own properties only: `constructor` is no command.
+  const commandOf = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (commandOf === undefined) throw new UsageError(`unknown command "${[command, sub].filter(Boolean).join(' ')}"\n${USAGE}`);
+  return commandOf({ client, sub, positionals, values });
 }
 
 async function main(): Promise<void> {

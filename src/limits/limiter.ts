@@ -67,7 +67,7 @@ interface Counted {
   closed: boolean;
 }
 
-/** Made once per limit (createLimiter's madeOf). */
+/** Made once per limit (madeFor). */
 interface Made {
   admitted(): void;
   refused(): void;
@@ -80,84 +80,18 @@ interface Made {
 
 const REMIND_MS = 60_000;
 
-export function createLimiter({ counters, memory, log, metrics, clock }: LimiterDeps): Limiter {
-  const shared = counters !== memory;
-  /** Limits currently degraded, by name: since when, and when the log last said so. */
-  const degraded = new Map<string, { since: number; told: number }>();
-  // What never changes for a limit, made once: its metric children (the hot path only
-  // increments) and its header items (the hot path only adds what remains).
-  const made = new WeakMap<Limit, Made>();
-  const madeOf = (limit: Limit): Made => {
-    let m = made.get(limit);
-    if (m === undefined) {
-      const child = (outcome: string) => metrics.rateLimitDecisions.labels(limit.name, outcome);
-      const [admitted, refused, wouldRefuse] = [child('admitted'), child('refused'), child('would_refuse')];
-      const names = limit.windows.map((w) => `"${limit.name}-${w.ms / 1000}s"`);
-      m = {
-        admitted: () => admitted.inc(), refused: () => refused.inc(), wouldRefuse: () => wouldRefuse.inc(),
-        names,
-        policy: limit.windows.map((w, i) => `${names[i]};q=${w.limit};w=${w.ms / 1000}`).join(', '),
-      };
-      made.set(limit, m);
-    }
-    return m;
-  };
-
-  function failed(limit: Limit, err: unknown): void {
-    metrics.rateLimitStoreFailures.labels(limit.name, limit.policy).inc();
-    const now = clock.now();
-    const state = degraded.get(limit.name);
-    if (state === undefined) {
-      degraded.set(limit.name, { since: now, told: now });
-      metrics.rateLimitDegraded.labels(limit.name, limit.policy).set(1);
-      log.warn({ limit: limit.name, policy: limit.policy, cause: describe(err) }, 'rate limit degraded: Redis unavailable, applying the failure policy');
-    } else if (now - state.told >= REMIND_MS) {
-      state.told = now;
-      log.warn({ limit: limit.name, policy: limit.policy, forMs: now - state.since }, 'rate limit still degraded: Redis unavailable');
-    }
-  }
-
-  function recovered(limit: Limit): void {
-    const state = degraded.get(limit.name);
-    if (state === undefined) return;
-    degraded.delete(limit.name);
-    metrics.rateLimitDegraded.labels(limit.name, limit.policy).set(0);
-    log.info({ limit: limit.name, forMs: clock.now() - state.since }, 'rate limit counting in Redis again');
-  }
-
-  async function count(check: Check): Promise<Counted> {
-    const { limit, subject, cost } = check;
-    if (!shared) return { check, tally: await memory.hit(subject, limit.windows, cost), store: memory, closed: false };
-    try {
-      const tally = await counters.hit(subject, limit.windows, cost);
-      if (degraded.size > 0) recovered(limit);
-      return { check, tally, store: counters, closed: false };
-    } catch (err) {
-      failed(limit, err);
-      switch (limit.policy) {
-        case 'memory':
-          return { check, tally: await memory.hit(subject, limit.windows, cost), store: memory, closed: false };
-        case 'open':
-          return { check, tally: undefined, store: undefined, closed: false };
-        case 'closed':
-          return { check, tally: undefined, store: undefined, closed: !limit.dryRun };
-      }
-    }
-  }
-
-  /** Gives back what an admitted, counted check took (a refused request spends nothing). */
-  function giveBack(counted: Counted): Promise<void> {
-    const { tally, store, check } = counted;
-    if (tally === undefined || !tally.admitted || store === undefined) return Promise.resolve();
-    return store.refund(check.subject, check.limit.windows, check.cost).catch((err: unknown) => {
-      log.debug({ limit: check.limit.name, cause: describe(err) }, 'rate limit refund failed');
-    });
-  }
+export function createLimiter(deps: LimiterDeps): Limiter {
+  const state: LimiterState = { ...deps, shared: deps.counters !== deps.memory, degraded: new Map(), made: new WeakMap() };
+  // Made once, so that the hot path hands them to map and headersOf without allocating.
+  const countOne = (check: Check) => count(state, check);
+  const giveBackOne = (counted: Counted) => giveBack(state, counted);
+  const madeOf = (limit: Limit) => madeFor(state, limit);
+  const { log } = state;
 
   return {
     async take(checks) {
       if (checks.length === 0) return undefined;
-      const results = await Promise.all(checks.map(count));
+      const results = await Promise.all(checks.map(countOne));
       let refused = false;
       let closed = false;
       let retryMs = 0;
@@ -177,27 +111,108 @@ export function createLimiter({ counters, memory, log, metrics, clock }: Limiter
         }
       }
       if (!refused && !closed) return headersOf(results, false, madeOf);
-      await Promise.all(results.map(giveBack));
+      await Promise.all(results.map(giveBackOne));
       if (closed && !refused) throw new StoreUnavailable(new Error('rate limit store unavailable (closed policy)'));
       throw new TooManyRequests(Math.max(1, Math.ceil(retryMs / 1000)), headersOf(results, true, madeOf) ?? {});
     },
 
     async refund(check) {
-      await spare(check, (store) => store.refund(check.subject, check.limit.windows, check.cost));
+      await spare(state, check, (store) => store.refund(check.subject, check.limit.windows, check.cost));
     },
 
     async clear(check) {
-      await spare(check, (store) => store.clear(check.subject, check.limit.windows));
+      await spare(state, check, (store) => store.clear(check.subject, check.limit.windows));
     },
   };
+}
 
-  /** Runs a correction on the shared store, and on memory too when it stands in for it. */
-  async function spare(check: Check, act: (store: RateCounters) => Promise<void>): Promise<void> {
-    const stores = shared && degraded.has(check.limit.name) && check.limit.policy === 'memory' ? [counters, memory] : [counters];
-    await Promise.all(stores.map((store) => act(store).catch((err: unknown) => {
-      log.debug({ limit: check.limit.name, cause: describe(err) }, 'rate limit correction failed');
-    })));
+/** What the limiter's steps share: its dependencies, and what it knows of each limit. */
+interface LimiterState extends LimiterDeps {
+  /** Counting in Redis (`counters` is not `memory`). */
+  readonly shared: boolean;
+  /** Limits currently degraded, by name: since when, and when the log last said so. */
+  readonly degraded: Map<string, { since: number; told: number }>;
+  readonly made: WeakMap<Limit, Made>;
+}
+
+/**
+ * What never changes for a limit, made once: its metric children (the hot path only
+ * increments) and its header items (the hot path only adds what remains).
+ */
+function madeFor({ made, metrics }: LimiterState, limit: Limit): Made {
+  let m = made.get(limit);
+  if (m === undefined) {
+    const child = (outcome: string) => metrics.rateLimitDecisions.labels(limit.name, outcome);
+    const [admitted, refused, wouldRefuse] = [child('admitted'), child('refused'), child('would_refuse')];
+    const names = limit.windows.map((w) => `"${limit.name}-${w.ms / 1000}s"`);
+    m = {
+      admitted: () => admitted.inc(), refused: () => refused.inc(), wouldRefuse: () => wouldRefuse.inc(),
+      names,
+      policy: limit.windows.map((w, i) => `${names[i]};q=${w.limit};w=${w.ms / 1000}`).join(', '),
+    };
+    made.set(limit, m);
   }
+  return m;
+}
+
+function failed({ metrics, clock, degraded, log }: LimiterState, limit: Limit, err: unknown): void {
+  metrics.rateLimitStoreFailures.labels(limit.name, limit.policy).inc();
+  const now = clock.now();
+  const state = degraded.get(limit.name);
+  if (state === undefined) {
+    degraded.set(limit.name, { since: now, told: now });
+    metrics.rateLimitDegraded.labels(limit.name, limit.policy).set(1);
+    log.warn({ limit: limit.name, policy: limit.policy, cause: describe(err) }, 'rate limit degraded: Redis unavailable, applying the failure policy');
+  } else if (now - state.told >= REMIND_MS) {
+    state.told = now;
+    log.warn({ limit: limit.name, policy: limit.policy, forMs: now - state.since }, 'rate limit still degraded: Redis unavailable');
+  }
+}
+
+function recovered({ metrics, clock, degraded, log }: LimiterState, limit: Limit): void {
+  const state = degraded.get(limit.name);
+  if (state === undefined) return;
+  degraded.delete(limit.name);
+  metrics.rateLimitDegraded.labels(limit.name, limit.policy).set(0);
+  log.info({ limit: limit.name, forMs: clock.now() - state.since }, 'rate limit counting in Redis again');
+}
+
+async function count(state: LimiterState, check: Check): Promise<Counted> {
+  const { counters, memory } = state;
+  const { limit, subject, cost } = check;
+  if (!state.shared) return { check, tally: await memory.hit(subject, limit.windows, cost), store: memory, closed: false };
+  try {
+    const tally = await counters.hit(subject, limit.windows, cost);
+    if (state.degraded.size > 0) recovered(state, limit);
+    return { check, tally, store: counters, closed: false };
+  } catch (err) {
+    failed(state, limit, err);
+    switch (limit.policy) {
+      case 'memory':
+        return { check, tally: await memory.hit(subject, limit.windows, cost), store: memory, closed: false };
+      case 'open':
+        return { check, tally: undefined, store: undefined, closed: false };
+      case 'closed':
+        return { check, tally: undefined, store: undefined, closed: !limit.dryRun };
+    }
+  }
+}
+
+/** Gives back what an admitted, counted check took (a refused request spends nothing). */
+function giveBack({ log }: LimiterState, counted: Counted): Promise<void> {
+  const { tally, store, check } = counted;
+  if (tally === undefined || !tally.admitted || store === undefined) return Promise.resolve();
+  return store.refund(check.subject, check.limit.windows, check.cost).catch((err: unknown) => {
+    log.debug({ limit: check.limit.name, cause: describe(err) }, 'rate limit refund failed');
+  });
+}
+
+/** Runs a correction on the shared store, and on memory too when it stands in for it. */
+async function spare({ shared, degraded, counters, memory, log }: LimiterState, check: Check, act: (store: RateCounters) => Promise<void>): Promise<void> {
+  const stores = shared && degraded.has(check.limit.name) && check.limit.policy === 'memory' ? [counters, memory] : [counters];
+  await Promise.all(stores.map((store) => act(store).catch((err: unknown) => {
+    log.debug({ limit: check.limit.name, cause: describe(err) }, 'rate limit correction failed');
+  })));
 }
 
 /** How long until every window that refused has room for the cost again. */

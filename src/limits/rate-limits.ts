@@ -84,108 +84,15 @@ interface Quota {
 
 export function createRateLimits(config: Config['limits'], limiter: Limiter, clientAddress: (req: IncomingMessage) => string): RateLimits {
   if (config.mode === 'off') return OFF;
-  const everyDryRun = config.mode === 'dry-run';
-  const limit = (name: string, windows: readonly WindowConfig[], policy: StoreFailurePolicy | undefined, dryRun = false): Limit | undefined =>
-    windows.length === 0 ? undefined : {
-      name,
-      windows: windows.map((w) => ({ limit: w.limit, ms: w.seconds * 1000 })),
-      policy: policy ?? config.onStoreFailure,
-      dryRun: everyDryRun || dryRun,
-    };
-
-  const s = config.signIn;
-  const signInLimits = {
-    address: limit('signin-address', s.perAddress, s.onStoreFailure),
-    pair: limit('signin-failures-key-address', s.failuresPerKeyAndAddress, s.onStoreFailure),
-    failedAddress: limit('signin-failures-address', s.failuresPerAddress, s.onStoreFailure),
-    failedKey: limit('signin-failures-key', s.failuresPerKey, s.onStoreFailure),
-  };
-  const o = config.ownerSignIn;
-  const ownerLimits = {
-    address: limit('owner-signin-address', o.perAddress, o.onStoreFailure),
-    failedAddress: limit('owner-signin-failures-address', o.failuresPerAddress, o.onStoreFailure),
-    failedEmail: limit('owner-signin-failures-email', o.failuresPerEmail, o.onStoreFailure),
-    failedDevice: limit('owner-signin-failures-device', o.failuresPerDevice, o.onStoreFailure),
-  };
-  const adminLimit = limit('admin-token-failures-address', config.adminToken.failuresPerAddress, config.adminToken.onStoreFailure);
-  const refreshLimits = {
-    family: limit('refresh-family', config.refresh.perFamily, config.refresh.onStoreFailure),
-    address: limit('refresh-address', config.refresh.perAddress, config.refresh.onStoreFailure),
-  };
+  const limit = limitMaker(config);
+  const limits = describeLimits(config, limit);
   const quotas = createQuotaTable(config, limit);
-  const ownerWrites = {
-    owner: limit('owner-writes-owner', config.owner.perOwner, config.owner.onStoreFailure),
-    account: limit('owner-writes-account', config.owner.perAccount, config.owner.onStoreFailure),
-  };
 
   return {
-    async signIn(apiKey, address) {
-      const l = signInLimits;
-      // An apiKey nobody holds is counted like a real one: any difference in the counting would
-      // show in the answers (a lockout or none) and tell which keys exist. What made-up keys
-      // can store is bounded by the per-address failure limit, and each key name by `bounded`.
-      const [ip, key] = [bounded(address), bounded(apiKey)];
-      const checks = present([
-        check(l.address, `si:ip:${ip}`),
-        check(l.pair, `sf:ka:${ip}|${key}`),
-        check(l.failedAddress, `sf:ip:${ip}`),
-        check(l.failedKey, `sf:k:${key}`),
-      ]);
-      await limiter.take(checks);
-      // A success or an undecided check is no failed guess: the failure counts get their unit
-      // back, and a success ends the key+address run of failures altogether.
-      const giveBack = async (clearRun: boolean, address = false) => {
-        await Promise.all(checks.map((c) => {
-          if (c.limit === l.pair && clearRun) return limiter.clear(c);
-          return c.limit === l.address && !address ? undefined : limiter.refund(c);
-        }));
-      };
-      return { succeeded: () => giveBack(true), undecided: () => giveBack(false), authorizedCall: () => giveBack(true, true) };
-    },
-
-    async ownerSignIn(email, address, device) {
-      const l = ownerLimits;
-      // OWASP's device cookies: an attempt from a device the owner signed in from before is
-      // counted against that device alone, so strangers' failures (per email, per address: a
-      // NAT shared with a guesser) never reach it; every other attempt is an untrusted client's,
-      // slowed per address and, past the email's failure limit, locked out for that email.
-      const checks = device !== undefined
-        ? present([check(l.failedDevice, `ow:d:${bounded(device)}`)])
-        : present([
-          check(l.address, `ow:ip:${bounded(address)}`),
-          check(l.failedAddress, `owf:ip:${bounded(address)}`),
-          check(l.failedEmail, `owf:e:${bounded(email)}`),
-        ]);
-      await limiter.take(checks);
-      // A success or an undecided check is no failed guess: its failure units are given back, and
-      // a success ends the device's run of failures. The address's and the email's runs stay: a
-      // guesser with an account of their own could clear them by signing in to it.
-      const giveBack = async (clearRun: boolean) => {
-        await Promise.all(checks.map((c) => {
-          if (c.limit === l.address) return undefined;
-          return c.limit === l.failedDevice && clearRun ? limiter.clear(c) : limiter.refund(c);
-        }));
-      };
-      return { succeeded: () => giveBack(true), undecided: () => giveBack(false), authorizedCall: () => giveBack(true) };
-    },
-
-    async adminToken(address) {
-      // Its own counter: wrong operator tokens from an address (a script with an old token behind
-      // an office NAT) lock out operator tokens from there, never the owners' sign-in or API keys.
-      const checks = present([check(adminLimit, `ad:ip:${bounded(address)}`)]);
-      await limiter.take(checks);
-      const giveBack = async () => {
-        await Promise.all(checks.map((c) => limiter.refund(c)));
-      };
-      return { succeeded: giveBack, undecided: giveBack, authorizedCall: giveBack };
-    },
-
-    async refresh(familyId, address) {
-      const l = refreshLimits;
-      const family = familyId === undefined ? undefined : check(l.family, `rf:f:${bounded(familyId)}`);
-      const headers = await limiter.take(present([family, check(l.address, `rf:ip:${bounded(address)}`)]));
-      return { headers, replayed: async () => { if (family !== undefined) await limiter.refund(family); } };
-    },
+    signIn: (apiKey, address) => countSignIn(limiter, limits.signIn, apiKey, address),
+    ownerSignIn: (email, address, device) => countOwnerSignIn(limiter, limits.ownerSignIn, email, address, device),
+    adminToken: (address) => countAdminToken(limiter, limits.adminToken, address),
+    refresh: (familyId, address) => countRefresh(limiter, limits.refresh, familyId, address),
 
     route(route, identity, req) {
       const quota = quotas(route, identity?.accountId);
@@ -199,13 +106,128 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
     },
 
     ownerWrite(ownerId, accountId) {
-      const l = ownerWrites;
+      const l = limits.ownerWrites;
       return limiter.take(present([
         check(l.owner, `ow:o:${bounded(ownerId)}`),
         accountId === undefined ? undefined : check(l.account, `ow:a:${bounded(accountId)}`),
       ]));
     },
   };
+}
+
+/** A Limit from a part of `limits.*`, or undefined when it has no window (not limited). */
+function limitMaker(config: Config['limits']): MakeLimit {
+  const everyDryRun = config.mode === 'dry-run';
+  return (name, windows, policy, dryRun = false) =>
+    windows.length === 0 ? undefined : {
+      name,
+      windows: windows.map((w) => ({ limit: w.limit, ms: w.seconds * 1000 })),
+      policy: policy ?? config.onStoreFailure,
+      dryRun: everyDryRun || dryRun,
+    };
+}
+
+interface SignInLimits { address?: Limit; pair?: Limit; failedAddress?: Limit; failedKey?: Limit }
+interface OwnerSignInLimits { address?: Limit; failedAddress?: Limit; failedEmail?: Limit; failedDevice?: Limit }
+interface RefreshLimits { family?: Limit; address?: Limit }
+interface OwnerWriteLimits { owner?: Limit; account?: Limit }
+
+/** Every limit but the route quotas (createQuotaTable), named as the metrics and headers name them. */
+function describeLimits(config: Config['limits'], limit: MakeLimit) {
+  const s = config.signIn;
+  const o = config.ownerSignIn;
+  return {
+    signIn: {
+      address: limit('signin-address', s.perAddress, s.onStoreFailure),
+      pair: limit('signin-failures-key-address', s.failuresPerKeyAndAddress, s.onStoreFailure),
+      failedAddress: limit('signin-failures-address', s.failuresPerAddress, s.onStoreFailure),
+      failedKey: limit('signin-failures-key', s.failuresPerKey, s.onStoreFailure),
+    } satisfies SignInLimits,
+    ownerSignIn: {
+      address: limit('owner-signin-address', o.perAddress, o.onStoreFailure),
+      failedAddress: limit('owner-signin-failures-address', o.failuresPerAddress, o.onStoreFailure),
+      failedEmail: limit('owner-signin-failures-email', o.failuresPerEmail, o.onStoreFailure),
+      failedDevice: limit('owner-signin-failures-device', o.failuresPerDevice, o.onStoreFailure),
+    } satisfies OwnerSignInLimits,
+    adminToken: limit('admin-token-failures-address', config.adminToken.failuresPerAddress, config.adminToken.onStoreFailure),
+    refresh: {
+      family: limit('refresh-family', config.refresh.perFamily, config.refresh.onStoreFailure),
+      address: limit('refresh-address', config.refresh.perAddress, config.refresh.onStoreFailure),
+    } satisfies RefreshLimits,
+    ownerWrites: {
+      owner: limit('owner-writes-owner', config.owner.perOwner, config.owner.onStoreFailure),
+      account: limit('owner-writes-account', config.owner.perAccount, config.owner.onStoreFailure),
+    } satisfies OwnerWriteLimits,
+  };
+}
+
+/** `RateLimits.signIn`. */
+async function countSignIn(limiter: Limiter, l: SignInLimits, apiKey: string, address: string): Promise<Attempt> {
+  // An apiKey nobody holds is counted like a real one: any difference in the counting would
+  // show in the answers (a lockout or none) and tell which keys exist. What made-up keys
+  // can store is bounded by the per-address failure limit, and each key name by `bounded`.
+  const [ip, key] = [bounded(address), bounded(apiKey)];
+  const checks = present([
+    check(l.address, `si:ip:${ip}`),
+    check(l.pair, `sf:ka:${ip}|${key}`),
+    check(l.failedAddress, `sf:ip:${ip}`),
+    check(l.failedKey, `sf:k:${key}`),
+  ]);
+  await limiter.take(checks);
+  // A success or an undecided check is no failed guess: the failure counts get their unit
+  // back, and a success ends the key+address run of failures altogether.
+  const giveBack = async (clearRun: boolean, address = false) => {
+    await Promise.all(checks.map((c) => {
+      if (c.limit === l.pair && clearRun) return limiter.clear(c);
+      return c.limit === l.address && !address ? undefined : limiter.refund(c);
+    }));
+  };
+  return { succeeded: () => giveBack(true), undecided: () => giveBack(false), authorizedCall: () => giveBack(true, true) };
+}
+
+/** `RateLimits.ownerSignIn`. */
+async function countOwnerSignIn(limiter: Limiter, l: OwnerSignInLimits, email: string, address: string, device: string | undefined): Promise<Attempt> {
+  // OWASP's device cookies: an attempt from a device the owner signed in from before is
+  // counted against that device alone, so strangers' failures (per email, per address: a
+  // NAT shared with a guesser) never reach it; every other attempt is an untrusted client's,
+  // slowed per address and, past the email's failure limit, locked out for that email.
+  const checks = device !== undefined
+    ? present([check(l.failedDevice, `ow:d:${bounded(device)}`)])
+    : present([
+      check(l.address, `ow:ip:${bounded(address)}`),
+      check(l.failedAddress, `owf:ip:${bounded(address)}`),
+      check(l.failedEmail, `owf:e:${bounded(email)}`),
+    ]);
+  await limiter.take(checks);
+  // A success or an undecided check is no failed guess: its failure units are given back, and
+  // a success ends the device's run of failures. The address's and the email's runs stay: a
+  // guesser with an account of their own could clear them by signing in to it.
+  const giveBack = async (clearRun: boolean) => {
+    await Promise.all(checks.map((c) => {
+      if (c.limit === l.address) return undefined;
+      return c.limit === l.failedDevice && clearRun ? limiter.clear(c) : limiter.refund(c);
+    }));
+  };
+  return { succeeded: () => giveBack(true), undecided: () => giveBack(false), authorizedCall: () => giveBack(true) };
+}
+
+/** `RateLimits.adminToken`. */
+async function countAdminToken(limiter: Limiter, adminLimit: Limit | undefined, address: string): Promise<Attempt> {
+  // Its own counter: wrong operator tokens from an address (a script with an old token behind
+  // an office NAT) lock out operator tokens from there, never the owners' sign-in or API keys.
+  const checks = present([check(adminLimit, `ad:ip:${bounded(address)}`)]);
+  await limiter.take(checks);
+  const giveBack = async () => {
+    await Promise.all(checks.map((c) => limiter.refund(c)));
+  };
+  return { succeeded: giveBack, undecided: giveBack, authorizedCall: giveBack };
+}
+
+/** `RateLimits.refresh`. */
+async function countRefresh(limiter: Limiter, l: RefreshLimits, familyId: string | undefined, address: string): Promise<RefreshAttempt> {
+  const family = familyId === undefined ? undefined : check(l.family, `rf:f:${bounded(familyId)}`);
+  const headers = await limiter.take(present([family, check(l.address, `rf:ip:${bounded(address)}`)]));
+  return { headers, replayed: async () => { if (family !== undefined) await limiter.refund(family); } };
 }
 
 /** RateLimits whose rules a reload replaces (services.ts): each call is decided by the set in force when it starts. */

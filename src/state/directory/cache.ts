@@ -67,26 +67,63 @@ export function createCachedDirectory({ store, changes, settings, clock, log, me
   /** Where hits, misses, stale answers and store failures are counted, if anywhere. */
   metrics?: Pick<Metrics, 'directoryCache' | 'directoryStoreFailed'>;
 }): CachedDirectory {
-  const counted = (result: CacheResult) => metrics?.directoryCache(result);
-  const { ttlMs, staleWhileRevalidateMs, negativeTtlMs, maxStaleMs } = settings;
-  let seq = 0;
-  let floor = 0;
-  let storeReads = 0;
-  let failing = false;
-  const changedAt = new LRUCache<string, number>({
-    ...entryBound(settings.maxEntries),
-    // Looked up with peek, so the oldest notices go first. A forgotten notice must not make an
-    // old copy trusted again: every copy read before it is distrusted with it.
-    dispose: (at, _scope, reason) => {
-      if (reason === 'evict') floor = Math.max(floor, at);
-    },
-  });
+  const state = createCacheState(settings, clock, log, metrics);
+  watchChanges(state, changes);
 
+  return {
+    get storeReads() {
+      return state.storeReads;
+    },
+
+    async findSignRecord(accountId, address) {
+      const key = signScope(accountId, address);
+      const value = await read(state, key, trustedFrom(state, key, signScope(accountId, '')), () => store.findSignRecord(accountId, address));
+      return (value as SignRecord | null) ?? undefined;
+    },
+
+    async listRoles(accountId, query: RoleQuery) {
+      const key = `r\u0000${accountId}\u0000${query.offset}\u0000${query.limit}\u0000${query.nameContains ?? ''}`;
+      const scope = rolesScope(accountId);
+      return (await read(state, key, trustedFrom(state, scope), () => store.listRoles(accountId, query))) as RolePage;
+    },
+  };
+}
+
+/** What the cache's steps share: its entries, the notices heard, and the store's health. */
+interface CacheState {
+  readonly settings: DirectoryCacheSettings;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly metrics: Pick<Metrics, 'directoryCache' | 'directoryStoreFailed'> | undefined;
+  /** The number of the last notice (or gap). */
+  seq: number;
+  /** Copies whose read began before this are untrusted: a gap, or a notice forgotten. */
+  floor: number;
+  /** The `seq` of the last notice per scope (account or address). */
+  readonly changedAt: LRUCache<string, number>;
+  readonly entries: LRUCache<string, Entry, Read>;
+  storeReads: number;
+  /** The last store read failed (said once when it starts failing, once when it answers again). */
+  failing: boolean;
+}
+
+function createCacheState(settings: DirectoryCacheSettings, clock: Clock, log: Logger, metrics: CacheState['metrics']): CacheState {
+  const state: Omit<CacheState, 'entries'> & { entries?: CacheState['entries'] } = {
+    settings, clock, log, metrics, seq: 0, floor: 0, storeReads: 0, failing: false,
+    changedAt: new LRUCache<string, number>({
+      ...entryBound(settings.maxEntries),
+      // Looked up with peek, so the oldest notices go first. A forgotten notice must not make an
+      // old copy trusted again: every copy read before it is distrusted with it.
+      dispose: (at, _scope, reason) => {
+        if (reason === 'evict') state.floor = Math.max(state.floor, at);
+      },
+    }),
+  };
   // Both bounds through maxSize (lru-cache's `max` would allocate every slot up front, see
   // util/lru.ts): each entry counts at least maxBytes / maxEntries, so a full cache holds at
   // most maxEntries entries and at most maxBytes estimated bytes.
   const minEntrySize = Math.ceil(settings.maxBytes / settings.maxEntries);
-  const cache = new LRUCache<string, Entry, Read>({
+  state.entries = new LRUCache<string, Entry, Read>({
     maxSize: minEntrySize * settings.maxEntries,
     sizeCalculation: (entry, key) => Math.max(minEntrySize, estimateBytes(key, entry.value)),
     // No TTL here: expiry is judged in read() (the ages above); lru-cache's TTL would drop the
@@ -94,84 +131,101 @@ export function createCachedDirectory({ store, changes, settings, clock, log, me
     noDeleteOnFetchRejection: true,
     // A read that finishes after its entry was evicted still answers the callers waiting on it.
     ignoreFetchAbort: true,
-    fetchMethod: async (_key, stale, { context }) => {
-      const at = clock.now();
-      const startedSeq = seq;
-      storeReads++;
-      let value;
-      try {
-        value = await context();
-      } catch (err) {
-        metrics?.directoryStoreFailed();
-        // The copy this read was to replace is served meanwhile (read()); the store is not asked
-        // for it again for a while, in the foreground or the background.
-        if (stale !== undefined) stale.retry = { at: clock.now() + RETRY_FAILED_MS, seq: startedSeq };
-        // Bad data in one record is that record's problem, not an outage (logged in read()).
-        if (!failing && !(err instanceof BadStoreData)) {
-          failing = true;
-          log.warn({ code: err instanceof GatewayError ? err.code : undefined }, 'directory store failing: cached copies are served while they are within directory.cache.maxStaleMs');
-        }
-        throw err;
-      }
-      if (failing) {
-        failing = false;
-        log.info('directory store answering again');
-      }
-      return { value: value ?? null, at, seq: startedSeq, ttl: value === undefined ? negativeTtlMs : ttlMs };
-    },
+    fetchMethod: (_key, stale, { context }) => readStore(state as CacheState, stale, context),
   });
+  return state as CacheState;
+}
 
-  /** The seq from which a copy under these scopes is trusted. */
-  const trustedFrom = (scope: string, wider?: string) => (changedAt.size === 0
-    ? floor
-    : Math.max(floor, changedAt.peek(scope) ?? 0, wider === undefined ? 0 : changedAt.peek(wider) ?? 0));
-
-  async function read(key: string, trustFrom: number, load: Read): Promise<SignRecord | RolePage | null> {
-    const now = clock.now();
-    const kept = cache.get(key);
-    if (kept !== undefined) {
-      const age = now - kept.at;
-      const trusted = kept.seq >= trustFrom;
-      if (trusted && age < kept.ttl) {
-        counted('hit');
-        return kept.value;
-      }
-      // The store failed this entry's last read moments ago, and nothing changed since: not asked again yet.
-      const { retry } = kept;
-      if (retry !== undefined && now < retry.at && retry.seq >= trustFrom && age < kept.ttl + maxStaleMs) {
-        counted('stale');
-        return kept.value;
-      }
-      // Not for "no record": a record just written should appear within negativeTtl.
-      if (trusted && kept.value !== null && age < kept.ttl + staleWhileRevalidateMs) {
-        // One background refresh (lru-cache keeps it to one); its failure keeps this copy.
-        cache.fetch(key, { context: load, forceRefresh: true, allowStale: true }).catch(() => {});
-        counted('stale');
-        return kept.value;
-      }
+/** One store read, made by the entries' fetch: the entry it makes, or the store's error. */
+async function readStore(state: CacheState, stale: Entry | undefined, load: Read): Promise<Entry> {
+  const { clock, log, metrics } = state;
+  const at = clock.now();
+  const startedSeq = state.seq;
+  state.storeReads++;
+  let value;
+  try {
+    value = await load();
+  } catch (err) {
+    metrics?.directoryStoreFailed();
+    // The copy this read was to replace is served meanwhile (read()); the store is not asked
+    // for it again for a while, in the foreground or the background.
+    if (stale !== undefined) stale.retry = { at: clock.now() + RETRY_FAILED_MS, seq: startedSeq };
+    // Bad data in one record is that record's problem, not an outage (logged in read()).
+    if (!state.failing && !(err instanceof BadStoreData)) {
+      state.failing = true;
+      log.warn({ code: err instanceof GatewayError ? err.code : undefined }, 'directory store failing: cached copies are served while they are within directory.cache.maxStaleMs');
     }
-    counted('miss');
-    try {
-      const fetch = () => cache.fetch(key, { context: load, forceRefresh: true, allowStale: false });
-      let entry = await fetch();
-      // Joined a read that began before the change this caller was told of: read once more.
-      if (entry !== undefined && entry.seq < trustFrom) entry = await fetch();
-      if (entry === undefined) throw new StoreUnavailable();
-      return entry.value;
-    } catch (err) {
-      if (kept !== undefined && clock.now() - kept.at < kept.ttl + maxStaleMs) {
-        // Unanswered, the error would be logged by the boundary; answered stale, it is said here.
-        if (err instanceof BadStoreData) {
-          log.warn({ problem: err.cause instanceof Error ? err.cause.message : undefined }, 'directory store returned data the gateway cannot use: served the last good copy');
-        }
-        counted('stale');
-        return kept.value;
-      }
-      throw err;
+    throw err;
+  }
+  if (state.failing) {
+    state.failing = false;
+    log.info('directory store answering again');
+  }
+  const { ttlMs, negativeTtlMs } = state.settings;
+  return { value: value ?? null, at, seq: startedSeq, ttl: value === undefined ? negativeTtlMs : ttlMs };
+}
+
+/** The seq from which a copy under these scopes is trusted. */
+function trustedFrom({ changedAt, floor }: CacheState, scope: string, wider?: string): number {
+  return changedAt.size === 0
+    ? floor
+    : Math.max(floor, changedAt.peek(scope) ?? 0, wider === undefined ? 0 : changedAt.peek(wider) ?? 0);
+}
+
+async function read(state: CacheState, key: string, trustFrom: number, load: Read): Promise<SignRecord | RolePage | null> {
+  const { clock, log, entries: cache } = state;
+  const { staleWhileRevalidateMs, maxStaleMs } = state.settings;
+  const now = clock.now();
+  const kept = cache.get(key);
+  if (kept !== undefined) {
+    const age = now - kept.at;
+    const trusted = kept.seq >= trustFrom;
+    if (trusted && age < kept.ttl) {
+      counted(state, 'hit');
+      return kept.value;
+    }
+    // The store failed this entry's last read moments ago, and nothing changed since: not asked again yet.
+    const { retry } = kept;
+    if (retry !== undefined && now < retry.at && retry.seq >= trustFrom && age < kept.ttl + maxStaleMs) {
+      counted(state, 'stale');
+      return kept.value;
+    }
+    // Not for "no record": a record just written should appear within negativeTtl.
+    if (trusted && kept.value !== null && age < kept.ttl + staleWhileRevalidateMs) {
+      // One background refresh (lru-cache keeps it to one); its failure keeps this copy.
+      cache.fetch(key, { context: load, forceRefresh: true, allowStale: true }).catch(() => {});
+      counted(state, 'stale');
+      return kept.value;
     }
   }
+  counted(state, 'miss');
+  try {
+    const fetch = () => cache.fetch(key, { context: load, forceRefresh: true, allowStale: false });
+    let entry = await fetch();
+    // Joined a read that began before the change this caller was told of: read once more.
+    if (entry !== undefined && entry.seq < trustFrom) entry = await fetch();
+    if (entry === undefined) throw new StoreUnavailable();
+    return entry.value;
+  } catch (err) {
+    if (kept !== undefined && clock.now() - kept.at < kept.ttl + maxStaleMs) {
+      // Unanswered, the error would be logged by the boundary; answered stale, it is said here.
+      if (err instanceof BadStoreData) {
+        log.warn({ problem: err.cause instanceof Error ? err.cause.message : undefined }, 'directory store returned data the gateway cannot use: served the last good copy');
+      }
+      counted(state, 'stale');
+      return kept.value;
+    }
+    throw err;
+  }
+}
 
-  const invalidate = (scope: string) => changedAt.set(scope, ++seq);
+function counted(state: CacheState, result: CacheResult): void {
+  state.metrics?.directoryCache(result);
+}
+
+/** Distrusts, from each notice on, what was read before it under its scope, and everything after a gap. */
+function watchChanges(state: CacheState, changes: DirectoryChanges[]): void {
+  const invalidate = (scope: string) => state.changedAt.set(scope, ++state.seq);
   const onChange = (change: DirectoryChange) => {
     if (change.kind === 'sign') invalidate(signScope(change.accountId, change.address));
     else if (change.kind === 'roles') invalidate(rolesScope(change.accountId));
@@ -184,28 +238,10 @@ export function createCachedDirectory({ store, changes, settings, clock, log, me
     source.watch({
       onChange,
       onGap() {
-        floor = ++seq;
+        state.floor = ++state.seq;
       },
     });
   }
-
-  return {
-    get storeReads() {
-      return storeReads;
-    },
-
-    async findSignRecord(accountId, address) {
-      const key = signScope(accountId, address);
-      const value = await read(key, trustedFrom(key, signScope(accountId, '')), () => store.findSignRecord(accountId, address));
-      return (value as SignRecord | null) ?? undefined;
-    },
-
-    async listRoles(accountId, query: RoleQuery) {
-      const key = `r\u0000${accountId}\u0000${query.offset}\u0000${query.limit}\u0000${query.nameContains ?? ''}`;
-      const scope = rolesScope(accountId);
-      return (await read(key, trustedFrom(scope), () => store.listRoles(accountId, query))) as RolePage;
-    },
-  };
 }
 
 /** Scopes double as cache keys for sign records; '' for the address means the whole account. */

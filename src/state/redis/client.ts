@@ -73,9 +73,8 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
   const tls = tlsOption(settings);
   const client = createClient(settings, tls);
   for (const [name, script] of Object.entries(SCRIPTS)) client.defineCommand(name, script);
-  let closed = false;
-  const isClosed = () => closed;
-  watchConnection(client, log, 'redis', isClosed);
+  const state: ConnectionState = { settings, log, client, tls, subscribers: [], stops: [], closed: false };
+  watchConnection(client, log, 'redis', () => state.closed);
 
   // One breaker for a standalone server or a Sentinel's master; on a Cluster one per primary,
   // around each command sent to it, so that a lost or stalled shard fails its own slots' calls
@@ -88,9 +87,7 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
   metrics?.watchRedis(() => client.status === 'ready');
   metrics?.watchBreaker('redis', nodes ?? breaker);
 
-  const subscribers: (Redis | Cluster)[] = [];
   const readinessKeys = keysBySlot(redisKeys(settings.keyPrefix));
-  const stops: (() => void)[] = [];
 
   return {
     keys: redisKeys(settings.keyPrefix),
@@ -115,78 +112,11 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
     },
 
     subscribe(channel, onMessage, onGap) {
-      const subscription = { listening: false };
-      const listen = (subscriber: Redis) => {
-        subscribers.push(subscriber);
-        watchConnection(subscriber, log, 'redis subscriber', isClosed);
-        subscriber.on('close', () => {
-          subscription.listening = false;
-        });
-        // Subscribed anew on each (re)connection, and the gap reported once Redis confirms it:
-        // a notice published before that moment is lost, one published after it is heard.
-        // (ioredis's own resubscription gives no sign of when it took effect.)
-        subscriber.on('ready', () => {
-          subscriber.subscribe(channel).then(() => {
-            subscription.listening = subscriber.status === 'ready';
-            onGap();
-          }, (err: unknown) => {
-            // Refused on a live connection (an ACL, say) is worth a warning; cut off by a
-            // reconnection it is tried again on the next 'ready'.
-            if (subscriber.status === 'ready') log.warn({ err: describe(err) }, 'redis subscribe failed');
-            else log.debug({ err: describe(err) }, 'redis subscribe interrupted');
-          });
-        });
-        subscriber.on('message', (from: string, message: string) => {
-          if (from === channel) onMessage(message);
-        });
-      };
-      // Commands wait for the connection here: a subscription must outlive any outage.
-      const patient = { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined, autoResubscribe: false };
-      if (!(client instanceof Cluster)) {
-        listen(client.duplicate(patient));
-        return subscription;
-      }
-      // On a Cluster, PUBLISH reaches every node, so one plain connection to any node hears all.
-      // (ioredis's own Cluster subscriber replaces its connection without an event, which would
-      // hide the gap.) When that node goes away, the next known node is tried.
-      const seeds = settings.clusterNodes.map(hostPort);
-      let attempt = 0;
-      const connectNext = () => {
-        if (closed) return;
-        const known = client.nodes('master').map((n) => ({ host: n.options.host, port: n.options.port }));
-        const pool = known.length > 0 ? known : seeds;
-        const node = pool[attempt++ % pool.length]!;
-        const subscriber = new Redis({ ...clientOptions(settings), ...patient, ...node, ...tls, retryStrategy: () => null });
-        subscriber.once('end', () => {
-          subscribers.splice(subscribers.indexOf(subscriber), 1);
-          setTimeout(connectNext, backoffMs(attempt)).unref();
-        });
-        listen(subscriber);
-      };
-      connectNext();
-      return subscription;
+      return subscribeChannel(state, channel, onMessage, onGap);
     },
 
     keepChecking(intervalMs, check) {
-      let retry: NodeJS.Timeout | undefined;
-      const attempt = (failures: number) => {
-        clearTimeout(retry);
-        if (closed || client.status !== 'ready') return;
-        check().catch(() => {
-          if (closed) return;
-          retry = setTimeout(() => attempt(failures + 1), Math.min(backoffMs(failures), intervalMs));
-          retry.unref();
-        });
-      };
-      const onReady = () => attempt(0);
-      client.on('ready', onReady);
-      const timer = setInterval(onReady, intervalMs);
-      timer.unref();
-      stops.push(() => {
-        clearInterval(timer);
-        clearTimeout(retry);
-      });
-      onReady();
+      keepCheckingWhileReady(state, intervalMs, check);
     },
 
     async answersWrite() {
@@ -207,25 +137,133 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
     },
 
     async waitUntilReady(timeoutMs) {
-      if (client.status === 'ready') return true;
-      return new Promise<boolean>((resolve) => {
-        const done = (ready: boolean) => {
-          clearTimeout(timer);
-          client.off('ready', onReady);
-          resolve(ready);
-        };
-        const onReady = () => done(true);
-        const timer = setTimeout(() => done(false), timeoutMs);
-        client.on('ready', onReady);
-      });
+      return waitForReady(client, timeoutMs);
     },
 
     async close() {
-      closed = true;
-      for (const stop of stops) stop();
-      for (const c of [client, ...subscribers]) c.disconnect();
+      state.closed = true;
+      for (const stop of state.stops) stop();
+      for (const c of [client, ...state.subscribers]) c.disconnect();
     },
   };
+}
+
+/** What the connection's parts share: the command client, the subscribers' connections, and whether it was closed. */
+interface ConnectionState {
+  readonly settings: Config['redis'];
+  readonly log: Logger;
+  readonly client: Redis | Cluster;
+  readonly tls: { tls?: ConnectionOptions };
+  readonly subscribers: (Redis | Cluster)[];
+  /** What `close` stops besides the connections (the timers of `keepChecking`). */
+  readonly stops: (() => void)[];
+  closed: boolean;
+}
+
+/** `RedisConnection.subscribe`. */
+function subscribeChannel(state: ConnectionState, channel: string, onMessage: (message: string) => void, onGap: () => void): Subscription {
+  const subscription = { listening: false };
+  const listen = (subscriber: Redis) => listenOn(state, subscriber, subscription, channel, onMessage, onGap);
+  const { client } = state;
+  if (!(client instanceof Cluster)) {
+    listen(client.duplicate(PATIENT));
+    return subscription;
+  }
+  followClusterNodes(state, client, listen);
+  return subscription;
+}
+
+// Commands wait for the connection here: a subscription must outlive any outage.
+const PATIENT = { enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined, autoResubscribe: false };
+
+/** Listens for `channel` on one subscriber connection, for as long as it lives. */
+function listenOn(state: ConnectionState, subscriber: Redis, subscription: { listening: boolean }, channel: string, onMessage: (message: string) => void, onGap: () => void): void {
+  const { log } = state;
+  state.subscribers.push(subscriber);
+  watchConnection(subscriber, log, 'redis subscriber', () => state.closed);
+  subscriber.on('close', () => {
+    subscription.listening = false;
+  });
+  // Subscribed anew on each (re)connection, and the gap reported once Redis confirms it:
+  // a notice published before that moment is lost, one published after it is heard.
+  // (ioredis's own resubscription gives no sign of when it took effect.)
+  subscriber.on('ready', () => {
+    subscriber.subscribe(channel).then(() => {
+      subscription.listening = subscriber.status === 'ready';
+      onGap();
+    }, (err: unknown) => {
+      // Refused on a live connection (an ACL, say) is worth a warning; cut off by a
+      // reconnection it is tried again on the next 'ready'.
+      if (subscriber.status === 'ready') log.warn({ err: describe(err) }, 'redis subscribe failed');
+      else log.debug({ err: describe(err) }, 'redis subscribe interrupted');
+    });
+  });
+  subscriber.on('message', (from: string, message: string) => {
+    if (from === channel) onMessage(message);
+  });
+}
+
+/**
+ * On a Cluster, PUBLISH reaches every node, so one plain connection to any node hears all.
+ * (ioredis's own Cluster subscriber replaces its connection without an event, which would
+ * hide the gap.) When that node goes away, the next known node is tried.
+ */
+function followClusterNodes(state: ConnectionState, cluster: Cluster, listen: (subscriber: Redis) => void): void {
+  const { settings, subscribers } = state;
+  const seeds = settings.clusterNodes.map(hostPort);
+  let attempt = 0;
+  const connectNext = () => {
+    if (state.closed) return;
+    const known = cluster.nodes('master').map((n) => ({ host: n.options.host, port: n.options.port }));
+    const pool = known.length > 0 ? known : seeds;
+    const node = pool[attempt++ % pool.length]!;
+    const subscriber = new Redis({ ...clientOptions(settings), ...PATIENT, ...node, ...state.tls, retryStrategy: () => null });
+    subscriber.once('end', () => {
+      subscribers.splice(subscribers.indexOf(subscriber), 1);
+      setTimeout(connectNext, backoffMs(attempt)).unref();
+    });
+    listen(subscriber);
+  };
+  connectNext();
+}
+
+/** `RedisConnection.keepChecking`. */
+function keepCheckingWhileReady(state: ConnectionState, intervalMs: number, check: () => Promise<unknown>): void {
+  const { client } = state;
+  let retry: NodeJS.Timeout | undefined;
+  const attempt = (failures: number) => {
+    clearTimeout(retry);
+    if (state.closed || client.status !== 'ready') return;
+    check().catch(() => {
+      if (state.closed) return;
+      retry = setTimeout(() => attempt(failures + 1), Math.min(backoffMs(failures), intervalMs));
+      retry.unref();
+    });
+  };
+  const onReady = () => attempt(0);
+  client.on('ready', onReady);
+  const timer = setInterval(onReady, intervalMs);
+  timer.unref();
+  state.stops.push(() => {
+    clearInterval(timer);
+    clearTimeout(retry);
+  });
+  onReady();
+}
+
+/** `RedisConnection.waitUntilReady`. */
+function waitForReady(client: Redis | Cluster, timeoutMs: number): Promise<boolean> {
+  if (client.status === 'ready') return Promise.resolve(true);
+  return new Promise<boolean>((resolve) => {
+    const done = (ready: boolean) => {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+      resolve(ready);
+    };
+    const onReady = () => done(true);
+    const timer = setTimeout(() => done(false), timeoutMs);
+    client.on('ready', onReady);
+  });
 }
 
 /** True for the StoreUnavailable of a call Redis did not answer within `commandTimeoutMs`. */
