@@ -61,7 +61,7 @@ import type { UsageCounters } from './stores/usage-counters.js';
 import type { Logger } from './telemetry/log.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import { createTracing, type Tracing } from './telemetry/tracing.js';
-import { systemClock, type Clock } from './util/clock.js';
+import { systemClock, type Clock, type Scheduler } from './util/clock.js';
 import { createTimestampFormatter, type TimestampFormatter } from './util/time.js';
 
 export interface Services {
@@ -126,7 +126,7 @@ export interface Services {
  * `isProduction` (NODE_ENV=production, read by main.ts) makes demo keys in the data file an
  * error unless `data.allowDemoData` is set (stores/demo-data.ts).
  */
-export function createServices(given: Config, { log, clock = systemClock, isProduction = false }: { log: Logger; clock?: Clock; isProduction?: boolean }): Services {
+export function createServices(given: Config, { log, clock = systemClock, isProduction = false }: { log: Logger; clock?: Scheduler; isProduction?: boolean }): Services {
   const config = withSavedDemoData(given, log);
   if (createDataFileIfMissing(config.data.file)) log.warn({ file: config.data.file }, 'the data file did not exist: created it with no accounts');
   const data = readDataFile(config.data.file);
