@@ -29,7 +29,7 @@ import type { RefreshTokenStore } from './state/tokens/store.js';
 import type { Logger } from './telemetry/log.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import { createTracing, type Tracing } from './telemetry/tracing.js';
-import { systemClock, type Clock } from './util/clock.js';
+import { systemClock, type Clock, type Scheduler } from './util/clock.js';
 import { createTimestampFormatter, type TimestampFormatter } from './util/time.js';
 
 export interface Services {
@@ -94,7 +94,7 @@ export interface Services {
  * `isProduction` (NODE_ENV=production, read by main.ts) makes demo keys in the data file an
  * error unless `data.allowDemoData` is set (state/data-file/demo-data.ts).
  */
-export function createServices(given: Config, { log, clock = systemClock, isProduction = false }: { log: Logger; clock?: Clock; isProduction?: boolean }): Services {
+export function createServices(given: Config, { log, clock = systemClock, isProduction = false }: { log: Logger; clock?: Scheduler; isProduction?: boolean }): Services {
   const config = withSavedDemoData(given, log);
   // Read (and refused when it must be) before anything connects, so a bad file leaves nothing open.
   const dataFile = openDataFile(config, { log, isProduction });
@@ -134,7 +134,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
 interface Core {
   config: Config;
   log: Logger;
-  clock: Clock;
+  clock: Scheduler;
   metrics: Metrics;
   signer: Signer;
   state: State;

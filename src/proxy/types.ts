@@ -15,14 +15,15 @@ import type { LimitHeaders, RateLimits } from '../limits/rate-limits.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { Tracing } from '../telemetry/tracing.js';
-import type { Clock } from '../util/clock.js';
+import type { Scheduler } from '../util/clock.js';
 import type { Route } from './routes.js';
 import type { Target } from './targets.js';
 
 export interface ProxyDeps {
   config: Config;
   log: Logger;
-  clock: Clock;
+  /** The time, and the timers of open WebSockets (ws-connection.ts). */
+  clock: Scheduler;
   signer: Signer;
   authenticate: Authenticate;
   revocations: Revocations;

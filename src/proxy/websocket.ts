@@ -17,8 +17,10 @@
  * of a reset that covers it (after a gap in reset notices every open socket is checked again),
  * 4008 after the route's `webSocketIdleTimeoutMs` without a byte either way, 1001 when the
  * gateway shuts down (closeAll). Identity proxies usually check only at the handshake. A peer
- * that does not answer the close within CLOSE_WAIT_MS is cut. The codes are documented in
- * docs/proxying.md; test/proxy/websocket.test.ts and test/ops/drain.test.ts hold them.
+ * that does not answer the close within CLOSE_WAIT_MS is cut. Each switched WebSocket is a
+ * connection object with states (ws-connection.ts); here it is joined and told of resets. The
+ * codes are documented in docs/proxying.md; test/proxy/websocket.test.ts and
+ * test/ops/drain.test.ts hold them.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -33,30 +35,10 @@ import type { Flights } from './flight.js';
 import type { HeadersFor } from './forward.js';
 import type { Route, RouteMatch } from './routes.js';
 import type { FlightOptions, ProxyDeps } from './types.js';
-import { closeFrame, relayFrames } from './ws-frames.js';
+import { WebSocketConnections } from './ws-connection.js';
 
 const MARKER = 'bearer';
 const TOKEN_PREFIX = 'bearer.';
-/** setTimeout's ceiling; tokens never live this long, but a bad clock must not overflow it. */
-const MAX_DELAY_MS = 2_147_483_647;
-/** How long a peer may take to answer the gateway's close frame before its connection is cut. */
-export const CLOSE_WAIT_MS = 5000;
-
-/** Why a WebSocket ended (the `reason` label of gateway_websocket_closed_total). */
-export type CloseReason = 'client' | 'backend' | 'expired' | 'reset' | 'idle' | 'drain' | 'error';
-type GatewayReason = 'expired' | 'reset' | 'idle' | 'drain';
-
-/**
- * The close frames the gateway sends, the same to both sides (the backend learns why its
- * client went). 1001 is RFC 6455's "going away"; the 4000s are the range private to an
- * application (§7.4.2), chosen to echo the HTTP statuses they resemble.
- */
-export const GATEWAY_CLOSE_CODES: Readonly<Record<GatewayReason, { code: number; reason: string }>> = {
-  expired: { code: 4001, reason: 'token expired' },
-  reset: { code: 4003, reason: 'access reset' },
-  idle: { code: 4008, reason: 'idle timeout' },
-  drain: { code: 1001, reason: 'gateway shutting down' },
-};
 
 export interface WebSockets {
   /** `match`: the WebSocket route the edge chose; `path`: the normalised path, for the log. */
@@ -69,18 +51,6 @@ export interface WebSockets {
   closeAll(): Promise<void>;
   /** Cuts whatever is still open (the shutdown deadline). */
   cutAll(): void;
-}
-
-interface Connection {
-  route: Route;
-  identity: Identity | undefined;
-  client: Duplex;
-  backend: Duplex;
-  /** Ends it with the gateway's close frame; the first reason given is the one that counts. */
-  shut(reason: GatewayReason): void;
-  cut(): void;
-  /** Resolves once both sockets are closed. */
-  finished: Promise<void>;
 }
 
 interface Switched {
@@ -103,154 +73,11 @@ interface Answered {
 
 export function createWebSockets({ admit, headersFor, flights, revocations, clock, log, metrics, tracing }: WebSocketDeps): WebSockets {
   const { server, start, failed } = flights;
-  const byAccount = new Map<string, Set<Connection>>();
-  const all = new Set<Connection>();
+  const connections = new WebSocketConnections({ clock, log, metrics });
   /** Handshakes the backend switched, by its socket, until http-proxy-3 has joined the two. */
   const switched = new WeakMap<Duplex, Switched>();
-  let closing = false;
-
-  revocations.watch({
-    onReset(scope, at) {
-      for (const open of byAccount.get(scope.accountId) ?? []) {
-        if ((scope.keyId === undefined || scope.keyId === open.identity!.keyId) && open.identity!.issuedAtMs <= at) open.shut('reset');
-      }
-    },
-    onGap() {
-      for (const sockets of byAccount.values()) {
-        for (const open of sockets) {
-          const identity = open.identity!;
-          void Promise.resolve(revocations.isRevoked(identity, { durable: identity.durable })).then((revoked) => revoked && open.shut('reset'), () => {});
-        }
-      }
-    },
-  });
-
-  // http-proxy-3 pipes the two sockets, then says so: the pipes are undone at once (before a
-  // byte has flowed: flowing starts on a later tick) and the relay takes over.
-  server.on('open', (backend: Duplex) => {
-    const handshake = switched.get(backend);
-    if (handshake === undefined) return;
-    switched.delete(backend);
-    backend.unpipe(handshake.client);
-    handshake.client.unpipe(backend);
-    const connection = connect(handshake, backend);
-    if (closing) connection.shut('drain');
-  });
-
-  function connect({ route, identity, client }: Switched, backend: Duplex): Connection {
-    let gatewayReason: GatewayReason | undefined;
-    let reason: CloseReason | undefined;
-    const noteReason = (why: CloseReason) => { reason ??= why; };
-    let closeToClient = false;
-    let closeFromClient = false;
-    let closeToBackend = false;
-    let closeFromBackend = false;
-    let closeTimer: NodeJS.Timeout | undefined;
-    const idleMs = route.webSocketIdleTimeoutMs;
-    const idleTimer = idleMs > 0 ? setTimeout(() => connection.shut('idle'), idleMs) : undefined;
-    const expiryTimer = identity === undefined ? undefined
-      : setTimeout(() => connection.shut('expired'), Math.min(MAX_DELAY_MS, Math.max(0, identity.expiresAt * 1000 - clock.now())));
-    const onActivity = idleTimer === undefined ? () => {} : () => { if (gatewayReason === undefined) idleTimer.refresh(); };
-
-    // Each side's close handshake is complete once a close frame went each way: then the
-    // gateway ends its side of that TCP connection (§7.1.1: the server closes first).
-    const settle = () => {
-      if (closeToClient && closeFromClient && client.writable) client.end();
-      if (closeToBackend && closeFromBackend && backend.writable) backend.end();
-    };
-    const toBackend = relayFrames(client, backend, {
-      onActivity,
-      onClose() {
-        noteReason('client');
-        closeFromClient = true;
-        closeToBackend ||= toBackend.closeRelayed;
-        settle();
-      },
-      onEnd() {
-        noteReason('client');
-        if (gatewayReason !== undefined) client.end();
-      },
-    });
-    const toClient = relayFrames(backend, client, {
-      onActivity,
-      onClose() {
-        noteReason('backend');
-        closeFromBackend = true;
-        closeToClient ||= toClient.closeRelayed;
-        settle();
-      },
-      onEnd() {
-        noteReason('backend');
-        if (gatewayReason !== undefined) backend.end();
-      },
-    });
-    client.on('error', () => noteReason('error'));
-    backend.on('error', () => noteReason('error'));
-
-    const closed = (socket: Duplex) => new Promise<void>((resolve) => {
-      if (socket.closed) resolve();
-      else socket.once('close', () => resolve());
-    });
-    const connection: Connection = {
-      route,
-      identity,
-      client,
-      backend,
-      shut(why) {
-        if (gatewayReason !== undefined || (client.destroyed && backend.destroyed)) return;
-        gatewayReason = why;
-        noteReason(why);
-        clearTimeout(idleTimer);
-        clearTimeout(expiryTimer);
-        if (why !== 'drain') log.info({ accountId: identity?.accountId, tokenId: identity?.tokenId, route: route.name, reason: why }, 'websocket closed by the gateway');
-        const { code, reason: text } = GATEWAY_CLOSE_CODES[why];
-        closeTimer = setTimeout(() => connection.cut(), CLOSE_WAIT_MS);
-        toClient.stop(() => {
-          if (!toClient.closeRelayed && client.writable) client.write(closeFrame(code, text, false));
-          closeToClient = true;
-          settle();
-        });
-        toBackend.stop(() => {
-          if (!toBackend.closeRelayed && backend.writable) backend.write(closeFrame(code, text, true));
-          closeToBackend = true;
-          settle();
-        });
-      },
-      cut() {
-        client.destroy();
-        backend.destroy();
-      },
-      finished: Promise.all([closed(client), closed(backend)]).then(() => {
-        clearTimeout(idleTimer);
-        clearTimeout(expiryTimer);
-        clearTimeout(closeTimer);
-        untrack(connection);
-        metrics.webSocketConnections.dec({ route: route.name });
-        metrics.webSocketsClosed.inc({ route: route.name, reason: reason ?? 'error' });
-      }),
-    };
-    track(connection);
-    metrics.webSocketConnections.inc({ route: route.name });
-    return connection;
-  }
-
-  function track(connection: Connection): void {
-    all.add(connection);
-    const { identity } = connection;
-    if (identity === undefined) return;
-    const sockets = byAccount.get(identity.accountId) ?? new Set<Connection>();
-    sockets.add(connection);
-    byAccount.set(identity.accountId, sockets);
-  }
-
-  function untrack(connection: Connection): void {
-    all.delete(connection);
-    const { identity } = connection;
-    if (identity === undefined) return;
-    const sockets = byAccount.get(identity.accountId);
-    sockets?.delete(connection);
-    if (sockets?.size === 0) byAccount.delete(identity.accountId);
-  }
+  closeOnReset(revocations, connections);
+  joinWhenOpen(server, switched, connections);
 
   async function handshake(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, requestId: string): Promise<Answered> {
     if (req.method !== 'GET') throw new MethodNotAllowed('GET');
@@ -311,20 +138,52 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
     },
 
     open() {
-      return all.size;
+      return connections.size;
     },
 
     closeAll() {
-      closing = true;
-      const open = [...all];
-      for (const connection of open) connection.shut('drain');
-      return Promise.all(open.map((c) => c.finished)).then(() => {});
+      return connections.drain();
     },
 
     cutAll() {
-      for (const connection of all) connection.cut();
+      connections.cutAll();
     },
   };
+}
+
+/**
+ * 4003 as soon as this instance learns of a reset that covers an open socket's token; after a
+ * gap in reset notices, every open socket is checked again.
+ */
+function closeOnReset(revocations: ProxyDeps['revocations'], connections: WebSocketConnections): void {
+  revocations.watch({
+    onReset(scope, at) {
+      for (const open of connections.ofAccount(scope.accountId)) {
+        if ((scope.keyId === undefined || scope.keyId === open.identity!.keyId) && open.identity!.issuedAtMs <= at) open.shut('reset');
+      }
+    },
+    onGap() {
+      for (const open of connections.withIdentity()) {
+        const { identity } = open;
+        void Promise.resolve(revocations.isRevoked(identity, { durable: identity.durable })).then((revoked) => revoked && open.shut('reset'), () => {});
+      }
+    },
+  });
+}
+
+/**
+ * http-proxy-3 pipes the two sockets, then says so: the pipes are undone at once (before a
+ * byte has flowed: flowing starts on a later tick) and the connection's relays take over.
+ */
+function joinWhenOpen(server: Flights['server'], switched: WeakMap<Duplex, Switched>, connections: WebSocketConnections): void {
+  server.on('open', (backend: Duplex) => {
+    const handshake = switched.get(backend);
+    if (handshake === undefined) return;
+    switched.delete(backend);
+    backend.unpipe(handshake.client);
+    handshake.client.unpipe(backend);
+    connections.open({ ...handshake, backend });
+  });
 }
 
 /** The subprotocols offered, split into the browser credential and the rest. */

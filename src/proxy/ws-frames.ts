@@ -40,114 +40,154 @@ export interface RelayEvents {
 
 /** Relays `from` to `to` (as a pipe would, with backpressure and the end passed on) until stopped. */
 export function relayFrames(from: Duplex, to: Duplex, events: RelayEvents): FrameRelay {
-  const header = Buffer.alloc(MAX_HEADER);
+  const relay = new Relay(from, to, events);
+  from.on('data', (chunk: Buffer) => relay.take(chunk));
+  from.on('end', () => relay.ended());
+  // Paused by http-proxy-3's pipe being undone (websocket.ts): flowing from here on.
+  from.resume();
+  return relay;
+}
+
+/**
+ * One direction's relay. Each chunk is walked frame by frame: header bytes are collected (a
+ * header may be split over chunks), payload bytes counted off; the bytes walked are sent on
+ * while relaying (in one write per chunk unless a frame ends in it) and dropped after the stop.
+ */
+class Relay implements FrameRelay {
+  readonly #from: Duplex;
+  readonly #to: Duplex;
+  readonly #events: RelayEvents;
+  readonly #header = Buffer.alloc(MAX_HEADER);
   /** Header bytes collected of the frame that starts next, and how many it has. */
-  let have = 0;
-  let need = 2;
+  #have = 0;
+  #need = 2;
   /** Payload bytes of the current frame still to come. */
-  let remaining = 0;
-  let opcode = 0;
-  let relaying = true;
-  let closeRelayed = false;
-  let onStopped: (() => void) | undefined;
-  let waitingForDrain = false;
+  #remaining = 0;
+  #opcode = 0;
+  #relaying = true;
+  #closeRelayed = false;
+  #onStopped: (() => void) | undefined;
+  #waitingForDrain = false;
+  /** The chunk being walked, how far, and up to where it has been sent (while relaying) or dropped (after). */
+  #chunk: Buffer = Buffer.alloc(0);
+  #pos = 0;
+  #flushed = 0;
 
-  const atBoundary = () => have === 0 && remaining === 0;
-
-  function stopNow(): void {
-    relaying = false;
-    const stopped = onStopped!;
-    onStopped = undefined;
-    stopped();
+  constructor(from: Duplex, to: Duplex, events: RelayEvents) {
+    this.#from = from;
+    this.#to = to;
+    this.#events = events;
   }
 
-  function send(chunk: Buffer, start: number, end: number): void {
+  stop(stopped: () => void): void {
+    if (!this.#relaying || this.#onStopped !== undefined) return;
+    this.#onStopped = stopped;
+    if (this.#atBoundary()) this.#stopNow();
+  }
+
+  get closeRelayed(): boolean {
+    return this.#closeRelayed;
+  }
+
+  take(chunk: Buffer): void {
+    this.#events.onActivity();
+    this.#chunk = chunk;
+    this.#pos = 0;
+    this.#flushed = 0;
+    while (this.#pos < chunk.length) {
+      if (this.#remaining > 0) {
+        this.#takePayload();
+        continue;
+      }
+      if (this.#have === 0 && this.#relaying && this.#onStopped !== undefined) {
+        this.#flush();
+        this.#stopNow();
+      }
+      if (!this.#takeHeader()) break;
+    }
+    this.#flush();
+    if (this.#relaying && this.#onStopped !== undefined && this.#atBoundary()) this.#stopNow();
+  }
+
+  ended(): void {
+    if (this.#relaying && this.#to.writable) this.#to.end();
+    this.#events.onEnd();
+  }
+
+  #takePayload(): void {
+    const take = Math.min(this.#remaining, this.#chunk.length - this.#pos);
+    this.#pos += take;
+    this.#remaining -= take;
+    if (this.#remaining === 0) this.#frameEnded();
+  }
+
+  /** Collects the next frame's header (§5.2); false when the chunk ends before it is whole. */
+  #takeHeader(): boolean {
+    const header = this.#header;
+    if (this.#have < 2) {
+      if (!this.#collect(2)) return false;
+      const len7 = header[1]! & 0x7f;
+      this.#need = 2 + (len7 === 126 ? 2 : len7 === 127 ? 8 : 0) + (header[1]! & 0x80 ? 4 : 0);
+    }
+    if (!this.#collect(this.#need)) return false;
+    const len7 = header[1]! & 0x7f;
+    this.#remaining = len7 === 126 ? header.readUInt16BE(2) : len7 === 127 ? Number(header.readBigUInt64BE(2)) : len7;
+    this.#opcode = header[0]! & 0x0f;
+    this.#have = 0;
+    this.#need = 2;
+    if (this.#remaining === 0) this.#frameEnded();
+    return true;
+  }
+
+  /** Copies header bytes from the chunk until there are `upTo`; whether there are. */
+  #collect(upTo: number): boolean {
+    const take = Math.max(0, Math.min(upTo - this.#have, this.#chunk.length - this.#pos));
+    this.#chunk.copy(this.#header, this.#have, this.#pos, this.#pos + take);
+    this.#have += take;
+    this.#pos += take;
+    return this.#have >= upTo;
+  }
+
+  /** A close frame ended: sent up to its end first, so it is out before onClose. */
+  #frameEnded(): void {
+    if (this.#opcode !== OPCODE_CLOSE) return;
+    if (this.#relaying) {
+      this.#closeRelayed = true;
+      this.#flush();
+    }
+    this.#events.onClose();
+  }
+
+  #flush(): void {
+    if (this.#relaying) this.#send(this.#flushed, this.#pos);
+    this.#flushed = this.#pos;
+  }
+
+  #send(start: number, end: number): void {
+    const chunk = this.#chunk;
+    const to = this.#to;
     if (end <= start || !to.writable) return;
     const written = to.write(start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end));
-    if (!written && !waitingForDrain) {
-      waitingForDrain = true;
-      from.pause();
+    if (!written && !this.#waitingForDrain) {
+      this.#waitingForDrain = true;
+      this.#from.pause();
       to.once('drain', () => {
-        waitingForDrain = false;
-        from.resume();
+        this.#waitingForDrain = false;
+        this.#from.resume();
       });
     }
   }
 
-  /** `flush`: sends the chunk up to where the frame ended, so the close frame is out before onClose. */
-  function frameEnded(flush: () => void): void {
-    if (opcode !== OPCODE_CLOSE) return;
-    if (relaying) {
-      closeRelayed = true;
-      flush();
-    }
-    events.onClose();
+  #atBoundary(): boolean {
+    return this.#have === 0 && this.#remaining === 0;
   }
 
-  from.on('data', (chunk: Buffer) => {
-    events.onActivity();
-    let pos = 0;
-    /** Up to here the chunk has been sent (while relaying) or dropped (after). */
-    let flushed = 0;
-    const flush = () => {
-      if (relaying) send(chunk, flushed, pos);
-      flushed = pos;
-    };
-    while (pos < chunk.length) {
-      if (remaining > 0) {
-        const take = Math.min(remaining, chunk.length - pos);
-        pos += take;
-        remaining -= take;
-        if (remaining === 0) frameEnded(flush);
-        continue;
-      }
-      if (have === 0 && relaying && onStopped !== undefined) {
-        flush();
-        stopNow();
-      }
-      if (have < 2) {
-        const take = Math.min(2 - have, chunk.length - pos);
-        chunk.copy(header, have, pos, pos + take);
-        have += take;
-        pos += take;
-        if (have < 2) break;
-        const len7 = header[1]! & 0x7f;
-        need = 2 + (len7 === 126 ? 2 : len7 === 127 ? 8 : 0) + (header[1]! & 0x80 ? 4 : 0);
-      }
-      if (have < need) {
-        const take = Math.min(need - have, chunk.length - pos);
-        chunk.copy(header, have, pos, pos + take);
-        have += take;
-        pos += take;
-        if (have < need) break;
-      }
-      const len7 = header[1]! & 0x7f;
-      remaining = len7 === 126 ? header.readUInt16BE(2) : len7 === 127 ? Number(header.readBigUInt64BE(2)) : len7;
-      opcode = header[0]! & 0x0f;
-      have = 0;
-      need = 2;
-      if (remaining === 0) frameEnded(flush);
-    }
-    flush();
-    if (relaying && onStopped !== undefined && atBoundary()) stopNow();
-  });
-  from.on('end', () => {
-    if (relaying && to.writable) to.end();
-    events.onEnd();
-  });
-  // Paused by http-proxy-3's pipe being undone (websocket.ts): flowing from here on.
-  from.resume();
-
-  return {
-    stop(stopped) {
-      if (!relaying || onStopped !== undefined) return;
-      onStopped = stopped;
-      if (atBoundary()) stopNow();
-    },
-    get closeRelayed() {
-      return closeRelayed;
-    },
-  };
+  #stopNow(): void {
+    this.#relaying = false;
+    const stopped = this.#onStopped!;
+    this.#onStopped = undefined;
+    stopped();
+  }
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * Starts a real gateway on 127.0.0.1 with an ephemeral port, in this process, with a manual
  * clock and a log captured in memory (so tests can prove what is and is not written there).
- * Closed in t.after.
+ * The clock's timers (an open WebSocket's idle, expiry and close wait) fire only when the test
+ * advances it. Closed in t.after.
  */
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';

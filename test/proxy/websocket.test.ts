@@ -8,7 +8,8 @@
  *      backend and `bearer` answered when the backend selects nothing;
  *   3. every refusal is the envelope on the raw socket and the backend never hears of it;
  *   4. an open socket is closed by the gateway with a close frame to both sides: 4001 when its
- *      token expires, 4003 when its account is reset, 4008 when idle; each counted by reason;
+ *      token expires, 4003 when its account is reset, 4008 when idle; each counted by reason
+ *      (the expiry and idle timers run on the gateway's ManualClock: the tests move it);
  *   5. backend failures are 502/504, a backend's own refusal reaches the client as it is;
  *   6. closing the gateway closes open sockets with 1001, and the gateway's close frame comes
  *      between two frames even while large messages stream both ways.
@@ -18,23 +19,12 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { decodeJwt, decodeProtectedHeader, SignJWT } from 'jose';
 import { WebSocket } from 'ws';
-import { ManualClock } from '../helpers/clock.js';
 import { DEMO, logged, parseRawResponse, postJson, sha256Hex, signIn, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { freePort } from '../helpers/redis.js';
 import { eventually } from '../helpers/proxy.js';
 import {
   handshakeText, openClient, rawExchange, roundTrip, startWsBackend, whenClosed, type WsBackend,
 } from '../helpers/ws-backend.js';
-
-/** The gateway's clock as the wall clock: expiry timers run on real time, so tokens must too. */
-class WallClock extends ManualClock {
-  override now(): number {
-    return Date.now();
-  }
-  override advance(): void {
-    throw new Error('a wall clock cannot be advanced');
-  }
-}
 
 /** The backend selects `superchat` when offered, nothing when offered `nothing-please`, else the first. */
 function selectProtocol(protocols: Set<string>): string | false {
@@ -452,29 +442,30 @@ test('WebSocket routes', async (t) => {
 test('an open socket is closed when its access token expires', async (t) => {
   const backend = await startWsBackend(t);
   const gw = await startGateway(t, {
-    clock: new WallClock(),
     overrides: { tokens: { accessTokenTtlSeconds: 2 }, routes: [{ prefix: '/ws', targets: [backend.url], websocket: true }] },
   });
   const { accessToken } = await signIn(gw);
   const { exp, jti } = decodeJwt(accessToken);
   const ws = await openClient(gw.url, '/ws/expiring', { token: accessToken });
-  const closed = whenClosed(ws, 20_000);
+  const closed = whenClosed(ws);
   assert.equal((await roundTrip(ws, 'alive')).data.toString(), 'alive');
-  assert.equal(gw.services.proxy.openWebSockets(), 1);
+  await eventually(() => gw.services.proxy.openWebSockets() === 1, 'the gateway holds the connection');
+  const closedByGateway = () => gw.logs.map((line) => JSON.parse(line)).filter((line) => line.msg === 'websocket closed by the gateway');
 
+  // Up to the last millisecond of the token's life, the socket stays open (the timer fires as the clock passes it).
+  gw.clock.advance(exp! * 1000 - gw.clock.now() - 1);
+  assert.deepEqual(closedByGateway(), [], 'not closed before the token expired');
+  assert.equal((await roundTrip(ws, 'still alive')).data.toString(), 'still alive');
   const theirCode = backendCloseCode(backend.sockets.at(-1)!);
-  const { code, reason, at } = await closed;
+  gw.clock.advance(1);
+  const { code, reason } = await closed;
   assert.deepEqual({ code, reason }, { code: 4001, reason: 'token expired' });
   assert.equal(await theirCode, 4001, 'the backend got the close frame too');
-  // Never before the token's expiry (a few ms for Date.now against the timer clock), and soon
-  // after it: the bound is loose, a loaded machine's timers run late.
-  assert.ok(at >= exp! * 1000 - 20, `closed ${exp! * 1000 - at} ms before the token expired`);
-  assert.ok(at <= exp! * 1000 + 10_000, `closed ${at - exp! * 1000} ms after the token expired`);
   await eventually(() => backend.open() === 0, 'the backend side closed');
   // Released once both of the gateway's sockets have closed, the client's a moment later.
   await eventually(() => gw.services.proxy.openWebSockets() === 0, 'the gateway released the socket');
 
-  const lines = gw.logs.map((line) => JSON.parse(line)).filter((line) => line.msg === 'websocket closed by the gateway');
+  const lines = closedByGateway();
   assert.equal(lines.length, 1, JSON.stringify(lines));
   assert.deepEqual([lines[0].reason, lines[0].accountId, lines[0].tokenId], ['expired', DEMO.alice.accountId, jti]);
   assert.deepEqual(gw.logs.filter((line) => line.includes(accessToken) || line.includes(accessToken.split('.')[2]!)), []);
@@ -554,7 +545,6 @@ test('an idle WebSocket is closed with 4008; traffic either way keeps one open',
     overrides: {
       routes: [
         { prefix: '/idle', targets: [backend.url], websocket: true, webSocketIdleTimeoutMs: 300 },
-        // Long enough that a loaded machine cannot stall past it between two messages.
         { prefix: '/busy', targets: [backend.url], websocket: true, webSocketIdleTimeoutMs: 1500 },
         { prefix: '/forever', targets: [backend.url], websocket: true, webSocketIdleTimeoutMs: 0 },
       ],
@@ -563,33 +553,41 @@ test('an idle WebSocket is closed with 4008; traffic either way keeps one open',
   const token = (await signIn(gw)).accessToken;
   const busy = await openClient(gw.url, '/busy/x', { token });
   const forever = await openClient(gw.url, '/forever/x', { token });
-  t.after(() => { busy.terminate(); forever.terminate(); });
-  // Traffic on /busy from its first moment, one echo every 100 ms: however long the steps below
-  // take on a loaded machine, it never sits idle for its timeout.
-  let pinging = true;
-  const pinger = (async () => {
-    while (pinging) {
-      assert.equal((await roundTrip(busy, 'ping')).data.toString(), 'ping');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  })();
-  // Opened last, its close awaited from the moment it is open: 300 ms is shorter than opening
-  // another socket may take under load.
   const idle = await openClient(gw.url, '/idle/x', { token });
+  t.after(() => { busy.terminate(); forever.terminate(); idle.terminate(); });
+  const [busyBackend, , idleBackend] = backend.sockets.slice(-3).map(backendCloseCode);
   const idleClosed = whenClosed(idle);
-  const idleBackend = backendCloseCode(backend.sockets.at(-1)!);
+  // The idle timers start with the connections: time moves only once the gateway holds all three.
+  await eventually(() => gw.services.proxy.openWebSockets() === 3, 'the gateway holds the three connections');
+  const closedByGateway = () => logged(gw, 'websocket closed by the gateway').map((line) => line.route);
+
+  gw.clock.advance(299);
+  assert.deepEqual(closedByGateway(), [], 'nothing is closed before its idle timeout');
+  gw.clock.advance(1);
   const { code, reason } = await idleClosed;
   assert.deepEqual({ code, reason }, { code: 4008, reason: 'idle timeout' });
   assert.equal(await idleBackend, 4008, 'the backend got the close frame too');
   await untilClosedCount(gw, '/idle', 'idle', 1);
-  // Two of /busy's idle timeouts' worth of traffic.
-  await new Promise((resolve) => setTimeout(resolve, 3000));
-  pinging = false;
-  await pinger;
+
+  // Traffic on /busy restarts its timeout: 2300 ms after it opened, 1000 after its last echo, it is open.
+  gw.clock.advance(1000);
+  assert.equal((await roundTrip(busy, 'ping')).data.toString(), 'ping');
+  gw.clock.advance(1000);
+  assert.deepEqual(closedByGateway(), ['/idle'], 'the socket with traffic is still open');
+  assert.equal((await roundTrip(busy, 'ping')).data.toString(), 'ping');
   assert.equal(busy.readyState, WebSocket.OPEN, 'a socket with traffic stays open');
+  assert.equal((await webSocketCounts(gw, '/busy', 'idle')).closed, 0);
+
+  // Without traffic, it is closed at its own timeout; /forever never is.
+  const busyClosed = whenClosed(busy);
+  gw.clock.advance(1500);
+  assert.equal((await busyClosed).code, 4008);
+  assert.equal(await busyBackend, 4008);
+  await untilClosedCount(gw, '/busy', 'idle', 1);
+  gw.clock.advance(60_000);
   assert.equal(forever.readyState, WebSocket.OPEN, 'webSocketIdleTimeoutMs: 0 never closes for idleness');
   assert.equal((await roundTrip(forever, 'still')).data.toString(), 'still');
-  assert.deepEqual((await webSocketCounts(gw, '/busy', 'idle')).closed, 0);
+  assert.deepEqual(closedByGateway(), ['/idle', '/busy']);
 });
 
 test('a WebSocket route whose prefix covers the gateway\'s own paths never gets a handshake for them', async (t) => {
