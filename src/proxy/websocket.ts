@@ -24,8 +24,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { readBearerToken, type Identity } from '../auth/bearer.js';
 import { InvalidRequest, MethodNotAllowed } from '../errors/errors.js';
-import { shortPath } from '../http/middleware/access-log.js';
-import { requestIdOf } from '../http/middleware/request-id.js';
+import type { Exchange } from '../http/exchange.js';
 import { answerSocket, failSocket } from '../http/raw-response.js';
 import type { Upstream } from '../telemetry/upstream.js';
 import type { Admit } from './admission.js';
@@ -59,8 +58,8 @@ export const GATEWAY_CLOSE_CODES: Readonly<Record<GatewayReason, { code: number;
 };
 
 export interface WebSockets {
-  /** `match`: the WebSocket route the edge chose; `path`: the normalised path, for the log. */
-  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, path: string): void;
+  /** `match`: the WebSocket route the edge chose; `exchange`: the handshake's, ended with its answer. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, exchange: Exchange): void;
   open(): number;
   /**
    * Closes every open WebSocket with 1001, and those switched from now on as soon as they
@@ -252,7 +251,8 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
     if (sockets?.size === 0) byAccount.delete(identity.accountId);
   }
 
-  async function handshake(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, requestId: string): Promise<Answered> {
+  async function handshake(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, exchange: Exchange): Promise<Answered> {
+    const { requestId } = exchange;
     if (req.method !== 'GET') throw new MethodNotAllowed('GET');
     const { route } = match;
     const offered = readProtocols(req);
@@ -260,6 +260,7 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
     if (headerToken !== undefined && offered.token !== undefined) throw new InvalidRequest('Send the access token once: in Authorization or in the subprotocol list, not both.');
 
     const admitted = await admit(route, req, headerToken ?? offered.token, requestId);
+    exchange.accountId = admitted.identity?.accountId;
     const headers = headersFor(req, route, admitted, requestId, offered.rest.length > 0 ? offered.rest.join(', ') : null);
     req.url = match.upstreamUrl;
     const flight = start(route, headers);
@@ -293,20 +294,15 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
   }
 
   return {
-    upgrade(req, socket, head, match, path) {
-      const requestId = requestIdOf(req);
-      const started = performance.now();
-      // The handshake's span (the backend gets it as its parent) ends with its answer, not the socket.
-      const span = tracing?.start(req);
+    upgrade(req, socket, head, match, exchange) {
       // Until http-proxy-3 takes the socket, an error on it must not be unhandled.
       socket.on('error', () => {});
-      const logged = shortPath(path);
-      const answered = ({ status, upstream }: Answered) => {
-        log.info({ requestId, method: req.method, path: logged, status, ms: Math.round(performance.now() - started) }, 'upgrade');
-        span?.end({ status, requestId, path: logged, template: match.route.prefix, route: match.route.name, upstream });
-      };
-      handshake(req, socket, head, match, requestId).then(answered, (err: unknown) => {
-        answered({ status: failSocket(log, socket, err, requestId).status, upstream: undefined });
+      // The exchange (its line, metric and span) ends with the handshake's answer, not the socket.
+      handshake(req, socket, head, match, exchange).then(({ status, upstream }: Answered) => {
+        exchange.upstream = upstream;
+        exchange.end(status);
+      }, (err: unknown) => {
+        exchange.end(failSocket(log, socket, err, exchange.requestId).status);
       });
     },
 
