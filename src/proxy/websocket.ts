@@ -88,7 +88,7 @@ interface Switched {
   client: Duplex;
 }
 
-interface WebSocketDeps extends Pick<ProxyDeps, 'revocations' | 'clock' | 'log' | 'metrics' | 'tracing'> {
+interface WebSocketDeps extends Pick<ProxyDeps, 'revocations' | 'clock' | 'log' | 'metrics'> {
   admit: Admit;
   headersFor: HeadersFor;
   flights: Flights;
@@ -100,7 +100,7 @@ interface Answered {
   upstream: Upstream | undefined;
 }
 
-export function createWebSockets({ admit, headersFor, flights, revocations, clock, log, metrics, tracing }: WebSocketDeps): WebSockets {
+export function createWebSockets({ admit, headersFor, flights, revocations, clock, log, metrics }: WebSocketDeps): WebSockets {
   const { server, start, failed } = flights;
   const byAccount = new Map<string, Set<Connection>>();
   const all = new Set<Connection>();

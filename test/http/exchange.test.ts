@@ -110,7 +110,9 @@ async function requestCounts(gw: Recorded): Promise<Map<string, number>> {
   const metric = gw.services.metrics.registry.getSingleMetric('gateway_request_duration_seconds');
   assert.ok(metric !== undefined);
   const counts = new Map<string, number>();
-  for (const { metricName, labels, value } of (await metric.get()).values) {
+  // A histogram's values are its buckets, sum and count, each named.
+  const values = (await metric.get()).values as { metricName?: string; labels: Record<string, string | number>; value: number }[];
+  for (const { metricName, labels, value } of values) {
     if (metricName === 'gateway_request_duration_seconds_count') counts.set(`${labels.route} ${labels.method} ${labels.status_class}`, value);
   }
   return counts;
