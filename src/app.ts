@@ -1,23 +1,27 @@
 /**
  * The gateway's listeners: which path a request takes through the gateway, and in what order.
- * The edge (http/edge.ts) decides, once for requests and WebSocket handshakes alike, whether a
- * request is proxied and on which route.
+ * Every request gets one exchange (http/exchange.ts) at the listener, as it arrives: its id, and
+ * the one access line, request metric and span, written when it ends, whichever way it took.
+ * The edge (http/edge.ts) then screens it once and decides, for requests and WebSocket
+ * handshakes alike, whether it is proxied and on which route.
  *
  * A request for a configured route (proxy/) takes the proxied-route path, plain functions
  * without Koa, since it is the gateway's hot path and Koa's context and middleware chain were
  * a measurable share of its cost (bench/README.md):
  *
- *   edge checks and route → request id → proxy (route's auth, then the backend)
- *     → error answer if it failed → access log
+ *   exchange → edge checks and route → proxy (route's auth, then the backend)
+ *     → error answer if it failed → exchange ended
  *
  * A WebSocket handshake routed to a WebSocket route is upgraded (proxy/websocket.ts) and
- * answered on its socket. Everything else is Koa's, which serves the gateway's own routes:
+ * answered on its socket, its exchange ended with the 101 or the refusal. Everything else is
+ * Koa's, which serves the gateway's own routes:
  *
- *   request id → access log → error boundary → request screened (head checked, path
- *     normalised) → the gateway's own routes → 404/405
+ *   exchange (joined, ended) → error boundary → the screening's refusal thrown
+ *     → the gateway's own routes → 404/405
  *
- * (The access log sits outside the boundary so it sees every final status; the boundary sits
+ * (The exchange sits outside the boundary so it sees every final status; the boundary sits
  * outside everything that can throw, so every answer, errors included, is the envelope.)
+ * Requests Node refuses before any listener (server.ts) open and end an exchange there.
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -28,9 +32,9 @@ import { errorBoundary } from './errors/boundary.js';
 import { NotFound } from './errors/errors.js';
 import { corsAnswers, corsPreflights, PROXIED_METHODS, type Cors } from './http/cors.js';
 import { createRouteRequest, isWebSocketHandshake, screenRequests, type Routed } from './http/edge.js';
-import { createAccessLog, finalStatus, logAccess, shortPath, type AccessLog } from './http/middleware/access-log.js';
-import { assignRequestId, requestIdOf } from './http/middleware/request-id.js';
-import { traceRequests } from './http/middleware/trace.js';
+import { createExchanges, joinExchange, type Exchange, type Exchanges } from './http/exchange.js';
+import { createAccessLog, finalStatus } from './http/middleware/access-log.js';
+import { assignRequestId } from './http/middleware/request-id.js';
 import { OWNER_TREE } from './http/owner/register.js';
 import { failResponse, failSocket } from './http/raw-response.js';
 import { answerUnmatched, createManagementRouter, createRouter } from './http/router.js';
@@ -44,14 +48,28 @@ export interface Listeners {
   shouldUpgrade(req: IncomingMessage): boolean;
   /** For the HTTP server's 'upgrade' event (only after shouldUpgrade said true). */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** For requests the HTTP server refuses before any listener sees them (server.ts). */
+  exchanges: Exchanges;
+}
+
+/** A handshake shouldUpgrade routed to a WebSocket route, for the 'upgrade' event of the same request. */
+interface Handshake {
+  exchange: Exchange;
+  routed: Routed<RouteMatch>;
 }
 
 export function createListeners(services: Services): Listeners {
   const { proxy, log } = services;
   const router = createRouter(services);
-  const accessLog = createAccessLog(log, services.config.metrics.enabled ? services.metrics : undefined);
-  const { cors } = services;
-  const koa = createApp(services, router, accessLog, cors).callback();
+  const exchanges = createExchanges(createAccessLog(log, services.config.metrics.enabled ? services.metrics : undefined), services.tracing);
+  // The exchanges of requests left to Koa, which finds them by their request.
+  const own = new WeakMap<IncomingMessage, Exchange>();
+  const ownExchange = (req: IncomingMessage): Exchange => {
+    let exchange = own.get(req);
+    if (exchange === undefined) own.set(req, exchange = exchanges.open(req));
+    return exchange;
+  };
+  const koa = createApp(services, router, ownExchange).callback();
   const routeRequest = createRouteRequest({
     // Asked per request: a reload may add the first route, or take the last away.
     hasRoutes: () => proxy.hasRoutes,
@@ -61,39 +79,52 @@ export function createListeners(services: Services): Listeners {
     // /HEALTHZ or /api;x/roles must not reach a catch-all that takes them for the gateway's.
     isOwnPath: createOwnPathCheck(router, services.config.dashboard.enabled ? [OWNER_TREE, services.config.dashboard.path] : [OWNER_TREE]),
   });
-  const serveProxied = createProxiedPath(services, accessLog, cors);
-  // The route shouldUpgrade found, for the 'upgrade' event of the same request.
-  const handshakes = new WeakMap<IncomingMessage, Routed<RouteMatch>>();
+  const serveProxied = createProxiedPath(services, services.cors);
+  // Exchanges opened (and screened) by shouldUpgrade: to upgrade, or, declined, for the 'request' event.
+  const handshakes = new WeakMap<IncomingMessage, Handshake>();
+  const declined = new WeakMap<IncomingMessage, Exchange>();
 
   return {
     request: (req, res) => {
-      // Without routes, nothing is proxied: the gateway's own requests go straight to Koa.
-      if (!proxy.hasRoutes) return void koa(req, res);
-      const started = performance.now();
-      const routed = routeRequest(req);
-      if (routed === undefined) void koa(req, res);
-      else serveProxied(req, res, routed, started);
+      const exchange = (req.headers.upgrade !== undefined ? declined.get(req) : undefined) ?? exchanges.open(req);
+      const routed = routeRequest(req, exchange);
+      if (routed !== undefined) return serveProxied(req, res, routed, exchange);
+      own.set(req, exchange);
+      void koa(req, res);
     },
     shouldUpgrade(req) {
-      if (!isWebSocketHandshake(req)) return false;
-      const routed = routeRequest(req);
-      if (routed?.match.route.websocket !== true) return false;
-      handshakes.set(req, routed);
+      if (!isWebSocketHandshake(req) || !proxy.hasRoutes) return false;
+      const exchange = exchanges.open(req);
+      const routed = routeRequest(req, exchange);
+      if (routed?.match.route.websocket !== true) {
+        declined.set(req, exchange);
+        return false;
+      }
+      handshakes.set(req, { exchange, routed });
       return true;
     },
     upgrade(req, socket, head) {
-      const routed = handshakes.get(req);
+      const handshake = handshakes.get(req);
       // Not reachable while Node upgrades only what shouldUpgrade chose; never proxied unrouted.
-      if (routed === undefined) failSocket(log, socket, new NotFound(), requestIdOf(req));
-      else proxy.upgrade(req, socket, head, routed.match, routed.path);
+      if (handshake === undefined) {
+        const exchange = exchanges.open(req);
+        exchange.end(failSocket(log, socket, new NotFound(), exchange.requestId).status);
+        return;
+      }
+      const { exchange, routed: { match, path } } = handshake;
+      exchange.routeTo(match.route.name, match.route.prefix, path);
+      exchange.websocket = true;
+      proxy.upgrade(req, socket, head, match, exchange);
     },
+    exchanges,
   };
 }
 
 /**
  * The management listener's (server.ts, when `management.port` is set): /healthz, /readyz and
- * /metrics only, behind the same request id, error boundary and request screening; not logged per request (a
- * scraper and a load balancer call it every few seconds) nor counted in the request metrics.
+ * /metrics only, behind the same request id, error boundary and request screening; no exchange:
+ * not logged per request (a scraper and a load balancer call it every few seconds), not counted
+ * in the request metrics, not traced.
  */
 export function createManagementListener(services: Services): RequestListener {
   const app = new Koa();
@@ -136,18 +167,17 @@ function ownPathKey(path: string): string {
   return (path.includes(';') ? path.replace(/;[^/]*/g, '') : path).toLowerCase();
 }
 
-function createApp(services: Services, router: Router, accessLog: AccessLog, cors: Cors | undefined): Koa {
+function createApp(services: Services, router: Router, exchangeOf: (req: IncomingMessage) => Exchange): Koa {
+  const { cors } = services;
   const app = new Koa();
-  app.use(assignRequestId());
-  app.use(logAccess(accessLog));
-  // Beside the access log, so the span too ends with the final status.
-  if (services.tracing !== undefined) app.use(traceRequests(services.tracing));
+  app.use(joinExchange(exchangeOf));
   // Outside the boundary, so that error answers get the CORS headers too (http/cors.ts).
   if (cors !== undefined) app.use(corsAnswers(cors, OWNER_TREE));
   // Outside the boundary likewise: the dashboard's error answers carry its security headers.
   if (services.config.dashboard.enabled) app.use(dashboardHeaders(services.config.dashboard));
   app.use(errorBoundary({ log: services.log }));
-  app.use(screenRequests());
+  // The listener screened the request (http/edge.ts); a refusal is thrown here, inside the boundary.
+  app.use(screenRequests(exchangeOf));
   if (cors !== undefined) app.use(corsPreflights(cors, OWNER_TREE, createMethodsOf(router)));
   app.use(router.routes());
   app.use(answerUnmatched());
@@ -167,49 +197,46 @@ function createMethodsOf(router: Router): (path: string) => string | undefined {
 }
 
 /**
- * Serves a request the edge routed to a configured route. With CORS on, the same path behind
- * a preflight answer and the CORS headers (http/cors.ts); off, exactly the path without them.
+ * Serves a request the edge routed to a configured route, and ends its exchange. With CORS on,
+ * the same path behind a preflight answer and the CORS headers (http/cors.ts); off, exactly the
+ * path without them.
  */
-function createProxiedPath({ proxy, log, tracing }: Services, accessLog: AccessLog, cors: Cors | undefined) {
-  const serveProxied = function serveProxied(req: IncomingMessage, res: ServerResponse, { match, path }: Routed<RouteMatch>, started: number): void {
-    const requestId = requestIdOf(req);
+function createProxiedPath({ proxy, log }: Services, cors: Cors | undefined) {
+  const serveProxied = function serveProxied(req: IncomingMessage, res: ServerResponse, { match, path }: Routed<RouteMatch>, exchange: Exchange): void {
+    const { requestId } = exchange;
     res.setHeader('X-Request-Id', requestId);
-    // Before the proxy builds the backend's headers, which name this span as the parent.
-    const span = tracing?.start(req);
+    exchange.routeTo(match.route.name, match.route.prefix, path);
     proxy.serve(req, res, match, requestId, (thrown, identity, upstream) => {
       let planned = 200;
       try {
         if (thrown !== undefined) planned = failResponse(log, req, res, thrown, requestId).status;
       } finally {
-        const status = finalStatus(req, res, planned);
-        const { route } = match;
-        accessLog({ requestId, method: req.method, path, status, route: route.name, started, accountId: identity?.accountId, upstream });
-        span?.end({ status, requestId, path: shortPath(path), template: route.prefix, route: route.name, upstream });
+        exchange.accountId = identity?.accountId;
+        exchange.upstream = upstream;
+        exchange.end(finalStatus(req, res, planned));
       }
     });
   };
   if (cors === undefined) return serveProxied;
 
-  return function serveProxiedWithCors(req: IncomingMessage, res: ServerResponse, routed: Routed<RouteMatch>, started: number): void {
+  return function serveProxiedWithCors(req: IncomingMessage, res: ServerResponse, routed: Routed<RouteMatch>, exchange: Exchange): void {
     if (!cors.isPreflight(req)) {
       cors.decorate(res, cors.allowedOrigin(req));
-      serveProxied(req, res, routed, started);
+      serveProxied(req, res, routed, exchange);
       return;
     }
     // A preflight is the gateway's to answer: no admission, no backend.
-    const requestId = requestIdOf(req);
+    const { requestId } = exchange;
     res.setHeader('X-Request-Id', requestId);
-    const span = tracing?.start(req);
+    const { route } = routed.match;
+    exchange.routeTo(route.name, route.prefix, routed.path);
     let planned = 204;
     try {
       res.writeHead(204, cors.preflight(req, PROXIED_METHODS)).end();
     } catch (thrown) {
       planned = failResponse(log, req, res, thrown, requestId).status;
     } finally {
-      const status = finalStatus(req, res, planned);
-      const { route } = routed.match;
-      accessLog({ requestId, method: req.method, path: routed.path, status, route: route.name, started, accountId: undefined });
-      span?.end({ status, requestId, path: shortPath(routed.path), template: route.prefix, route: route.name });
+      exchange.end(finalStatus(req, res, planned));
     }
   };
 }

@@ -2,7 +2,8 @@
  * The HTTP server around the gateway's listeners (app.ts). Requests Node's parser refuses never
  * reach them (malformed request line, both Content-Length and Transfer-Encoding, oversized
  * headers), nor do CONNECT and an unmet Expect: they are answered here, still in the envelope
- * (http/raw-response.ts), and the connection is closed.
+ * (http/raw-response.ts), and the connection is closed. On the main listener each still gets
+ * its exchange (http/exchange.ts): an access line, a request metric and a span, as any request.
  *
  * Stopping (drain, then close): /readyz turns 503 at once while everything is still served for
  * `server.drainDelayMs`, so that load balancers take the instance out before it refuses
@@ -19,6 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createListeners, createManagementListener } from './app.js';
 import { errorAnswer } from './errors/boundary.js';
 import { ExpectationFailed, InvalidRequest, MethodNotAllowed, RequestHeadersTooLarge, RequestTimeout, SERVED_METHODS, type GatewayError } from './errors/errors.js';
+import type { Exchange, Exchanges } from './http/exchange.js';
 import { requestIdOf } from './http/middleware/request-id.js';
 import { answerResponse, answerSocket } from './http/raw-response.js';
 import type { Services } from './services.js';
@@ -50,7 +52,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
     // Only a WebSocket handshake the edge routes to a WebSocket route becomes an 'upgrade'
     // event; any other Upgrade header is ignored and the request served (or refused) as usual.
     shouldUpgradeCallback: listeners.shouldUpgrade,
-  });
+  }, listeners.exchanges);
   server.on('upgrade', listeners.upgrade);
 
   await services.warmUp();
@@ -126,10 +128,13 @@ export async function startServer(services: Services): Promise<RunningServer> {
 /**
  * An HTTP server with the bounds and refusals every listener of the gateway has, the management
  * listener's too: slow-loris timeouts, the head size, and the envelope for what Node refuses
- * before any app sees it.
+ * before any app sees it. `exchanges`: the main listener's, so that those refusals too are
+ * logged, counted and traced as requests (the management listener's are not, as none of its
+ * requests are).
  */
-function createGatewayServer(services: Services, listener: RequestListener, options: ServerOptions = {}): Server {
+function createGatewayServer(services: Services, listener: RequestListener, options: ServerOptions = {}, exchanges?: Exchanges): Server {
   const { requestTimeoutMs } = services.config.server;
+  const { log } = services;
   const server = createServer({
     // Slow-loris bounds: headers within 10 s, the whole request within requestTimeoutMs.
     headersTimeout: Math.min(10_000, requestTimeoutMs),
@@ -141,17 +146,20 @@ function createGatewayServer(services: Services, listener: RequestListener, opti
     requireHostHeader: false,
     ...options,
   }, listener);
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, services.log));
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, log, exchanges));
   // Without these listeners Node answers an unknown Expect with a bare 417 and drops CONNECT
   // without a word; both get the envelope instead.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const requestId = requestIdOf(req);
-    services.log.info({ requestId, status: 417 }, 'refused a request before the app');
+    const exchange = exchanges?.open(req, requestId);
+    log.info({ requestId, status: 417 }, 'refused a request before the app');
     // Its body was not read: the answer closes the connection.
     answerResponse(res, errorAnswer(new ExpectationFailed(), requestId, false), requestId);
+    exchange?.end(417);
   });
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
-    refuseBeforeApp(socket, new MethodNotAllowed(SERVED_METHODS), services.log, 'CONNECT', requestIdOf(req));
+    const requestId = requestIdOf(req);
+    refuseBeforeApp(socket, new MethodNotAllowed(SERVED_METHODS), log, 'CONNECT', requestId, exchanges?.open(req, requestId));
   });
   return server;
 }
@@ -196,10 +204,10 @@ function urlOf(server: Server): string {
   return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 }
 
-function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, log: Logger): void {
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, log: Logger, exchanges: Exchanges | undefined): void {
   // Never interleave with a response that has started on this connection (the request's body
   // turned out malformed after its headers were answered): cut the connection instead.
-  const inProgress = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  const inProgress = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
   // HPE_INVALID_EOF_STATE: the client closed mid-request; there is no one left to answer.
   if (err.code === 'ECONNRESET' || err.code === 'HPE_INVALID_EOF_STATE' || !socket.writable || inProgress?.headersSent === true) {
     socket.destroy();
@@ -208,11 +216,15 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, log: Logg
   const error = err.code === 'HPE_HEADER_OVERFLOW' ? new RequestHeadersTooLarge()
     : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new RequestTimeout()
       : new InvalidRequest('The request is not valid HTTP/1.1.');
-  // No request was parsed, so no caller's id to keep.
-  refuseBeforeApp(socket, error, log, err.code, randomUUID());
+  // No request was parsed, so no caller's id to keep. A request the app already holds on this
+  // connection (its body arriving too slowly: 408) has an exchange, which ends it: none here.
+  const requestId = randomUUID();
+  const isHeld = inProgress !== undefined && inProgress !== null;
+  refuseBeforeApp(socket, error, log, err.code, requestId, isHeld ? undefined : exchanges?.open(undefined, requestId));
 }
 
-function refuseBeforeApp(socket: Duplex, error: GatewayError, log: Logger, reason: string | undefined, requestId: string): void {
+function refuseBeforeApp(socket: Duplex, error: GatewayError, log: Logger, reason: string | undefined, requestId: string, exchange: Exchange | undefined): void {
   log.info({ requestId, status: error.status, reason }, 'refused a request before the app');
   answerSocket(socket, error, requestId);
+  exchange?.end(error.status);
 }

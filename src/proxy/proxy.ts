@@ -21,6 +21,7 @@ import type { Duplex } from 'node:stream';
 import { readBearerToken, type Identity } from '../auth/bearer.js';
 import type { RouteConfig } from '../config/schema.js';
 import { MethodNotAllowed, SERVED_METHODS } from '../errors/errors.js';
+import type { Exchange } from '../http/exchange.js';
 import type { Upstream } from '../telemetry/upstream.js';
 import { createAdmission } from './admission.js';
 import { createFlights } from './flight.js';
@@ -48,9 +49,9 @@ export interface Proxy {
   serve(req: IncomingMessage, res: ServerResponse, match: RouteMatch, requestId: string, done: (thrown: unknown, identity: Identity | undefined, upstream: Upstream | undefined) => void): void;
   /**
    * For the HTTP server's 'upgrade' event, once the edge routed the handshake to `match` (a
-   * WebSocket route); `path`, the normalised one, is for the log. Answers on the socket.
+   * WebSocket route). Answers on the socket, and ends `exchange` (the handshake's) with that answer.
    */
-  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, path: string): void;
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, exchange: Exchange): void;
   /** Open WebSockets, for tests and metrics. */
   readonly openWebSockets: () => number;
   /**

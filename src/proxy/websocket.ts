@@ -26,8 +26,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { readBearerToken, type Identity } from '../auth/bearer.js';
 import { InvalidRequest, MethodNotAllowed } from '../errors/errors.js';
-import { shortPath } from '../http/middleware/access-log.js';
-import { requestIdOf } from '../http/middleware/request-id.js';
+import type { Exchange } from '../http/exchange.js';
 import { answerSocket, failSocket } from '../http/raw-response.js';
 import type { Upstream } from '../telemetry/upstream.js';
 import type { Admit } from './admission.js';
@@ -41,8 +40,8 @@ const MARKER = 'bearer';
 const TOKEN_PREFIX = 'bearer.';
 
 export interface WebSockets {
-  /** `match`: the WebSocket route the edge chose; `path`: the normalised path, for the log. */
-  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, path: string): void;
+  /** `match`: the WebSocket route the edge chose; `exchange`: the handshake's, ended with its answer. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, exchange: Exchange): void;
   open(): number;
   /**
    * Closes every open WebSocket with 1001, and those switched from now on as soon as they
@@ -59,7 +58,7 @@ interface Switched {
   client: Duplex;
 }
 
-interface WebSocketDeps extends Pick<ProxyDeps, 'revocations' | 'clock' | 'log' | 'metrics' | 'tracing'> {
+interface WebSocketDeps extends Pick<ProxyDeps, 'revocations' | 'clock' | 'log' | 'metrics'> {
   admit: Admit;
   headersFor: HeadersFor;
   flights: Flights;
@@ -71,7 +70,7 @@ interface Answered {
   upstream: Upstream | undefined;
 }
 
-export function createWebSockets({ admit, headersFor, flights, revocations, clock, log, metrics, tracing }: WebSocketDeps): WebSockets {
+export function createWebSockets({ admit, headersFor, flights, revocations, clock, log, metrics }: WebSocketDeps): WebSockets {
   const { server, start, failed } = flights;
   const connections = new WebSocketConnections({ clock, log, metrics });
   /** Handshakes the backend switched, by its socket, until http-proxy-3 has joined the two. */
@@ -79,7 +78,8 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
   closeOnReset(revocations, connections);
   joinWhenOpen(server, switched, connections);
 
-  async function handshake(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, requestId: string): Promise<Answered> {
+  async function handshake(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, exchange: Exchange): Promise<Answered> {
+    const { requestId } = exchange;
     if (req.method !== 'GET') throw new MethodNotAllowed('GET');
     const { route } = match;
     const offered = readProtocols(req);
@@ -87,6 +87,7 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
     if (headerToken !== undefined && offered.token !== undefined) throw new InvalidRequest('Send the access token once: in Authorization or in the subprotocol list, not both.');
 
     const admitted = await admit(route, req, headerToken ?? offered.token, requestId);
+    exchange.accountId = admitted.identity?.accountId;
     const headers = headersFor(req, route, admitted, requestId, offered.rest.length > 0 ? offered.rest.join(', ') : null);
     req.url = match.upstreamUrl;
     const flight = start(route, headers);
@@ -120,20 +121,15 @@ export function createWebSockets({ admit, headersFor, flights, revocations, cloc
   }
 
   return {
-    upgrade(req, socket, head, match, path) {
-      const requestId = requestIdOf(req);
-      const started = performance.now();
-      // The handshake's span (the backend gets it as its parent) ends with its answer, not the socket.
-      const span = tracing?.start(req);
+    upgrade(req, socket, head, match, exchange) {
       // Until http-proxy-3 takes the socket, an error on it must not be unhandled.
       socket.on('error', () => {});
-      const logged = shortPath(path);
-      const answered = ({ status, upstream }: Answered) => {
-        log.info({ requestId, method: req.method, path: logged, status, ms: Math.round(performance.now() - started) }, 'upgrade');
-        span?.end({ status, requestId, path: logged, template: match.route.prefix, route: match.route.name, upstream });
-      };
-      handshake(req, socket, head, match, requestId).then(answered, (err: unknown) => {
-        answered({ status: failSocket(log, socket, err, requestId).status, upstream: undefined });
+      // The exchange (its line, metric and span) ends with the handshake's answer, not the socket.
+      handshake(req, socket, head, match, exchange).then(({ status, upstream }: Answered) => {
+        exchange.upstream = upstream;
+        exchange.end(status);
+      }, (err: unknown) => {
+        exchange.end(failSocket(log, socket, err, exchange.requestId).status);
       });
     },
 

@@ -97,7 +97,32 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
   const registry = new Registry();
   if (processMetrics) collectDefaultMetrics({ register: registry, prefix: 'gateway_' });
   const registers = [registry];
+  const requests = createRequestMetrics(registers, accountLabelMaxAccounts === 0 ? undefined : createAccountCounter(accountLabelMaxAccounts, registry));
+  const outcomes = createOutcomeCounters(registers);
+  const watched = createWatchedGauges(registers);
+  let scrape = () => registry.metrics();
+  return {
+    registry,
+    scrape: () => scrape(),
+    scrapeWith(given) {
+      scrape = given;
+    },
+    ...createRateLimitMetrics(registers),
+    ...createWebSocketMetrics(registers),
+    ...createDataFileMetrics(registers),
+    ...requests,
+    ...outcomes,
+    ...watched,
+  };
+}
 
+type Registers = Registry[];
+
+/**
+ * gateway_request_duration_seconds and the upstream side of each request: the histograms'
+ * children bound once per label set and kept (the request path's cost, see the top).
+ */
+function createRequestMetrics(registers: Registers, countAccount: ((accountId: string, statusClass: number) => void) | undefined): Pick<Metrics, 'observeRequest' | 'upstreamFailed'> {
   const requestDuration = new Histogram({
     name: 'gateway_request_duration_seconds',
     help: 'Requests by route (a configured route\'s name, or the gateway\'s own route pattern), method and status class: seconds from arrival to the end of the answer (its _count is the request count).',
@@ -124,6 +149,38 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
     labelNames: ['target'],
     registers,
   });
+
+  // Bound children: by route, then [method][status class].
+  const requestChildren = new Map<string, (RequestChild | undefined)[][]>();
+  const requestChild = (route: string, method: number, statusClass: number): RequestChild => {
+    let byMethod = requestChildren.get(route);
+    if (byMethod === undefined) {
+      byMethod = METHOD_LABELS.map(() => []);
+      requestChildren.set(route, byMethod);
+    }
+    return byMethod[method]![statusClass] ??= requestDuration.labels(route, METHOD_LABELS[method]!, STATUS_CLASSES[statusClass]!);
+  };
+  const upstreamChildren = new Map<string, ReturnType<typeof upstreamDuration.labels>>();
+  return {
+    observeRequest(route, method, status, seconds, upstreamOrigin, upstreamSeconds, accountId) {
+      const statusClass = status >= 100 && status < 600 ? (status / 100) | 0 : 5;
+      if (countAccount !== undefined && accountId !== undefined) countAccount(accountId, statusClass);
+      requestChild(route, (method === undefined ? undefined : METHOD_INDEX.get(method)) ?? METHODS.length, statusClass).observe(seconds);
+      if (upstreamOrigin !== undefined && upstreamSeconds !== undefined) {
+        let child = upstreamChildren.get(upstreamOrigin);
+        if (child === undefined) upstreamChildren.set(upstreamOrigin, child = upstreamDuration.labels(upstreamOrigin));
+        child.observe(upstreamSeconds);
+      }
+    },
+    upstreamFailed(origin, failure, ejected) {
+      upstreamErrors.labels(origin, failure).inc();
+      if (ejected) upstreamEjections.labels(origin).inc();
+    },
+  };
+}
+
+/** Counters of outcomes by one label: token checks, sign-ins, refreshes, resets, directory reads. */
+function createOutcomeCounters(registers: Registers): Pick<Metrics, 'tokenValidated' | 'signIn' | 'refresh' | 'reset' | 'directoryCache' | 'directoryStoreFailed'> {
   const tokenValidations = new Counter({
     name: 'gateway_token_validations_total',
     help: 'Bearer-token checks by outcome (valid, missing, invalid, expired, revoked, unavailable).',
@@ -149,7 +206,27 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
     help: 'Directory store reads that failed or timed out.',
     registers,
   });
+  // A counter with one label: its children bound on first use.
+  const byValue = <T extends string>(counter: Counter<'outcome'> | Counter<'result'>) => {
+    const children = new Map<string, { inc(): void }>();
+    return (value: T) => {
+      let child = children.get(value);
+      if (child === undefined) children.set(value, child = counter.labels(value));
+      child.inc();
+    };
+  };
+  return {
+    tokenValidated: byValue<TokenValidation>(tokenValidations),
+    signIn: byValue<CredentialOutcome>(signIns),
+    refresh: byValue<CredentialOutcome>(refreshes),
+    reset: byValue<CredentialOutcome>(resets),
+    directoryCache: byValue<CacheResult>(cacheReads),
+    directoryStoreFailed: () => cacheStoreErrors.inc(),
+  };
+}
 
+/** Gauges of state held elsewhere (breakers, the Redis connection), read when scraped. */
+function createWatchedGauges(registers: Registers): Pick<Metrics, 'watchRedis' | 'watchBreaker'> {
   const breakers = new Map<string, BreakerState>();
   new Gauge({
     name: 'gateway_store_breaker_open',
@@ -161,36 +238,27 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
       for (const [store, breaker] of breakers) this.labels(store).set(breaker.state === 0 ? 0 : 1);
     },
   });
-
-  // Bound children: by route, then [method][status class].
-  const requestChildren = new Map<string, (RequestChild | undefined)[][]>();
-  const requestChild = (route: string, method: number, statusClass: number): RequestChild => {
-    let byMethod = requestChildren.get(route);
-    if (byMethod === undefined) {
-      byMethod = METHOD_LABELS.map(() => []);
-      requestChildren.set(route, byMethod);
-    }
-    return byMethod[method]![statusClass] ??= requestDuration.labels(route, METHOD_LABELS[method]!, STATUS_CLASSES[statusClass]!);
-  };
-  const upstreamChildren = new Map<string, ReturnType<typeof upstreamDuration.labels>>();
-  // A counter with one label: its children bound on first use.
-  const byValue = <T extends string>(counter: Counter<'outcome'> | Counter<'result'>) => {
-    const children = new Map<string, { inc(): void }>();
-    return (value: T) => {
-      let child = children.get(value);
-      if (child === undefined) children.set(value, child = counter.labels(value));
-      child.inc();
-    };
-  };
-
-  const countAccount = accountLabelMaxAccounts === 0 ? undefined : createAccountCounter(accountLabelMaxAccounts, registry);
-  let scrape = () => registry.metrics();
   return {
-    registry,
-    scrape: () => scrape(),
-    scrapeWith(given) {
-      scrape = given;
+    watchRedis(isReady) {
+      // Registered only with Redis: a gateway without it must not report a connection down.
+      new Gauge({
+        name: 'gateway_redis_connected',
+        help: '1 while the Redis connection is ready, 0 while it is down or reconnecting (absent without Redis). Across workers: the lowest.',
+        registers,
+        aggregator: 'min',
+        collect() {
+          this.set(isReady() ? 1 : 0);
+        },
+      });
     },
+    watchBreaker(store, breaker) {
+      breakers.set(store, breaker);
+    },
+  };
+}
+
+function createRateLimitMetrics(registers: Registers): Pick<Metrics, 'rateLimitDecisions' | 'rateLimitDegraded' | 'rateLimitStoreFailures'> {
+  return {
     rateLimitDecisions: new Counter({
       name: 'gateway_rate_limit_decisions_total',
       help: 'Rate-limit decisions, by limit and outcome (would_refuse: a dry-run limit over its quota).',
@@ -210,8 +278,12 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
       labelNames: ['limit', 'policy'],
       registers,
     }),
+  };
+}
 
-    // WebSockets: route names come from the configuration, reasons from a fixed list.
+/** WebSockets: route names come from the configuration, reasons from a fixed list. */
+function createWebSocketMetrics(registers: Registers): Pick<Metrics, 'webSocketConnections' | 'webSocketsClosed'> {
+  return {
     webSocketConnections: new Gauge({
       name: 'gateway_websocket_connections',
       help: 'WebSockets open now, by route.',
@@ -224,6 +296,11 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
       labelNames: ['route', 'reason'],
       registers,
     }),
+  };
+}
+
+function createDataFileMetrics(registers: Registers): Pick<Metrics, 'dataFileWrites' | 'dataFileChangesWritten'> {
+  return {
     dataFileWrites: new Counter({
       name: 'gateway_data_file_writes_total',
       help: 'Writes of the data file by the owner API (each a whole new version, flushed to disk).',
@@ -234,42 +311,6 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
       help: 'Owner API changes those writes carried: the changes that arrive during a write share the next one (group commit).',
       registers,
     }),
-
-    observeRequest(route, method, status, seconds, upstreamOrigin, upstreamSeconds, accountId) {
-      const statusClass = status >= 100 && status < 600 ? (status / 100) | 0 : 5;
-      if (countAccount !== undefined && accountId !== undefined) countAccount(accountId, statusClass);
-      requestChild(route, (method === undefined ? undefined : METHOD_INDEX.get(method)) ?? METHODS.length, statusClass).observe(seconds);
-      if (upstreamOrigin !== undefined && upstreamSeconds !== undefined) {
-        let child = upstreamChildren.get(upstreamOrigin);
-        if (child === undefined) upstreamChildren.set(upstreamOrigin, child = upstreamDuration.labels(upstreamOrigin));
-        child.observe(upstreamSeconds);
-      }
-    },
-    upstreamFailed(origin, failure, ejected) {
-      upstreamErrors.labels(origin, failure).inc();
-      if (ejected) upstreamEjections.labels(origin).inc();
-    },
-    tokenValidated: byValue<TokenValidation>(tokenValidations),
-    signIn: byValue<CredentialOutcome>(signIns),
-    refresh: byValue<CredentialOutcome>(refreshes),
-    reset: byValue<CredentialOutcome>(resets),
-    directoryCache: byValue<CacheResult>(cacheReads),
-    directoryStoreFailed: () => cacheStoreErrors.inc(),
-    watchRedis(isReady) {
-      // Registered only with Redis: a gateway without it must not report a connection down.
-      new Gauge({
-        name: 'gateway_redis_connected',
-        help: '1 while the Redis connection is ready, 0 while it is down or reconnecting (absent without Redis). Across workers: the lowest.',
-        registers,
-        aggregator: 'min',
-        collect() {
-          this.set(isReady() ? 1 : 0);
-        },
-      });
-    },
-    watchBreaker(store, breaker) {
-      breakers.set(store, breaker);
-    },
   };
 }
 

@@ -22,7 +22,8 @@
  * started logs them.
  */
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
-import type { Context, Span } from '@opentelemetry/api';
+import type { Context, Span, Tracer } from '@opentelemetry/api';
+import type { SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Logger } from './log.js';
 import type { Upstream } from './upstream.js';
 
@@ -56,8 +57,11 @@ export interface RequestSpan {
 export interface Tracing {
   /** Resolves once the SDK is loaded; rejects when it cannot be (the gateway must not start). */
   readonly ready: Promise<void>;
-  /** Starts the span of a request or WebSocket handshake as it arrives. */
-  start(req: IncomingMessage): RequestSpan;
+  /**
+   * Starts the span of a request or WebSocket handshake as it arrives; without `req` for a
+   * request refused before its head was read (named `HTTP`, its method `_OTHER`).
+   */
+  start(req: IncomingMessage | undefined): RequestSpan;
   /** Adds the `traceparent` (and `tracestate`) naming the span of `req` to the headers bound for its backend. */
   inject(req: IncomingMessage, headers: OutgoingHttpHeaders): void;
   /** Ends tracing: the spans still queued are sent, for at most `flushTimeoutMs`. Never rejects. */
@@ -70,6 +74,11 @@ export interface TracingDeps {
   isTrustedPeer: (address: string) => boolean;
   /** How long shutdown waits for the collector to take the last spans. */
   flushTimeoutMs: number;
+  /**
+   * Where spans go instead of the collector, each as it ends (tests: the SDK's
+   * InMemorySpanExporter); with it, tracing is on even without `otlpEndpoint`.
+   */
+  exporter?: SpanExporter | undefined;
 }
 
 /** Span attribute names: OpenTelemetry's HTTP semantic conventions, and the gateway's own under `gateway.`. */
@@ -91,7 +100,7 @@ const ENDED: RequestSpan = { end() {} };
 /** Tracing as configured: undefined while `otlpEndpoint` is unset (and nothing of the SDK is loaded). */
 export function createTracing(settings: TracingSettings, deps: TracingDeps): Tracing | undefined {
   const endpoint = settings.otlpEndpoint;
-  if (endpoint === undefined) return undefined;
+  if (endpoint === undefined && deps.exporter === undefined) return undefined;
   // Until the SDK is loaded nothing is traced: startServer awaits `ready` before it listens.
   let live: Omit<Tracing, 'ready'> | undefined;
   const ready = loadTracing(endpoint, settings, deps).then((loaded) => {
@@ -110,7 +119,19 @@ export function createTracing(settings: TracingSettings, deps: TracingDeps): Tra
   };
 }
 
-async function loadTracing(endpoint: string, settings: TracingSettings, { log, isTrustedPeer, flushTimeoutMs }: TracingDeps): Promise<Omit<Tracing, 'ready'>> {
+async function loadTracing(endpoint: string | undefined, settings: TracingSettings, deps: TracingDeps): Promise<Omit<Tracing, 'ready'>> {
+  const sdk = await loadSdk();
+  const { provider, exportTo } = createProvider(sdk, endpoint, settings, deps.exporter);
+  deps.log.info({ exportTo, serviceName: settings.serviceName, sampleRatio: settings.sampleRatio }, 'tracing on: spans go to the collector');
+  reportSdkFailures(sdk, deps.log);
+  const spans = createSpans(sdk, provider.getTracer('auth-gateway'), deps.isTrustedPeer);
+  return { ...spans, shutdown: () => shutdownProvider(provider, deps) };
+}
+
+type Sdk = Awaited<ReturnType<typeof loadSdk>>;
+
+/** The SDK's modules, imported only here (and so only with tracing on). */
+async function loadSdk() {
   const [api, core, sdk, { OTLPTraceExporter }, resources] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/core'),
@@ -118,24 +139,32 @@ async function loadTracing(endpoint: string, settings: TracingSettings, { log, i
     import('@opentelemetry/exporter-trace-otlp-http'),
     import('@opentelemetry/resources'),
   ]);
-  const { ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace } = api;
+  return { api, core, sdk, OTLPTraceExporter, resources };
+}
 
+/**
+ * The tracer provider: parent-based sampling, spans batched to the collector; or, with
+ * `exporter` (tests), handed to it one by one as each ends.
+ */
+function createProvider({ sdk, OTLPTraceExporter, resources }: Sdk, endpoint: string | undefined, settings: TracingSettings, exporter: SpanExporter | undefined) {
   // The exporter's own env settings (OTEL_EXPORTER_OTLP_HEADERS, _CERTIFICATE, _TIMEOUT,
   // _COMPRESSION …) still apply; the URL is ours. As the spec reads OTEL_EXPORTER_OTLP_ENDPOINT:
   // a base URL, to which the signal's path is appended.
-  const url = `${endpoint.endsWith('/') ? endpoint : `${endpoint}/`}v1/traces`;
-  const exporter = new OTLPTraceExporter({ url });
+  const url = endpoint === undefined ? undefined : `${endpoint.endsWith('/') ? endpoint : `${endpoint}/`}v1/traces`;
+  const processor = exporter !== undefined ? new sdk.SimpleSpanProcessor({ exporter }) : new sdk.BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }) });
   const provider = new sdk.TracerProvider({
     resource: resources.defaultResource().merge(resources.resourceFromAttributes({ 'service.name': settings.serviceName })),
     sampler: new sdk.ParentBasedSampler({ root: new sdk.TraceIdRatioBasedSampler(settings.sampleRatio) }),
-    spanProcessors: [new sdk.BatchSpanProcessor({ exporter })],
+    spanProcessors: [processor],
   });
-  const tracer = provider.getTracer('auth-gateway');
-  log.info({ exportTo: url, serviceName: settings.serviceName, sampleRatio: settings.sampleRatio }, 'tracing on: spans go to the collector');
-  const propagator = new core.W3CTraceContextPropagator();
+  return { provider, exportTo: exporter !== undefined ? '(in-process exporter)' : url };
+}
 
-  // Process-wide hooks (see the top): a collector that refuses or is away is worth a warning,
-  // never an error of the request that made the span.
+/**
+ * Process-wide hooks (see the top): a collector that refuses or is away is worth a warning,
+ * never an error of the request that made the span.
+ */
+function reportSdkFailures({ api, core }: Sdk, log: Logger): void {
   core.setGlobalErrorHandler((err) => log.warn({ err: { message: describe(err) } }, 'tracing: spans could not be exported'));
   api.diag.setLogger({
     error: (message) => log.warn({ detail: message }, 'tracing: OpenTelemetry error'),
@@ -144,23 +173,29 @@ async function loadTracing(endpoint: string, settings: TracingSettings, { log, i
     debug: () => {},
     verbose: () => {},
   }, { logLevel: api.DiagLogLevel.WARN, suppressOverrideMessage: true });
+}
 
+/** Starting spans, and the context each request's backend is sent on. */
+function createSpans({ api, core }: Sdk, tracer: Tracer, isTrustedPeer: (address: string) => boolean): Pick<Tracing, 'start' | 'inject'> {
+  const { ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace } = api;
+  const propagator = new core.W3CTraceContextPropagator();
   /** The context to send on: each request's own span, set while it runs. */
   const contexts = new WeakMap<IncomingMessage, Context>();
 
-  function start(req: IncomingMessage): RequestSpan {
-    const parent = isTrustedPeer(req.socket.remoteAddress ?? '')
+  function start(req: IncomingMessage | undefined): RequestSpan {
+    const parent = req !== undefined && isTrustedPeer(req.socket.remoteAddress ?? '')
       ? propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter)
       : ROOT_CONTEXT;
-    const method = req.method ?? 'GET';
-    const span: Span = tracer.startSpan(method, { kind: SpanKind.SERVER }, parent);
-    contexts.set(req, trace.setSpan(ROOT_CONTEXT, span));
+    // Without a request (its head was refused unread), the HTTP conventions' name for a method not known.
+    const method = req === undefined ? undefined : req.method ?? 'GET';
+    const span: Span = tracer.startSpan(method ?? 'HTTP', { kind: SpanKind.SERVER }, parent);
+    if (req !== undefined) contexts.set(req, trace.setSpan(ROOT_CONTEXT, span));
     let ended = false;
     return {
       end(outcome) {
         if (ended) return;
         ended = true;
-        contexts.delete(req);
+        if (req !== undefined) contexts.delete(req);
         // A span the sampler dropped records nothing: skip the attributes it would throw away.
         if (span.isRecording()) describeSpan(span, method, outcome);
         span.end();
@@ -168,10 +203,10 @@ async function loadTracing(endpoint: string, settings: TracingSettings, { log, i
     };
   }
 
-  function describeSpan(span: Span, method: string, { status, requestId, path, template, route, upstream }: SpanOutcome): void {
+  function describeSpan(span: Span, method: string | undefined, { status, requestId, path, template, route, upstream }: SpanOutcome): void {
     // "{method} {http.route}", as the HTTP conventions name a server span.
-    if (template !== undefined) span.updateName(`${method} ${template}`);
-    span.setAttribute(ATTR.method, method);
+    if (template !== undefined && method !== undefined) span.updateName(`${method} ${template}`);
+    span.setAttribute(ATTR.method, method ?? '_OTHER');
     span.setAttribute(ATTR.status, status);
     span.setAttribute(ATTR.path, path);
     span.setAttribute(ATTR.scheme, 'http');
@@ -195,21 +230,23 @@ async function loadTracing(endpoint: string, settings: TracingSettings, { log, i
       const context = contexts.get(req);
       if (context !== undefined) propagator.inject(context, headers, defaultTextMapSetter);
     },
-    async shutdown() {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<'timeout'>((resolve) => {
-        timer = setTimeout(() => resolve('timeout'), flushTimeoutMs);
-      });
-      try {
-        const outcome = await Promise.race([provider.shutdown().then(() => 'flushed' as const), timeout]);
-        if (outcome === 'timeout') log.warn({ timeoutMs: flushTimeoutMs }, 'tracing: the collector did not take the last spans in time; they are lost');
-      } catch (err) {
-        log.warn({ err: { message: describe(err) } }, 'tracing: the last spans could not be exported');
-      } finally {
-        clearTimeout(timer);
-      }
-    },
   };
+}
+
+/** Sends the spans still queued, for at most `flushTimeoutMs`; never rejects. */
+async function shutdownProvider(provider: { shutdown(): Promise<void> }, { log, flushTimeoutMs }: TracingDeps): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), flushTimeoutMs);
+  });
+  try {
+    const outcome = await Promise.race([provider.shutdown().then(() => 'flushed' as const), timeout]);
+    if (outcome === 'timeout') log.warn({ timeoutMs: flushTimeoutMs }, 'tracing: the collector did not take the last spans in time; they are lost');
+  } catch (err) {
+    log.warn({ err: { message: describe(err) } }, 'tracing: the last spans could not be exported');
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function describe(err: unknown): string {

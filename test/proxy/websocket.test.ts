@@ -314,8 +314,8 @@ test('WebSocket routes', async (t) => {
         { status: 401, reason: 'Unauthorized', code: 'invalid_token', challenge: /error="invalid_token"/ }, 'expired');
     });
 
-    await t.test('each refusal wrote an "upgrade" log line with its status', () => {
-      const statuses = logged(gw, 'upgrade').map((line) => line.status);
+    await t.test('each refusal wrote an access line for the handshake with its status', () => {
+      const statuses = logged(gw, 'request').filter((line) => line.websocket === true).map((line) => line.status);
       for (const status of [400, 401, 403, 405]) assert.ok(statuses.includes(status), `an upgrade line with status ${status}: ${statuses}`);
     });
   });
@@ -362,8 +362,8 @@ test('WebSocket routes', async (t) => {
       assert.equal(forbidden.handshakes.length, 1);
     });
 
-    await t.test('each backend failure wrote an "upgrade" log line with the status the client got', async () => {
-      const statuses = () => logged(gw, 'upgrade').filter((l) => /^\/ws-(down|silent|forbidden)\//.test(String(l.path))).map((l) => `${l.path} ${l.status}`);
+    await t.test('each backend failure wrote an access line for the handshake with the status the client got', async () => {
+      const statuses = () => logged(gw, 'request').filter((l) => l.websocket === true).filter((l) => /^\/ws-(down|silent|forbidden)\//.test(String(l.path))).map((l) => `${l.path} ${l.status}`);
       // The client may read the relayed 403 before the gateway logs it: wait for the line (bounded).
       const deadline = Date.now() + 10_000;
       while (statuses().length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));

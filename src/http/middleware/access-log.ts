@@ -5,9 +5,12 @@
  * reads too) or the pattern of the gateway's own route it matched (by any method). A request
  * that matched nothing (404) or was refused before matching (400, 501) logs UNMATCHED_PATH:
  * arbitrary caller text, a token pasted into a URL say, never lands in the log.
+ *
+ * Written by the request's exchange (http/exchange.ts) as it ends, for every kind of request,
+ * WebSocket handshakes (`websocket: true`) and requests refused before the app included.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import type { Logger } from '../../telemetry/log.js';
 import type { Metrics } from '../../telemetry/metrics.js';
 import { upstreamSeconds, type Upstream } from '../../telemetry/upstream.js';
@@ -22,7 +25,9 @@ export interface AccessEntry {
   started: number;
   accountId: string | undefined;
   /** A proxied request's backend side (its last attempt), when a backend was tried. */
-  upstream?: Upstream;
+  upstream?: Upstream | undefined;
+  /** True for a WebSocket handshake (written only then). */
+  websocket?: true | undefined;
 }
 
 export type AccessLog = (entry: AccessEntry) => void;
@@ -36,7 +41,7 @@ export function shortPath(path: string): string {
 export const UNMATCHED_PATH = '(unmatched)';
 
 /**
- * The writer of access-log lines, shared by the Koa middleware and the proxied-route path; with
+ * The writer of access-log lines, called by every exchange as it ends (http/exchange.ts); with
  * `metrics`, each line's request is counted there too (the one place every request ends with
  * its final status). An own route is counted under its pattern, as the line logs it.
  */
@@ -44,7 +49,7 @@ export function createAccessLog(log: Logger, metrics?: Pick<Metrics, 'observeReq
   // These lines hold only the fields below, none of them secret, so they skip the redaction
   // pass: it costs ten times the line itself (bench/README.md).
   const lines = log.child({}, { redact: [] });
-  return ({ requestId, method, path, status, route, started, accountId, upstream }) => {
+  return ({ requestId, method, path, status, route, started, accountId, upstream, websocket }) => {
     const ms = performance.now() - started;
     lines.info({
       requestId,
@@ -54,27 +59,9 @@ export function createAccessLog(log: Logger, metrics?: Pick<Metrics, 'observeReq
       route,
       ms: Math.round(ms * 10) / 10,
       accountId,
+      websocket,
     }, 'request');
     metrics?.observeRequest(route ?? path, method, status, ms / 1000, upstream?.target.origin, upstream === undefined ? undefined : upstreamSeconds(upstream), accountId);
-  };
-}
-
-export function logAccess(write: AccessLog) {
-  return async function logAccess(ctx: Context, next: Next): Promise<void> {
-    const started = performance.now();
-    try {
-      await next();
-    } finally {
-      write({
-        requestId: ctx.state.requestId as string | undefined,
-        method: ctx.method,
-        path: ownRouteOf(ctx) ?? UNMATCHED_PATH,
-        status: finalStatus(ctx.req, ctx.res, ctx.status),
-        route: ctx.state.route as string | undefined,
-        started,
-        accountId: (ctx.state.identity as { accountId?: string } | undefined)?.accountId,
-      });
-    }
   };
 }
 

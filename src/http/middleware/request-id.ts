@@ -9,6 +9,10 @@ import type { Context, Next } from 'koa';
 
 const PLAIN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/**
+ * Koa's, for the management listener only (app.ts): the main listener's requests take their id
+ * from their exchange (http/exchange.ts).
+ */
 export function assignRequestId() {
   return async function assignRequestId(ctx: Context, next: Next): Promise<void> {
     const id = requestIdOf(ctx.req);
@@ -18,8 +22,8 @@ export function assignRequestId() {
   };
 }
 
-/** The request's id: the caller's when plain, else a new one. */
-export function requestIdOf(req: IncomingMessage): string {
-  const incoming = req.headers['x-request-id'];
+/** The request's id: the caller's when plain, else a new one (also when there is no request: its head was refused unread). */
+export function requestIdOf(req: IncomingMessage | undefined): string {
+  const incoming = req?.headers['x-request-id'];
   return typeof incoming === 'string' && PLAIN_ID.test(incoming) ? incoming : randomUUID();
 }
