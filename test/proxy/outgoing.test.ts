@@ -48,10 +48,12 @@ test('outgoingPath reads a target path as http-proxy-3 does', () => {
 
 /** A socket in the state the helpers read: connecting or not; destroy() recorded. */
 class FakeSocket extends EventEmitter {
+  readonly connecting: boolean;
   destroyedWith: Promise<Error>;
   #destroyed!: (err: Error) => void;
-  constructor(readonly connecting: boolean) {
+  constructor(connecting: boolean) {
     super();
+    this.connecting = connecting;
     this.destroyedWith = new Promise((resolve) => { this.#destroyed = resolve; });
   }
   destroy(err: Error): void {
