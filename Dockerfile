@@ -7,8 +7,10 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: the `node` devDependency (a Node binary for machines with an older one)
 # is not needed inside an image that already runs Node 24.
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json tsconfig.build.json tsconfig.dashboard.json ./
 COPY src ./src
+# The gateway into dist/, and the dashboard's script into dist/dashboard/public/js/ (it is
+# never checked in: npm run build compiles it from src/dashboard/browser/).
 RUN npm run build
 
 FROM node:24-bookworm-slim

@@ -35,9 +35,14 @@ export function prepareRuntime(mode: 'dist' | 'tsx'): Runtime {
     cli: (name) => ['--import', 'tsx', join(ROOT, 'src', 'cli', `${name}.ts`)],
     note: 'src/ run through tsx (`node --import tsx src/main.ts`)',
   };
-  if (mode === 'tsx') return tsx;
-  rmSync(BUILD_DIR, { recursive: true, force: true });
   const tsc = join(ROOT, 'node_modules', '.bin', 'tsc');
+  // The dashboard's script, as `npm run build:dashboard` does (dist/dashboard/public/js/, where
+  // src/dashboard/serve.ts finds it run through tsx): the gateway does not start without it.
+  if (mode === 'tsx') {
+    spawnSync(tsc, ['-p', join(ROOT, 'tsconfig.dashboard.json')], { cwd: ROOT, encoding: 'utf8' });
+    return tsx;
+  }
+  rmSync(BUILD_DIR, { recursive: true, force: true });
   const r = spawnSync(tsc, ['-p', join(ROOT, 'tsconfig.build.json'), '--outDir', BUILD_DIR], { cwd: ROOT, encoding: 'utf8' });
   if (r.status !== 0 || !existsSync(join(BUILD_DIR, 'main.js'))) {
     log(`build failed (src/ may be mid-edit), falling back to tsx:\n${(r.stdout + r.stderr).split('\n').slice(0, 10).join('\n')}`);
@@ -45,6 +50,7 @@ export function prepareRuntime(mode: 'dist' | 'tsx'): Runtime {
   }
   // As `npm run build` does: the dashboard's page and assets are read from beside its module at start.
   cpSync(join(ROOT, 'src', 'dashboard', 'public'), join(BUILD_DIR, 'dashboard', 'public'), { recursive: true });
+  spawnSync(tsc, ['-p', join(ROOT, 'tsconfig.dashboard.json'), '--outDir', join(BUILD_DIR, 'dashboard', 'public', 'js')], { cwd: ROOT, encoding: 'utf8' });
   return {
     mode: 'dist',
     entry: [join(BUILD_DIR, 'main.js')],

@@ -6,13 +6,18 @@
  * cookie and CSRF token or the operator's admin token, so the owner API stays the one source
  * of truth and the one place rules are checked (docs/dashboard.md).
  *
+ * The script is compiled from browser/ by `npm run build:dashboard` into dist/ (never into src/,
+ * never checked in); `npm start`, `npm test` and `npm run build` compile it first. A gateway
+ * started without it refuses to start while the dashboard is on, rather than serve a page that
+ * cannot run.
+ *
  * Every answer of the tree carries a strict Content-Security-Policy: scripts and styles from
  * the gateway's own origin only (no inline script or style, no eval), no framing, fetches to
  * the same origin only, and Trusted Types enforced, so a string can never become markup or
  * script in the page (the script builds the DOM with textContent, never innerHTML).
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Router from '@koa/router';
@@ -57,7 +62,23 @@ interface Asset {
   etag: string;
 }
 
+/** The page and its style sheet: beside this module (`npm run build` copies them into dist/). */
 const PUBLIC = fileURLToPath(new URL('./public/', import.meta.url));
+/**
+ * The page's script, compiled by `npm run build:dashboard` into dist/dashboard/public/js/: the
+ * same folder whether this module runs from src/dashboard/ (tsx: `npm start`, the tests) or
+ * from dist/dashboard/ (`node dist/main.js`, the image), where it is also public/js/.
+ */
+const SCRIPTS = fileURLToPath(new URL('../../dist/dashboard/public/js/', import.meta.url));
+
+/** The dashboard is on but its script was never compiled (a fresh clone run without npm). */
+export class DashboardNotBuilt extends Error {
+  constructor(dir: string) {
+    super(`the dashboard's script is not built (no ${join(dir, 'main.js')}): run \`npm run build:dashboard\` `
+      + '(`npm start`, `npm test` and `npm run build` run it), or set DASHBOARD_ENABLED=false');
+    this.name = 'DashboardNotBuilt';
+  }
+}
 
 /**
  * Serves the dashboard's tree: its pages and assets; every other path under it is the 404
@@ -130,20 +151,27 @@ export function registerInviteRedirect(router: Router, { path }: { path: string 
 
 /**
  * The page (with the dashboard's path written in) and every asset under public/, by path
- * relative to it: regular files of the types in TYPES only. A symlink is not followed, so a
- * link left in public/ (or put there) cannot serve a file from elsewhere on the machine.
+ * relative to it, with the compiled script under `js/`: regular files of the types in TYPES
+ * only. A symlink is not followed, so a link left in public/ (or put there) cannot serve a file
+ * from elsewhere on the machine. (From dist/, `scripts` is public/js/ itself: read twice, the
+ * same files.)
  */
-export function loadPublic(path: string, dir = PUBLIC): { shell: Buffer; assets: Map<string, Asset> } {
+export function loadPublic(path: string, dir = PUBLIC, scripts = SCRIPTS): { shell: Buffer; assets: Map<string, Asset> } {
+  if (!existsSync(join(scripts, 'main.js'))) throw new DashboardNotBuilt(scripts);
   // The path is lower-case a-z 0-9 . _ - and "/" (config/schema.ts): nothing to escape in HTML.
   const shell = Buffer.from(readFileSync(join(dir, 'index.html'), 'utf8').replaceAll('{{BASE}}', path));
   const assets = new Map<string, Asset>();
-  for (const file of listFiles(dir)) {
-    const type = TYPES[extname(file)];
-    if (type === undefined) continue;
-    const body = readFileSync(file);
-    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
-    assets.set(relative(dir, file).split(sep).join('/'), { body, type, etag });
-  }
+  const add = (root: string, prefix: string) => {
+    for (const file of listFiles(root)) {
+      const type = TYPES[extname(file)];
+      if (type === undefined) continue;
+      const body = readFileSync(file);
+      const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
+      assets.set(prefix + relative(root, file).split(sep).join('/'), { body, type, etag });
+    }
+  };
+  add(dir, '');
+  add(scripts, 'js/');
   return { shell, assets };
 }
 

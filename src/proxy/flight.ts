@@ -7,7 +7,7 @@
  *
  * WebSocket handshakes go through http-proxy-3 (`server.ws`). Requests are sent with node:http
  * directly (`send`), as http-proxy-3's web pass would send them with our options (the same
- * outgoing request: method, target path joined by its urlJoin, our headers, the target's agent,
+ * outgoing request: method, target path joined by its urlJoin (outgoing.ts), our headers, the target's agent,
  * its connect timeout; the backend request destroyed when the client leaves first), without the
  * rest of that pass: its per-request options copy, header copy, URL parse of the target, events
  * nobody listens to, and the request body piped even when there is none. Without them a
@@ -19,8 +19,8 @@ import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ProxyServer } from 'http-proxy-3';
-import { setupConnectTimeout, urlJoin } from 'http-proxy-3/dist/lib/http-proxy/common.js';
 import { BadGateway, GatewayTimeout, type GatewayError } from '../errors/errors.js';
+import { setupConnectTimeout, urlJoin } from './outgoing.js';
 import type { Route } from './routes.js';
 import type { Target } from './targets.js';
 import type { Flight, FlightOptions, ProxyDeps } from './types.js';

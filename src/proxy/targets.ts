@@ -9,8 +9,8 @@
  */
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { toURL } from 'http-proxy-3/dist/lib/http-proxy/common.js';
 import type { RouteConfig } from '../config/schema.js';
+import { outgoingPath } from './outgoing.js';
 
 export interface Target {
   readonly url: URL;
@@ -108,8 +108,5 @@ export class TargetPool {
 
 /** What http-proxy-3's setupOutgoing makes of a target URL's path and query (its getPath), once per target. */
 function targetPath(url: URL): string {
-  const text = `${url.pathname}${url.search}`;
-  if (text === '' || text.startsWith('?')) return text;
-  const parsed = toURL(text);
-  return `${parsed.pathname}${parsed.search}`;
+  return outgoingPath(`${url.pathname}${url.search}`);
 }

@@ -86,7 +86,7 @@ test('only regular files of the known types under public/ are assets: no symlink
   writeFileSync(join(dir, 'notes.txt'), 'notes');
   symlinkSync(join(outside, 'secret.js'), join(dir, 'js', 'linked.js'));
   symlinkSync(join(outside, 'more'), join(dir, 'linked-dir'), 'dir');
-  const { shell, assets } = loadPublic('/dashboard', dir);
+  const { shell, assets } = loadPublic('/dashboard', dir, join(dir, 'js'));
   assert.deepEqual([...assets.keys()], ['js/main.js']);
   assert.match(shell.toString(), /data-base="\/dashboard"/);
 });

@@ -1,126 +1,28 @@
 /**
- * The owner API's objects as the dashboard reads them (docs/owner.md, "Operations"; the
- * gateway's /openapi.json is their full description). Times are ISO 8601 strings in UTC;
- * optional fields are left out, never null.
+ * The owner API's objects as the dashboard reads them: the answers of its operations, from
+ * owner-api.generated.ts (`npm run generate:owner-types`, made from the server's own schemas:
+ * docs/owner.md, "Operations", and /openapi.json describe them). So a field the gateway stops
+ * answering, or answers in another type, fails the dashboard's type check rather than the page.
+ * Times are ISO 8601 strings in UTC; optional fields are left out, never null.
  */
+import type { OwnerAnswer } from './owner-api.generated.js';
+
+export type { Role, ServedSignRecord, SignRecord, Usage } from './owner-api.generated.js';
+
+/** Every listing's answer (`GET …/keys`, `…/roles`, …); `nextCursor` is absent on the last page. */
 export interface Page<T> {
   items: T[];
   nextCursor?: string;
 }
 
-export interface Owner {
-  id: string;
-  email: string;
-  mustChangePassword: boolean;
-  createdAt: string;
-}
-
-export interface Account {
-  id: string;
-  /** "" when the account has none. */
-  name: string;
-  enabled: boolean;
-  createdAt?: string;
-}
-
-export interface Session {
-  owner: Owner;
-  accounts: Account[];
-  csrfToken: string;
-  idleExpiresAt: string;
-  expiresAt: string;
-}
-
-export interface Key {
-  id: string;
-  apiKey: string;
-  name: string;
-  description: string;
-  enabled: boolean;
-  scopes: string[];
-  createdAt?: string;
-  previousValidUntil?: string;
-  /** The last sign-in with the key, to within a few minutes. */
-  lastUsedAt?: string;
-}
-
-export interface KeyWithSecret {
-  key: Key;
-  apiSecret: string;
-}
-
-export interface Reset {
-  scope: 'key' | 'account';
-  accountId: string;
-  keyId?: string;
-  resetAt: string;
-}
-
-export interface SettingsToken {
-  id: string;
-  name: string;
-  start: string;
-  scopes: string[];
-  createdAt: string;
-  expiresAt?: string;
-  lastUsedAt?: string;
-  revokedAt?: string;
-  status: 'active' | 'revoked' | 'expired';
-}
-
-export interface SettingsTokenWithToken {
-  settingsToken: SettingsToken;
-  token: string;
-}
-
-export interface Role {
-  id: number;
-  slug: string;
-  name: string;
-  description: string;
-  public: boolean;
-}
-
-export interface SignRecord {
-  address: string;
-  signedNonce: number;
-  signedAt: string;
-  signedExpiredAt: string;
-}
-
-/** A sign record exactly as `/api/sign` serves it (`…/sign-records/{address}/served`). */
-export interface ServedSignRecord {
-  did: string;
-  signedNonce: number;
-  signedAt: string;
-  signedExpiredAt: string;
-}
-
-export interface AuditEvent {
-  id: string;
-  at: string;
-  action: string;
-  actor: { type: 'owner' | 'operator' | 'system'; id?: string; email?: string };
-  target: { type: string; id: string };
-  ip?: string;
-  requestId?: string;
-  changes?: Record<string, [unknown, unknown]>;
-}
-
-/** `GET …/usage`: calls per key id (API keys and settings tokens) in 5-minute buckets. */
-export interface Usage {
-  from: string;
-  to: string;
-  bucketSeconds: number;
-  /** false when the gateway counts nothing (`usage.enabled` off): the window is then empty. */
-  enabled: boolean;
-  items: { keyId: string; requests: number; rateLimited: number }[];
-}
-
-export interface Invite {
-  id: string;
-  email: string;
-  createdAt: string;
-  expiresAt: string;
-  status: 'pending' | 'used' | 'revoked' | 'expired';
-}
+export type Session = OwnerAnswer<'getSession'>;
+export type Owner = Session['owner'];
+/** `name` is "" when the account has none. */
+export type Account = OwnerAnswer<'getAccount'>;
+export type Key = OwnerAnswer<'getKey'>;
+export type KeyWithSecret = OwnerAnswer<'createKey'>;
+export type Reset = OwnerAnswer<'resetKey'>;
+export type SettingsToken = OwnerAnswer<'getSettingsToken'>;
+export type SettingsTokenWithToken = OwnerAnswer<'createSettingsToken'>;
+export type AuditEvent = OwnerAnswer<'listAudit'>['items'][number];
+export type Invite = OwnerAnswer<'revokeInvite'>;

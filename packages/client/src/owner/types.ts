@@ -1,7 +1,9 @@
 /**
  * The owner API's shapes, written by hand after the gateway's `GET /openapi.json` (the names
  * are docs/owner.md's: Session, Account, Key, …). test/client/owner-conformance.test.ts holds
- * every field list here to the document, and every answer the tests receive to its schema.
+ * every field list here to the document, and every answer the tests receive to its schema;
+ * examples/owner-api-types.ts holds every method's answer and input here to exactly the type
+ * generated from the server's schemas (./api.generated.ts, `npm run generate:owner-types`).
  * Times are ISO 8601 strings in UTC (`2026-11-23T21:00:00.000Z`); optional fields are left out,
  * never `null`.
  */

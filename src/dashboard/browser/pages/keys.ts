@@ -133,8 +133,6 @@ function drawKey(ctx: PageContext, key: Key, rolled?: string): void {
   const called = keyName(key);
   const slot = h('div');
   const problem = problemBox();
-  const act = (question: ConfirmOptions, change: () => Promise<void>) => confirmThen(problem, question, change);
-
   const name = textField({ name: 'name', label: 'Name', value: key.name, required: true });
   const description = textField({ name: 'description', label: 'Description', value: key.description, multiline: true });
   const scopeField = textField({ name: 'scopes', label: 'Scopes', value: key.scopes.join(' '), hint: `${SCOPES_HINT} Taking a scope away stops the key's access tokens at once.` });
@@ -143,7 +141,71 @@ function drawKey(ctx: PageContext, key: Key, rolled?: string): void {
     hint: 'How long the current secret keeps signing in next to the new one, so clients can be moved over without downtime.',
     options: OVERLAPS.map((choice) => ({ value: String(choice.seconds), label: choice.label })),
   });
+  const danger = keyDangerZone(ctx, key, problem);
+  replace(ctx.main,
+    heading(`API key ${called}`, h('a', { href: ctx.href('keys', { account: ctx.params.account! }) }, 'All API keys')),
+    slot,
+    keyFacts(key),
+    section('Edit',
+      form({
+        label: `Edit key ${called}`,
+        fields: [name, description, scopeField],
+        submitLabel: 'Save changes',
+        async onSubmit() {
+          await ctx.api.send<Key>('PATCH', keyPath(ctx, key.id), { name: valueOf(name), description: description.control.value, scopes: listOf(scopeField) });
+          ctx.reload('Changes saved.');
+        },
+      }),
+    ),
+    rollSection(ctx, key, overlap),
+    danger,
+  );
+  if (rolled !== undefined) showSecret(slot, key, rolled, `New API secret for ${called}`);
+}
 
+function keyFacts(key: Key): HTMLElement {
+  return h('dl', { class: 'facts' },
+    h('dt', null, 'API key'), h('dd', null, h('code', null, key.apiKey)),
+    h('dt', null, 'Status'), h('dd', null, status(key)),
+    h('dt', null, 'Scopes'), h('dd', null, scopes(key.scopes)),
+    h('dt', null, 'Created'), h('dd', null, time(key.createdAt)),
+    h('dt', null, 'Last used'), h('dd', null, lastUsed(key)),
+    h('dt', null, 'Previous secret valid until'), h('dd', null, key.previousValidUntil === undefined ? 'no previous secret signs in' : time(key.previousValidUntil)),
+    key.description === '' ? null : [h('dt', null, 'Description'), h('dd', { class: 'multiline' }, key.description)],
+  );
+}
+
+/** Rolling the secret, asked to confirm with the overlap spelt out; the page drawn again with the new secret. */
+function rollSection(ctx: PageContext, key: Key, overlap: ReturnType<typeof selectField>): HTMLElement {
+  const called = keyName(key);
+  return section('Roll the secret',
+    h('p', null, 'Gives the key a new secret, shown once, and keeps its API key. Access tokens already issued are not affected: reset the tokens to end them too.'),
+    form({
+      label: `Roll the secret of key ${called}`,
+      fields: [overlap],
+      submitLabel: 'Roll secret',
+      async onSubmit() {
+        const seconds = Number(overlap.control.value);
+        const choice = OVERLAPS.find((o) => o.seconds === seconds)?.label ?? `${seconds} seconds`;
+        const ok = await confirmAction({
+          title: `Roll the secret of key ${called}?`,
+          message: seconds === 0
+            ? h('p', null, `The current secret of key ${called} stops signing in at once; clients still using it cannot sign in until they get the new one.`)
+            : h('p', null, `The current secret of key ${called} keeps signing in for ${choice}, until ${when(new Date(Date.now() + seconds * 1000).toISOString())}, and then stops. Give clients the new secret before then.`),
+          confirmLabel: 'Roll secret',
+        });
+        if (!ok) return;
+        const rolledKey = await ctx.api.send<KeyWithSecret>('POST', `${keyPath(ctx, key.id)}/roll`, { overlapSeconds: seconds });
+        drawKey(ctx, rolledKey.key, rolledKey.apiSecret);
+      },
+    }),
+  );
+}
+
+/** Disable or enable, reset the tokens, delete: each asked to confirm, failures shown in `problem`. */
+function keyDangerZone(ctx: PageContext, key: Key, problem: ReturnType<typeof problemBox>): HTMLElement {
+  const called = keyName(key);
+  const act = (question: ConfirmOptions, change: () => Promise<void>) => confirmThen(problem, question, change);
   const toggle = key.enabled
     ? h('button', { type: 'button', class: 'danger', onclick: () => void act({
       title: `Disable key ${called}?`,
@@ -192,55 +254,7 @@ function drawKey(ctx: PageContext, key: Key, rolled?: string): void {
     }) }, 'Delete key'),
   );
   danger.classList.add('danger-zone');
-
-  replace(ctx.main,
-    heading(`API key ${called}`, h('a', { href: ctx.href('keys', { account: ctx.params.account! }) }, 'All API keys')),
-    slot,
-    h('dl', { class: 'facts' },
-      h('dt', null, 'API key'), h('dd', null, h('code', null, key.apiKey)),
-      h('dt', null, 'Status'), h('dd', null, status(key)),
-      h('dt', null, 'Scopes'), h('dd', null, scopes(key.scopes)),
-      h('dt', null, 'Created'), h('dd', null, time(key.createdAt)),
-      h('dt', null, 'Last used'), h('dd', null, lastUsed(key)),
-      h('dt', null, 'Previous secret valid until'), h('dd', null, key.previousValidUntil === undefined ? 'no previous secret signs in' : time(key.previousValidUntil)),
-      key.description === '' ? null : [h('dt', null, 'Description'), h('dd', { class: 'multiline' }, key.description)],
-    ),
-    section('Edit',
-      form({
-        label: `Edit key ${called}`,
-        fields: [name, description, scopeField],
-        submitLabel: 'Save changes',
-        async onSubmit() {
-          await ctx.api.send<Key>('PATCH', keyPath(ctx, key.id), { name: valueOf(name), description: description.control.value, scopes: listOf(scopeField) });
-          ctx.reload('Changes saved.');
-        },
-      }),
-    ),
-    section('Roll the secret',
-      h('p', null, 'Gives the key a new secret, shown once, and keeps its API key. Access tokens already issued are not affected: reset the tokens to end them too.'),
-      form({
-        label: `Roll the secret of key ${called}`,
-        fields: [overlap],
-        submitLabel: 'Roll secret',
-        async onSubmit() {
-          const seconds = Number(overlap.control.value);
-          const choice = OVERLAPS.find((o) => o.seconds === seconds)?.label ?? `${seconds} seconds`;
-          const ok = await confirmAction({
-            title: `Roll the secret of key ${called}?`,
-            message: seconds === 0
-              ? h('p', null, `The current secret of key ${called} stops signing in at once; clients still using it cannot sign in until they get the new one.`)
-              : h('p', null, `The current secret of key ${called} keeps signing in for ${choice}, until ${when(new Date(Date.now() + seconds * 1000).toISOString())}, and then stops. Give clients the new secret before then.`),
-            confirmLabel: 'Roll secret',
-          });
-          if (!ok) return;
-          const rolledKey = await ctx.api.send<KeyWithSecret>('POST', `${keyPath(ctx, key.id)}/roll`, { overlapSeconds: seconds });
-          drawKey(ctx, rolledKey.key, rolledKey.apiSecret);
-        },
-      }),
-    ),
-    danger,
-  );
-  if (rolled !== undefined) showSecret(slot, key, rolled, `New API secret for ${called}`);
+  return danger;
 }
 
 export const keyPages: Record<'keys' | 'key', PageDef> = {
