@@ -55,7 +55,7 @@ export function prepareRuntime(mode: 'dist' | 'tsx'): Runtime {
     mode: 'dist',
     entry: [join(BUILD_DIR, 'main.js')],
     cli: (name) => [join(BUILD_DIR, 'cli', `${name}.js`)],
-    note: 'src/ compiled by `tsc -p tsconfig.build.json` into bench/results/dist (with src/dashboard/public copied, as `npm run build` does) and run as `node main.js` (as the Docker image runs dist/main.js; dist/ itself is not touched)',
+    note: 'src/ compiled by `tsc -p tsconfig.build.json` into bench/results/dist (with src/dashboard/public copied and the dashboard script compiled, as `npm run build` does) and run as `node main.js` (as the Docker image runs dist/main.js; dist/ itself is not touched)',
   };
 }
 
