@@ -44,7 +44,8 @@ function endOf(invite: InviteRecord): number {
   return Date.parse(invite.usedAt ?? invite.revokedAt ?? invite.expiresAt);
 }
 
-export function createInviteOperations({ store, clock, limits, config }: OwnerDeps, change: Change): InviteOperations {
+export function createInviteOperations(deps: OwnerDeps, change: Change): InviteOperations {
+  const { store, clock, config } = deps;
   const iso = (ms: number): string => new Date(ms).toISOString();
 
   return {
@@ -103,47 +104,53 @@ export function createInviteOperations({ store, clock, limits, config }: OwnerDe
       }),
     }),
 
-    acceptInvite({ token, password }, meta) {
-      const gone = (): NotFound => new NotFound('No such invite: it may have been used, revoked or have expired.');
-      return change(undefined, {
-        async load() {
-          const found = token.startsWith(INVITE_TOKEN_PREFIX) ? await store.findInvite(inviteDigest(token)) : undefined;
-          if (found === undefined || inviteStatus(found.invite, clock.now()) !== 'pending') throw gone();
-          const account = await store.readAccount(found.accountId);
-          if (account === undefined || account.deletedAt !== undefined) throw gone();
-          return { ...found, account };
-        },
-        // The invited email has an owner: only that owner's password accepts for them.
-        async apply({ invite, account }): Promise<{ owner: OwnerRecord } | { passwordHash: string }> {
-          const owner = await store.findOwnerByEmail(invite.email);
-          if (owner === undefined) return { passwordHash: await hashPassword(password) };
-          if (account.members.some((m) => m.ownerId === owner.id)) throw new Conflict('This owner is already a member of the account.', 'token');
-          return { owner: await checkOwnerPassword(limits, invite.email, owner, password, meta) };
-        },
-        async persist({ loaded: { accountId, invite }, prepared, now, event }) {
-          let owner: OwnerRecord;
-          if ('owner' in prepared) owner = prepared.owner;
-          else {
-            owner = { id: `own_${randomBase62(16)}`, email: invite.email, passwordHash: prepared.passwordHash, mustChangePassword: false, disabled: false, createdAt: iso(now) };
-            if (!(await store.createOwner(owner))) throw new Conflict('An owner with this email was created meanwhile: accept again with their password.', 'token');
-          }
-          const ownerId = owner.id;
-          const by: Actor = { caller: { kind: 'owner', ownerId, email: owner.email }, meta };
-          return editAccount(store, undefined, accountId, (current) => {
-            if (current.deletedAt !== undefined) throw gone();
-            const index = current.invites.findIndex((i) => i.id === invite.id);
-            // One use: whoever commits first has it.
-            if (index === -1 || inviteStatus(current.invites[index]!, now) !== 'pending') throw gone();
-            if (current.members.some((m) => m.ownerId === ownerId)) throw new Conflict('This owner is already a member of the account.', 'token');
-            const invites = current.invites.map((i, n) => (n === index ? { ...i, usedAt: iso(now) } : i));
-            const made = [
-              event({ action: 'invite.accept', target: { type: 'invite', id: invite.id } }, { by }),
-              event({ action: 'member.add', target: { type: 'owner', id: ownerId }, changes: { email: [null, invite.email] } }, { by }),
-            ];
-            return { doc: { ...current, invites, members: [...current.members, { ownerId, addedAt: iso(now) }] }, events: made, result: { ownerId, accountId } };
-          });
-        },
-      });
-    },
+    acceptInvite: createInviteAcceptance(deps, change),
+  };
+}
+
+/** Accepting an invite: a public change, whose caller (the owner it makes or proves) is known only once applied. */
+function createInviteAcceptance({ store, clock, limits }: OwnerDeps, change: Change): InviteOperations['acceptInvite'] {
+  const iso = (ms: number): string => new Date(ms).toISOString();
+  return ({ token, password }, meta) => {
+    const gone = (): NotFound => new NotFound('No such invite: it may have been used, revoked or have expired.');
+    return change(undefined, {
+      async load() {
+        const found = token.startsWith(INVITE_TOKEN_PREFIX) ? await store.findInvite(inviteDigest(token)) : undefined;
+        if (found === undefined || inviteStatus(found.invite, clock.now()) !== 'pending') throw gone();
+        const account = await store.readAccount(found.accountId);
+        if (account === undefined || account.deletedAt !== undefined) throw gone();
+        return { ...found, account };
+      },
+      // The invited email has an owner: only that owner's password accepts for them.
+      async apply({ invite, account }): Promise<{ owner: OwnerRecord } | { passwordHash: string }> {
+        const owner = await store.findOwnerByEmail(invite.email);
+        if (owner === undefined) return { passwordHash: await hashPassword(password) };
+        if (account.members.some((m) => m.ownerId === owner.id)) throw new Conflict('This owner is already a member of the account.', 'token');
+        return { owner: await checkOwnerPassword(limits, invite.email, owner, password, meta) };
+      },
+      async persist({ loaded: { accountId, invite }, prepared, now, event }) {
+        let owner: OwnerRecord;
+        if ('owner' in prepared) owner = prepared.owner;
+        else {
+          owner = { id: `own_${randomBase62(16)}`, email: invite.email, passwordHash: prepared.passwordHash, mustChangePassword: false, disabled: false, createdAt: iso(now) };
+          if (!(await store.createOwner(owner))) throw new Conflict('An owner with this email was created meanwhile: accept again with their password.', 'token');
+        }
+        const ownerId = owner.id;
+        const by: Actor = { caller: { kind: 'owner', ownerId, email: owner.email }, meta };
+        return editAccount(store, undefined, accountId, (current) => {
+          if (current.deletedAt !== undefined) throw gone();
+          const index = current.invites.findIndex((i) => i.id === invite.id);
+          // One use: whoever commits first has it.
+          if (index === -1 || inviteStatus(current.invites[index]!, now) !== 'pending') throw gone();
+          if (current.members.some((m) => m.ownerId === ownerId)) throw new Conflict('This owner is already a member of the account.', 'token');
+          const invites = current.invites.map((i, n) => (n === index ? { ...i, usedAt: iso(now) } : i));
+          const made = [
+            event({ action: 'invite.accept', target: { type: 'invite', id: invite.id } }, { by }),
+            event({ action: 'member.add', target: { type: 'owner', id: ownerId }, changes: { email: [null, invite.email] } }, { by }),
+          ];
+          return { doc: { ...current, invites, members: [...current.members, { ownerId, addedAt: iso(now) }] }, events: made, result: { ownerId, accountId } };
+        });
+      },
+    });
   };
 }
