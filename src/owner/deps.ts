@@ -9,6 +9,7 @@ import type { SessionStore } from '../state/sessions/store.js';
 import type { UsageCounters } from '../state/usage/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
+import type { ChangeListener } from './pipeline.js';
 
 export interface OwnerDeps {
   store: OwnerStore;
@@ -26,4 +27,6 @@ export interface OwnerDeps {
   keyUse?: KeyUseStore;
   /** Refuses the demo owners' published passwords at sign-in on a production gateway (auth/demo-secrets.ts). */
   demoSecrets?: DemoSecretGuard;
+  /** Hear every owner change once it is written and logged (owner/pipeline.ts, the notify step); none by default. */
+  listeners?: readonly ChangeListener[];
 }

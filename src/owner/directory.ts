@@ -3,7 +3,7 @@
  * from (the data file or Redis), so `/api/roles` and `/api/sign` serve a change at once on this
  * instance and, through the store's notices, on every other. A store the gateway only reads (the
  * HTTP directory, or a directory kept apart from the owner store) refuses every write up front
- * with 409 read_only_store rather than pretending (owner/access.ts requireWritable), and every
+ * with 409 read_only_store rather than pretending (the pipeline's writable step, owner/pipeline.ts), and every
  * read too: the owner store's copy is not what the gateway serves there.
  *
  * Roles are listed in id order, which is the order `/api/roles` pages them in: so ids are the
@@ -13,10 +13,10 @@
  */
 import { Conflict, InvalidRequest, NotFound, ReadOnlyStore } from '../errors/errors.js';
 import type { Role, RoleQuery, SignRecord } from '../state/directory/store.js';
-import type { PutRoleOutcome, PutSignRecordOutcome } from '../state/owners/store.js';
-import { loadAccount, requireWritable } from './access.js';
-import { logEvents, makeEvent } from './audit.js';
+import type { OwnerStore, PutRoleOutcome, PutSignRecordOutcome } from '../state/owners/store.js';
+import { loadAccount } from './access.js';
 import type { OwnerDeps } from './deps.js';
+import { createChangePipeline, trail, type Change } from './pipeline.js';
 import type { Actor, Caller, Page, PageQuery } from './types.js';
 
 /** Roles an account holds at most, made through the owner API (each one rewrites the data file, where it lives). */
@@ -55,13 +55,16 @@ export interface DirectoryService {
 
 /**
  * The owner a write is made for, checked again by the store in the same step as the write: their
- * removal from the members may come between loadForWrite and it (undefined for an operator).
+ * removal from the members may come between the change's load and it (undefined for an operator).
  */
 function memberOf({ caller }: Actor): string | undefined {
   return caller.kind === 'owner' ? caller.ownerId : undefined;
 }
 
-export function createDirectoryService({ store, clock, log }: OwnerDeps): DirectoryService {
+export function createDirectoryService(deps: OwnerDeps): DirectoryService {
+  const { store } = deps;
+  const change = createChangePipeline(deps);
+
   /**
    * The account for a read. Where roles and sign records are served from another store than the
    * owner store (the HTTP upstream, or Redis beside a data file), what the owner store holds is
@@ -73,12 +76,24 @@ export function createDirectoryService({ store, clock, log }: OwnerDeps): Direct
     await loadAccount(store, caller, accountId);
   }
 
-  /** The account for a write: a store that takes none refuses first (nothing to look up), then access. */
-  async function loadForWrite(actor: Actor, accountId: string): Promise<void> {
-    requireWritable(store, { directory: true });
-    await loadAccount(store, actor.caller, accountId);
-  }
+  return {
+    ...createRoleOperations(store, change, loadForRead),
+    ...createSignRecordOperations(store, change, loadForRead),
+    checkRead: loadForRead,
+  };
+}
 
+type ReadCheck = (caller: Caller, accountId: string) => Promise<void>;
+
+/**
+ * What every role and sign-record change starts from: the account as the caller reaches it, and
+ * a store that takes roles and sign records (the pipeline checks `writes: 'directory'`).
+ */
+function directoryChange(store: OwnerStore, actor: Actor, accountId: string): { writes: 'directory'; load: () => Promise<void> } {
+  return { writes: 'directory', load: async () => void (await loadAccount(store, actor.caller, accountId)) };
+}
+
+function createRoleOperations(store: OwnerStore, change: Change, loadForRead: ReadCheck): Pick<DirectoryService, 'listRoles' | 'getRole' | 'createRole' | 'replaceRole' | 'deleteRole'> {
   /**
    * The offset of the first role (matching the query) with an id above `afterId`. The cursor's
    * offset is trusted only when the roles around it show that nothing before it moved; otherwise
@@ -123,39 +138,50 @@ export function createDirectoryService({ store, clock, log }: OwnerDeps): Direct
       return role;
     },
 
-    async createRole(actor, accountId, role) {
-      await loadForWrite(actor, accountId);
+    createRole: (actor, accountId, role) => change(actor, {
+      ...directoryChange(store, actor, accountId),
       // Checked before the write, not inside it: concurrent creations may pass it together, so
       // the bound is MAX_ROLES plus the creations in flight, not exact.
-      if ((await store.listRoles(accountId, { offset: 0, limit: 1 })).total >= MAX_ROLES) {
-        throw new Conflict(`An account holds at most ${MAX_ROLES} roles: delete some first.`);
-      }
-      const event = makeEvent(actor, clock.now(), { action: 'role.create', target: { type: 'role', id: String(role.id) }, changes: roleChanges(undefined, role) });
-      settleRole(await store.putRole(accountId, role, undefined, [event], memberOf(actor)), 'No such account.');
-      logEvents(log, accountId, [event]);
-      return role;
-    },
+      async apply() {
+        if ((await store.listRoles(accountId, { offset: 0, limit: 1 })).total >= MAX_ROLES) {
+          throw new Conflict(`An account holds at most ${MAX_ROLES} roles: delete some first.`);
+        }
+      },
+      async persist({ event }) {
+        const events = [event({ action: 'role.create', target: { type: 'role', id: String(role.id) }, changes: roleChanges(undefined, role) })];
+        settleRole(await store.putRole(accountId, role, undefined, events, memberOf(actor)), 'No such account.');
+        return trail(accountId, events, role);
+      },
+    }),
 
-    async replaceRole(actor, accountId, id, role) {
-      await loadForWrite(actor, accountId);
-      const before = await store.getRole(accountId, id);
-      if (before === undefined) throw new NotFound('No such role.');
-      // The event names the role by the id it was changed under; a move shows in `changes.id`.
-      const event = makeEvent(actor, clock.now(), { action: 'role.update', target: { type: 'role', id: String(id) }, changes: roleChanges(before, role) });
-      settleRole(await store.putRole(accountId, role, id, [event], memberOf(actor)), 'No such role.');
-      logEvents(log, accountId, [event]);
-      return role;
-    },
+    replaceRole: (actor, accountId, id, role) => change(actor, {
+      ...directoryChange(store, actor, accountId),
+      async apply() {
+        const before = await store.getRole(accountId, id);
+        if (before === undefined) throw new NotFound('No such role.');
+        return before;
+      },
+      async persist({ prepared: before, event }) {
+        // The event names the role by the id it was changed under; a move shows in `changes.id`.
+        const events = [event({ action: 'role.update', target: { type: 'role', id: String(id) }, changes: roleChanges(before, role) })];
+        settleRole(await store.putRole(accountId, role, id, events, memberOf(actor)), 'No such role.');
+        return trail(accountId, events, role);
+      },
+    }),
 
-    async deleteRole(actor, accountId, id) {
-      await loadForWrite(actor, accountId);
-      const event = makeEvent(actor, clock.now(), { action: 'role.delete', target: { type: 'role', id: String(id) } });
-      if (!(await store.deleteRole(accountId, id, [event], memberOf(actor)))) throw new NotFound('No such role.');
-      logEvents(log, accountId, [event]);
-    },
+    deleteRole: (actor, accountId, id) => change(actor, {
+      ...directoryChange(store, actor, accountId),
+      async persist({ event }) {
+        const events = [event({ action: 'role.delete', target: { type: 'role', id: String(id) } })];
+        if (!(await store.deleteRole(accountId, id, events, memberOf(actor)))) throw new NotFound('No such role.');
+        return trail(accountId, events, undefined);
+      },
+    }),
+  };
+}
 
-    checkRead: loadForRead,
-
+function createSignRecordOperations(store: OwnerStore, change: Change, loadForRead: ReadCheck): Pick<DirectoryService, 'getSignRecord' | 'createSignRecord' | 'replaceSignRecord' | 'deleteSignRecord'> {
+  return {
     async getSignRecord(caller, accountId, address) {
       await loadForRead(caller, accountId);
       const record = await store.getSignRecord(accountId, address.toLowerCase());
@@ -163,33 +189,42 @@ export function createDirectoryService({ store, clock, log }: OwnerDeps): Direct
       return record;
     },
 
-    async createSignRecord(actor, accountId, given) {
-      await loadForWrite(actor, accountId);
-      const record = { ...given, address: given.address.toLowerCase() };
-      const event = makeEvent(actor, clock.now(), { action: 'sign_record.create', target: { type: 'sign_record', id: record.address }, changes: signChanges(undefined, record) });
-      settleSign(await store.putSignRecord(accountId, record, 'create', [event], memberOf(actor)), 'No such account.');
-      logEvents(log, accountId, [event]);
-      return record;
-    },
+    createSignRecord: (actor, accountId, given) => change(actor, {
+      ...directoryChange(store, actor, accountId),
+      async persist({ event }) {
+        const record = { ...given, address: given.address.toLowerCase() };
+        const events = [event({ action: 'sign_record.create', target: { type: 'sign_record', id: record.address }, changes: signChanges(undefined, record) })];
+        settleSign(await store.putSignRecord(accountId, record, 'create', events, memberOf(actor)), 'No such account.');
+        return trail(accountId, events, record);
+      },
+    }),
 
-    async replaceSignRecord(actor, accountId, address, times) {
-      await loadForWrite(actor, accountId);
+    replaceSignRecord(actor, accountId, address, times) {
       const record = { address: address.toLowerCase(), ...times };
-      const before = await store.getSignRecord(accountId, record.address);
-      if (before === undefined) throw new NotFound('No such sign record.');
-      const event = makeEvent(actor, clock.now(), { action: 'sign_record.update', target: { type: 'sign_record', id: record.address }, changes: signChanges(before, record) });
-      settleSign(await store.putSignRecord(accountId, record, 'replace', [event], memberOf(actor)), 'No such sign record.');
-      logEvents(log, accountId, [event]);
-      return record;
+      return change(actor, {
+        ...directoryChange(store, actor, accountId),
+        async apply() {
+          const before = await store.getSignRecord(accountId, record.address);
+          if (before === undefined) throw new NotFound('No such sign record.');
+          return before;
+        },
+        async persist({ prepared: before, event }) {
+          const events = [event({ action: 'sign_record.update', target: { type: 'sign_record', id: record.address }, changes: signChanges(before, record) })];
+          settleSign(await store.putSignRecord(accountId, record, 'replace', events, memberOf(actor)), 'No such sign record.');
+          return trail(accountId, events, record);
+        },
+      });
     },
 
-    async deleteSignRecord(actor, accountId, address) {
-      await loadForWrite(actor, accountId);
-      const lower = address.toLowerCase();
-      const event = makeEvent(actor, clock.now(), { action: 'sign_record.delete', target: { type: 'sign_record', id: lower } });
-      if (!(await store.deleteSignRecord(accountId, lower, [event], memberOf(actor)))) throw new NotFound('No such sign record.');
-      logEvents(log, accountId, [event]);
-    },
+    deleteSignRecord: (actor, accountId, address) => change(actor, {
+      ...directoryChange(store, actor, accountId),
+      async persist({ event }) {
+        const lower = address.toLowerCase();
+        const events = [event({ action: 'sign_record.delete', target: { type: 'sign_record', id: lower } })];
+        if (!(await store.deleteSignRecord(accountId, lower, events, memberOf(actor)))) throw new NotFound('No such sign record.');
+        return trail(accountId, events, undefined);
+      },
+    }),
   };
 }
 

@@ -13,12 +13,12 @@
 import { Conflict, NotFound } from '../errors/errors.js';
 import { hashSecret, secretDigest } from '../domain/secrets.js';
 import { randomBase62 } from '../domain/random.js';
-import type { ApiKeyData, AuditEvent } from '../state/owners/records.js';
-import type { AccountDoc } from '../state/owners/store.js';
-import { loadAccount, requireReachable, requireWritable } from './access.js';
-import { logEvents, makeEvent } from './audit.js';
+import type { ApiKeyData } from '../state/owners/records.js';
+import type { AccountDoc, OwnerStore } from '../state/owners/store.js';
+import { loadAccount } from './access.js';
 import type { OwnerDeps } from './deps.js';
 import { pageById } from './pages.js';
+import { createChangePipeline, editAccount, trail, type Change, type OwnerChange } from './pipeline.js';
 import type { Actor, Caller, Page, PageQuery } from './types.js';
 
 /** A key as the owner API shows it: never its secret or digest. */
@@ -126,26 +126,10 @@ function changesOf(before: ApiKeyData | undefined, after: ApiKeyData | undefined
   return Object.fromEntries(Object.keys(now).map((field) => [field, [was[field], now[field]]]));
 }
 
-export function createKeyService({ store, revocations, clock, log, keyUse }: OwnerDeps): KeyService {
+export function createKeyService(deps: OwnerDeps): KeyService {
+  const { store, keyUse } = deps;
+  const change = createChangePipeline(deps);
   const lastUses = async (accountId: string) => keyUse?.read(accountId) ?? new Map<string, number>();
-
-  /** One change of one key, with its event, written as one store change. */
-  async function changeKey<T>(actor: Actor, accountId: string, keyId: string, action: string, edit: (key: ApiKeyData, now: number) => { key: ApiKeyData | undefined; result: T }): Promise<T> {
-    requireWritable(store);
-    await loadAccount(store, actor.caller, accountId);
-    const now = clock.now();
-    let events: AuditEvent[] = [];
-    const result = await store.updateAccount(accountId, (doc) => {
-      const before = findKey(requireReachable(actor.caller, doc), keyId);
-      const { key, result } = edit(structuredClone(before), now);
-      events = [makeEvent(actor, now, { action, target: { type: 'key', id: keyId }, changes: changesOf(before, key) })];
-      const apiKeys = key === undefined ? doc.apiKeys.filter((k) => k.id !== keyId) : doc.apiKeys.map((k) => (k.id === keyId ? key : k));
-      return { doc: { ...doc, apiKeys }, events, result };
-    });
-    logEvents(log, accountId, events);
-    return result;
-  }
-
   return {
     async list(caller, accountId, page) {
       const doc = await loadAccount(store, caller, accountId);
@@ -158,32 +142,55 @@ export function createKeyService({ store, revocations, clock, log, keyUse }: Own
       return toKeyView(key, (await lastUses(accountId)).get(key.id));
     },
 
-    async create(actor, accountId, { name, description, scopes = [] }) {
-      requireWritable(store);
-      await loadAccount(store, actor.caller, accountId);
-      const now = clock.now();
-      const { apiSecret, digest } = newSecret();
-      const key: ApiKeyData = {
-        id: `${KEY_ID_PREFIX}${randomBase62(16)}`,
-        apiKey: `${API_KEY_PREFIX}${randomBase62(24)}`,
-        secretDigest: digest,
-        disabled: false,
-        scopes: [...new Set(scopes)],
-        name,
-        ...(description !== undefined && description !== '' ? { description } : {}),
-        createdAt: new Date(now).toISOString(),
-      };
-      const events = [makeEvent(actor, now, { action: 'key.create', target: { type: 'key', id: key.id }, changes: changesOf(undefined, key) })];
-      await store.updateAccount(accountId, (doc) => {
-        if (doc.apiKeys.length >= MAX_KEYS) throw new Conflict(`An account holds at most ${MAX_KEYS} keys: delete some first.`);
-        return { doc: { ...requireReachable(actor.caller, doc), apiKeys: [...doc.apiKeys, key] }, events, result: undefined };
-      });
-      logEvents(log, accountId, events);
-      return { key: toKeyView(key), apiSecret };
-    },
+    ...createKeyChanges(deps, change),
+    ...createResets(deps, change),
+  };
+}
 
-    async update(actor, accountId, keyId, patch) {
-      const { view, stopTokens } = await changeKey(actor, accountId, keyId, 'key.update', (key) => {
+/**
+ * One change of one key with its event, as the pipeline runs it: `edit` gets a copy of the key
+ * as stored now and answers the key to store (undefined: deleted).
+ */
+function keyChange<T>(store: OwnerStore, actor: Actor, accountId: string, keyId: string, action: string, edit: (key: ApiKeyData, now: number) => { key: ApiKeyData | undefined; result: T }): OwnerChange<AccountDoc, undefined, T, T> {
+  return {
+    load: () => loadAccount(store, actor.caller, accountId),
+    persist: ({ now, event }) => editAccount(store, actor.caller, accountId, (doc) => {
+      const before = findKey(doc, keyId);
+      const { key, result } = edit(structuredClone(before), now);
+      const events = [event({ action, target: { type: 'key', id: keyId }, changes: changesOf(before, key) })];
+      const apiKeys = key === undefined ? doc.apiKeys.filter((k) => k.id !== keyId) : doc.apiKeys.map((k) => (k.id === keyId ? key : k));
+      return { doc: { ...doc, apiKeys }, events, result };
+    }),
+  };
+}
+
+function createKeyChanges({ store, revocations }: OwnerDeps, change: Change): Pick<KeyService, 'create' | 'update' | 'remove' | 'roll'> {
+  return {
+    create: (actor, accountId, { name, description, scopes = [] }) => change(actor, {
+      load: () => loadAccount(store, actor.caller, accountId),
+      async persist({ now, event }) {
+        const { apiSecret, digest } = newSecret();
+        const key: ApiKeyData = {
+          id: `${KEY_ID_PREFIX}${randomBase62(16)}`,
+          apiKey: `${API_KEY_PREFIX}${randomBase62(24)}`,
+          secretDigest: digest,
+          disabled: false,
+          scopes: [...new Set(scopes)],
+          name,
+          ...(description !== undefined && description !== '' ? { description } : {}),
+          createdAt: new Date(now).toISOString(),
+        };
+        const events = [event({ action: 'key.create', target: { type: 'key', id: key.id }, changes: changesOf(undefined, key) })];
+        const saved = await editAccount(store, actor.caller, accountId, (doc) => {
+          if (doc.apiKeys.length >= MAX_KEYS) throw new Conflict(`An account holds at most ${MAX_KEYS} keys: delete some first.`);
+          return { doc: { ...doc, apiKeys: [...doc.apiKeys, key] }, events, result: undefined };
+        });
+        return { ...saved, result: { key: toKeyView(key), apiSecret } };
+      },
+    }),
+
+    update: (actor, accountId, keyId, patch) => change(actor, {
+      ...keyChange(store, actor, accountId, keyId, 'key.update', (key) => {
         const next: ApiKeyData = { ...key };
         if (patch.name !== undefined) next.name = patch.name;
         if (patch.description !== undefined) next.description = patch.description;
@@ -194,51 +201,66 @@ export function createKeyService({ store, revocations, clock, log, keyUse }: Own
         const disabled = next.disabled && patch.enabled === false;
         const narrowed = key.scopes.some((scope) => !next.scopes.includes(scope));
         return { key: next, result: { view: toKeyView(next), stopTokens: disabled || narrowed } };
-      });
-      if (stopTokens) await revocations.reset({ accountId, keyId });
-      return view;
-    },
+      }),
+      async notify({ view, stopTokens }) {
+        if (stopTokens) await revocations.reset({ accountId, keyId });
+        return view;
+      },
+    }),
 
-    async remove(actor, accountId, keyId) {
-      await changeKey(actor, accountId, keyId, 'key.delete', () => ({ key: undefined, result: undefined }));
-      await revocations.reset({ accountId, keyId });
-      return { id: keyId, deleted: true };
-    },
+    remove: (actor, accountId, keyId) => change(actor, {
+      ...keyChange(store, actor, accountId, keyId, 'key.delete', () => ({ key: undefined, result: undefined })),
+      async notify() {
+        await revocations.reset({ accountId, keyId });
+        return { id: keyId, deleted: true as const };
+      },
+    }),
 
-    async roll(actor, accountId, keyId, { overlapSeconds }) {
+    roll(actor, accountId, keyId, { overlapSeconds }) {
       const { apiSecret, digest } = newSecret();
-      const view = await changeKey(actor, accountId, keyId, 'key.roll', (key, now) => {
-        const { previousSecretDigest: _digest, previousValidUntil: _until, ...rest } = key;
-        const next: ApiKeyData = overlapSeconds === 0
-          ? { ...rest, secretDigest: digest }
-          : { ...rest, secretDigest: digest, previousSecretDigest: key.secretDigest, previousValidUntil: new Date(now + overlapSeconds * 1000).toISOString() };
-        return { key: next, result: toKeyView(next) };
+      return change(actor, {
+        ...keyChange(store, actor, accountId, keyId, 'key.roll', (key, now) => {
+          const { previousSecretDigest: _digest, previousValidUntil: _until, ...rest } = key;
+          const next: ApiKeyData = overlapSeconds === 0
+            ? { ...rest, secretDigest: digest }
+            : { ...rest, secretDigest: digest, previousSecretDigest: key.secretDigest, previousValidUntil: new Date(now + overlapSeconds * 1000).toISOString() };
+          return { key: next, result: toKeyView(next) };
+        }),
+        notify: async (view) => ({ key: view, apiSecret }),
       });
-      return { key: view, apiSecret };
     },
+  };
+}
 
-    async resetKey(actor, accountId, keyId) {
-      requireWritable(store);
-      findKey(await loadAccount(store, actor.caller, accountId), keyId);
-      const at = await revocations.reset({ accountId, keyId });
-      const events = [makeEvent(actor, at, { action: 'key.reset', target: { type: 'key', id: keyId } })];
-      await store.appendAudit(accountId, events);
-      logEvents(log, accountId, events);
-      return { scope: 'key', accountId, keyId, resetAt: new Date(at).toISOString() };
-    },
+/** Token resets: the reset itself is what every instance hears (auth/revocation.ts). */
+function createResets({ store, revocations }: OwnerDeps, change: Change): Pick<KeyService, 'resetKey' | 'resetAccount'> {
+  return {
+    resetKey: (actor, accountId, keyId) => change(actor, {
+      load: () => loadAccount(store, actor.caller, accountId),
+      // The reset is the change: nothing of the account is written, the event goes with it.
+      async persist({ loaded, event }) {
+        findKey(loaded, keyId);
+        const at = await revocations.reset({ accountId, keyId });
+        const events = [event({ action: 'key.reset', target: { type: 'key', id: keyId } }, { at })];
+        await store.appendAudit(accountId, events);
+        return trail(accountId, events, { scope: 'key' as const, accountId, keyId, resetAt: new Date(at).toISOString() });
+      },
+    }),
 
-    async resetAccount(actor, accountId) {
-      requireWritable(store);
-      await loadAccount(store, actor.caller, accountId);
-      const now = clock.now();
-      const events = [makeEvent(actor, now, { action: 'account.reset', target: { type: 'account', id: accountId } })];
+    resetAccount: (actor, accountId) => change(actor, {
+      load: () => loadAccount(store, actor.caller, accountId),
       // Persisted first: the reset below stops the tokens everywhere at once, but is itself
       // remembered only for a while, and a settings token lives longer.
-      await store.updateAccount(accountId, (doc) => ({ doc: revokeSettingsTokens(requireReachable(actor.caller, doc), now), events, result: undefined }));
-      logEvents(log, accountId, events);
-      const at = await revocations.reset({ accountId });
-      return { scope: 'account', accountId, resetAt: new Date(at).toISOString() };
-    },
+      persist: ({ now, event }) => editAccount(store, actor.caller, accountId, (doc) => ({
+        doc: revokeSettingsTokens(doc, now),
+        events: [event({ action: 'account.reset', target: { type: 'account', id: accountId } })],
+        result: undefined,
+      })),
+      async notify() {
+        const at = await revocations.reset({ accountId });
+        return { scope: 'account' as const, accountId, resetAt: new Date(at).toISOString() };
+      },
+    }),
   };
 }
 

@@ -23,3 +23,10 @@ function decodeCursor(cursor: string): string {
   }
   return id;
 }
+
+/** A page of `items` (sorted by `keyOf`, ascending): those after the cursor, which is the last key of the page before. */
+export function pageAfter<T>(items: readonly T[], keyOf: (item: T) => string, { limit, cursor }: PageQuery): Page<T> {
+  const rest = cursor === undefined ? items : items.filter((item) => keyOf(item) > cursor);
+  const page = rest.slice(0, limit);
+  return rest.length > limit ? { items: page, nextCursor: keyOf(page.at(-1)!) } : { items: page };
+}

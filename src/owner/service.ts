@@ -2,7 +2,8 @@
  * The owner service: everything an owner or an operator can do, one part per kind of object.
  * Each part checks who may reach what (owner/access.ts), validates what the HTTP layer cannot
  * (uniqueness, state), writes through the owner store with an audit event (owner/audit.ts),
- * and, where tokens already issued must stop, resets them (auth/revocation.ts).
+ * and, where tokens already issued must stop, resets them (auth/revocation.ts): every change
+ * in those steps, through one pipeline (owner/pipeline.ts).
  */
 import { createAccountService, type AccountService } from './accounts.js';
 import type { OwnerDeps } from './deps.js';

@@ -16,11 +16,10 @@ import { secretDigest } from '../domain/secrets.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import type { OwnerRecord } from '../state/owners/records.js';
 import type { OwnerSession } from '../state/sessions/store.js';
-import { requireWritable } from './access.js';
-import { logEvents, makeEvent } from './audit.js';
 import type { OwnerDeps } from './deps.js';
-import { createDeviceCookies } from './devices.js';
+import { createDeviceCookies, type DeviceCookies } from './devices.js';
 import { hashPassword, limitHashing, needsRehash, PASSWORD_MAX, PASSWORD_MIN, prepareDummyHash, verifyNobody, verifyPassword } from './passwords.js';
+import { createChangePipeline, type AuditTrail } from './pipeline.js';
 import type { Caller, RequestMeta, ResumedSession, SessionResolver } from './types.js';
 import { accountView, ownerView, type AccountView, type OwnerView } from './views.js';
 
@@ -89,63 +88,26 @@ export async function checkOwnerPassword(limits: RateLimits, email: string, owne
   return owner;
 }
 
-export function createSessionService({ store, sessions, clock, limits, log, config, demoSecrets }: OwnerDeps): SessionService {
-  const idleMs = config.owner.sessionIdleSeconds * 1000;
-  const maxMs = config.owner.sessionMaxSeconds * 1000;
-  const touchEveryMs = Math.min(TOUCH_EVERY_MS, idleMs / 4);
-  const devices = createDeviceCookies({ secret: config.owner.deviceCookieSecret, days: config.owner.deviceCookieDays, clock });
-  limitHashing({ concurrency: config.owner.passwordHashConcurrency, queue: config.owner.passwordHashQueue, budget: config.owner.passwordHashBudget, now: () => clock.now(), nice: config.owner.passwordHashNice });
-  prepareDummyHash();
-
+/** What sign-ins and password changes share: the counted password check and the start of a session. */
+interface SessionKit {
+  devices: DeviceCookies;
   /** A counted password check; throws InvalidOwnerCredentials on any failure. */
-  function checkPassword(email: string, owner: OwnerRecord | undefined, password: string, meta: RequestMeta, signedIn = false): Promise<OwnerRecord> {
-    return checkOwnerPassword(limits, email, owner, password, meta, devices.deviceOf(meta.deviceCookie, email), signedIn);
-  }
-
-  async function view(owner: OwnerRecord, session: OwnerSession): Promise<SessionView> {
-    const accounts: AccountView[] = [];
-    for (const id of await store.accountsOf(owner.id)) {
-      const doc = await store.readAccount(id);
-      if (doc !== undefined && doc.deletedAt === undefined) accounts.push(accountView(doc));
-    }
-    return {
-      owner: ownerView(owner),
-      accounts,
-      csrfToken: session.csrfToken,
-      idleExpiresAt: new Date(session.idleExpiresAt).toISOString(),
-      expiresAt: new Date(session.expiresAt).toISOString(),
-    };
-  }
-
-  async function start(owner: OwnerRecord): Promise<{ digest: string; created: NewSession }> {
-    const token = randomBase62(SESSION_ID_LENGTH);
-    const digest = sessionDigest(token);
-    const now = clock.now();
-    const session: OwnerSession = {
-      ownerId: owner.id,
-      csrfToken: randomBase62(SESSION_ID_LENGTH),
-      createdAt: now,
-      idleExpiresAt: Math.min(now + idleMs, now + maxMs),
-      expiresAt: now + maxMs,
-    };
-    await sessions.create(digest, session);
-    return { digest, created: { token, session: await view(owner, session), maxAgeSeconds: Math.floor(maxMs / 1000) } };
-  }
-
+  checkPassword(email: string, owner: OwnerRecord | undefined, password: string, meta: RequestMeta, signedIn?: boolean): Promise<OwnerRecord>;
+  view(owner: OwnerRecord, session: OwnerSession): Promise<SessionView>;
+  start(owner: OwnerRecord): Promise<{ digest: string; created: NewSession }>;
   /**
    * A hash made with older parameters is replaced now that the password is known (failures only
    * logged). Answers the hash the owner has for this password afterwards.
    */
-  async function rehashIfOld(owner: OwnerRecord, password: string): Promise<string> {
-    if (!needsRehash(owner.passwordHash) || store.readOnly !== undefined) return owner.passwordHash;
-    try {
-      const passwordHash = await hashPassword(password);
-      return await store.updateOwner(owner.id, (current) => (current.passwordHash === owner.passwordHash ? { owner: { ...current, passwordHash }, result: passwordHash } : { result: owner.passwordHash }));
-    } catch (err) {
-      log.warn({ err, ownerId: owner.id }, 'owner password rehash failed: the old hash stays');
-      return owner.passwordHash;
-    }
-  }
+  rehashIfOld(owner: OwnerRecord, password: string): Promise<string>;
+}
+
+export function createSessionService(deps: OwnerDeps): SessionService {
+  const { store, sessions, clock, config, demoSecrets } = deps;
+  const idleMs = config.owner.sessionIdleSeconds * 1000;
+  const touchEveryMs = Math.min(TOUCH_EVERY_MS, idleMs / 4);
+  const kit = createSessionKit(deps);
+  const { devices, checkPassword, view, start, rehashIfOld } = kit;
 
   return {
     async signIn(email, password, meta) {
@@ -193,33 +155,102 @@ export function createSessionService({ store, sessions, clock, limits, log, conf
       await sessions.delete(sessionDigest(token));
     },
 
-    async changePassword(caller, token, { currentPassword, newPassword }, meta) {
-      if (newPassword.length < PASSWORD_MIN || newPassword.length > PASSWORD_MAX) {
-        throw new InvalidRequest(`The new password must have ${PASSWORD_MIN} to ${PASSWORD_MAX} characters.`, { field: 'newPassword' });
-      }
-      requireWritable(store);
-      const owner = await checkPassword(caller.email, await store.findOwner(caller.ownerId), currentPassword, meta, true);
-      const passwordHash = await hashPassword(newPassword);
+    changePassword: createPasswordChange(deps, kit),
+  };
+}
+
+function createSessionKit({ store, sessions, clock, limits, log, config }: OwnerDeps): SessionKit {
+  const idleMs = config.owner.sessionIdleSeconds * 1000;
+  const maxMs = config.owner.sessionMaxSeconds * 1000;
+  const devices = createDeviceCookies({ secret: config.owner.deviceCookieSecret, days: config.owner.deviceCookieDays, clock });
+  limitHashing({ concurrency: config.owner.passwordHashConcurrency, queue: config.owner.passwordHashQueue, budget: config.owner.passwordHashBudget, now: () => clock.now(), nice: config.owner.passwordHashNice });
+  prepareDummyHash();
+
+  async function view(owner: OwnerRecord, session: OwnerSession): Promise<SessionView> {
+    const accounts: AccountView[] = [];
+    for (const id of await store.accountsOf(owner.id)) {
+      const doc = await store.readAccount(id);
+      if (doc !== undefined && doc.deletedAt === undefined) accounts.push(accountView(doc));
+    }
+    return {
+      owner: ownerView(owner),
+      accounts,
+      csrfToken: session.csrfToken,
+      idleExpiresAt: new Date(session.idleExpiresAt).toISOString(),
+      expiresAt: new Date(session.expiresAt).toISOString(),
+    };
+  }
+
+  return {
+    devices,
+    checkPassword: (email, owner, password, meta, signedIn = false) => checkOwnerPassword(limits, email, owner, password, meta, devices.deviceOf(meta.deviceCookie, email), signedIn),
+    view,
+
+    async start(owner) {
+      const token = randomBase62(SESSION_ID_LENGTH);
+      const digest = sessionDigest(token);
       const now = clock.now();
-      const before = await store.updateOwner(owner.id, (current) => ({
-        owner: { ...current, passwordHash, mustChangePassword: false, passwordChangedAt: new Date(now).toISOString() },
-        result: current,
-      }));
-      const { digest, created } = await start({ ...before, passwordHash, mustChangePassword: false });
-      // Every other session of this owner ends (whoever learnt the old password is out), the presenting one by name.
-      await sessions.delete(sessionDigest(token));
-      await sessions.deleteOwnerSessions(owner.id, digest);
-      const event = makeEvent({ caller, meta }, now, {
-        action: 'owner.password_change',
-        target: { type: 'owner', id: owner.id },
-        changes: { mustChangePassword: [before.mustChangePassword, false] },
-      });
-      // The owner's own change, recorded in each account they manage.
-      for (const accountId of await store.accountsOf(owner.id)) {
-        await store.appendAudit(accountId, [event]);
-        logEvents(log, accountId, [event]);
-      }
-      return created;
+      const session: OwnerSession = {
+        ownerId: owner.id,
+        csrfToken: randomBase62(SESSION_ID_LENGTH),
+        createdAt: now,
+        idleExpiresAt: Math.min(now + idleMs, now + maxMs),
+        expiresAt: now + maxMs,
+      };
+      await sessions.create(digest, session);
+      return { digest, created: { token, session: await view(owner, session), maxAgeSeconds: Math.floor(maxMs / 1000) } };
     },
+
+    async rehashIfOld(owner, password) {
+      if (!needsRehash(owner.passwordHash) || store.readOnly !== undefined) return owner.passwordHash;
+      try {
+        const passwordHash = await hashPassword(password);
+        return await store.updateOwner(owner.id, (current) => (current.passwordHash === owner.passwordHash ? { owner: { ...current, passwordHash }, result: passwordHash } : { result: owner.passwordHash }));
+      } catch (err) {
+        log.warn({ err, ownerId: owner.id }, 'owner password rehash failed: the old hash stays');
+        return owner.passwordHash;
+      }
+    },
+  };
+}
+
+/** The password change, through the owner change pipeline: the owner's own change, audited in each account they manage. */
+function createPasswordChange(deps: OwnerDeps, { checkPassword, start }: SessionKit): SessionService['changePassword'] {
+  const { store, sessions } = deps;
+  const change = createChangePipeline(deps);
+  return async (caller, token, { currentPassword, newPassword }, meta) => {
+    if (newPassword.length < PASSWORD_MIN || newPassword.length > PASSWORD_MAX) {
+      throw new InvalidRequest(`The new password must have ${PASSWORD_MIN} to ${PASSWORD_MAX} characters.`, { field: 'newPassword' });
+    }
+    return change({ caller, meta }, {
+      load: () => store.findOwner(caller.ownerId),
+      // After the writable check: a store that takes no writes refuses before any hashing.
+      async apply(found) {
+        const owner = await checkPassword(caller.email, found, currentPassword, meta, true);
+        return { owner, passwordHash: await hashPassword(newPassword) };
+      },
+      async persist({ prepared: { owner, passwordHash }, now, event }) {
+        const before = await store.updateOwner(owner.id, (current) => ({
+          owner: { ...current, passwordHash, mustChangePassword: false, passwordChangedAt: new Date(now).toISOString() },
+          result: current,
+        }));
+        const { digest, created } = await start({ ...before, passwordHash, mustChangePassword: false });
+        // Every other session of this owner ends (whoever learnt the old password is out), the presenting one by name.
+        await sessions.delete(sessionDigest(token));
+        await sessions.deleteOwnerSessions(owner.id, digest);
+        const events = [event({
+          action: 'owner.password_change',
+          target: { type: 'owner', id: owner.id },
+          changes: { mustChangePassword: [before.mustChangePassword, false] },
+        })];
+        // The owner's own change, recorded in each account they manage.
+        const audited: AuditTrail[] = [];
+        for (const accountId of await store.accountsOf(owner.id)) {
+          await store.appendAudit(accountId, events);
+          audited.push({ accountId, events });
+        }
+        return { audited, result: created };
+      },
+    });
   };
 }

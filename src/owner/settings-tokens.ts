@@ -12,11 +12,11 @@ import { mintSettingsToken, settingsTokenDigest, settingsTokenStart } from '../d
 import { Conflict, NotFound } from '../errors/errors.js';
 import type { SettingsTokenRecord } from '../state/owners/records.js';
 import type { AccountDoc } from '../state/owners/store.js';
-import { loadAccount, requireReachable, requireWritable } from './access.js';
-import { logEvents, makeEvent } from './audit.js';
+import { loadAccount } from './access.js';
 import type { OwnerDeps } from './deps.js';
 import { revokeSettingsTokens } from './keys.js';
 import { pageById } from './pages.js';
+import { createChangePipeline, editAccount } from './pipeline.js';
 import type { Actor, Caller, Page, PageQuery } from './types.js';
 
 export type SettingsTokenStatus = 'active' | 'revoked' | 'expired';
@@ -92,7 +92,9 @@ function findToken(doc: AccountDoc, tokenId: string): SettingsTokenRecord {
   return token;
 }
 
-export function createSettingsTokenService({ store, revocations, clock, log, config }: OwnerDeps): SettingsTokenService {
+export function createSettingsTokenService(deps: OwnerDeps): SettingsTokenService {
+  const { store, revocations, clock, config } = deps;
+  const change = createChangePipeline(deps);
   const maxSeconds = config.owner.settingsTokenMaxDays === undefined ? undefined : config.owner.settingsTokenMaxDays * 86_400;
 
   return {
@@ -106,52 +108,50 @@ export function createSettingsTokenService({ store, revocations, clock, log, con
       return toSettingsTokenView(findToken(await loadAccount(store, caller, accountId), tokenId), clock.now());
     },
 
-    async create(actor, accountId, { name, scopes = [], expiresInSeconds }) {
-      requireWritable(store);
-      await loadAccount(store, actor.caller, accountId);
-      const now = clock.now();
-      // The configured cap shortens a longer lifetime, and gives one to a token asked for without.
-      const lifetime = maxSeconds === undefined ? expiresInSeconds : Math.min(expiresInSeconds ?? maxSeconds, maxSeconds);
-      const token = mintSettingsToken();
-      const record: SettingsTokenRecord = {
-        id: `${SETTINGS_TOKEN_ID_PREFIX}${randomBase62(16)}`,
-        name,
-        digest: settingsTokenDigest(token),
-        start: settingsTokenStart(token),
-        scopes: [...new Set(scopes)],
-        createdAt: new Date(now).toISOString(),
-        ...(lifetime !== undefined ? { expiresAt: new Date(now + lifetime * 1000).toISOString() } : {}),
-      };
-      const events = [makeEvent(actor, now, {
-        action: 'settings_token.create',
-        target: { type: 'settings_token', id: record.id },
-        changes: { name: [undefined, name], scopes: [undefined, record.scopes], expiresAt: [undefined, record.expiresAt] },
-      })];
-      await store.updateAccount(accountId, (doc) => {
-        const kept = requireReachable(actor.caller, doc).settingsTokens.filter((t) => endOf(t) > now - ENDED_TOKEN_KEPT_MS);
-        if (kept.length >= MAX_SETTINGS_TOKENS) throw new Conflict(`An account holds at most ${MAX_SETTINGS_TOKENS} API settings tokens, counting those revoked or expired in the last 30 days.`);
-        return { doc: { ...doc, settingsTokens: [...kept, record] }, events, result: undefined };
-      });
-      logEvents(log, accountId, events);
-      return { settingsToken: toSettingsTokenView(record, now), token };
-    },
+    create: (actor, accountId, { name, scopes = [], expiresInSeconds }) => change(actor, {
+      load: () => loadAccount(store, actor.caller, accountId),
+      async persist({ now, event }) {
+        // The configured cap shortens a longer lifetime, and gives one to a token asked for without.
+        const lifetime = maxSeconds === undefined ? expiresInSeconds : Math.min(expiresInSeconds ?? maxSeconds, maxSeconds);
+        const token = mintSettingsToken();
+        const record: SettingsTokenRecord = {
+          id: `${SETTINGS_TOKEN_ID_PREFIX}${randomBase62(16)}`,
+          name,
+          digest: settingsTokenDigest(token),
+          start: settingsTokenStart(token),
+          scopes: [...new Set(scopes)],
+          createdAt: new Date(now).toISOString(),
+          ...(lifetime !== undefined ? { expiresAt: new Date(now + lifetime * 1000).toISOString() } : {}),
+        };
+        const events = [event({
+          action: 'settings_token.create',
+          target: { type: 'settings_token', id: record.id },
+          changes: { name: [undefined, name], scopes: [undefined, record.scopes], expiresAt: [undefined, record.expiresAt] },
+        })];
+        const saved = await editAccount(store, actor.caller, accountId, (doc) => {
+          const kept = doc.settingsTokens.filter((t) => endOf(t) > now - ENDED_TOKEN_KEPT_MS);
+          if (kept.length >= MAX_SETTINGS_TOKENS) throw new Conflict(`An account holds at most ${MAX_SETTINGS_TOKENS} API settings tokens, counting those revoked or expired in the last 30 days.`);
+          return { doc: { ...doc, settingsTokens: [...kept, record] }, events, result: undefined };
+        });
+        return { ...saved, result: { settingsToken: toSettingsTokenView(record, now), token } };
+      },
+    }),
 
-    async revoke(actor, accountId, tokenId) {
-      requireWritable(store);
-      await loadAccount(store, actor.caller, accountId);
-      const now = clock.now();
-      const events = [makeEvent(actor, now, { action: 'settings_token.revoke', target: { type: 'settings_token', id: tokenId } })];
-      const revoked = await store.updateAccount(accountId, (doc) => {
-        const token = findToken(requireReachable(actor.caller, doc), tokenId);
-        if (token.revokedAt !== undefined) return { events: [], result: { token, written: false } };
+    revoke: (actor, accountId, tokenId) => change(actor, {
+      load: () => loadAccount(store, actor.caller, accountId),
+      persist: ({ now, event }) => editAccount(store, actor.caller, accountId, (doc) => {
+        const token = findToken(doc, tokenId);
+        if (token.revokedAt !== undefined) return { events: [], result: toSettingsTokenView(token, now) };
         const next = { ...token, revokedAt: new Date(now).toISOString() };
-        return { doc: { ...doc, settingsTokens: doc.settingsTokens.map((t) => (t.id === tokenId ? next : t)) }, events, result: { token: next, written: true } };
-      });
-      if (revoked.written) logEvents(log, accountId, events);
-      // Also for a token already revoked: a retried call after a failed reset must still make it.
-      await revocations.reset({ accountId, keyId: tokenId });
-      return toSettingsTokenView(revoked.token, now);
-    },
+        const events = [event({ action: 'settings_token.revoke', target: { type: 'settings_token', id: tokenId } })];
+        return { doc: { ...doc, settingsTokens: doc.settingsTokens.map((t) => (t.id === tokenId ? next : t)) }, events, result: toSettingsTokenView(next, now) };
+      }),
+      async notify(view) {
+        // Also for a token already revoked: a retried call after a failed reset must still make it.
+        await revocations.reset({ accountId, keyId: tokenId });
+        return view;
+      },
+    }),
 
     async revokeAllOf(accountId) {
       if (store.readOnly !== undefined) return;

@@ -13,8 +13,17 @@ import {
   actorOf, callerOf, newPasswordField, pageOf, pageQuery, safeName,
 } from './schemas.js';
 
+/** Accounts, their members, invites and audit log, in the order the OpenAPI document lists them. */
 export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): Operation[] {
-  const accounts = owner.accounts;
+  return [
+    ...accountTable(owner),
+    ...memberOperations(owner),
+    ...inviteOperations(owner, deps),
+    ...auditOperations(owner),
+  ];
+}
+
+function accountTable({ accounts }: OwnerServices): Operation[] {
   return [
     operation({
       operationId: 'listAccounts',
@@ -78,6 +87,11 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       errors: [403, 404, 409],
       handle: ({ params, caller, meta }) => accounts.deleteAccount(actorOf({ caller, meta }), params.accountId),
     }),
+  ];
+}
+
+function memberOperations({ accounts }: OwnerServices): Operation[] {
+  return [
     operation({
       operationId: 'listMembers',
       method: 'get',
@@ -117,6 +131,11 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       errors: [403, 404, 409],
       handle: ({ params, body, caller, meta }) => accounts.addOwner(actorOf({ caller, meta }), params.accountId, body),
     }),
+  ];
+}
+
+function inviteOperations({ accounts }: OwnerServices, deps: OwnerRouteDeps): Operation[] {
+  return [
     operation({
       operationId: 'listInvites',
       method: 'get',
@@ -171,6 +190,11 @@ export function accountOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       errors: [403, 404, 409],
       handle: ({ body, meta }) => accounts.acceptInvite(body, meta),
     }),
+  ];
+}
+
+function auditOperations({ accounts }: OwnerServices): Operation[] {
+  return [
     operation({
       operationId: 'listAudit',
       method: 'get',

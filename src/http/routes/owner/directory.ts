@@ -100,9 +100,14 @@ const fromTimes = (body: { signedNonce: number; signedAt: string; signedExpiredA
   signedExpiredAt: Date.parse(body.signedExpiredAt),
 });
 
-export function directoryOperations(owner: OwnerServices, { signAnswers }: OwnerRouteDeps): Operation[] {
-  const { directory } = owner;
-  const base = '/owner/v1/accounts/{accountId}';
+const base = '/owner/v1/accounts/{accountId}';
+
+/** Roles, then sign records, in the order the OpenAPI document lists them. */
+export function directoryOperations(owner: OwnerServices, deps: OwnerRouteDeps): Operation[] {
+  return [...roleOperations(owner), ...signRecordOperations(owner, deps)];
+}
+
+function roleOperations({ directory }: OwnerServices): Operation[] {
   return [
     operation({
       operationId: 'listAccountRoles',
@@ -175,6 +180,11 @@ export function directoryOperations(owner: OwnerServices, { signAnswers }: Owner
         return { id: input.params.roleId, deleted: true as const };
       },
     }),
+  ];
+}
+
+function signRecordOperations({ directory }: OwnerServices, { signAnswers }: OwnerRouteDeps): Operation[] {
+  return [
     operation({
       operationId: 'createAccountSignRecord',
       method: 'post',
