@@ -161,7 +161,13 @@ test('past the hashing budget a flood of sign-ins from new addresses is answered
   assert.equal((await operator(gw).send('POST', '/accounts', { id: 'acct_flood', name: 'Flood' })).status, 201);
   assert.equal((await operator(gw).send('POST', '/accounts/acct_flood/owners', { email: 'flood@example.com', initialPassword: PASSWORD })).status, 201);
   gw.clock.advance(60_000);
-  const first = await signInFrom(gw, '203.0.113.50', 'flood@example.com', PASSWORD);
+  let first = await signInFrom(gw, '203.0.113.50', 'flood@example.com', PASSWORD);
+  // The initial password's hash spent the budget for as long as it took here (on a busy machine
+  // more than a minute of a thousandth of a core): Retry-After says how long that is.
+  if (first.status === 503) {
+    gw.clock.advance(Number(first.headers.get('retry-after')) * 1000);
+    first = await signInFrom(gw, '203.0.113.50', 'flood@example.com', PASSWORD);
+  }
   assert.equal(first.status, 200, show(first));
   const device = deviceCookie(first)!;
 
