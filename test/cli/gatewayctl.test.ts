@@ -43,10 +43,10 @@ async function startGatewayFor(t: TestContext, digest: string, extra: Record<str
 }
 
 test('admin-token (offline) prints a gwadm_ token of 43 base62 characters and the sha256: digest of the whole token', async (t) => {
-  const { token, digest } = await adminToken(t);
+  // Separate processes that share nothing: run at once.
+  const [{ token, digest }, text] = await Promise.all([adminToken(t), ctl(t, ['admin-token'])]);
   assert.match(token, /^gwadm_[0-9A-Za-z]{43}$/);
   assert.equal(digest, `sha256:${sha256(token)}`);
-  const text = await ctl(t, ['admin-token']);
   assert.equal(text.code, 0);
   const printed = /Admin token: (gwadm_\w+)/.exec(text.stdout)?.[1];
   assert.ok(printed !== undefined && printed !== token, 'each run makes a new token');
@@ -54,20 +54,24 @@ test('admin-token (offline) prints a gwadm_ token of 43 base62 characters and th
 });
 
 test('usage errors exit 2 without calling anything; a refusal or an unreachable gateway exits 1 and says why', async (t) => {
-  for (const args of [['bogus'], ['accounts', 'create'], ['keys', 'list', 'bad id!'], ['settings-tokens', 'create', 'acct_a', '--name', 'x', '--expires-in', 'soon'], ['accounts', 'list', '--nope']]) {
-    const result = await ctl(t, args, { GATEWAY_ADMIN_TOKEN: 'gwadm_x' });
-    assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
-    assert.match(result.stderr, /\S/);
-  }
-  const missing = await ctl(t, ['accounts', 'list']);
+  // Each command is a process of its own that calls nothing (or nothing there): run at once,
+  // with the gateway of the last check starting meanwhile.
+  const usage = [['bogus'], ['accounts', 'create'], ['keys', 'list', 'bad id!'], ['settings-tokens', 'create', 'acct_a', '--name', 'x', '--expires-in', 'soon'], ['accounts', 'list', '--nope']];
+  const [results, missing, unreachable, gw] = await Promise.all([
+    Promise.all(usage.map((args) => ctl(t, args, { GATEWAY_ADMIN_TOKEN: 'gwadm_x' }))),
+    ctl(t, ['accounts', 'list']),
+    ctl(t, ['--url', 'http://127.0.0.1:9', 'accounts', 'list'], { GATEWAY_ADMIN_TOKEN: 'gwadm_x' }),
+    adminToken(t).then(({ digest }) => startGatewayFor(t, digest)),
+  ]);
+  usage.forEach((args, i) => {
+    assert.equal(results[i]!.code, 2, `${args.join(' ')}: ${results[i]!.stderr}`);
+    assert.match(results[i]!.stderr, /\S/);
+  });
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /GATEWAY_ADMIN_TOKEN/);
-  const unreachable = await ctl(t, ['--url', 'http://127.0.0.1:9', 'accounts', 'list'], { GATEWAY_ADMIN_TOKEN: 'gwadm_x' });
   assert.equal(unreachable.code, 1);
   assert.match(unreachable.stderr, /cannot reach the gateway at http:\/\/127\.0\.0\.1:9/);
 
-  const { digest } = await adminToken(t);
-  const gw = await startGatewayFor(t, digest);
   const wrong = await ctl(t, ['--url', gw.url, 'keys', 'list', 'acct_alice'], { GATEWAY_ADMIN_TOKEN: `gwadm_${'x'.repeat(43)}` });
   assert.equal(wrong.code, 1, wrong.stdout);
   assert.match(wrong.stderr, /answered 401 invalid_credentials/);
@@ -195,15 +199,17 @@ test('the rest of the owner API from the command line: keys roll, reset, disable
   assert.match(usageText.stdout, /^keyId\trequests\trateLimited$/m);
   assert.match(usageText.stdout, /^key_bob_1\t\d+\t0$/m);
 
-  for (const args of [['keys', 'roll', 'acct_bob', 'key_bob_1'], ['keys', 'roll', 'acct_bob', 'key_bob_1', '--overlap', '-1'], ['roles', 'create', 'acct_bob', '--id', 'x', '--slug', 's', '--name', 'n'], ['sign-records', 'get', 'acct_bob', '0x12'], ['usage', 'acct_bob', '--hours', '25'], ['audit', 'acct_bob', '--limit', '0']]) {
-    const result = await ctl(t, ['--url', gw.url, ...args], { GATEWAY_ADMIN_TOKEN: token });
-    assert.equal(result.code, 2, `${args.join(' ')} is a usage error: ${result.stderr}`);
-  }
-  // Checked against the operation's own schema before anything is sent, naming the field.
-  const badSlug = await ctl(t, ['--url', gw.url, 'roles', 'create', 'acct_bob', '--id', '5', '--slug', 'Not A Slug', '--name', 'n'], { GATEWAY_ADMIN_TOKEN: token });
+  // Usage errors change nothing: their processes run at once.
+  const usageErrors = [['keys', 'roll', 'acct_bob', 'key_bob_1'], ['keys', 'roll', 'acct_bob', 'key_bob_1', '--overlap', '-1'], ['roles', 'create', 'acct_bob', '--id', 'x', '--slug', 's', '--name', 'n'], ['sign-records', 'get', 'acct_bob', '0x12'], ['usage', 'acct_bob', '--hours', '25'], ['audit', 'acct_bob', '--limit', '0']];
+  const [results, badSlug, badTime] = await Promise.all([
+    Promise.all(usageErrors.map((args) => ctl(t, ['--url', gw.url, ...args], { GATEWAY_ADMIN_TOKEN: token }))),
+    // Checked against the operation's own schema before anything is sent, naming the field.
+    ctl(t, ['--url', gw.url, 'roles', 'create', 'acct_bob', '--id', '5', '--slug', 'Not A Slug', '--name', 'n'], { GATEWAY_ADMIN_TOKEN: token }),
+    ctl(t, ['--url', gw.url, 'sign-records', 'create', 'acct_bob', '0x00000000000000000000000000000000000000bb', '--nonce', '1', '--signed-at', 'yesterday', '--expires-at', '2026-06-01T00:00:00Z'], { GATEWAY_ADMIN_TOKEN: token }),
+  ]);
+  usageErrors.forEach((args, i) => assert.equal(results[i]!.code, 2, `${args.join(' ')} is a usage error: ${results[i]!.stderr}`));
   assert.equal(badSlug.code, 2, badSlug.stderr);
   assert.match(badSlug.stderr, /^option slug: expected 1 to 256 of a-z/m);
-  const badTime = await ctl(t, ['--url', gw.url, 'sign-records', 'create', 'acct_bob', '0x00000000000000000000000000000000000000bb', '--nonce', '1', '--signed-at', 'yesterday', '--expires-at', '2026-06-01T00:00:00Z'], { GATEWAY_ADMIN_TOKEN: token });
   assert.equal(badTime.code, 2, badTime.stderr);
   assert.match(badTime.stderr, /^option signedAt: /m);
 });

@@ -10,28 +10,36 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { extname, join, normalize } from 'node:path';
-import { test, type TestContext } from 'node:test';
+import { after, test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import type { BrowserContext, Page } from 'playwright-core';
 import { startBackend } from '../helpers/backend.js';
 import { browserSuite, launchBrowser } from '../helpers/browser.js';
 import { call, logLines, signIn, type TestGateway } from '../helpers/gateway.js';
-import { ROOT, tempDir } from '../helpers/process.js';
+import { ROOT } from '../helpers/process.js';
 import { startProxy } from '../helpers/proxy.js';
 
 const run = promisify(execFile);
 const ADDRESS = '0x52908400098527886E0F7030069857D2E4169EE7';
 const TSC = join(ROOT, 'node_modules/.bin/tsc');
 
-/** The package compiled by its own tsconfig (ES2022 + DOM, no Node types) into a temporary directory. */
-async function buildClient(t: TestContext): Promise<string> {
-  const out = tempDir(t, 'client-browser-build-');
-  await run(TSC, ['-p', join(ROOT, 'packages/client/tsconfig.json'), '--outDir', out]);
-  return out;
+const BUILD_DIR = mkdtempSync(join(tmpdir(), 'client-browser-build-'));
+after(() => rmSync(BUILD_DIR, { recursive: true, force: true }));
+let build: Promise<string> | undefined;
+
+/**
+ * The package compiled by its own tsconfig (ES2022 + DOM, no Node types) into a temporary
+ * directory, once for the file (a tsc run costs seconds of CPU; the tests only read the build).
+ */
+function buildClient(): Promise<string> {
+  build ??= run(TSC, ['-p', join(ROOT, 'packages/client/tsconfig.json'), '--outDir', BUILD_DIR]).then(() => BUILD_DIR);
+  return build;
 }
 
 /** Serves `/` (a blank page) and `/client/…` (the build) on 127.0.0.1; resolves to its origin. */
@@ -68,7 +76,7 @@ interface Setup {
 }
 
 async function setUp(t: TestContext, overrides: Record<string, unknown> = {}): Promise<Setup> {
-  const buildDir = await buildClient(t);
+  const buildDir = await buildClient();
   const originA = await serveStatic(t, buildDir);
   const originC = await serveStatic(t, buildDir);
   const backend = await startBackend(t);

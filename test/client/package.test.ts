@@ -12,9 +12,10 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test, type TestContext } from 'node:test';
+import { after, test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { DEMO, call, logLines, signIn, startGateway } from '../helpers/gateway.js';
 import { ROOT, tempDir } from '../helpers/process.js';
@@ -48,6 +49,19 @@ function skipLoudly(t: TestContext, why: string): void {
   t.skip(why);
 }
 
+const PACK_DIR = mkdtempSync(join(tmpdir(), 'client-pack-'));
+after(() => rmSync(PACK_DIR, { recursive: true, force: true }));
+let packing: Promise<string> | undefined;
+
+/**
+ * What `npm pack --json` printed, packed once for the file into PACK_DIR: each pack runs the
+ * package's build (tsc, seconds of CPU), and the tests only read the tarball.
+ */
+function pack(): Promise<string> {
+  packing ??= run('npm', ['pack', '--json', '--loglevel=error', '--pack-destination', PACK_DIR], { cwd: PACKAGE_DIR }).then(({ stdout }) => stdout);
+  return packing;
+}
+
 /** A fresh project (ESM) with `spec` installed, offline. */
 async function freshProject(t: TestContext, spec: string): Promise<string> {
   const dir = tempDir(t, 'client-install-');
@@ -79,8 +93,8 @@ console.log(JSON.stringify({ node: process.versions.node, record, page, missing 
 `;
 
 test('npm pack: the tarball holds dist (ESM and declarations of both entry points), README.md and package.json, nothing else', async (t) => {
-  const out = tempDir(t, 'client-pack-');
-  const { stdout } = await run('npm', ['pack', '--json', '--loglevel=error', '--pack-destination', out], { cwd: PACKAGE_DIR });
+  const out = PACK_DIR;
+  const stdout = await pack();
   const [info] = JSON.parse(stdout) as { filename: string; files: { path: string }[] }[];
   assert.ok(info && existsSync(join(out, info.filename)));
   const files = info.files.map((f) => f.path).sort();
@@ -100,8 +114,8 @@ test('the README\'s quick start is examples/quick-start.ts, which the type check
 });
 
 test('the packed tarball installs offline into a fresh project, and both entry points import on Node 24 and Node 20', async (t) => {
-  const out = tempDir(t, 'client-pack-');
-  const { stdout } = await run('npm', ['pack', '--json', '--loglevel=error', '--pack-destination', out], { cwd: PACKAGE_DIR });
+  const out = PACK_DIR;
+  const stdout = await pack();
   const tarball = join(out, (JSON.parse(stdout) as { filename: string }[])[0]!.filename);
   const project = await freshProject(t, tarball);
   writeFileSync(join(project, 'imports.mjs'), IMPORT_SCRIPT);
@@ -136,8 +150,8 @@ test('on Node 20 the installed package signs in, reads a sign record and a page 
   assert.equal(expectedRecord.status, 200);
   assert.equal(expectedPage.status, 200);
 
-  const out = tempDir(t, 'client-pack-');
-  const { stdout } = await run('npm', ['pack', '--json', '--loglevel=error', '--pack-destination', out], { cwd: PACKAGE_DIR });
+  const out = PACK_DIR;
+  const stdout = await pack();
   const project = await freshProject(t, join(out, (JSON.parse(stdout) as { filename: string }[])[0]!.filename));
   writeFileSync(join(project, 'work.mjs'), WORK_SCRIPT);
   const env = { PATH: process.env.PATH, GATEWAY_URL: gw.url, API_KEY: DEMO.alice.apiKey, API_SECRET: DEMO.alice.secret, ADDRESS };

@@ -1,14 +1,12 @@
 /**
- * Debian's Chromium (/usr/bin/chromium) driven by playwright-core, headless, in a fresh
- * profile of its own. Nothing here downloads a browser: where Chromium is not installed the
+ * Debian's Chromium (/usr/bin/chromium) driven by playwright-core, headless, one per test file,
+ * a fresh context for each test. Nothing here downloads a browser: where Chromium is not installed the
  * browser suites skip with a loud message, except under CI (`CI` set), where they run and
  * fail (.ci/run installs it), as test/helpers/redis.ts does for redis-server.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { TestContext } from 'node:test';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { existsSync } from 'node:fs';
+import { after, type TestContext } from 'node:test';
+import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
@@ -30,22 +28,29 @@ export function browserSuite(): { skip: string | false } {
   return { skip: message };
 }
 
+let shared: Promise<Browser> | undefined;
+
 /**
- * A browser context with a fresh user-data directory (pages of one origin in it share
- * localStorage and Web Locks, as tabs do). Closed when `t` ends.
+ * One Chromium for the whole test file, started by its first caller: a start costs about a
+ * second of CPU, and tests share nothing through it (each takes a context of its own, with its
+ * own cookies and storage). Closed once the file's tests have ended.
+ */
+export function sharedChromium(): Promise<Browser> {
+  shared ??= chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS, timeout: 30_000 });
+  return shared;
+}
+
+// Registered at import, so on the file's root: after its last test, whichever launched it.
+after(async () => {
+  if (shared !== undefined) await (await shared.catch(() => undefined))?.close();
+});
+
+/**
+ * A fresh browser context (no cookies or storage of any other test; pages of one origin in it
+ * share localStorage and Web Locks, as tabs do) on the file's Chromium. Closed when `t` ends.
  */
 export async function launchBrowser(t: TestContext): Promise<BrowserContext> {
-  const profile = mkdtempSync(join(tmpdir(), 'chromium-profile-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ARGS,
-    timeout: 30_000,
-  });
-  // Closed before its profile goes: Chromium writes there until it exits.
-  t.after(async () => {
-    await context.close();
-    rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
-  });
+  const context = await (await sharedChromium()).newContext();
+  t.after(() => context.close());
   return context;
 }

@@ -13,9 +13,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TestContext } from 'node:test';
 import AxeBuilder from '@axe-core/playwright';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { startBackend, type Backend } from './backend.js';
-import { CHROMIUM } from './browser.js';
+import { sharedChromium } from './browser.js';
 import type { TestGateway } from './gateway.js';
 import { ADMIN_TOKEN, startOwnerGateway } from './owner.js';
 
@@ -54,22 +54,11 @@ export interface DashboardOptions {
   overrides?: Record<string, unknown>;
 }
 
-/** One Chromium per test file's call, closed with `t`. */
-async function launch(t: TestContext): Promise<Browser> {
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    timeout: 30_000,
-  });
-  t.after(() => browser.close());
-  return browser;
-}
-
 export async function startDashboard(t: TestContext, { overrides = {} }: DashboardOptions = {}): Promise<Dashboard> {
   const backend = await startBackend(t);
   const gw = await startOwnerGateway(t, { overrides: { routes: [{ name: 'things', prefix: '/things', targets: [backend.url] }], ...overrides } });
-  const browser = await launch(t);
+  // The file's one Chromium (test/helpers/browser.ts): each page below has a context of its own.
+  const browser = await sharedChromium();
   const url = `${gw.url}${(gw.services.config as { dashboard: { path: string } }).dashboard.path}`;
   const contexts: BrowserContext[] = [];
   t.after(async () => {

@@ -34,11 +34,13 @@ function files(t: TestContext): Files {
   const dir = tempDir(t, 'gw-config-check-');
   const dataFile = join(dir, 'data.json');
   writeFileSync(dataFile, JSON.stringify({ accounts: [], owners: [] }));
+  let written = 0;
   return {
     dir,
     dataFile,
     config(config) {
-      const path = join(dir, 'gateway.json');
+      // A file of its own each time: the cases of one test may run at once.
+      const path = join(dir, `gateway-${++written}.json`);
       writeFileSync(path, JSON.stringify({ data: { file: dataFile }, metrics: { enabled: false }, signing: SIGNING, ...config }));
       return path;
     },
@@ -139,7 +141,8 @@ test('errors: exit 1, every problem named, and the configuration not printed as 
   });
 });
 
-test('warnings: exit 2, one for each risky setting', async (t) => {
+// Each case is a process on a config file of its own: four at a time.
+test('warnings: exit 2, one for each risky setting', { concurrency: 4 }, async (t) => {
   const f = files(t);
   const target = ['http://127.0.0.1:9'];
   const cases: [string, Record<string, unknown>, string[], RegExp][] = [
@@ -154,27 +157,29 @@ test('warnings: exit 2, one for each risky setting', async (t) => {
     ['a data file that does not exist yet', { data: { file: join(f.dir, 'later.json') } }, ['data-file-missing'], /will create it with no accounts/],
     ['no signing key (one made at each start)', { signing: { keys: [] } }, ['ephemeral-signing-key'], /every restart ends every session/],
   ];
+  const subtests: Promise<void>[] = [];
   for (const [what, config, expected, message] of cases) {
-    await t.test(what, async () => {
+    subtests.push(t.test(what, async () => {
       const { code, report } = await check(t, ['--config', f.config(config)]);
       assert.equal(code, 2, JSON.stringify(report));
       assert.deepEqual(report.errors, []);
       assert.deepEqual(codes(report), expected);
       assert.match(report.warnings[0]!.message, message);
-    });
+    }));
   }
-  await t.test('nothing risky about a protected route over a public one', async () => {
+  subtests.push(t.test('nothing risky about a protected route over a public one', async () => {
     const { code, report } = await check(t, ['--config', f.config({ routes: [{ prefix: '/api', targets: target }, { prefix: '/api/status', targets: target, auth: 'public' }] })]);
     assert.equal(code, 0, JSON.stringify(report));
-  });
-  await t.test('several at once, in the plain output', async () => {
+  }));
+  subtests.push(t.test('several at once, in the plain output', async () => {
     const path = f.config({ metrics: { enabled: true }, proxy: { trustedProxies: ['::/0'] } });
     const text = await runCommand(t, [COMMAND, '--config', path], { env: gatewayEnv() });
     assert.equal(text.code, 2);
     assert.match(text.stderr, /^warning \(trusts-every-proxy\): /m);
     assert.match(text.stderr, /^warning \(metrics-on-public-port\): /m);
     assert.match(text.stderr, /config check: 2 warnings$/m);
-  });
+  }));
+  await Promise.all(subtests);
 });
 
 test('secrets are never printed, and nothing is started: the Redis named is not connected to', async (t) => {

@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { call, DEMO, logged, show, signIn, type TestGateway } from '../helpers/gateway.js';
+import { call, DEMO, logged, show, signIn, untilReady, type TestGateway } from '../helpers/gateway.js';
 import { operator, startOwnerGateway } from '../helpers/owner.js';
 import { RedisUsageCounters } from '../../src/state/usage/redis.js';
 import { runUsageCountersContract } from '../contracts/usage.contract.js';
@@ -18,8 +18,11 @@ import { startRedisCluster } from '../helpers/redis-topologies.js';
 
 const ACCOUNT = DEMO.alice.accountId;
 
-function redisGateway(t: TestContext, url: string, prefix: string): Promise<TestGateway> {
-  return startOwnerGateway(t, { overrides: { redis: { url, keyPrefix: prefix, commandTimeoutMs: 300 } } });
+async function redisGateway(t: TestContext, url: string, prefix: string): Promise<TestGateway> {
+  const gw = await startOwnerGateway(t, { overrides: { redis: { url, keyPrefix: prefix, commandTimeoutMs: 300 } } });
+  // Its first sign-in needs Redis: on a loaded machine the first connection may need a retry.
+  await untilReady(gw);
+  return gw;
 }
 
 async function itemsOn(gw: TestGateway): Promise<unknown> {
