@@ -5,13 +5,13 @@
  * which are never overwritten, failures that change nothing, and the demo file left alone.
  */
 import assert from 'node:assert/strict';
-import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, symlinkSync, unwatchFile, utimesSync, watchFile, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataFileWriter, formatDataFile } from '../../src/state/data-file/writer.js';
-import { dataFileSchema, readDataFile, type DataFile } from '../../src/state/data-file/data-file.js';
+import { dataFileSchema, readDataFile, watchDataFile, type DataFile } from '../../src/state/data-file/data-file.js';
 import type { DirectoryChange } from '../../src/state/directory/store.js';
 import { MemoryDirectory } from '../../src/state/directory/memory.js';
 import { FileOwnerStore, type FileOwnerStoreOptions } from '../../src/state/owners/file.js';
@@ -49,6 +49,21 @@ function tempFilesIn(dir: string): string[] {
 }
 
 /** A human's edit: the file read, changed and written back in place (or saved by rename, as editors do). */
+/**
+ * Resolves once the gateway's watcher has looked at the file's next change: fs.watchFile keeps
+ * one stat poller per path and calls its listeners in the order they were added, so a listener
+ * added after the gateway's runs after it, on the same change.
+ */
+function watcherSawNextChange(file: string): Promise<void> {
+  return new Promise((resolve) => {
+    const listener = () => {
+      unwatchFile(file, listener);
+      resolve();
+    };
+    watchFile(file, { interval: 10, persistent: false }, listener);
+  });
+}
+
 function editByHand(file: string, edit: (data: Record<string, any>) => void, { byRename = false } = {}): void {
   const data = JSON.parse(readFileSync(file, 'utf8')) as Record<string, any>;
   edit(data);
@@ -401,6 +416,7 @@ test('gateway: own writes are not reloaded by the watcher; a foreign edit is, an
   const file = writeDataFile(t, dataFileSchema.parse({ accounts: [{ id: 'acct_a', apiKeys: [] }] }));
   const gw = await startGateway(t, { overrides: { data: { file, watchIntervalMs: 10 } } });
   const store = gw.services.ownerStore;
+  const ownWriteSeen = watcherSawNextChange(file);
   await store.updateAccount('acct_a', (doc) => ({
     doc: { ...doc, apiKeys: [{ id: 'key_own', apiKey: 'ak_own_write', secretDigest: storedDigest('own secret'), disabled: false, scopes: [] }] },
     events: [],
@@ -409,8 +425,8 @@ test('gateway: own writes are not reloaded by the watcher; a foreign edit is, an
   // The key is served at once, without waiting for the watcher.
   const own = await postJson(`${gw.url}/api/signin`, { apiKey: 'ak_own_write', apiSecret: sha256Hex('own secret') });
   assert.equal(own.status, 200, JSON.stringify(own.body));
-  // Many polls pass over the own write.
-  await sleep(300);
+  // The watcher has seen the own write, and passed over it.
+  await ownWriteSeen;
   assert.deepEqual(logged(gw, 'data file reloaded'), []);
 
   editByHand(file, (data) => { data.accounts.push({ id: 'acct_hand', apiKeys: [] }); });
@@ -420,10 +436,51 @@ test('gateway: own writes are not reloaded by the watcher; a foreign edit is, an
   await (store as FileOwnerStore).refresh();
   assert.equal((await store.readAccount('acct_hand'))?.id, 'acct_hand');
   // The next own change keeps the edit, and is again not reloaded.
+  const nextOwnWriteSeen = watcherSawNextChange(file);
   await store.updateAccount('acct_a', (doc) => ({ doc: { ...doc, name: 'after' }, events: [], result: undefined }));
   assert.deepEqual(readDataFile(file).accounts.map((a) => [a.id, a.name]), [['acct_a', 'after'], ['acct_hand', undefined]]);
-  await sleep(300);
+  await nextOwnWriteSeen;
   assert.equal(logged(gw, 'data file reloaded').length, 1);
+});
+
+test('watcher: a version seen twice (a poll between an editor\'s truncate and its write) is reloaded once', async (t) => {
+  // The project's CI caught two reloads of one edit: a poll stat'ed the truncated file but read
+  // the whole new text, and the next poll saw the write's mtime and read that text again. A
+  // touch without a change in content is the same second sight, made on purpose.
+  const file = writeDataFile(t, dataFileSchema.parse({ accounts: [{ id: 'acct_a', apiKeys: [] }] }));
+  const { log, lines } = captureLog();
+  const versions: string[][] = [];
+  const stop = watchDataFile(file, 10, log, (data) => versions.push(data.accounts.map((a) => a.id)));
+  t.after(stop);
+  const reloads = () => lines().filter((line) => line.msg === 'data file reloaded').length;
+
+  let seen = watcherSawNextChange(file);
+  editByHand(file, (data) => { data.accounts.push({ id: 'acct_b', apiKeys: [] }); });
+  await seen;
+  // The write may land across two polls: wait until the version is in.
+  while (versions.length === 0) {
+    seen = watcherSawNextChange(file);
+    await seen;
+  }
+  assert.deepEqual(versions, [['acct_a', 'acct_b']]);
+
+  seen = watcherSawNextChange(file);
+  const later = new Date(statSync(file).mtimeMs + 5_000);
+  utimesSync(file, later, later);
+  await seen;
+  assert.deepEqual(versions, [['acct_a', 'acct_b']]);
+  assert.equal(reloads(), 1);
+
+  // A different version is still news.
+  seen = watcherSawNextChange(file);
+  editByHand(file, (data) => { data.accounts.pop(); });
+  await seen;
+  while (versions.length === 1) {
+    seen = watcherSawNextChange(file);
+    await seen;
+  }
+  assert.deepEqual(versions, [['acct_a', 'acct_b'], ['acct_a']]);
+  assert.equal(reloads(), 2);
 });
 
 test('process: a data file that does not exist yet is created empty, in a directory that exists', async (t) => {

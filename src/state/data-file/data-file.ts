@@ -3,6 +3,7 @@
  * roles and sign records. Validated as strictly as the config; a bad file stops start-up with
  * every problem listed by path.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
 import { z } from 'zod';
 import { ADDRESS_PATTERN } from '../../domain/formats.js';
@@ -208,12 +209,22 @@ export interface WatchOptions {
  */
 export function watchDataFile(file: string, intervalMs: number, log: Logger, onChange: (data: DataFile) => void, { isOwnVersion }: WatchOptions = {}): () => void {
   if (intervalMs === 0) return () => {};
+  // A poll can stat the file between an editor's truncate and its write, then read the whole
+  // new text; the next poll sees the write's mtime and reads the same text again. The digest of
+  // the last version handled makes that second sight a no-op instead of a second reload.
+  let lastDigest = '';
   const listener = (current: Stats, previous: Stats) => {
     if (current.mtimeMs === previous.mtimeMs && current.size === previous.size && current.ino === previous.ino) return;
     if (current.nlink === 0 && current.size === 0) return; // removed (or mid-rename): keep serving
     try {
       const text = readDataFileText(file);
-      if (isOwnVersion?.(text) === true) return;
+      if (isOwnVersion?.(text) === true) {
+        lastDigest = ''; // a foreign edit back to the version before this one is news again
+        return;
+      }
+      const digest = createHash('sha256').update(text).digest('base64');
+      if (digest === lastDigest) return;
+      lastDigest = digest;
       // onChange may refuse a version too (services.ts: demo keys in production), by throwing.
       onChange(parseDataFile(file, text));
     } catch (err) {
