@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { adminTokenDigest } from '../src/http/owner/caller.js';
 import { ADMIN_TOKEN } from './helpers/owner.js';
-import { ROOT, startChild, startGatewayProcess, tempDir, waitForLog, type GatewayProcess } from './helpers/process.js';
+import { ROOT, RUN_TS, startChild, startGatewayProcess, tempDir, waitForLog, type GatewayProcess } from './helpers/process.js';
 
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const README_BASE = 'http://127.0.0.1:8080';
@@ -116,7 +116,7 @@ test('every block of the README\'s quick start runs as pasted and answers what t
   const preamble = (base: string) => [
     'set -u', `cd ${JSON.stringify(ROOT)}`, `source ${JSON.stringify(state)}`,
     // The only npm the blocks still run: the client's build, and the admin command line on the running gateway.
-    `npm() { if [ "$1 $2" = "run build:client" ]; then (cd ${JSON.stringify(ROOT)} && command npm run -s build:client); elif [ "$1 $2 $3" = "run ctl --" ]; then shift 3; (cd ${JSON.stringify(ROOT)} && node --import tsx src/cli/gatewayctl.ts --url ${JSON.stringify(base)} "$@"); else echo "unexpected: npm $*" >&2; return 97; fi; }`,
+    `npm() { if [ "$1 $2" = "run build:client" ]; then (cd ${JSON.stringify(ROOT)} && command npm run -s build:client); elif [ "$1 $2 $3" = "run ctl --" ]; then shift 3; (cd ${JSON.stringify(ROOT)} && node ${RUN_TS.map((arg) => JSON.stringify(arg)).join(' ')} src/cli/gatewayctl.ts --url ${JSON.stringify(base)} "$@"); else echo "unexpected: npm $*" >&2; return 97; fi; }`,
     `cd ${JSON.stringify(dir)}`,
   ];
   const save = ['cd - >/dev/null', `{ for v in ${[...names].join(' ')}; do [ -v "$v" ] && declare -p "$v"; done; declare -f | sed '/^npm ()/,/^}/d'; } > ${JSON.stringify(state)}`];

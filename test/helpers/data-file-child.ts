@@ -2,7 +2,7 @@
  * A process of its own for test/state/owners-file.test.ts, which needs what one test
  * process cannot do to itself: die in the middle of a write, or run as a user whom file
  * permissions bind (the tests may run as root). Run as
- * `node --import tsx test/helpers/data-file-child.ts <scenario> <data file>`; prints one JSON line.
+ * `node --import ./test/helpers/resolve-ts.ts test/helpers/data-file-child.ts <scenario> <data file>`; prints one JSON line.
  *   crash-before-rename  changes acct_a, and is killed (SIGKILL) when the writer calls rename
  *   change               changes acct_a's name to "changed"; prints the outcome and the name it then serves
  *                        (with DROP_TO_UID set, as that user: root is bound by no permission)

@@ -1,6 +1,6 @@
 /**
- * Real processes for the tests: `node --import tsx <file>` (the gateway, src/main.ts, and the
- * admin commands in src/cli/) started as an operator would, with a clean environment, and read
+ * Real processes for the tests: `node <RUN_TS> <file>` (the gateway, src/main.ts, and the admin
+ * commands in src/cli/, on Node's type stripping: resolve-ts.ts) started as an operator would, with a clean environment, and read
  * through their stdout JSON lines, stderr and exit code. Every child has a time limit and is
  * killed in t.after, so a hung process fails its test instead of the run.
  */
@@ -16,7 +16,7 @@ import { describeSettings } from '../../src/config/schema.js';
 
 /** The checkout: the working directory of every child. */
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** Generous: the first start compiles TypeScript through tsx. */
+/** Generous: a start on a busy machine, before the compile cache holds the sources. */
 export const PROCESS_LIMIT_MS = 30_000;
 
 export interface Exit {
@@ -53,9 +53,12 @@ export interface StartNodeOptions {
   limitMs?: number;
 }
 
-/** Starts `node --import tsx <args>`; the child is killed when the test ends or the limit passes. */
+/** The flags that run a TypeScript file as the tests run: Node's type stripping, with resolve-ts.ts. */
+export const RUN_TS = ['--import', fileURLToPath(new URL('./resolve-ts.ts', import.meta.url))];
+
+/** Starts `node <RUN_TS> <args>`; the child is killed when the test ends or the limit passes. */
 export function startNode(t: TestContext, args: string[], { env = gatewayEnv(), cwd = ROOT, limitMs = PROCESS_LIMIT_MS }: StartNodeOptions = {}): Child {
-  return startChild(t, process.execPath, ['--import', 'tsx', ...args], { env, cwd, limitMs });
+  return startChild(t, process.execPath, [...RUN_TS, ...args], { env, cwd, limitMs });
 }
 
 /**

@@ -5,7 +5,7 @@
  * which are never overwritten, failures that change nothing, and the demo file left alone.
  */
 import assert from 'node:assert/strict';
-import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, symlinkSync, unwatchFile, utimesSync, watchFile, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -17,8 +17,9 @@ import { MemoryDirectory } from '../../src/state/directory/memory.js';
 import { FileOwnerStore, type FileOwnerStoreOptions } from '../../src/state/owners/file.js';
 import { createLogger } from '../../src/telemetry/log.js';
 import { auditEvent, OWNER_STORE_FIXTURE } from '../contracts/owners.contract.js';
+import { ManualClock } from '../helpers/clock.js';
 import { logged, postJson, sha256Hex, startGateway, storedDigest } from '../helpers/gateway.js';
-import { exitWithin, gatewayEnv, logLines, PROCESS_LIMIT_MS, ROOT, startGatewayProcess, startNode, tempDir, waitForLog } from '../helpers/process.js';
+import { exitWithin, gatewayEnv, logLines, PROCESS_LIMIT_MS, ROOT, RUN_TS, startGatewayProcess, startNode, tempDir, waitForLog } from '../helpers/process.js';
 
 const T0 = Date.UTC(2026, 10, 1, 12);
 const DIGEST = (c: string) => `sha256:${c.repeat(64)}`;
@@ -49,21 +50,6 @@ function tempFilesIn(dir: string): string[] {
 }
 
 /** A human's edit: the file read, changed and written back in place (or saved by rename, as editors do). */
-/**
- * Resolves once the gateway's watcher has looked at the file's next change: fs.watchFile keeps
- * one stat poller per path and calls its listeners in the order they were added, so a listener
- * added after the gateway's runs after it, on the same change.
- */
-function watcherSawNextChange(file: string): Promise<void> {
-  return new Promise((resolve) => {
-    const listener = () => {
-      unwatchFile(file, listener);
-      resolve();
-    };
-    watchFile(file, { interval: 10, persistent: false }, listener);
-  });
-}
-
 function editByHand(file: string, edit: (data: Record<string, any>) => void, { byRename = false } = {}): void {
   const data = JSON.parse(readFileSync(file, 'utf8')) as Record<string, any>;
   edit(data);
@@ -321,7 +307,7 @@ test('a directory the gateway may not write: 503, the file and the served state 
   chmodSync(dir, 0o555);
   let result;
   try {
-    result = spawnSync(process.execPath, ['--import', 'tsx', 'test/helpers/data-file-child.ts', 'change', file], {
+    result = spawnSync(process.execPath, [...RUN_TS, 'test/helpers/data-file-child.ts', 'change', file], {
       cwd: ROOT,
       encoding: 'utf8',
       timeout: PROCESS_LIMIT_MS,
@@ -414,9 +400,15 @@ test('own changes tell the directory exactly what changed; a version read from t
 
 test('gateway: own writes are not reloaded by the watcher; a foreign edit is, and reaches the owner store', async (t) => {
   const file = writeDataFile(t, dataFileSchema.parse({ accounts: [{ id: 'acct_a', apiKeys: [] }] }));
-  const gw = await startGateway(t, { overrides: { data: { file, watchIntervalMs: 10 } } });
+  const gw = await startGateway(t, { overrides: { log: { level: 'debug' }, data: { file, watchIntervalMs: 10 } } });
   const store = gw.services.ownerStore;
-  const ownWriteSeen = watcherSawNextChange(file);
+  // The watcher's debug line for a version it finds to be this process's own.
+  const ownSeen = () => logged(gw, 'data file changed by this process: already served').length;
+  const until = async (done: () => boolean) => {
+    const deadline = Date.now() + 10_000;
+    while (!done() && Date.now() < deadline) await sleep(10);
+    assert.ok(done(), 'the watcher looked within 10 s');
+  };
   await store.updateAccount('acct_a', (doc) => ({
     doc: { ...doc, apiKeys: [{ id: 'key_own', apiKey: 'ak_own_write', secretDigest: storedDigest('own secret'), disabled: false, scopes: [] }] },
     events: [],
@@ -426,61 +418,59 @@ test('gateway: own writes are not reloaded by the watcher; a foreign edit is, an
   const own = await postJson(`${gw.url}/api/signin`, { apiKey: 'ak_own_write', apiSecret: sha256Hex('own secret') });
   assert.equal(own.status, 200, JSON.stringify(own.body));
   // The watcher has seen the own write, and passed over it.
-  await ownWriteSeen;
+  await until(() => ownSeen() === 1);
   assert.deepEqual(logged(gw, 'data file reloaded'), []);
 
   editByHand(file, (data) => { data.accounts.push({ id: 'acct_hand', apiKeys: [] }); });
-  const deadline = Date.now() + 10_000;
-  while (logged(gw, 'data file reloaded').length === 0 && Date.now() < deadline) await sleep(20);
-  assert.equal(logged(gw, 'data file reloaded').length, 1);
+  await until(() => logged(gw, 'data file reloaded').length > 0);
   await (store as FileOwnerStore).refresh();
   assert.equal((await store.readAccount('acct_hand'))?.id, 'acct_hand');
   // The next own change keeps the edit, and is again not reloaded.
-  const nextOwnWriteSeen = watcherSawNextChange(file);
   await store.updateAccount('acct_a', (doc) => ({ doc: { ...doc, name: 'after' }, events: [], result: undefined }));
   assert.deepEqual(readDataFile(file).accounts.map((a) => [a.id, a.name]), [['acct_a', 'after'], ['acct_hand', undefined]]);
-  await nextOwnWriteSeen;
+  await until(() => ownSeen() === 2);
   assert.equal(logged(gw, 'data file reloaded').length, 1);
 });
 
-test('watcher: a version seen twice (a poll between an editor\'s truncate and its write) is reloaded once', async (t) => {
+test('watcher: an edit made as the watch begins is seen; a version seen twice (a poll between an editor\'s truncate and its write) is reloaded once', (t) => {
   // The project's CI caught two reloads of one edit: a poll stat'ed the truncated file but read
   // the whole new text, and the next poll saw the write's mtime and read that text again. A
   // touch without a change in content is the same second sight, made on purpose.
   const file = writeDataFile(t, dataFileSchema.parse({ accounts: [{ id: 'acct_a', apiKeys: [] }] }));
   const { log, lines } = captureLog();
+  const clock = new ManualClock();
   const versions: string[][] = [];
-  const stop = watchDataFile(file, 10, log, (data) => versions.push(data.accounts.map((a) => a.id)));
+  const stop = watchDataFile(file, 1000, log, (data) => versions.push(data.accounts.map((a) => a.id)), { timers: clock });
   t.after(stop);
   const reloads = () => lines().filter((line) => line.msg === 'data file reloaded').length;
 
-  let seen = watcherSawNextChange(file);
+  // At once, before any poll: the baseline was taken when the watch began.
   editByHand(file, (data) => { data.accounts.push({ id: 'acct_b', apiKeys: [] }); });
-  await seen;
-  // The write may land across two polls: wait until the version is in.
-  while (versions.length === 0) {
-    seen = watcherSawNextChange(file);
-    await seen;
-  }
+  clock.advance(999);
+  assert.deepEqual(versions, []);
+  clock.advance(1);
   assert.deepEqual(versions, [['acct_a', 'acct_b']]);
 
-  seen = watcherSawNextChange(file);
   const later = new Date(statSync(file).mtimeMs + 5_000);
   utimesSync(file, later, later);
-  await seen;
+  clock.advance(1000);
   assert.deepEqual(versions, [['acct_a', 'acct_b']]);
   assert.equal(reloads(), 1);
 
-  // A different version is still news.
-  seen = watcherSawNextChange(file);
+  // A different version is still news; a missing file keeps the last one served.
   editByHand(file, (data) => { data.accounts.pop(); });
-  await seen;
-  while (versions.length === 1) {
-    seen = watcherSawNextChange(file);
-    await seen;
-  }
+  clock.advance(1000);
+  assert.deepEqual(versions, [['acct_a', 'acct_b'], ['acct_a']]);
+  renameSync(file, `${file}.away`);
+  clock.advance(1000);
+  renameSync(`${file}.away`, file);
+  clock.advance(1000);
   assert.deepEqual(versions, [['acct_a', 'acct_b'], ['acct_a']]);
   assert.equal(reloads(), 2);
+  stop();
+  editByHand(file, (data) => { data.accounts.push({ id: 'acct_c', apiKeys: [] }); });
+  clock.advance(5000);
+  assert.equal(versions.length, 2, 'nothing is read once the watch has stopped');
 });
 
 test('process: a data file that does not exist yet is created empty, in a directory that exists', async (t) => {

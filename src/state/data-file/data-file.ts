@@ -4,10 +4,11 @@
  * every problem listed by path.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
+import { readFileSync, statSync, type Stats } from 'node:fs';
 import { z } from 'zod';
 import { ADDRESS_PATTERN } from '../../domain/formats.js';
 import type { Logger } from '../../telemetry/log.js';
+import type { Timers } from '../../util/clock.js';
 import type { SignRecord } from '../directory/store.js';
 import type { ApiKeyRecord } from '../keys/store.js';
 import { apiKeySchema, auditEventSchema, ID, inviteSchema, isoTime, memberSchema, ownerSchema, settingsTokenSchema } from '../owners/records.js';
@@ -198,28 +199,50 @@ export function parseDataFile(file: string, text: string): DataFile {
 export interface WatchOptions {
   /** True for a version this process wrote itself (owner-store.file.ts): it is already served, so it is skipped silently. */
   isOwnVersion?: (text: string) => boolean;
+  /** What waits between looks: real time unless a test drives it (test/state/owners-file.test.ts). */
+  timers?: Timers;
+}
+
+/** Real time, unref'd: a watched file never keeps the process alive. */
+const unrefTimers: Timers = {
+  setTimer(ms, fire) {
+    const timeout = setTimeout(fire, ms).unref();
+    return { cancel: () => clearTimeout(timeout), refresh: () => void timeout.refresh() };
+  },
+};
+
+function statOf(file: string): Stats | undefined {
+  try {
+    return statSync(file);
+  } catch {
+    return undefined; // removed (or mid-rename): nothing to compare yet
+  }
 }
 
 /**
- * Checks the file every `intervalMs` (fs.watchFile: a stat poll, which also sees an editor's
- * save-by-rename and a mounted ConfigMap's symlink swap, where fs.watch loses track) and hands
- * each changed, valid version to `onChange`. An invalid version (or one `onChange` refuses by
- * throwing) is logged and changes nothing:
- * the gateway keeps serving the last good one. Returns the function that stops watching.
+ * Checks the file every `intervalMs` (a stat poll, which also sees an editor's save-by-rename
+ * and a mounted ConfigMap's symlink swap, where fs.watch loses track) and hands each changed,
+ * valid version to `onChange`. An invalid version (or one `onChange` refuses by throwing) is
+ * logged and changes nothing: the gateway keeps serving the last good one. Returns the
+ * function that stops watching.
+ *
+ * The poll is ours rather than fs.watchFile's: fs.watchFile takes its first stat later, on the
+ * thread pool, so an edit made just after the watch began could become the baseline and never
+ * be seen; here the baseline is taken before this function returns.
  */
-export function watchDataFile(file: string, intervalMs: number, log: Logger, onChange: (data: DataFile) => void, { isOwnVersion }: WatchOptions = {}): () => void {
+export function watchDataFile(file: string, intervalMs: number, log: Logger, onChange: (data: DataFile) => void, { isOwnVersion, timers = unrefTimers }: WatchOptions = {}): () => void {
   if (intervalMs === 0) return () => {};
+  let previous = statOf(file);
   // A poll can stat the file between an editor's truncate and its write, then read the whole
   // new text; the next poll sees the write's mtime and reads the same text again. The digest of
   // the last version handled makes that second sight a no-op instead of a second reload.
   let lastDigest = '';
-  const listener = (current: Stats, previous: Stats) => {
-    if (current.mtimeMs === previous.mtimeMs && current.size === previous.size && current.ino === previous.ino) return;
-    if (current.nlink === 0 && current.size === 0) return; // removed (or mid-rename): keep serving
+  const look = () => {
     try {
       const text = readDataFileText(file);
       if (isOwnVersion?.(text) === true) {
         lastDigest = ''; // a foreign edit back to the version before this one is news again
+        log.debug('data file changed by this process: already served');
         return;
       }
       const digest = createHash('sha256').update(text).digest('base64');
@@ -233,6 +256,13 @@ export function watchDataFile(file: string, intervalMs: number, log: Logger, onC
     }
     log.info('data file reloaded');
   };
-  watchFile(file, { interval: intervalMs, persistent: false }, listener);
-  return () => unwatchFile(file, listener);
+  const timer = timers.setTimer(intervalMs, () => {
+    const current = statOf(file);
+    const changed = current !== undefined && (previous === undefined || current.mtimeMs !== previous.mtimeMs || current.size !== previous.size || current.ino !== previous.ino);
+    // A missing file keeps its last baseline: the version written back is compared with it.
+    if (current !== undefined) previous = current;
+    if (changed) look();
+    timer.refresh();
+  });
+  return () => timer.cancel();
 }
