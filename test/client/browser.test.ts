@@ -17,6 +17,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { extname, join, normalize } from 'node:path';
 import { after, test, type TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import type { BrowserContext, Page } from 'playwright-core';
 import { startBackend } from '../helpers/backend.js';
@@ -91,9 +92,20 @@ async function openPage(browser: BrowserContext, origin: string): Promise<Page> 
   return page;
 }
 
+/** How long a script in the page may run: page.evaluate itself never gives up, and a stalled page would hold the run. */
+const IN_PAGE_LIMIT_MS = 60_000;
+
 /** Runs `body` (JavaScript, with `client` = the built module) in the page; returns its JSON result. */
-function inPage<T>(page: Page, body: string): Promise<T> {
-  return page.evaluate(`(async () => { const client = await import('/client/index.js'); ${body} })()`) as Promise<T>;
+async function inPage<T>(page: Page, body: string): Promise<T> {
+  const limit = new AbortController();
+  const stalled = sleep(IN_PAGE_LIMIT_MS, undefined, { signal: limit.signal, ref: false }).then(() => {
+    throw new Error(`the page's script did not finish in ${IN_PAGE_LIMIT_MS} ms: ${body.trim().split('\n')[0]}`);
+  }, () => undefined as never);
+  try {
+    return await Promise.race([page.evaluate(`(async () => { const client = await import('/client/index.js'); ${body} })()`) as Promise<T>, stalled]);
+  } finally {
+    limit.abort();
+  }
 }
 
 function requests(gw: TestGateway, path: string): Record<string, unknown>[] {

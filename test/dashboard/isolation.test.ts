@@ -28,6 +28,9 @@ test('bob sees nothing of alice\'s account, and alice nothing of bob\'s', browse
   const bob = await dash.newPage();
   await dash.signInAsOwner(bob, 'bob');
   await bob.waitForURL(`${dash.url}/accounts/acct_bob`);
+  // The bar is drawn again once the account has loaded (its sections' nav with it): until then the
+  // switcher offers a placeholder, as with no account open.
+  await bob.getByRole('navigation', { name: 'Account Bob Works (demo)' }).waitFor();
   assert.deepEqual(await bob.getByLabel('Account', { exact: true }).locator('option').allTextContents(), ['Bob Works (demo) (acct_bob)']);
 
   const pages = ['', '/roles', '/roles/2', '/keys', '/keys/key_alice_1', '/settings-tokens', '/sign-records', '/activity'];
