@@ -4,7 +4,7 @@
  * backend) and Debian's Chromium through playwright-core, with pages that fail the test on any
  * script error or Content-Security-Policy violation. Accessibility is checked by axe-core
  * (@axe-core/playwright); screenshots go to DASHBOARD_SCREENSHOTS (docs/screenshots for the
- * README's: `DASHBOARD_SCREENSHOTS=docs/screenshots npx tsx --test test/dashboard/*.test.ts`),
+ * README's: `DASHBOARD_SCREENSHOTS=docs/screenshots npm test -- test/dashboard/*.test.ts`),
  * else to a temporary directory, so a test run leaves the checkout as it was.
  */
 import assert from 'node:assert/strict';
