@@ -56,11 +56,14 @@ stream.on('test:fail', () => {
   process.exitCode = 1;
 });
 // A file's weight: the time its top-level tests took (its tests run one after another).
-stream.on('test:complete', (event) => {
+// test:pass and test:fail come once per test, in order (test:complete may come twice per test).
+const weigh = (event: { nesting: number; file?: string | undefined; details: { duration_ms: number } }) => {
   if (event.nesting !== 0 || event.file === undefined) return;
   const file = relative(ROOT, event.file);
   seen[file] = Math.round((seen[file] ?? 0) + event.details.duration_ms);
-});
+};
+stream.on('test:pass', weigh);
+stream.on('test:fail', weigh);
 stream.on('end', () => {
   mkdirSync(dirname(DURATIONS), { recursive: true });
   writeFileSync(DURATIONS, `${JSON.stringify({ ...durations, ...seen }, null, 1)}\n`);
