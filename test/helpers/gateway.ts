@@ -5,9 +5,8 @@
  * advances it. Closed in t.after.
  */
 import assert from 'node:assert/strict';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { loadConfig } from '../../src/config/load.js';
@@ -15,6 +14,7 @@ import { createServices, type Services } from '../../src/services.js';
 import { startServer } from '../../src/server.js';
 import { createLogger } from '../../src/telemetry/log.js';
 import { ManualClock } from './clock.js';
+import { demoSaveFile } from './process.js';
 
 export const DEMO = {
   alice: { apiKey: 'ak_demo_alice', secret: 'sk_demo_alice_secret', accountId: 'acct_alice', keyId: 'key_alice_1' },
@@ -59,7 +59,7 @@ export async function startGateway(t: TestContext | undefined, { overrides = {},
     // The pool-thread nice value is left alone in process: this is the test runner's own pool,
     // whose file and DNS work must not yield to every other test on a busy machine (gateway
     // processes of their own keep the default; test/unit/owner-hash-nice.test.ts tests it).
-    overrides: mergeDeep({ server: { host: '127.0.0.1', port: 0 }, log: { level: 'info' }, limits: { mode: 'off' }, owner: { passwordHashNice: 0 }, data: { demoSaveFile: join(tmpdir(), `gw-demo-${randomUUID()}`, 'data.json') } }, overrides),
+    overrides: mergeDeep({ server: { host: '127.0.0.1', port: 0 }, log: { level: 'info' }, limits: { mode: 'off' }, owner: { passwordHashNice: 0 }, data: { demoSaveFile: demoSaveFile() } }, overrides),
   });
   const logs: string[] = [];
   const log = createLogger(config.log.level, { write: (line: string) => void logs.push(line) });

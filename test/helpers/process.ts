@@ -34,6 +34,18 @@ export interface Child {
 
 export type LogLine = Record<string, unknown>;
 
+/** One directory per test process for the gateways' demo save files, removed when the process ends. */
+const DEMO_SAVES = mkdtempSync(join(tmpdir(), 'gw-demo-'));
+process.once('exit', () => rmSync(DEMO_SAVES, { recursive: true, force: true }));
+
+/**
+ * Where a gateway of this test keeps changes made to the shipped demo data (data.demoSaveFile):
+ * a file of its own, in a directory that goes with the test process.
+ */
+export function demoSaveFile(): string {
+  return join(DEMO_SAVES, randomUUID(), 'data.json');
+}
+
 /** The environment of the test run without any gateway setting, plus `extra`. */
 export function gatewayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
@@ -43,7 +55,7 @@ export function gatewayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEn
   // Limits are off unless a test sets them (see helpers/gateway.ts).
   // As test/helpers/gateway.ts: a save file of the demo data's own (restart tests pass one to keep).
   // No drain delay unless a test sets one (test/ops/drain.test.ts): SIGTERM stops at once.
-  return { ...env, RATE_LIMITS: 'off', DRAIN_DELAY_MS: '0', DEMO_SAVE_FILE: join(tmpdir(), `gw-demo-${randomUUID()}`, 'data.json'), ...extra };
+  return { ...env, RATE_LIMITS: 'off', DRAIN_DELAY_MS: '0', DEMO_SAVE_FILE: demoSaveFile(), ...extra };
 }
 
 export interface StartNodeOptions {

@@ -14,8 +14,6 @@
  * put in place of the (off) configured one before the listeners are built.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
@@ -28,6 +26,7 @@ import { startBackend } from '../helpers/backend.js';
 import { ManualClock } from '../helpers/clock.js';
 import { rawExchange } from '../helpers/raw-http.js';
 import { handshakeText, openClient, rawExchange as rawHandshake, whenClosed, startWsBackend } from '../helpers/ws-backend.js';
+import { demoSaveFile } from '../helpers/process.js';
 
 const ORIGIN = 'https://app.example';
 
@@ -58,7 +57,7 @@ async function startRecordedGateway(t: TestContext, overrides: Record<string, un
       limits: { mode: 'off' },
       owner: { passwordHashNice: 0 },
       tokens: { memoryStoreMaxTokens: 10_000 },
-      data: { demoSaveFile: join(tmpdir(), `gw-demo-${randomUUID()}`, 'data.json') },
+      data: { demoSaveFile: demoSaveFile() },
       ...overrides,
     },
   });
