@@ -66,7 +66,7 @@ export function createRouter({ auth, directory, signer, authenticate, config, fo
   if (config.management.port === undefined) registerOperations(router, { config, readiness, isDraining, metrics });
   else router.get(['/healthz', '/readyz', '/metrics'], notHere);
   const operations = ownerOperations(owner, { config, signAnswers });
-  router.get(OPENAPI_PATH, serveOpenApiDocument(buildOpenApiDocument(operations)));
+  router.get(OPENAPI_PATH, serveOpenApiDocument(() => buildOpenApiDocument(operations)));
   // Before the owner API, whose catch-all answers every other path under /owner.
   if (config.dashboard.enabled) registerInviteRedirect(router, config.dashboard);
   registerOwnerApi(router, {

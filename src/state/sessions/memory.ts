@@ -5,6 +5,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../../util/clock.js';
+import { entryBound } from '../../util/lru.js';
 import type { OwnerSession, SessionStore } from './store.js';
 
 export class MemorySessionStore implements SessionStore {
@@ -13,7 +14,8 @@ export class MemorySessionStore implements SessionStore {
 
   constructor({ clock, max = 100_000 }: { clock: Clock; max?: number }) {
     this.#clock = clock;
-    this.#sessions = new LRUCache({ max });
+    // Bounded by entry count without allocating every slot up front (util/lru.ts).
+    this.#sessions = new LRUCache(entryBound(max));
   }
 
   async create(digest: string, session: OwnerSession): Promise<void> {
