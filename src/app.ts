@@ -58,6 +58,15 @@ interface Handshake {
   routed: Routed<RouteMatch>;
 }
 
+/**
+ * The HSTS header of every answer on the main listener, own or proxied, with TLS on
+ * (docs/tls.md); a backend's own Strict-Transport-Security replaces it on its answers.
+ */
+function strictTransportSecurity(tls: Services['config']['tls']): string | undefined {
+  if (tls.certFile === undefined || tls.hstsMaxAgeSeconds === 0) return undefined;
+  return `max-age=${tls.hstsMaxAgeSeconds}${tls.hstsIncludeSubDomains ? '; includeSubDomains' : ''}`;
+}
+
 export function createListeners(services: Services): Listeners {
   const { proxy, log } = services;
   const router = createRouter(services);
@@ -84,8 +93,11 @@ export function createListeners(services: Services): Listeners {
   const handshakes = new WeakMap<IncomingMessage, Handshake>();
   const declined = new WeakMap<IncomingMessage, Exchange>();
 
+  const hsts = strictTransportSecurity(services.config.tls);
+
   return {
     request: (req, res) => {
+      if (hsts !== undefined) res.setHeader('Strict-Transport-Security', hsts);
       const exchange = (req.headers.upgrade !== undefined ? declined.get(req) : undefined) ?? exchanges.open(req);
       const routed = routeRequest(req, exchange);
       if (routed !== undefined) return serveProxied(req, res, routed, exchange);

@@ -32,6 +32,7 @@ import { SigningKeyError } from './auth/signer.js';
 import { createServices, type Services } from './services.js';
 import { dataFileWrittenBy } from './state/index.js';
 import { startServer, type RunningServer } from './server.js';
+import { CertificateError } from './tls/certificates.js';
 import { DataFileError } from './state/data-file/data-file.js';
 import { lockDataFile } from './state/data-file/lock.js';
 import { DemoDataError } from './state/data-file/demo-data.js';
@@ -127,7 +128,12 @@ async function main(): Promise<void> {
   }
   const dashboard = config.dashboard.enabled ? `${running.url}${config.dashboard.path}/` : undefined;
   log.info({ url: running.url, managementUrl: running.managementUrl, dashboard, dataFile: config.data.file, state: services.state, keySource: config.data.keySource, directoryStore: config.directory.store }, `gateway listening on ${running.url}`);
-  reload = reloadsOf(config, services, log);
+  const reloadConfig = reloadsOf(config, services, log);
+  const { certificates } = running;
+  reload = certificates === undefined ? reloadConfig : () => {
+    reloadConfig();
+    certificates.reload('SIGHUP');
+  };
   if (stopAsked !== undefined) {
     const signal = stopAsked;
     stopAsked = undefined;
@@ -227,7 +233,7 @@ function superviseWorkers(count: number, log: Logger, config: Config): void {
 }
 
 function fail(err: unknown): void {
-  const known = err instanceof ConfigError || err instanceof DataFileError || err instanceof DemoDataError || err instanceof SigningKeyError
+  const known = err instanceof ConfigError || err instanceof DataFileError || err instanceof DemoDataError || err instanceof SigningKeyError || err instanceof CertificateError
     || (err as NodeJS.ErrnoException).code === 'EADDRINUSE' || (err as NodeJS.ErrnoException).code === 'EACCES';
   process.stderr.write(`gateway: cannot start: ${known ? (err as Error).message : (err as Error).stack}\n`);
   process.exitCode = 1;

@@ -14,6 +14,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { TlsOptions } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -24,6 +26,7 @@ import type { Exchange, Exchanges } from './http/exchange.js';
 import { requestIdOf } from './http/middleware/request-id.js';
 import { answerResponse, answerSocket } from './http/raw-response.js';
 import type { Services } from './services.js';
+import { createCertificateSet, type CertificateSet } from './tls/certificates.js';
 import type { Logger } from './telemetry/log.js';
 
 export interface RunningServer {
@@ -32,6 +35,8 @@ export interface RunningServer {
   url: string;
   /** The management listener's (management.port), when there is one: /metrics, /healthz, /readyz. */
   managementUrl: string | undefined;
+  /** The main listener's certificates, with TLS on (tls.certFile): SIGHUP reloads them. */
+  certificates: CertificateSet | undefined;
   /**
    * /readyz answers 503 from now on; everything is still served for `server.drainDelayMs`,
    * then close(). Resolves once closed; called again, the same promise.
@@ -48,16 +53,25 @@ export async function startServer(services: Services): Promise<RunningServer> {
   const { host, port, drainDelayMs, shutdownTimeoutMs, listenWaitMs } = services.config.server;
   const { log } = services;
   const listeners = createListeners(services);
+  // Read and checked before anything listens: a bad certificate or key stops the start.
+  const certificates = services.config.tls.certFile === undefined ? undefined
+    : createCertificateSet(services.config.tls, { log, clock: services.clock, timers: services.clock, registry: services.config.metrics.enabled ? services.metrics.registry : undefined });
   const server = createGatewayServer(services, listeners.request, {
     // Only a WebSocket handshake the edge routes to a WebSocket route becomes an 'upgrade'
     // event; any other Upgrade header is ignored and the request served (or refused) as usual.
     shouldUpgradeCallback: listeners.shouldUpgrade,
-  }, listeners.exchanges);
+  }, listeners.exchanges, certificates?.serverOptions());
+  if (certificates !== undefined) certificates.attach(server as HttpsServer);
   server.on('upgrade', listeners.upgrade);
 
-  await services.warmUp();
-  await listen(server, port, host, { waitMs: listenWaitMs, log });
-  const url = urlOf(server);
+  try {
+    await services.warmUp();
+    await listen(server, port, host, { waitMs: listenWaitMs, log });
+  } catch (err) {
+    certificates?.close();
+    throw err;
+  }
+  const url = urlOf(server, certificates === undefined ? 'http' : 'https');
   const management = services.config.management.port === undefined ? undefined : createGatewayServer(services, createManagementListener(services));
   if (management !== undefined) {
     try {
@@ -82,6 +96,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
     server,
     url,
     managementUrl: management === undefined ? undefined : urlOf(management),
+    certificates,
     drain() {
       draining ??= (async () => {
         startDraining();
@@ -117,6 +132,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
           management.closeAllConnections();
           await managementClosed;
         }
+        certificates?.close();
         await services.close();
       })();
       return closing;
@@ -132,10 +148,10 @@ export async function startServer(services: Services): Promise<RunningServer> {
  * logged, counted and traced as requests (the management listener's are not, as none of its
  * requests are).
  */
-function createGatewayServer(services: Services, listener: RequestListener, options: ServerOptions = {}, exchanges?: Exchanges): Server {
+function createGatewayServer(services: Services, listener: RequestListener, options: ServerOptions = {}, exchanges?: Exchanges, secure?: TlsOptions): Server {
   const { requestTimeoutMs } = services.config.server;
   const { log } = services;
-  const server = createServer({
+  const http: ServerOptions = {
     // Slow-loris bounds: headers within 10 s, the whole request within requestTimeoutMs.
     headersTimeout: Math.min(10_000, requestTimeoutMs),
     requestTimeout: requestTimeoutMs,
@@ -145,7 +161,10 @@ function createGatewayServer(services: Services, listener: RequestListener, opti
     // Checked by the app (http/middleware/request-head.ts), so that the answer is the envelope.
     requireHostHeader: false,
     ...options,
-  }, listener);
+  };
+  // The TLS handshake gets the same bound as the headers (Node's default: two minutes).
+  const server: Server = secure === undefined ? createServer(http, listener)
+    : createHttpsServer({ ...http, ...secure, handshakeTimeout: Math.min(10_000, requestTimeoutMs) }, listener);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, log, exchanges));
   // Without these listeners Node answers an unknown Expect with a bare 417 and drops CONNECT
   // without a word; both get the envelope instead.
@@ -199,9 +218,9 @@ async function listen(server: Server, port: number, host: string, { waitMs, log 
   }
 }
 
-function urlOf(server: Server): string {
+function urlOf(server: Server, scheme = 'http'): string {
   const address = server.address() as AddressInfo;
-  return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  return `${scheme}://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 }
 
 function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, log: Logger, exchanges: Exchanges | undefined): void {

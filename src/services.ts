@@ -29,13 +29,13 @@ import type { RefreshTokenStore } from './state/tokens/store.js';
 import type { Logger } from './telemetry/log.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import { createTracing, type Tracing } from './telemetry/tracing.js';
-import { systemClock, type Clock, type Scheduler } from './util/clock.js';
+import { systemClock, type Scheduler } from './util/clock.js';
 import { createTimestampFormatter, type TimestampFormatter } from './util/time.js';
 
 export interface Services {
   config: Config;
   log: Logger;
-  clock: Clock;
+  clock: Scheduler;
   signer: Signer;
   auth: AuthService;
   keys: KeyDirectory;

@@ -22,6 +22,7 @@ import { type Config, type RouteConfig } from '../config/schema.js';
 import { readDataFile, type DataFile } from '../state/data-file/data-file.js';
 import { checkDemoData, findDemoKeys } from '../state/data-file/demo-data.js';
 import { isShippedDemoFile } from '../state/owners/file.js';
+import { certificateProblems } from '../tls/certificates.js';
 import { systemClock } from '../util/clock.js';
 import { runWhenExecuted } from './redis.js';
 
@@ -68,6 +69,8 @@ export function checkConfiguration({ env, cwd = process.cwd() }: CheckOptions): 
   } catch (err) {
     report.errors.push((err as Error).message);
   }
+  // Every certificate and key read and checked as start-up does, each problem named.
+  report.errors.push(...certificateProblems(config.tls));
   const data = readData(config, report);
   if (data !== undefined && config.data.keySource === 'file') checkDemo(config, data, env, report);
   report.warnings.push(...riskySettings(config));

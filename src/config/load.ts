@@ -159,6 +159,15 @@ function resolvePaths(raw: Record<string, unknown>, base: string): void {
   for (const name of ['tlsCaFile', 'tlsCertFile', 'tlsKeyFile']) {
     if (typeof redis?.[name] === 'string') redis[name] = resolve(base, redis[name]);
   }
+  const tls = raw.tls as Record<string, unknown> | undefined;
+  for (const name of ['certFile', 'keyFile']) {
+    if (typeof tls?.[name] === 'string') tls[name] = resolve(base, tls[name]);
+  }
+  if (Array.isArray(tls?.certificates)) {
+    for (const entry of tls.certificates) {
+      for (const name of ['certFile', 'keyFile']) if (typeof entry?.[name] === 'string') entry[name] = resolve(base, entry[name]);
+    }
+  }
   const keys = (raw.signing as Record<string, unknown> | undefined)?.keys;
   if (Array.isArray(keys)) {
     for (const key of keys) {

@@ -654,6 +654,40 @@ export const configSchema = z.strictObject({
     }),
   }).prefault({}),
 
+  tls: z.strictObject({
+    certFile: setting(z.string().min(1).optional(), {
+      env: 'TLS_CERT_FILE',
+      description: 'PEM certificate (the full chain, leaf first) that turns the main listener into HTTPS; with `tls.keyFile`. The default certificate: served when no `tls.certificates` entry names the host asked for (SNI). docs/tls.md.',
+    }),
+    keyFile: setting(z.string().min(1).optional(), {
+      env: 'TLS_KEY_FILE',
+      description: 'PEM private key of `tls.certFile`.',
+    }),
+    minVersion: setting(z.enum(['TLSv1.2', 'TLSv1.3']).default('TLSv1.2'), {
+      env: 'TLS_MIN_VERSION',
+      description: 'Oldest TLS version the main listener accepts.',
+    }),
+    certificates: setting(z.array(z.strictObject({
+      serverNames: z.array(z.string().regex(/^(?:\*\.)?(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, 'expected a host name, or *.<domain> for one label')).min(1).max(100),
+      certFile: z.string().min(1),
+      keyFile: z.string().min(1),
+    })).max(100).default([]), {
+      description: 'More certificates, each served to clients asking (SNI) for one of its `serverNames` (`*.example.com` matches one label). Config file only.',
+    }),
+    watchIntervalMs: setting(z.number().int().min(0).max(3_600_000).default(2000), {
+      env: 'TLS_WATCH_INTERVAL_MS',
+      description: 'How often the certificate and key files are checked for a change; a changed, valid set is used for new handshakes (0: only on SIGHUP).',
+    }),
+    hstsMaxAgeSeconds: setting(z.number().int().min(0).max(63_072_000).default(31_536_000), {
+      env: 'TLS_HSTS_MAX_AGE_SECONDS',
+      description: 'With TLS on, every answer says `Strict-Transport-Security: max-age=<this>` (0: no header).',
+    }),
+    hstsIncludeSubDomains: setting(z.boolean().default(false), {
+      env: 'TLS_HSTS_INCLUDE_SUBDOMAINS',
+      description: 'Adds `includeSubDomains` to the HSTS header: only if every subdomain is served over HTTPS.',
+    }),
+  }).prefault({}),
+
   readiness: z.strictObject({
     requireRedis: setting(z.boolean().default(false), {
       env: 'READINESS_REQUIRE_REDIS',
@@ -698,6 +732,12 @@ export const configSchema = z.strictObject({
   }
   if (!isKnownTimeZone(c.data.timeZone)) {
     ctx.addIssue({ code: 'custom', path: ['data', 'timeZone'], message: 'expected an IANA time zone such as "UTC" or "Europe/Berlin"' });
+  }
+  if ((c.tls.certFile === undefined) !== (c.tls.keyFile === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['tls', c.tls.certFile === undefined ? 'certFile' : 'keyFile'], message: 'give both tls.certFile and tls.keyFile (TLS_CERT_FILE, TLS_KEY_FILE), or neither' });
+  }
+  if (c.tls.certificates.length > 0 && c.tls.certFile === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['tls', 'certificates'], message: 'needs the default certificate: set tls.certFile and tls.keyFile' });
   }
   const redisModes = [c.redis.url !== undefined, c.redis.sentinels.length > 0, c.redis.clusterNodes.length > 0].filter(Boolean).length;
   if (redisModes > 1) {

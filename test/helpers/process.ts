@@ -194,7 +194,7 @@ export async function startGatewayProcess(t: TestContext, env: Record<string, st
   const child = startNode(t, ['src/main.ts'], { env: gatewayEnv({ PORT: '0', HOST: '127.0.0.1', ...env }), limitMs });
   const listening = await waitForLog(child, LISTENING, Math.min(limitMs, PROCESS_LIMIT_MS));
   const url = listening.url as string;
-  assert.match(url, /^http:\/\/127\.0\.0\.1:[1-9]\d*$/, 'the gateway listens on a real port of 127.0.0.1');
+  assert.match(url, /^https?:\/\/127\.0\.0\.1:[1-9]\d*$/, 'the gateway listens on a real port of 127.0.0.1');
   const logs = () => {
     const text = child.stdout();
     return parseLogLines(text.slice(0, text.lastIndexOf('\n') + 1));

@@ -18,6 +18,7 @@
  *      dashboard/       the owners' dashboard: its pages, served beside the own routes
  *                       (dashboard/browser/ is the page's script: it imports only itself)
  *  10. proxy/           configured routes to backends (they reuse http/'s request checks)
+ *      tls/             the main listener's certificates: files, SNI, reload, expiry
  *  11. services.ts, app.ts, server.ts   wiring: pick implementations, order middleware, listen
  *  12. main.ts, cli/    entry points
  *
@@ -42,7 +43,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['limits/'],
   ['owner/'],
   ['http/', 'dashboard/'],
-  ['proxy/'],
+  ['proxy/', 'tls/'],
   ['services.ts', 'app.ts', 'server.ts'],
   ['main.ts', 'cli/'],
 ];
