@@ -27,6 +27,7 @@ import { requestIdOf } from './http/middleware/request-id.js';
 import { answerResponse, answerSocket } from './http/raw-response.js';
 import type { Services } from './services.js';
 import { createCertificateSet, type CertificateSet } from './tls/certificates.js';
+import { createChallenges, createRedirectListener, type Challenges } from './tls/redirect.js';
 import type { Logger } from './telemetry/log.js';
 
 export interface RunningServer {
@@ -37,6 +38,10 @@ export interface RunningServer {
   managementUrl: string | undefined;
   /** The main listener's certificates, with TLS on (tls.certFile): SIGHUP reloads them. */
   certificates: CertificateSet | undefined;
+  /** The redirect listener's (tls.redirectPort), when there is one: plain HTTP, 308 to HTTPS. */
+  redirectUrl: string | undefined;
+  /** The ACME HTTP-01 answers the redirect listener serves. */
+  challenges: Challenges;
   /**
    * /readyz answers 503 from now on; everything is still served for `server.drainDelayMs`,
    * then close(). Resolves once closed; called again, the same promise.
@@ -72,14 +77,15 @@ export async function startServer(services: Services): Promise<RunningServer> {
     throw err;
   }
   const url = urlOf(server, certificates === undefined ? 'http' : 'https');
-  const management = services.config.management.port === undefined ? undefined : createGatewayServer(services, createManagementListener(services));
-  if (management !== undefined) {
-    try {
-      await listen(management, services.config.management.port!, services.config.management.host ?? host, { waitMs: listenWaitMs, log });
-    } catch (err) {
-      server.close();
-      throw err;
-    }
+  const challenges = createChallenges();
+  let management: Server | undefined;
+  let redirect: Server | undefined;
+  try {
+    ({ management, redirect } = await startSideListeners(services, server, listeners.exchanges, challenges));
+  } catch (err) {
+    server.close();
+    certificates?.close();
+    throw err;
   }
 
   // Added only once stopping, so that serving costs nothing extra until then.
@@ -97,6 +103,8 @@ export async function startServer(services: Services): Promise<RunningServer> {
     url,
     managementUrl: management === undefined ? undefined : urlOf(management),
     certificates,
+    redirectUrl: redirect === undefined ? undefined : urlOf(redirect),
+    challenges,
     drain() {
       draining ??= (async () => {
         startDraining();
@@ -126,12 +134,9 @@ export async function startServer(services: Services): Promise<RunningServer> {
         }, shutdownTimeoutMs);
         await Promise.race([Promise.all([closed, webSockets]), cut]);
         clearTimeout(deadline);
+        if (redirect !== undefined) await closeNow(redirect);
         // Last: health and metrics stay answerable while the main listener drains.
-        if (management !== undefined) {
-          const managementClosed = new Promise<void>((resolve) => management.close(() => resolve()));
-          management.closeAllConnections();
-          await managementClosed;
-        }
+        if (management !== undefined) await closeNow(management);
         certificates?.close();
         await services.close();
       })();
@@ -139,6 +144,38 @@ export async function startServer(services: Services): Promise<RunningServer> {
     },
   };
   return running;
+}
+
+/**
+ * The listeners beside the main one, once it listens: management (management.port) and the
+ * redirect to HTTPS (tls.redirectPort), each when configured. Neither is left open on failure.
+ */
+async function startSideListeners(services: Services, main: Server, exchanges: Exchanges, challenges: Challenges): Promise<{ management: Server | undefined; redirect: Server | undefined }> {
+  const { log, config } = services;
+  const { host, listenWaitMs } = config.server;
+  const { redirectPort, publicHttpsPort } = config.tls;
+  const management = config.management.port === undefined ? undefined : createGatewayServer(services, createManagementListener(services));
+  const redirect = redirectPort === undefined ? undefined : createGatewayServer(services, createRedirectListener({
+    exchanges,
+    challenges,
+    httpsPort: () => publicHttpsPort ?? (main.address() as AddressInfo).port,
+  }), {}, exchanges);
+  try {
+    if (management !== undefined) await listen(management, config.management.port!, config.management.host ?? host, { waitMs: listenWaitMs, log });
+    if (redirect !== undefined) await listen(redirect, redirectPort!, host, { waitMs: listenWaitMs, log });
+  } catch (err) {
+    management?.close();
+    redirect?.close();
+    throw err;
+  }
+  return { management, redirect };
+}
+
+/** Closes a side listener at once, its open connections with it. */
+function closeNow(server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeAllConnections();
+  return closed;
 }
 
 /**

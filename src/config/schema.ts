@@ -678,6 +678,14 @@ export const configSchema = z.strictObject({
       env: 'TLS_WATCH_INTERVAL_MS',
       description: 'How often the certificate and key files are checked for a change; a changed, valid set is used for new handshakes (0: only on SIGHUP).',
     }),
+    redirectPort: setting(z.number().int().min(0).max(65535).optional(), {
+      env: 'HTTP_REDIRECT_PORT',
+      description: 'With TLS on: a plain-HTTP listener on this port (0 picks a free one) that answers every request 308 to the same URL over HTTPS, and serves ACME HTTP-01 challenges.',
+    }),
+    publicHttpsPort: setting(z.number().int().min(1).max(65535).optional(), {
+      env: 'TLS_PUBLIC_HTTPS_PORT',
+      description: 'The HTTPS port clients reach, for the redirect\'s Location (omitted when 443); unset: the main listener\'s own port.',
+    }),
     hstsMaxAgeSeconds: setting(z.number().int().min(0).max(63_072_000).default(31_536_000), {
       env: 'TLS_HSTS_MAX_AGE_SECONDS',
       description: 'With TLS on, every answer says `Strict-Transport-Security: max-age=<this>` (0: no header).',
@@ -735,6 +743,9 @@ export const configSchema = z.strictObject({
   }
   if ((c.tls.certFile === undefined) !== (c.tls.keyFile === undefined)) {
     ctx.addIssue({ code: 'custom', path: ['tls', c.tls.certFile === undefined ? 'certFile' : 'keyFile'], message: 'give both tls.certFile and tls.keyFile (TLS_CERT_FILE, TLS_KEY_FILE), or neither' });
+  }
+  if (c.tls.redirectPort !== undefined && c.tls.certFile === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['tls', 'redirectPort'], message: 'redirects to HTTPS: set tls.certFile and tls.keyFile' });
   }
   if (c.tls.certificates.length > 0 && c.tls.certFile === undefined) {
     ctx.addIssue({ code: 'custom', path: ['tls', 'certificates'], message: 'needs the default certificate: set tls.certFile and tls.keyFile' });

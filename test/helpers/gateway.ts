@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { loadConfig } from '../../src/config/load.js';
 import { createServices, type Services } from '../../src/services.js';
-import { startServer } from '../../src/server.js';
+import { startServer, type RunningServer } from '../../src/server.js';
 import { createLogger } from '../../src/telemetry/log.js';
 import { ManualClock } from './clock.js';
 import { demoSaveFile } from './process.js';
@@ -36,6 +36,8 @@ export interface TestGateway {
   url: string;
   /** The management listener's URL, when management.port is set. */
   managementUrl?: string;
+  /** What startServer returned (the redirect listener, ACME challenges, certificates). */
+  running?: RunningServer;
   clock: ManualClock;
   services: Services;
   /** Every log line written so far, raw JSON text. */
@@ -65,7 +67,7 @@ export async function startGateway(t: TestContext | undefined, { overrides = {},
   const log = createLogger(config.log.level, { write: (line: string) => void logs.push(line) });
   const services = createServices(config, { log, clock });
   const running = await startServer(services);
-  const gateway = { url: running.url, managementUrl: running.managementUrl, clock, services, logs, close: () => running.close() };
+  const gateway = { url: running.url, managementUrl: running.managementUrl, running, clock, services, logs, close: () => running.close() };
   t?.after(() => gateway.close());
   return gateway;
 }

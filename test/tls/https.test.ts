@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
+import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { connect, type ConnectionOptions, type PeerCertificate, type TLSSocket } from 'node:tls';
@@ -273,4 +274,65 @@ test('the example of docs/tls.md ("HTTPS and SNI") is a valid configuration, its
   const report = checkConfiguration({ env: { GATEWAY_CONFIG: join(dir, 'gateway.json') } });
   assert.deepEqual(report.errors, []);
   assert.equal(JSON.parse(example).tls.certificates.length, 2);
+});
+
+/** A plain-HTTP request to the redirect listener, with the Host header given (not fetch's). */
+function plain(url: string, { method = 'GET', host }: { method?: string; host?: string | undefined }): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const { port } = new URL(url);
+    const socket = createConnection({ host: '127.0.0.1', port: Number(port) }, () => {
+      socket.end(`${method} /orders/7?x=1 HTTP/1.1\r\n${host === undefined ? '' : `Host: ${host}\r\n`}Connection: close\r\nContent-Length: 0\r\n\r\n`);
+    });
+    let data = '';
+    socket.setEncoding('latin1').on('data', (chunk: string) => { data += chunk; }).on('error', reject).on('end', () => {
+      const [head = '', body = ''] = data.split('\r\n\r\n');
+      const [statusLine = '', ...lines] = head.split('\r\n');
+      const headers: Record<string, string> = {};
+      for (const line of lines) headers[line.slice(0, line.indexOf(':')).toLowerCase()] = line.slice(line.indexOf(':') + 1).trim();
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body });
+    });
+  });
+}
+
+test('redirect listener: 308 to the same URL over HTTPS, ACME challenges answered while set, each request an exchange', async (t) => {
+  const gw = await startGateway(t, { overrides: { tls: { certFile: main.certFile, keyFile: main.keyFile, redirectPort: 0 } } });
+  const redirectUrl = gw.running!.redirectUrl!;
+  assert.match(redirectUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
+  const httpsPort = new URL(gw.url).port;
+
+  for (const method of ['GET', 'POST']) {
+    const moved = await plain(redirectUrl, { method, host: 'api.example.test:8080' });
+    assert.equal(moved.status, 308, `${method}: ${moved.body}`);
+    assert.equal(moved.headers.location, `https://api.example.test:${httpsPort}/orders/7?x=1`);
+    assert.equal(moved.headers['strict-transport-security'], undefined, 'HSTS is sent over HTTPS only');
+  }
+  for (const host of [undefined, 'evil.example/x', 'a b']) {
+    const refused = await plain(redirectUrl, { host });
+    assert.equal(refused.status, 400, `${host}: ${refused.body}`);
+    assert.equal(JSON.parse(refused.body).message.code, 'invalid_request');
+  }
+
+  const token = 'tok_0123456789abcdefghijkl';
+  const path = `${redirectUrl}/.well-known/acme-challenge/${token}`;
+  const unknown = await fetch(path);
+  assert.equal(unknown.status, 404);
+  assert.equal(((await unknown.json()) as { message: { code: string } }).message.code, 'not_found');
+  gw.running!.challenges.set(token, `${token}.thumbprint`);
+  const answered = await fetch(path);
+  assert.equal(answered.status, 200);
+  assert.equal(answered.headers.get('content-type'), 'text/plain');
+  assert.equal(await answered.text(), `${token}.thumbprint`);
+  gw.running!.challenges.delete(token);
+  assert.equal((await fetch(path)).status, 404);
+
+  const lines = gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === 'request');
+  assert.deepEqual(lines.map((line) => line.status), [308, 308, 400, 400, 400, 404, 200, 404]);
+});
+
+test('redirect listener: the Location names the public HTTPS port, none for 443; it needs TLS', async (t) => {
+  const gw = await startGateway(t, { overrides: { tls: { certFile: main.certFile, keyFile: main.keyFile, redirectPort: 0, publicHttpsPort: 443 } } });
+  const moved = await plain(gw.running!.redirectUrl!, { host: 'api.example.test' });
+  assert.equal(moved.headers.location, 'https://api.example.test/orders/7?x=1');
+  const report = checkConfiguration({ env: { HTTP_REDIRECT_PORT: '8081' } });
+  assert.ok(report.errors.some((e) => /^tls\.redirectPort .*: redirects to HTTPS/.test(e)), JSON.stringify(report.errors));
 });
