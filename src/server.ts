@@ -158,7 +158,8 @@ async function startSideListeners(services: Services, main: Server, exchanges: E
   const redirect = redirectPort === undefined ? undefined : createGatewayServer(services, createRedirectListener({
     exchanges,
     challenges,
-    httpsPort: () => publicHttpsPort ?? (main.address() as AddressInfo).port,
+    // Read now, while the main listener listens (its address is gone once it closes).
+    httpsPort: publicHttpsPort ?? (main.address() as AddressInfo).port,
   }), {}, exchanges);
   try {
     if (management !== undefined) await listen(management, config.management.port!, config.management.host ?? host, { waitMs: listenWaitMs, log });

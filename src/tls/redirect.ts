@@ -38,7 +38,7 @@ export function createChallenges(): Challenges {
  * The redirect listener's request handler. `httpsPort`: the port clients reach the HTTPS
  * listener on (omitted from the Location when 443).
  */
-export function createRedirectListener({ exchanges, challenges, httpsPort }: { exchanges: Exchanges; challenges: Challenges; httpsPort: () => number }): RequestListener {
+export function createRedirectListener({ exchanges, challenges, httpsPort }: { exchanges: Exchanges; challenges: Challenges; httpsPort: number }): RequestListener {
   return (req: IncomingMessage, res: ServerResponse) => {
     const exchange = exchanges.open(req);
     const refuse = (error: InvalidRequest | NotFound) => {
@@ -58,9 +58,8 @@ export function createRedirectListener({ exchanges, challenges, httpsPort }: { e
     }
     const host = req.headers.host;
     if (host === undefined || !HOST.test(host)) return refuse(new InvalidRequest('The Host header must name this gateway: the redirect goes to it.'));
-    const port = httpsPort();
     const name = host.replace(/:\d+$/, '');
-    res.writeHead(308, { Location: `https://${name}${port === 443 ? '' : `:${port}`}${target}`, 'Content-Length': '0', 'X-Request-Id': exchange.requestId });
+    res.writeHead(308, { Location: `https://${name}${httpsPort === 443 ? '' : `:${httpsPort}`}${target}`, 'Content-Length': '0', 'X-Request-Id': exchange.requestId });
     res.end();
     exchange.end(308);
   };
