@@ -50,7 +50,7 @@ const seen: Record<string, number> = {};
 const stream = run({
   files: ordered(files, durations).map((file) => join(ROOT, file)),
   concurrency: CONCURRENCY,
-  execArgv: ['--import', fileURLToPath(new URL('./helpers/resolve-ts.ts', import.meta.url))],
+  execArgv: ['--import', fileURLToPath(new URL('../test/helpers/resolve-ts.ts', import.meta.url))],
 });
 stream.on('test:fail', () => {
   process.exitCode = 1;
