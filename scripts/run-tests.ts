@@ -1,29 +1,48 @@
 /**
- * `npm test`: every test/**\/*.test.ts file (or the files named on the command line), each in
- * a process of its own, several at a time, reported by node:test's spec reporter.
+ * `npm test`: every test/**\/*.test.ts file (or the files named on the command line), several
+ * at a time, reported by node:test's spec reporter. It is `node --test` with two differences.
  *
- * It is `node --test` with one difference: the order. On two cores the run lasts as long as
- * its last file, and `node --test` starts files in alphabetical order, so a file of a minute
- * (a browser suite, the image) could start last and run alone. Here the longest files start
- * first: by the durations the previous run on this checkout recorded
- * (node_modules/.cache/test-durations.json), and on a fresh clone by the kinds of file known
- * to be long (browsers, real processes, Redis). The order changes no test: files share
- * nothing (CONTRIBUTING.md, "How tests run").
+ * The order. On two cores the run lasts as long as its last file, and `node --test` starts
+ * files in alphabetical order, so a file of a minute (a browser suite, the image) could start
+ * last and run alone. Here the longest start first: by the durations the previous run on this
+ * checkout recorded (node_modules/.cache/test-durations.json), and on a fresh clone by the
+ * kinds of file known to be long (browsers, real processes, Redis).
+ *
+ * Shared processes. A process that loads the sources costs about half a second of CPU before
+ * its first test, which the hundred-odd small files of the folders in SHARED paid each time,
+ * a fifth of the run's CPU. Their files run several to a process instead (each process imports
+ * its files one after another; their tests run one at a time, as in a file of their own). Those
+ * folders hold files that change nothing outside themselves (no environment variable, working
+ * directory, umask, global or mocked timer), which test/unit/test-isolation.test.ts checks;
+ * every other file keeps a process of its own. A failure still names the test's own file.
  */
-import { globSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { globSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const DURATIONS = join(ROOT, 'node_modules/.cache/test-durations.json');
+const CACHE = join(ROOT, 'node_modules/.cache');
+const DURATIONS = join(CACHE, 'test-durations.json');
 /** On two cores most files wait on processes, sockets and browsers more than they compute. */
 const CONCURRENCY = Math.max(6, availableParallelism() * 3);
 
 /** A fresh clone's guess, longest first: the files that drive Chromium or start many processes. */
 const LONG_FIRST = [/^test\/dashboard\//, /^test\/cli\//, /^test\/ops\//, /^test\/client\//, /^test\/redis\//, /^test\/(startup|restart|readme)\./];
+/** The folders whose files share processes (see above). */
+const SHARED = /^test\/(unit|state|owner|http|proxy|tls)\//;
+/** Files of those folders that test what a process does once (its first hash, say): alone. */
+const OWN_PROCESS = new Set(['test/unit/owner-dummy-hash.test.ts']);
+
+export function sharesProcess(file: string): boolean {
+  return SHARED.test(file) && !OWN_PROCESS.has(file);
+}
+/** How long, by the recorded durations, the files of one shared process may take together. */
+const SHARED_BUDGET_MS = 30_000;
+/** A file never recorded: its guess when packing shared processes. */
+const UNKNOWN_MS = 2_000;
 
 function readDurations(): Record<string, number> {
   try {
@@ -33,39 +52,76 @@ function readDurations(): Record<string, number> {
   }
 }
 
-function ordered(files: string[], durations: Record<string, number>): string[] {
+/**
+ * The shared files packed into processes, longest file first into the lightest process: as few
+ * processes as the budget allows, but no fewer than the files run at once, so that they spread.
+ */
+function pack(files: string[], durations: Record<string, number>): string[][] {
+  const weight = (file: string) => durations[file] ?? UNKNOWN_MS;
+  const total = files.reduce((sum, file) => sum + weight(file), 0);
+  const count = Math.min(files.length, Math.max(CONCURRENCY, Math.ceil(total / SHARED_BUDGET_MS)));
+  const groups = Array.from({ length: count }, () => ({ files: [] as string[], weight: 0 }));
+  for (const file of [...files].sort((a, b) => weight(b) - weight(a) || a.localeCompare(b))) {
+    const lightest = groups.reduce((min, group) => (group.weight < min.weight ? group : min));
+    lightest.files.push(file);
+    lightest.weight += weight(file);
+  }
+  return groups.filter((group) => group.files.length > 0).map((group) => group.files.sort());
+}
+
+/** One entry file per shared process: it imports its test files in turn. */
+function writeEntries(groups: string[][]): Map<string, string[]> {
+  const dir = join(CACHE, 'test-processes');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const entries = new Map<string, string[]>();
+  groups.forEach((files, i) => {
+    const entry = join(dir, `shared-${i + 1}.mjs`);
+    const imports = files.map((file) => `await import(${JSON.stringify(pathToFileURL(join(ROOT, file)).href)});`);
+    writeFileSync(entry, `// Written by scripts/run-tests.ts: these test files, in one process.\n${imports.join('\n')}\n`);
+    entries.set(entry, files);
+  });
+  return entries;
+}
+
+function main(): void {
+  const named = process.argv.slice(2);
+  const files = (named.length > 0 ? named : globSync('test/**/*.test.ts', { cwd: ROOT })).map((file) => relative(ROOT, join(ROOT, file)));
+  const durations = readDurations();
+  const entries = writeEntries(pack(files.filter(sharesProcess), durations));
   const guess = (file: string) => {
     const kind = LONG_FIRST.findIndex((pattern) => pattern.test(file));
     return kind === -1 ? 0 : 1_000_000 - kind;
   };
-  const weight = (file: string) => durations[file] ?? guess(file);
-  return [...files].sort((a, b) => weight(b) - weight(a) || a.localeCompare(b));
+  const weights = new Map<string, number>(files.filter((file) => !sharesProcess(file)).map((file) => [join(ROOT, file), durations[file] ?? guess(file)]));
+  for (const [entry, members] of entries) weights.set(entry, members.reduce((sum, file) => sum + (durations[file] ?? UNKNOWN_MS), 0));
+  const order = [...weights.keys()].sort((a, b) => weights.get(b)! - weights.get(a)! || a.localeCompare(b));
+
+  const seen: Record<string, number> = {};
+  const stream = run({
+    files: order,
+    concurrency: CONCURRENCY,
+    execArgv: ['--import', fileURLToPath(new URL('../test/helpers/resolve-ts.ts', import.meta.url))],
+  });
+  stream.on('test:fail', () => {
+    process.exitCode = 1;
+  });
+  // A file's weight: the time its top-level tests took (its tests run one after another).
+  // test:pass and test:fail come once per test, in order (test:complete may come twice per
+  // test), naming the test's own file, in a shared process too.
+  const known = new Set(files);
+  const weigh = (event: { nesting: number; file?: string | undefined; details: { duration_ms: number } }) => {
+    if (event.nesting !== 0 || event.file === undefined) return;
+    const file = relative(ROOT, event.file);
+    if (known.has(file)) seen[file] = Math.round((seen[file] ?? 0) + event.details.duration_ms);
+  };
+  stream.on('test:pass', weigh);
+  stream.on('test:fail', weigh);
+  stream.on('end', () => {
+    mkdirSync(dirname(DURATIONS), { recursive: true });
+    writeFileSync(DURATIONS, `${JSON.stringify({ ...durations, ...seen }, null, 1)}\n`);
+  });
+  stream.compose(spec).pipe(process.stdout);
 }
 
-const named = process.argv.slice(2);
-const files = (named.length > 0 ? named : globSync('test/**/*.test.ts', { cwd: ROOT })).map((file) => relative(ROOT, join(ROOT, file)));
-const durations = readDurations();
-const seen: Record<string, number> = {};
-
-const stream = run({
-  files: ordered(files, durations).map((file) => join(ROOT, file)),
-  concurrency: CONCURRENCY,
-  execArgv: ['--import', fileURLToPath(new URL('../test/helpers/resolve-ts.ts', import.meta.url))],
-});
-stream.on('test:fail', () => {
-  process.exitCode = 1;
-});
-// A file's weight: the time its top-level tests took (its tests run one after another).
-// test:pass and test:fail come once per test, in order (test:complete may come twice per test).
-const weigh = (event: { nesting: number; file?: string | undefined; details: { duration_ms: number } }) => {
-  if (event.nesting !== 0 || event.file === undefined) return;
-  const file = relative(ROOT, event.file);
-  seen[file] = Math.round((seen[file] ?? 0) + event.details.duration_ms);
-};
-stream.on('test:pass', weigh);
-stream.on('test:fail', weigh);
-stream.on('end', () => {
-  mkdirSync(dirname(DURATIONS), { recursive: true });
-  writeFileSync(DURATIONS, `${JSON.stringify({ ...durations, ...seen }, null, 1)}\n`);
-});
-stream.compose(spec).pipe(process.stdout);
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) main();
