@@ -15,13 +15,17 @@
  * folders hold files that change nothing outside themselves (no environment variable, working
  * directory, umask, global or mocked timer), which test/unit/test-isolation.test.ts checks;
  * every other file keeps a process of its own. A failure still names the test's own file.
+ *
+ * One Chromium. When a file to run drives a browser, the run starts one Chromium and every
+ * such file connects to it (test/helpers/chromium.ts), each test in a context of its own.
  */
-import { globSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, globSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { CHROMIUM, CHROMIUM_ENDPOINT, startSharedChromium } from '../test/helpers/chromium.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CACHE = join(ROOT, 'node_modules/.cache');
@@ -84,7 +88,12 @@ function writeEntries(groups: string[][]): Map<string, string[]> {
   return entries;
 }
 
-function main(): void {
+/** Whether a test file drives Chromium (through the browser or dashboard helpers). */
+function drivesBrowser(file: string): boolean {
+  return /helpers\/(browser|dashboard)\.js'/.test(readFileSync(join(ROOT, file), 'utf8'));
+}
+
+async function main(): Promise<void> {
   const named = process.argv.slice(2);
   const files = (named.length > 0 ? named : globSync('test/**/*.test.ts', { cwd: ROOT })).map((file) => relative(ROOT, join(ROOT, file)));
   const durations = readDurations();
@@ -96,6 +105,9 @@ function main(): void {
   const weights = new Map<string, number>(files.filter((file) => !sharesProcess(file)).map((file) => [join(ROOT, file), durations[file] ?? guess(file)]));
   for (const [entry, members] of entries) weights.set(entry, members.reduce((sum, file) => sum + (durations[file] ?? UNKNOWN_MS), 0));
   const order = [...weights.keys()].sort((a, b) => weights.get(b)! - weights.get(a)! || a.localeCompare(b));
+
+  const browser = existsSync(CHROMIUM) && files.some(drivesBrowser) ? await startSharedChromium() : undefined;
+  if (browser !== undefined) process.env[CHROMIUM_ENDPOINT] = browser.endpoint;
 
   const seen: Record<string, number> = {};
   const stream = run({
@@ -120,8 +132,9 @@ function main(): void {
   stream.on('end', () => {
     mkdirSync(dirname(DURATIONS), { recursive: true });
     writeFileSync(DURATIONS, `${JSON.stringify({ ...durations, ...seen }, null, 1)}\n`);
+    void browser?.close();
   });
   stream.compose(spec).pipe(process.stdout);
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) main();
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();
