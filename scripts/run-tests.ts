@@ -9,7 +9,7 @@
  * kinds of file known to be long (browsers, real processes, Redis).
  *
  * Shared processes. A process that loads the sources costs about half a second of CPU before
- * its first test, which the hundred-odd small files of the folders in SHARED paid each time,
+ * its first test, which the small files of the folders in SHARED paid each time,
  * a fifth of the run's CPU. Their files run several to a process instead (each process imports
  * its files one after another; their tests run one at a time, as in a file of their own). Those
  * folders hold files that change nothing outside themselves (no environment variable, working
@@ -36,9 +36,18 @@ const CONCURRENCY = Math.max(6, availableParallelism() * 3);
 /** A fresh clone's guess, longest first: the files that drive Chromium or start many processes. */
 const LONG_FIRST = [/^test\/dashboard\//, /^test\/cli\//, /^test\/ops\//, /^test\/client\//, /^test\/redis\//, /^test\/(startup|restart|readme)\./];
 /** The folders whose files share processes (see above). */
-const SHARED = /^test\/(unit|state|owner|http|proxy|tls)\//;
-/** Files of those folders that test what a process does once (its first hash, say): alone. */
-const OWN_PROCESS = new Set(['test/unit/owner-dummy-hash.test.ts']);
+const SHARED = /^test\/(unit|state|owner|http|proxy|tls|redis|client)\//;
+/**
+ * Files of those folders that run alone: one tests what a process does once (its first hash);
+ * two replace a global for a test (the client's Request, setTimeout), and the browser test's
+ * page scripts write globals of the page, which the check cannot tell from the process's.
+ */
+const OWN_PROCESS = new Set([
+  'test/unit/owner-dummy-hash.test.ts',
+  'test/client/fetch.test.ts',
+  'test/client/retries.test.ts',
+  'test/client/browser.test.ts',
+]);
 
 export function sharesProcess(file: string): boolean {
   return SHARED.test(file) && !OWN_PROCESS.has(file);
