@@ -15,6 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import { createSecureServer as createHttp2SecureServer, type Http2Server } from 'node:http2';
 import type { TlsOptions } from 'node:tls';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -23,9 +24,11 @@ import { createListeners, createManagementListener } from './app.js';
 import { errorAnswer } from './errors/boundary.js';
 import { ExpectationFailed, InvalidRequest, MethodNotAllowed, RequestHeadersTooLarge, RequestTimeout, SERVED_METHODS, type GatewayError } from './errors/errors.js';
 import type { Exchange, Exchanges } from './http/exchange.js';
+import { createCleartextHttp2, dispatchPriorKnowledge, http2Options, trackSessions, type Sessions } from './http/http2.js';
 import { requestIdOf } from './http/middleware/request-id.js';
 import { answerResponse, answerSocket } from './http/raw-response.js';
 import type { Services } from './services.js';
+import type { Config } from './config/schema.js';
 import { createCertificateSet, type CertificateSet } from './tls/certificates.js';
 import { createChallenges, createRedirectListener, type Challenges } from './tls/redirect.js';
 import type { Logger } from './telemetry/log.js';
@@ -61,11 +64,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
   // Read and checked before anything listens: a bad certificate or key stops the start.
   const certificates = services.config.tls.certFile === undefined ? undefined
     : createCertificateSet(services.config.tls, { log, clock: services.clock, timers: services.clock, registry: services.config.metrics.enabled ? services.metrics.registry : undefined });
-  const server = createGatewayServer(services, listeners.request, {
-    // Only a WebSocket handshake the edge routes to a WebSocket route becomes an 'upgrade'
-    // event; any other Upgrade header is ignored and the request served (or refused) as usual.
-    shouldUpgradeCallback: listeners.shouldUpgrade,
-  }, listeners.exchanges, certificates?.serverOptions());
+  const { server, sessions } = createMainServer(services, listeners, certificates);
   if (certificates !== undefined) certificates.attach(server as HttpsServer);
   server.on('upgrade', listeners.upgrade);
 
@@ -119,6 +118,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
         startDraining();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
+        sessions?.closeAll();
         cutUnusedConnections(server);
         log.info({ webSockets: services.proxy.openWebSockets(), shutdownTimeoutMs }, 'stopped accepting connections');
         // Upgraded connections are not the HTTP server's to close, and would hold it open.
@@ -127,7 +127,8 @@ export async function startServer(services: Services): Promise<RunningServer> {
         const cut = new Promise<void>((resolve) => { cutWaited = resolve; });
         const deadline = setTimeout(() => {
           const left = { webSockets: services.proxy.openWebSockets() };
-          server.closeAllConnections();
+          closeAllConnections(server);
+          sessions?.destroyAll();
           services.proxy.cutWebSockets();
           log.warn(left, 'shutdown deadline passed: cut the connections still open');
           // A handshake still waiting for its backend is no one's to cut: not waited for long.
@@ -181,13 +182,34 @@ function closeNow(server: Server): Promise<void> {
 }
 
 /**
+ * The main listener: HTTP/1.1, HTTPS with HTTP/2 by ALPN (`http2.tls`), or HTTP/1.1 with h2c by
+ * prior knowledge beside it (`http2.cleartext`), each serving the same listeners
+ * (http/http2.ts). `sessions`: the HTTP/2 sessions to close at shutdown, when HTTP/2 is on.
+ */
+function createMainServer(services: Services, listeners: ReturnType<typeof createListeners>, certificates: CertificateSet | undefined): { server: Server; sessions: Sessions | undefined } {
+  const { http2 } = services.config;
+  // Only a WebSocket handshake the edge routes to a WebSocket route becomes an 'upgrade'
+  // event; any other Upgrade header is ignored and the request served (or refused) as usual.
+  const options: ServerOptions = { shouldUpgradeCallback: listeners.shouldUpgrade };
+  const secure = certificates?.serverOptions();
+  const useHttp2 = secure === undefined ? http2.cleartext : http2.tls;
+  const server = createGatewayServer(services, listeners.request, options, listeners.exchanges, secure, useHttp2 ? http2 : undefined);
+  if (!useHttp2) return { server, sessions: undefined };
+  if (secure !== undefined) return { server, sessions: trackSessions(server) };
+  const cleartext = createCleartextHttp2(http2, listeners.request as never);
+  refuseConnect(cleartext, services.log, listeners.exchanges);
+  dispatchPriorKnowledge(server, cleartext, Math.min(10_000, services.config.server.requestTimeoutMs));
+  return { server, sessions: trackSessions(cleartext) };
+}
+
+/**
  * An HTTP server with the bounds and refusals every listener of the gateway has, the management
  * listener's too: slow-loris timeouts, the head size, and the envelope for what Node refuses
  * before any app sees it. `exchanges`: the main listener's, so that those refusals too are
  * logged, counted and traced as requests (the management listener's are not, as none of its
  * requests are).
  */
-function createGatewayServer(services: Services, listener: RequestListener, options: ServerOptions = {}, exchanges?: Exchanges, secure?: TlsOptions): Server {
+function createGatewayServer(services: Services, listener: RequestListener, options: ServerOptions = {}, exchanges?: Exchanges, secure?: TlsOptions, http2?: Config['http2']): Server {
   const { requestTimeoutMs } = services.config.server;
   const { log } = services;
   const http: ServerOptions = {
@@ -202,8 +224,10 @@ function createGatewayServer(services: Services, listener: RequestListener, opti
     ...options,
   };
   // The TLS handshake gets the same bound as the headers (Node's default: two minutes).
+  const handshakeTimeout = Math.min(10_000, requestTimeoutMs);
   const server: Server = secure === undefined ? createServer(http, listener)
-    : createHttpsServer({ ...http, ...secure, handshakeTimeout: Math.min(10_000, requestTimeoutMs) }, listener);
+    : http2 === undefined ? createHttpsServer({ ...http, ...secure, handshakeTimeout }, listener)
+      : http1Bounds(createHttp2SecureServer({ ...http2Options(http2), ...secure, allowHTTP1: true, handshakeTimeout }, listener as never), http);
   trackConnections(server, secure !== undefined);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, log, exchanges));
   // Without these listeners Node answers an unknown Expect with a bare 417 and drops CONNECT
@@ -216,11 +240,49 @@ function createGatewayServer(services: Services, listener: RequestListener, opti
     answerResponse(res, errorAnswer(new ExpectationFailed(), requestId, false), requestId);
     exchange?.end(417);
   });
-  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
-    const requestId = requestIdOf(req);
-    refuseBeforeApp(socket, new MethodNotAllowed(SERVED_METHODS), log, 'CONNECT', requestId, exchanges?.open(req, requestId));
-  });
+  refuseConnect(server, log, exchanges);
   return server;
+}
+
+/**
+ * CONNECT is refused 405 in the envelope: over HTTP/1.1 on the socket, which then closes; over
+ * HTTP/2 (where 'connect' hands a stream's response) on that stream alone.
+ */
+function refuseConnect(server: Server | Http2Server, log: Logger, exchanges: Exchanges | undefined): void {
+  server.on('connect', (req: IncomingMessage, socketOrResponse: Duplex | ServerResponse) => {
+    const requestId = requestIdOf(req);
+    const exchange = exchanges?.open(req, requestId);
+    const error = new MethodNotAllowed(SERVED_METHODS);
+    if (req.httpVersionMajor < 2) {
+      refuseBeforeApp(socketOrResponse as Duplex, error, log, 'CONNECT', requestId, exchange);
+      return;
+    }
+    log.info({ requestId, status: error.status, reason: 'CONNECT' }, 'refused a request before the app');
+    answerResponse(socketOrResponse as ServerResponse, errorAnswer(error, requestId, false), requestId);
+    exchange?.end(error.status);
+  });
+}
+
+/**
+ * HTTP/2's secure server serves HTTP/1.1 clients with Node's HTTP/1.1 code, but with that
+ * code's defaults (a minute for the headers, no Upgrade filter, Host required by Node): the
+ * gateway's own bounds are set on it, as createServer takes them for the others.
+ */
+function http1Bounds(server: NodeJS.EventEmitter, http: ServerOptions): Server {
+  return Object.assign(server, {
+    headersTimeout: http.headersTimeout,
+    requestTimeout: http.requestTimeout,
+    connectionsCheckingInterval: http.connectionsCheckingInterval,
+    maxHeaderSize: http.maxHeaderSize,
+    requireHostHeader: http.requireHostHeader,
+    ...(http.shouldUpgradeCallback === undefined ? {} : { shouldUpgradeCallback: http.shouldUpgradeCallback }),
+  }) as unknown as Server;
+}
+
+/** Cuts every connection (the shutdown deadline); HTTP/2's secure server has no closeAllConnections. */
+function closeAllConnections(server: Server): void {
+  if (typeof server.closeAllConnections === 'function') server.closeAllConnections();
+  for (const socket of connectionsOf.get(server) ?? []) socket.destroy();
 }
 
 const connectionsOf = new WeakMap<Server, Set<Socket>>();

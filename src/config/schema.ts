@@ -696,6 +696,21 @@ export const configSchema = z.strictObject({
     }),
   }).prefault({}),
 
+  http2: z.strictObject({
+    tls: setting(z.boolean().default(true), {
+      env: 'HTTP2_TLS',
+      description: 'With TLS on: offer HTTP/2 by ALPN (`h2`, then `http/1.1` for clients without it). false: HTTP/1.1 only. docs/tls.md#http2.',
+    }),
+    cleartext: setting(z.boolean().default(false), {
+      env: 'HTTP2_CLEARTEXT',
+      description: 'Without TLS: also speak HTTP/2 with prior knowledge (h2c) on the main listener, for a load balancer that talks HTTP/2 to its backends; HTTP/1.1 is still served on the same port.',
+    }),
+    maxConcurrentStreams: setting(z.number().int().min(1).max(1000).default(100), {
+      env: 'HTTP2_MAX_CONCURRENT_STREAMS',
+      description: 'Requests one HTTP/2 connection may have open at once; more are refused (REFUSED_STREAM) for the client to retry.',
+    }),
+  }).prefault({}),
+
   readiness: z.strictObject({
     requireRedis: setting(z.boolean().default(false), {
       env: 'READINESS_REQUIRE_REDIS',

@@ -84,13 +84,18 @@ export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust
       for (let i = 0; i < raw.length; i += 2) {
         const name = raw[i]!.toLowerCase();
         const value = raw[i + 1]!;
+        // HTTP/2's pseudo-headers (:method, :path, :authority, :scheme) are the request line,
+        // which the backend gets as such.
+        if (name.charCodeAt(0) === 0x3a) continue;
         if (baseDrop.has(name)) {
           if (trustPeer && (FORWARDING.has(name) || TRACE_CONTEXT_SET.has(name))) (kept[name] ??= []).push(value);
           continue;
         }
         if (named?.has(name) === true || (name === 'authorization' && !input.forwardAuthorization)
           || (name === 'sec-websocket-protocol' && input.websocket)) continue;
-        addHeader(out, name, value);
+        // HTTP/2 may split Cookie into one field per cookie; HTTP/1.1 has one line (RFC 9113 §8.2.3).
+        if (name === 'cookie' && out.cookie !== undefined) out.cookie = `${String(out.cookie)}; ${value}`;
+        else addHeader(out, name, value);
       }
 
       out.host = input.host;
@@ -103,9 +108,9 @@ export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust
       }
 
       const clientHost = req.headers.host ?? '';
-      // The scheme the client used: a WebSocket handshake, too, arrives over http (a TLS
-      // terminator in front is a trusted proxy and says https).
-      const proto = 'http';
+      // The scheme the client used: https when the gateway terminates TLS (a WebSocket
+      // handshake too); a TLS terminator in front is a trusted proxy and says so itself.
+      const proto = (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
       if (xForwarded) {
         out['x-forwarded-for'] = append(kept['x-forwarded-for'], peer.startsWith('::ffff:') ? peer.slice(7) : peer);
         out['x-forwarded-proto'] = kept['x-forwarded-proto']?.[0] ?? proto;

@@ -11,7 +11,7 @@ test('the settings table of docs/configuration.md matches the config schema', ()
   const page = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
   const rows = new Map<string, { env: string; def: string }>();
   for (const line of page.split('\n')) {
-    const m = /^\| `([a-zA-Z.]+)` \| (`[A-Z_]+`|—) \| (.+?) \| .+ \|$/.exec(line);
+    const m = /^\| `([a-zA-Z0-9.]+)` \| (`[A-Z0-9_]+`|—) \| (.+?) \| .+ \|$/.exec(line);
     if (m) rows.set(m[1]!, { env: m[2]!.replaceAll('`', ''), def: m[3]! });
   }
   const settings = describeSettings();

@@ -1,0 +1,303 @@
+/**
+ * HTTP/2 on the main listener (docs/tls.md#http2): h2 by ALPN over TLS beside HTTP/1.1 (and
+ * WebSockets on it), h2c with prior knowledge beside HTTP/1.1 on a plain port, own endpoints
+ * and proxied routes alike, one exchange per stream, and the limits a hostile peer meets: the
+ * SETTINGS the gateway announces, an oversized header list, a SETTINGS frame with too many
+ * entries, the rapid-reset attack (CVE-2023-44487) and a CONTINUATION flood (CVE-2024-27983),
+ * each closing only the attacker's connection while another client is served.
+ *
+ * Clients are node:http2 (a real HTTP/2 stack) and, for the attacks, raw frames written on a
+ * socket (test/helpers/h2-frames.ts), since no well-behaved client sends them.
+ */
+import assert from 'node:assert/strict';
+import { connect as connectHttp2, constants, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
+import { request as httpsRequest } from 'node:https';
+import { test, type TestContext } from 'node:test';
+import { connect as connectTls } from 'node:tls';
+import { WebSocket } from 'ws';
+import { startBackend, type Backend } from '../helpers/backend.js';
+import { logged, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { attack, frame, FRAME, FLAG, headerBlock, PREFACE, settingsFrame, type Attack } from '../helpers/h2-frames.js';
+import { makeTestCa } from '../helpers/tls.js';
+import { startWsBackend } from '../helpers/ws-backend.js';
+
+const ca = makeTestCa();
+const main = ca.leaf('main', ['localhost', '127.0.0.1']);
+
+interface H2Answer {
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/**
+ * An HTTP/2 session to the gateway (over TLS with the test CA trusted, or h2c), once the
+ * gateway's SETTINGS have arrived; closed with the test.
+ */
+async function session(t: TestContext, url: string): Promise<ClientHttp2Session> {
+  const client = connectHttp2(url, { ca: ca.caPem });
+  t.after(() => client.destroy());
+  await new Promise<void>((resolve, reject) => {
+    client.once('remoteSettings', () => resolve());
+    client.once('error', reject);
+  });
+  return client;
+}
+
+/** One request on `client`; resolves with the answer's head and text. */
+function h2(client: ClientHttp2Session, path: string, { method = 'GET', headers = {}, body }: { method?: string; headers?: Record<string, string | string[]>; body?: string } = {}): Promise<H2Answer> {
+  return new Promise((resolve, reject) => {
+    const stream = client.request({ ':method': method, ':path': path, ...headers }, { endStream: body === undefined });
+    let head: IncomingHttpHeaders = {};
+    let text = '';
+    stream.on('response', (answer) => { head = answer; });
+    stream.setEncoding('utf8').on('data', (chunk: string) => { text += chunk; });
+    stream.on('end', () => resolve({ headers: head, body: text }));
+    stream.on('error', reject);
+    if (body !== undefined) stream.end(body);
+  });
+}
+
+async function tlsGateway(t: TestContext, backend: Backend, more: Record<string, unknown> = {}): Promise<TestGateway> {
+  return startGateway(t, {
+    overrides: {
+      tls: { certFile: main.certFile, keyFile: main.keyFile },
+      routes: [{ name: 'echo', prefix: '/echo', targets: [backend.url], auth: 'public' }],
+      ...more,
+    },
+  });
+}
+
+/** The access lines logged for `requestId`. */
+function accessLines(gw: TestGateway, requestId: string): Record<string, unknown>[] {
+  return logged(gw, 'request').filter((line) => line.requestId === requestId);
+}
+
+test('over TLS, ALPN picks h2: own endpoints and proxied routes are served on one connection, each stream logged once', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await tlsGateway(t, backend);
+  const client = await session(t, gw.url);
+  assert.equal(client.alpnProtocol, 'h2', 'the gateway offers h2 first');
+
+  const health = await h2(client, '/healthz');
+  assert.equal(health.headers[':status'], 200);
+  assert.match(String(health.headers['strict-transport-security']), /^max-age=\d+/, 'HSTS over h2 too');
+
+  // A proxied POST: the body arrives whole, the request line from the pseudo-headers, the
+  // Host from :authority, HTTP/2's split cookies as one line, the scheme as https.
+  const posted = await h2(client, '/echo/items?x=1', { method: 'POST', headers: { 'content-type': 'text/plain', cookie: ['a=1', 'b=2'] }, body: 'hello over h2' });
+  assert.equal(posted.headers[':status'], 200);
+  const arrived = backend.received.at(-1)!;
+  assert.equal(arrived.method, 'POST');
+  assert.equal(arrived.url, '/echo/items?x=1');
+  assert.equal(arrived.bodyBytes, 'hello over h2'.length);
+  assert.deepEqual(arrived.headers.cookie, ['a=1; b=2'], 'one Cookie line for the HTTP/1.1 backend');
+  assert.deepEqual(arrived.headers['x-forwarded-proto'], ['https']);
+  assert.deepEqual(arrived.headers['x-forwarded-host'], [new URL(gw.url).host], 'the client\'s :authority');
+  assert.ok(Object.keys(arrived.headers).every((name) => !name.startsWith(':')), 'no pseudo-header reaches the backend');
+
+  // A refusal in the envelope: its Connection: close has no place in HTTP/2 and is left out;
+  // the stream ends, the connection goes on.
+  const refused = await h2(client, '/api/signin', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
+  assert.equal(refused.headers[':status'], 400);
+  assert.equal(JSON.parse(refused.body).success, false);
+  assert.equal(refused.headers.connection, undefined);
+  const again = await h2(client, '/nothing-here');
+  assert.equal(again.headers[':status'], 404, 'the same connection still serves');
+  assert.equal(client.closed, false);
+
+  for (const answer of [health, posted, refused, again]) {
+    const id = String(answer.headers['x-request-id']);
+    assert.equal(accessLines(gw, id).length, 1, `one access line for ${id}`);
+  }
+});
+
+test('over TLS, HTTP/1.1 clients and WebSockets are served on the same listener', async (t) => {
+  const backend = await startBackend(t);
+  const ws = await startWsBackend(t);
+  const gw = await tlsGateway(t, backend, {
+    routes: [
+      { name: 'echo', prefix: '/echo', targets: [backend.url], auth: 'public' },
+      { name: 'live', prefix: '/live', targets: [ws.url], websocket: true, auth: 'public' },
+    ],
+  });
+  const status = await new Promise<{ status: number; alpn: string | false | null }>((resolve, reject) => {
+    const req = httpsRequest(`${gw.url}/echo/one`, { ca: ca.caPem, agent: false }, (res) => {
+      res.resume();
+      resolve({ status: res.statusCode!, alpn: (res.socket as import('node:tls').TLSSocket).alpnProtocol });
+    });
+    req.on('error', reject).end();
+  });
+  assert.deepEqual(status, { status: 200, alpn: false }, 'a client without ALPN gets HTTP/1.1');
+
+  const client = new WebSocket(`${gw.url.replace('https', 'wss')}/live`, { ca: ca.caPem });
+  t.after(() => client.terminate());
+  await new Promise<void>((resolve, reject) => {
+    client.once('open', () => resolve());
+    client.once('error', reject);
+  });
+  const echoed = new Promise<string>((resolve) => client.once('message', (data) => resolve(String(data))));
+  client.send('ping over wss');
+  assert.equal(await echoed, 'ping over wss');
+  assert.equal(ws.handshakes.length, 1);
+});
+
+test('http2.tls false: ALPN offers HTTP/1.1 only', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await tlsGateway(t, backend, { http2: { tls: false } });
+  const { port } = new URL(gw.url);
+  const alpn = await new Promise<string | false | null>((resolve, reject) => {
+    const socket = connectTls({ host: '127.0.0.1', port: Number(port), ca: ca.caPem, servername: 'localhost', ALPNProtocols: ['h2', 'http/1.1'] }, () => {
+      resolve(socket.alpnProtocol);
+      socket.destroy();
+    });
+    socket.once('error', reject);
+  });
+  assert.equal(alpn, 'http/1.1');
+});
+
+async function cleartextGateway(t: TestContext, backend: Backend, http2: Record<string, unknown> = { cleartext: true }): Promise<TestGateway> {
+  return startGateway(t, { overrides: { http2, routes: [{ name: 'echo', prefix: '/echo', targets: [backend.url], auth: 'public' }] } });
+}
+
+test('h2c with prior knowledge beside HTTP/1.1 on the plain listener (http2.cleartext)', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await cleartextGateway(t, backend, { cleartext: true, maxConcurrentStreams: 7 });
+  const client = await session(t, gw.url);
+  assert.equal(client.remoteSettings.maxConcurrentStreams, 7, 'http2.maxConcurrentStreams is announced');
+  assert.equal(client.remoteSettings.maxHeaderListSize, 16_384, 'the header list is bounded as HTTP/1.1\'s head');
+
+  const answers = await Promise.all([h2(client, '/healthz'), h2(client, '/echo/a'), h2(client, '/echo/b', { method: 'PUT', body: 'x' })]);
+  assert.deepEqual(answers.map((a) => a.headers[':status']), [200, 200, 200]);
+  assert.deepEqual(backend.received.map((r) => r.headers['x-forwarded-proto']), [['http'], ['http']]);
+
+  // HTTP/1.1 on the same port, as before: one request, a pipelined pair, a body.
+  const plain = await fetch(`${gw.url}/echo/plain`, { method: 'POST', body: 'abc' });
+  assert.equal(plain.status, 200);
+  assert.equal((await plain.json() as { bodyBytes: number }).bodyBytes, 3);
+  const first = await frameExchange(gw, Buffer.from('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'));
+  assert.equal(first.toString('latin1').match(/HTTP\/1\.1 200/g)?.length, 2, 'both pipelined requests answered');
+});
+
+test('without http2.cleartext, a prior-knowledge preface is not HTTP/2: refused as HTTP/1.1', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await cleartextGateway(t, backend, {});
+  const answer = await frameExchange(gw, Buffer.concat([PREFACE, settingsFrame([])]));
+  assert.match(answer.toString('latin1'), /^HTTP\/1\.1 (400|505)/);
+});
+
+/** Writes `bytes` on a new plain connection and resolves with all it gets back until close. */
+function frameExchange(gw: TestGateway, bytes: Buffer): Promise<Buffer> {
+  const { port } = new URL(gw.url);
+  return attack(Number(port), (socket) => socket.write(bytes)).then((result) => result.received);
+}
+
+/** Another client is served while (and after) an attack runs: the limit cost one connection only. */
+async function assertOthersServed(t: TestContext, gw: TestGateway): Promise<void> {
+  const other = await session(t, gw.url);
+  const answer = await h2(other, '/healthz');
+  assert.equal(answer.headers[':status'], 200, 'another connection is served');
+}
+
+async function closedWithGoaway(run: Promise<Attack>, what: string): Promise<Attack> {
+  const result = await run;
+  assert.ok(result.closedByServer, `${what}: the gateway closed the connection`);
+  assert.ok(result.goaway !== undefined, `${what}: with a GOAWAY`);
+  return result;
+}
+
+test('rapid reset (CVE-2023-44487): a flood of opened-and-cancelled streams closes that connection, at a bounded cost', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await cleartextGateway(t, backend);
+  const { port } = new URL(gw.url);
+  const streams = 20_000;
+  const run = attack(Number(port), (socket) => {
+    socket.write(Buffer.concat([PREFACE, settingsFrame([])]));
+    const batch: Buffer[] = [];
+    for (let i = 0; i < streams; i++) {
+      const id = 1 + 2 * i;
+      batch.push(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, id, headerBlock([[':method', 'GET'], [':scheme', 'http'], [':authority', 'a'], [':path', '/echo/r']])));
+      batch.push(frame(FRAME.RST_STREAM, 0, id, Buffer.from([0, 0, 0, constants.NGHTTP2_CANCEL])));
+      if (batch.length >= 2000) socket.write(Buffer.concat(batch.splice(0)));
+    }
+    socket.write(Buffer.concat(batch));
+  });
+  const result = await closedWithGoaway(run, 'rapid reset');
+  // The streams that reached the backend before the cut are far fewer than those sent.
+  assert.ok(backend.received.length < streams / 4, `${backend.received.length} of ${streams} streams reached the backend`);
+  await assertOthersServed(t, gw);
+});
+
+test('CONTINUATION flood (CVE-2024-27983): a header block that never ends closes that connection', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await cleartextGateway(t, backend);
+  const { port } = new URL(gw.url);
+  const sent = { continuations: 0 };
+  const most = 100_000;
+  const run = attack(Number(port), (socket) => {
+    socket.write(Buffer.concat([PREFACE, settingsFrame([]), frame(FRAME.HEADERS, FLAG.END_STREAM, 1, headerBlock([[':method', 'GET'], [':scheme', 'http'], [':authority', 'a'], [':path', '/echo/c']]))]));
+    const piece = headerBlock([['x-filler', 'f'.repeat(200)]]);
+    const write = () => {
+      // Written as the socket drains, up to 100 000 frames (20 MB, more than the socket
+      // buffers hold): the gateway must stop reading and close first.
+      while (sent.continuations < most && !socket.destroyed) {
+        sent.continuations++;
+        if (!socket.write(frame(FRAME.CONTINUATION, 0, 1, piece))) return void socket.once('drain', write);
+      }
+    };
+    write();
+  }, 30_000);
+  await closedWithGoaway(run, 'CONTINUATION flood');
+  assert.ok(sent.continuations < most, `the connection was closed after ${sent.continuations} CONTINUATION frames, before the flood ended`);
+  assert.equal(backend.received.length, 0, 'the unfinished request never reached a backend');
+  await assertOthersServed(t, gw);
+});
+
+test('SETTINGS with more entries than allowed, and a header list over 16 KiB, are refused; others are served', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await cleartextGateway(t, backend);
+  const { port } = new URL(gw.url);
+
+  const entries = Array.from({ length: 40 }, () => [constants.NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 10] as [number, number]);
+  const flood = await closedWithGoaway(attack(Number(port), (socket) => socket.write(Buffer.concat([PREFACE, settingsFrame(entries)]))), 'SETTINGS entries');
+  assert.equal(flood.goaway!.code, constants.NGHTTP2_ENHANCE_YOUR_CALM);
+
+  // A well-behaved client, asked for a header list over the announced bound: refused on the
+  // stream (or by the client itself, which read the bound), never served.
+  const client = await session(t, gw.url);
+  const big = await h2(client, '/echo/big', { headers: { 'x-big': 'b'.repeat(20_000) } }).then((a) => a.headers[':status'], (err: Error) => err.message);
+  assert.notEqual(big, 200, 'an oversized header list is not served');
+  assert.equal(backend.received.length, 0);
+  await assertOthersServed(t, gw);
+});
+
+test('a stop lets an open HTTP/2 stream finish, tells the session GOAWAY, and does not wait for idle sessions', async (t) => {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => { release = resolve; });
+  const arrived = Promise.withResolvers<void>();
+  const backend = await startBackend(t, (_req, res) => {
+    arrived.resolve();
+    void released.then(() => res.end('late but whole'));
+  });
+  const gw = await startGateway(t, {
+    overrides: {
+      tls: { certFile: main.certFile, keyFile: main.keyFile },
+      server: { drainDelayMs: 0, shutdownTimeoutMs: 3_600_000 },
+      routes: [{ name: 'slow', prefix: '/slow', targets: [backend.url], auth: 'public' }],
+    },
+  });
+  const busy = await session(t, gw.url);
+  const idle = await session(t, gw.url);
+  const goaway = new Promise<number>((resolve) => busy.once('goaway', (code: number) => resolve(code)));
+  const idleClosed = new Promise<void>((resolve) => idle.once('close', () => resolve()));
+  const inFlight = h2(busy, '/slow/x');
+  await arrived.promise;
+
+  const closing = gw.close();
+  assert.equal(await goaway, constants.NGHTTP2_NO_ERROR, 'GOAWAY, no error: the session is told to go elsewhere');
+  await idleClosed;
+  release();
+  const answer = await inFlight;
+  assert.deepEqual([answer.headers[':status'], answer.body], [200, 'late but whole']);
+  await closing;
+  assert.equal(logged(gw, 'shutdown deadline passed: cut the connections still open').length, 0, 'nothing waited for the deadline');
+});
