@@ -23,6 +23,10 @@ export interface TestCa {
   caPem: string;
   /** A leaf for `names` (DNS names, or IP addresses), valid for `days` (1 at least). */
   leaf(name: string, names: string[], days?: number): Leaf;
+  /** A client certificate (extendedKeyUsage clientAuth) with `subject` in openssl's `-subj` form (UTF-8). */
+  client(name: string, subject: string): Leaf;
+  /** The CA's certificate file. */
+  caFile: string;
 }
 
 function openssl(args: string[], cwd: string): void {
@@ -43,11 +47,23 @@ export function makeTestCa(): TestCa {
       writeFileSync(join(dir, `${name}.ext`), `subjectAltName=${san}\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n`);
       openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${names[0]}`], dir);
       openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', String(days), '-extfile', `${name}.ext`], dir);
-      const printed = execFileSync('openssl', ['x509', '-in', `${name}.pem`, '-noout', '-fingerprint', '-sha256'], { cwd: dir, encoding: 'utf8' });
-      // The form node:tls gives (AA:BB:…, 32 bytes): tests compare the two as strings.
-      const fingerprint256 = printed.trim().split('=')[1] ?? '';
-      assert.match(fingerprint256, /^(?:[0-9A-F]{2}:){31}[0-9A-F]{2}$/, `openssl printed ${printed}`);
-      return { certFile: join(dir, `${name}.pem`), keyFile: join(dir, `${name}.key`), fingerprint256 };
+      return signed(dir, name);
     },
+    client(name, subject) {
+      writeFileSync(join(dir, `${name}.ext`), 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=clientAuth\n');
+      openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-utf8', '-subj', subject], dir);
+      openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', '30', '-extfile', `${name}.ext`], dir);
+      return signed(dir, name);
+    },
+    caFile: join(dir, 'ca.pem'),
   };
+}
+
+/** The files of a certificate openssl just signed, and its fingerprint as openssl prints it. */
+function signed(dir: string, name: string): Leaf {
+  const printed = execFileSync('openssl', ['x509', '-in', `${name}.pem`, '-noout', '-fingerprint', '-sha256'], { cwd: dir, encoding: 'utf8' });
+  // The form node:tls gives (AA:BB:…, 32 bytes): tests compare the two as strings.
+  const fingerprint256 = printed.trim().split('=')[1] ?? '';
+  assert.match(fingerprint256, /^(?:[0-9A-F]{2}:){31}[0-9A-F]{2}$/, `openssl printed ${printed}`);
+  return { certFile: join(dir, `${name}.pem`), keyFile: join(dir, `${name}.key`), fingerprint256 };
 }
