@@ -748,23 +748,7 @@ export const configSchema = z.strictObject({
   if (!isKnownTimeZone(c.data.timeZone)) {
     ctx.addIssue({ code: 'custom', path: ['data', 'timeZone'], message: 'expected an IANA time zone such as "UTC" or "Europe/Berlin"' });
   }
-  if ((c.tls.certFile === undefined) !== (c.tls.keyFile === undefined)) {
-    ctx.addIssue({ code: 'custom', path: ['tls', c.tls.certFile === undefined ? 'certFile' : 'keyFile'], message: 'give both tls.certFile and tls.keyFile (TLS_CERT_FILE, TLS_KEY_FILE), or neither' });
-  }
-  if (c.tls.redirectPort !== undefined && c.tls.certFile === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['tls', 'redirectPort'], message: 'redirects to HTTPS: set tls.certFile and tls.keyFile' });
-  }
-  if (c.tls.clientCaFile !== undefined && c.tls.certFile === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['tls', 'clientCaFile'], message: 'client certificates need TLS: set tls.certFile and tls.keyFile' });
-  }
-  c.routes.forEach((route, i) => {
-    if (route.clientCertificate !== undefined && c.tls.clientCaFile === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['routes', i, 'clientCertificate'], message: 'needs the CA that client certificates are verified against: set tls.clientCaFile (TLS_CLIENT_CA_FILE)' });
-    }
-  });
-  if (c.tls.certificates.length > 0 && c.tls.certFile === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['tls', 'certificates'], message: 'needs the default certificate: set tls.certFile and tls.keyFile' });
-  }
+  refineTls(c, ctx);
   const redisModes = [c.redis.url !== undefined, c.redis.sentinels.length > 0, c.redis.clusterNodes.length > 0].filter(Boolean).length;
   if (redisModes > 1) {
     ctx.addIssue({ code: 'custom', path: ['redis'], message: 'give one of redis.url, redis.sentinels or redis.clusterNodes' });
@@ -842,6 +826,27 @@ export const configSchema = z.strictObject({
     ctx.addIssue({ code: 'custom', path: ['signing', 'activeKid'], message: 'must name one of signing.keys' });
   }
 });
+
+/** The TLS settings that only make sense together, and the routes that need client certificates. */
+function refineTls(c: Pick<Config, 'tls' | 'routes'>, ctx: z.RefinementCtx): void {
+  if ((c.tls.certFile === undefined) !== (c.tls.keyFile === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['tls', c.tls.certFile === undefined ? 'certFile' : 'keyFile'], message: 'give both tls.certFile and tls.keyFile (TLS_CERT_FILE, TLS_KEY_FILE), or neither' });
+  }
+  if (c.tls.redirectPort !== undefined && c.tls.certFile === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['tls', 'redirectPort'], message: 'redirects to HTTPS: set tls.certFile and tls.keyFile' });
+  }
+  if (c.tls.clientCaFile !== undefined && c.tls.certFile === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['tls', 'clientCaFile'], message: 'client certificates need TLS: set tls.certFile and tls.keyFile' });
+  }
+  c.routes.forEach((route, i) => {
+    if (route.clientCertificate !== undefined && c.tls.clientCaFile === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['routes', i, 'clientCertificate'], message: 'needs the CA that client certificates are verified against: set tls.clientCaFile (TLS_CLIENT_CA_FILE)' });
+    }
+  });
+  if (c.tls.certificates.length > 0 && c.tls.certFile === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['tls', 'certificates'], message: 'needs the default certificate: set tls.certFile and tls.keyFile' });
+  }
+}
 
 /** Spelt exactly as a browser's Origin header spells it, so the CSRF check can compare strings. */
 function isOrigin(value: string): boolean {
