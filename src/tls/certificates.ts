@@ -270,6 +270,9 @@ export function createCertificateSet(settings: TlsSettings, { log, clock, timers
       clientCaPem = nextCa;
       index();
       const main = loaded[0]!;
+      // New contexts come with new session-ticket keys and an empty session cache: a resumed
+      // session keeps the client-certificate verdict of its first handshake, and none made
+      // under the CAs just replaced resumes (test/tls/mtls.test.ts holds it, with SNI and without).
       for (const server of servers) server.setSecureContext(contextOptions(settings, main.certPem, main.keyPem, clientCaPem));
       log.info({ reason, certificates: loaded.map((entry) => entry.pair.certFile), ...(settings.clientCaFile === undefined ? {} : { clientCaFile: settings.clientCaFile }) }, 'TLS certificates reloaded');
       warnAboutExpiry();

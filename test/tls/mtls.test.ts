@@ -17,6 +17,7 @@ import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { connect, type TLSSocket } from 'node:tls';
 import { checkConfiguration } from '../../src/cli/config-check.js';
 import { startBackend, type Backend } from '../helpers/backend.js';
 import { DEMO, logged, sha256Hex, startGateway } from '../helpers/gateway.js';
@@ -262,6 +263,47 @@ test('the client CA file reloads with the certificates: new handshakes are verif
   assert.match(String(errors[0]!.problem), /clients\.pem: holds no PEM certificate/);
   assert.equal((await https(`${gw.url}/strict/r`, { as: stranger })).status, 200);
 });
+
+/**
+ * A GET on a new TLS 1.2 connection as `as`, asking for `servername` (none: the listener's
+ * default context, not an SNI one), resuming `session` if given: the status, whether it
+ * resumed, and the session.
+ */
+function getOverTls12(url: string, path: string, as: Leaf, servername: string | undefined, session?: Buffer): Promise<{ status: number; reused: boolean; session: Buffer | undefined }> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket: TLSSocket = connect({ host: '127.0.0.1', port: Number(port), ca: ca.caPem, cert: readPem(as.certFile), key: readPem(as.keyFile), maxVersion: 'TLSv1.2', ...(servername === undefined ? {} : { servername }), ...(session === undefined ? {} : { session }) }, () => {
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
+    });
+    let data = '';
+    socket.setEncoding('latin1').on('data', (chunk: string) => { data += chunk; }).on('error', reject).on('end', () => {
+      resolve({ status: Number(data.split(' ')[1]), reused: socket.isSessionReused(), session: socket.getSession() });
+    });
+  });
+}
+
+for (const servername of [undefined, 'localhost']) {
+  test(`after the client CAs are reloaded, no session resumes its way past them (new contexts, new ticket keys; SNI name: ${servername ?? 'none'})`, async (t) => {
+    const backend = await startBackend(t);
+    const live = join(tempDir(t), 'clients.pem');
+    copyFileSync(ca.caFile, live);
+    const gw = await startGateway(t, { overrides: { tls: { ...tlsWithClients(live), watchIntervalMs: 1000 }, routes: routesTo(backend) } });
+    const first = await getOverTls12(gw.url, '/strict/s', zoe, servername);
+    assert.equal(first.status, 200);
+    assert.ok(first.session !== undefined);
+    // Resumption works, and keeps the certificate's verdict.
+    const resumed = await getOverTls12(gw.url, '/strict/s', zoe, servername, first.session);
+    assert.equal(resumed.reused, true);
+    assert.equal(resumed.status, 200);
+
+    copyFileSync(join(stranger.certFile, '..', 'ca.pem'), live);
+    gw.clock.advance(1000);
+    assert.equal(logged(gw, 'TLS certificates reloaded').length, 1);
+    const after = await getOverTls12(gw.url, '/strict/s', zoe, servername, first.session);
+    assert.equal(after.reused, false, 'the old ticket no longer resumes');
+    assert.equal(after.status, 401);
+  });
+}
 
 test('config: clientCertificate needs tls.clientCaFile, which needs TLS; a bad CA file is named by config check', (t) => {
   const routes = JSON.stringify([{ prefix: '/strict', targets: ['http://127.0.0.1:9'], clientCertificate: 'required' }]);
