@@ -13,7 +13,7 @@
  * - the CA file reloads with the certificates, and a bad one stops the start naming it.
  */
 import assert from 'node:assert/strict';
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -91,7 +91,8 @@ test('required route: no certificate and another CA\'s get 401 in the envelope a
   const backend = await startBackend(t);
   const gw = await startGateway(t, { overrides: { tls: tlsWithClients(), routes: routesTo(backend) } });
 
-  for (const as of [undefined, stranger]) {
+  // None; another CA's; and one of the trusted CA's that is not for clients (extendedKeyUsage serverAuth).
+  for (const as of [undefined, stranger, server]) {
     const refused = await https(`${gw.url}/strict/a`, { as });
     assert.equal(refused.status, 401, JSON.stringify(refused.body));
     assert.equal(refused.body.success, false);
@@ -318,6 +319,20 @@ test('config: clientCertificate needs tls.clientCaFile, which needs TLS; a bad C
   assert.deepEqual(bad.errors.filter((e) => e.startsWith('TLS: ')), [`TLS: ${notPem}: holds no PEM certificate`]);
   const good = checkConfiguration({ env: { TLS_CERT_FILE: server.certFile, TLS_KEY_FILE: server.keyFile, TLS_CLIENT_CA_FILE: ca.caFile, ROUTES: routes } });
   assert.deepEqual(good.errors, []);
+});
+
+test('the example of docs/tls.md ("Client certificates (mTLS)") is a valid configuration, its files read as at start-up', (t) => {
+  const page = readFileSync(new URL('../../docs/tls.md', import.meta.url), 'utf8');
+  const example = /## Client certificates \(mTLS\)\n\n```json\n([\s\S]*?)\n```/.exec(page)?.[1];
+  assert.ok(example !== undefined, 'docs/tls.md has the example');
+  const dir = tempDir(t);
+  mkdirSync(join(dir, 'certs'));
+  copyFileSync(server.certFile, join(dir, 'certs', 'gateway.pem'));
+  copyFileSync(server.keyFile, join(dir, 'certs', 'gateway.key'));
+  copyFileSync(ca.caFile, join(dir, 'certs', 'clients-ca.pem'));
+  writeFileSync(join(dir, 'gateway.json'), example);
+  assert.deepEqual(checkConfiguration({ env: { GATEWAY_CONFIG: join(dir, 'gateway.json') } }).errors, []);
+  assert.deepEqual(JSON.parse(example).routes.map((r: { clientCertificate: string }) => r.clientCertificate), ['required', 'optional']);
 });
 
 test('process: a missing or non-PEM client CA file stops the start, naming the file', async (t) => {
