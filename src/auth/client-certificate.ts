@@ -33,13 +33,6 @@ export function verifiedClientCertificate(req: IncomingMessage): ClientCertifica
   return { subject: formatSubject(peer.subject), sha256: digest.toString('hex'), thumbprint: digest.toString('base64url') };
 }
 
-/** A SHA-256 given as 64 hex digits, either case, with or without ":" between bytes: its base64url, or undefined. */
-export function thumbprintOfHex(hex: string): string | undefined {
-  const plain = hex.replaceAll(':', '');
-  if (!/^[0-9A-Fa-f]{64}$/.test(plain) || (hex.includes(':') && !/^(?:[0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2}$/.test(hex))) return undefined;
-  return Buffer.from(plain, 'hex').toString('base64url');
-}
-
 /** RFC 4514 §2.4: the characters escaped with a backslash in an attribute value. */
 const SPECIAL = /[,+"\\<>;=]/g;
 
