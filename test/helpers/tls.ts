@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { request } from 'node:https';
 import { join } from 'node:path';
 import { after } from 'node:test';
 
@@ -66,4 +67,50 @@ function signed(dir: string, name: string): Leaf {
   const fingerprint256 = printed.trim().split('=')[1] ?? '';
   assert.match(fingerprint256, /^(?:[0-9A-F]{2}:){31}[0-9A-F]{2}$/, `openssl printed ${printed}`);
   return { certFile: join(dir, `${name}.pem`), keyFile: join(dir, `${name}.key`), fingerprint256 };
+}
+
+export interface HttpsAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** The JSON body, parsed; undefined when empty. */
+  body: any;
+}
+
+export interface HttpsCallOptions {
+  /** The CA the client trusts for the gateway's certificate. */
+  caPem: string;
+  method?: string;
+  /** Sent as JSON. */
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** The client certificate to present (mTLS); none if absent. */
+  as?: Leaf;
+}
+
+/** One HTTPS request on a fresh connection (no agent, so no session reuse), with `as`'s client certificate if given. */
+export function httpsCall(url: string, { caPem, method = 'GET', body, headers = {}, as }: HttpsCallOptions): Promise<HttpsAnswer> {
+  return new Promise((resolve, reject) => {
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    const client = as === undefined ? {} : { cert: readPem(as.certFile), key: readPem(as.keyFile) };
+    const req = request(url, { method, ca: caPem, agent: false, ...client, headers: { ...headers, ...(text === undefined ? {} : { 'content-type': 'application/json' }) } }, (res) => {
+      let data = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => { data += chunk; }).on('end', () => {
+        resolve({ status: res.statusCode!, headers: res.headers, body: data === '' ? undefined : JSON.parse(data) });
+      });
+    });
+    req.on('error', reject);
+    req.end(text);
+  });
+}
+
+const pems = new Map<string, string>();
+
+/** A PEM file's text, read once per file. */
+export function readPem(file: string): string {
+  let pem = pems.get(file);
+  if (pem === undefined) {
+    pem = readFileSync(file, 'utf8');
+    pems.set(file, pem);
+  }
+  return pem;
 }

@@ -14,7 +14,6 @@
  */
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { connect, type TLSSocket } from 'node:tls';
@@ -23,7 +22,7 @@ import { startBackend, type Backend } from '../helpers/backend.js';
 import { DEMO, logged, sha256Hex, startGateway } from '../helpers/gateway.js';
 import { ADMIN_TOKEN, startOwnerGateway } from '../helpers/owner.js';
 import { exitWithin, gatewayEnv, startNode, tempDir } from '../helpers/process.js';
-import { makeTestCa, type Leaf } from '../helpers/tls.js';
+import { httpsCall, makeTestCa, readPem, type HttpsAnswer, type HttpsCallOptions, type Leaf } from '../helpers/tls.js';
 
 const ca = makeTestCa();
 const server = ca.leaf('main', ['localhost', '127.0.0.1']);
@@ -31,36 +30,9 @@ const zoe = ca.client('zoe', '/C=DE/O=Example, Inc./CN=Zoë Client');
 const other = ca.client('other', '/CN=Other Client');
 const stranger = makeTestCa().client('stranger', '/CN=Zoë Client');
 
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: any;
-}
-
 /** One HTTPS request on a fresh connection, the test CA trusted, with `as`'s client certificate if given. */
-function https(url: string, { method = 'GET', body, headers = {}, as }: { method?: string; body?: unknown; headers?: Record<string, string>; as?: Leaf } = {}): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const text = body === undefined ? undefined : JSON.stringify(body);
-    const tlsOptions = as === undefined ? {} : { cert: readPem(as.certFile), key: readPem(as.keyFile) };
-    const req = request(url, { method, ca: ca.caPem, agent: false, ...tlsOptions, headers: { ...headers, ...(text === undefined ? {} : { 'content-type': 'application/json' }) } }, (res) => {
-      let data = '';
-      res.setEncoding('utf8').on('data', (chunk: string) => { data += chunk; }).on('end', () => {
-        resolve({ status: res.statusCode!, headers: res.headers, body: data === '' ? undefined : JSON.parse(data) });
-      });
-    });
-    req.on('error', reject);
-    req.end(text);
-  });
-}
-
-const pems = new Map<string, string>();
-function readPem(file: string): string {
-  let pem = pems.get(file);
-  if (pem === undefined) {
-    pem = readFileSync(file, 'utf8');
-    pems.set(file, pem);
-  }
-  return pem;
+function https(url: string, options: Omit<HttpsCallOptions, 'caPem'> = {}): Promise<HttpsAnswer> {
+  return httpsCall(url, { ...options, caPem: ca.caPem });
 }
 
 /** The fingerprint as the backend header and the key field spell it: 64 lowercase hex digits. */
