@@ -9,7 +9,7 @@
  *   certificate headers a client sends are stripped on every route;
  * - keys bound to a certificate (RFC 8705): sign-in and refresh need it, the tokens carry
  *   `cnf.x5t#S256`, and such a token is refused (401 invalid_token) with another certificate
- *   or none, on proxied and own routes alike;
+ *   or none, on proxied and own routes and WebSocket handshakes alike;
  * - the CA file reloads with the certificates, and a bad one stops the start naming it.
  */
 import assert from 'node:assert/strict';
@@ -17,11 +17,13 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { connect, type TLSSocket } from 'node:tls';
+import { WebSocket } from 'ws';
 import { checkConfiguration } from '../../src/cli/config-check.js';
 import { startBackend, type Backend } from '../helpers/backend.js';
 import { DEMO, logged, sha256Hex, startGateway } from '../helpers/gateway.js';
 import { ADMIN_TOKEN, startOwnerGateway } from '../helpers/owner.js';
 import { exitWithin, gatewayEnv, startNode, tempDir } from '../helpers/process.js';
+import { roundTrip, startWsBackend } from '../helpers/ws-backend.js';
 import { httpsCall, makeTestCa, readPem, type HttpsAnswer, type HttpsCallOptions, type Leaf } from '../helpers/tls.js';
 
 const ca = makeTestCa();
@@ -184,6 +186,40 @@ test('bound key: sign-in needs its certificate, its tokens carry cnf.x5t#S256 an
   const unbound = await https(`${gw.url}/api/signin`, { method: 'POST', body: { apiKey: DEMO.alice.apiKey, apiSecret: sha256Hex(DEMO.alice.secret) } });
   assert.equal(claimsOf(unbound.body.message.accessToken).cnf, undefined);
   assert.equal((await https(`${gw.url}/orders/2`, { headers: { authorization: `Bearer ${unbound.body.message.accessToken}` } })).status, 200);
+});
+
+/** A WebSocket handshake over TLS as `as`: the open socket, or the status it was answered with instead. */
+function openWss(url: string, path: string, { token, as }: { token: string; as?: Leaf }): Promise<WebSocket | number> {
+  const ws = new WebSocket(`${url.replace(/^https/, 'wss')}${path}`, [], {
+    ca: ca.caPem, ...(as === undefined ? {} : { cert: readPem(as.certFile), key: readPem(as.keyFile) }), headers: { authorization: `Bearer ${token}` },
+  });
+  return new Promise((resolve, reject) => {
+    ws.once('open', () => resolve(ws));
+    ws.once('unexpected-response', (_req, res) => {
+      ws.terminate();
+      resolve(res.statusCode ?? 0);
+    });
+    ws.once('error', reject);
+  });
+}
+
+test('WebSocket route: a bound token opens a WebSocket only with its certificate; the backend\'s handshake names it', async (t) => {
+  const backend = await startWsBackend(t);
+  const gw = await startOwnerGateway(t, { overrides: { tls: tlsWithClients(), routes: [{ prefix: '/live', targets: [backend.url], websocket: true, clientCertificate: 'required' }] } });
+  const created = await https(`${gw.url}/owner/v1/accounts/acct_alice/keys`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: { name: 'ws', certificateSha256: zoe.fingerprint256 } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const signedIn = await https(`${gw.url}/api/signin`, { method: 'POST', body: { apiKey: created.body.message.key.apiKey, apiSecret: sha256Hex(created.body.message.apiSecret) }, as: zoe });
+  assert.equal(signedIn.status, 200, JSON.stringify(signedIn.body));
+  const token = signedIn.body.message.accessToken as string;
+
+  assert.equal(await openWss(gw.url, '/live', { token }), 401, 'no certificate');
+  assert.equal(await openWss(gw.url, '/live', { token, as: other }), 401, 'another certificate');
+  assert.equal(backend.handshakes.length, 0);
+  const ws = await openWss(gw.url, '/live', { token, as: zoe });
+  assert.ok(typeof ws !== 'number', `answered ${String(ws)}`);
+  t.after(() => ws.terminate());
+  assert.equal((await roundTrip(ws, 'ping')).data.toString(), 'ping');
+  assert.deepEqual(backend.handshakes.at(-1)!.headers['x-client-cert-sha256'], [hexOf(zoe)]);
 });
 
 test('binding a key to a certificate stops its earlier tokens; unbinding (null) lets it sign in without one', async (t) => {
