@@ -23,7 +23,7 @@ export type IssueResult =
 
 export type ResetResult =
   | { outcome: 'reset'; accountId: string; keyId?: string; at: number }
-  | { outcome: 'rejected'; reason: 'bad_credentials' };
+  | { outcome: 'rejected'; reason: 'bad_credentials' | 'certificate_mismatch' };
 
 export interface AuthService {
   /**
@@ -39,7 +39,7 @@ export interface AuthService {
    * The owner's token reset (interface §5.6): with the key's own credentials, kills every token
    * issued so far to that key, or to every key of its account.
    */
-  resetTokens(apiKey: string, apiSecret: string, scope: 'key' | 'account'): Promise<ResetResult>;
+  resetTokens(apiKey: string, apiSecret: string, scope: 'key' | 'account', certificate?: ClientCertificate): Promise<ResetResult>;
 }
 
 export interface AuthServiceDeps {
@@ -133,9 +133,12 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       }
     },
 
-    async resetTokens(apiKey, apiSecret, scope) {
+    async resetTokens(apiKey, apiSecret, scope, certificate) {
       const key = await verify(apiKey, apiSecret);
       if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
+      // A bound key's credentials are its secret and its certificate: the secret alone, stolen,
+      // must not be enough to end every token of the account.
+      if (!presentsBoundCertificate(key, certificate)) return { outcome: 'rejected', reason: 'certificate_mismatch' };
       const target = scope === 'key' ? { accountId: key.accountId, keyId: key.keyId } : { accountId: key.accountId };
       const at = await revocations.reset(target);
       if (scope === 'account') await onAccountReset?.(key.accountId);
@@ -172,6 +175,6 @@ export function countAuthOutcomes(auth: AuthService, metrics: Pick<Metrics, 'sig
   return {
     signIn: (apiKey, apiSecret, certificate) => counted(metrics.signIn, auth.signIn(apiKey, apiSecret, certificate)),
     refresh: (refreshToken, certificate) => counted(metrics.refresh, auth.refresh(refreshToken, certificate)),
-    resetTokens: (apiKey, apiSecret, scope) => counted(metrics.reset, auth.resetTokens(apiKey, apiSecret, scope)),
+    resetTokens: (apiKey, apiSecret, scope, certificate) => counted(metrics.reset, auth.resetTokens(apiKey, apiSecret, scope, certificate)),
   };
 }

@@ -186,6 +186,17 @@ test('bound key: sign-in needs its certificate, its tokens carry cnf.x5t#S256 an
   const unbound = await https(`${gw.url}/api/signin`, { method: 'POST', body: { apiKey: DEMO.alice.apiKey, apiSecret: sha256Hex(DEMO.alice.secret) } });
   assert.equal(claimsOf(unbound.body.message.accessToken).cnf, undefined);
   assert.equal((await https(`${gw.url}/orders/2`, { headers: { authorization: `Bearer ${unbound.body.message.accessToken}` } })).status, 200);
+
+  // The token reset takes the key's credentials: for a bound key, its certificate too.
+  const refreshedToken = refreshed.body.message.accessToken as string;
+  const resetWithout = await https(`${gw.url}/api/reset`, { method: 'POST', body: { ...credentials, scope: 'account' }, as: other });
+  assert.equal(resetWithout.status, 401, JSON.stringify(resetWithout.body));
+  assert.equal(resetWithout.body.message.code, 'client_certificate_required');
+  assert.equal((await https(`${gw.url}/api/roles`, { headers: { authorization: `Bearer ${refreshedToken}` }, as: zoe })).status, 200, 'nothing was reset');
+  gw.clock.advance(1000);
+  const reset = await https(`${gw.url}/api/reset`, { method: 'POST', body: { ...credentials, scope: 'key' }, as: zoe });
+  assert.equal(reset.status, 200, JSON.stringify(reset.body));
+  assert.equal((await https(`${gw.url}/api/roles`, { headers: { authorization: `Bearer ${refreshedToken}` }, as: zoe })).status, 401, 'reset');
 });
 
 /** A WebSocket handshake over TLS as `as`: the open socket, or the status it was answered with instead. */

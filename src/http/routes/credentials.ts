@@ -48,7 +48,7 @@ export async function checkKeyCredentials<T extends { outcome: string }>(
   }
   if (result.outcome === 'rejected') {
     // The secret matched: only then is the missing certificate named (docs/tls.md).
-    if ((result as { reason?: string }).reason === 'certificate_mismatch') throw new ClientCertificateRequired('This API key signs in only over a connection that presents its client certificate.');
+    if ((result as { reason?: string }).reason === 'certificate_mismatch') throw new ClientCertificateRequired('This API key is bound to a client certificate: use it only over a connection that presents that certificate.');
     throw new InvalidCredentials();
   }
   await attempt.succeeded();
