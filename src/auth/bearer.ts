@@ -14,7 +14,7 @@ import { SETTINGS_TOKEN_PREFIX } from '../domain/settings-token.js';
 import { InvalidToken, MalformedAuthorization, MissingToken, StoreUnavailable } from '../errors/errors.js';
 import type { Metrics, TokenValidation } from '../telemetry/metrics.js';
 import { countHeader } from '../util/raw-headers.js';
-import { verifiedClientCertificate, type ClientCertificate } from './client-certificate.js';
+import { verifiedClientCertificate } from './client-certificate.js';
 import type { Revocations } from './revocation.js';
 import { EXPIRED, type Signer } from './signer.js';
 
@@ -56,10 +56,12 @@ export interface Identity {
 }
 
 /**
- * `certificate`: the request's verified client certificate (auth/client-certificate.ts), if it
- * presented one. A token bound to a certificate (RFC 8705 §3) is refused without that one.
+ * `req`: the request the token came with. Only for a token bound to a client certificate
+ * (RFC 8705 §3) is its connection's verified certificate read (auth/client-certificate.ts); the
+ * token is refused without that one, and without a request. An unbound token, the usual case,
+ * costs no look at it.
  */
-export type Authenticate = (token: string | undefined, certificate?: ClientCertificate) => Promise<Identity>;
+export type Authenticate = (token: string | undefined, req?: IncomingMessage) => Promise<Identity>;
 
 /**
  * The one check of a bearer token, for the gateway's routes, proxied routes and WebSocket
@@ -74,7 +76,7 @@ export function createAuthenticator(signer: Signer, revocations: Revocations, se
     counted(err instanceof InvalidToken ? (err.message === EXPIRED ? 'expired' : 'invalid') : err instanceof StoreUnavailable ? 'unavailable' : 'invalid');
     throw err;
   };
-  return async function authenticate(token, certificate) {
+  return async function authenticate(token, req) {
     if (token === undefined) {
       counted('missing');
       throw new MissingToken();
@@ -101,7 +103,7 @@ export function createAuthenticator(signer: Signer, revocations: Revocations, se
       // RFC 8705 §3: a bound token is refused with invalid_token unless the connection's
       // verified certificate is the one it names. Compared before the reset look-up: no store
       // is asked on behalf of a token this request may not use.
-      if (certificate?.thumbprint !== identity.certificateThumbprint) {
+      if (req === undefined || verifiedClientCertificate(req)?.thumbprint !== identity.certificateThumbprint) {
         counted('invalid');
         throw new InvalidToken('The access token is bound to a client certificate that this request did not present.');
       }
@@ -121,8 +123,7 @@ export function createAuthenticator(signer: Signer, revocations: Revocations, se
 /** Koa guard: sets ctx.state.identity, or throws the 400/401 the request deserves. */
 export function requireBearer(authenticate: Authenticate) {
   return async function requireBearer(ctx: Context, next: Next): Promise<void> {
-    const token = readBearerToken(ctx.req);
-    ctx.state.identity = await authenticate(token, token === undefined ? undefined : verifiedClientCertificate(ctx.req));
+    ctx.state.identity = await authenticate(readBearerToken(ctx.req), ctx.req);
     await next();
   };
 }

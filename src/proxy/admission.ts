@@ -19,15 +19,14 @@ export type Admit = (route: Route, req: IncomingMessage, token: string | undefin
  */
 export function createAdmission({ authenticate, signer, limits }: Pick<ProxyDeps, 'authenticate' | 'signer' | 'limits'>): Admit {
   return async function admit(route, req, token, requestId) {
-    // Read only where something needs it: a route that passes it on, or a token to check.
-    const certificate = route.clientCertificate !== undefined || token !== undefined ? verifiedClientCertificate(req) : undefined;
+    // Read only for a route that passes it on (a bound token has it read by authenticate).
+    const certificate = route.clientCertificate === undefined ? undefined : verifiedClientCertificate(req);
     if (route.clientCertificate === 'required' && certificate === undefined) throw new ClientCertificateRequired();
-    const passed = route.clientCertificate === undefined ? undefined : certificate;
-    if (route.auth === 'public') return { identity: undefined, assertion: undefined, limitHeaders: await limits.route(route, undefined, req), certificate: passed };
-    const identity = await authenticate(token, certificate);
+    if (route.auth === 'public') return { identity: undefined, assertion: undefined, limitHeaders: await limits.route(route, undefined, req), certificate };
+    const identity = await authenticate(token, req);
     if (route.requiredScope !== undefined && !identity.scopes.includes(route.requiredScope)) throw new InsufficientScope(route.requiredScope);
     const limitHeaders = await limits.route(route, identity, req);
     const assertion = route.assertion ? await signer.issueAssertion({ ...identity, audience: route.name, requestId }) : undefined;
-    return { identity, assertion, limitHeaders, certificate: passed };
+    return { identity, assertion, limitHeaders, certificate };
   };
 }
