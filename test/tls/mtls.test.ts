@@ -19,6 +19,8 @@ import { test } from 'node:test';
 import { connect, type TLSSocket } from 'node:tls';
 import { WebSocket } from 'ws';
 import { checkConfiguration } from '../../src/cli/config-check.js';
+import { loadConfig } from '../../src/config/load.js';
+import { withReloadable } from '../../src/config/reload.js';
 import { startBackend, type Backend } from '../helpers/backend.js';
 import { DEMO, logged, sha256Hex, startGateway } from '../helpers/gateway.js';
 import { ADMIN_TOKEN, startOwnerGateway } from '../helpers/owner.js';
@@ -248,6 +250,8 @@ test('binding a key to a certificate stops its earlier tokens; unbinding (null) 
   const bound = await https(`${gw.url}/owner/v1/accounts/acct_alice/keys/${key.id}`, { method: 'PATCH', headers: operator, body: { certificateSha256: hexOf(other).toUpperCase() } });
   assert.equal(bound.status, 200, JSON.stringify(bound.body));
   assert.equal(bound.body.message.certificateSha256, hexOf(other));
+  const audit = await https(`${gw.url}/owner/v1/accounts/acct_alice/audit?limit=1`, { headers: operator });
+  assert.deepEqual([audit.body.message.items[0].action, audit.body.message.items[0].changes], ['key.update', { certificateSha256: [null, hexOf(other)] }]);
   const stopped = await https(`${gw.url}/api/roles`, { headers: { authorization: `Bearer ${early}` }, as: other });
   assert.equal(stopped.status, 401, 'the unbound token from before the binding stopped');
   assert.equal((await https(`${gw.url}/api/signin`, { method: 'POST', body: credentials })).status, 401);
@@ -338,6 +342,11 @@ test('config: clientCertificate needs tls.clientCaFile, which needs TLS; a bad C
   assert.deepEqual(bad.errors.filter((e) => e.startsWith('TLS: ')), [`TLS: ${notPem}: holds no PEM certificate`]);
   const good = checkConfiguration({ env: { TLS_CERT_FILE: server.certFile, TLS_KEY_FILE: server.keyFile, TLS_CLIENT_CA_FILE: ca.caFile, ROUTES: routes } });
   assert.deepEqual(good.errors, []);
+  // A reload may bring such a route only to a gateway running with the CA (tls.* needs a restart).
+  const running = loadConfig({ env: { TLS_CERT_FILE: server.certFile, TLS_KEY_FILE: server.keyFile } });
+  const next = loadConfig({ env: { TLS_CERT_FILE: server.certFile, TLS_KEY_FILE: server.keyFile, TLS_CLIENT_CA_FILE: ca.caFile, ROUTES: routes } });
+  assert.throws(() => withReloadable(running, next), (err: Error) => /routes\.0\.clientCertificate: needs the CA/.test(err.message));
+  assert.equal(withReloadable(next, next).routes[0]!.clientCertificate, 'required');
 });
 
 test('the example of docs/tls.md ("Client certificates (mTLS)") is a valid configuration, its files read as at start-up', (t) => {
