@@ -329,6 +329,15 @@ for (const servername of [undefined, 'localhost']) {
   });
 }
 
+test('a certificate chosen by SNI (tls.certificates) verifies clients against the same CAs', async (t) => {
+  const backend = await startBackend(t);
+  const api = ca.leaf('api', ['api.example.test']);
+  const gw = await startGateway(t, { overrides: { tls: { ...tlsWithClients(), certificates: [{ serverNames: ['api.example.test'], certFile: api.certFile, keyFile: api.keyFile }] }, routes: routesTo(backend) } });
+  assert.equal((await getOverTls12(gw.url, '/strict/sni', zoe, 'api.example.test')).status, 200);
+  assert.deepEqual(backend.received.at(-1)!.headers['x-client-cert-sha256'], [hexOf(zoe)]);
+  assert.equal((await getOverTls12(gw.url, '/strict/sni', stranger, 'api.example.test')).status, 401);
+});
+
 test('config: clientCertificate needs tls.clientCaFile, which needs TLS; a bad CA file is named by config check', (t) => {
   const routes = JSON.stringify([{ prefix: '/strict', targets: ['http://127.0.0.1:9'], clientCertificate: 'required' }]);
   const withoutCa = checkConfiguration({ env: { TLS_CERT_FILE: server.certFile, TLS_KEY_FILE: server.keyFile, ROUTES: routes } });
