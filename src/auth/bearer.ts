@@ -14,6 +14,7 @@ import { SETTINGS_TOKEN_PREFIX } from '../domain/settings-token.js';
 import { InvalidToken, MalformedAuthorization, MissingToken, StoreUnavailable } from '../errors/errors.js';
 import type { Metrics, TokenValidation } from '../telemetry/metrics.js';
 import { countHeader } from '../util/raw-headers.js';
+import { verifiedClientCertificate } from './client-certificate.js';
 import type { Revocations } from './revocation.js';
 import { EXPIRED, type Signer } from './signer.js';
 
@@ -50,9 +51,17 @@ export interface Identity {
   scopes: readonly string[];
   /** An API settings token: its validity is kept in the owner store, not only in resets. */
   durable?: boolean;
+  /** The client certificate the token is bound to (`cnf.x5t#S256`, base64url SHA-256), if any. */
+  certificateThumbprint?: string;
 }
 
-export type Authenticate = (token: string | undefined) => Promise<Identity>;
+/**
+ * `req`: the request the token came with. Only for a token bound to a client certificate
+ * (RFC 8705 §3) is its connection's verified certificate read (auth/client-certificate.ts); the
+ * token is refused without that one, and without a request. An unbound token, the usual case,
+ * costs no look at it.
+ */
+export type Authenticate = (token: string | undefined, req?: IncomingMessage) => Promise<Identity>;
 
 /**
  * The one check of a bearer token, for the gateway's routes, proxied routes and WebSocket
@@ -67,7 +76,7 @@ export function createAuthenticator(signer: Signer, revocations: Revocations, se
     counted(err instanceof InvalidToken ? (err.message === EXPIRED ? 'expired' : 'invalid') : err instanceof StoreUnavailable ? 'unavailable' : 'invalid');
     throw err;
   };
-  return async function authenticate(token) {
+  return async function authenticate(token, req) {
     if (token === undefined) {
       counted('missing');
       throw new MissingToken();
@@ -89,6 +98,16 @@ export function createAuthenticator(signer: Signer, revocations: Revocations, se
       issuedAt: claims.iat, issuedAtMs: claims.iat_ms, expiresAt: claims.exp, epoch: claims.reset_epoch,
       scopes: claims.scope === undefined || claims.scope === '' ? [] : claims.scope.split(' '),
     };
+    if (claims.cnf !== undefined) {
+      identity.certificateThumbprint = claims.cnf['x5t#S256'];
+      // RFC 8705 §3: a bound token is refused with invalid_token unless the connection's
+      // verified certificate is the one it names. Compared before the reset look-up: no store
+      // is asked on behalf of a token this request may not use.
+      if (req === undefined || verifiedClientCertificate(req)?.thumbprint !== identity.certificateThumbprint) {
+        counted('invalid');
+        throw new InvalidToken('The access token is bound to a client certificate that this request did not present.');
+      }
+    }
     // Usually answered from the cache without a promise; awaited only on a miss.
     let revoked = revocations.isRevoked(identity);
     if (revoked !== true && revoked !== false) revoked = await revoked.catch(failed);
@@ -104,7 +123,7 @@ export function createAuthenticator(signer: Signer, revocations: Revocations, se
 /** Koa guard: sets ctx.state.identity, or throws the 400/401 the request deserves. */
 export function requireBearer(authenticate: Authenticate) {
   return async function requireBearer(ctx: Context, next: Next): Promise<void> {
-    ctx.state.identity = await authenticate(readBearerToken(ctx.req));
+    ctx.state.identity = await authenticate(readBearerToken(ctx.req), ctx.req);
     await next();
   };
 }

@@ -10,6 +10,7 @@ import type { Logger } from '../telemetry/log.js';
 import type { CredentialOutcome, Metrics } from '../telemetry/metrics.js';
 import type { Clock } from '../util/clock.js';
 import { verifyApiCredentials } from './credentials.js';
+import type { ClientCertificate } from './client-certificate.js';
 import type { DemoSecretGuard } from './demo-secrets.js';
 import { hashRefreshSecret, mintRefreshToken, newId, parseRefreshToken, sealPair, unsealPair, type TokenPair } from './refresh.js';
 import type { Revocations } from './revocation.js';
@@ -18,22 +19,27 @@ import type { Signer } from './signer.js';
 export type IssueResult =
   /** `replayed`: a duplicate refresh inside the grace window, given the pair already minted. */
   | { outcome: 'issued'; pair: TokenPair; replayed?: true }
-  | { outcome: 'rejected'; reason: 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' };
+  | { outcome: 'rejected'; reason: 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'certificate_mismatch' };
 
 export type ResetResult =
   | { outcome: 'reset'; accountId: string; keyId?: string; at: number }
-  | { outcome: 'rejected'; reason: 'bad_credentials' };
+  | { outcome: 'rejected'; reason: 'bad_credentials' | 'certificate_mismatch' };
 
 export interface AuthService {
-  /** Checks apiKey and apiSecret (SHA-256 of the secret) and starts a refresh-token family. */
-  signIn(apiKey: string, apiSecret: string): Promise<IssueResult>;
-  /** Rotates a refresh token (see state/tokens/store.ts for the outcomes). */
-  refresh(refreshToken: string): Promise<IssueResult>;
+  /**
+   * Checks apiKey and apiSecret (SHA-256 of the secret) and starts a refresh-token family.
+   * `certificate`: the request's verified client certificate; a key bound to one
+   * (`certificateSha256`) is refused (`certificate_mismatch`, after its secret matched) without
+   * it, and its tokens carry it (`cnf.x5t#S256`).
+   */
+  signIn(apiKey: string, apiSecret: string, certificate?: ClientCertificate): Promise<IssueResult>;
+  /** Rotates a refresh token (see state/tokens/store.ts for the outcomes); a bound key's needs its certificate too, as signIn. */
+  refresh(refreshToken: string, certificate?: ClientCertificate): Promise<IssueResult>;
   /**
    * The owner's token reset (interface §5.6): with the key's own credentials, kills every token
    * issued so far to that key, or to every key of its account.
    */
-  resetTokens(apiKey: string, apiSecret: string, scope: 'key' | 'account'): Promise<ResetResult>;
+  resetTokens(apiKey: string, apiSecret: string, scope: 'key' | 'account', certificate?: ClientCertificate): Promise<ResetResult>;
 }
 
 export interface AuthServiceDeps {
@@ -63,14 +69,15 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
   const graceMs = settings.refreshGraceSeconds * 1000;
 
   return {
-    async signIn(apiKey, apiSecret) {
+    async signIn(apiKey, apiSecret, certificate) {
       const key = await verify(apiKey, apiSecret);
       if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
+      if (!presentsBoundCertificate(key, certificate)) return { outcome: 'rejected', reason: 'certificate_mismatch' };
 
       const now = clock.now();
       const familyId = newId();
       const refresh = mintRefreshToken(key.accountId, key.keyId, familyId);
-      const accessToken = await signer.issueAccessToken({ ...key, epoch: await revocations.currentEpoch() });
+      const accessToken = await signer.issueAccessToken({ ...key, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key) });
       await tokens.createFamily({
         familyId,
         accountId: key.accountId,
@@ -82,7 +89,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       return { outcome: 'issued', pair: { accessToken, refreshToken: refresh.token } };
     },
 
-    async refresh(refreshToken) {
+    async refresh(refreshToken, certificate) {
       const presented = parseRefreshToken(refreshToken);
       if (presented === undefined) return { outcome: 'rejected', reason: 'invalid' };
 
@@ -93,10 +100,12 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       }
       // Tokens a demo key got while ALLOW_DEMO_DATA was on end with it.
       if (demoSecrets?.refusesKey(key) === true) return { outcome: 'rejected', reason: 'invalid' };
+      // Before the rotation: the refresh token stays as it was, for the client with the certificate.
+      if (!presentsBoundCertificate(key, certificate)) return { outcome: 'rejected', reason: 'certificate_mismatch' };
 
       const now = clock.now();
       const successor = mintRefreshToken(presented.accountId, presented.keyId, presented.familyId);
-      const pair = { accessToken: await signer.issueAccessToken({ ...key, epoch: await revocations.currentEpoch() }), refreshToken: successor.token };
+      const pair = { accessToken: await signer.issueAccessToken({ ...key, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key) }), refreshToken: successor.token };
       const result = await tokens.rotate({
         tokenId: presented.tokenId,
         accountId: presented.accountId,
@@ -124,9 +133,12 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       }
     },
 
-    async resetTokens(apiKey, apiSecret, scope) {
+    async resetTokens(apiKey, apiSecret, scope, certificate) {
       const key = await verify(apiKey, apiSecret);
       if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
+      // A bound key's credentials are its secret and its certificate: the secret alone, stolen,
+      // must not be enough to end every token of the account.
+      if (!presentsBoundCertificate(key, certificate)) return { outcome: 'rejected', reason: 'certificate_mismatch' };
       const target = scope === 'key' ? { accountId: key.accountId, keyId: key.keyId } : { accountId: key.accountId };
       const at = await revocations.reset(target);
       if (scope === 'account') await onAccountReset?.(key.accountId);
@@ -134,6 +146,16 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       return { outcome: 'reset', ...target, at };
     },
   };
+}
+
+/** True for a key bound to no certificate, or when `certificate` is the one it is bound to. */
+function presentsBoundCertificate(key: ApiKeyRecord, certificate: ClientCertificate | undefined): boolean {
+  return key.certificateSha256 === undefined || certificate?.sha256 === key.certificateSha256;
+}
+
+/** What a bound key's tokens carry as `cnf.x5t#S256`: the same SHA-256 in base64url. */
+function thumbprintOf(key: ApiKeyRecord): string | undefined {
+  return key.certificateSha256 === undefined ? undefined : Buffer.from(key.certificateSha256, 'hex').toString('base64url');
 }
 
 /**
@@ -151,8 +173,8 @@ export function countAuthOutcomes(auth: AuthService, metrics: Pick<Metrics, 'sig
     throw err;
   });
   return {
-    signIn: (apiKey, apiSecret) => counted(metrics.signIn, auth.signIn(apiKey, apiSecret)),
-    refresh: (refreshToken) => counted(metrics.refresh, auth.refresh(refreshToken)),
-    resetTokens: (apiKey, apiSecret, scope) => counted(metrics.reset, auth.resetTokens(apiKey, apiSecret, scope)),
+    signIn: (apiKey, apiSecret, certificate) => counted(metrics.signIn, auth.signIn(apiKey, apiSecret, certificate)),
+    refresh: (refreshToken, certificate) => counted(metrics.refresh, auth.refresh(refreshToken, certificate)),
+    resetTokens: (apiKey, apiSecret, scope, certificate) => counted(metrics.reset, auth.resetTokens(apiKey, apiSecret, scope, certificate)),
   };
 }

@@ -58,7 +58,15 @@ export interface AccessTokenClaims {
   exp: number;
   /** Space-separated scopes of the key (RFC 9068 §2.2.3); absent when it has none. */
   scope?: string;
+  /**
+   * RFC 8705 §3.1: the token is bound to the client certificate whose SHA-256 (base64url) this
+   * is; a request presenting another certificate, or none, may not use it. Absent: unbound.
+   */
+  cnf?: { 'x5t#S256': string };
 }
+
+/** A SHA-256 in base64url without padding: 43 characters. */
+const THUMBPRINT = /^[A-Za-z0-9_-]{43}$/;
 
 /** What a backend behind a route learns about the caller, signed (see issueAssertion). */
 export interface AssertionSubject {
@@ -75,7 +83,7 @@ export const ASSERTION_TYPE = 'gateway-assertion+jwt';
 
 export interface Signer {
   /** Signs a new access token for the key's account; `jti`, `iat`, `exp` are set here. */
-  issueAccessToken(subject: { accountId: string; keyId: string; scopes?: readonly string[]; epoch?: number }): Promise<string>;
+  issueAccessToken(subject: { accountId: string; keyId: string; scopes?: readonly string[]; epoch?: number; certificateThumbprint?: string | undefined }): Promise<string>;
   /**
    * A short-lived JWT for a backend (typ `gateway-assertion+jwt`, signed by the same keys, so
    * the JWKS verifies it): who called, through which route, for which request.
@@ -161,9 +169,10 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
       return keySet.isEphemeral;
     },
 
-    async issueAccessToken({ accountId, keyId, scopes = [], epoch }) {
+    async issueAccessToken({ accountId, keyId, scopes = [], epoch, certificateThumbprint }) {
       const now = clock.now();
-      return sign({ client_id: keyId, iat_ms: now, ...(epoch === undefined ? {} : { reset_epoch: epoch }), ...scopeClaim(scopes) }, { typ: ACCESS_TOKEN_TYPE, audience, subject: accountId, now, ttlSeconds: accessTokenTtlSeconds });
+      const cnf = certificateThumbprint === undefined ? {} : { cnf: { 'x5t#S256': certificateThumbprint } };
+      return sign({ client_id: keyId, iat_ms: now, ...(epoch === undefined ? {} : { reset_epoch: epoch }), ...scopeClaim(scopes), ...cnf }, { typ: ACCESS_TOKEN_TYPE, audience, subject: accountId, now, ttlSeconds: accessTokenTtlSeconds });
     },
 
     async issueAssertion({ accountId, keyId, tokenId, scopes, audience: routeName, requestId }) {
@@ -248,11 +257,19 @@ function verifyInFull(token: string, keys: KeySet, clock: Clock, rules: TimeRule
   if (typeof payload.sub !== 'string' || typeof payload.client_id !== 'string' || typeof payload.jti !== 'string'
     || !Number.isSafeInteger(payload.iat_ms) || Math.floor((payload.iat_ms as number) / 1000) !== payload.iat
     || (payload.reset_epoch !== undefined && !Number.isSafeInteger(payload.reset_epoch))
-    || (payload.scope !== undefined && typeof payload.scope !== 'string')) {
+    || (payload.scope !== undefined && typeof payload.scope !== 'string') || !isConfirmation(payload.cnf)) {
     throw new InvalidToken();
   }
   // Frozen: the same object answers every later hit, so no caller may change it.
   return { claims: Object.freeze(payload) as unknown as AccessTokenClaims, kid: kid as string, verify };
+}
+
+/** No `cnf`, or one holding exactly a well-formed `x5t#S256` (a confirmation the gateway cannot check is no token of its own). */
+function isConfirmation(cnf: unknown): boolean {
+  if (cnf === undefined) return true;
+  if (typeof cnf !== 'object' || cnf === null || Array.isArray(cnf)) return false;
+  const entries = Object.entries(cnf);
+  return entries.length === 1 && entries[0]![0] === 'x5t#S256' && typeof entries[0]![1] === 'string' && THUMBPRINT.test(entries[0]![1]);
 }
 
 /**

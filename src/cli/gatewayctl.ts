@@ -35,7 +35,9 @@ Over the owner API of a running gateway (admin token in GATEWAY_ADMIN_TOKEN):
   owners add <accountId> --email <email> [--password <initial password>]
   invites create <accountId> --email <email>
   keys list <accountId>
-  keys create <accountId> --name <name> [--description <text>] [--scope <scope>]…
+  keys create <accountId> --name <name> [--description <text>] [--scope <scope>]… [--certificate-sha256 <fingerprint>]
+  keys bind <accountId> <keyId> --certificate-sha256 <fingerprint>   (signs in only with that client certificate: docs/tls.md)
+  keys unbind <accountId> <keyId>
   keys roll <accountId> <keyId> --overlap <seconds>   (a new secret; the old one signs in for that long)
   keys reset <accountId> <keyId>                      (every token of the key so far is refused)
   keys disable <accountId> <keyId>
@@ -84,6 +86,7 @@ const OPTIONS = {
   key: { type: 'string' },
   'expires-in': { type: 'string' },
   overlap: { type: 'string' },
+  'certificate-sha256': { type: 'string' },
   slug: { type: 'string' },
   public: { type: 'boolean', default: false },
   nonce: { type: 'string' },
@@ -362,7 +365,8 @@ const COMMANDS: Readonly<Record<string, (call: Invocation) => Promise<Answer>>> 
     return { text: table(items, ['id', 'apiKey', 'name', 'enabled', 'scopes', 'createdAt', 'previousValidUntil']), json: items };
   },
   'keys create': async ({ client, positionals, values }) => {
-    const body = { name: need(values.name, '--name'), ...(values.description === undefined ? {} : { description: values.description }), ...scopesOf(values) };
+    const certificate = values['certificate-sha256'];
+    const body = { name: need(values.name, '--name'), ...(values.description === undefined ? {} : { description: values.description }), ...scopesOf(values), ...(certificate === undefined ? {} : { certificateSha256: certificate }) };
     const answer = await client.run('createKey', { accountId: accountArg(positionals, 2) }, { body });
     return {
       text: [
@@ -415,6 +419,8 @@ const COMMANDS: Readonly<Record<string, (call: Invocation) => Promise<Answer>>> 
     const answer = await client.run('resetKey', { accountId: accountArg(positionals, 2), keyId: need(positionals[3], '<keyId>') });
     return { text: `Reset the tokens of key ${answer.keyId} of account ${answer.accountId} at ${answer.resetAt}: every token issued until then is refused.`, json: answer };
   },
+  'keys bind': bindKey,
+  'keys unbind': bindKey,
   'keys disable': setKeyEnabled,
   'keys enable': setKeyEnabled,
   'keys revoke': async ({ client, positionals }) => {
@@ -489,6 +495,17 @@ async function setAccountEnabled({ client, sub, positionals }: Invocation): Prom
   return {
     text: enabled ? `Enabled account ${account.id}.` : `Disabled account ${account.id}: its keys no longer sign in and every token issued to it is refused.`,
     json: account,
+  };
+}
+
+/** `keys bind` (to a client certificate) and `keys unbind`. */
+async function bindKey({ client, sub, positionals, values }: Invocation): Promise<Answer> {
+  const certificateSha256 = sub === 'bind' ? need(values['certificate-sha256'], '--certificate-sha256') : null;
+  const key = await client.run('updateKey', { accountId: accountArg(positionals, 2), keyId: need(positionals[3], '<keyId>') }, { body: { certificateSha256 } });
+  return {
+    text: key.certificateSha256 === undefined ? `Key ${key.id} is bound to no client certificate.`
+      : `Key ${key.id} is bound to the client certificate with SHA-256 ${key.certificateSha256}: it signs in only with it, and its earlier tokens are refused.`,
+    json: key,
   };
 }
 

@@ -160,7 +160,7 @@ function resolvePaths(raw: Record<string, unknown>, base: string): void {
     if (typeof redis?.[name] === 'string') redis[name] = resolve(base, redis[name]);
   }
   const tls = raw.tls as Record<string, unknown> | undefined;
-  for (const name of ['certFile', 'keyFile']) {
+  for (const name of ['certFile', 'keyFile', 'clientCaFile']) {
     if (typeof tls?.[name] === 'string') tls[name] = resolve(base, tls[name]);
   }
   if (Array.isArray(tls?.certificates)) {

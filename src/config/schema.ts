@@ -66,6 +66,7 @@ const routeSchema = z.strictObject({
   assertion: z.boolean().default(false),
   requiredScope: z.string().regex(SCOPE_PATTERN, 'expected one scope token').optional(),
   websocket: z.boolean().default(false),
+  clientCertificate: z.enum(['required', 'optional']).optional(),
   connectTimeoutMs: z.number().int().min(10).max(60_000).default(3000),
   responseTimeoutMs: z.number().int().min(10).max(3_600_000).default(30_000),
   idleTimeoutMs: z.number().int().min(10).max(86_400_000).default(300_000),
@@ -510,6 +511,8 @@ export const configSchema = z.strictObject({
       token: setting(HEADER_NAME.default('X-Token-Id'), { description: 'Header that tells a backend the access token\'s `jti`.' }),
       request: setting(HEADER_NAME.default('X-Request-Id'), { description: 'Header that tells a backend the request id (also sent on public routes).' }),
       assertion: setting(HEADER_NAME.default('X-Gateway-Assertion'), { description: 'Header carrying the signed identity assertion of routes with `assertion: true`.' }),
+      clientCertSubject: setting(HEADER_NAME.default('X-Client-Cert-Subject'), { description: 'Header carrying the subject of the client\'s verified TLS certificate, on routes with `clientCertificate` (docs/tls.md, "Client certificates").' }),
+      clientCertFingerprint: setting(HEADER_NAME.default('X-Client-Cert-Sha256'), { description: 'Header carrying the SHA-256 fingerprint (64 lowercase hex digits) of the client\'s verified TLS certificate, on routes with `clientCertificate`.' }),
     }).prefault({}),
     assertionTtlSeconds: setting(z.number().int().min(5).max(3600).default(60), {
       description: 'Lifetime of the signed identity assertion sent to routes with `assertion: true`.',
@@ -674,6 +677,10 @@ export const configSchema = z.strictObject({
     })).max(100).default([]), {
       description: 'More certificates, each served to clients asking (SNI) for one of its `serverNames` (`*.example.com` matches one label). Config file only.',
     }),
+    clientCaFile: setting(z.string().min(1).optional(), {
+      env: 'TLS_CLIENT_CA_FILE',
+      description: 'PEM file of the CA(s) whose client certificates the main listener verifies (mTLS): every handshake asks for one, none is required by the handshake, and routes say what they need (`clientCertificate`). docs/tls.md.',
+    }),
     watchIntervalMs: setting(z.number().int().min(0).max(3_600_000).default(2000), {
       env: 'TLS_WATCH_INTERVAL_MS',
       description: 'How often the certificate and key files are checked for a change; a changed, valid set is used for new handshakes (0: only on SIGHUP).',
@@ -756,15 +763,7 @@ export const configSchema = z.strictObject({
   if (!isKnownTimeZone(c.data.timeZone)) {
     ctx.addIssue({ code: 'custom', path: ['data', 'timeZone'], message: 'expected an IANA time zone such as "UTC" or "Europe/Berlin"' });
   }
-  if ((c.tls.certFile === undefined) !== (c.tls.keyFile === undefined)) {
-    ctx.addIssue({ code: 'custom', path: ['tls', c.tls.certFile === undefined ? 'certFile' : 'keyFile'], message: 'give both tls.certFile and tls.keyFile (TLS_CERT_FILE, TLS_KEY_FILE), or neither' });
-  }
-  if (c.tls.redirectPort !== undefined && c.tls.certFile === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['tls', 'redirectPort'], message: 'redirects to HTTPS: set tls.certFile and tls.keyFile' });
-  }
-  if (c.tls.certificates.length > 0 && c.tls.certFile === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['tls', 'certificates'], message: 'needs the default certificate: set tls.certFile and tls.keyFile' });
-  }
+  refineTls(c, ctx);
   const redisModes = [c.redis.url !== undefined, c.redis.sentinels.length > 0, c.redis.clusterNodes.length > 0].filter(Boolean).length;
   if (redisModes > 1) {
     ctx.addIssue({ code: 'custom', path: ['redis'], message: 'give one of redis.url, redis.sentinels or redis.clusterNodes' });
@@ -842,6 +841,27 @@ export const configSchema = z.strictObject({
     ctx.addIssue({ code: 'custom', path: ['signing', 'activeKid'], message: 'must name one of signing.keys' });
   }
 });
+
+/** The TLS settings that only make sense together, and the routes that need client certificates. */
+function refineTls(c: Pick<Config, 'tls' | 'routes'>, ctx: z.RefinementCtx): void {
+  if ((c.tls.certFile === undefined) !== (c.tls.keyFile === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['tls', c.tls.certFile === undefined ? 'certFile' : 'keyFile'], message: 'give both tls.certFile and tls.keyFile (TLS_CERT_FILE, TLS_KEY_FILE), or neither' });
+  }
+  if (c.tls.redirectPort !== undefined && c.tls.certFile === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['tls', 'redirectPort'], message: 'redirects to HTTPS: set tls.certFile and tls.keyFile' });
+  }
+  if (c.tls.clientCaFile !== undefined && c.tls.certFile === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['tls', 'clientCaFile'], message: 'client certificates need TLS: set tls.certFile and tls.keyFile' });
+  }
+  c.routes.forEach((route, i) => {
+    if (route.clientCertificate !== undefined && c.tls.clientCaFile === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['routes', i, 'clientCertificate'], message: 'needs the CA that client certificates are verified against: set tls.clientCaFile (TLS_CLIENT_CA_FILE)' });
+    }
+  });
+  if (c.tls.certificates.length > 0 && c.tls.certFile === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['tls', 'certificates'], message: 'needs the default certificate: set tls.certFile and tls.keyFile' });
+  }
+}
 
 /** Spelt exactly as a browser's Origin header spells it, so the CSRF check can compare strings. */
 function isOrigin(value: string): boolean {

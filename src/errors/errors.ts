@@ -78,6 +78,17 @@ export class InvalidCredentials extends GatewayError {
   }
 }
 
+/**
+ * mTLS (docs/tls.md): the route, or the API key signing in, needs a client certificate that
+ * the request's connection did not present verified (none, another CA's, expired, or another
+ * certificate than the key's). 401 with a challenge (RFC 9110 §15.5.2 wants one on every 401).
+ */
+export class ClientCertificateRequired extends GatewayError {
+  constructor(message = 'This route requires a client certificate signed by a CA the gateway trusts.') {
+    super(401, 'client_certificate_required', message, { challenge: {} });
+  }
+}
+
 /** Refresh failed: unknown, expired, revoked or reused refresh token (RFC 6749 §5.2 word). */
 export class InvalidGrant extends GatewayError {
   constructor() {

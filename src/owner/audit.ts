@@ -12,6 +12,8 @@ import type { Actor } from './types.js';
 export const AUDITED_FIELDS = new Set([
   'name', 'description', 'enabled', 'disabled', 'scopes', 'email', 'id', 'slug', 'public',
   'signedNonce', 'signedAt', 'signedExpiredAt', 'expiresAt', 'previousValidUntil', 'mustChangePassword',
+  // A certificate's fingerprint is public (any peer it was shown to can compute it): no secret.
+  'certificateSha256',
 ]);
 
 /** The longest `ip` an event holds (state/owners/records.ts). */

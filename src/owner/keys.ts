@@ -34,6 +34,8 @@ export interface KeyView {
   previousValidUntil?: string;
   /** The key's last sign-in, to within a few minutes (auth/key-use.ts); absent while none is known. */
   lastUsedAt?: string;
+  /** The client certificate the key is bound to (SHA-256, 64 lowercase hex digits); absent: unbound. */
+  certificateSha256?: string;
 }
 
 export interface CreatedKey {
@@ -53,6 +55,8 @@ export interface NewKey {
   name: string;
   description?: string;
   scopes?: string[];
+  /** Binds the key to one client certificate: its SHA-256 as 64 hex digits, either case, bytes may be separated by ":". */
+  certificateSha256?: string;
 }
 
 export interface KeyPatch {
@@ -60,6 +64,13 @@ export interface KeyPatch {
   description?: string;
   enabled?: boolean;
   scopes?: string[];
+  /** As NewKey's; null unbinds the key. */
+  certificateSha256?: string | null;
+}
+
+/** A fingerprint as the owner gives it (checked by the operation's schema) as keys keep it: lowercase, no ":". */
+function normaliseSha256(fingerprint: string): string {
+  return fingerprint.replaceAll(':', '').toLowerCase();
 }
 
 export interface KeyService {
@@ -103,6 +114,7 @@ export function toKeyView(key: ApiKeyData, lastUsedAt?: number): KeyView {
     ...(key.createdAt !== undefined ? { createdAt: key.createdAt } : {}),
     ...(key.previousValidUntil !== undefined && key.previousSecretDigest !== undefined ? { previousValidUntil: key.previousValidUntil } : {}),
     ...(lastUsedAt !== undefined ? { lastUsedAt: new Date(lastUsedAt).toISOString() } : {}),
+    ...(key.certificateSha256 !== undefined ? { certificateSha256: key.certificateSha256 } : {}),
   };
 }
 
@@ -116,7 +128,7 @@ function findKey(doc: AccountDoc, keyId: string): ApiKeyData {
 function audited(key: ApiKeyData | undefined): Record<string, unknown> {
   return {
     name: key?.name, description: key?.description, enabled: key === undefined ? undefined : !key.disabled,
-    scopes: key?.scopes, previousValidUntil: key?.previousValidUntil,
+    scopes: key?.scopes, previousValidUntil: key?.previousValidUntil, certificateSha256: key?.certificateSha256,
   };
 }
 
@@ -166,7 +178,7 @@ function keyChange<T>(store: OwnerStore, actor: Actor, accountId: string, keyId:
 
 function createKeyChanges({ store, revocations }: OwnerDeps, change: Change): Pick<KeyService, 'create' | 'update' | 'remove' | 'roll'> {
   return {
-    create: (actor, accountId, { name, description, scopes = [] }) => change(actor, {
+    create: (actor, accountId, { name, description, scopes = [], certificateSha256 }) => change(actor, {
       load: () => loadAccount(store, actor.caller, accountId),
       async persist({ now, event }) {
         const { apiSecret, digest } = newSecret();
@@ -179,6 +191,7 @@ function createKeyChanges({ store, revocations }: OwnerDeps, change: Change): Pi
           name,
           ...(description !== undefined && description !== '' ? { description } : {}),
           createdAt: new Date(now).toISOString(),
+          ...(certificateSha256 !== undefined ? { certificateSha256: normaliseSha256(certificateSha256) } : {}),
         };
         const events = [event({ action: 'key.create', target: { type: 'key', id: key.id }, changes: changesOf(undefined, key) })];
         const saved = await editAccount(store, actor.caller, accountId, (doc) => {
@@ -196,11 +209,15 @@ function createKeyChanges({ store, revocations }: OwnerDeps, change: Change): Pi
         if (patch.description !== undefined) next.description = patch.description;
         if (patch.enabled !== undefined) next.disabled = !patch.enabled;
         if (patch.scopes !== undefined) next.scopes = [...new Set(patch.scopes)];
-        // A disabled key's tokens stop; so do those carrying a scope the key no longer grants.
+        if (patch.certificateSha256 === null) delete next.certificateSha256;
+        else if (patch.certificateSha256 !== undefined) next.certificateSha256 = normaliseSha256(patch.certificateSha256);
+        // A disabled key's tokens stop; so do those carrying a scope the key no longer grants,
+        // and those bound to no certificate or another one once the key is bound to a new one.
         // Also when it was disabled already: a retry after a failed reset must still make it.
         const disabled = next.disabled && patch.enabled === false;
         const narrowed = key.scopes.some((scope) => !next.scopes.includes(scope));
-        return { key: next, result: { view: toKeyView(next), stopTokens: disabled || narrowed } };
+        const rebound = next.certificateSha256 !== undefined && patch.certificateSha256 !== undefined;
+        return { key: next, result: { view: toKeyView(next), stopTokens: disabled || narrowed || rebound } };
       }),
       async notify({ view, stopTokens }) {
         if (stopTokens) await revocations.reset({ accountId, keyId });

@@ -3,24 +3,30 @@
  * WebSocket handshake. Nothing reaches a backend before it.
  */
 import type { IncomingMessage } from 'node:http';
-import { InsufficientScope } from '../errors/errors.js';
+import { verifiedClientCertificate } from '../auth/client-certificate.js';
+import { ClientCertificateRequired, InsufficientScope } from '../errors/errors.js';
 import type { Route } from './routes.js';
 import type { Admitted, ProxyDeps } from './types.js';
 
 export type Admit = (route: Route, req: IncomingMessage, token: string | undefined, requestId: string) => Promise<Admitted>;
 
 /**
- * None on a public route; otherwise a valid token within the route's scope, and the signed
- * assertion if the route sends one. Then the route's quota for that caller (or, on a public
- * route, its address): only callers who passed are counted.
+ * First, on a route with `clientCertificate: required`, a verified client certificate (a 401
+ * before the token is even read). Then none on a public route; otherwise a valid token within
+ * the route's scope (a token bound to a certificate, with that certificate: auth/bearer.ts), and
+ * the signed assertion if the route sends one. Then the route's quota for that caller (or, on
+ * a public route, its address): only callers who passed are counted.
  */
 export function createAdmission({ authenticate, signer, limits }: Pick<ProxyDeps, 'authenticate' | 'signer' | 'limits'>): Admit {
   return async function admit(route, req, token, requestId) {
-    if (route.auth === 'public') return { identity: undefined, assertion: undefined, limitHeaders: await limits.route(route, undefined, req) };
-    const identity = await authenticate(token);
+    // Read only for a route that passes it on (a bound token has it read by authenticate).
+    const certificate = route.clientCertificate === undefined ? undefined : verifiedClientCertificate(req);
+    if (route.clientCertificate === 'required' && certificate === undefined) throw new ClientCertificateRequired();
+    if (route.auth === 'public') return { identity: undefined, assertion: undefined, limitHeaders: await limits.route(route, undefined, req), certificate };
+    const identity = await authenticate(token, req);
     if (route.requiredScope !== undefined && !identity.scopes.includes(route.requiredScope)) throw new InsufficientScope(route.requiredScope);
     const limitHeaders = await limits.route(route, identity, req);
     const assertion = route.assertion ? await signer.issueAssertion({ ...identity, audience: route.name, requestId }) : undefined;
-    return { identity, assertion, limitHeaders };
+    return { identity, assertion, limitHeaders, certificate };
   };
 }

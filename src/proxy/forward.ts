@@ -37,8 +37,9 @@ export type Forward = (req: IncomingMessage, res: ServerResponse, match: RouteMa
 
 /** The headers the backend gets (the Host of a `target` route is set per attempt, by Flights.start). */
 export function createHeadersFor(policy: HeaderPolicy): HeadersFor {
-  return function headersFor(req, route, { identity, assertion }, requestId, webSocketProtocol) {
+  return function headersFor(req, route, { identity, assertion, certificate }, requestId, webSocketProtocol) {
     return policy.upstream(req, {
+      certificate,
       identity: identity === undefined ? route.sends.anonymous : route.sends.caller,
       caller: identity,
       requestId,

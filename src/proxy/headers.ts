@@ -6,7 +6,8 @@
  * Never forwarded, either way: hop-by-hop headers (RFC 9110 §7.6.1) and every header named in
  * `Connection`. Towards the backend also: `Expect` (the gateway already answered it), the
  * client's framing (re-declared below), forwarding headers from untrusted peers, the identity
- * header names (so a client cannot speak for the gateway), and `Authorization` unless the route
+ * header names, the client-certificate ones included, on every route whatever it sends (so a
+ * client cannot speak for the gateway or claim a certificate), and `Authorization` unless the route
  * forwards it. Then the gateway adds its own: identity, forwarding, Host, and framing.
  *
  * Trace context (`traceparent`, `tracestate`) follows the forwarding headers' rule: a trusted
@@ -21,6 +22,7 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders } from 'node:http';
 import { isIPv4, isIPv6 } from 'node:net';
+import type { ClientCertificate } from '../auth/client-certificate.js';
 import { createProxyTrust, type ProxyTrust } from '../http/client-address.js';
 import type { Config } from '../config/schema.js';
 import type { Tracing } from '../telemetry/tracing.js';
@@ -56,6 +58,8 @@ export interface UpstreamHeaderInput {
   websocket: boolean;
   /** Sec-WebSocket-Protocol without the browser token entry, or undefined to drop it. */
   webSocketProtocol?: string | undefined;
+  /** The verified client certificate to name to the backend (routes with `clientCertificate` only). */
+  certificate?: ClientCertificate | undefined;
 }
 
 /**
@@ -137,6 +141,10 @@ export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust
         if (identity.token) out[names.token.toLowerCase()] = caller.tokenId;
       }
       if (input.assertion !== undefined) out[names.assertion.toLowerCase()] = input.assertion;
+      if (input.certificate !== undefined) {
+        out[names.clientCertSubject.toLowerCase()] = input.certificate.subject;
+        out[names.clientCertFingerprint.toLowerCase()] = input.certificate.sha256;
+      }
       return out;
     },
 

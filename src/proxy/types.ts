@@ -6,6 +6,7 @@ import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ServerOptions } from 'http-proxy-3';
 import type { Authenticate, Identity } from '../auth/bearer.js';
+import type { ClientCertificate } from '../auth/client-certificate.js';
 import type { Revocations } from '../auth/revocation.js';
 import type { Signer } from '../auth/signer.js';
 import type { Config } from '../config/schema.js';
@@ -38,11 +39,15 @@ export interface ProxyDeps {
   tracing?: Tracing | undefined;
 }
 
-/** Who a route let through (undefined on a public route), the assertion it sends, and its quota's headers. */
+/**
+ * Who a route let through (undefined on a public route), the assertion it sends, its quota's
+ * headers, and the verified client certificate a route with `clientCertificate` passes on.
+ */
 export interface Admitted {
   identity: Identity | undefined;
   assertion: string | undefined;
   limitHeaders: LimitHeaders;
+  certificate?: ClientCertificate | undefined;
 }
 
 /** One attempt at one backend, handed to our http-proxy-3 hooks through its options. */

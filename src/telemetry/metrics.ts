@@ -32,7 +32,7 @@ const STATUS_CLASSES = ['1xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
 /** Outcomes of a bearer-token check (auth/bearer.ts). */
 export type TokenValidation = 'valid' | 'missing' | 'invalid' | 'expired' | 'revoked' | 'unavailable';
 /** Outcomes of a sign-in, refresh or token reset (http/routes/). */
-export type CredentialOutcome = 'issued' | 'reset' | 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'replayed' | 'rate_limited' | 'unavailable' | 'error';
+export type CredentialOutcome = 'issued' | 'reset' | 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'certificate_mismatch' | 'replayed' | 'rate_limited' | 'unavailable' | 'error';
 /** What a directory-cache read was answered from (state/directory/cache.ts). */
 export type CacheResult = 'hit' | 'miss' | 'stale';
 /** How an upstream attempt failed (proxy/flight.ts). */

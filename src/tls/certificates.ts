@@ -74,12 +74,40 @@ function readPem(file: string): string {
   }
 }
 
-function contextOptions(settings: TlsSettings, certPem: string, keyPem: string): SecureContextOptions {
-  return { cert: certPem, key: keyPem, minVersion: settings.minVersion, ciphers: CIPHERS, honorCipherOrder: true };
+/**
+ * `clientCaPem`: the CAs client certificates are verified against (tls.clientCaFile). Every
+ * context gets them, the SNI ones too: a handshake verifies the client against the store of the
+ * context it was served from.
+ */
+function contextOptions(settings: TlsSettings, certPem: string, keyPem: string, clientCaPem: string | undefined): SecureContextOptions {
+  return { cert: certPem, key: keyPem, minVersion: settings.minVersion, ciphers: CIPHERS, honorCipherOrder: true, ...(clientCaPem === undefined ? {} : { ca: clientCaPem }) };
+}
+
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g;
+
+/**
+ * The client CA file (tls.clientCaFile) as PEM text, each of its certificates parsed; undefined
+ * when none is configured. CertificateError names the file: unreadable, no certificate in it,
+ * or a block that is not one.
+ */
+export function loadClientCa(settings: TlsSettings): string | undefined {
+  const file = settings.clientCaFile;
+  if (file === undefined) return undefined;
+  const pem = readPem(file);
+  const blocks = pem.match(PEM_CERTIFICATE) ?? [];
+  if (blocks.length === 0) throw new CertificateError(file, 'holds no PEM certificate');
+  blocks.forEach((block, i) => {
+    try {
+      new X509Certificate(block);
+    } catch {
+      throw new CertificateError(file, `certificate ${i + 1} is not a valid PEM certificate`);
+    }
+  });
+  return pem;
 }
 
 /** Reads and checks one pair; CertificateError names the file at fault. */
-export function loadPair(pair: CertificatePair, settings: TlsSettings): Loaded {
+export function loadPair(pair: CertificatePair, settings: TlsSettings, clientCaPem?: string): Loaded {
   const certPem = readPem(pair.certFile);
   const keyPem = readPem(pair.keyFile);
   let leaf: X509Certificate;
@@ -97,7 +125,7 @@ export function loadPair(pair: CertificatePair, settings: TlsSettings): Loaded {
   if (!leaf.checkPrivateKey(key)) throw new CertificateError(pair.keyFile, `is not the key of the certificate in ${pair.certFile}`);
   let context: SecureContext;
   try {
-    context = createSecureContext(contextOptions(settings, certPem, keyPem));
+    context = createSecureContext(contextOptions(settings, certPem, keyPem, clientCaPem));
   } catch (err) {
     throw new CertificateError(pair.certFile, `cannot be used: ${(err as Error).message}`);
   }
@@ -109,9 +137,15 @@ function pairsOf(settings: TlsSettings): CertificatePair[] {
   return [{ serverNames: [], certFile: settings.certFile, keyFile: settings.keyFile }, ...settings.certificates];
 }
 
-/** What is wrong with each pair of `settings` (config check): none when TLS is off or all are good. */
+/** What is wrong with each pair of `settings` and the client CA file (config check): none when TLS is off or all are good. */
 export function certificateProblems(settings: TlsSettings): string[] {
   const problems: string[] = [];
+  try {
+    loadClientCa(settings);
+  } catch (err) {
+    if (!(err instanceof CertificateError)) throw err;
+    problems.push(err.message);
+  }
   for (const pair of pairsOf(settings)) {
     try {
       loadPair(pair, settings);
@@ -145,7 +179,11 @@ function signatureOf(files: readonly string[]): string {
 }
 
 export interface CertificateSet {
-  /** The secure-server options of the main listener: default pair, SNI, versions, ciphers. */
+  /**
+   * The secure-server options of the main listener: default pair, SNI, versions, ciphers; with
+   * tls.clientCaFile, a client certificate asked for in every handshake but required by none
+   * (routes decide: tls/client-certificates.ts).
+   */
   serverOptions(): TlsOptions;
   /** Serves new handshakes of `server` from this set, including after each reload. */
   attach(server: Server): void;
@@ -168,8 +206,9 @@ export interface CertificateSetOptions {
 export function createCertificateSet(settings: TlsSettings, { log, clock, timers, registry }: CertificateSetOptions): CertificateSet {
   const pairs = pairsOf(settings);
   if (pairs.length === 0) throw new Error('createCertificateSet needs tls.certFile and tls.keyFile');
-  const files = pairs.flatMap((pair) => [pair.certFile, pair.keyFile]);
-  let loaded = pairs.map((pair) => loadPair(pair, settings));
+  const files = [...pairs.flatMap((pair) => [pair.certFile, pair.keyFile]), ...(settings.clientCaFile === undefined ? [] : [settings.clientCaFile])];
+  let clientCaPem = loadClientCa(settings);
+  let loaded = pairs.map((pair) => loadPair(pair, settings, clientCaPem));
   let byName = new Map<string, SecureContext>();
   const servers: Server[] = [];
 
@@ -207,7 +246,10 @@ export function createCertificateSet(settings: TlsSettings, { log, clock, timers
     serverOptions() {
       const main = loaded[0]!;
       return {
-        ...contextOptions(settings, main.certPem, main.keyPem),
+        ...contextOptions(settings, main.certPem, main.keyPem, clientCaPem),
+        // A client without a certificate, or with one the CAs did not sign, still completes the
+        // handshake: a route that requires one answers 401 in the envelope, the others serve it.
+        ...(clientCaPem === undefined ? {} : { requestCert: true, rejectUnauthorized: false }),
         SNICallback: (servername, done) => done(null, contextFor(byName, servername) ?? loaded[0]!.context),
       };
     },
@@ -216,17 +258,23 @@ export function createCertificateSet(settings: TlsSettings, { log, clock, timers
     },
     reload(reason) {
       let next: Loaded[];
+      let nextCa: string | undefined;
       try {
-        next = pairs.map((pair) => loadPair(pair, settings));
+        nextCa = loadClientCa(settings);
+        next = pairs.map((pair) => loadPair(pair, settings, nextCa));
       } catch (err) {
         log.error({ reason, problem: (err as Error).message }, 'TLS certificates changed but cannot be used: still serving the previous ones');
         return false;
       }
       loaded = next;
+      clientCaPem = nextCa;
       index();
       const main = loaded[0]!;
-      for (const server of servers) server.setSecureContext(contextOptions(settings, main.certPem, main.keyPem));
-      log.info({ reason, certificates: loaded.map((entry) => entry.pair.certFile) }, 'TLS certificates reloaded');
+      // New contexts come with new session-ticket keys and an empty session cache: a resumed
+      // session keeps the client-certificate verdict of its first handshake, and none made
+      // under the CAs just replaced resumes (test/tls/mtls.test.ts holds it, with SNI and without).
+      for (const server of servers) server.setSecureContext(contextOptions(settings, main.certPem, main.keyPem, clientCaPem));
+      log.info({ reason, certificates: loaded.map((entry) => entry.pair.certFile), ...(settings.clientCaFile === undefined ? {} : { clientCaFile: settings.clientCaFile }) }, 'TLS certificates reloaded');
       warnAboutExpiry();
       return true;
     },

@@ -143,7 +143,7 @@ test('an operator sets up an account over the API: account, first owner, invite,
   assert.equal(refused.status, 401, 'a disabled account\'s keys no longer sign in');
 });
 
-test('the rest of the owner API from the command line: keys roll, reset, disable, enable, revoke; settings tokens list and revoke; roles; sign records; audit; usage', async (t) => {
+test('the rest of the owner API from the command line: keys roll, reset, bind, unbind, disable, enable, revoke; settings tokens list and revoke; roles; sign records; audit; usage', async (t) => {
   const { token, digest } = await adminToken(t);
   const backend = await startBackend(t);
   const gw = await startGatewayFor(t, digest, { ROUTES: JSON.stringify([{ name: 'echo', prefix: '/echo', targets: [backend.url], auth: 'required' }]), USAGE_FLUSH_INTERVAL_MS: '100' });
@@ -165,6 +165,15 @@ test('the rest of the owner API from the command line: keys roll, reset, disable
   assert.equal((await signIn(key.key.apiKey, rolled.apiSecret)).status, 401, 'a disabled key does not sign in');
   assert.equal((await run(['keys', 'enable', 'acct_bob', key.key.id])).enabled, true);
   assert.equal((await signIn(key.key.apiKey, rolled.apiSecret)).status, 200, 'enabled again, it does');
+  // Bound to a client certificate (docs/tls.md): this gateway speaks plain HTTP, so no connection presents one.
+  const fingerprint = `${'AB:'.repeat(31)}CD`;
+  assert.equal((await run(['keys', 'bind', 'acct_bob', key.key.id, '--certificate-sha256', fingerprint])).certificateSha256, `${'ab'.repeat(31)}cd`);
+  const bound = await signIn(key.key.apiKey, rolled.apiSecret);
+  assert.deepEqual([bound.status, bound.body.message.code], [401, 'client_certificate_required']);
+  assert.equal((await run(['keys', 'unbind', 'acct_bob', key.key.id])).certificateSha256, undefined);
+  assert.equal((await signIn(key.key.apiKey, rolled.apiSecret)).status, 200, 'unbound, it signs in again');
+  const createdBound = await run(['keys', 'create', 'acct_bob', '--name', 'bound', '--certificate-sha256', 'ef'.repeat(32)]);
+  assert.equal(createdBound.key.certificateSha256, 'ef'.repeat(32));
   assert.deepEqual(await run(['keys', 'revoke', 'acct_bob', key.key.id]), { id: key.key.id, deleted: true });
   assert.equal((await signIn(key.key.apiKey, rolled.apiSecret)).status, 401, 'a revoked key does not sign in');
 

@@ -5,6 +5,7 @@ import { dataFileSchema, type DataFile } from '../../src/state/data-file/data-fi
 import type { KeyDirectory } from '../../src/state/keys/store.js';
 
 const DIGEST = `sha256:${'ab'.repeat(32)}`;
+const CERTIFICATE = '0f'.repeat(32);
 
 export const KEY_FIXTURE: DataFile = dataFileSchema.parse({
   accounts: [
@@ -13,6 +14,7 @@ export const KEY_FIXTURE: DataFile = dataFileSchema.parse({
       apiKeys: [
         { id: 'key_1', apiKey: 'ak_first_key', secretDigest: DIGEST, disabled: false, scopes: ['orders:read', 'orders:write'] },
         { id: 'key_2', apiKey: 'ak_second_key', secretDigest: DIGEST, disabled: true, scopes: [] },
+        { id: 'key_3', apiKey: 'ak_bound_key', secretDigest: DIGEST, disabled: false, scopes: [], certificateSha256: CERTIFICATE },
       ],
       roles: [],
       signRecords: [],
@@ -29,6 +31,13 @@ export function runKeyDirectoryContract(name: string, makeKeys: (data: DataFile)
       const expected = { keyId: 'key_1', accountId: 'acct_a', secretDigest: DIGEST, disabled: false, scopes: ['orders:read', 'orders:write'] };
       assert.deepEqual(await keys.findByApiKey('ak_first_key'), expected);
       assert.deepEqual(await keys.findByKeyId('key_1'), expected);
+    });
+
+    await t.test('keeps a key\'s client-certificate binding (a key that lost it would sign in without the certificate)', async () => {
+      const expected = { keyId: 'key_3', accountId: 'acct_a', secretDigest: DIGEST, disabled: false, scopes: [], certificateSha256: CERTIFICATE };
+      assert.deepEqual(await keys.findByApiKey('ak_bound_key'), expected);
+      assert.deepEqual(await keys.findByKeyId('key_3'), expected);
+      assert.equal((await keys.findByKeyId('key_1'))?.certificateSha256, undefined);
     });
 
     await t.test('reports a disabled key as disabled', async () => {

@@ -289,3 +289,25 @@ test('key: an action the gateway refuses (the key deleted meanwhile) says why in
   assert.equal(await page.evaluate('document.activeElement?.textContent'), 'Reset tokens', 'the focus is back on the button');
   await checkAccessibility(page, 'key (a refused action)');
 });
+
+test('key bound to a client certificate: the page shows the fingerprint, and saving an edit keeps the binding', browserSuite(), async (t) => {
+  const dash = await startDashboard(t);
+  const op = operator(dash.gw);
+  const fingerprint = 'c0ffee'.repeat(11).slice(0, 64);
+  const created = await op.send('POST', `/accounts/${ACCOUNT}/keys`, { name: 'bound', certificateSha256: fingerprint.toUpperCase() });
+  assert.equal(created.status, 201, show(created));
+  const { key } = created.body.message as { key: { id: string } };
+
+  const page = await dash.newPage();
+  await dash.signInAsOwner(page, 'alice');
+  await page.goto(`${dash.url}/accounts/${ACCOUNT}/keys/${key.id}`);
+  await page.getByRole('heading', { level: 1, name: 'API key bound' }).waitFor();
+  assert.match(await page.locator('dl.facts').innerText(), new RegExp(`Client certificate \\(SHA-256\\)\\s+${fingerprint}`));
+  await assertNoSidewaysScroll(page, 'a bound key');
+
+  await page.getByLabel('Name').fill('bound-renamed');
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  await page.getByRole('heading', { level: 1, name: 'API key bound-renamed' }).waitFor();
+  const read = await op.get(`/accounts/${ACCOUNT}/keys/${key.id}`);
+  assert.equal(read.body.message.certificateSha256, fingerprint, 'the edit left the binding as it was');
+});

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { request } from 'node:https';
 import { join } from 'node:path';
 import { after } from 'node:test';
 
@@ -23,6 +24,10 @@ export interface TestCa {
   caPem: string;
   /** A leaf for `names` (DNS names, or IP addresses), valid for `days` (1 at least). */
   leaf(name: string, names: string[], days?: number): Leaf;
+  /** A client certificate (extendedKeyUsage clientAuth) with `subject` in openssl's `-subj` form (UTF-8). */
+  client(name: string, subject: string): Leaf;
+  /** The CA's certificate file. */
+  caFile: string;
 }
 
 function openssl(args: string[], cwd: string): void {
@@ -43,11 +48,69 @@ export function makeTestCa(): TestCa {
       writeFileSync(join(dir, `${name}.ext`), `subjectAltName=${san}\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n`);
       openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${names[0]}`], dir);
       openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', String(days), '-extfile', `${name}.ext`], dir);
-      const printed = execFileSync('openssl', ['x509', '-in', `${name}.pem`, '-noout', '-fingerprint', '-sha256'], { cwd: dir, encoding: 'utf8' });
-      // The form node:tls gives (AA:BB:…, 32 bytes): tests compare the two as strings.
-      const fingerprint256 = printed.trim().split('=')[1] ?? '';
-      assert.match(fingerprint256, /^(?:[0-9A-F]{2}:){31}[0-9A-F]{2}$/, `openssl printed ${printed}`);
-      return { certFile: join(dir, `${name}.pem`), keyFile: join(dir, `${name}.key`), fingerprint256 };
+      return signed(dir, name);
     },
+    client(name, subject) {
+      writeFileSync(join(dir, `${name}.ext`), 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=clientAuth\n');
+      openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-utf8', '-subj', subject], dir);
+      openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', '30', '-extfile', `${name}.ext`], dir);
+      return signed(dir, name);
+    },
+    caFile: join(dir, 'ca.pem'),
   };
+}
+
+/** The files of a certificate openssl just signed, and its fingerprint as openssl prints it. */
+function signed(dir: string, name: string): Leaf {
+  const printed = execFileSync('openssl', ['x509', '-in', `${name}.pem`, '-noout', '-fingerprint', '-sha256'], { cwd: dir, encoding: 'utf8' });
+  // The form node:tls gives (AA:BB:…, 32 bytes): tests compare the two as strings.
+  const fingerprint256 = printed.trim().split('=')[1] ?? '';
+  assert.match(fingerprint256, /^(?:[0-9A-F]{2}:){31}[0-9A-F]{2}$/, `openssl printed ${printed}`);
+  return { certFile: join(dir, `${name}.pem`), keyFile: join(dir, `${name}.key`), fingerprint256 };
+}
+
+export interface HttpsAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** The JSON body, parsed; undefined when empty. */
+  body: any;
+}
+
+export interface HttpsCallOptions {
+  /** The CA the client trusts for the gateway's certificate. */
+  caPem: string;
+  method?: string;
+  /** Sent as JSON. */
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** The client certificate to present (mTLS); none if absent. */
+  as?: Leaf;
+}
+
+/** One HTTPS request on a fresh connection (no agent, so no session reuse), with `as`'s client certificate if given. */
+export function httpsCall(url: string, { caPem, method = 'GET', body, headers = {}, as }: HttpsCallOptions): Promise<HttpsAnswer> {
+  return new Promise((resolve, reject) => {
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    const client = as === undefined ? {} : { cert: readPem(as.certFile), key: readPem(as.keyFile) };
+    const req = request(url, { method, ca: caPem, agent: false, ...client, headers: { ...headers, ...(text === undefined ? {} : { 'content-type': 'application/json' }) } }, (res) => {
+      let data = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => { data += chunk; }).on('end', () => {
+        resolve({ status: res.statusCode!, headers: res.headers, body: data === '' ? undefined : JSON.parse(data) });
+      });
+    });
+    req.on('error', reject);
+    req.end(text);
+  });
+}
+
+const pems = new Map<string, string>();
+
+/** A PEM file's text, read once per file. */
+export function readPem(file: string): string {
+  let pem = pems.get(file);
+  if (pem === undefined) {
+    pem = readFileSync(file, 'utf8');
+    pems.set(file, pem);
+  }
+  return pem;
 }

@@ -51,6 +51,26 @@ test('the reset epoch a token is issued under is its reset_epoch claim; one that
   await assert.rejects(signer.verifyAccessToken(forged), InvalidToken);
 });
 
+test('a certificate binding is the cnf claim, exactly {"x5t#S256": <43 base64url characters>}; any other cnf is refused', async () => {
+  const { privateKey } = generateKeyPairSync('ed25519');
+  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const config = loadConfig({ env: { SIGNING_KEYS: JSON.stringify([{ kid: 'cnf-1', alg: 'EdDSA', pem }]) }, cwd: process.cwd() });
+  const signer = createSigner(config, systemClock);
+  const thumbprint = randomBytes(32).toString('base64url');
+  const bound = await signer.verifyAccessToken(await signer.issueAccessToken({ accountId: 'acct_1', keyId: 'key_1', certificateThumbprint: thumbprint }));
+  assert.deepEqual(bound.cnf, { 'x5t#S256': thumbprint });
+  assert.equal((await signer.verifyAccessToken(await signer.issueAccessToken({ accountId: 'acct_1', keyId: 'key_1' }))).cnf, undefined, 'unbound: no cnf');
+  const now = Math.floor(Date.now() / 1000);
+  const mint = (cnf: unknown) => new SignJWT({ client_id: 'key_1', iat_ms: now * 1000, cnf })
+    .setProtectedHeader({ alg: 'EdDSA', typ: 'at+jwt', kid: 'cnf-1' })
+    .setIssuer(config.tokens.issuer).setAudience(config.tokens.audience).setSubject('acct_1')
+    .setJti(randomBytes(16).toString('base64url')).setIssuedAt(now).setExpirationTime(now + 60)
+    .sign(privateKey);
+  assert.deepEqual((await signer.verifyAccessToken(await mint({ 'x5t#S256': thumbprint }))).cnf, { 'x5t#S256': thumbprint });
+  const refused: unknown[] = [null, 'x', [], {}, { 'x5t#S256': thumbprint.slice(1) }, { 'x5t#S256': `${thumbprint}=` }, { 'x5t#S256': thumbprint, jkt: thumbprint }, { jkt: thumbprint }, { 'x5t#S256': 42 }];
+  for (const cnf of refused) await assert.rejects(signer.verifyAccessToken(await mint(cnf)), InvalidToken, JSON.stringify(cnf));
+});
+
 /** A signer whose one configured key is a fresh key of `alg`. */
 function signerWithKey(alg: SigningKeyConfig['alg']) {
   const { privateKey } = alg === 'EdDSA' ? generateKeyPairSync('ed25519')

@@ -369,6 +369,8 @@ export interface OwnerOperations {
         previousValidUntil?: string;
         /** The last sign-in with the key (POST /api/signin), recorded at most every 5 minutes per gateway instance; absent while it has none. */
         lastUsedAt?: string;
+        /** The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound. */
+        certificateSha256?: string;
       }[];
       nextCursor?: string;
     };
@@ -382,6 +384,8 @@ export interface OwnerOperations {
       name: string;
       description?: string;
       scopes?: string[];
+      /** Binds the key to one client certificate (docs/tls.md, "Client certificates"): the SHA-256 of its DER, as `openssl x509 -noout -fingerprint -sha256` prints it or as 64 hex digits. */
+      certificateSha256?: string;
     };
     answer: {
       key: {
@@ -395,6 +399,8 @@ export interface OwnerOperations {
         previousValidUntil?: string;
         /** The last sign-in with the key (POST /api/signin), recorded at most every 5 minutes per gateway instance; absent while it has none. */
         lastUsedAt?: string;
+        /** The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound. */
+        certificateSha256?: string;
       };
       apiSecret: string;
     };
@@ -416,6 +422,8 @@ export interface OwnerOperations {
       previousValidUntil?: string;
       /** The last sign-in with the key (POST /api/signin), recorded at most every 5 minutes per gateway instance; absent while it has none. */
       lastUsedAt?: string;
+      /** The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound. */
+      certificateSha256?: string;
     };
   };
   updateKey: {
@@ -428,6 +436,7 @@ export interface OwnerOperations {
       description?: string;
       enabled?: boolean;
       scopes?: string[];
+      certificateSha256?: string | null;
     };
     answer: {
       id: string;
@@ -440,6 +449,8 @@ export interface OwnerOperations {
       previousValidUntil?: string;
       /** The last sign-in with the key (POST /api/signin), recorded at most every 5 minutes per gateway instance; absent while it has none. */
       lastUsedAt?: string;
+      /** The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound. */
+      certificateSha256?: string;
     };
   };
   deleteKey: {
@@ -473,6 +484,8 @@ export interface OwnerOperations {
         previousValidUntil?: string;
         /** The last sign-in with the key (POST /api/signin), recorded at most every 5 minutes per gateway instance; absent while it has none. */
         lastUsedAt?: string;
+        /** The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound. */
+        certificateSha256?: string;
       };
       apiSecret: string;
     };

@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import type { AuthService } from '../../auth/service.js';
-import { InvalidCredentials } from '../../errors/errors.js';
+import { ClientCertificateRequired, InvalidCredentials } from '../../errors/errors.js';
 import type { RateLimits } from '../../limits/rate-limits.js';
 
 export interface CredentialRouteDeps {
@@ -46,7 +46,11 @@ export async function checkKeyCredentials<T extends { outcome: string }>(
     await attempt.undecided();
     throw err;
   }
-  if (result.outcome === 'rejected') throw new InvalidCredentials();
+  if (result.outcome === 'rejected') {
+    // The secret matched: only then is the missing certificate named (docs/tls.md).
+    if ((result as { reason?: string }).reason === 'certificate_mismatch') throw new ClientCertificateRequired('This API key is bound to a client certificate: use it only over a connection that presents that certificate.');
+    throw new InvalidCredentials();
+  }
   await attempt.succeeded();
   return result as Exclude<T, { outcome: 'rejected' }>;
 }

@@ -5,6 +5,7 @@
  */
 import type { Context } from 'koa';
 import { z } from 'zod';
+import { verifiedClientCertificate } from '../../auth/client-certificate.js';
 import { parseRefreshToken } from '../../auth/refresh.js';
 import { ok } from '../../errors/envelope.js';
 import { InvalidGrant } from '../../errors/errors.js';
@@ -20,7 +21,7 @@ export function refresh({ auth, limits, clientAddress, bodyLimitBytes }: Credent
     const { refreshToken } = await readFields(ctx, RefreshBody, { limit: bodyLimitBytes, accept: ['json', 'form'], untypedIsJson: true });
     // Every call counts, right or wrong: wrong-secret refreshes are guesses at a family's secret.
     const attempt = await limits.refresh(parseRefreshToken(refreshToken)?.familyId, clientAddress(ctx.req));
-    const result = await auth.refresh(refreshToken);
+    const result = await auth.refresh(refreshToken, verifiedClientCertificate(ctx.req));
     if (result.outcome !== 'issued') throw new InvalidGrant();
     // A duplicate inside the grace window is the same refresh again, not another one.
     if (result.replayed === true) await attempt.replayed();

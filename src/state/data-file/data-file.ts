@@ -147,6 +147,7 @@ export function toApiKeyRecord(account: Pick<AccountData, 'id' | 'enabled' | 'de
     ...(key.previousSecretDigest !== undefined && key.previousValidUntil !== undefined
       ? { previousSecretDigest: key.previousSecretDigest, previousValidUntil: Date.parse(key.previousValidUntil) }
       : {}),
+    ...(key.certificateSha256 === undefined ? {} : { certificateSha256: key.certificateSha256 }),
   });
 }
 

@@ -4,7 +4,8 @@
  * the apiKey clients send and one by key id:
  *   keyId, accountId, secretDigest ("sha256:<64 hex>"), disabled ("0" or "1"), and optionally
  *   scopes (scope tokens separated by single spaces; absent or empty: none), and during a
- *   roll's overlap previousSecretDigest and previousValidUntil (epoch ms), both or neither.
+ *   roll's overlap previousSecretDigest and previousValidUntil (epoch ms), both or neither; for a
+ *   key bound to a client certificate, certificateSha256 (64 lowercase hex digits).
  * A record with a missing or malformed field counts as absent, so a half-written key never
  * signs anyone in.
  *
@@ -133,11 +134,12 @@ export function keyRecordFields(record: ApiKeyRecord): Record<string, string> {
     ...(record.previousSecretDigest !== undefined && record.previousValidUntil !== undefined
       ? { previousSecretDigest: record.previousSecretDigest, previousValidUntil: String(record.previousValidUntil) }
       : {}),
+    ...(record.certificateSha256 === undefined ? {} : { certificateSha256: record.certificateSha256 }),
   };
 }
 
 function toRecord(fields: Record<string, string>): ApiKeyRecord | undefined {
-  const { keyId, accountId, secretDigest, disabled, scopes: scopeText = '', previousSecretDigest, previousValidUntil } = fields;
+  const { keyId, accountId, secretDigest, disabled, scopes: scopeText = '', previousSecretDigest, previousValidUntil, certificateSha256 } = fields;
   if (keyId === undefined || accountId === undefined || secretDigest === undefined || (disabled !== '0' && disabled !== '1')) return undefined;
   const record: ApiKeyRecord = { keyId, accountId, secretDigest, disabled: disabled === '1', scopes: scopeText === '' ? [] : scopeText.split(' ') };
   // A half-present overlap is no overlap: the key signs in with its current secret only.
@@ -145,11 +147,14 @@ function toRecord(fields: Record<string, string>): ApiKeyRecord | undefined {
     record.previousSecretDigest = previousSecretDigest;
     record.previousValidUntil = Number(previousValidUntil);
   }
+  if (certificateSha256 !== undefined) record.certificateSha256 = certificateSha256;
   return isWellFormed(record) ? record : undefined;
 }
 
 /** What both directions hold a key record to: plain ids, "sha256:<64 hex>" digests, scope tokens. */
-function isWellFormed({ keyId, accountId, secretDigest, scopes, previousSecretDigest }: ApiKeyRecord): boolean {
+function isWellFormed({ keyId, accountId, secretDigest, scopes, previousSecretDigest, certificateSha256 }: ApiKeyRecord): boolean {
   return ID.test(keyId) && ID.test(accountId) && DIGEST.test(secretDigest) && scopes.every((s) => SCOPE.test(s))
-    && (previousSecretDigest === undefined || DIGEST.test(previousSecretDigest));
+    && (previousSecretDigest === undefined || DIGEST.test(previousSecretDigest))
+    // A malformed binding is no key, never an unbound one: it must not sign in without its certificate.
+    && (certificateSha256 === undefined || /^[0-9a-f]{64}$/.test(certificateSha256));
 }

@@ -11,6 +11,12 @@ export interface ApiKeyRecord {
   /** A rolled key's replaced secret, which still signs in until `previousValidUntil` (epoch ms). */
   previousSecretDigest?: string;
   previousValidUntil?: number;
+  /**
+   * The client certificate the key is bound to (RFC 8705): SHA-256 of its DER, 64 lowercase hex
+   * digits. Such a key signs in only over a connection that presented that certificate, and its
+   * access tokens carry it (`cnf.x5t#S256`).
+   */
+  certificateSha256?: string;
 }
 
 export interface KeyDirectory {

@@ -10,6 +10,9 @@ import { z } from 'zod';
 import { ID_PATTERN, ID_SPELLING, SCOPE_PATTERN } from '../../domain/formats.js';
 import { SECRET_DIGEST_PATTERN } from '../../domain/secrets.js';
 
+/** A certificate's SHA-256 as keys keep it. */
+export const CERTIFICATE_SHA256_PATTERN = /^[0-9a-f]{64}$/;
+
 export const ID = z.string().regex(ID_PATTERN, `expected ${ID_SPELLING}`);
 export const isoTime = z.iso.datetime({ offset: true });
 export const digest = z.string().regex(SECRET_DIGEST_PATTERN, 'expected "sha256:" and 64 lowercase hex digits');
@@ -65,6 +68,8 @@ export const apiKeySchema = z.strictObject({
   /** During a roll's overlap, the secret being replaced still signs in, until `previousValidUntil`. */
   previousSecretDigest: digest.optional(),
   previousValidUntil: isoTime.optional(),
+  /** Bound to one client certificate (RFC 8705): its SHA-256, 64 lowercase hex digits (docs/tls.md). */
+  certificateSha256: z.string().regex(CERTIFICATE_SHA256_PATTERN, 'expected the certificate\'s SHA-256 as 64 lowercase hex digits').optional(),
 });
 export type ApiKeyData = z.infer<typeof apiKeySchema>;
 

@@ -179,12 +179,16 @@ export interface Key {
   previousValidUntil?: string;
   /** The key's last sign-in, to within 5 minutes; absent while none is known. */
   lastUsedAt?: string;
+  /** The client certificate the key is bound to (mTLS): SHA-256, 64 lowercase hex digits; absent while unbound. */
+  certificateSha256?: string;
 }
 
 export interface CreateKeyInput {
   name: string;
   description?: string;
   scopes?: string[];
+  /** Binds the key to one client certificate: its SHA-256 as 64 hex digits (pairs may be separated by ":"). */
+  certificateSha256?: string;
 }
 
 export interface UpdateKeyInput {
@@ -192,6 +196,8 @@ export interface UpdateKeyInput {
   description?: string;
   enabled?: boolean;
   scopes?: string[];
+  /** As CreateKeyInput's; null unbinds the key. */
+  certificateSha256?: string | null;
 }
 
 /** `apiSecret` (`gwsk_…`) is shown this once. */

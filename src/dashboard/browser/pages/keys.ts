@@ -171,6 +171,8 @@ function keyFacts(key: Key): HTMLElement {
     h('dt', null, 'Created'), h('dd', null, time(key.createdAt)),
     h('dt', null, 'Last used'), h('dd', null, lastUsed(key)),
     h('dt', null, 'Previous secret valid until'), h('dd', null, key.previousValidUntil === undefined ? 'no previous secret signs in' : time(key.previousValidUntil)),
+    // Bound through the owner API or gatewayctl (docs/tls.md): shown, not yet changed, here.
+    key.certificateSha256 === undefined ? null : [h('dt', null, 'Client certificate (SHA-256)'), h('dd', null, h('code', null, key.certificateSha256))],
     key.description === '' ? null : [h('dt', null, 'Description'), h('dd', { class: 'multiline' }, key.description)],
   );
 }

@@ -27,7 +27,12 @@ export const keyView = z.strictObject({
   previousValidUntil: isoTime.optional(),
   /** The last sign-in with the key, to within a few minutes; absent while it has none. */
   lastUsedAt: isoTime.optional().meta({ description: 'The last sign-in with the key (POST /api/signin), recorded at most every 5 minutes per gateway instance; absent while it has none.' }),
+  certificateSha256: z.string().optional().meta({ description: 'The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound.' }),
 });
+
+/** A certificate's SHA-256 as openssl or a browser prints it: 64 hex digits, either case, the bytes optionally separated by ":". */
+const certificateSha256Field = z.string().regex(/^(?:[0-9A-Fa-f]{64}|(?:[0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2})$/, 'expected a SHA-256 fingerprint: 64 hex digits, optionally as 32 ":"-separated pairs')
+  .meta({ description: 'Binds the key to one client certificate (docs/tls.md, "Client certificates"): the SHA-256 of its DER, as `openssl x509 -noout -fingerprint -sha256` prints it or as 64 hex digits.' });
 const createdKey = z.strictObject({ key: keyView, apiSecret: z.string().startsWith('gwsk_') });
 export const resetView = z.strictObject({
   scope: z.enum(['key', 'account']),
@@ -53,7 +58,7 @@ export function keyOperations(owner: OwnerServices, _deps: OwnerRouteDeps): Oper
       operationId: 'createKey', method: 'post', path: '/owner/v1/accounts/{accountId}/keys', tag, auth: 'caller',
       summary: 'Create an API key; its secret is in this answer only.',
       params: accountParams,
-      body: z.strictObject({ name: nameField, description: safeText(DESCRIPTION_MAX).optional(), scopes: scopeList.optional() }),
+      body: z.strictObject({ name: nameField, description: safeText(DESCRIPTION_MAX).optional(), scopes: scopeList.optional(), certificateSha256: certificateSha256Field.optional() }),
       status: 201, response: createdKey, errors: [404, 409],
       handle: ({ params, body, caller, meta }) => keys.create(actorOf({ caller, meta }), params.accountId, body),
     }),
@@ -65,9 +70,9 @@ export function keyOperations(owner: OwnerServices, _deps: OwnerRouteDeps): Oper
     }),
     operation({
       operationId: 'updateKey', method: 'patch', path: '/owner/v1/accounts/{accountId}/keys/{keyId}', tag, auth: 'caller',
-      summary: 'Rename, describe, disable or enable an API key, or change its scopes. Disabling it (or taking a scope away) stops its access tokens at once.',
+      summary: 'Rename, describe, disable or enable an API key, change its scopes, or bind it to a client certificate (null unbinds it). Disabling it, taking a scope away or binding it stops its access tokens at once.',
       params: keyParams,
-      body: z.strictObject({ name: nameField.optional(), description: safeText(DESCRIPTION_MAX).optional(), enabled: z.boolean().optional(), scopes: scopeList.optional() }),
+      body: z.strictObject({ name: nameField.optional(), description: safeText(DESCRIPTION_MAX).optional(), enabled: z.boolean().optional(), scopes: scopeList.optional(), certificateSha256: certificateSha256Field.nullable().optional() }),
       response: keyView, errors: [404, 409],
       handle: ({ params, body, caller, meta }) => keys.update(actorOf({ caller, meta }), params.accountId, params.keyId, body),
     }),
