@@ -131,13 +131,17 @@ export function dispatchPriorKnowledge(http1: Server, h2: Http2Server, waitMs: n
       socket.pause();
       socket.unshift(seen);
       if (isHttp2) {
-        // The session takes what was read from the socket's buffer before its own reads.
+        // The session takes the bytes put back from the socket's buffer (on its next tick)
+        // and reads the handle itself from then on. The HTTP/1.1 server accepted the socket
+        // half-open, which HTTP/2's sessions never are: without this, a client's close would
+        // go unseen and its streams would stay open.
+        socket.allowHalfOpen = false;
         h2.emit('connection', socket);
         return;
       }
       for (const listener of serveHttp1) listener.call(http1, socket);
-      // HTTP/1.1 reads the socket's handle directly from now on; the bytes put back reach
-      // its parser through the 'data' listener it added, once the socket flows again.
+      // HTTP/1.1's parser reads the handle directly from now on; the bytes put back reach it
+      // through the 'data' listener it added, once the socket flows again.
       socket.resume();
     };
     const onData = (chunk: Buffer) => {

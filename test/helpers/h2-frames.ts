@@ -7,7 +7,7 @@ import { connect, type Socket } from 'node:net';
 
 export const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
-export const FRAME = { DATA: 0, HEADERS: 1, RST_STREAM: 3, SETTINGS: 4, GOAWAY: 7, CONTINUATION: 9 } as const;
+export const FRAME = { DATA: 0, HEADERS: 1, RST_STREAM: 3, SETTINGS: 4, PING: 6, GOAWAY: 7, CONTINUATION: 9 } as const;
 export const FLAG = { END_STREAM: 0x1, END_HEADERS: 0x4 } as const;
 
 export function frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
@@ -60,24 +60,37 @@ export interface Attack {
   goaway: { lastStreamId: number; code: number } | undefined;
 }
 
-/** The first GOAWAY frame among `bytes` (after the server's preface SETTINGS, frames only). */
-function findGoaway(bytes: Buffer): Attack['goaway'] {
+export interface ReceivedFrame {
+  type: number;
+  flags: number;
+  streamId: number;
+  payload: Buffer;
+}
+
+/** The whole frames among `bytes`, a server's frames from its first byte on. */
+export function framesOf(bytes: Buffer): ReceivedFrame[] {
+  const frames: ReceivedFrame[] = [];
   let at = 0;
   while (at + 9 <= bytes.length) {
     const length = bytes.readUIntBE(at, 3);
-    const type = bytes.readUInt8(at + 3);
-    if (at + 9 + length > bytes.length) return undefined;
-    if (type === FRAME.GOAWAY && length >= 8) return { lastStreamId: bytes.readUInt32BE(at + 9) & 0x7fffffff, code: bytes.readUInt32BE(at + 13) };
+    if (at + 9 + length > bytes.length) break;
+    frames.push({ type: bytes.readUInt8(at + 3), flags: bytes.readUInt8(at + 4), streamId: bytes.readUInt32BE(at + 5) & 0x7fffffff, payload: bytes.subarray(at + 9, at + 9 + length) });
     at += 9 + length;
   }
-  return undefined;
+  return frames;
+}
+
+function findGoaway(bytes: Buffer): Attack['goaway'] {
+  const goaway = framesOf(bytes).find((f) => f.type === FRAME.GOAWAY && f.payload.length >= 8);
+  return goaway === undefined ? undefined : { lastStreamId: goaway.payload.readUInt32BE(0) & 0x7fffffff, code: goaway.payload.readUInt32BE(4) };
 }
 
 /**
  * Connects to 127.0.0.1:`port`, runs `send`, and resolves once the server closes the
- * connection, or after `limitMs` (then closedByServer is false).
+ * connection, once what it sent satisfies `until`, or after `limitMs` (in both of those
+ * closedByServer is false).
  */
-export function attack(port: number, send: (socket: Socket) => void, limitMs = 10_000): Promise<Attack> {
+export function attack(port: number, send: (socket: Socket) => void, limitMs = 10_000, until?: (received: Buffer) => boolean): Promise<Attack> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let settled = false;
@@ -91,7 +104,10 @@ export function attack(port: number, send: (socket: Socket) => void, limitMs = 1
       resolve({ received, closedByServer, goaway: received.subarray(0, 3).toString('latin1') === 'HTT' ? undefined : findGoaway(received) });
     };
     const timer = setTimeout(() => finish(false), limitMs);
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      if (until?.(Buffer.concat(chunks)) === true) finish(false);
+    });
     socket.on('end', () => finish(true));
     // A reset (the server cut while data was in flight) is the server closing, too.
     socket.on('error', () => finish(true));

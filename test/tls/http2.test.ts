@@ -11,13 +11,14 @@
  */
 import assert from 'node:assert/strict';
 import { connect as connectHttp2, constants, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
+import { readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { test, type TestContext } from 'node:test';
 import { connect as connectTls } from 'node:tls';
 import { WebSocket } from 'ws';
 import { startBackend, type Backend } from '../helpers/backend.js';
 import { logged, startGateway, type TestGateway } from '../helpers/gateway.js';
-import { attack, frame, FRAME, FLAG, headerBlock, PREFACE, settingsFrame, type Attack } from '../helpers/h2-frames.js';
+import { attack, frame, FRAME, FLAG, framesOf, headerBlock, PREFACE, settingsFrame, type Attack } from '../helpers/h2-frames.js';
 import { makeTestCa } from '../helpers/tls.js';
 import { startWsBackend } from '../helpers/ws-backend.js';
 
@@ -300,4 +301,58 @@ test('a stop lets an open HTTP/2 stream finish, tells the session GOAWAY, and do
   assert.deepEqual([answer.headers[':status'], answer.body], [200, 'late but whole']);
   await closing;
   assert.equal(logged(gw, 'shutdown deadline passed: cut the connections still open').length, 0, 'nothing waited for the deadline');
+});
+
+test('client certificates over h2: a route that requires one is served with it and refused (401) without, on the same listener', async (t) => {
+  const backend = await startBackend(t);
+  const zoe = ca.client('h2-zoe', '/CN=Zoe Over H2');
+  const gw = await startGateway(t, {
+    overrides: {
+      tls: { certFile: main.certFile, keyFile: main.keyFile, clientCaFile: ca.caFile },
+      routes: [{ name: 'strict', prefix: '/strict', targets: [backend.url], auth: 'public', clientCertificate: 'required' }],
+    },
+  });
+  const withCert = connectHttp2(gw.url, { ca: ca.caPem, cert: readFileSync(zoe.certFile), key: readFileSync(zoe.keyFile) });
+  t.after(() => withCert.destroy());
+  const served = await h2(withCert, '/strict/a');
+  assert.equal(served.headers[':status'], 200);
+  assert.equal(withCert.alpnProtocol, 'h2');
+  assert.deepEqual(backend.received.at(-1)!.headers['x-client-cert-sha256'], [zoe.fingerprint256.replaceAll(':', '').toLowerCase()]);
+
+  const without = await session(t, gw.url);
+  const refused = await h2(without, '/strict/a');
+  assert.equal(refused.headers[':status'], 401);
+  assert.equal(JSON.parse(refused.body).message.code, 'client_certificate_required');
+  assert.equal(backend.received.length, 1, 'the refused stream never reached the backend');
+});
+
+test('streams past http2.maxConcurrentStreams are refused (REFUSED_STREAM) while the open ones go on', async (t) => {
+  const backend = await startBackend(t);
+  const gw = await cleartextGateway(t, backend, { cleartext: true, maxConcurrentStreams: 3 });
+  const { port } = new URL(gw.url);
+  // Four requests whose bodies never end: three stay open, the fourth is one too many. Then
+  // a PING, answered after the frames before it: the wait ends at its ACK.
+  const ping = frame(FRAME.PING, 0, 0, Buffer.from('h2-probe'));
+  const result = await attack(Number(port), (socket) => {
+    const opened = [1, 3, 5, 7].map((id) => frame(FRAME.HEADERS, FLAG.END_HEADERS, id, headerBlock([[':method', 'POST'], [':scheme', 'http'], [':authority', 'a'], [':path', '/echo/open']])));
+    socket.write(Buffer.concat([PREFACE, settingsFrame([]), ...opened, ping]));
+  }, 10_000, (received) => framesOf(received).some((f) => f.type === FRAME.PING && (f.flags & 1) === 1));
+  const resets = framesOf(result.received).filter((f) => f.type === FRAME.RST_STREAM).map((f) => ({ stream: f.streamId, code: f.payload.readUInt32BE(0) }));
+  assert.deepEqual(resets, [{ stream: 7, code: constants.NGHTTP2_REFUSED_STREAM }], 'only the fourth stream is refused');
+  assert.equal(result.closedByServer, false, 'the connection stays open for the three');
+  // The attacker has gone: its open streams went with it, so a stop has nothing to wait for.
+  await gw.close();
+  assert.equal(logged(gw, 'shutdown deadline passed: cut the connections still open').length, 0, 'the streams of a closed h2c connection ended with it');
+});
+
+test('the HTTP/2 example of docs/tls.md is a configuration a gateway serves h2c with', async (t) => {
+  const page = readFileSync(new URL('../../docs/tls.md', import.meta.url), 'utf8');
+  const section = page.slice(page.indexOf('## HTTP/2'));
+  const example = /```json\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.ok(example !== undefined, 'docs/tls.md has the example');
+  const backend = await startBackend(t);
+  const gw = await startGateway(t, { overrides: { ...JSON.parse(example), routes: [{ name: 'echo', prefix: '/echo', targets: [backend.url], auth: 'public' }] } });
+  const client = await session(t, gw.url);
+  assert.equal(client.remoteSettings.maxConcurrentStreams, 100);
+  assert.equal((await h2(client, '/echo/doc')).headers[':status'], 200);
 });
