@@ -7,12 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, posix, resolve } from 'node:path';
 import { test } from 'node:test';
 import { parseDocument } from 'yaml';
 
 import { loadConfig } from '../../src/config/load.js';
+import { certificateProblems } from '../../src/tls/certificates.js';
 import { readDockerfile, stepsOf } from '../helpers/dockerfile.js';
 import { ROOT } from '../helpers/process.js';
 
@@ -58,12 +60,12 @@ function environmentOf(service: Service, vars: Record<string, string> = {}): Rec
   return Object.fromEntries(Object.entries(service.environment ?? {}).map(([k, v]) => [k, interpolate(String(v), vars)]));
 }
 
-function readCompose(): Compose {
-  const doc = parseDocument(readFileSync(join(ROOT, 'compose.yaml'), 'utf8'), { prettyErrors: true, strict: true, uniqueKeys: true });
-  assert.deepEqual(doc.errors.map(String), [], 'compose.yaml parses');
-  assert.deepEqual(doc.warnings.map(String), [], 'compose.yaml parses without warnings');
+function readCompose(file = 'compose.yaml'): Compose {
+  const doc = parseDocument(readFileSync(join(ROOT, file), 'utf8'), { prettyErrors: true, strict: true, uniqueKeys: true });
+  assert.deepEqual(doc.errors.map(String), [], `${file} parses`);
+  assert.deepEqual(doc.warnings.map(String), [], `${file} parses without warnings`);
   const compose = doc.toJS() as Compose;
-  assert.ok(compose.services !== null && typeof compose.services === 'object', 'compose.yaml has services');
+  assert.ok(compose.services !== null && typeof compose.services === 'object', `${file} has services`);
   return compose;
 }
 
@@ -243,4 +245,51 @@ test('owners can work: the owner API writes to Redis, which a one-shot seed serv
   assert.deepEqual(config.owner.adminTokenDigests, [], 'no operator token unless .env gives one');
   const digest = `sha256:${'ab'.repeat(32)}`;
   assert.deepEqual(load(gateway, { OWNER_ADMIN_TOKEN_DIGESTS: JSON.stringify([digest]) }).owner.adminTokenDigests, [digest], 'OWNER_ADMIN_TOKEN_DIGESTS from .env reaches the gateway');
+});
+
+test('compose.tls.yaml turns TLS on over compose.yaml: its certificate command makes a pair the gateway takes, HTTPS published, the plain port redirecting', (t) => {
+  const base = readCompose();
+  const overlay = readCompose('compose.tls.yaml');
+  assert.deepEqual(Object.keys(overlay.services), ['gateway'], 'the overlay changes the gateway only');
+  const gateway = { ...base.services.gateway!, ...overlay.services.gateway! };
+  // As compose merges an overlay: environment by name, ports and volumes appended.
+  const env = { ...environmentOf(base.services.gateway!), ...environmentOf(overlay.services.gateway!) };
+  const ports = [...(base.services.gateway!.ports ?? []), ...(overlay.services.gateway!.ports ?? [])];
+  const mounts = [...mountsOf(base.services.gateway!), ...mountsOf(overlay.services.gateway!)];
+  assert.ok(gateway.image !== undefined);
+
+  // The try-out certificate, made by the command the file prints, as a newcomer would paste it.
+  const text = readFileSync(join(ROOT, 'compose.tls.yaml'), 'utf8');
+  const lines = text.split('\n');
+  const start = lines.findIndex((line) => line.startsWith('#   mkdir -p certs'));
+  assert.ok(start >= 0, 'compose.tls.yaml prints the command that makes a pair');
+  let command = '';
+  for (let i = start; ; i++) {
+    const line = lines[i]!.replace(/^#\s+/, '');
+    command += line.replace(/\\$/, ' ');
+    if (!line.endsWith('\\')) break;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-compose-tls-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  execFileSync('bash', ['-c', command], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  assert.equal(statSync(join(dir, 'certs', 'gateway.key')).mode & 0o777, 0o644, 'the key is readable by the image\'s user');
+
+  // ./certs is the operator's: ignored by git, mounted read-only where TLS_*_FILE point.
+  const certMount = mounts.find((m) => m.bind && m.target === posix.dirname(env.TLS_CERT_FILE!));
+  assert.ok(certMount !== undefined && certMount.readOnly && certMount.source === join(ROOT, 'certs'), 'TLS_CERT_FILE is on the ./certs mount, read-only');
+  assert.equal(tracked(join(ROOT, 'certs')).length, 0, 'no certificate is in the repository');
+  assert.match(readFileSync(join(ROOT, '.gitignore'), 'utf8'), /^\/certs\/$/m, 'certs/ is ignored');
+
+  // Loaded as the gateway would, with its files read from the pair just made.
+  const [, runtime] = readDockerfile(ROOT);
+  const imageEnv = Object.assign({}, ...stepsOf(runtime!, 'ENV').map((step) => step.values)) as Record<string, string>;
+  const onHost = (file: string) => join(dir, 'certs', posix.basename(file));
+  const configFile = hostPath(mounts, env.GATEWAY_CONFIG!)!;
+  const config = loadConfig({ env: { ...imageEnv, ...env, GATEWAY_CONFIG: configFile, TLS_CERT_FILE: onHost(env.TLS_CERT_FILE!), TLS_KEY_FILE: onHost(env.TLS_KEY_FILE!) }, cwd: ROOT });
+  assert.deepEqual(certificateProblems(config.tls), [], 'the pair checks out as at start-up');
+  assert.equal(config.http2.tls, true, 'HTTP/2 by ALPN');
+  assert.equal(String(config.server.port), env.TLS_PUBLIC_HTTPS_PORT, 'redirects name the published HTTPS port');
+  assert.ok(ports.includes(`127.0.0.1:${config.server.port}:${config.server.port}`), 'HTTPS is published on the loopback');
+  assert.ok(ports.includes(`127.0.0.1:${config.tls.redirectPort}:${config.tls.redirectPort}`), 'the plain port, now the redirect, stays published');
+  assert.notEqual(config.management.port, undefined, 'health and metrics stay on the plain management port the healthcheck asks');
 });
