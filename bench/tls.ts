@@ -121,9 +121,8 @@ error_log ${join(dir, 'nginx-error.log')} warn;
 events { worker_connections 4096; }
 http {
   access_log off;
-  # Connections live through a run, as the gateway's do (nginx's defaults end them after 1000 requests).
+  # Connections live through a run, as the gateway's do (nginx's default ends them after 1000 requests, HTTP/2 too).
   keepalive_requests 10000000;
-  http2_max_requests 10000000;
   client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
   upstream backend { server ${new URL(backendUrl).host}; keepalive 64; }
   server {
