@@ -696,6 +696,33 @@ export const configSchema = z.strictObject({
     }),
   }).prefault({}),
 
+  acme: z.strictObject({
+    directoryUrl: setting(z.url().optional(), {
+      env: 'ACME_DIRECTORY_URL',
+      description: 'ACME directory the gateway orders its certificate from (Let\'s Encrypt: https://acme-v02.api.letsencrypt.org/directory); with `acme.domains`. docs/tls.md.',
+    }),
+    email: setting(z.email().optional(), {
+      env: 'ACME_EMAIL',
+      description: 'Contact address given to the ACME account (expiry notices).',
+    }),
+    domains: setting(z.array(z.string().min(1).max(253)).max(100).default([]), {
+      env: 'ACME_DOMAINS',
+      description: 'Names the ACME certificate covers (comma-separated in the environment); the first is its subject.',
+    }),
+    eabKid: setting(z.string().min(1).optional(), {
+      env: 'ACME_EAB_KID',
+      description: 'External account binding key id, for CAs that require one; with `acme.eabHmacKey`.',
+    }),
+    eabHmacKey: setting(z.string().min(1).optional(), {
+      env: 'ACME_EAB_HMAC_KEY',
+      description: 'External account binding HMAC key (base64url), as the CA gave it.',
+    }),
+    renewBeforeDays: setting(z.number().int().min(1).max(89).default(30), {
+      env: 'ACME_RENEW_BEFORE_DAYS',
+      description: 'Renews the certificate this many days before it expires; a failed order is retried with backoff.',
+    }),
+  }).prefault({}),
+
   readiness: z.strictObject({
     requireRedis: setting(z.boolean().default(false), {
       env: 'READINESS_REQUIRE_REDIS',
