@@ -101,8 +101,6 @@ export interface AcmeManagerOptions {
   challenges: AcmeChallenges;
   scheduler: Scheduler;
   log: Logger;
-  /** Trusted CA for the directory's own HTTPS (a test CA such as pebble's). */
-  ca?: string | Buffer;
   /** Skip acme-client's own fetch of the challenge before asking the CA (the names do not resolve to us outside the CA's DNS, as in tests). */
   skipChallengeVerification?: boolean;
 }
