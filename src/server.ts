@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { TlsOptions } from 'node:tls';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createListeners, createManagementListener } from './app.js';
@@ -119,6 +119,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
         startDraining();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
+        cutUnusedConnections(server);
         log.info({ webSockets: services.proxy.openWebSockets(), shutdownTimeoutMs }, 'stopped accepting connections');
         // Upgraded connections are not the HTTP server's to close, and would hold it open.
         const webSockets = services.proxy.closeWebSockets();
@@ -203,6 +204,7 @@ function createGatewayServer(services: Services, listener: RequestListener, opti
   // The TLS handshake gets the same bound as the headers (Node's default: two minutes).
   const server: Server = secure === undefined ? createServer(http, listener)
     : createHttpsServer({ ...http, ...secure, handshakeTimeout: Math.min(10_000, requestTimeoutMs) }, listener);
+  trackConnections(server, secure !== undefined);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, log, exchanges));
   // Without these listeners Node answers an unknown Expect with a bare 417 and drops CONNECT
   // without a word; both get the envelope instead.
@@ -219,6 +221,30 @@ function createGatewayServer(services: Services, listener: RequestListener, opti
     refuseBeforeApp(socket, new MethodNotAllowed(SERVED_METHODS), log, 'CONNECT', requestId, exchanges?.open(req, requestId));
   });
   return server;
+}
+
+const connectionsOf = new WeakMap<Server, Set<Socket>>();
+
+/** Keeps the server's open connections (over TLS: once their handshake is done), for cutUnusedConnections. */
+function trackConnections(server: Server, secure: boolean): void {
+  const open = new Set<Socket>();
+  connectionsOf.set(server, open);
+  server.on(secure ? 'secureConnection' : 'connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  });
+}
+
+/**
+ * Cuts the connections that have not sent a byte. Browsers open sockets ahead of need, and Node
+ * does not count one that was never used as idle: server.close() would wait on it until the
+ * shutdown deadline (and its timeout checks stop with the listener). No request is lost by
+ * the cut, as none was begun; the client opens a new connection, to whichever instance listens.
+ */
+function cutUnusedConnections(server: Server): void {
+  for (const socket of connectionsOf.get(server) ?? []) {
+    if (socket.bytesRead === 0) socket.destroy();
+  }
 }
 
 function listenOnce(server: Server, port: number, host: string): Promise<void> {

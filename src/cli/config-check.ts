@@ -24,7 +24,7 @@ import { checkDemoData, findDemoKeys } from '../state/data-file/demo-data.js';
 import { isShippedDemoFile } from '../state/owners/file.js';
 import { certificateProblems } from '../tls/certificates.js';
 import { systemClock } from '../util/clock.js';
-import { runWhenExecuted } from './redis.js';
+import { runWhenExecuted, type CommandRun } from './redis.js';
 
 const USAGE = 'usage: npm run config:check -- [--config <file>] [--data <file>] [--json]\n'
   + '       (in the image: node dist/cli/config-check.js [--config <file>] [--data <file>] [--json])';
@@ -163,31 +163,26 @@ export function riskySettings(config: Config): Finding[] {
   return found;
 }
 
-async function main(): Promise<void> {
+/**
+ * The command on its arguments and environment, as a value: main() hands it to the process,
+ * and tests run it in theirs (a process costs them more than the check).
+ */
+export function runConfigCheck(args: string[], env: NodeJS.ProcessEnv, cwd = process.cwd()): CommandRun {
   let values;
   try {
-    values = parseArgs({ options: { config: { type: 'string' }, data: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean' } } }).values;
+    values = parseArgs({ args, options: { config: { type: 'string' }, data: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean' } } }).values;
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
-    process.exitCode = 1;
-    return;
+    return { code: 1, stdout: '', stderr: `${(err as Error).message}\n${USAGE}\n` };
   }
-  if (values.help === true) {
-    process.stdout.write(`${USAGE}\n`);
-    return;
-  }
-  const env = { ...process.env };
-  if (values.config !== undefined) env.GATEWAY_CONFIG = resolve(values.config);
+  if (values.help === true) return { code: 0, stdout: `${USAGE}\n`, stderr: '' };
+  const effective = { ...env };
+  if (values.config !== undefined) effective.GATEWAY_CONFIG = resolve(cwd, values.config);
   // The environment is the highest source: the data file given here wins over any other.
-  if (values.data !== undefined) env.GATEWAY_DATA_FILE = resolve(values.data);
-  const report = checkConfiguration({ env });
-  process.exitCode = report.errors.length > 0 ? 1 : report.warnings.length > 0 ? 2 : 0;
+  if (values.data !== undefined) effective.GATEWAY_DATA_FILE = resolve(cwd, values.data);
+  const report = checkConfiguration({ env: effective, cwd });
+  const code = report.errors.length > 0 ? 1 : report.warnings.length > 0 ? 2 : 0;
 
-  if (values.json === true) {
-    process.stdout.write(`${JSON.stringify({ ok: report.errors.length === 0, ...report }, null, 2)}\n`);
-    return;
-  }
-  if (report.settings !== undefined) process.stdout.write(`${JSON.stringify(report.settings, null, 2)}\n`);
+  if (values.json === true) return { code, stdout: `${JSON.stringify({ ok: report.errors.length === 0, ...report }, null, 2)}\n`, stderr: '' };
   const lines = [
     ...report.errors.map((e) => `error: ${e}`),
     ...report.warnings.map((w) => `warning (${w.code}): ${w.message}`),
@@ -195,7 +190,18 @@ async function main(): Promise<void> {
   const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
   const summary = report.errors.length > 0 ? `config check: ${count(report.errors.length, 'error')}, ${count(report.warnings.length, 'warning')}: the gateway would not start`
     : report.warnings.length > 0 ? `config check: ${count(report.warnings.length, 'warning')}` : 'config check: no problems';
-  process.stderr.write(`${[...lines, summary].join('\n')}\n`);
+  return {
+    code,
+    stdout: report.settings === undefined ? '' : `${JSON.stringify(report.settings, null, 2)}\n`,
+    stderr: `${[...lines, summary].join('\n')}\n`,
+  };
+}
+
+async function main(): Promise<void> {
+  const { code, stdout, stderr } = runConfigCheck(process.argv.slice(2), process.env);
+  process.stdout.write(stdout);
+  process.stderr.write(stderr);
+  process.exitCode = code;
 }
 
 runWhenExecuted(import.meta.url, main);

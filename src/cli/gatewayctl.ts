@@ -23,7 +23,7 @@ import { ownerOperations } from '../http/routes/owner/index.js';
 import type { OwnerServices } from '../owner/service.js';
 import { loadConfig } from '../config/load.js';
 import { CopyRefused, exportData, importData, migrate, readExport, type StoreName } from './owner-data.js';
-import { runWhenExecuted, UsageError } from './redis.js';
+import { failedRun, runWhenExecuted, UsageError, type CommandRun } from './redis.js';
 
 const USAGE = `usage: npm run ctl -- [--url <gateway>] [--json] <command> …
 
@@ -146,7 +146,7 @@ function checked(schema: z.ZodType | undefined, value: unknown, what: string): v
   throw new UsageError(`${what}${issue.path.length > 0 ? ` ${issue.path.join('.')}` : ''}: ${issue.message}`);
 }
 
-function connect(url: string): Client {
+function connect(url: string, token: string | undefined): Client {
   let base: URL;
   try {
     base = new URL(url);
@@ -154,7 +154,6 @@ function connect(url: string): Client {
     throw new UsageError(`--url "${url}" is not a URL`);
   }
   async function call(method: string, path: string, body?: unknown): Promise<any> {
-      const token = process.env.GATEWAY_ADMIN_TOKEN;
       if (token === undefined || token === '') throw new UsageError('set GATEWAY_ADMIN_TOKEN to an admin token (make one with: npm run ctl -- admin-token)');
       const target = new URL(`/owner/v1${path}`, base);
       let res: Response;
@@ -253,13 +252,32 @@ interface Output {
   notice?: string;
 }
 
-export async function run(args: string[]): Promise<Output> {
+export async function run(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Output> {
   const { values, positionals } = parseCommandLine(args);
-  const output = await runParsed(values, positionals);
+  const output = await runParsed(values, positionals, env);
   return { ...output, asJson: values.json };
 }
 
-async function runParsed(values: Values, positionals: string[]): Promise<Omit<Output, 'asJson'>> {
+/**
+ * The command on its arguments and environment, as what it writes and its exit code: main()
+ * hands that to the process, and tests run it in theirs. A refusal (the gateway's, or a copy's)
+ * exits 1 with its message; any other error as every command reports it (failedRun).
+ */
+export async function runGatewayctl(args: string[], env: NodeJS.ProcessEnv): Promise<CommandRun> {
+  try {
+    const output = await run(args, env);
+    return {
+      code: 0,
+      stdout: `${output.asJson && output.json !== undefined ? JSON.stringify(output.json, null, 2) : output.text}\n`,
+      stderr: output.notice === undefined ? '' : `${output.notice}\n`,
+    };
+  } catch (err) {
+    if (err instanceof GatewayRefusal || err instanceof CopyRefused) return { code: 1, stdout: '', stderr: `gatewayctl: ${err.message}\n` };
+    return failedRun(err);
+  }
+}
+
+async function runParsed(values: Values, positionals: string[], env: NodeJS.ProcessEnv): Promise<Omit<Output, 'asJson'>> {
   if (values.help || positionals.length === 0) return { text: USAGE, json: { usage: USAGE } };
   const [command, sub] = positionals;
   if (command === 'admin-token') {
@@ -274,8 +292,8 @@ async function runParsed(values: Values, positionals: string[]): Promise<Omit<Ou
       json: { token, digest },
     };
   }
-  if (command === 'migrate' || command === 'export' || command === 'import') return runOffline(command, values, positionals);
-  const client = connect(values.url);
+  if (command === 'migrate' || command === 'export' || command === 'import') return runOffline(command, values, positionals, env);
+  const client = connect(values.url, env.GATEWAY_ADMIN_TOKEN);
   return dispatch(client, command!, sub, positionals, values);
 }
 
@@ -285,12 +303,12 @@ function storeArg(value: string | undefined, option: string): StoreName {
 }
 
 /** migrate, export and import: the stores themselves, through the gateway's configuration (owner-data.ts). */
-async function runOffline(command: 'migrate' | 'export' | 'import', values: Values, positionals: string[]): Promise<Omit<Output, 'asJson'>> {
+async function runOffline(command: 'migrate' | 'export' | 'import', values: Values, positionals: string[], env: NodeJS.ProcessEnv): Promise<Omit<Output, 'asJson'>> {
   const warnings: string[] = [];
   const options = { force: values.force, ifEmpty: values['if-empty'], warn: (line: string) => warnings.push(line) };
   const done = (text: string) => ({ text, json: { result: text }, ...(warnings.length > 0 ? { notice: warnings.join('\n') } : {}) });
   if (command === 'migrate') return done(await migrate(values.file, options));
-  const config = loadConfig();
+  const config = loadConfig({ env });
   if (command === 'export') {
     const { text, counts } = await exportData(storeArg(values.from, '--from'), values.file, config, new Date());
     return { text, json: undefined, notice: `Exported ${counts.owners} owners and ${counts.accounts} accounts.` };
@@ -494,19 +512,10 @@ async function dispatch(client: Client, command: string, sub: string | undefined
 }
 
 async function main(): Promise<void> {
-  const args = process.argv.slice(2);
-  try {
-    const output = await run(args);
-    if (output.notice !== undefined) process.stderr.write(`${output.notice}\n`);
-    process.stdout.write(`${output.asJson && output.json !== undefined ? JSON.stringify(output.json, null, 2) : output.text}\n`);
-  } catch (err) {
-    if (err instanceof GatewayRefusal || err instanceof CopyRefused) {
-      process.stderr.write(`gatewayctl: ${err.message}\n`);
-      process.exitCode = 1;
-      return;
-    }
-    throw err;
-  }
+  const { code, stdout, stderr } = await runGatewayctl(process.argv.slice(2), process.env);
+  process.stderr.write(stderr);
+  process.stdout.write(stdout);
+  process.exitCode = code;
 }
 
 runWhenExecuted(import.meta.url, main);

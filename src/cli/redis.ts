@@ -39,12 +39,25 @@ export async function withRedis<T>(fn: (redis: RedisConnection, config: Config) 
   }
 }
 
+/** What one run of a command writes, and its exit code (commands that tests run in process return it). */
+export interface CommandRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** A command ended by `err`: its message (the stack of one that is no known refusal), exit 2 for a usage error, else 1. */
+export function failedRun(err: unknown): CommandRun {
+  const known = ['UsageError', 'ConfigError', 'DataFileError', 'DemoDataError'].includes((err as Error).name);
+  return { code: err instanceof UsageError ? 2 : 1, stdout: '', stderr: `${known ? (err as Error).message : (err as Error).stack}\n` };
+}
+
 /** Runs a command's main when the file is executed, not imported; errors end in a message and exit code. */
 export function runWhenExecuted(moduleUrl: string, main: () => Promise<void>): void {
   if (process.argv[1] === undefined || moduleUrl !== pathToFileURL(realpathSync(process.argv[1])).href) return;
   main().catch((err: unknown) => {
-    const known = ['UsageError', 'ConfigError', 'DataFileError', 'DemoDataError'].includes((err as Error).name);
-    process.stderr.write(`${known ? (err as Error).message : (err as Error).stack}\n`);
-    process.exitCode = err instanceof UsageError ? 2 : 1;
+    const { code, stderr } = failedRun(err);
+    process.stderr.write(stderr);
+    process.exitCode = code;
   });
 }

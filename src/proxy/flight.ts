@@ -34,9 +34,12 @@ export interface Flights {
    * backend request failed (it may be called after the head too, and more than once). Returns
    * the backend request, to destroy when the client leaves first.
    */
-  send(req: IncomingMessage, flight: Flight, bodiless: boolean, onError: (err: Error) => void): ClientRequest;
-  /** An attempt at the route's next healthy target other than `exclude`; a `target` route's Host names it. */
-  start(route: Route, headers: OutgoingHttpHeaders, exclude?: Target): Flight;
+  send(req: IncomingMessage, flight: Flight, bodiless: boolean, onError: (err: Error) => void, fresh?: boolean): ClientRequest;
+  /**
+   * An attempt at the route's next healthy target other than `exclude` (or at `target` itself,
+   * when given); a `target` route's Host names it.
+   */
+  start(route: Route, headers: OutgoingHttpHeaders, exclude?: Target, target?: Target): Flight;
   /** A backend failure before its answer: counted against the target, logged, and classified. */
   failed(flight: Flight, err: Error, requestId: string): GatewayError;
 }
@@ -91,11 +94,12 @@ export function createFlights({ log, clock, metrics }: Pick<ProxyDeps, 'log' | '
 
   return {
     server,
-    send(req, flight, bodiless, onError) {
+    send(req, flight, bodiless, onError, fresh = false) {
       const { target, route } = flight;
       const options: RequestOptions = {
         hostname: target.hostname, port: target.port, method: req.method, path: urlJoin(target.path, req.url ?? ''),
-        headers: flight.headers, agent: target.agent,
+        // fresh: a connection of its own, closed after (the pool's other idle ones may be as stale).
+        headers: flight.headers, agent: fresh ? false : target.agent,
       };
       const proxyReq = target.url.protocol === 'https:' ? httpsRequest({ ...options, rejectUnauthorized: true }) : httpRequest(options);
       // The socket: a pooled one, or a new connection under the route's connect timeout.
@@ -119,8 +123,8 @@ export function createFlights({ log, clock, metrics }: Pick<ProxyDeps, 'log' | '
       }
       return proxyReq;
     },
-    start(route, headers, exclude) {
-      const target = route.pool.pick(clock.now(), exclude);
+    start(route, headers, exclude, chosen) {
+      const target = chosen ?? route.pool.pick(clock.now(), exclude);
       if (route.host === 'target') headers.host = target.url.host;
       return { route, target, headers, responded: false, timedOut: false, sentAt: performance.now(), respondedAt: 0, onResponse: undefined, onUpgrade: undefined };
     },
@@ -133,6 +137,15 @@ export function createFlights({ log, clock, metrics }: Pick<ProxyDeps, 'log' | '
       return timedOut ? new GatewayTimeout(err) : new BadGateway(err);
     },
   };
+}
+
+/**
+ * A kept-alive connection the backend had closed (its idle timeout racing the pool's reuse):
+ * the request went out on a reused socket and met a reset or a broken pipe, with no answer.
+ */
+export function isStaleConnection(proxyReq: ClientRequest, err: Error): boolean {
+  const code = codeOf(err);
+  return proxyReq.reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE');
 }
 
 /** The failure happened before a byte reached the backend. */

@@ -5,19 +5,24 @@
  * The response is written here (`selfHandleResponse`), not by http-proxy-3's outgoing passes,
  * which would copy hop-by-hop headers and add their own `Connection`. Bodies stream both ways
  * with backpressure (pipes, never buffers). A bodiless request whose target could not be
- * connected to is tried once more on another target; nothing else is retried.
+ * connected to is tried once more on another target; a bodiless GET, HEAD or OPTIONS that met a
+ * kept-alive connection the backend had just closed, once more on a new connection to the same
+ * target. Nothing else is retried.
  */
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { GatewayError } from '../errors/errors.js';
 import type { Cors } from '../http/cors.js';
 import type { Upstream } from '../telemetry/upstream.js';
 import type { createHeaderPolicy } from './headers.js';
-import { isNotConnected, type Flights } from './flight.js';
+import { isNotConnected, isStaleConnection, type Flights } from './flight.js';
 import type { Route, RouteMatch } from './routes.js';
 import type { Target } from './targets.js';
 import type { Admitted, Flight } from './types.js';
 
 type HeaderPolicy = ReturnType<typeof createHeaderPolicy>;
+
+/** Methods a retry cannot repeat the effect of (RFC 9110 §9.2.1). */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** `webSocketProtocol`: given (a list, or null for none) only for a WebSocket handshake. */
 export type HeadersFor = (req: IncomingMessage, route: Route, admitted: Admitted, requestId: string, webSocketProtocol?: string | null) => OutgoingHttpHeaders;
@@ -69,9 +74,10 @@ export function createForward(policy: HeaderPolicy, headersFor: HeadersFor, { st
     let attempts = 0;
     let proxyReq: ClientRequest | undefined;
 
-    const attempt = (exclude?: Target) => {
+    // `again`: the same target once more, on a new connection (a stale kept-alive one failed).
+    const attempt = (exclude?: Target, again?: Target) => {
       attempts++;
-      const flight = start(route, headers, exclude);
+      const flight = start(route, headers, exclude, again);
       last = flight;
       const { target } = flight;
       flight.onResponse = (proxyRes) => {
@@ -95,17 +101,21 @@ export function createForward(policy: HeaderPolicy, headersFor: HeadersFor, { st
         });
         proxyRes.pipe(res);
       };
-      proxyReq = send(req, flight, bodiless, (err) => {
+      const sent = send(req, flight, bodiless, (err) => {
         // After the answer's head, the response pipeline ends or cuts the connection itself;
         // a failure on the request side (the backend stopped reading an upload it already
         // answered) must not cut an answer that is still arriving whole.
         if (flight.responded) return;
         // The client went away first: not the backend's fault.
         if (res.destroyed || req.socket.destroyed) return settle();
+        // The backend closed an idle connection as it was reused: no fault of the target, and
+        // a safe method without a body changes nothing if it did arrive.
+        if (again === undefined && bodiless && SAFE_METHODS.has(req.method ?? '') && isStaleConnection(sent, err)) return attempt(undefined, target);
         const error = failed(flight, err, requestId);
         if (isNotConnected(err) && bodiless && attempts < 2 && route.pool.targets.length > 1) return attempt(target);
         settle(error);
-      });
+      }, again !== undefined);
+      proxyReq = sent;
     };
     res.on('close', () => {
       // The client left before the whole answer: the backend request goes too.

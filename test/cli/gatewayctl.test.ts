@@ -1,7 +1,8 @@
 /**
- * gatewayctl as an operator runs it: a real process (`node --import tsx src/cli/gatewayctl.ts`)
- * talking to a real gateway process over the owner API, with the admin token in the
- * environment. What it prints is what an operator hands on (the key and its secret, the
+ * gatewayctl talking to a real gateway process over the owner API, with the admin token in the
+ * environment: as an operator runs it (a process of its own) in the first two tests, which hold
+ * its exit codes; in this process (runGatewayctl: what it writes and exits with) in the others,
+ * where the dozens of commands a test runs would cost a process each. What it prints is what an operator hands on (the key and its secret, the
  * invite link, the settings token), so the tests use those printed values against the gateway.
  */
 import assert from 'node:assert/strict';
@@ -11,12 +12,20 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { call, postJson } from '../helpers/gateway.js';
 import { startBackend } from '../helpers/backend.js';
+import { runGatewayctl } from '../../src/cli/gatewayctl.js';
+import type { CommandRun } from '../../src/cli/redis.js';
 import { gatewayEnv, ROOT, runCommand, startGatewayProcess, tempDir, type CommandResult, type GatewayProcess } from '../helpers/process.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
-function ctl(t: TestContext, args: string[], env: Record<string, string> = {}): Promise<CommandResult> {
+/** gatewayctl as a process of its own. */
+function ctlProcess(t: TestContext, args: string[], env: Record<string, string> = {}): Promise<CommandResult> {
   return runCommand(t, ['src/cli/gatewayctl.ts', ...args], { env: gatewayEnv(env) });
+}
+
+/** gatewayctl in this process, with the environment its process would get. */
+function ctl(_t: TestContext, args: string[], env: Record<string, string> = {}): Promise<CommandRun> {
+  return runGatewayctl(args, gatewayEnv(env));
 }
 
 /** The command's --json answer, failing the test unless it exited 0. */
@@ -32,19 +41,25 @@ async function adminToken(t: TestContext): Promise<{ token: string; digest: stri
   return JSON.parse(result.stdout) as { token: string; digest: string };
 }
 
+async function adminTokenProcess(t: TestContext): Promise<{ token: string; digest: string }> {
+  const result = await ctlProcess(t, ['admin-token', '--json']);
+  assert.equal(result.code, 0, result.stderr);
+  return JSON.parse(result.stdout) as { token: string; digest: string };
+}
+
 /** A gateway on its own copy of the demo data file, accepting `digest`, with one proxied route. */
 async function startGatewayFor(t: TestContext, digest: string, extra: Record<string, string> = {}): Promise<GatewayProcess> {
   const dir = tempDir(t);
   const file = join(dir, 'data.json');
   copyFileSync(join(ROOT, 'config/demo-data.json'), file);
-  // The gateway outlives the dozens of gatewayctl processes a test runs (each starts tsx): the
-  // default limit of a child's life (30 s) is a hang guard that a busy machine could reach.
+  // The gateway outlives the dozens of gatewayctl commands a test runs: the default limit of a
+  // child's life (30 s) is a hang guard that a busy machine could reach.
   return startGatewayProcess(t, { GATEWAY_DATA_FILE: file, OWNER_ADMIN_TOKEN_DIGESTS: JSON.stringify([digest]), ...extra }, { limitMs: 240_000 });
 }
 
 test('admin-token (offline) prints a gwadm_ token of 43 base62 characters and the sha256: digest of the whole token', async (t) => {
   // Separate processes that share nothing: run at once.
-  const [{ token, digest }, text] = await Promise.all([adminToken(t), ctl(t, ['admin-token'])]);
+  const [{ token, digest }, text] = await Promise.all([adminTokenProcess(t), ctlProcess(t, ['admin-token'])]);
   assert.match(token, /^gwadm_[0-9A-Za-z]{43}$/);
   assert.equal(digest, `sha256:${sha256(token)}`);
   assert.equal(text.code, 0);
@@ -58,10 +73,10 @@ test('usage errors exit 2 without calling anything; a refusal or an unreachable 
   // with the gateway of the last check starting meanwhile.
   const usage = [['bogus'], ['accounts', 'create'], ['keys', 'list', 'bad id!'], ['settings-tokens', 'create', 'acct_a', '--name', 'x', '--expires-in', 'soon'], ['accounts', 'list', '--nope']];
   const [results, missing, unreachable, gw] = await Promise.all([
-    Promise.all(usage.map((args) => ctl(t, args, { GATEWAY_ADMIN_TOKEN: 'gwadm_x' }))),
-    ctl(t, ['accounts', 'list']),
-    ctl(t, ['--url', 'http://127.0.0.1:9', 'accounts', 'list'], { GATEWAY_ADMIN_TOKEN: 'gwadm_x' }),
-    adminToken(t).then(({ digest }) => startGatewayFor(t, digest)),
+    Promise.all(usage.map((args) => ctlProcess(t, args, { GATEWAY_ADMIN_TOKEN: 'gwadm_x' }))),
+    ctlProcess(t, ['accounts', 'list']),
+    ctlProcess(t, ['--url', 'http://127.0.0.1:9', 'accounts', 'list'], { GATEWAY_ADMIN_TOKEN: 'gwadm_x' }),
+    adminTokenProcess(t).then(({ digest }) => startGatewayFor(t, digest)),
   ]);
   usage.forEach((args, i) => {
     assert.equal(results[i]!.code, 2, `${args.join(' ')}: ${results[i]!.stderr}`);
@@ -72,7 +87,7 @@ test('usage errors exit 2 without calling anything; a refusal or an unreachable 
   assert.equal(unreachable.code, 1);
   assert.match(unreachable.stderr, /cannot reach the gateway at http:\/\/127\.0\.0\.1:9/);
 
-  const wrong = await ctl(t, ['--url', gw.url, 'keys', 'list', 'acct_alice'], { GATEWAY_ADMIN_TOKEN: `gwadm_${'x'.repeat(43)}` });
+  const wrong = await ctlProcess(t, ['--url', gw.url, 'keys', 'list', 'acct_alice'], { GATEWAY_ADMIN_TOKEN: `gwadm_${'x'.repeat(43)}` });
   assert.equal(wrong.code, 1, wrong.stdout);
   assert.match(wrong.stderr, /answered 401 invalid_credentials/);
 });

@@ -63,7 +63,10 @@ async function serveStatic(t: TestContext, buildDir: string): Promise<string> {
     );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  // Every connection is cut, not only the idle ones: Chromium opens sockets ahead of need, and
+  // one that has sent no byte is not idle to Node, so server.close() alone waited on it for
+  // ever (the file hung in its after hooks, before the browser context was closed).
+  t.after(() => new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 

@@ -121,7 +121,9 @@ test('a bidi override in a description does not turn the rest of an audit line a
   await dash.signInAsOwner(page);
   await page.goto(`${dash.url}/accounts/${ACCOUNT}/activity`);
   await page.getByRole('heading', { level: 1, name: 'Activity' }).waitFor();
-  await page.getByText('NEW').first().waitFor();
+  // The change line itself: getByText('NEW') matched any "new" on the page (case-insensitive),
+  // before the activity list had loaded.
+  await page.locator('ul.changes li', { hasText: '→' }).filter({ hasText: 'NEW' }).first().waitFor();
   // Before the change, then the arrow, then after: as written, left to right.
   assert.ok(await drawnInOrder(page, 'ul.changes li', 'OLD', '→'), 'the old value left of the arrow');
   assert.ok(await drawnInOrder(page, 'ul.changes li', '→', 'NEW'), 'the new value right of the arrow, whatever the old one held');

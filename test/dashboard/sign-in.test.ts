@@ -117,7 +117,7 @@ test('with the store down, sign-in says so instead of blaming the password', { s
 test('an ended session returns to sign-in, then to the page asked for', browserSuite(), async (t) => {
   const dash = await startDashboard(t);
   const page = await dash.newPage();
-  await dash.signInAsOwner(page, 'bob');
+  await dash.signInAsOwnerWithForm(page, 'bob');
   await page.waitForURL(`${dash.url}/accounts/acct_bob`);
   // Drawn (the account read) before the clock moves: else that read is the one refused.
   const roles = page.getByRole('navigation', { name: /Account / }).getByRole('link', { name: 'Roles' });
@@ -292,7 +292,7 @@ test('the sign-in page on a phone', browserSuite(), async (t) => {
   await assertNoSidewaysScroll(page, 'sign-in on a phone');
   await screenshot(page, 'phone-sign-in');
   // Signed in, the header (switcher, who, password link, sign-out) fits too.
-  await dash.signInAsOwner(page, 'alice');
+  await dash.signInAsOwnerWithForm(page, 'alice');
   await page.goto(`${dash.url}/accounts`);
   await h1(page, 'Accounts').waitFor();
   await assertNoSidewaysScroll(page, 'accounts on a phone, signed in');

@@ -1,19 +1,16 @@
 /**
- * Debian's Chromium (/usr/bin/chromium) driven by playwright-core, headless, one per test file,
- * a fresh context for each test. Nothing here downloads a browser: where Chromium is not installed the
- * browser suites skip with a loud message, except under CI (`CI` set), where they run and
- * fail (.ci/run installs it), as test/helpers/redis.ts does for redis-server.
+ * Debian's Chromium (/usr/bin/chromium) driven by playwright-core, headless: the run's shared
+ * one (test/helpers/chromium.ts) or, for a file run alone, one for the file; a fresh context for
+ * each test. Nothing here downloads a browser: where Chromium is not installed the browser
+ * suites skip with a loud message, except under CI (`CI` set), where they run and fail
+ * (.ci/run installs it), as test/helpers/redis.ts does for redis-server.
  */
 import { existsSync } from 'node:fs';
 import { after, type TestContext } from 'node:test';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import { CHROMIUM, CHROMIUM_ENDPOINT, LAUNCH } from './chromium.js';
 
-export const CHROMIUM = '/usr/bin/chromium';
-
-const ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
+export { CHROMIUM } from './chromium.js';
 
 let warned = false;
 
@@ -31,16 +28,18 @@ export function browserSuite(): { skip: string | false } {
 let shared: Promise<Browser> | undefined;
 
 /**
- * One Chromium for the whole test file, started by its first caller: a start costs about a
- * second of CPU, and tests share nothing through it (each takes a context of its own, with its
- * own cookies and storage). Closed once the file's tests have ended.
+ * The Chromium of the file's tests: the run's, when scripts/run-tests.ts started one, else one
+ * for the file, started by its first caller (a start costs about a second of CPU). Tests share
+ * nothing through it: each takes a context of its own, with its own cookies and storage.
+ * Let go once the file's tests have ended (a connection is closed, the browser it reached not).
  */
 export function sharedChromium(): Promise<Browser> {
-  shared ??= chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS, timeout: 30_000 });
+  const endpoint = process.env[CHROMIUM_ENDPOINT];
+  shared ??= endpoint === undefined || endpoint === '' ? chromium.launch(LAUNCH) : chromium.connect(endpoint, { timeout: 30_000 });
   return shared;
 }
 
-// Registered at import, so on the file's root: after its last test, whichever launched it.
+// Registered at import, so on the file's root: after its last test, whichever started it.
 after(async () => {
   if (shared !== undefined) await (await shared.catch(() => undefined))?.close();
 });

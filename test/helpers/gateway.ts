@@ -58,10 +58,12 @@ export async function startGateway(t: TestContext | undefined, { overrides = {},
     // the default quotas allow, and test something else (test/*/rate-limits* test the limits).
     // Changes made on the shipped demo data are saved to a file of this gateway's own, so no
     // test's changes reach another's (or the checkout's data/).
+    // Redis commands get 5 s, not 500 ms (test/helpers/redis.ts, redisSettings, says why); tests
+    // of a stalled Redis set their own.
     // The pool-thread nice value is left alone in process: this is the test runner's own pool,
     // whose file and DNS work must not yield to every other test on a busy machine (gateway
     // processes of their own keep the default; test/unit/owner-hash-nice.test.ts tests it).
-    overrides: mergeDeep({ server: { host: '127.0.0.1', port: 0 }, log: { level: 'info' }, limits: { mode: 'off' }, owner: { passwordHashNice: 0 }, data: { demoSaveFile: demoSaveFile() } }, overrides),
+    overrides: mergeDeep({ server: { host: '127.0.0.1', port: 0 }, log: { level: 'info' }, limits: { mode: 'off' }, owner: { passwordHashNice: 0 }, data: { demoSaveFile: demoSaveFile() }, redis: { commandTimeoutMs: 5000 } }, overrides),
   });
   const logs: string[] = [];
   const log = createLogger(config.log.level, { write: (line: string) => void logs.push(line) });

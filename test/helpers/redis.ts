@@ -126,9 +126,13 @@ function terminate(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   });
 }
 
-/** The gateway's Redis settings for this URL (schema defaults otherwise), with `extra` over them. */
+/**
+ * The gateway's Redis settings for `url`, with a command timeout of 5 s unless `extra` sets one:
+ * the product's 500 ms is for a server on its own machine, and a test's Redis shares two cores
+ * with the whole suite (a healthy command went past 500 ms there). Tests of a stall set theirs.
+ */
 export function redisSettings(url: string, extra: Partial<Config['redis']> = {}): Config['redis'] {
-  return { ...configSchema.parse({ redis: { url } }).redis, ...extra };
+  return { ...configSchema.parse({ redis: { url } }).redis, commandTimeoutMs: 5000, ...extra };
 }
 
 export const silentLog = createLogger('silent');

@@ -3,6 +3,7 @@
  * own and leaf certificates it signs, with the names (SAN) and the lifetime a test asks for.
  * Nothing is checked in: each file makes what it needs, once.
  */
+import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,8 +43,11 @@ export function makeTestCa(): TestCa {
       writeFileSync(join(dir, `${name}.ext`), `subjectAltName=${san}\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n`);
       openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${names[0]}`], dir);
       openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', String(days), '-extfile', `${name}.ext`], dir);
-      const der = execFileSync('openssl', ['x509', '-in', `${name}.pem`, '-noout', '-fingerprint', '-sha256'], { cwd: dir, encoding: 'utf8' });
-      return { certFile: join(dir, `${name}.pem`), keyFile: join(dir, `${name}.key`), fingerprint256: der.trim().split('=')[1]! };
+      const printed = execFileSync('openssl', ['x509', '-in', `${name}.pem`, '-noout', '-fingerprint', '-sha256'], { cwd: dir, encoding: 'utf8' });
+      // The form node:tls gives (AA:BB:…, 32 bytes): tests compare the two as strings.
+      const fingerprint256 = printed.trim().split('=')[1] ?? '';
+      assert.match(fingerprint256, /^(?:[0-9A-F]{2}:){31}[0-9A-F]{2}$/, `openssl printed ${printed}`);
+      return { certFile: join(dir, `${name}.pem`), keyFile: join(dir, `${name}.key`), fingerprint256 };
     },
   };
 }

@@ -9,7 +9,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { DEMO_FILE } from '../helpers/directory.js';
-import { gatewayEnv, runCommand, tempDir } from '../helpers/process.js';
+import { runConfigCheck } from '../../src/cli/config-check.js';
+import { gatewayEnv, tempDir } from '../helpers/process.js';
 
 const SECRETS = ['LEAKpem0123', 'LEAKredis0123', 'LEAKsentinel0123', 'LEAKtoken0123', 'LEAKdirpass0123', 'LEAKdigest0123', 'LEAKhash0123'];
 const PEM = `-----BEGIN PRIVATE KEY-----\\n${SECRETS[0]}MC4CAQAwBQYDK2VwBCIEIN\\n-----END PRIVATE KEY-----`;
@@ -54,8 +55,7 @@ for (const [what, configText, env, editData] of CASES) {
       writeFileSync(join(dir, 'gateway.json'), configText);
       extra.GATEWAY_CONFIG = join(dir, 'gateway.json');
     }
-    // The plain and the JSON run read the same files and write nothing: at once.
-    const results = await Promise.all([false, true].map((json) => runCommand(t, ['src/cli/config-check.ts', ...(json ? ['--json'] : []), '--data', dataFile], { env: gatewayEnv(extra) })));
+    const results = [false, true].map((json) => runConfigCheck([...(json ? ['--json'] : []), '--data', dataFile], gatewayEnv(extra)));
     for (const [i, json] of [false, true].entries()) {
       const result = results[i]!;
       assert.ok([0, 1, 2].includes(result.code ?? -1), `${what}: exit ${result.code}\n${result.stderr}`);

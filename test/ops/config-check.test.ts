@@ -1,6 +1,7 @@
 /**
- * `config check` (src/cli/config-check.ts) as an operator runs it: a process on files in temp
- * directories. Exit code 0 for a clean configuration, 1 for errors (the gateway would not
+ * `config check` (src/cli/config-check.ts) on files in temp directories: as an operator runs
+ * it (a process) in the first test, and in this process (runConfigCheck, what the command
+ * writes and exits with) in the others, where a process would cost more than the check. Exit code 0 for a clean configuration, 1 for errors (the gateway would not
  * start), 2 for warnings only; each risky setting gets its own warning; secrets are never
  * printed, and nothing is started (a Redis it names is never connected to).
  */
@@ -10,7 +11,9 @@ import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { gatewayEnv, runCommand, tempDir, type CommandResult } from '../helpers/process.js';
+import { runConfigCheck } from '../../src/cli/config-check.js';
+import type { CommandRun } from '../../src/cli/redis.js';
+import { gatewayEnv, runCommand, tempDir } from '../helpers/process.js';
 
 const COMMAND = 'src/cli/config-check.ts';
 /** Every configuration below has a signing key unless it says otherwise: without one, config check warns. */
@@ -47,8 +50,13 @@ function files(t: TestContext): Files {
   };
 }
 
-async function check(t: TestContext, args: string[], env: Record<string, string> = {}): Promise<CommandResult & { report: Report }> {
-  const result = await runCommand(t, [COMMAND, '--json', ...args], { env: gatewayEnv(env) });
+/** The command in this process, with the environment a gateway process of the tests gets. */
+function configCheck(args: string[], env: Record<string, string> = {}): CommandRun {
+  return runConfigCheck(args, gatewayEnv(env));
+}
+
+function check(args: string[], env: Record<string, string> = {}): CommandRun & { report: Report } {
+  const result = configCheck(['--json', ...args], env);
   let report: Report;
   try {
     report = JSON.parse(result.stdout) as Report;
@@ -71,7 +79,7 @@ test('a clean configuration: exit 0, the effective configuration printed as JSON
   assert.equal(settings['limits.mode'], 'off', 'the environment is read too, over the file');
   assert.match(text.stderr, /config check: no problems/);
 
-  const json = await check(t, ['--config', path]);
+  const json = check(['--config', path]);
   assert.equal(json.code, 0);
   assert.deepEqual({ ok: json.report.ok, errors: json.report.errors, warnings: json.report.warnings }, { ok: true, errors: [], warnings: [] });
 });
@@ -81,7 +89,7 @@ test('GATEWAY_CONFIG is read as the gateway reads it, and --data names the data 
   const path = f.config({});
   const other = join(f.dir, 'other-data.json');
   writeFileSync(other, JSON.stringify({ accounts: [], owners: [] }));
-  const { code, report } = await check(t, ['--data', other], { GATEWAY_CONFIG: path });
+  const { code, report } = check(['--data', other], { GATEWAY_CONFIG: path });
   assert.equal(code, 0, JSON.stringify(report));
   assert.equal(report.settings!['data.file'], other);
   assert.equal(report.settings!['metrics.enabled'], false, 'from the GATEWAY_CONFIG file');
@@ -91,7 +99,7 @@ test('errors: exit 1, every problem named, and the configuration not printed as 
   const f = files(t);
   await t.test('schema errors', async () => {
     const path = f.config({ routes: [{ prefix: 'no-slash', targets: ['http://127.0.0.1:1'] }], workers: 2 });
-    const { code, report, stderr } = await check(t, ['--config', path]);
+    const { code, report, stderr } = check(['--config', path]);
     assert.equal(code, 1);
     assert.equal(report.ok, false);
     assert.ok(report.errors.some((e) => e.startsWith('routes.0.prefix')), report.errors.join('\n'));
@@ -100,7 +108,7 @@ test('errors: exit 1, every problem named, and the configuration not printed as 
     assert.equal(report.settings, undefined);
     assert.equal(stderr, '');
 
-    const text = await runCommand(t, [COMMAND, '--config', path], { env: gatewayEnv() });
+    const text = configCheck(['--config', path]);
     assert.equal(text.code, 1);
     assert.equal(text.stdout, '', 'no configuration printed');
     assert.match(text.stderr, /^error: routes\.0\.prefix/m);
@@ -109,7 +117,7 @@ test('errors: exit 1, every problem named, and the configuration not printed as 
 
   await t.test('a signing key that does not load', async () => {
     const path = f.config({ signing: { keys: [{ kid: 'k1', alg: 'EdDSA', pemFile: join(f.dir, 'missing.pem') }] } });
-    const { code, report } = await check(t, ['--config', path]);
+    const { code, report } = check(['--config', path]);
     assert.equal(code, 1);
     assert.ok(report.errors.some((e) => /k1.*cannot read pemFile/.test(e)), report.errors.join('\n'));
   });
@@ -117,25 +125,25 @@ test('errors: exit 1, every problem named, and the configuration not printed as 
   await t.test('a data file that does not validate', async () => {
     const bad = join(f.dir, 'bad-data.json');
     writeFileSync(bad, JSON.stringify({ accounts: [{ id: 'x', apiKeys: 'none' }], owners: [], unknown: true }));
-    const { code, report } = await check(t, ['--config', f.config({}), '--data', bad]);
+    const { code, report } = check(['--config', f.config({}), '--data', bad]);
     assert.equal(code, 1);
     assert.ok(report.errors.some((e) => e.includes(`invalid data file ${bad}`)), report.errors.join('\n'));
   });
 
   await t.test('a data file in a folder that does not exist', async () => {
-    const { code, report } = await check(t, ['--config', f.config({}), '--data', join(f.dir, 'nowhere', 'data.json')]);
+    const { code, report } = check(['--config', f.config({}), '--data', join(f.dir, 'nowhere', 'data.json')]);
     assert.equal(code, 1);
     assert.ok(report.errors.some((e) => e.startsWith('data.file')), report.errors.join('\n'));
   });
 
   await t.test('demo data under NODE_ENV=production (the gateway refuses it)', async () => {
-    const { code, report } = await check(t, ['--config', f.config({ data: { file: join(process.cwd(), 'config/demo-data.json') } })], { NODE_ENV: 'production' });
+    const { code, report } = check(['--config', f.config({ data: { file: join(process.cwd(), 'config/demo-data.json') } })], { NODE_ENV: 'production' });
     assert.equal(code, 1);
     assert.ok(report.errors.some((e) => e.includes('demo API keys')), report.errors.join('\n'));
   });
 
   await t.test('an unknown option', async () => {
-    const result = await runCommand(t, [COMMAND, '--nonsense'], { env: gatewayEnv() });
+    const result = configCheck(['--nonsense']);
     assert.equal(result.code, 1);
     assert.match(result.stderr, /usage: npm run config:check/);
   });
@@ -160,7 +168,7 @@ test('warnings: exit 2, one for each risky setting', { concurrency: 4 }, async (
   const subtests: Promise<void>[] = [];
   for (const [what, config, expected, message] of cases) {
     subtests.push(t.test(what, async () => {
-      const { code, report } = await check(t, ['--config', f.config(config)]);
+      const { code, report } = check(['--config', f.config(config)]);
       assert.equal(code, 2, JSON.stringify(report));
       assert.deepEqual(report.errors, []);
       assert.deepEqual(codes(report), expected);
@@ -168,12 +176,12 @@ test('warnings: exit 2, one for each risky setting', { concurrency: 4 }, async (
     }));
   }
   subtests.push(t.test('nothing risky about a protected route over a public one', async () => {
-    const { code, report } = await check(t, ['--config', f.config({ routes: [{ prefix: '/api', targets: target }, { prefix: '/api/status', targets: target, auth: 'public' }] })]);
+    const { code, report } = check(['--config', f.config({ routes: [{ prefix: '/api', targets: target }, { prefix: '/api/status', targets: target, auth: 'public' }] })]);
     assert.equal(code, 0, JSON.stringify(report));
   }));
   subtests.push(t.test('several at once, in the plain output', async () => {
     const path = f.config({ metrics: { enabled: true }, proxy: { trustedProxies: ['::/0'] } });
-    const text = await runCommand(t, [COMMAND, '--config', path], { env: gatewayEnv() });
+    const text = configCheck(['--config', path]);
     assert.equal(text.code, 2);
     assert.match(text.stderr, /^warning \(trusts-every-proxy\): /m);
     assert.match(text.stderr, /^warning \(metrics-on-public-port\): /m);
@@ -203,7 +211,7 @@ test('secrets are never printed, and nothing is started: the Redis named is not 
     directory: { store: 'http', http: { signUrl: 'http://127.0.0.1:9/sign/{accountId}/{address}', rolesUrl: 'http://127.0.0.1:9/roles/{accountId}', token: secrets.directoryToken } },
   });
   for (const args of [['--config', path], ['--config', path, '--json']]) {
-    const result = await runCommand(t, [COMMAND, ...args], { env: gatewayEnv({ REDIS_PASSWORD: secrets.envPassword }) });
+    const result = configCheck([...args], { REDIS_PASSWORD: secrets.envPassword });
     assert.equal(result.code, 0, result.stderr);
     const output = result.stdout + result.stderr;
     for (const secret of [...Object.values(secrets), pemBody]) assert.ok(!output.includes(secret), `${args.join(' ')}: a secret was printed`);
@@ -214,7 +222,7 @@ test('secrets are never printed, and nothing is started: the Redis named is not 
 
   // A config file that is not JSON: the error names the position, never the text around it.
   writeFileSync(path, `{"signing": {"keys": [{"kid": "k1", "alg": "EdDSA", "pem": ${pemBody}`);
-  const broken = await runCommand(t, [COMMAND, '--config', path], { env: gatewayEnv() });
+  const broken = configCheck(['--config', path]);
   assert.equal(broken.code, 1);
   assert.match(broken.stderr, /is not valid JSON/);
   assert.ok(!broken.stderr.includes(pemBody.slice(0, 12)), 'no piece of the file is quoted');

@@ -305,6 +305,21 @@ test('what is still open at server.shutdownTimeoutMs is cut, and the close still
   assert.equal(await backendCode, 1001, 'the backend, which answers, got its close frame and closed cleanly');
 });
 
+test('a connection that never sent a byte (a browser\'s opened ahead of need) is cut at close, not waited on until the deadline', { timeout: 60_000 }, async (t) => {
+  // The deadline is an hour: were the unused connection waited on, the close would not end
+  // within the test's time.
+  const gw = await startGateway(t, { overrides: { server: { shutdownTimeoutMs: 3_600_000 } } });
+  const { port } = new URL(gw.url);
+  const unused = connect(Number(port), '127.0.0.1');
+  t.after(() => unused.destroy());
+  unused.on('error', () => {});
+  await new Promise<void>((resolve) => unused.once('connect', () => resolve()));
+  const cut = new Promise<void>((resolve) => unused.once('close', () => resolve()));
+  await gw.close();
+  await cut;
+  assert.equal(logged(gw, 'shutdown deadline passed: cut the connections still open').length, 0);
+});
+
 test('the draining answer of /readyz is the one the OpenAPI document describes', async (t) => {
   const gw = await startGateway(t);
   const api = await conformance(gw.url);

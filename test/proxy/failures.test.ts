@@ -53,6 +53,32 @@ test('a backend that cannot be reached, resets, or does not speak HTTP: 502 bad_
   assert.equal((await call(`${gw.url}/healthz`)).status, 200);
 });
 
+test('a kept-alive connection the backend closed as it was reused: a GET goes again on a new connection, uncounted; a POST is not repeated', async (t) => {
+  // Each connection answers its first request and keeps alive; a second request on it is met
+  // with a reset, as when the backend's idle timeout closes it just as the gateway reuses it.
+  const backend = await startTcpBackend(t, (socket) => {
+    let requests = 0;
+    socket.on('data', () => {
+      requests += 1;
+      if (requests === 1) socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok');
+      else socket.resetAndDestroy();
+    });
+  });
+  const gw = await startProxy(t, [{ prefix: '/app', targets: [backend.url] }]);
+  const { accessToken } = await signIn(gw);
+  const get = () => within(call(`${gw.url}/app/1`, { token: accessToken }), HANG_GUARD_MS, 'GET');
+  assert.equal((await get()).status, 200);
+  assert.equal((await get()).status, 200, 'the reused connection was reset: sent again on a new one');
+  assert.equal(backend.connections(), 2);
+  assert.deepEqual(logLines(gw).filter((line) => line.msg === 'backend failed'), [], 'not counted against the target');
+  // A POST (here without a body) is not repeated: the backend may have acted on it.
+  const post = () => within(call(`${gw.url}/app/1`, { method: 'POST', token: accessToken }), HANG_GUARD_MS, 'POST');
+  assert.equal((await post()).status, 200);
+  assertGatewayError(await post(), 502, 'bad_gateway', 'POST on a reset reused connection');
+  assert.equal(backend.connections(), 3);
+  assert.equal(logLines(gw).filter((line) => line.msg === 'backend failed').length, 1);
+});
+
 test('a backend that switches protocols on a request that asked for no switch: 502 bad_gateway, not a hang', async (t) => {
   // The gateway never forwards Upgrade on a plain request, so a 101 is a broken backend. Node's
   // client drops such a connection without an error or a response: nothing then answers the

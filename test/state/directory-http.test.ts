@@ -575,7 +575,9 @@ test('HttpDirectory: a timeout counts as a failure for the breaker', async (t) =
   for (let i = 0; i < 2; i++) assert.ok((await rejection(directory.findSignRecord('acct_a', ADDRESS), `timeout #${i}`)) instanceof StoreTimeout);
   const err = await expectUnavailable(directory.findSignRecord('acct_a', ADDRESS), 'open after two timeouts', '60');
   assert.match(String((err.cause as Error).message), /circuit breaker open/);
-  assert.equal(upstream.arrivals.length, 2);
+  // The open breaker sent nothing. (At most two arrived: on a loaded machine a request that
+  // timed out after 100 ms may not have reached the upstream at all.)
+  assert.ok(upstream.arrivals.length <= 2, `${upstream.arrivals.length} requests reached the upstream`);
 });
 
 test('HttpDirectory: an upstream on a closed port is StoreUnavailable promptly', async () => {

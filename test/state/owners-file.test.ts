@@ -334,6 +334,38 @@ test('a write that fails after its temporary file is made removes it and is a 50
   assert.equal(writer.isOwnVersion(formatDataFile(OWNER_STORE_FIXTURE)), false);
 });
 
+test('a version on disk is the writer\'s own from the moment it is there, before write() has returned', async (t) => {
+  // The rename is done on the thread pool: the file holds the new version before the main
+  // thread hears of it, and a watcher's poll in between took the store's own write for a
+  // foreign edit and reloaded it (the project's CI caught it under load). A reader on
+  // setImmediate, which runs before the main thread takes in the rename's completion, looks
+  // at each version as soon as it is there.
+  const dir = tempDir(t);
+  const target = join(dir, 'data.json');
+  writeFileSync(target, formatDataFile(OWNER_STORE_FIXTURE));
+  const writer = new DataFileWriter(target, { log: createLogger('silent') });
+  const foreign: number[] = [];
+  for (let i = 0; i < 100; i++) {
+    const data = { ...OWNER_STORE_FIXTURE, accounts: OWNER_STORE_FIXTURE.accounts.map((a) => ({ ...a, name: `version ${i}` })) };
+    const expected = formatDataFile(data);
+    let done = false;
+    const watching = (async () => {
+      while (!done) {
+        await new Promise((resolve) => setImmediate(resolve));
+        const text = readFileSync(target, 'utf8');
+        if (text === expected) {
+          if (!writer.isOwnVersion(text)) foreign.push(i);
+          return;
+        }
+      }
+    })();
+    await writer.write(data);
+    done = true;
+    await watching;
+  }
+  assert.deepEqual(foreign, [], 'versions taken for foreign edits');
+});
+
 test('a read-only store (the file shared by several instances) never writes it, whoever calls', async (t) => {
   const file = writeDataFile(t);
   const before = readFileSync(file, 'utf8');

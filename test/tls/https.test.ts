@@ -181,6 +181,20 @@ test('HTTPS: the expiry metric per certificate, and a warning for one expiring w
   assert.ok(valueOf(later, 'gateway_tls_certificate_expiry_seconds', { certificate: main.certFile }) < 0);
 });
 
+test('HTTPS: a connection past its handshake that sent no request is cut at close, not waited on until the deadline', { timeout: 60_000 }, async (t) => {
+  const gw = await startGateway(t, { overrides: { tls: { certFile: main.certFile, keyFile: main.keyFile }, server: { shutdownTimeoutMs: 3_600_000 } } });
+  const unused = await handshake(gw);
+  t.after(() => unused.destroy());
+  unused.on('error', () => {});
+  // The client is done with the handshake before the gateway is; the gateway's session ticket
+  // (TLS 1.3 sends it once the handshake is over) tells that its side is done too.
+  await new Promise<void>((resolve) => unused.once('session', () => resolve()));
+  const cut = new Promise<void>((resolve) => unused.once('close', () => resolve()));
+  await gw.close();
+  await cut;
+  assert.equal(logged(gw, 'shutdown deadline passed: cut the connections still open').length, 0);
+});
+
 test('reload by the file watch: new handshakes get the new certificate, an open connection goes on; a bad file keeps the one in use', async (t) => {
   const live = filesOf(main, tempDir(t));
   const gw = await startGateway(t, { overrides: { tls: { certFile: live.certFile, keyFile: live.keyFile, watchIntervalMs: 1000 } } });

@@ -2,7 +2,7 @@
  * The dummy hash (owner/passwords.ts) is made when the session service is created, not at the
  * first unknown email: that first answer would otherwise cost two argon2 computations (make
  * the dummy, verify against it) where a wrong password costs one. A file of its own: the dummy
- * is made once per process, and node:test runs each file in its own.
+ * is made once per process, and scripts/run-tests.ts runs this file in its own (OWN_PROCESS).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -81,6 +81,7 @@ export class DataFileWriter {
     const temp = tempPath(target);
     let handle: FileHandle | undefined;
     let version: FileVersion;
+    const previousDigest = this.#lastDigest;
     try {
       handle = await open(temp, 'wx', 0o600);
       await handle.writeFile(bytes);
@@ -90,13 +91,17 @@ export class DataFileWriter {
       version = { ino, size, mtimeMs };
       await handle.close();
       handle = undefined;
+      // Known as this writer's own before it is there: the rename is done on the thread pool,
+      // and a watcher's poll between its completion and the line after it would otherwise take
+      // the store's own write for a foreign edit.
+      this.#lastDigest = sha256(bytes);
       await rename(temp, target);
     } catch (err) {
+      this.#lastDigest = previousDigest;
       await handle?.close().catch(() => {});
       await unlink(temp).catch(() => {});
       throw new StoreUnavailable(err);
     }
-    this.#lastDigest = sha256(bytes);
     await syncDirectory(dirname(target)).catch((err: unknown) => {
       // The new version is in place and served; only its survival of a power loss is in doubt.
       this.#log.warn({ err, file: target }, 'data file written, but its directory could not be flushed to disk');
