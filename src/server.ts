@@ -26,8 +26,11 @@ import type { Exchange, Exchanges } from './http/exchange.js';
 import { requestIdOf } from './http/middleware/request-id.js';
 import { answerResponse, answerSocket } from './http/raw-response.js';
 import type { Services } from './services.js';
+import { isAcmeOn, isTlsOn } from './config/schema.js';
+import type { ChallengeStore } from './state/index.js';
+import { ACME_CERTIFICATE_ID, createAcmeManager, temporaryCertificate, type AcmeManager } from './tls/acme.js';
 import { createCertificateSet, type CertificateSet } from './tls/certificates.js';
-import { createChallenges, createRedirectListener, type Challenges } from './tls/redirect.js';
+import { createRedirectListener } from './tls/redirect.js';
 import type { Logger } from './telemetry/log.js';
 
 export interface RunningServer {
@@ -36,12 +39,12 @@ export interface RunningServer {
   url: string;
   /** The management listener's (management.port), when there is one: /metrics, /healthz, /readyz. */
   managementUrl: string | undefined;
-  /** The main listener's certificates, with TLS on (tls.certFile): SIGHUP reloads them. */
+  /** The main listener's certificates, with TLS on (tls.certFile, or ACME): SIGHUP reloads the files. */
   certificates: CertificateSet | undefined;
   /** The redirect listener's (tls.redirectPort), when there is one: plain HTTP, 308 to HTTPS. */
   redirectUrl: string | undefined;
   /** The ACME HTTP-01 answers the redirect listener serves. */
-  challenges: Challenges;
+  challenges: ChallengeStore;
   /**
    * /readyz answers 503 from now on; everything is still served for `server.drainDelayMs`,
    * then close(). Resolves once closed; called again, the same promise.
@@ -59,8 +62,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
   const { log } = services;
   const listeners = createListeners(services);
   // Read and checked before anything listens: a bad certificate or key stops the start.
-  const certificates = services.config.tls.certFile === undefined ? undefined
-    : createCertificateSet(services.config.tls, { log, clock: services.clock, timers: services.clock, registry: services.config.metrics.enabled ? services.metrics.registry : undefined });
+  const certificates = await createCertificates(services);
   const server = createGatewayServer(services, listeners.request, {
     // Only a WebSocket handshake the edge routes to a WebSocket route becomes an 'upgrade'
     // event; any other Upgrade header is ignored and the request served (or refused) as usual.
@@ -77,7 +79,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
     throw err;
   }
   const url = urlOf(server, certificates === undefined ? 'http' : 'https');
-  const challenges = createChallenges();
+  const { challenges } = services.acme;
   let management: Server | undefined;
   let redirect: Server | undefined;
   try {
@@ -87,6 +89,9 @@ export async function startServer(services: Services): Promise<RunningServer> {
     certificates?.close();
     throw err;
   }
+  // Once the redirect listener answers HTTP-01; until the first order completes the main
+  // listener serves the temporary certificate (or the files', for names ACME does not cover).
+  const acme = startAcme(services, certificates);
 
   // Added only once stopping, so that serving costs nothing extra until then.
   const closeAfterAnswer = (_req: IncomingMessage, res: ServerResponse) => { res.shouldKeepAlive = false; };
@@ -138,6 +143,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
         if (redirect !== undefined) await closeNow(redirect);
         // Last: health and metrics stay answerable while the main listener drains.
         if (management !== undefined) await closeNow(management);
+        acme?.stop();
         certificates?.close();
         await services.close();
       })();
@@ -148,10 +154,35 @@ export async function startServer(services: Services): Promise<RunningServer> {
 }
 
 /**
+ * The main listener's certificates with TLS on: the files' (tls.certFile, tls.certificates),
+ * and with ACME on the one it obtains, served for its names; without files, a temporary
+ * self-signed one stands in as the default until the first order completes (docs/tls.md).
+ */
+async function createCertificates(services: Services): Promise<CertificateSet | undefined> {
+  const { config, log, clock, metrics } = services;
+  if (!isTlsOn(config)) return undefined;
+  const initial = config.tls.certFile === undefined ? { id: ACME_CERTIFICATE_ID, certificate: await temporaryCertificate(config.acme.domains) } : undefined;
+  return createCertificateSet(config.tls, { log, clock, timers: clock, registry: config.metrics.enabled ? metrics.registry : undefined, initial });
+}
+
+/** Starts ordering (or serving the stored) ACME certificate, with ACME on; its failures are logged and retried, never thrown. */
+function startAcme(services: Services, certificates: CertificateSet | undefined): AcmeManager | undefined {
+  const { config, log, clock, acme: state } = services;
+  if (!isAcmeOn(config) || certificates === undefined) return undefined;
+  const { directoryUrl, email, domains, eabKid, eabHmacKey, renewBeforeDays } = config.acme;
+  const manager = createAcmeManager({
+    settings: { directoryUrl: directoryUrl!, email, domains, eabKid, eabHmacKey, renewBeforeDays },
+    store: state.store, challenges: state.challenges, sink: certificates, scheduler: clock, log,
+  });
+  void manager.start();
+  return manager;
+}
+
+/**
  * The listeners beside the main one, once it listens: management (management.port) and the
  * redirect to HTTPS (tls.redirectPort), each when configured. Neither is left open on failure.
  */
-async function startSideListeners(services: Services, main: Server, exchanges: Exchanges, challenges: Challenges): Promise<{ management: Server | undefined; redirect: Server | undefined }> {
+async function startSideListeners(services: Services, main: Server, exchanges: Exchanges, challenges: ChallengeStore): Promise<{ management: Server | undefined; redirect: Server | undefined }> {
   const { log, config } = services;
   const { host, listenWaitMs } = config.server;
   const { redirectPort, publicHttpsPort } = config.tls;

@@ -696,30 +696,37 @@ export const configSchema = z.strictObject({
     }),
   }).prefault({}),
 
+  // ACME (docs/tls.md, "ACME"): on while acme.directoryUrl is set.
   acme: z.strictObject({
-    directoryUrl: setting(z.url().optional(), {
+    directoryUrl: setting(z.url({ protocol: /^https?$/ }).optional(), {
       env: 'ACME_DIRECTORY_URL',
-      description: 'ACME directory the gateway orders its certificate from (Let\'s Encrypt: https://acme-v02.api.letsencrypt.org/directory); with `acme.domains`. docs/tls.md.',
+      description: 'ACME directory the gateway obtains and renews its certificate from (Let\'s Encrypt: https://acme-v02.api.letsencrypt.org/directory); with `acme.domains` and `tls.redirectPort` (HTTP-01). Without `tls.certFile` the main listener is HTTPS with it. docs/tls.md.',
     }),
     email: setting(z.email().optional(), {
       env: 'ACME_EMAIL',
       description: 'Contact address given to the ACME account (expiry notices).',
     }),
-    domains: setting(z.array(z.string().min(1).max(253)).max(100).default([]), {
+    domains: setting(z.array(z.string().regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, 'expected a host name (HTTP-01 cannot validate a wildcard)').max(253)).max(100).default([]), {
       env: 'ACME_DOMAINS',
-      description: 'Names the ACME certificate covers (comma-separated in the environment); the first is its subject.',
+      list: 'comma',
+      description: 'Names the ACME certificate covers (comma-separated or a JSON array); the first is its subject. Each must reach `tls.redirectPort` on port 80.',
     }),
-    eabKid: setting(z.string().min(1).optional(), {
+    eabKid: setting(z.string().min(1).max(1024).optional(), {
       env: 'ACME_EAB_KID',
-      description: 'External account binding key id, for CAs that require one; with `acme.eabHmacKey`.',
+      description: 'External account binding key id, for CAs that require one (ZeroSSL, Google); with `acme.eabHmacKey`.',
     }),
-    eabHmacKey: setting(z.string().min(1).optional(), {
+    eabHmacKey: setting(z.string().regex(/^[A-Za-z0-9_-]+={0,2}$/, 'expected base64url').max(1024).optional(), {
       env: 'ACME_EAB_HMAC_KEY',
-      description: 'External account binding HMAC key (base64url), as the CA gave it.',
+      secret: true,
+      description: 'External account binding HMAC key (base64url), as the CA gave it; with `acme.eabKid`.',
     }),
     renewBeforeDays: setting(z.number().int().min(1).max(89).default(30), {
       env: 'ACME_RENEW_BEFORE_DAYS',
-      description: 'Renews the certificate this many days before it expires; a failed order is retried with backoff.',
+      description: 'Renews the certificate this many days before it expires; a failed order is retried after 1 minute, then 2, 4, … up to a day.',
+    }),
+    stateFile: setting(z.string().min(1).default('data/acme.json'), {
+      env: 'ACME_STATE_FILE',
+      description: 'Without Redis: where the account key and the certificate are kept (mode 0600; relative paths: from the working directory). With Redis they are kept there, shared by every instance.',
     }),
   }).prefault({}),
 
@@ -771,9 +778,10 @@ export const configSchema = z.strictObject({
   if ((c.tls.certFile === undefined) !== (c.tls.keyFile === undefined)) {
     ctx.addIssue({ code: 'custom', path: ['tls', c.tls.certFile === undefined ? 'certFile' : 'keyFile'], message: 'give both tls.certFile and tls.keyFile (TLS_CERT_FILE, TLS_KEY_FILE), or neither' });
   }
-  if (c.tls.redirectPort !== undefined && c.tls.certFile === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['tls', 'redirectPort'], message: 'redirects to HTTPS: set tls.certFile and tls.keyFile' });
+  if (c.tls.redirectPort !== undefined && !isTlsOn(c)) {
+    ctx.addIssue({ code: 'custom', path: ['tls', 'redirectPort'], message: 'redirects to HTTPS: set tls.certFile and tls.keyFile, or acme.directoryUrl' });
   }
+  acmeIssues(c, ctx);
   if (c.tls.certificates.length > 0 && c.tls.certFile === undefined) {
     ctx.addIssue({ code: 'custom', path: ['tls', 'certificates'], message: 'needs the default certificate: set tls.certFile and tls.keyFile' });
   }
@@ -887,6 +895,32 @@ function isKnownTimeZone(timeZone: string): boolean {
 export type Config = z.infer<typeof configSchema>;
 
 /** True when shared state lives in Redis rather than process memory. */
+/** ACME obtains the gateway's certificate (docs/tls.md, "ACME"). */
+export function isAcmeOn(config: Pick<Config, 'acme'>): boolean {
+  return config.acme.directoryUrl !== undefined;
+}
+
+/** The main listener speaks HTTPS: with certificate files, or with ACME. */
+export function isTlsOn(config: Pick<Config, 'tls' | 'acme'>): boolean {
+  return config.tls.certFile !== undefined || isAcmeOn(config);
+}
+
+function acmeIssues(c: Pick<Config, 'tls' | 'acme'>, ctx: z.RefinementCtx): void {
+  const { acme } = c;
+  if (acme.directoryUrl !== undefined && acme.domains.length === 0) {
+    ctx.addIssue({ code: 'custom', path: ['acme', 'domains'], message: 'ACME needs the names to order for: set acme.domains (ACME_DOMAINS)' });
+  }
+  if (acme.directoryUrl === undefined && (acme.domains.length > 0 || acme.email !== undefined || acme.eabKid !== undefined || acme.eabHmacKey !== undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['acme', 'directoryUrl'], message: 'the acme settings need the CA\'s directory: set acme.directoryUrl (ACME_DIRECTORY_URL)' });
+  }
+  if ((acme.eabKid === undefined) !== (acme.eabHmacKey === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['acme', acme.eabKid === undefined ? 'eabKid' : 'eabHmacKey'], message: 'give both acme.eabKid and acme.eabHmacKey (ACME_EAB_KID, ACME_EAB_HMAC_KEY), or neither' });
+  }
+  if (acme.directoryUrl !== undefined && c.tls.redirectPort === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['tls', 'redirectPort'], message: 'ACME validates by HTTP-01 on the redirect listener: set tls.redirectPort (HTTP_REDIRECT_PORT), reached on port 80' });
+  }
+}
+
 export function usesRedis(config: Pick<Config, 'redis'>): boolean {
   return config.redis.url !== undefined || config.redis.sentinels.length > 0 || config.redis.clusterNodes.length > 0;
 }

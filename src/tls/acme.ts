@@ -7,82 +7,16 @@
  * never logged: only names, dates and error messages are.
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
-import { dirname, join, basename } from 'node:path';
 import acme from 'acme-client';
+import type { AcmeCertificate, AcmeStore, ChallengeStore } from '../state/acme/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Scheduler, Timer } from '../util/clock.js';
 
-export interface AcmeCertificate {
-  serverNames: string[];
-  certPem: string;
-  keyPem: string;
-}
+export type { AcmeCertificate, AcmeStore, ChallengeStore } from '../state/acme/store.js';
 
-/** Where the obtained certificate goes: the CertificateSet's setCertificate. */
+/** Where the obtained certificate goes: the CertificateSet's setCertificate (which throws on a pair it cannot use). */
 export interface CertificateSink {
   setCertificate(id: string, certificate: AcmeCertificate): void;
-}
-
-/** The HTTP-01 answers the redirect listener serves. */
-export interface AcmeChallenges {
-  set(token: string, keyAuthorization: string): void;
-  delete(token: string): void;
-}
-
-/** The account key and the certificate, kept in the gateway's state. */
-export interface AcmeStore {
-  get(name: string): Promise<string | undefined>;
-  put(name: string, value: string): Promise<void>;
-  /** Takes the order lock for `ttlMs`; answers a token to release it with, or undefined if another holds it. */
-  lock(ttlMs: number): Promise<string | undefined>;
-  unlock(token: string): Promise<void>;
-}
-
-/** One JSON file beside the data file, written as the data file is: a temporary file, mode 0600, renamed over. */
-export function createFileAcmeStore(file: string): AcmeStore {
-  let held: string | undefined;
-  const readAll = async (): Promise<Record<string, string>> => {
-    try {
-      return JSON.parse(await readFile(file, 'utf8')) as Record<string, string>;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
-      throw err;
-    }
-  };
-  return {
-    async get(name) {
-      return (await readAll())[name];
-    },
-    async put(name, value) {
-      const all = { ...(await readAll()), [name]: value };
-      await mkdir(dirname(file), { recursive: true });
-      const temp = join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-      const handle = await open(temp, 'wx', 0o600);
-      try {
-        await handle.writeFile(`${JSON.stringify(all, null, 2)}\n`);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      try {
-        await chmod(temp, 0o600);
-        await rename(temp, file);
-      } catch (err) {
-        await unlink(temp).catch(() => undefined);
-        throw err;
-      }
-    },
-    // One process owns the file: the lock only keeps two orders of this process apart.
-    async lock() {
-      if (held !== undefined) return undefined;
-      held = randomBytes(16).toString('hex');
-      return held;
-    },
-    async unlock(token) {
-      if (held === token) held = undefined;
-    },
-  };
 }
 
 export interface AcmeSettings {
@@ -98,44 +32,119 @@ export interface AcmeManagerOptions {
   settings: AcmeSettings;
   store: AcmeStore;
   sink: CertificateSink;
-  challenges: AcmeChallenges;
+  challenges: ChallengeStore;
   scheduler: Scheduler;
   log: Logger;
-  /** Skip acme-client's own fetch of the challenge before asking the CA (the names do not resolve to us outside the CA's DNS, as in tests). */
-  skipChallengeVerification?: boolean;
 }
 
-const CERTIFICATE_ID = 'acme';
+/** The certificate set's id for the ordered certificate. */
+export const ACME_CERTIFICATE_ID = 'acme';
 const DAY_MS = 24 * 3600 * 1000;
 /** First retry after a failed order; doubled each time, up to a day. */
 const RETRY_FIRST_MS = 60_000;
 const RETRY_MAX_MS = DAY_MS;
+/** Longer than any order takes (pebble: a second; Let's Encrypt: seconds to a minute); a dead holder's lapses after it. */
 const LOCK_TTL_MS = 10 * 60_000;
+/** How long an HTTP-01 answer waits at most: as long as the lock, as the order it belongs to. */
+const CHALLENGE_TTL_MS = LOCK_TTL_MS;
 
 export interface AcmeManager {
-  /** Serves the stored certificate, orders one if there is none or it is due, and schedules renewal. */
+  /**
+   * Serves the stored certificate, or orders one if there is none, it does not name exactly
+   * `settings.domains`, or it is due; then schedules the next look. Never rejects: a failure is
+   * logged and retried with backoff.
+   */
   start(): Promise<void>;
   stop(): void;
 }
 
 export function createAcmeManager(options: AcmeManagerOptions): AcmeManager {
-  const { settings, store, sink, challenges, scheduler, log } = options;
+  const { settings, store, sink, scheduler, log } = options;
   let timer: Timer | undefined;
   let failures = 0;
   let stopped = false;
+  const order = orderFrom(options);
+  const dueAt = (certificate: AcmeCertificate): number => notAfter(certificate) - settings.renewBeforeDays * DAY_MS;
+  const isUsable = (certificate: AcmeCertificate | undefined): certificate is AcmeCertificate =>
+    certificate !== undefined && sameNames(certificate.serverNames, settings.domains) && dueAt(certificate) > scheduler.now();
 
-  const accountKey = async (): Promise<string> => {
-    const stored = await store.get('accountKey');
-    if (stored !== undefined) return stored;
-    const key = (await acme.crypto.createPrivateKey()).toString();
-    await store.put('accountKey', key);
-    return key;
+  const schedule = (ms: number) => {
+    timer?.cancel();
+    if (!stopped) timer = scheduler.setTimer(ms, () => void check());
+  };
+  const serve = (certificate: AcmeCertificate) => {
+    sink.setCertificate(ACME_CERTIFICATE_ID, certificate);
+    failures = 0;
+    log.info({ domains: certificate.serverNames, expiresAt: new Date(notAfter(certificate)).toISOString() }, 'acme: certificate in use');
+    schedule(dueAt(certificate) - scheduler.now());
   };
 
-  const order = async (): Promise<AcmeCertificate> => {
+  /** Serves the stored certificate when usable; else orders one under the lock, stores and serves it. */
+  const check = async (): Promise<void> => {
+    try {
+      const stored = await store.certificate();
+      if (isUsable(stored)) return serve(stored);
+      const token = await store.lockOrder(LOCK_TTL_MS);
+      if (token === undefined) {
+        // Another instance is ordering: its announcement brings the certificate; this is the fallback.
+        log.info({ retryInMs: RETRY_FIRST_MS }, 'acme: another instance is ordering the certificate');
+        return schedule(RETRY_FIRST_MS);
+      }
+      let ordered: AcmeCertificate;
+      try {
+        // Read again under the lock: another instance may have stored one since the first look.
+        const again = await store.certificate();
+        if (isUsable(again)) return serve(again);
+        log.info({ domains: settings.domains }, 'acme: ordering a certificate');
+        ordered = await order();
+        await store.saveCertificate(ordered, notAfter(ordered));
+      } finally {
+        await store.unlockOrder(token).catch(() => undefined);
+      }
+      serve(ordered);
+    } catch (err) {
+      failures++;
+      const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (failures - 1));
+      // The message only: acme-client's errors carry the CA's problem document, never a key.
+      log.error({ err: (err as Error).message, retryInMs: delay, failures }, 'acme: no certificate obtained; retrying');
+      schedule(delay);
+    }
+  };
+
+  /** Another instance stored a certificate: serve it if usable (never order from here). */
+  const adopt = async (): Promise<void> => {
+    try {
+      const stored = await store.certificate();
+      if (isUsable(stored)) serve(stored);
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'acme: could not read the certificate another instance stored');
+    }
+  };
+
+  return {
+    start() {
+      store.onCertificateSaved(() => { if (!stopped) void adopt(); });
+      return check();
+    },
+    stop() {
+      stopped = true;
+      timer?.cancel();
+    },
+  };
+}
+
+/**
+ * One order with acme-client: the account key from the store (made there on the first order),
+ * a new certificate key and CSR for every domain, HTTP-01 answered through the challenge store.
+ * acme-client's own look at the challenge before it asks the CA is skipped: it fetches the name
+ * from where the gateway stands, which behind a load balancer or split DNS often fails when the
+ * CA's would not; the CA's validation is the one that counts, and a failed one is retried.
+ */
+function orderFrom({ settings, store, challenges }: AcmeManagerOptions): () => Promise<AcmeCertificate> {
+  return async () => {
     const client = new acme.Client({
       directoryUrl: settings.directoryUrl,
-      accountKey: await accountKey(),
+      accountKey: await store.accountKey(async () => (await acme.crypto.createPrivateKey()).toString()),
       ...(settings.eabKid !== undefined && settings.eabHmacKey !== undefined
         ? { externalAccountBinding: { kid: settings.eabKid, hmacKey: settings.eabHmacKey } }
         : {}),
@@ -145,57 +154,22 @@ export function createAcmeManager(options: AcmeManagerOptions): AcmeManager {
       csr,
       ...(settings.email !== undefined ? { email: settings.email } : {}),
       termsOfServiceAgreed: true,
-      skipChallengeVerification: options.skipChallengeVerification === true,
+      skipChallengeVerification: true,
       challengePriority: ['http-01'],
-      challengeCreateFn: async (_authz, challenge, keyAuthorization) => challenges.set(challenge.token, keyAuthorization),
+      challengeCreateFn: async (_authz, challenge, keyAuthorization) => challenges.set(challenge.token, keyAuthorization, CHALLENGE_TTL_MS),
       challengeRemoveFn: async (_authz, challenge) => challenges.delete(challenge.token),
     });
-    return { serverNames: settings.domains, certPem, keyPem: key.toString() };
+    return { serverNames: [...settings.domains], certPem, keyPem: key.toString() };
   };
+}
 
-  const dueAt = (certPem: string): number => acme.crypto.readCertificateInfo(certPem).notAfter.getTime() - settings.renewBeforeDays * DAY_MS;
+function notAfter(certificate: AcmeCertificate): number {
+  return acme.crypto.readCertificateInfo(certificate.certPem).notAfter.getTime();
+}
 
-  const schedule = (ms: number) => {
-    timer?.cancel();
-    if (!stopped) timer = scheduler.setTimer(ms, () => void check());
-  };
-
-  /** Uses the stored certificate when it is not due; else orders (under the lock) and stores. */
-  const check = async (): Promise<void> => {
-    try {
-      let stored = await store.get('certificate');
-      if (stored === undefined || dueAt((JSON.parse(stored) as AcmeCertificate).certPem) <= scheduler.now()) {
-        const token = await store.lock(LOCK_TTL_MS);
-        if (token !== undefined) {
-          try {
-            log.info({ domains: settings.domains }, 'acme: ordering a certificate');
-            stored = JSON.stringify(await order());
-            await store.put('certificate', stored);
-          } finally {
-            await store.unlock(token);
-          }
-        }
-      }
-      if (stored === undefined) throw new Error('another instance holds the order lock');
-      const certificate = JSON.parse(stored) as AcmeCertificate;
-      sink.setCertificate(CERTIFICATE_ID, certificate);
-      failures = 0;
-      schedule(Math.max(0, dueAt(certificate.certPem) - scheduler.now()));
-    } catch (err) {
-      failures++;
-      const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (failures - 1));
-      log.error({ err: (err as Error).message, retryInMs: delay, failures }, 'acme: no certificate obtained; retrying');
-      schedule(delay);
-    }
-  };
-
-  return {
-    start: check,
-    stop() {
-      stopped = true;
-      timer?.cancel();
-    },
-  };
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  const norm = (names: readonly string[]) => [...new Set(names.map((n) => n.toLowerCase()))].sort().join(',');
+  return norm(a) === norm(b);
 }
 
 /**

@@ -4,38 +4,31 @@
  * challenge from a small responder this file starts on the port pebble is told to use.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import acme from 'acme-client';
-import { createAcmeManager, createFileAcmeStore, temporaryCertificate, type AcmeCertificate, type AcmeChallenges } from '../../src/tls/acme.js';
+import { createFileAcmeStore } from '../../src/state/acme/file.js';
+import { createAcmeManager, temporaryCertificate, type AcmeCertificate, type ChallengeStore } from '../../src/tls/acme.js';
 import { ManualClock } from '../helpers/clock.js';
+import { pebbleSuite, startPebble, type Pebble } from '../helpers/pebble.js';
 import { freePort, silentLog } from '../helpers/redis.js';
-import { makeTestCa } from '../helpers/tls.js';
-
-const pebbleInstalled = spawnSync('pebble', ['-h'], { stdio: 'ignore' }).error === undefined;
-const skip = !pebbleInstalled && !process.env.CI ? 'pebble is not installed (apt-get install pebble): ACME tests SKIPPED' : false;
-if (skip) console.warn(`\n*** ${skip} ***\n`);
 
 const DAY_MS = 24 * 3600 * 1000;
 
-describe('ACME against pebble', { skip }, () => {
+describe('ACME against pebble', pebbleSuite(), () => {
   const dir = mkdtempSync(join(tmpdir(), 'gateway-acme-'));
-  const children: ChildProcess[] = [];
   const answers = new Map<string, string>();
-  const challenges: AcmeChallenges = { set: (t, k) => void answers.set(t, k), delete: (t) => void answers.delete(t) };
+  const challenges: ChallengeStore = { set: async (t, k) => void answers.set(t, k), delete: async (t) => void answers.delete(t), get: async (t) => answers.get(t) };
   let responder: Server;
+  let pebble: Pebble | undefined;
   let directoryUrl = '';
-  let pebbleCa = '';
 
   before(async () => {
-    const ca = makeTestCa();
-    const leaf = ca.leaf('pebble', ['localhost', '127.0.0.1']);
-    const [httpPort, acmePort, mgmtPort, dnsPort, challMgmt] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+    const httpPort = await freePort();
     responder = createServer((req, res) => {
       const token = req.url?.replace('/.well-known/acme-challenge/', '') ?? '';
       const answer = answers.get(token);
@@ -43,26 +36,13 @@ describe('ACME against pebble', { skip }, () => {
     });
     responder.listen(httpPort, '127.0.0.1');
     await once(responder, 'listening');
-    const dns = spawn('pebble-challtestsrv', ['-dns01', `127.0.0.1:${dnsPort}`, '-http01', '', '-https01', '', '-tlsalpn01', '', '-management', `127.0.0.1:${challMgmt}`, '-defaultIPv4', '127.0.0.1', '-defaultIPv6', ''], { stdio: ['ignore', 'pipe', 'pipe'] });
-    children.push(dns);
-    const config = join(dir, 'pebble.json');
-    writeFileSync(config, JSON.stringify({ pebble: { listenAddress: `127.0.0.1:${acmePort}`, managementListenAddress: `127.0.0.1:${mgmtPort}`, certificate: leaf.certFile, privateKey: leaf.keyFile, httpPort, tlsPort: 5001, ocspResponderURL: '', externalAccountBindingRequired: false } }));
-    const pebble = spawn('pebble', ['-config', config, '-dnsserver', `127.0.0.1:${dnsPort}`], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0' } });
-    children.push(pebble);
-    let out = '';
-    pebble.stdout!.setEncoding('utf8');
-    await new Promise<void>((resolve, reject) => {
-      pebble.stdout!.on('data', (chunk: string) => { out += chunk; if (out.includes('ACME directory available')) resolve(); });
-      pebble.once('exit', (code) => reject(new Error(`pebble exited ${code}: ${out}`)));
-    });
-    pebble.stdout!.on("data", (c: string) => { if (process.env.ACME_DEBUG) process.stderr.write(c); });
-    directoryUrl = `https://127.0.0.1:${acmePort}/dir`;
-    pebbleCa = ca.caPem;
-    acme.axios.defaults.httpsAgent = new (await import('node:https')).Agent({ ca: pebbleCa });
+    pebble = await startPebble({ httpPort });
+    directoryUrl = pebble.directoryUrl;
+    acme.axios.defaults.httpsAgent = pebble.agent;
   });
 
   after(() => {
-    for (const child of children) child.kill();
+    pebble?.stop();
     responder?.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -84,7 +64,7 @@ describe('ACME against pebble', { skip }, () => {
     const store = createFileAcmeStore(file);
     const clock = new ManualClock(Date.now());
     const { got, sink, next } = sinkWaiting();
-    const manager = createAcmeManager({ settings: settings(["a.gateway.test", "b.gateway.test"]), store, sink, challenges, skipChallengeVerification: true, scheduler: clock, log: silentLog });
+    const manager = createAcmeManager({ settings: settings(['a.gateway.test', 'b.gateway.test']), store, sink, challenges, scheduler: clock, log: silentLog });
     await manager.start();
     assert.equal(got.length, 1);
     const info = acme.crypto.readCertificateInfo(got[0]!.certPem);
@@ -93,7 +73,7 @@ describe('ACME against pebble', { skip }, () => {
     assert.ok(readFileSync(file, 'utf8').includes(got[0]!.certPem.split('\n')[1]!));
 
     const restarted = sinkWaiting();
-    const second = createAcmeManager({ settings: settings(['a.gateway.test', 'b.gateway.test']), store: createFileAcmeStore(file), sink: restarted.sink, challenges: { set: () => assert.fail('a restart must not order'), delete: () => {} }, scheduler: new ManualClock(Date.now()), log: silentLog });
+    const second = createAcmeManager({ settings: settings(['a.gateway.test', 'b.gateway.test']), store: createFileAcmeStore(file), sink: restarted.sink, challenges: { set: async () => assert.fail('a restart must not order'), delete: async () => {}, get: async () => undefined }, scheduler: new ManualClock(Date.now()), log: silentLog });
     await second.start();
     assert.equal(restarted.got[0]!.certPem, got[0]!.certPem);
     second.stop();
@@ -109,8 +89,8 @@ describe('ACME against pebble', { skip }, () => {
     const { got, sink, next } = sinkWaiting();
     const errors: unknown[] = [];
     const log = { ...silentLog, error: (o: unknown) => void errors.push(o), info: () => {} } as unknown as typeof silentLog;
-    const mute: AcmeChallenges = { set: () => {}, delete: () => {} };
-    const manager = createAcmeManager({ settings: settings(['c.gateway.test']), store: createFileAcmeStore(join(dir, 'refused.json')), sink, challenges: mute, skipChallengeVerification: true, scheduler: clock, log });
+    const mute: ChallengeStore = { set: async () => {}, delete: async () => {}, get: async () => undefined };
+    const manager = createAcmeManager({ settings: settings(['c.gateway.test']), store: createFileAcmeStore(join(dir, 'refused.json')), sink, challenges: mute, scheduler: clock, log });
     await manager.start();
     assert.equal(got.length, 0);
     assert.equal(errors.length, 1);
