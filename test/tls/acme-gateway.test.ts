@@ -1,0 +1,135 @@
+/**
+ * ACME end to end through the gateway itself, against Debian's pebble: pebble validates HTTP-01
+ * by fetching the answer from the gateway's redirect listener (pebble's `httpPort` is that
+ * listener's port), then a client that trusts only pebble's issuing root sees the ordered
+ * certificate on the main listener. A real process (file state, pebble's own HTTPS trusted
+ * through NODE_EXTRA_CA_CERTS, as an operator would), then two in-process instances on one
+ * Redis (one orders, both serve it; the HTTP-01 answers shared), and the temporary
+ * self-signed certificate served while no order has succeeded.
+ */
+import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test, type TestContext } from 'node:test';
+import { connect, type PeerCertificate } from 'node:tls';
+import acme from 'acme-client';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { pebbleSuite, startPebble, type Pebble } from '../helpers/pebble.js';
+import { startGatewayProcess, tempDir, waitForLog } from '../helpers/process.js';
+import { freePort, rawRedisClient, redisSuite, startRedis } from '../helpers/redis.js';
+
+const IN_USE = 'acme: certificate in use';
+
+async function pebbleFor(t: TestContext, httpPort: number): Promise<Pebble> {
+  const pebble = await startPebble({ httpPort });
+  t.after(() => pebble.stop());
+  return pebble;
+}
+
+/** The certificate the main listener at `url` serves for `servername`, and whether `ca` verifies it. */
+function peerOf(url: string, servername: string, ca?: string): Promise<{ peer: PeerCertificate; authorized: boolean; error: Error | null }> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port: Number(port), servername, ...(ca === undefined ? {} : { ca }), rejectUnauthorized: false }, () => {
+      resolve({ peer: socket.getPeerCertificate(), authorized: socket.authorized, error: socket.authorizationError });
+      socket.destroy();
+    });
+    socket.once('error', reject);
+  });
+}
+
+/** Resolves once `gw` has logged `msg` (its log is in memory; looked at every 25 ms, at most `limitMs`). */
+async function untilLogged(gw: TestGateway, msg: string, limitMs = 20_000): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    const found = gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.msg === msg);
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error(`no "${msg}" within ${limitMs} ms:\n${gw.logs.join('\n')}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe('ACME through the gateway, against pebble', pebbleSuite(), () => {
+  test('process: HTTPS with the ordered certificate after HTTP-01 on the redirect listener; kept in the state file (0600) and served again after a restart without the CA', async (t) => {
+    const redirectPort = await freePort();
+    const pebble = await pebbleFor(t, redirectPort);
+    const stateFile = join(tempDir(t), 'acme.json');
+    const env = {
+      ACME_DIRECTORY_URL: pebble.directoryUrl, ACME_DOMAINS: 'a.gateway.test,b.gateway.test', ACME_EMAIL: 'ops@example.com',
+      HTTP_REDIRECT_PORT: String(redirectPort), ACME_STATE_FILE: stateFile, NODE_EXTRA_CA_CERTS: pebble.caFile,
+    };
+    const gw = await startGatewayProcess(t, env);
+    assert.match(gw.url, /^https:/);
+    const inUse = await waitForLog(gw.child, (line) => line.msg === IN_USE);
+    assert.deepEqual(inUse.domains, ['a.gateway.test', 'b.gateway.test']);
+
+    const root = await pebble.issuingRoot();
+    const served = await peerOf(gw.url, 'b.gateway.test', root);
+    assert.equal(served.authorized, true, String(served.error));
+    assert.match(served.peer.subjectaltname, /DNS:a\.gateway\.test/);
+    assert.match(served.peer.subjectaltname, /DNS:b\.gateway\.test/);
+    // A client that trusts only the system's roots (and the test CA of pebble's own HTTPS) does not trust pebble's issue.
+    assert.equal((await peerOf(gw.url, 'a.gateway.test')).authorized, false);
+
+    assert.equal(statSync(stateFile).mode & 0o777, 0o600);
+    const kept = JSON.parse(readFileSync(stateFile, 'utf8')) as { accountKey: string; certificate: { certPem: string } };
+    assert.equal(new X509Certificate(kept.certificate.certPem).fingerprint256, served.peer.fingerprint256);
+    assert.doesNotMatch(gw.child.stdout(), /PRIVATE KEY/, 'no key reaches the log');
+
+    gw.child.process.kill('SIGTERM');
+    await gw.child.exited;
+    pebble.stop();
+    const again = await startGatewayProcess(t, env);
+    await waitForLog(again.child, (line) => line.msg === IN_USE);
+    assert.equal((await peerOf(again.url, 'a.gateway.test', root)).peer.fingerprint256, served.peer.fingerprint256);
+    assert.ok(!again.logs().some((line) => line.msg === 'acme: ordering a certificate'), 'the stored certificate is used, not ordered again');
+  });
+
+  test('until an order succeeds the main listener serves a temporary self-signed certificate for the first domain; a failed order is retried with backoff', async (t) => {
+    // pebble validates on a port nothing listens on: every order fails.
+    const pebble = await pebbleFor(t, await freePort());
+    acme.axios.defaults.httpsAgent = pebble.agent;
+    const gw = await startGateway(t, { overrides: { acme: { directoryUrl: pebble.directoryUrl, domains: ['c.gateway.test'], stateFile: join(tempDir(t), 'acme.json') }, tls: { redirectPort: 0 } } });
+    assert.match(gw.url, /^https:/);
+    const failed = await untilLogged(gw, 'acme: no certificate obtained; retrying');
+    assert.equal(failed.retryInMs, 60_000);
+    const { peer, authorized } = await peerOf(gw.url, 'c.gateway.test', await pebble.issuingRoot());
+    assert.equal(authorized, false);
+    assert.equal(peer.subject.CN, 'c.gateway.test');
+    assert.equal(peer.issuer.CN, 'c.gateway.test', 'self-signed');
+    const res = await fetch(`${gw.url}/healthz`).catch((err: Error) => err);
+    assert.ok(res instanceof Error, 'an ordinary client refuses the temporary certificate');
+  });
+
+  test('Redis: two instances, one order, both serve the certificate; the HTTP-01 answers are shared, the lock released', redisSuite(), async (t) => {
+    const redis = await startRedis(t);
+    const redirectPort = await freePort();
+    const pebble = await pebbleFor(t, redirectPort);
+    acme.axios.defaults.httpsAgent = pebble.agent;
+    const acmeSettings = { directoryUrl: pebble.directoryUrl, domains: ['shared.gateway.test'] };
+    const [b, a] = await Promise.all([
+      startGateway(t, { overrides: { redis: { url: redis.url }, acme: acmeSettings, tls: { redirectPort } } }),
+      startGateway(t, { overrides: { redis: { url: redis.url }, acme: acmeSettings, tls: { redirectPort: 0 } } }),
+    ]);
+    await Promise.all([untilLogged(a, IN_USE), untilLogged(b, IN_USE)]);
+    const orders = [a, b].flatMap((gw) => gw.logs.filter((line) => line.includes('"acme: ordering a certificate"')));
+    assert.equal(orders.length, 1, 'one instance ordered');
+    const root = await pebble.issuingRoot();
+    const [fromA, fromB] = await Promise.all([peerOf(a.url, 'shared.gateway.test', root), peerOf(b.url, 'shared.gateway.test', root)]);
+    assert.equal(fromA.authorized, true, String(fromA.error));
+    assert.equal(fromB.peer.fingerprint256, fromA.peer.fingerprint256);
+
+    const raw = await rawRedisClient(t, redis);
+    assert.equal(await raw.exists('gw:acme:lock'), 0, 'the lock was released');
+    const ttl = await raw.pttl('gw:acme:cert');
+    assert.ok(ttl > 0 && Math.abs(Date.now() + ttl - Date.parse(fromA.peer.valid_to)) < 60_000, `the certificate's key lives until it expires (PTTL ${ttl})`);
+
+    // An answer set by one instance is served by the other's redirect listener.
+    const token = 'tok_shared_0123456789abcdef';
+    await a.running!.challenges.set(token, `${token}.thumbprint`, 60_000);
+    const answered = await fetch(`${b.running!.redirectUrl}/.well-known/acme-challenge/${token}`);
+    assert.equal(answered.status, 200);
+    assert.equal(await answered.text(), `${token}.thumbprint`);
+  });
+});
