@@ -61,8 +61,8 @@ describe('ACME against pebble', pebbleSuite(), () => {
 
   test('orders by HTTP-01, stores the certificate (0600), serves it after a restart, renews 30 days before expiry', async () => {
     const file = join(dir, 'acme-state.json');
-    const store = createFileAcmeStore(file);
     const clock = new ManualClock(Date.now());
+    const store = createFileAcmeStore(file, clock);
     const { got, sink, next } = sinkWaiting();
     const manager = createAcmeManager({ settings: settings(['a.gateway.test', 'b.gateway.test']), store, sink, challenges, scheduler: clock, log: silentLog });
     await manager.start();
@@ -73,7 +73,7 @@ describe('ACME against pebble', pebbleSuite(), () => {
     assert.ok(readFileSync(file, 'utf8').includes(got[0]!.certPem.split('\n')[1]!));
 
     const restarted = sinkWaiting();
-    const second = createAcmeManager({ settings: settings(['a.gateway.test', 'b.gateway.test']), store: createFileAcmeStore(file), sink: restarted.sink, challenges: { set: async () => assert.fail('a restart must not order'), delete: async () => {}, get: async () => undefined }, scheduler: new ManualClock(Date.now()), log: silentLog });
+    const second = createAcmeManager({ settings: settings(['a.gateway.test', 'b.gateway.test']), store: createFileAcmeStore(file, clock), sink: restarted.sink, challenges: { set: async () => assert.fail('a restart must not order'), delete: async () => {}, get: async () => undefined }, scheduler: new ManualClock(Date.now()), log: silentLog });
     await second.start();
     assert.equal(restarted.got[0]!.certPem, got[0]!.certPem);
     second.stop();
@@ -90,7 +90,7 @@ describe('ACME against pebble', pebbleSuite(), () => {
     const errors: unknown[] = [];
     const log = { ...silentLog, error: (o: unknown) => void errors.push(o), info: () => {} } as unknown as typeof silentLog;
     const mute: ChallengeStore = { set: async () => {}, delete: async () => {}, get: async () => undefined };
-    const manager = createAcmeManager({ settings: settings(['c.gateway.test']), store: createFileAcmeStore(join(dir, 'refused.json')), sink, challenges: mute, scheduler: clock, log });
+    const manager = createAcmeManager({ settings: settings(['c.gateway.test']), store: createFileAcmeStore(join(dir, 'refused.json'), clock), sink, challenges: mute, scheduler: clock, log });
     await manager.start();
     assert.equal(got.length, 0);
     assert.equal(errors.length, 1);

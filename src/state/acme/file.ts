@@ -1,12 +1,15 @@
 /**
  * ACME's state for a gateway alone: one JSON file (acme.stateFile), mode 0600 as it holds
- * private keys, written as the data file is: a temporary file, synced, renamed over. The lock
- * and the HTTP-01 answers stay in this process: without Redis there is one process (several
- * workers need Redis, config/schema.ts), so there is no one else to keep out or to answer for.
+ * private keys, written as the data file is: a temporary file, synced, renamed over. Each
+ * operation waits for the one before it, so that two of this process never interleave a read
+ * and a write. The lock and the HTTP-01 answers stay in this process: without Redis there is
+ * one process (several workers need Redis, config/schema.ts), so no one else to keep out or to
+ * answer for; the lock still lapses after its TTL on the gateway's clock, as Redis's does.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import type { Clock } from '../../util/clock.js';
 import type { AcmeCertificate, AcmeStore, ChallengeStore } from './store.js';
 
 interface Kept {
@@ -14,8 +17,15 @@ interface Kept {
   certificate?: AcmeCertificate;
 }
 
-export function createFileAcmeStore(file: string): AcmeStore {
-  let held: string | undefined;
+export function createFileAcmeStore(file: string, clock: Clock): AcmeStore {
+  let held: { token: string; until: number } | undefined;
+  let last: Promise<unknown> = Promise.resolve();
+  /** Runs `step` after every operation begun before it, failed or not. */
+  const inTurn = <T>(step: () => Promise<T>): Promise<T> => {
+    const result = last.then(step, step);
+    last = result.catch(() => undefined);
+    return result;
+  };
   const readAll = async (): Promise<Kept> => {
     try {
       return JSON.parse(await readFile(file, 'utf8')) as Kept;
@@ -26,26 +36,22 @@ export function createFileAcmeStore(file: string): AcmeStore {
   };
   const write = async (change: Kept) => writeAtomically(file, `${JSON.stringify({ ...(await readAll()), ...change }, null, 2)}\n`);
   return {
-    async accountKey(make) {
+    accountKey: (make) => inTurn(async () => {
       const kept = (await readAll()).accountKey;
       if (kept !== undefined) return kept;
       const accountKey = await make();
       await write({ accountKey });
       return accountKey;
-    },
-    async certificate() {
-      return (await readAll()).certificate;
-    },
-    async saveCertificate(certificate) {
-      await write({ certificate });
-    },
-    async lockOrder() {
-      if (held !== undefined) return undefined;
-      held = randomBytes(16).toString('hex');
-      return held;
+    }),
+    certificate: () => inTurn(async () => (await readAll()).certificate),
+    saveCertificate: (certificate) => inTurn(() => write({ certificate })),
+    async lockOrder(ttlMs) {
+      if (held !== undefined && held.until > clock.now()) return undefined;
+      held = { token: randomBytes(16).toString('hex'), until: clock.now() + ttlMs };
+      return held.token;
     },
     async unlockOrder(token) {
-      if (held === token) held = undefined;
+      if (held?.token === token) held = undefined;
     },
     onCertificateSaved() {},
   };
@@ -72,7 +78,8 @@ async function writeAtomically(file: string, text: string): Promise<void> {
 }
 
 /** The HTTP-01 answers in this process: each is deleted by its order, or lapses after its TTL. */
-export function createMemoryChallengeStore(now: () => number = Date.now): ChallengeStore {
+export function createMemoryChallengeStore(clock: Clock): ChallengeStore {
+  const now = () => clock.now();
   const answers = new Map<string, { keyAuthorization: string; until: number }>();
   return {
     async set(token, keyAuthorization, ttlMs) {
