@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { connect, type PeerCertificate } from 'node:tls';
 import acme from 'acme-client';
+import { checkConfiguration } from '../../src/cli/config-check.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { pebbleSuite, startPebble, type Pebble } from '../helpers/pebble.js';
 import { startGatewayProcess, tempDir, waitForLog } from '../helpers/process.js';
@@ -132,4 +133,23 @@ describe('ACME through the gateway, against pebble', pebbleSuite(), () => {
     assert.equal(answered.status, 200);
     assert.equal(await answered.text(), `${token}.thumbprint`);
   });
+});
+
+test('config: ACME needs its domains and the redirect listener, EAB both halves, host names without wildcards; the EAB key is redacted', () => {
+  const base = { ACME_DIRECTORY_URL: 'https://acme-staging-v02.api.letsencrypt.org/directory', ACME_DOMAINS: 'api.example.com,www.example.com', HTTP_REDIRECT_PORT: '80' };
+  const valid = checkConfiguration({ env: { ...base, ACME_EAB_KID: 'kid-1', ACME_EAB_HMAC_KEY: 'zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W' } });
+  assert.deepEqual(valid.errors, []);
+  assert.doesNotMatch(JSON.stringify(valid.settings), /zWNDZM6e/, 'the EAB HMAC key is not shown');
+  const cases: [Record<string, string | undefined>, RegExp][] = [
+    [{ ACME_DOMAINS: undefined }, /^acme\.domains\b.*set acme\.domains/],
+    [{ HTTP_REDIRECT_PORT: undefined }, /^tls\.redirectPort\b.*HTTP-01/],
+    [{ ACME_EAB_KID: 'kid-1' }, /^acme\.eabHmacKey\b.*give both/],
+    [{ ACME_DOMAINS: '*.example.com' }, /^acme\.domains\.0\b.*wildcard/],
+    [{ ACME_DIRECTORY_URL: undefined }, /^acme\.directoryUrl\b.*set acme\.directoryUrl/],
+  ];
+  for (const [change, expected] of cases) {
+    const env = Object.fromEntries(Object.entries({ ...base, ...change }).filter((entry): entry is [string, string] => entry[1] !== undefined));
+    const report = checkConfiguration({ env });
+    assert.ok(report.errors.some((e) => expected.test(e)), `${JSON.stringify(change)}: ${JSON.stringify(report.errors)}`);
+  }
 });
