@@ -29,6 +29,7 @@ import type { Services } from './services.js';
 import { isAcmeOn, isTlsOn } from './config/schema.js';
 import type { ChallengeStore } from './state/index.js';
 import { ACME_CERTIFICATE_ID, createAcmeManager, temporaryCertificate, type AcmeManager } from './tls/acme.js';
+import { answerAlpnChallenges } from './tls/alpn-challenge.js';
 import { createCertificateSet, type CertificateSet } from './tls/certificates.js';
 import { createRedirectListener } from './tls/redirect.js';
 import type { Logger } from './telemetry/log.js';
@@ -70,6 +71,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
   }, listeners.exchanges, certificates?.serverOptions());
   if (certificates !== undefined) certificates.attach(server as HttpsServer);
   server.on('upgrade', listeners.upgrade);
+  const alpn = isAcmeOn(services.config) ? answerAlpnChallenges(server as HttpsServer, { challenges: services.acme.challenges, handshakeTimeoutMs: handshakeTimeoutMs(services), log }) : undefined;
 
   try {
     await services.warmUp();
@@ -144,6 +146,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
         // Last: health and metrics stay answerable while the main listener drains.
         if (management !== undefined) await closeNow(management);
         acme?.stop();
+        alpn?.close();
         certificates?.close();
         await services.close();
       })();
@@ -170,8 +173,10 @@ function startAcme(services: Services, certificates: CertificateSet | undefined)
   const { config, log, clock, acme: state } = services;
   if (!isAcmeOn(config) || certificates === undefined) return undefined;
   const { directoryUrl, email, domains, eabKid, eabHmacKey, renewBeforeDays } = config.acme;
+  // HTTP-01 first where the redirect listener is (port 80 is easier to forward than to share); TLS-ALPN-01 always.
+  const challengeTypes = config.tls.redirectPort === undefined ? ['tls-alpn-01' as const] : ['http-01' as const, 'tls-alpn-01' as const];
   const manager = createAcmeManager({
-    settings: { directoryUrl: directoryUrl!, email, domains, eabKid, eabHmacKey, renewBeforeDays },
+    settings: { directoryUrl: directoryUrl!, email, domains, eabKid, eabHmacKey, renewBeforeDays, challengeTypes },
     store: state.store, challenges: state.challenges, sink: certificates, scheduler: clock, log,
   });
   void manager.start();
@@ -204,6 +209,11 @@ async function startSideListeners(services: Services, main: Server, exchanges: E
   return { management, redirect };
 }
 
+/** The TLS handshake gets the same bound as the headers (Node's default: two minutes). */
+function handshakeTimeoutMs(services: Services): number {
+  return Math.min(10_000, services.config.server.requestTimeoutMs);
+}
+
 /** Closes a side listener at once, its open connections with it. */
 function closeNow(server: Server): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -232,9 +242,8 @@ function createGatewayServer(services: Services, listener: RequestListener, opti
     requireHostHeader: false,
     ...options,
   };
-  // The TLS handshake gets the same bound as the headers (Node's default: two minutes).
   const server: Server = secure === undefined ? createServer(http, listener)
-    : createHttpsServer({ ...http, ...secure, handshakeTimeout: Math.min(10_000, requestTimeoutMs) }, listener);
+    : createHttpsServer({ ...http, ...secure, handshakeTimeout: handshakeTimeoutMs(services) }, listener);
   trackConnections(server, secure !== undefined);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, log, exchanges));
   // Without these listeners Node answers an unknown Expect with a bare 417 and drops CONNECT

@@ -700,7 +700,7 @@ export const configSchema = z.strictObject({
   acme: z.strictObject({
     directoryUrl: setting(z.url({ protocol: /^https?$/ }).optional(), {
       env: 'ACME_DIRECTORY_URL',
-      description: 'ACME directory the gateway obtains and renews its certificate from (Let\'s Encrypt: https://acme-v02.api.letsencrypt.org/directory); with `acme.domains` and `tls.redirectPort` (HTTP-01). Without `tls.certFile` the main listener is HTTPS with it. docs/tls.md.',
+      description: 'ACME directory the gateway obtains and renews its certificate from (Let\'s Encrypt: https://acme-v02.api.letsencrypt.org/directory); with `acme.domains`. Validated by HTTP-01 on `tls.redirectPort` when set, else by TLS-ALPN-01 on the main listener. Without `tls.certFile` the main listener is HTTPS with it. docs/tls.md.',
     }),
     email: setting(z.email().optional(), {
       env: 'ACME_EMAIL',
@@ -709,7 +709,7 @@ export const configSchema = z.strictObject({
     domains: setting(z.array(z.string().regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, 'expected a host name (HTTP-01 cannot validate a wildcard)').max(253)).max(100).default([]), {
       env: 'ACME_DOMAINS',
       list: 'comma',
-      description: 'Names the ACME certificate covers (comma-separated or a JSON array); the first is its subject. Each must reach `tls.redirectPort` on port 80.',
+      description: 'Names the ACME certificate covers (comma-separated or a JSON array); the first is its subject. Each must reach the gateway: port 80 to `tls.redirectPort` (HTTP-01), or port 443 to the main listener (TLS-ALPN-01).',
     }),
     eabKid: setting(z.string().min(1).max(1024).optional(), {
       env: 'ACME_EAB_KID',
@@ -915,9 +915,6 @@ function acmeIssues(c: Pick<Config, 'tls' | 'acme'>, ctx: z.RefinementCtx): void
   }
   if ((acme.eabKid === undefined) !== (acme.eabHmacKey === undefined)) {
     ctx.addIssue({ code: 'custom', path: ['acme', acme.eabKid === undefined ? 'eabKid' : 'eabHmacKey'], message: 'give both acme.eabKid and acme.eabHmacKey (ACME_EAB_KID, ACME_EAB_HMAC_KEY), or neither' });
-  }
-  if (acme.directoryUrl !== undefined && c.tls.redirectPort === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['tls', 'redirectPort'], message: 'ACME validates by HTTP-01 on the redirect listener: set tls.redirectPort (HTTP_REDIRECT_PORT), reached on port 80' });
   }
 }
 

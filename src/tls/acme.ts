@@ -1,16 +1,20 @@
 /**
  * The gateway orders and renews its own certificate from an ACME CA (acme-client does the
- * protocol). The manager keeps the account key and the certificate in an `AcmeStore`, hands the
- * certificate to a sink (the CertificateSet), answers HTTP-01 through `AcmeChallenges` (the
- * redirect listener's registry), and renews `renewBeforeDays` before expiry; a failed order is
- * retried with backoff on the injected timers, the certificate in use kept. Private keys are
- * never logged: only names, dates and error messages are.
+ * protocol). The manager keeps the account key and the certificate in an `AcmeStore` (a file,
+ * or Redis with an order lock so that one instance of several orders), hands the certificate to
+ * a sink (the CertificateSet), leaves the answers of HTTP-01 (served by the redirect listener)
+ * and TLS-ALPN-01 (served on the main listener, alpn-challenge.ts) in the challenge store, and
+ * renews `renewBeforeDays` before expiry. A failed order is retried with backoff on the
+ * injected timers, the certificate in use kept; a certificate another instance saved is taken
+ * as soon as it is announced. Private keys are never logged: only names, dates and error
+ * messages are. test/tls/acme.test.ts and test/tls/acme-gateway.test.ts hold it against pebble.
  */
 import { randomBytes } from 'node:crypto';
 import acme from 'acme-client';
 import type { AcmeCertificate, AcmeStore, ChallengeStore } from '../state/acme/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Scheduler, Timer } from '../util/clock.js';
+import { alpnChallengeName, type AlpnChallengeCertificate } from './alpn-challenge.js';
 
 export type { AcmeCertificate, AcmeStore, ChallengeStore } from '../state/acme/store.js';
 
@@ -26,6 +30,11 @@ export interface AcmeSettings {
   eabKid?: string | undefined;
   eabHmacKey?: string | undefined;
   renewBeforeDays: number;
+  /**
+   * The challenge types to answer, preferred first: HTTP-01 on the redirect listener (port 80),
+   * TLS-ALPN-01 on the main listener (port 443).
+   */
+  challengeTypes: ('http-01' | 'tls-alpn-01')[];
 }
 
 export interface AcmeManagerOptions {
@@ -135,7 +144,8 @@ export function createAcmeManager(options: AcmeManagerOptions): AcmeManager {
 
 /**
  * One order with acme-client: the account key from the store (made there on the first order),
- * a new certificate key and CSR for every domain, HTTP-01 answered through the challenge store.
+ * a new certificate key and CSR for every domain, the challenges answered through the challenge
+ * store (TLS-ALPN-01's certificate made here, with a throwaway ECDSA key).
  * acme-client's own look at the challenge before it asks the CA is skipped: it fetches the name
  * from where the gateway stands, which behind a load balancer or split DNS often fails when the
  * CA's would not; the CA's validation is the one that counts, and a failed one is retried.
@@ -155,12 +165,22 @@ function orderFrom({ settings, store, challenges }: AcmeManagerOptions): () => P
       ...(settings.email !== undefined ? { email: settings.email } : {}),
       termsOfServiceAgreed: true,
       skipChallengeVerification: true,
-      challengePriority: ['http-01'],
-      challengeCreateFn: async (_authz, challenge, keyAuthorization) => challenges.set(challenge.token, keyAuthorization, CHALLENGE_TTL_MS),
-      challengeRemoveFn: async (_authz, challenge) => challenges.delete(challenge.token),
+      challengePriority: settings.challengeTypes,
+      // acme-client's types name http-01 and dns-01 only; its code answers tls-alpn-01 too (RFC 8737).
+      challengeCreateFn: async (authz, challenge, keyAuthorization) => {
+        if (!isTlsAlpn(challenge)) return challenges.set(challenge.token, keyAuthorization, CHALLENGE_TTL_MS);
+        const [alpnKey, alpnCert] = await acme.crypto.createAlpnCertificate(authz, keyAuthorization, await acme.crypto.createPrivateEcdsaKey());
+        const answer: AlpnChallengeCertificate = { certPem: alpnCert.toString(), keyPem: alpnKey.toString() };
+        return challenges.set(alpnChallengeName(authz.identifier.value), JSON.stringify(answer), CHALLENGE_TTL_MS);
+      },
+      challengeRemoveFn: async (authz, challenge) => challenges.delete(isTlsAlpn(challenge) ? alpnChallengeName(authz.identifier.value) : challenge.token),
     });
     return { serverNames: [...settings.domains], certPem, keyPem: key.toString() };
   };
+}
+
+function isTlsAlpn(challenge: { type: string }): boolean {
+  return challenge.type === 'tls-alpn-01';
 }
 
 function notAfter(certificate: AcmeCertificate): number {

@@ -1,7 +1,8 @@
 /**
  * Debian's pebble (an ACME test CA) and pebble-challtestsrv (its DNS: every name → 127.0.0.1)
- * on ephemeral ports, for the ACME tests. pebble validates HTTP-01 on `httpPort` of 127.0.0.1:
- * a gateway's redirect listener, or a responder of the test's. Its own HTTPS certificate is
+ * on ephemeral ports, for the ACME tests. pebble validates HTTP-01 on `httpPort` of 127.0.0.1
+ * (a gateway's redirect listener, or a responder of the test's) and TLS-ALPN-01 on `tlsPort`
+ * (a gateway's main listener). Its own HTTPS certificate is
  * signed by a test CA (`caFile`: what NODE_EXTRA_CA_CERTS names); the certificates it issues
  * chain to a root made at its start (`issuingRoot`). The caller stops it (`stop`), from the
  * `after` of its suite or test: node:test's `after` called inside a `before` hook runs at once.
@@ -41,11 +42,13 @@ export interface Pebble {
 export interface PebbleOptions {
   /** The port of 127.0.0.1 pebble fetches HTTP-01 answers from. */
   httpPort: number;
+  /** The port of 127.0.0.1 pebble makes its TLS-ALPN-01 handshakes with (a gateway's main listener). */
+  tlsPort?: number;
   /** Accounts need external account binding with one of these key ids and HMAC keys (base64url). */
   eabKeys?: Record<string, string>;
 }
 
-export async function startPebble({ httpPort, eabKeys }: PebbleOptions): Promise<Pebble> {
+export async function startPebble({ httpPort, tlsPort, eabKeys }: PebbleOptions): Promise<Pebble> {
   const ca = makeTestCa();
   const leaf = ca.leaf('pebble', ['localhost', '127.0.0.1']);
   // A copy of its own: the test CA's directory goes when the test file ends, this when stopped.
@@ -63,7 +66,7 @@ export async function startPebble({ httpPort, eabKeys }: PebbleOptions): Promise
   writeFileSync(config, JSON.stringify({
     pebble: {
       listenAddress: `127.0.0.1:${acmePort}`, managementListenAddress: `127.0.0.1:${managementPort}`,
-      certificate: leaf.certFile, privateKey: leaf.keyFile, httpPort, tlsPort: 5001, ocspResponderURL: '',
+      certificate: leaf.certFile, privateKey: leaf.keyFile, httpPort, tlsPort: tlsPort ?? await freePort(), ocspResponderURL: '',
       externalAccountBindingRequired: eabKeys !== undefined, ...(eabKeys === undefined ? {} : { externalAccountMACKeys: eabKeys }),
     },
   }));

@@ -12,6 +12,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
+import { request } from 'node:https';
 import { connect, type PeerCertificate } from 'node:tls';
 import acme from 'acme-client';
 import { checkConfiguration } from '../../src/cli/config-check.js';
@@ -22,8 +23,8 @@ import { freePort, rawRedisClient, redisSuite, startRedis } from '../helpers/red
 
 const IN_USE = 'acme: certificate in use';
 
-async function pebbleFor(t: TestContext, httpPort: number): Promise<Pebble> {
-  const pebble = await startPebble({ httpPort });
+async function pebbleFor(t: TestContext, httpPort: number, tlsPort?: number): Promise<Pebble> {
+  const pebble = await startPebble({ httpPort, ...(tlsPort === undefined ? {} : { tlsPort }) });
   t.after(() => pebble.stop());
   return pebble;
 }
@@ -37,6 +38,28 @@ function peerOf(url: string, servername: string, ca?: string): Promise<{ peer: P
       socket.destroy();
     });
     socket.once('error', reject);
+  });
+}
+
+/** A TLS handshake offering `protocols` (ALPN); the certificate served. */
+function alpnHandshake(url: string, servername: string, protocols: string[], ca: string): Promise<PeerCertificate> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port: Number(port), servername, ca, ALPNProtocols: protocols }, () => {
+      resolve(socket.getPeerCertificate());
+      socket.destroy();
+    });
+    socket.once('error', reject);
+    socket.once('close', () => reject(new Error('closed before the handshake')));
+  });
+}
+
+/** One GET over HTTPS to the gateway at `url`, asking for `servername`, trusting `ca`. */
+function httpsGet(url: string, path: string, servername: string, ca: string): Promise<{ status: number; hsts: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    request(`${url}${path}`, { servername, ca, agent: false }, (res) => {
+      res.resume().on('end', () => resolve({ status: res.statusCode!, hsts: res.headers['strict-transport-security'] }));
+    }).on('error', reject).end();
   });
 }
 
@@ -103,6 +126,32 @@ describe('ACME through the gateway, against pebble', pebbleSuite(), () => {
     assert.ok(res instanceof Error, 'an ordinary client refuses the temporary certificate');
   });
 
+  test('TLS-ALPN-01 on the main listener (no redirect listener): pebble validates by an acme-tls/1 handshake; ordinary clients are served by the HTTPS server as before', async (t) => {
+    const mainPort = await freePort();
+    // HTTP-01 would fail: nothing listens on pebble's HTTP port.
+    const pebble = await pebbleFor(t, await freePort(), mainPort);
+    acme.axios.defaults.httpsAgent = pebble.agent;
+    const gw = await startGateway(t, { overrides: { server: { port: mainPort }, acme: { directoryUrl: pebble.directoryUrl, domains: ['alpn.gateway.test'], stateFile: join(tempDir(t), 'acme.json') } } });
+    assert.equal(gw.running!.redirectUrl, undefined);
+    await untilLogged(gw, IN_USE);
+    const root = await pebble.issuingRoot();
+    const served = await peerOf(gw.url, 'alpn.gateway.test', root);
+    assert.equal(served.authorized, true, String(served.error));
+
+    // An ordinary request, and a client offering acme-tls/1 among others, reach the HTTPS server.
+    const health = await httpsGet(gw.url, '/healthz', 'alpn.gateway.test', root);
+    assert.equal(health.status, 200);
+    assert.equal(health.hsts, 'max-age=31536000');
+    const mixed = await alpnHandshake(gw.url, 'alpn.gateway.test', ['http/1.1', 'acme-tls/1'], root);
+    assert.equal(mixed.fingerprint256, served.peer.fingerprint256);
+    // acme-tls/1 alone, with no challenge waiting for the name: the handshake fails, the gateway goes on.
+    await assert.rejects(alpnHandshake(gw.url, 'alpn.gateway.test', ['acme-tls/1'], root));
+    // Bytes that are not TLS are the HTTPS server's to refuse, as before.
+    const plain = await fetch(gw.url.replace('https:', 'http:') + '/healthz').catch((err: Error) => err);
+    assert.ok(plain instanceof Error || plain.status === 400, 'plain HTTP is not served on the HTTPS port');
+    assert.equal((await httpsGet(gw.url, '/healthz', 'alpn.gateway.test', root)).status, 200);
+  });
+
   test('Redis: two instances, one order, both serve the certificate; the HTTP-01 answers are shared, the lock released', redisSuite(), async (t) => {
     const redis = await startRedis(t);
     const redirectPort = await freePort();
@@ -135,14 +184,13 @@ describe('ACME through the gateway, against pebble', pebbleSuite(), () => {
   });
 });
 
-test('config: ACME needs its domains and the redirect listener, EAB both halves, host names without wildcards; the EAB key is redacted', () => {
+test('config: ACME needs its domains, EAB both halves, host names without wildcards; the EAB key is redacted', () => {
   const base = { ACME_DIRECTORY_URL: 'https://acme-staging-v02.api.letsencrypt.org/directory', ACME_DOMAINS: 'api.example.com,www.example.com', HTTP_REDIRECT_PORT: '80' };
   const valid = checkConfiguration({ env: { ...base, ACME_EAB_KID: 'kid-1', ACME_EAB_HMAC_KEY: 'zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W' } });
   assert.deepEqual(valid.errors, []);
   assert.doesNotMatch(JSON.stringify(valid.settings), /zWNDZM6e/, 'the EAB HMAC key is not shown');
   const cases: [Record<string, string | undefined>, RegExp][] = [
     [{ ACME_DOMAINS: undefined }, /^acme\.domains\b.*set acme\.domains/],
-    [{ HTTP_REDIRECT_PORT: undefined }, /^tls\.redirectPort\b.*HTTP-01/],
     [{ ACME_EAB_KID: 'kid-1' }, /^acme\.eabHmacKey\b.*give both/],
     [{ ACME_DOMAINS: '*.example.com' }, /^acme\.domains\.0\b.*wildcard/],
     [{ ACME_DIRECTORY_URL: undefined }, /^acme\.directoryUrl\b.*set acme\.directoryUrl/],

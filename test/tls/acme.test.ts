@@ -57,7 +57,7 @@ describe('ACME against pebble', pebbleSuite(), () => {
     };
   }
 
-  const settings = (domains: string[]) => ({ directoryUrl, domains, email: 'ops@example.com', renewBeforeDays: 30 });
+  const settings = (domains: string[]) => ({ directoryUrl, domains, email: 'ops@example.com', renewBeforeDays: 30, challengeTypes: ['http-01' as const] });
 
   test('orders by HTTP-01, stores the certificate (0600), serves it after a restart, renews 30 days before expiry', async () => {
     const file = join(dir, 'acme-state.json');
