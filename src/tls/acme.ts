@@ -159,6 +159,9 @@ function orderFrom({ settings, store, challenges }: AcmeManagerOptions): () => P
         ? { externalAccountBinding: { kid: settings.eabKid, hmacKey: settings.eabHmacKey } }
         : {}),
     });
+    // The account of a kept key is looked up rather than registered again: acme-client would
+    // then send it an update, empty without an email, which CAs refuse (pebble does).
+    await client.createAccount({ onlyReturnExisting: true }).catch(() => undefined);
     const [key, csr] = await acme.crypto.createCsr({ commonName: settings.domains[0]!, altNames: settings.domains });
     const certPem = await client.auto({
       csr,

@@ -160,6 +160,20 @@ export interface GivenCertificate {
   keyPem: string;
 }
 
+/** The expiry gauge of the main listener's certificates, read at each scrape. */
+function countExpiry(registry: Registry, clock: Clock, entries: () => Loaded[]): void {
+  new Gauge({
+    name: 'gateway_tls_certificate_expiry_seconds',
+    help: 'Seconds until each TLS certificate of the main listener expires (negative: expired), by its file (`acme` for the one ACME obtained)',
+    labelNames: ['certificate'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const entry of entries()) this.set({ certificate: entry.label }, Math.round((entry.expiresAt - clock.now()) / 1000));
+    },
+  });
+}
+
 export interface CertificateSet {
   /** The secure-server options of the main listener: default pair, SNI, versions, ciphers. */
   serverOptions(): TlsOptions;
@@ -226,18 +240,7 @@ export function createCertificateSet(settings: TlsSettings, { log, clock, timers
   index();
   warnAboutExpiry(loaded);
 
-  if (registry !== undefined) {
-    new Gauge({
-      name: 'gateway_tls_certificate_expiry_seconds',
-      help: 'Seconds until each TLS certificate of the main listener expires (negative: expired), by its file (`acme` for the one ACME obtained)',
-      labelNames: ['certificate'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const entry of all()) this.set({ certificate: entry.label }, Math.round((entry.expiresAt - clock.now()) / 1000));
-      },
-    });
-  }
+  if (registry !== undefined) countExpiry(registry, clock, all);
 
   let signature = signatureOf(files);
   const set: CertificateSet = {

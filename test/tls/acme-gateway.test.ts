@@ -63,11 +63,11 @@ function httpsGet(url: string, path: string, servername: string, ca: string): Pr
   });
 }
 
-/** Resolves once `gw` has logged `msg` (its log is in memory; looked at every 25 ms, at most `limitMs`). */
-async function untilLogged(gw: TestGateway, msg: string, limitMs = 20_000): Promise<Record<string, unknown>> {
+/** Resolves once `gw` has logged `msg` the `nth` time (its log is in memory; looked at every 25 ms, at most `limitMs`). */
+async function untilLogged(gw: TestGateway, msg: string, nth = 1, limitMs = 20_000): Promise<Record<string, unknown>> {
   const deadline = Date.now() + limitMs;
   for (;;) {
-    const found = gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.msg === msg);
+    const found = gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === msg)[nth - 1];
     if (found !== undefined) return found;
     if (Date.now() > deadline) throw new Error(`no "${msg}" within ${limitMs} ms:\n${gw.logs.join('\n')}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
@@ -118,12 +118,17 @@ describe('ACME through the gateway, against pebble', pebbleSuite(), () => {
     assert.match(gw.url, /^https:/);
     const failed = await untilLogged(gw, 'acme: no certificate obtained; retrying');
     assert.equal(failed.retryInMs, 60_000);
+    gw.clock.advance(60_000);
+    assert.equal((await untilLogged(gw, 'acme: no certificate obtained; retrying', 2)).retryInMs, 120_000);
     const { peer, authorized } = await peerOf(gw.url, 'c.gateway.test', await pebble.issuingRoot());
     assert.equal(authorized, false);
     assert.equal(peer.subject.CN, 'c.gateway.test');
     assert.equal(peer.issuer.CN, 'c.gateway.test', 'self-signed');
     const res = await fetch(`${gw.url}/healthz`).catch((err: Error) => err);
     assert.ok(res instanceof Error, 'an ordinary client refuses the temporary certificate');
+    assert.ok(gw.clock.pendingTimers() > 0, 'the retry waits on the clock');
+    await gw.close();
+    assert.equal(gw.clock.pendingTimers(), 0, 'closing the gateway stops the ACME manager\'s timer');
   });
 
   test('TLS-ALPN-01 on the main listener (no redirect listener): pebble validates by an acme-tls/1 handshake; ordinary clients are served by the HTTPS server as before', async (t) => {
@@ -150,6 +155,13 @@ describe('ACME through the gateway, against pebble', pebbleSuite(), () => {
     const plain = await fetch(gw.url.replace('https:', 'http:') + '/healthz').catch((err: Error) => err);
     assert.ok(plain instanceof Error || plain.status === 400, 'plain HTTP is not served on the HTTPS port');
     assert.equal((await httpsGet(gw.url, '/healthz', 'alpn.gateway.test', root)).status, 200);
+
+    // 30 days before it expires (on the gateway's clock) it is renewed, and the new one served.
+    gw.clock.advance(Date.parse(served.peer.valid_to) - 30 * 86_400_000 - gw.clock.now() + 1000);
+    await untilLogged(gw, IN_USE, 2);
+    const renewed = await peerOf(gw.url, 'alpn.gateway.test', root);
+    assert.equal(renewed.authorized, true, String(renewed.error));
+    assert.notEqual(renewed.peer.fingerprint256, served.peer.fingerprint256);
   });
 
   test('Redis: two instances, one order, both serve the certificate; the HTTP-01 answers are shared, the lock released', redisSuite(), async (t) => {
