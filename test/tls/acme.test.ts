@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -26,9 +27,10 @@ describe('ACME against pebble', pebbleSuite(), () => {
   let responder: Server;
   let pebble: Pebble | undefined;
   let directoryUrl = '';
+  let httpPort = 0;
 
   before(async () => {
-    const httpPort = await freePort();
+    httpPort = await freePort();
     responder = createServer((req, res) => {
       const token = req.url?.replace('/.well-known/acme-challenge/', '') ?? '';
       const answer = answers.get(token);
@@ -101,6 +103,34 @@ describe('ACME against pebble', pebbleSuite(), () => {
     assert.doesNotMatch(JSON.stringify(errors), /PRIVATE KEY/);
     void next;
     manager.stop();
+  });
+
+  test('external account binding: a CA that requires it refuses an account without, and orders with the key id and HMAC key it gave', async (t) => {
+    const hmacKey = 'zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W';
+    const eabPebble = await startPebble({ httpPort, eabKeys: { 'kid-1': hmacKey } });
+    t.after(() => eabPebble.stop());
+    const previous = acme.axios.defaults.httpsAgent;
+    acme.axios.defaults.httpsAgent = new Agent({ ca: [eabPebble.caPem, pebble!.caPem] });
+    t.after(() => { acme.axios.defaults.httpsAgent = previous; });
+    const errors: { err: string }[] = [];
+    const log = { ...silentLog, error: (o: { err: string }) => void errors.push(o), info: () => {} } as unknown as typeof silentLog;
+    const clock = new ManualClock(Date.now());
+    const base = { ...settings(['eab.gateway.test']), directoryUrl: eabPebble.directoryUrl };
+
+    const without = sinkWaiting();
+    const refused = createAcmeManager({ settings: base, store: createFileAcmeStore(join(dir, 'eab-none.json'), clock), sink: without.sink, challenges, scheduler: clock, log });
+    await refused.start();
+    refused.stop();
+    assert.equal(without.got.length, 0);
+    assert.match(errors[0]?.err ?? '', /externalAccountBinding/, JSON.stringify(errors));
+
+    const bound = sinkWaiting();
+    const manager = createAcmeManager({ settings: { ...base, eabKid: 'kid-1', eabHmacKey: hmacKey }, store: createFileAcmeStore(join(dir, 'eab.json'), clock), sink: bound.sink, challenges, scheduler: clock, log });
+    await manager.start();
+    manager.stop();
+    assert.equal(bound.got.length, 1, JSON.stringify(errors));
+    assert.deepEqual(acme.crypto.readCertificateInfo(bound.got[0]!.certPem).domains.altNames, ['eab.gateway.test']);
+    assert.doesNotMatch(JSON.stringify(errors), new RegExp(hmacKey), 'the HMAC key is never logged');
   });
 
   test('the temporary certificate is self-signed for the first domain', async () => {
