@@ -20,6 +20,7 @@ import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { pebbleSuite, startPebble, type Pebble } from '../helpers/pebble.js';
 import { startGatewayProcess, tempDir, waitForLog } from '../helpers/process.js';
 import { freePort, rawRedisClient, redisSuite, startRedis } from '../helpers/redis.js';
+import { makeTestCa } from '../helpers/tls.js';
 
 const IN_USE = 'acme: certificate in use';
 
@@ -212,4 +213,24 @@ test('config: ACME needs its domains, EAB both halves, host names without wildca
     const report = checkConfiguration({ env });
     assert.ok(report.errors.some((e) => expected.test(e)), `${JSON.stringify(change)}: ${JSON.stringify(report.errors)}`);
   }
+});
+
+test('a certificate set by ACME is served for its names beside the files\' ones, survives a reload of the files, and a pair that does not match is refused whole', async (t) => {
+  const ca = makeTestCa();
+  const files = ca.leaf('files', ['localhost', '127.0.0.1']);
+  const ordered = ca.leaf('ordered', ['ordered.example.test']);
+  const other = ca.leaf('other', ['ordered.example.test']);
+  const gw = await startGateway(t, { overrides: { tls: { certFile: files.certFile, keyFile: files.keyFile } } });
+  const certificates = gw.running!.certificates!;
+  const pair = (leaf: typeof ordered, key = leaf) => ({ serverNames: ['ordered.example.test'], certPem: readFileSync(leaf.certFile, 'utf8'), keyPem: readFileSync(key.keyFile, 'utf8') });
+  certificates.setCertificate('acme', pair(ordered));
+  assert.equal((await peerOf(gw.url, 'ordered.example.test', ca.caPem)).peer.fingerprint256, ordered.fingerprint256);
+  assert.equal((await peerOf(gw.url, 'localhost', ca.caPem)).peer.fingerprint256, files.fingerprint256, 'the files\' pair stays the default');
+
+  assert.equal(certificates.reload('test'), true);
+  assert.equal((await peerOf(gw.url, 'ordered.example.test', ca.caPem)).peer.fingerprint256, ordered.fingerprint256, 'kept across the reload');
+
+  assert.throws(() => certificates.setCertificate('acme', pair(other, ordered)), { name: 'CertificateError' });
+  assert.equal((await peerOf(gw.url, 'ordered.example.test', ca.caPem)).peer.fingerprint256, ordered.fingerprint256, 'the refused pair changed nothing');
+  assert.doesNotMatch(gw.logs.join('\n'), /PRIVATE KEY/);
 });

@@ -61,7 +61,7 @@ describe('ACME against pebble', pebbleSuite(), () => {
 
   const settings = (domains: string[]) => ({ directoryUrl, domains, email: 'ops@example.com', renewBeforeDays: 30, challengeTypes: ['http-01' as const] });
 
-  test('orders by HTTP-01, stores the certificate (0600), serves it after a restart, renews 30 days before expiry', async () => {
+  test('orders by HTTP-01, stores the certificate (0600), serves it after a restart, renews 30 days before expiry, orders again for changed names', async () => {
     const file = join(dir, 'acme-state.json');
     const clock = new ManualClock(Date.now());
     const store = createFileAcmeStore(file, clock);
@@ -84,6 +84,13 @@ describe('ACME against pebble', pebbleSuite(), () => {
     await next(2);
     assert.notEqual(got[1]!.certPem, got[0]!.certPem);
     manager.stop();
+
+    // Names changed since: the stored certificate does not cover them, so a start orders.
+    const widened = sinkWaiting();
+    const third = createAcmeManager({ settings: settings(['a.gateway.test', 'b.gateway.test', 'c.gateway.test']), store: createFileAcmeStore(file, clock), sink: widened.sink, challenges, scheduler: clock, log: silentLog });
+    await third.start();
+    third.stop();
+    assert.deepEqual([...acme.crypto.readCertificateInfo(widened.got[0]!.certPem).domains.altNames].sort(), ['a.gateway.test', 'b.gateway.test', 'c.gateway.test']);
   });
 
   test('an order pebble refuses (challenge not answered) is logged and retried with backoff; the certificate in use is kept', async () => {
