@@ -127,6 +127,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         cutUnusedConnections(server);
+        alpn?.cutWaiting();
         log.info({ webSockets: services.proxy.openWebSockets(), shutdownTimeoutMs }, 'stopped accepting connections');
         // Upgraded connections are not the HTTP server's to close, and would hold it open.
         const webSockets = services.proxy.closeWebSockets();
@@ -146,7 +147,6 @@ export async function startServer(services: Services): Promise<RunningServer> {
         // Last: health and metrics stay answerable while the main listener drains.
         if (management !== undefined) await closeNow(management);
         acme?.stop();
-        alpn?.close();
         certificates?.close();
         await services.close();
       })();

@@ -82,6 +82,7 @@ export function createAcmeManager(options: AcmeManagerOptions): AcmeManager {
     if (!stopped) timer = scheduler.setTimer(ms, () => void check());
   };
   const serve = (certificate: AcmeCertificate) => {
+    if (stopped) return;
     sink.setCertificate(ACME_CERTIFICATE_ID, certificate);
     failures = 0;
     log.info({ domains: certificate.serverNames, expiresAt: new Date(notAfter(certificate)).toISOString() }, 'acme: certificate in use');
@@ -112,6 +113,8 @@ export function createAcmeManager(options: AcmeManagerOptions): AcmeManager {
       }
       serve(ordered);
     } catch (err) {
+      // An order still running when the gateway stopped ends here: nothing to retry, nothing to say.
+      if (stopped) return;
       failures++;
       const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (failures - 1));
       // The message only: acme-client's errors carry the CA's problem document, never a key.
@@ -198,10 +201,13 @@ function sameNames(a: readonly string[], b: readonly string[]): boolean {
 /**
  * A self-signed stand-in so the HTTPS listener can start before the first order completes.
  * acme-client's TLS-ALPN-01 certificate maker is its one self-signed X.509 writer; the
- * acmeIdentifier extension it adds (over random bytes here) is ignored by ordinary clients.
+ * acmeIdentifier extension it adds (over random bytes here, so it proves nothing) is ignored by
+ * ordinary clients. Its validity ends as it begins: clients refuse it twice over, which is the
+ * point (nothing is served under a name not yet proven), and the expiry metric reads below 0
+ * until the first order completes.
  */
 export async function temporaryCertificate(domains: string[]): Promise<AcmeCertificate> {
   const authz = { identifier: { type: 'dns', value: domains[0] ?? 'localhost' } } as unknown as acme.Authorization;
-  const [key, cert] = await acme.crypto.createAlpnCertificate(authz, randomBytes(32).toString('hex'));
+  const [key, cert] = await acme.crypto.createAlpnCertificate(authz, randomBytes(32).toString('hex'), await acme.crypto.createPrivateEcdsaKey());
   return { serverNames: domains, certPem: cert.toString(), keyPem: key.toString() };
 }

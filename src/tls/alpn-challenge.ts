@@ -32,8 +32,8 @@ export interface AlpnChallengeCertificate {
 }
 
 export interface AlpnResponder {
-  /** Cuts the connections whose first record is still awaited (the HTTPS server does not know them). */
-  close(): void;
+  /** Cuts the connections whose first record is still awaited: no request was begun on them, and the HTTPS server does not know them. */
+  cutWaiting(): void;
 }
 
 /** Reads the first record of each connection of `server` and hands TLS-ALPN-01 validations to their own TLS server. */
@@ -43,10 +43,10 @@ export function answerAlpnChallenges(server: HttpsServer, { challenges, handshak
     handshakeTimeout: handshakeTimeoutMs,
     SNICallback: (servername, done) => {
       challenges.get(alpnChallengeName(servername)).then((stored) => {
-        if (stored === undefined) return done(new Error('no TLS-ALPN-01 challenge waits for this name'), undefined);
+        if (stored === undefined) throw new Error('no TLS-ALPN-01 challenge waits for this name');
         const { certPem, keyPem } = JSON.parse(stored) as AlpnChallengeCertificate;
-        done(null, createSecureContext({ cert: certPem, key: keyPem }));
-      }, (err: unknown) => done(err as Error, undefined));
+        return createSecureContext({ cert: certPem, key: keyPem });
+      }).then((context) => done(null, context), (err: unknown) => done(err as Error, undefined));
     },
   }, (socket) => socket.end());
   responder.on('tlsClientError', (err: Error, socket: Socket) => {
@@ -85,7 +85,7 @@ export function answerAlpnChallenges(server: HttpsServer, { challenges, handshak
     socket.on('data', onData);
   });
   return {
-    close() {
+    cutWaiting() {
       for (const socket of waiting) socket.destroy();
     },
   };

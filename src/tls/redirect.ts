@@ -41,7 +41,7 @@ export function createRedirectListener({ exchanges, challenges, httpsPort }: { e
         res.writeHead(200, { 'Content-Type': 'text/plain', 'Cache-Control': 'no-store', 'X-Request-Id': exchange.requestId });
         res.end(req.method === 'HEAD' ? undefined : answer);
         exchange.end(200);
-      }, (err: unknown) => refuse(err instanceof GatewayError ? err : new StoreUnavailable(err)));
+      }, (err: unknown) => refuse(err instanceof GatewayError ? err : new StoreUnavailable(err))).catch(() => res.destroy());
       return;
     }
     const host = req.headers.host;

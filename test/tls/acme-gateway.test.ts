@@ -234,3 +234,18 @@ test('a certificate set by ACME is served for its names beside the files\' ones,
   assert.equal((await peerOf(gw.url, 'ordered.example.test', ca.caPem)).peer.fingerprint256, ordered.fingerprint256, 'the refused pair changed nothing');
   assert.doesNotMatch(gw.logs.join('\n'), /PRIVATE KEY/);
 });
+
+test('redirect listener with Redis: a challenge looked up while Redis is down is a 503 in the envelope, not a 500', redisSuite(), async (t) => {
+  const ca = makeTestCa();
+  const files = ca.leaf('files', ['localhost']);
+  const redis = await startRedis(t);
+  const gw = await startGateway(t, { overrides: { redis: { url: redis.url, commandTimeoutMs: 500 }, tls: { certFile: files.certFile, keyFile: files.keyFile, redirectPort: 0 } } });
+  const token = 'tok_down_0123456789abcdefgh';
+  await gw.running!.challenges.set(token, `${token}.thumbprint`, 60_000);
+  const path = `${gw.running!.redirectUrl}/.well-known/acme-challenge/${token}`;
+  assert.equal((await fetch(path)).status, 200);
+  await redis.kill();
+  const down = await fetch(path);
+  assert.equal(down.status, 503);
+  assert.equal(((await down.json()) as { message: { code: string } }).message.code, 'store_unavailable');
+});
