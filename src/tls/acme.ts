@@ -74,26 +74,46 @@ export function createAcmeManager(options: AcmeManagerOptions): AcmeManager {
   let stopped = false;
   const order = orderFrom(options);
   const dueAt = (certificate: AcmeCertificate): number => notAfter(certificate) - settings.renewBeforeDays * DAY_MS;
-  const isUsable = (certificate: AcmeCertificate | undefined): certificate is AcmeCertificate =>
-    certificate !== undefined && sameNames(certificate.serverNames, settings.domains) && dueAt(certificate) > scheduler.now();
+  /** Names exactly the configured domains, and `until` (its expiry, or the start of its renewal window) is still ahead. */
+  const isValid = (certificate: AcmeCertificate, until: (c: AcmeCertificate) => number): boolean =>
+    sameNames(certificate.serverNames, settings.domains) && until(certificate) > scheduler.now();
 
   const schedule = (ms: number) => {
     timer?.cancel();
     if (!stopped) timer = scheduler.setTimer(ms, () => void check());
   };
-  const serve = (certificate: AcmeCertificate) => {
-    if (stopped) return;
+  /** Hands `certificate` to the sink unless it is the one in use already. */
+  let inUse: string | undefined;
+  const use = (certificate: AcmeCertificate) => {
+    if (stopped || certificate.certPem === inUse) return;
     sink.setCertificate(ACME_CERTIFICATE_ID, certificate);
-    failures = 0;
+    inUse = certificate.certPem;
     log.info({ domains: certificate.serverNames, expiresAt: new Date(notAfter(certificate)).toISOString() }, 'acme: certificate in use');
+  };
+  const serve = (certificate: AcmeCertificate) => {
+    use(certificate);
+    failures = 0;
     schedule(dueAt(certificate) - scheduler.now());
+  };
+
+  /** The stored certificate, now in use, unless expired (one due is served while its order runs), for other names, or refused by the sink. */
+  const takeStored = async (): Promise<AcmeCertificate | undefined> => {
+    const stored = await store.certificate();
+    if (stored === undefined || !isValid(stored, notAfter)) return undefined;
+    try {
+      use(stored);
+      return stored;
+    } catch (err) {
+      log.warn({ problem: (err as Error).message }, 'acme: the stored certificate cannot be used; ordering a new one');
+      return undefined;
+    }
   };
 
   /** Serves the stored certificate when usable; else orders one under the lock, stores and serves it. */
   const check = async (): Promise<void> => {
     try {
-      const stored = await store.certificate();
-      if (isUsable(stored)) return serve(stored);
+      const stored = await takeStored();
+      if (stored !== undefined && isValid(stored, dueAt)) return serve(stored);
       const token = await store.lockOrder(LOCK_TTL_MS);
       if (token === undefined) {
         // Another instance is ordering: its announcement brings the certificate; this is the fallback.
@@ -103,8 +123,8 @@ export function createAcmeManager(options: AcmeManagerOptions): AcmeManager {
       let ordered: AcmeCertificate;
       try {
         // Read again under the lock: another instance may have stored one since the first look.
-        const again = await store.certificate();
-        if (isUsable(again)) return serve(again);
+        const again = await takeStored();
+        if (again !== undefined && isValid(again, dueAt)) return serve(again);
         log.info({ domains: settings.domains }, 'acme: ordering a certificate');
         ordered = await order();
         await store.saveCertificate(ordered, notAfter(ordered));
@@ -115,8 +135,7 @@ export function createAcmeManager(options: AcmeManagerOptions): AcmeManager {
     } catch (err) {
       // An order still running when the gateway stopped ends here: nothing to retry, nothing to say.
       if (stopped) return;
-      failures++;
-      const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (failures - 1));
+      const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** failures++);
       // The message only: acme-client's errors carry the CA's problem document, never a key.
       log.error({ err: (err as Error).message, retryInMs: delay, failures }, 'acme: no certificate obtained; retrying');
       schedule(delay);
@@ -126,8 +145,8 @@ export function createAcmeManager(options: AcmeManagerOptions): AcmeManager {
   /** Another instance stored a certificate: serve it if usable (never order from here). */
   const adopt = async (): Promise<void> => {
     try {
-      const stored = await store.certificate();
-      if (isUsable(stored)) serve(stored);
+      const stored = await takeStored();
+      if (stored !== undefined && isValid(stored, dueAt)) serve(stored);
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'acme: could not read the certificate another instance stored');
     }

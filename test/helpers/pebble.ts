@@ -70,8 +70,10 @@ export async function startPebble({ httpPort, tlsPort, eabKeys }: PebbleOptions)
       externalAccountBindingRequired: eabKeys !== undefined, ...(eabKeys === undefined ? {} : { externalAccountMACKeys: eabKeys }),
     },
   }));
-  // No sleep before validating, and no nonce refused at random: pebble's defaults test clients' retries, not ours.
-  const pebble = spawn('pebble', ['-config', config, '-dnsserver', `127.0.0.1:${dnsPort}`], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0' } });
+  // No sleep before validating, and no nonce refused at random: pebble's defaults test clients'
+  // retries, not ours. No authorization reused (pebble's default: half of them), so that every
+  // order, a renewal's too, is validated against the gateway.
+  const pebble = spawn('pebble', ['-config', config, '-dnsserver', `127.0.0.1:${dnsPort}`], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0', PEBBLE_AUTHZREUSE: '0' } });
   children.push(pebble);
   let out = '';
   pebble.stdout!.setEncoding('utf8');

@@ -85,6 +85,16 @@ describe('ACME against pebble', pebbleSuite(), () => {
     assert.notEqual(got[1]!.certPem, got[0]!.certPem);
     manager.stop();
 
+    // A stored certificate the certificate set refuses (a key that is not its own, say) is replaced by an order.
+    const refusing = sinkWaiting();
+    const stale = (await createFileAcmeStore(file, clock).certificate())!.certPem;
+    const picky = { setCertificate: (id: string, c: AcmeCertificate) => { if (c.certPem === stale) throw new Error('TLS: acme (key): is not the key of the certificate in acme'); refusing.sink.setCertificate(id, c); } };
+    const fourth = createAcmeManager({ settings: settings(['a.gateway.test', 'b.gateway.test']), store: createFileAcmeStore(file, clock), sink: picky, challenges, scheduler: clock, log: silentLog });
+    await fourth.start();
+    fourth.stop();
+    assert.equal(refusing.got.length, 1);
+    assert.notEqual(refusing.got[0]!.certPem, stale);
+
     // Names changed since: the stored certificate does not cover them, so a start orders.
     const widened = sinkWaiting();
     const third = createAcmeManager({ settings: settings(['a.gateway.test', 'b.gateway.test', 'c.gateway.test']), store: createFileAcmeStore(file, clock), sink: widened.sink, challenges, scheduler: clock, log: silentLog });
@@ -93,7 +103,7 @@ describe('ACME against pebble', pebbleSuite(), () => {
     assert.deepEqual([...acme.crypto.readCertificateInfo(widened.got[0]!.certPem).domains.altNames].sort(), ['a.gateway.test', 'b.gateway.test', 'c.gateway.test']);
   });
 
-  test('an order pebble refuses (challenge not answered) is logged and retried with backoff; the certificate in use is kept', async () => {
+  test('an order pebble refuses (challenge not answered) is logged and retried with backoff; a stored certificate still valid is served meanwhile', async () => {
     const clock = new ManualClock(Date.now());
     const { got, sink, next } = sinkWaiting();
     const errors: unknown[] = [];
@@ -110,6 +120,20 @@ describe('ACME against pebble', pebbleSuite(), () => {
     assert.doesNotMatch(JSON.stringify(errors), /PRIVATE KEY/);
     void next;
     manager.stop();
+
+    // A restart inside the renewal window, orders failing: the stored certificate, still valid,
+    // is served meanwhile (the one the first test stored: the tests of this suite run in order).
+    const file = join(dir, 'acme-state.json');
+    const kept = await createFileAcmeStore(file, clock).certificate();
+    const expiresAt = acme.crypto.readCertificateInfo(kept!.certPem).notAfter.getTime();
+    const late = new ManualClock(expiresAt - 10 * DAY_MS);
+    const restarted = sinkWaiting();
+    const inWindow = createAcmeManager({ settings: settings(kept!.serverNames), store: createFileAcmeStore(file, late), sink: restarted.sink, challenges: mute, scheduler: late, log });
+    await inWindow.start();
+    inWindow.stop();
+    assert.equal(restarted.got.length, 1);
+    assert.equal(restarted.got[0]!.certPem, kept!.certPem);
+    assert.equal(errors.length, 3, 'and the failed order is logged');
   });
 
   test('external account binding: a CA that requires it refuses an account without, and orders with the key id and HMAC key it gave', async (t) => {
