@@ -10,6 +10,8 @@
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
+import { once } from 'node:events';
+import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { request } from 'node:https';
@@ -115,7 +117,8 @@ describe('ACME through the gateway, against pebble', pebbleSuite(), () => {
     // pebble validates on a port nothing listens on: every order fails.
     const pebble = await pebbleFor(t, await freePort());
     acme.axios.defaults.httpsAgent = pebble.agent;
-    const gw = await startGateway(t, { overrides: { acme: { directoryUrl: pebble.directoryUrl, domains: ['c.gateway.test'], stateFile: join(tempDir(t), 'acme.json') }, tls: { redirectPort: 0 } } });
+    // A request timeout of 1 s bounds the handshake, and the wait for a first record, to 1 s.
+    const gw = await startGateway(t, { overrides: { server: { requestTimeoutMs: 1000 }, acme: { directoryUrl: pebble.directoryUrl, domains: ['c.gateway.test'], stateFile: join(tempDir(t), 'acme.json') }, tls: { redirectPort: 0 } } });
     assert.match(gw.url, /^https:/);
     const failed = await untilLogged(gw, 'acme: no certificate obtained; retrying');
     assert.equal(failed.retryInMs, 60_000);
@@ -127,6 +130,16 @@ describe('ACME through the gateway, against pebble', pebbleSuite(), () => {
     assert.equal(peer.issuer.CN, 'c.gateway.test', 'self-signed');
     const res = await fetch(`${gw.url}/healthz`).catch((err: Error) => err);
     assert.ok(res instanceof Error, 'an ordinary client refuses the temporary certificate');
+    // A connection that sends nothing, or half a record header, is closed by the gateway (the wait for the first record is bounded).
+    for (const bytes of [Buffer.alloc(0), Buffer.from([0x16, 0x03])]) {
+      const socket = createConnection(Number(new URL(gw.url).port), '127.0.0.1');
+      socket.on('error', () => {});
+      socket.write(bytes);
+      let received = 0;
+      socket.on('data', (chunk: Buffer) => { received += chunk.length; });
+      await once(socket, 'close');
+      assert.equal(received, 0);
+    }
     assert.ok(gw.clock.pendingTimers() > 0, 'the retry waits on the clock');
     await gw.close();
     assert.equal(gw.clock.pendingTimers(), 0, 'closing the gateway stops the ACME manager\'s timer');
