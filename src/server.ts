@@ -5,6 +5,11 @@
  * (http/raw-response.ts), and the connection is closed. On the main listener each still gets
  * its exchange (http/exchange.ts): an access line, a request metric and a span, as any request.
  *
+ * With TLS on the main listener is HTTPS (tls/certificates.ts). With ACME on, its certificate is
+ * ordered once the listeners answer (tls/acme.ts: HTTP-01 on the redirect listener), a
+ * temporary one standing in until then, and TLS-ALPN-01 validations are taken aside before TLS
+ * starts (tls/alpn-challenge.ts).
+ *
  * Stopping (drain, then close): /readyz turns 503 at once while everything is still served for
  * `server.drainDelayMs`, so that load balancers take the instance out before it refuses
  * anything; every answer from then on says `Connection: close`, so keep-alive clients move
@@ -20,13 +25,13 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createListeners, createManagementListener } from './app.js';
+import { isAcmeOn, isTlsOn } from './config/schema.js';
 import { errorAnswer } from './errors/boundary.js';
 import { ExpectationFailed, InvalidRequest, MethodNotAllowed, RequestHeadersTooLarge, RequestTimeout, SERVED_METHODS, type GatewayError } from './errors/errors.js';
 import type { Exchange, Exchanges } from './http/exchange.js';
 import { requestIdOf } from './http/middleware/request-id.js';
 import { answerResponse, answerSocket } from './http/raw-response.js';
 import type { Services } from './services.js';
-import { isAcmeOn, isTlsOn } from './config/schema.js';
 import type { ChallengeStore } from './state/index.js';
 import { ACME_CERTIFICATE_ID, createAcmeManager, temporaryCertificate, type AcmeManager } from './tls/acme.js';
 import { answerAlpnChallenges } from './tls/alpn-challenge.js';
@@ -44,7 +49,7 @@ export interface RunningServer {
   certificates: CertificateSet | undefined;
   /** The redirect listener's (tls.redirectPort), when there is one: plain HTTP, 308 to HTTPS. */
   redirectUrl: string | undefined;
-  /** The ACME HTTP-01 answers the redirect listener serves. */
+  /** The ACME answers: HTTP-01's the redirect listener serves, TLS-ALPN-01's the main listener's validations read. */
   challenges: ChallengeStore;
   /**
    * /readyz answers 503 from now on; everything is still served for `server.drainDelayMs`,
