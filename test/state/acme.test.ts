@@ -6,7 +6,7 @@
  * saved certificate to the other instances.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -62,6 +62,15 @@ test('file: written with mode 0600 (it holds private keys); the lock lapses afte
   assert.equal(typeof next, 'string');
   await store.unlockOrder(lapsed!);
   assert.equal(await store.lockOrder(1000), undefined, 'the lapsed holder released nothing');
+});
+
+test('file: a state file that is not JSON is left alone, and every look says which file', async (t) => {
+  const file = join(tempDir(t), 'acme.json');
+  writeFileSync(file, '{"accountKey": "-----BEGIN');
+  const store = createFileAcmeStore(file, new ManualClock(Date.now()));
+  await assert.rejects(store.certificate(), (err: Error) => err.message.includes(file) && !err.message.includes('BEGIN'));
+  await assert.rejects(store.saveCertificate({ serverNames: ['a.gateway.test'], certPem: 'c', keyPem: 'k' }, Date.now()));
+  assert.equal(readFileSync(file, 'utf8'), '{"accountKey": "-----BEGIN');
 });
 
 test('memory answers lapse after their TTL on the clock', async () => {

@@ -26,12 +26,20 @@ export function createFileAcmeStore(file: string, clock: Clock): AcmeStore {
     last = result.catch(() => undefined);
     return result;
   };
+  // A file that is not JSON is left as it is (it may hold the account key an operator wants
+  // back): every look fails, naming it, until it is moved aside.
   const readAll = async (): Promise<Kept> => {
+    let text: string;
     try {
-      return JSON.parse(await readFile(file, 'utf8')) as Kept;
+      text = await readFile(file, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
       throw err;
+    }
+    try {
+      return JSON.parse(text) as Kept;
+    } catch {
+      throw new Error(`acme.stateFile ${file} is not JSON: move it aside to start afresh`);
     }
   };
   const write = async (change: Kept) => writeAtomically(file, `${JSON.stringify({ ...(await readAll()), ...change }, null, 2)}\n`);
