@@ -8,7 +8,7 @@
  * self-signed certificate served while no order has succeeded.
  */
 import assert from 'node:assert/strict';
-import { X509Certificate } from 'node:crypto';
+import { generateKeyPairSync, X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { once } from 'node:events';
 import { createConnection } from 'node:net';
@@ -176,6 +176,28 @@ describe('ACME through the gateway, against pebble', pebbleSuite(), () => {
     const renewed = await peerOf(gw.url, 'alpn.gateway.test', root);
     assert.equal(renewed.authorized, true, String(renewed.error));
     assert.notEqual(renewed.peer.fingerprint256, served.peer.fingerprint256);
+  });
+
+  test('process, WORKERS=2 on Redis: one worker orders, both serve the certificate; the CA may reach either on the shared redirect port', redisSuite(), async (t) => {
+    const redis = await startRedis(t);
+    const redirectPort = await freePort();
+    const pebble = await pebbleFor(t, redirectPort);
+    const pem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const gw = await startGatewayProcess(t, {
+      WORKERS: '2', REDIS_URL: redis.url, SIGNING_KEYS: JSON.stringify([{ kid: 'acme-workers', alg: 'EdDSA', pem }]),
+      ACME_DIRECTORY_URL: pebble.directoryUrl, ACME_DOMAINS: 'workers.gateway.test', HTTP_REDIRECT_PORT: String(redirectPort), NODE_EXTRA_CA_CERTS: pebble.caFile,
+    });
+    for (const worker of [1, 2]) await waitForLog(gw.child, (line) => line.msg === IN_USE && line.worker === worker);
+    assert.equal(gw.logs().filter((line) => line.msg === 'acme: ordering a certificate').length, 1, 'one worker ordered');
+    const root = await pebble.issuingRoot();
+    const seen = new Set<string>();
+    // Fresh connections, handed to the workers in turn.
+    for (let i = 0; i < 6; i++) {
+      const { peer, authorized, error } = await peerOf(gw.url, 'workers.gateway.test', root);
+      assert.equal(authorized, true, String(error));
+      seen.add(peer.fingerprint256);
+    }
+    assert.equal(seen.size, 1, 'every worker serves the same certificate');
   });
 
   test('Redis: two instances, one order, both serve the certificate; the HTTP-01 answers are shared, the lock released', redisSuite(), async (t) => {
