@@ -44,6 +44,8 @@ export interface AcmeManagerOptions {
   challenges: ChallengeStore;
   scheduler: Scheduler;
   log: Logger;
+  /** Each request to the CA gets this long (default 30 s); see createAcmeManager. */
+  requestTimeoutMs?: number;
 }
 
 /** The certificate set's id for the ordered certificate. */
@@ -54,6 +56,8 @@ const RETRY_FIRST_MS = 60_000;
 const RETRY_MAX_MS = DAY_MS;
 /** Longer than any order takes (pebble: a second; Let's Encrypt: seconds to a minute); a dead holder's lapses after it. */
 const LOCK_TTL_MS = 10 * 60_000;
+/** Each request to the CA; a timed-out one fails the order, retried with the backoff. */
+const REQUEST_TIMEOUT_MS = 30_000;
 /** How long an HTTP-01 answer waits at most: as long as the lock, as the order it belongs to. */
 const CHALLENGE_TTL_MS = LOCK_TTL_MS;
 
@@ -69,6 +73,7 @@ export interface AcmeManager {
 
 export function createAcmeManager(options: AcmeManagerOptions): AcmeManager {
   const { settings, store, sink, scheduler, log } = options;
+  boundRequests(options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS);
   let timer: Timer | undefined;
   let failures = 0;
   let stopped = false;
@@ -126,7 +131,7 @@ export function createAcmeManager(options: AcmeManagerOptions): AcmeManager {
         const again = await takeStored();
         if (again !== undefined && isValid(again, dueAt)) return serve(again);
         log.info({ domains: settings.domains }, 'acme: ordering a certificate');
-        ordered = await order();
+        ordered = await order().catch((err: unknown) => { throw asCaFailure(err, settings.directoryUrl); });
         await store.saveCertificate(ordered, notAfter(ordered));
       } finally {
         await store.unlockOrder(token).catch(() => undefined);
@@ -202,6 +207,26 @@ function orderFrom({ settings, store, challenges }: AcmeManagerOptions): () => P
     });
     return { serverNames: [...settings.domains], certPem, keyPem: key.toString() };
   };
+}
+
+/**
+ * acme-client sends every request through an axios instance of its own, with no timeout: a CA
+ * that accepts and never answers would hold an order, and so every renewal, for ever. The
+ * instance is acme-client's alone (no other axios of the process changes), and a gateway
+ * process has one manager.
+ */
+function boundRequests(timeoutMs: number): void {
+  acme.axios.defaults.timeout = timeoutMs;
+}
+
+/**
+ * acme-client's retry interceptor reads `response.config` of a failed request that has no
+ * response (a refused connection once its retries are spent, a timeout), so what reaches us is a
+ * TypeError that has lost the cause: said here as what it is.
+ */
+function asCaFailure(err: unknown, directoryUrl: string): unknown {
+  if (err instanceof TypeError && /reading 'config'/.test(err.message)) return new Error(`no answer from the ACME CA at ${directoryUrl} (connection failed or timed out)`);
+  return err;
 }
 
 function isTlsAlpn(challenge: { type: string }): boolean {

@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { Agent } from 'node:https';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -162,6 +163,25 @@ describe('ACME against pebble', pebbleSuite(), () => {
     assert.equal(bound.got.length, 1, JSON.stringify(errors));
     assert.deepEqual(acme.crypto.readCertificateInfo(bound.got[0]!.certPem).domains.altNames, ['eab.gateway.test']);
     assert.doesNotMatch(JSON.stringify(errors), new RegExp(hmacKey), 'the HMAC key is never logged');
+  });
+
+  test('a CA that accepts and never answers fails the order after the request timeout, retried with backoff', async (t) => {
+    const silent = createNetServer((socket) => { socket.on('error', () => {}); t.after(() => socket.destroy()); });
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    t.after(() => silent.close());
+    const clock = new ManualClock(Date.now());
+    const errors: { err: string; retryInMs: number }[] = [];
+    const log = { ...silentLog, error: (o: { err: string; retryInMs: number }) => void errors.push(o), info: () => {} } as unknown as typeof silentLog;
+    const { got, sink } = sinkWaiting();
+    const base = settings(['slow.gateway.test']);
+    const manager = createAcmeManager({ settings: { ...base, directoryUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/dir` }, store: createFileAcmeStore(join(dir, 'slow.json'), clock), sink, challenges, scheduler: clock, log, requestTimeoutMs: 200 });
+    t.after(() => { acme.axios.defaults.timeout = 30_000; });
+    await manager.start();
+    manager.stop();
+    assert.equal(got.length, 0);
+    assert.match(errors[0]?.err ?? '', /^no answer from the ACME CA at http:\/\/127\.0\.0\.1:\d+\/dir/, JSON.stringify(errors));
+    assert.equal(errors[0]?.retryInMs, 60_000);
   });
 
   test('the temporary certificate is self-signed for the first domain', async () => {
