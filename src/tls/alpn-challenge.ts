@@ -60,9 +60,11 @@ export function answerAlpnChallenges(server: HttpsServer, { challenges, handshak
   server.on('connection', (socket: Socket) => {
     let head = Buffer.alloc(0);
     const onError = () => socket.destroy();
+    const onTimeout = () => socket.destroy();
     const handOver = (isValidation: boolean) => {
       socket.off('data', onData);
       socket.off('error', onError);
+      socket.off('timeout', onTimeout);
       socket.setTimeout(0);
       waiting.delete(socket);
       socket.pause();
@@ -81,7 +83,8 @@ export function answerAlpnChallenges(server: HttpsServer, { challenges, handshak
     waiting.add(socket);
     socket.once('close', () => waiting.delete(socket));
     socket.on('error', onError);
-    socket.setTimeout(handshakeTimeoutMs, () => socket.destroy());
+    socket.setTimeout(handshakeTimeoutMs);
+    socket.on('timeout', onTimeout);
     socket.on('data', onData);
   });
   return {
