@@ -24,6 +24,7 @@ import type { TlsOptions } from 'node:tls';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Counter } from 'prom-client';
 import { createListeners, createManagementListener } from './app.js';
 import { isAcmeOn, isTlsOn } from './config/schema.js';
 import { errorAnswer } from './errors/boundary.js';
@@ -180,9 +181,11 @@ function startAcme(services: Services, certificates: CertificateSet | undefined)
   const { directoryUrl, email, domains, eabKid, eabHmacKey, renewBeforeDays } = config.acme;
   // HTTP-01 first where the redirect listener is (port 80 is easier to forward than to share); TLS-ALPN-01 always.
   const challengeTypes = config.tls.redirectPort === undefined ? ['tls-alpn-01' as const] : ['http-01' as const, 'tls-alpn-01' as const];
+  const orders = config.metrics.enabled ? new Counter({ name: 'gateway_acme_orders_total', help: 'ACME orders this instance made, by outcome (issued, failed)', labelNames: ['outcome'], registers: [services.metrics.registry] }) : undefined;
   const manager = createAcmeManager({
     settings: { directoryUrl: directoryUrl!, email, domains, eabKid, eabHmacKey, renewBeforeDays, challengeTypes },
     store: state.store, challenges: state.challenges, sink: certificates, scheduler: clock, log,
+    onOrder: (outcome) => orders?.inc({ outcome }),
   });
   void manager.start();
   return manager;

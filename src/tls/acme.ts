@@ -46,6 +46,8 @@ export interface AcmeManagerOptions {
   log: Logger;
   /** Each request to the CA gets this long (default 30 s); see createAcmeManager. */
   requestTimeoutMs?: number;
+  /** Called once per order this instance made: `issued`, or `failed` (for the metric). */
+  onOrder?: (outcome: 'issued' | 'failed') => void;
 }
 
 /** The certificate set's id for the ordered certificate. */
@@ -131,7 +133,11 @@ export function createAcmeManager(options: AcmeManagerOptions): AcmeManager {
         const again = await takeStored();
         if (again !== undefined && isValid(again, dueAt)) return serve(again);
         log.info({ domains: settings.domains }, 'acme: ordering a certificate');
-        ordered = await order().catch((err: unknown) => { throw asCaFailure(err, settings.directoryUrl); });
+        ordered = await order().catch((err: unknown) => {
+          options.onOrder?.('failed');
+          throw asCaFailure(err, settings.directoryUrl);
+        });
+        options.onOrder?.('issued');
         await store.saveCertificate(ordered, notAfter(ordered));
       } finally {
         await store.unlockOrder(token).catch(() => undefined);

@@ -18,7 +18,7 @@ import { request } from 'node:https';
 import { connect, type PeerCertificate } from 'node:tls';
 import acme from 'acme-client';
 import { checkConfiguration } from '../../src/cli/config-check.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { metricsText, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { pebbleSuite, startPebble, type Pebble } from '../helpers/pebble.js';
 import { startGatewayProcess, tempDir, waitForLog } from '../helpers/process.js';
 import { freePort, rawRedisClient, redisSuite, startRedis } from '../helpers/redis.js';
@@ -118,12 +118,13 @@ describe('ACME through the gateway, against pebble', pebbleSuite(), () => {
     const pebble = await pebbleFor(t, await freePort());
     acme.axios.defaults.httpsAgent = pebble.agent;
     // A request timeout of 1 s bounds the handshake, and the wait for a first record, to 1 s.
-    const gw = await startGateway(t, { overrides: { server: { requestTimeoutMs: 1000 }, acme: { directoryUrl: pebble.directoryUrl, domains: ['c.gateway.test'], stateFile: join(tempDir(t), 'acme.json') }, tls: { redirectPort: 0 } } });
+    const gw = await startGateway(t, { overrides: { server: { requestTimeoutMs: 1000 }, management: { port: 0 }, acme: { directoryUrl: pebble.directoryUrl, domains: ['c.gateway.test'], stateFile: join(tempDir(t), 'acme.json') }, tls: { redirectPort: 0 } } });
     assert.match(gw.url, /^https:/);
     const failed = await untilLogged(gw, 'acme: no certificate obtained; retrying');
     assert.equal(failed.retryInMs, 60_000);
     gw.clock.advance(60_000);
     assert.equal((await untilLogged(gw, 'acme: no certificate obtained; retrying', 2)).retryInMs, 120_000);
+    assert.match(await metricsText({ url: gw.managementUrl! }), /^gateway_acme_orders_total\{outcome="failed"\} 2$/m);
     const { peer, authorized } = await peerOf(gw.url, 'c.gateway.test', await pebble.issuingRoot());
     assert.equal(authorized, false);
     assert.equal(peer.subject.CN, 'c.gateway.test');
@@ -207,12 +208,14 @@ describe('ACME through the gateway, against pebble', pebbleSuite(), () => {
     acme.axios.defaults.httpsAgent = pebble.agent;
     const acmeSettings = { directoryUrl: pebble.directoryUrl, domains: ['shared.gateway.test'] };
     const [b, a] = await Promise.all([
-      startGateway(t, { overrides: { redis: { url: redis.url }, acme: acmeSettings, tls: { redirectPort } } }),
-      startGateway(t, { overrides: { redis: { url: redis.url }, acme: acmeSettings, tls: { redirectPort: 0 } } }),
+      startGateway(t, { overrides: { redis: { url: redis.url }, management: { port: 0 }, acme: acmeSettings, tls: { redirectPort } } }),
+      startGateway(t, { overrides: { redis: { url: redis.url }, management: { port: 0 }, acme: acmeSettings, tls: { redirectPort: 0 } } }),
     ]);
     await Promise.all([untilLogged(a, IN_USE), untilLogged(b, IN_USE)]);
     const orders = [a, b].flatMap((gw) => gw.logs.filter((line) => line.includes('"acme: ordering a certificate"')));
     assert.equal(orders.length, 1, 'one instance ordered');
+    const issued = await Promise.all([a, b].map(async (gw) => /^gateway_acme_orders_total\{outcome="issued"\} (\d+)$/m.exec(await metricsText({ url: gw.managementUrl! }))?.[1] ?? '0'));
+    assert.deepEqual(issued.sort(), ['0', '1'], 'the metric counts the one order where it was made');
     const root = await pebble.issuingRoot();
     const [fromA, fromB] = await Promise.all([peerOf(a.url, 'shared.gateway.test', root), peerOf(b.url, 'shared.gateway.test', root)]);
     assert.equal(fromA.authorized, true, String(fromA.error));
