@@ -67,9 +67,12 @@ describe('ACME against pebble', pebbleSuite(), () => {
     const clock = new ManualClock(Date.now());
     const store = createFileAcmeStore(file, clock);
     const { got, sink, next } = sinkWaiting();
-    const manager = createAcmeManager({ settings: settings(['a.gateway.test', 'b.gateway.test']), store, sink, challenges, scheduler: clock, log: silentLog });
+    // Failures kept, so that an assertion on a missing certificate says why the order failed.
+    const failures: unknown[] = [];
+    const log = { ...silentLog, error: (o: unknown) => void failures.push(o), info: () => {} } as unknown as typeof silentLog;
+    const manager = createAcmeManager({ settings: settings(['a.gateway.test', 'b.gateway.test']), store, sink, challenges, scheduler: clock, log });
     await manager.start();
-    assert.equal(got.length, 1);
+    assert.equal(got.length, 1, JSON.stringify(failures));
     const info = acme.crypto.readCertificateInfo(got[0]!.certPem);
     assert.deepEqual([...info.domains.altNames].sort(), ['a.gateway.test', 'b.gateway.test']);
     assert.equal(statSync(file).mode & 0o777, 0o600);
@@ -90,17 +93,18 @@ describe('ACME against pebble', pebbleSuite(), () => {
     const refusing = sinkWaiting();
     const stale = (await createFileAcmeStore(file, clock).certificate())!.certPem;
     const picky = { setCertificate: (id: string, c: AcmeCertificate) => { if (c.certPem === stale) throw new Error('TLS: acme (key): is not the key of the certificate in acme'); refusing.sink.setCertificate(id, c); } };
-    const fourth = createAcmeManager({ settings: settings(['a.gateway.test', 'b.gateway.test']), store: createFileAcmeStore(file, clock), sink: picky, challenges, scheduler: clock, log: silentLog });
+    const fourth = createAcmeManager({ settings: settings(['a.gateway.test', 'b.gateway.test']), store: createFileAcmeStore(file, clock), sink: picky, challenges, scheduler: clock, log });
     await fourth.start();
     fourth.stop();
-    assert.equal(refusing.got.length, 1);
+    assert.equal(refusing.got.length, 1, JSON.stringify(failures));
     assert.notEqual(refusing.got[0]!.certPem, stale);
 
     // Names changed since: the stored certificate does not cover them, so a start orders.
     const widened = sinkWaiting();
-    const third = createAcmeManager({ settings: settings(['a.gateway.test', 'b.gateway.test', 'c.gateway.test']), store: createFileAcmeStore(file, clock), sink: widened.sink, challenges, scheduler: clock, log: silentLog });
+    const third = createAcmeManager({ settings: settings(['a.gateway.test', 'b.gateway.test', 'c.gateway.test']), store: createFileAcmeStore(file, clock), sink: widened.sink, challenges, scheduler: clock, log });
     await third.start();
     third.stop();
+    assert.equal(widened.got.length, 1, JSON.stringify(failures));
     assert.deepEqual([...acme.crypto.readCertificateInfo(widened.got[0]!.certPem).domains.altNames].sort(), ['a.gateway.test', 'b.gateway.test', 'c.gateway.test']);
   });
 
