@@ -25,6 +25,12 @@ import { freePort, rawRedisClient, redisSuite, startRedis } from '../helpers/red
 import { makeTestCa } from '../helpers/tls.js';
 
 const IN_USE = 'acme: certificate in use';
+/**
+ * An order takes pebble a second or two, and acme-client polls it at 5 s at least: a loaded
+ * machine (two cores, other suites) has made that half a minute. Process lifetimes and waits are
+ * sized for that, not for the quiet case.
+ */
+const ORDER_LIMIT_MS = 90_000;
 
 async function pebbleFor(t: TestContext, httpPort: number, tlsPort?: number): Promise<Pebble> {
   const pebble = await startPebble({ httpPort, ...(tlsPort === undefined ? {} : { tlsPort }) });
@@ -67,7 +73,7 @@ function httpsGet(url: string, path: string, servername: string, ca: string): Pr
 }
 
 /** Resolves once `gw` has logged `msg` the `nth` time (its log is in memory; looked at every 25 ms, at most `limitMs`). */
-async function untilLogged(gw: TestGateway, msg: string, nth = 1, limitMs = 20_000): Promise<Record<string, unknown>> {
+async function untilLogged(gw: TestGateway, msg: string, nth = 1, limitMs = ORDER_LIMIT_MS): Promise<Record<string, unknown>> {
   const deadline = Date.now() + limitMs;
   for (;;) {
     const found = gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === msg)[nth - 1];
@@ -86,9 +92,9 @@ describe('ACME through the gateway, against pebble', pebbleSuite(), () => {
       ACME_DIRECTORY_URL: pebble.directoryUrl, ACME_DOMAINS: 'a.gateway.test,b.gateway.test', ACME_EMAIL: 'ops@example.com',
       HTTP_REDIRECT_PORT: String(redirectPort), ACME_STATE_FILE: stateFile, NODE_EXTRA_CA_CERTS: pebble.caFile,
     };
-    const gw = await startGatewayProcess(t, env);
+    const gw = await startGatewayProcess(t, env, { limitMs: ORDER_LIMIT_MS });
     assert.match(gw.url, /^https:/);
-    const inUse = await waitForLog(gw.child, (line) => line.msg === IN_USE);
+    const inUse = await waitForLog(gw.child, (line) => line.msg === IN_USE, ORDER_LIMIT_MS);
     assert.deepEqual(inUse.domains, ['a.gateway.test', 'b.gateway.test']);
 
     const root = await pebble.issuingRoot();
@@ -107,8 +113,8 @@ describe('ACME through the gateway, against pebble', pebbleSuite(), () => {
     gw.child.process.kill('SIGTERM');
     await gw.child.exited;
     pebble.stop();
-    const again = await startGatewayProcess(t, env);
-    await waitForLog(again.child, (line) => line.msg === IN_USE);
+    const again = await startGatewayProcess(t, env, { limitMs: ORDER_LIMIT_MS });
+    await waitForLog(again.child, (line) => line.msg === IN_USE, ORDER_LIMIT_MS);
     assert.equal((await peerOf(again.url, 'a.gateway.test', root)).peer.fingerprint256, served.peer.fingerprint256);
     assert.ok(!again.logs().some((line) => line.msg === 'acme: ordering a certificate'), 'the stored certificate is used, not ordered again');
   });
@@ -187,8 +193,8 @@ describe('ACME through the gateway, against pebble', pebbleSuite(), () => {
     const gw = await startGatewayProcess(t, {
       WORKERS: '2', REDIS_URL: redis.url, SIGNING_KEYS: JSON.stringify([{ kid: 'acme-workers', alg: 'EdDSA', pem }]),
       ACME_DIRECTORY_URL: pebble.directoryUrl, ACME_DOMAINS: 'workers.gateway.test', HTTP_REDIRECT_PORT: String(redirectPort), NODE_EXTRA_CA_CERTS: pebble.caFile,
-    });
-    for (const worker of [1, 2]) await waitForLog(gw.child, (line) => line.msg === IN_USE && line.worker === worker);
+    }, { limitMs: ORDER_LIMIT_MS });
+    for (const worker of [1, 2]) await waitForLog(gw.child, (line) => line.msg === IN_USE && line.worker === worker, ORDER_LIMIT_MS);
     assert.equal(gw.logs().filter((line) => line.msg === 'acme: ordering a certificate').length, 1, 'one worker ordered');
     const root = await pebble.issuingRoot();
     const seen = new Set<string>();
