@@ -40,10 +40,13 @@ const SHARED = /^test\/(unit|state|owner|http|proxy|tls|redis|client)\//;
 /**
  * Files of those folders that run alone: one tests what a process does once (its first hash);
  * two replace a global for a test (the client's Request, setTimeout), and the browser test's
- * page scripts write globals of the page, which the check cannot tell from the process's.
+ * page scripts write globals of the page, which the check cannot tell from the process's; the
+ * ACME tests set acme-client's HTTPS agent (its process-wide axios default) to trust pebble.
  */
 const OWN_PROCESS = new Set([
   'test/unit/owner-dummy-hash.test.ts',
+  'test/tls/acme.test.ts',
+  'test/tls/acme-gateway.test.ts',
   'test/client/fetch.test.ts',
   'test/client/retries.test.ts',
   'test/client/browser.test.ts',

@@ -27,6 +27,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { Duplex } from 'node:stream';
 import Koa from 'koa';
 import type Router from '@koa/router';
+import { isTlsOn } from './config/schema.js';
 import { dashboardHeaders } from './dashboard/serve.js';
 import { errorBoundary } from './errors/boundary.js';
 import { NotFound } from './errors/errors.js';
@@ -62,8 +63,9 @@ interface Handshake {
  * The HSTS header of every answer on the main listener, own or proxied, with TLS on
  * (docs/tls.md); a backend's own Strict-Transport-Security replaces it on its answers.
  */
-function strictTransportSecurity(tls: Services['config']['tls']): string | undefined {
-  if (tls.certFile === undefined || tls.hstsMaxAgeSeconds === 0) return undefined;
+function strictTransportSecurity(config: Services['config']): string | undefined {
+  const { tls } = config;
+  if (!isTlsOn(config) || tls.hstsMaxAgeSeconds === 0) return undefined;
   return `max-age=${tls.hstsMaxAgeSeconds}${tls.hstsIncludeSubDomains ? '; includeSubDomains' : ''}`;
 }
 
@@ -93,7 +95,7 @@ export function createListeners(services: Services): Listeners {
   const handshakes = new WeakMap<IncomingMessage, Handshake>();
   const declined = new WeakMap<IncomingMessage, Exchange>();
 
-  const hsts = strictTransportSecurity(services.config.tls);
+  const hsts = strictTransportSecurity(services.config);
 
   return {
     request: (req, res) => {

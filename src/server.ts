@@ -5,6 +5,11 @@
  * (http/raw-response.ts), and the connection is closed. On the main listener each still gets
  * its exchange (http/exchange.ts): an access line, a request metric and a span, as any request.
  *
+ * With TLS on the main listener is HTTPS (tls/certificates.ts). With ACME on, its certificate is
+ * ordered once the listeners answer (tls/acme.ts: HTTP-01 on the redirect listener), a
+ * temporary one standing in until then, and TLS-ALPN-01 validations are taken aside before TLS
+ * starts (tls/alpn-challenge.ts).
+ *
  * Stopping (drain, then close): /readyz turns 503 at once while everything is still served for
  * `server.drainDelayMs`, so that load balancers take the instance out before it refuses
  * anything; every answer from then on says `Connection: close`, so keep-alive clients move
@@ -20,7 +25,9 @@ import type { TlsOptions } from 'node:tls';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Counter } from 'prom-client';
 import { createListeners, createManagementListener } from './app.js';
+import { isAcmeOn, isTlsOn } from './config/schema.js';
 import { errorAnswer } from './errors/boundary.js';
 import { ExpectationFailed, InvalidRequest, MethodNotAllowed, RequestHeadersTooLarge, RequestTimeout, SERVED_METHODS, type GatewayError } from './errors/errors.js';
 import type { Exchange, Exchanges } from './http/exchange.js';
@@ -29,8 +36,11 @@ import { requestIdOf } from './http/middleware/request-id.js';
 import { answerResponse, answerSocket } from './http/raw-response.js';
 import type { Services } from './services.js';
 import type { Config } from './config/schema.js';
+import type { ChallengeStore } from './state/index.js';
+import { ACME_CERTIFICATE_ID, createAcmeManager, temporaryCertificate, type AcmeManager } from './tls/acme.js';
+import { answerAlpnChallenges } from './tls/alpn-challenge.js';
 import { createCertificateSet, type CertificateSet } from './tls/certificates.js';
-import { createChallenges, createRedirectListener, type Challenges } from './tls/redirect.js';
+import { createRedirectListener } from './tls/redirect.js';
 import type { Logger } from './telemetry/log.js';
 
 export interface RunningServer {
@@ -39,12 +49,12 @@ export interface RunningServer {
   url: string;
   /** The management listener's (management.port), when there is one: /metrics, /healthz, /readyz. */
   managementUrl: string | undefined;
-  /** The main listener's certificates, with TLS on (tls.certFile): SIGHUP reloads them. */
+  /** The main listener's certificates, with TLS on (tls.certFile, or ACME): SIGHUP reloads the files. */
   certificates: CertificateSet | undefined;
   /** The redirect listener's (tls.redirectPort), when there is one: plain HTTP, 308 to HTTPS. */
   redirectUrl: string | undefined;
-  /** The ACME HTTP-01 answers the redirect listener serves. */
-  challenges: Challenges;
+  /** The ACME answers: HTTP-01's the redirect listener serves, TLS-ALPN-01's the main listener's validations read. */
+  challenges: ChallengeStore;
   /**
    * /readyz answers 503 from now on; everything is still served for `server.drainDelayMs`,
    * then close(). Resolves once closed; called again, the same promise.
@@ -62,11 +72,11 @@ export async function startServer(services: Services): Promise<RunningServer> {
   const { log } = services;
   const listeners = createListeners(services);
   // Read and checked before anything listens: a bad certificate or key stops the start.
-  const certificates = services.config.tls.certFile === undefined ? undefined
-    : createCertificateSet(services.config.tls, { log, clock: services.clock, timers: services.clock, registry: services.config.metrics.enabled ? services.metrics.registry : undefined });
+  const certificates = await createCertificates(services);
   const { server, sessions } = createMainServer(services, listeners, certificates);
   if (certificates !== undefined) certificates.attach(server as HttpsServer);
   server.on('upgrade', listeners.upgrade);
+  const alpn = isAcmeOn(services.config) ? answerAlpnChallenges(server as HttpsServer, { challenges: services.acme.challenges, handshakeTimeoutMs: handshakeTimeoutMs(services), log }) : undefined;
 
   try {
     await services.warmUp();
@@ -76,7 +86,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
     throw err;
   }
   const url = urlOf(server, certificates === undefined ? 'http' : 'https');
-  const challenges = createChallenges();
+  const { challenges } = services.acme;
   let management: Server | undefined;
   let redirect: Server | undefined;
   try {
@@ -86,6 +96,9 @@ export async function startServer(services: Services): Promise<RunningServer> {
     certificates?.close();
     throw err;
   }
+  // Once the redirect listener answers HTTP-01; until the first order completes the main
+  // listener serves the temporary certificate (or the files', for names ACME does not cover).
+  const acme = startAcme(services, certificates);
 
   // Added only once stopping, so that serving costs nothing extra until then.
   const closeAfterAnswer = (_req: IncomingMessage, res: ServerResponse) => { res.shouldKeepAlive = false; };
@@ -120,6 +133,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
         server.closeIdleConnections();
         sessions?.closeAll();
         cutUnusedConnections(server);
+        alpn?.cutWaiting();
         log.info({ webSockets: services.proxy.openWebSockets(), shutdownTimeoutMs }, 'stopped accepting connections');
         // Upgraded connections are not the HTTP server's to close, and would hold it open.
         const webSockets = services.proxy.closeWebSockets();
@@ -139,6 +153,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
         if (redirect !== undefined) await closeNow(redirect);
         // Last: health and metrics stay answerable while the main listener drains.
         if (management !== undefined) await closeNow(management);
+        acme?.stop();
         certificates?.close();
         await services.close();
       })();
@@ -149,10 +164,39 @@ export async function startServer(services: Services): Promise<RunningServer> {
 }
 
 /**
+ * The main listener's certificates with TLS on: the files' (tls.certFile, tls.certificates),
+ * and with ACME on the one it obtains, served for its names; without files, a temporary
+ * self-signed one stands in as the default until the first order completes (docs/tls.md).
+ */
+async function createCertificates(services: Services): Promise<CertificateSet | undefined> {
+  const { config, log, clock, metrics } = services;
+  if (!isTlsOn(config)) return undefined;
+  const initial = config.tls.certFile === undefined ? { id: ACME_CERTIFICATE_ID, certificate: await temporaryCertificate(config.acme.domains) } : undefined;
+  return createCertificateSet(config.tls, { log, clock, timers: clock, registry: config.metrics.enabled ? metrics.registry : undefined, initial });
+}
+
+/** Starts ordering (or serving the stored) ACME certificate, with ACME on; its failures are logged and retried, never thrown. */
+function startAcme(services: Services, certificates: CertificateSet | undefined): AcmeManager | undefined {
+  const { config, log, clock, acme: state } = services;
+  if (!isAcmeOn(config) || certificates === undefined) return undefined;
+  const { directoryUrl, email, domains, eabKid, eabHmacKey, renewBeforeDays } = config.acme;
+  // HTTP-01 first where the redirect listener is (port 80 is easier to forward than to share); TLS-ALPN-01 always.
+  const challengeTypes = config.tls.redirectPort === undefined ? ['tls-alpn-01' as const] : ['http-01' as const, 'tls-alpn-01' as const];
+  const orders = config.metrics.enabled ? new Counter({ name: 'gateway_acme_orders_total', help: 'ACME orders this instance made, by outcome (issued, failed)', labelNames: ['outcome'], registers: [services.metrics.registry] }) : undefined;
+  const manager = createAcmeManager({
+    settings: { directoryUrl: directoryUrl!, email, domains, eabKid, eabHmacKey, renewBeforeDays, challengeTypes },
+    store: state.store, challenges: state.challenges, sink: certificates, scheduler: clock, log,
+    onOrder: (outcome) => orders?.inc({ outcome }),
+  });
+  void manager.start();
+  return manager;
+}
+
+/**
  * The listeners beside the main one, once it listens: management (management.port) and the
  * redirect to HTTPS (tls.redirectPort), each when configured. Neither is left open on failure.
  */
-async function startSideListeners(services: Services, main: Server, exchanges: Exchanges, challenges: Challenges): Promise<{ management: Server | undefined; redirect: Server | undefined }> {
+async function startSideListeners(services: Services, main: Server, exchanges: Exchanges, challenges: ChallengeStore): Promise<{ management: Server | undefined; redirect: Server | undefined }> {
   const { log, config } = services;
   const { host, listenWaitMs } = config.server;
   const { redirectPort, publicHttpsPort } = config.tls;
@@ -172,6 +216,11 @@ async function startSideListeners(services: Services, main: Server, exchanges: E
     throw err;
   }
   return { management, redirect };
+}
+
+/** The TLS handshake gets the same bound as the headers (Node's default: two minutes). */
+function handshakeTimeoutMs(services: Services): number {
+  return Math.min(10_000, services.config.server.requestTimeoutMs);
 }
 
 /** Closes a side listener at once, its open connections with it. */
@@ -198,7 +247,7 @@ function createMainServer(services: Services, listeners: ReturnType<typeof creat
   if (secure !== undefined) return { server, sessions: trackSessions(server) };
   const cleartext = createCleartextHttp2(http2, listeners.request as never);
   refuseConnect(cleartext, services.log, listeners.exchanges);
-  dispatchPriorKnowledge(server, cleartext, Math.min(10_000, services.config.server.requestTimeoutMs));
+  dispatchPriorKnowledge(server, cleartext, handshakeTimeoutMs(services));
   return { server, sessions: trackSessions(cleartext) };
 }
 
@@ -223,11 +272,9 @@ function createGatewayServer(services: Services, listener: RequestListener, opti
     requireHostHeader: false,
     ...options,
   };
-  // The TLS handshake gets the same bound as the headers (Node's default: two minutes).
-  const handshakeTimeout = Math.min(10_000, requestTimeoutMs);
   const server: Server = secure === undefined ? createServer(http, listener)
-    : http2 === undefined ? createHttpsServer({ ...http, ...secure, handshakeTimeout }, listener)
-      : http1Bounds(createHttp2SecureServer({ ...http2Options(http2), ...secure, allowHTTP1: true, handshakeTimeout }, listener as never), http);
+    : http2 === undefined ? createHttpsServer({ ...http, ...secure, handshakeTimeout: handshakeTimeoutMs(services) }, listener)
+      : http1Bounds(createHttp2SecureServer({ ...http2Options(http2), ...secure, allowHTTP1: true, handshakeTimeout: handshakeTimeoutMs(services) }, listener as never), http);
   trackConnections(server, secure !== undefined);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, log, exchanges));
   // Without these listeners Node answers an unknown Expect with a bare 417 and drops CONNECT

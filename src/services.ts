@@ -22,7 +22,7 @@ import { countUsage, createUsageRecorder, type UsageRecorder } from './limits/us
 import { createOwnerServices, type OwnerServices } from './owner/service.js';
 import { createProxy, type Proxy } from './proxy/proxy.js';
 import type { CachedDirectory } from './state/directory/cache.js';
-import { createState, openDataFile, withSavedDemoData, type State } from './state/index.js';
+import { createState, openDataFile, withSavedDemoData, type AcmeStore, type ChallengeStore, type State } from './state/index.js';
 import type { KeyDirectory } from './state/keys/store.js';
 import type { OwnerStore } from './state/owners/store.js';
 import type { RefreshTokenStore } from './state/tokens/store.js';
@@ -65,6 +65,8 @@ export interface Services {
   /** What the owner API writes to (tests reach the store through it). */
   ownerStore: OwnerStore;
   formatTimestamp: TimestampFormatter;
+  /** ACME's state (tls/acme.ts): account key, certificate and order lock, and the HTTP-01 answers. */
+  acme: { store: AcmeStore; challenges: ChallengeStore };
   readiness: ReadinessCheck[];
   /**
    * From now on /readyz answers 503 `draining`, whatever the stores say: the gateway is
@@ -122,6 +124,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     limits: limits.limits, usage: limits.usage, isTrustedProxy: trust.isTrusted,
     cors: edge.cors, tracing: edge.tracing, proxy: edge.proxy,
     formatTimestamp: createTimestampFormatter(config.data.timeZone),
+    acme: { store: state.acme, challenges: state.challenges },
     // Always true today (createSigner throws without a usable key); listed so that /readyz says
     // so, and so that a key set replaced at run time is checked as well.
     readiness: [...state.readiness, { name: 'signingKeys', timeoutMs: config.redis.commandTimeoutMs, isReady: async () => signer.jwks.keys.length > 0 }],

@@ -718,6 +718,40 @@ export const configSchema = z.strictObject({
     }),
   }).prefault({}),
 
+  // ACME (docs/tls.md, "ACME"): on while acme.directoryUrl is set.
+  acme: z.strictObject({
+    directoryUrl: setting(z.url({ protocol: /^https?$/ }).optional(), {
+      env: 'ACME_DIRECTORY_URL',
+      description: 'ACME directory the gateway obtains and renews its certificate from (Let\'s Encrypt: https://acme-v02.api.letsencrypt.org/directory); with `acme.domains`. Validated by HTTP-01 on `tls.redirectPort` when set, else by TLS-ALPN-01 on the main listener. Without `tls.certFile` the main listener is HTTPS with it. docs/tls.md.',
+    }),
+    email: setting(z.email().optional(), {
+      env: 'ACME_EMAIL',
+      description: 'Contact address given to the ACME account (expiry notices).',
+    }),
+    domains: setting(z.array(z.string().regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, 'expected a host name (HTTP-01 cannot validate a wildcard)').max(253)).max(100).default([]), {
+      env: 'ACME_DOMAINS',
+      list: 'comma',
+      description: 'Names the ACME certificate covers (comma-separated or a JSON array); the first is its subject. Each must reach the gateway: port 80 to `tls.redirectPort` (HTTP-01), or port 443 to the main listener (TLS-ALPN-01).',
+    }),
+    eabKid: setting(z.string().min(1).max(1024).optional(), {
+      env: 'ACME_EAB_KID',
+      description: 'External account binding key id, for CAs that require one (ZeroSSL, Google); with `acme.eabHmacKey`.',
+    }),
+    eabHmacKey: setting(z.string().regex(/^[A-Za-z0-9_-]+={0,2}$/, 'expected base64url').max(1024).optional(), {
+      env: 'ACME_EAB_HMAC_KEY',
+      secret: true,
+      description: 'External account binding HMAC key (base64url), as the CA gave it; with `acme.eabKid`.',
+    }),
+    renewBeforeDays: setting(z.number().int().min(1).max(89).default(30), {
+      env: 'ACME_RENEW_BEFORE_DAYS',
+      description: 'Renews the certificate this many days before it expires; a failed order is retried after 1 minute, then 2, 4, … up to a day.',
+    }),
+    stateFile: setting(z.string().min(1).default('data/acme.json'), {
+      env: 'ACME_STATE_FILE',
+      description: 'Without Redis: where the account key and the certificate are kept (mode 0600; relative paths: from the working directory). With Redis they are kept there, shared by every instance.',
+    }),
+  }).prefault({}),
+
   readiness: z.strictObject({
     requireRedis: setting(z.boolean().default(false), {
       env: 'READINESS_REQUIRE_REDIS',
@@ -843,15 +877,16 @@ export const configSchema = z.strictObject({
 });
 
 /** The TLS settings that only make sense together, and the routes that need client certificates. */
-function refineTls(c: Pick<Config, 'tls' | 'routes'>, ctx: z.RefinementCtx): void {
+function refineTls(c: Pick<Config, 'tls' | 'routes' | 'acme'>, ctx: z.RefinementCtx): void {
   if ((c.tls.certFile === undefined) !== (c.tls.keyFile === undefined)) {
     ctx.addIssue({ code: 'custom', path: ['tls', c.tls.certFile === undefined ? 'certFile' : 'keyFile'], message: 'give both tls.certFile and tls.keyFile (TLS_CERT_FILE, TLS_KEY_FILE), or neither' });
   }
-  if (c.tls.redirectPort !== undefined && c.tls.certFile === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['tls', 'redirectPort'], message: 'redirects to HTTPS: set tls.certFile and tls.keyFile' });
+  if (c.tls.redirectPort !== undefined && !isTlsOn(c)) {
+    ctx.addIssue({ code: 'custom', path: ['tls', 'redirectPort'], message: 'redirects to HTTPS: set tls.certFile and tls.keyFile, or acme.directoryUrl' });
   }
-  if (c.tls.clientCaFile !== undefined && c.tls.certFile === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['tls', 'clientCaFile'], message: 'client certificates need TLS: set tls.certFile and tls.keyFile' });
+  acmeIssues(c, ctx);
+  if (c.tls.clientCaFile !== undefined && !isTlsOn(c)) {
+    ctx.addIssue({ code: 'custom', path: ['tls', 'clientCaFile'], message: 'client certificates need TLS: set tls.certFile and tls.keyFile, or acme.directoryUrl' });
   }
   c.routes.forEach((route, i) => {
     if (route.clientCertificate !== undefined && c.tls.clientCaFile === undefined) {
@@ -895,6 +930,29 @@ function isKnownTimeZone(timeZone: string): boolean {
 export type Config = z.infer<typeof configSchema>;
 
 /** True when shared state lives in Redis rather than process memory. */
+/** ACME obtains the gateway's certificate (docs/tls.md, "ACME"). */
+export function isAcmeOn(config: Pick<Config, 'acme'>): boolean {
+  return config.acme.directoryUrl !== undefined;
+}
+
+/** The main listener speaks HTTPS: with certificate files, or with ACME. */
+export function isTlsOn(config: Pick<Config, 'tls' | 'acme'>): boolean {
+  return config.tls.certFile !== undefined || isAcmeOn(config);
+}
+
+function acmeIssues(c: Pick<Config, 'tls' | 'acme'>, ctx: z.RefinementCtx): void {
+  const { acme } = c;
+  if (acme.directoryUrl !== undefined && acme.domains.length === 0) {
+    ctx.addIssue({ code: 'custom', path: ['acme', 'domains'], message: 'ACME needs the names to order for: set acme.domains (ACME_DOMAINS)' });
+  }
+  if (acme.directoryUrl === undefined && (acme.domains.length > 0 || acme.email !== undefined || acme.eabKid !== undefined || acme.eabHmacKey !== undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['acme', 'directoryUrl'], message: 'the acme settings need the CA\'s directory: set acme.directoryUrl (ACME_DIRECTORY_URL)' });
+  }
+  if ((acme.eabKid === undefined) !== (acme.eabHmacKey === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['acme', acme.eabKid === undefined ? 'eabKid' : 'eabHmacKey'], message: 'give both acme.eabKid and acme.eabHmacKey (ACME_EAB_KID, ACME_EAB_HMAC_KEY), or neither' });
+  }
+}
+
 export function usesRedis(config: Pick<Config, 'redis'>): boolean {
   return config.redis.url !== undefined || config.redis.sentinels.length > 0 || config.redis.clusterNodes.length > 0;
 }

@@ -9,6 +9,9 @@ import { usesRedis, type Config } from '../config/schema.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { Clock } from '../util/clock.js';
+import { createFileAcmeStore, createMemoryChallengeStore } from './acme/file.js';
+import { RedisAcmeStore, RedisChallengeStore } from './acme/redis.js';
+import type { AcmeStore, ChallengeStore } from './acme/store.js';
 import { watchDataFile } from './data-file/data-file.js';
 import type { OpenedDataFile } from './data-file/open.js';
 import type { CachedDirectory } from './directory/cache.js';
@@ -45,6 +48,7 @@ import type { UsageCounters } from './usage/store.js';
 export { openDataFile, withSavedDemoData, type OpenedDataFile } from './data-file/open.js';
 export { dataFileWrittenBy } from './owners/create.js';
 export type { StoreCheck } from './readiness.js';
+export type { AcmeCertificate, AcmeStore, ChallengeStore } from './acme/store.js';
 
 /** The stores the gateway keeps, wherever they live. */
 export interface State {
@@ -76,6 +80,10 @@ export interface State {
   keyUse: KeyUseStore;
   /** Per-key usage counts; undefined while `usage.enabled` is off. */
   usage: UsageCounters | undefined;
+  /** ACME's account key, certificate and order lock: a file (acme.stateFile) alone, Redis's when configured. */
+  acme: AcmeStore;
+  /** The HTTP-01 answers the redirect listener serves: this process's, or Redis's, shared by every instance. */
+  challenges: ChallengeStore;
   /** The stores' parts of /readyz (the HTTP layer adds its own). */
   readiness: StoreCheck[];
   /** Drops every key record cached from Redis (Redis lost its data); nothing is cached otherwise. */
@@ -97,7 +105,7 @@ export interface StateDeps {
 }
 
 /** What lives where the shared state lives: made by one of the two functions below. */
-interface SharedStores extends Pick<State, 'where' | 'keys' | 'tokens' | 'resets' | 'epochSkewMs' | 'rateCounters' | 'sessions' | 'keyUse' | 'usage' | 'readiness' | 'forgetCachedKeys' | 'warmUp'> {
+interface SharedStores extends Pick<State, 'where' | 'keys' | 'tokens' | 'resets' | 'epochSkewMs' | 'rateCounters' | 'sessions' | 'keyUse' | 'usage' | 'acme' | 'challenges' | 'readiness' | 'forgetCachedKeys' | 'warmUp'> {
   redis: RedisConnection | undefined;
 }
 
@@ -126,6 +134,8 @@ export function createState(config: Config, { dataFile, log, clock, metrics, isP
     sessions: shared.sessions,
     keyUse: shared.keyUse,
     usage: shared.usage,
+    acme: shared.acme,
+    challenges: shared.challenges,
     readiness: [...shared.readiness, check],
     forgetCachedKeys: shared.forgetCachedKeys,
     warmUp: shared.warmUp,
@@ -151,6 +161,8 @@ function keptInMemory(config: Config, { clock, fileKeys, memoryRateCounters }: {
     sessions: new MemorySessionStore({ clock }),
     keyUse: new MemoryKeyUseStore(),
     usage: config.usage.enabled ? new MemoryUsageCounters({ clock }) : undefined,
+    acme: createFileAcmeStore(config.acme.stateFile, clock),
+    challenges: createMemoryChallengeStore(clock),
     readiness: [],
     forgetCachedKeys: () => {},
     warmUp: async () => {},
@@ -178,6 +190,8 @@ function keptInRedis(config: Config, redis: RedisConnection, { log, clock, fileK
     sessions: new RedisSessionStore(redis, { clock }),
     keyUse: new RedisKeyUseStore(redis),
     usage: config.usage.enabled ? new RedisUsageCounters(redis) : undefined,
+    acme: new RedisAcmeStore(redis),
+    challenges: new RedisChallengeStore(redis),
     // A write, not a PING: see RedisConnection.answersWrite.
     // Degradable unless required: every instance shares this Redis, and calls with valid tokens
     // go on without it (health.ts).

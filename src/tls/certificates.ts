@@ -55,7 +55,9 @@ export interface CertificatePair {
 }
 
 interface Loaded {
-  pair: CertificatePair;
+  /** What logs and the expiry metric name it by: its certFile, or the id it was set with (`acme`). */
+  label: string;
+  serverNames: readonly string[];
   certPem: string;
   keyPem: string;
   context: SecureContext;
@@ -106,30 +108,38 @@ export function loadClientCa(settings: TlsSettings): string | undefined {
   return pem;
 }
 
+
 /** Reads and checks one pair; CertificateError names the file at fault. */
 export function loadPair(pair: CertificatePair, settings: TlsSettings, clientCaPem?: string): Loaded {
-  const certPem = readPem(pair.certFile);
-  const keyPem = readPem(pair.keyFile);
+  return checkPair({ label: pair.certFile, serverNames: pair.serverNames, certPem: readPem(pair.certFile), keyPem: readPem(pair.keyFile) }, pair, settings, clientCaPem);
+}
+
+/**
+ * Checks a certificate and its key, wherever they come from; `from` names them in the error
+ * (the files, or the id of a certificate set by ACME). The key itself is never in a message.
+ */
+function checkPair(given: Omit<Loaded, 'context' | 'expiresAt'>, from: { certFile: string; keyFile: string }, settings: TlsSettings, clientCaPem: string | undefined): Loaded {
+  const { certPem, keyPem } = given;
   let leaf: X509Certificate;
   try {
     leaf = new X509Certificate(certPem);
   } catch {
-    throw new CertificateError(pair.certFile, 'is not a PEM certificate');
+    throw new CertificateError(from.certFile, 'is not a PEM certificate');
   }
   let key;
   try {
     key = createPrivateKey(keyPem);
   } catch {
-    throw new CertificateError(pair.keyFile, 'is not a PEM private key (unencrypted)');
+    throw new CertificateError(from.keyFile, 'is not a PEM private key (unencrypted)');
   }
-  if (!leaf.checkPrivateKey(key)) throw new CertificateError(pair.keyFile, `is not the key of the certificate in ${pair.certFile}`);
+  if (!leaf.checkPrivateKey(key)) throw new CertificateError(from.keyFile, `is not the key of the certificate in ${from.certFile}`);
   let context: SecureContext;
   try {
     context = createSecureContext(contextOptions(settings, certPem, keyPem, clientCaPem));
   } catch (err) {
-    throw new CertificateError(pair.certFile, `cannot be used: ${(err as Error).message}`);
+    throw new CertificateError(from.certFile, `cannot be used: ${(err as Error).message}`);
   }
-  return { pair, certPem, keyPem, context, expiresAt: Date.parse(leaf.validTo) };
+  return { ...given, context, expiresAt: Date.parse(leaf.validTo) };
 }
 
 function pairsOf(settings: TlsSettings): CertificatePair[] {
@@ -178,17 +188,41 @@ function signatureOf(files: readonly string[]): string {
   }).join('|');
 }
 
+/** A certificate that is not read from files (ACME's): chain and key in PEM, and the names it is served for. */
+export interface GivenCertificate {
+  serverNames: readonly string[];
+  certPem: string;
+  keyPem: string;
+}
+
+/** The expiry gauge of the main listener's certificates, read at each scrape. */
+function countExpiry(registry: Registry, clock: Clock, entries: () => Loaded[]): void {
+  new Gauge({
+    name: 'gateway_tls_certificate_expiry_seconds',
+    help: 'Seconds until each TLS certificate of the main listener expires (negative: expired), by its file (`acme` for the one ACME obtained)',
+    labelNames: ['certificate'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const entry of entries()) this.set({ certificate: entry.label }, Math.round((entry.expiresAt - clock.now()) / 1000));
+    },
+  });
+}
+
 export interface CertificateSet {
-  /**
-   * The secure-server options of the main listener: default pair, SNI, versions, ciphers; with
-   * tls.clientCaFile, a client certificate asked for in every handshake but required by none
-   * (routes decide: tls/client-certificates.ts).
-   */
+  /** The secure-server options of the main listener: default pair, SNI, versions, ciphers. */
   serverOptions(): TlsOptions;
   /** Serves new handshakes of `server` from this set, including after each reload. */
   attach(server: Server): void;
   /** Reads every file again; a bad set is logged and the one in use stays. True when swapped. */
   reload(reason: string): boolean;
+  /**
+   * Serves `certificate` for its names from the next handshake on, in place of the one set
+   * with the same `id`; the default too when there are no files. Kept apart from the files'
+   * pairs, so a reload leaves it in place. Throws CertificateError (naming `id`) on a pair that
+   * cannot be used, and then changes nothing.
+   */
+  setCertificate(id: string, certificate: GivenCertificate): void;
   close(): void;
 }
 
@@ -197,93 +231,107 @@ export interface CertificateSetOptions {
   clock: Clock;
   timers: Timers;
   registry?: Registry | undefined;
+  /** Without certificate files (ACME on): the certificate served until setCertificate replaces the one of this id. */
+  initial?: { id: string; certificate: GivenCertificate } | undefined;
 }
 
 /**
  * Loads every pair of `settings` (throws CertificateError on the first bad one), warns about
- * certificates close to expiry, and watches the files every `tls.watchIntervalMs`.
+ * certificates close to expiry, and watches the files every `tls.watchIntervalMs`. Without
+ * files, `initial` is the default until setCertificate replaces it.
  */
-export function createCertificateSet(settings: TlsSettings, { log, clock, timers, registry }: CertificateSetOptions): CertificateSet {
+export function createCertificateSet(settings: TlsSettings, { log, clock, timers, registry, initial }: CertificateSetOptions): CertificateSet {
   const pairs = pairsOf(settings);
-  if (pairs.length === 0) throw new Error('createCertificateSet needs tls.certFile and tls.keyFile');
+  if (pairs.length === 0 && initial === undefined) throw new Error('createCertificateSet needs tls.certFile and tls.keyFile, or an initial certificate');
   const files = [...pairs.flatMap((pair) => [pair.certFile, pair.keyFile]), ...(settings.clientCaFile === undefined ? [] : [settings.clientCaFile])];
   let clientCaPem = loadClientCa(settings);
   let loaded = pairs.map((pair) => loadPair(pair, settings, clientCaPem));
+  /** Certificates set by id (ACME's), after the files' in SNI and apart from their reloads. */
+  const given = new Map<string, Loaded>();
+  const check = (id: string, certificate: GivenCertificate, caPem = clientCaPem) => checkPair({ label: id, ...certificate }, { certFile: id, keyFile: `${id} (key)` }, settings, caPem);
+  if (initial !== undefined) given.set(initial.id, check(initial.id, initial.certificate));
   let byName = new Map<string, SecureContext>();
   const servers: Server[] = [];
+  const all = () => [...loaded, ...given.values()];
+  // The files' default pair; without files, the first certificate set by id.
+  const main = () => loaded[0] ?? given.values().next().value!;
 
   const index = () => {
     const next = new Map<string, SecureContext>();
     // Later entries do not take a name an earlier one has: the first entry naming a host wins.
-    for (const entry of loaded.slice(1)) for (const name of entry.pair.serverNames) if (!next.has(name.toLowerCase())) next.set(name.toLowerCase(), entry.context);
+    for (const entry of [...loaded.slice(1), ...given.values()]) for (const name of entry.serverNames) if (!next.has(name.toLowerCase())) next.set(name.toLowerCase(), entry.context);
     byName = next;
   };
-  const warnAboutExpiry = () => {
-    for (const entry of loaded) {
+  const warnAboutExpiry = (entries: Loaded[]) => {
+    for (const entry of entries) {
       const left = entry.expiresAt - clock.now();
-      if (left <= 0) log.warn({ certificate: entry.pair.certFile, expiresAt: new Date(entry.expiresAt).toISOString() }, 'TLS certificate has expired: clients will refuse it');
-      else if (left <= EXPIRY_WARNING_MS) log.warn({ certificate: entry.pair.certFile, expiresAt: new Date(entry.expiresAt).toISOString(), daysLeft: Math.floor(left / 86_400_000) }, 'TLS certificate expires within 14 days');
+      if (left <= 0) log.warn({ certificate: entry.label, expiresAt: new Date(entry.expiresAt).toISOString() }, 'TLS certificate has expired: clients will refuse it');
+      else if (left <= EXPIRY_WARNING_MS) log.warn({ certificate: entry.label, expiresAt: new Date(entry.expiresAt).toISOString(), daysLeft: Math.floor(left / 86_400_000) }, 'TLS certificate expires within 14 days');
     }
   };
+  // New contexts come with new session-ticket keys and an empty session cache: a resumed
+  // session keeps the client-certificate verdict of its first handshake, and none made under
+  // client CAs a reload replaced resumes (test/tls/mtls.test.ts holds it, with SNI and without).
+  const useDefault = () => {
+    const { certPem, keyPem } = main();
+    for (const server of servers) server.setSecureContext(contextOptions(settings, certPem, keyPem, clientCaPem));
+  };
   index();
-  warnAboutExpiry();
+  warnAboutExpiry(loaded);
 
-  if (registry !== undefined) {
-    new Gauge({
-      name: 'gateway_tls_certificate_expiry_seconds',
-      help: 'Seconds until each TLS certificate of the main listener expires (negative: expired), by its file',
-      labelNames: ['certificate'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const entry of loaded) this.set({ certificate: entry.pair.certFile }, Math.round((entry.expiresAt - clock.now()) / 1000));
-      },
-    });
-  }
+  if (registry !== undefined) countExpiry(registry, clock, all);
 
   let signature = signatureOf(files);
   const set: CertificateSet = {
     serverOptions() {
-      const main = loaded[0]!;
+      const { certPem, keyPem } = main();
       return {
-        ...contextOptions(settings, main.certPem, main.keyPem, clientCaPem),
+        ...contextOptions(settings, certPem, keyPem, clientCaPem),
         // A client without a certificate, or with one the CAs did not sign, still completes the
         // handshake: a route that requires one answers 401 in the envelope, the others serve it.
         ...(clientCaPem === undefined ? {} : { requestCert: true, rejectUnauthorized: false }),
-        SNICallback: (servername, done) => done(null, contextFor(byName, servername) ?? loaded[0]!.context),
+        SNICallback: (servername, done) => done(null, contextFor(byName, servername) ?? main().context),
       };
     },
     attach(server) {
       servers.push(server);
     },
     reload(reason) {
+      if (files.length === 0) return false;
       let next: Loaded[];
       let nextCa: string | undefined;
+      let nextGiven: Array<[string, Loaded]>;
       try {
         nextCa = loadClientCa(settings);
         next = pairs.map((pair) => loadPair(pair, settings, nextCa));
+        // Certificates set by id keep theirs, in contexts that verify clients against the new CAs.
+        nextGiven = [...given].map(([id, entry]) => [id, check(id, entry, nextCa)]);
       } catch (err) {
         log.error({ reason, problem: (err as Error).message }, 'TLS certificates changed but cannot be used: still serving the previous ones');
         return false;
       }
       loaded = next;
       clientCaPem = nextCa;
+      for (const [id, entry] of nextGiven) given.set(id, entry);
       index();
-      const main = loaded[0]!;
-      // New contexts come with new session-ticket keys and an empty session cache: a resumed
-      // session keeps the client-certificate verdict of its first handshake, and none made
-      // under the CAs just replaced resumes (test/tls/mtls.test.ts holds it, with SNI and without).
-      for (const server of servers) server.setSecureContext(contextOptions(settings, main.certPem, main.keyPem, clientCaPem));
-      log.info({ reason, certificates: loaded.map((entry) => entry.pair.certFile), ...(settings.clientCaFile === undefined ? {} : { clientCaFile: settings.clientCaFile }) }, 'TLS certificates reloaded');
-      warnAboutExpiry();
+      useDefault();
+      log.info({ reason, certificates: loaded.map((entry) => entry.label), ...(settings.clientCaFile === undefined ? {} : { clientCaFile: settings.clientCaFile }) }, 'TLS certificates reloaded');
+      warnAboutExpiry(loaded);
       return true;
+    },
+    setCertificate(id, certificate) {
+      const entry = check(id, certificate);
+      given.set(id, entry);
+      index();
+      if (loaded.length === 0) useDefault();
+      warnAboutExpiry([entry]);
     },
     close() {
       watch?.cancel();
     },
   };
 
-  const watch = settings.watchIntervalMs === 0 ? undefined : timers.setTimer(settings.watchIntervalMs, () => {
+  const watch = settings.watchIntervalMs === 0 || files.length === 0 ? undefined : timers.setTimer(settings.watchIntervalMs, () => {
     const now = signatureOf(files);
     // Once per change: a bad version is logged once, not at every look.
     if (now !== signature) {

@@ -18,6 +18,7 @@ const PROCESS_WIDE: [RegExp, string][] = [
   [/mock\.timers/, 'mocks the global timers'],
   [/setGlobalDispatcher\(/, 'replaces fetch\'s dispatcher'],
   [/globalThis(\.\w+|\[[^\]]+\])\s*=[^=]/, 'writes a global'],
+  [/\.defaults\.[\w.]+\s*=[^=]/, 'writes a library\'s process-wide default (axios.defaults.…)'],
   [/process\.(on|once|addListener)\(\s*['"](uncaughtException|unhandledRejection|exit|SIG\w+)/, 'listens to the process'],
   [/process\.exitCode\s*=|process\.exit\(/, 'decides the process\'s exit'],
 ];
@@ -34,7 +35,7 @@ test('the files of the shared folders change nothing a file run after them in th
 });
 
 test('the check finds what it looks for', () => {
-  const samples = ['process.env.PORT = "1"', 'process.env["X"] ??= "y"', 'delete process.env.X', 'process.chdir("/")', 'process.umask(0o77)', 't.mock.timers.enable()', 'globalThis.fetch = f', 'process.on("exit", f)', 'process.exitCode = 1'];
+  const samples = ['process.env.PORT = "1"', 'process.env["X"] ??= "y"', 'delete process.env.X', 'process.chdir("/")', 'process.umask(0o77)', 't.mock.timers.enable()', 'globalThis.fetch = f', 'process.on("exit", f)', 'process.exitCode = 1', 'acme.axios.defaults.httpsAgent = agent'];
   for (const sample of samples) assert.ok(PROCESS_WIDE.some(([pattern]) => pattern.test(sample)), sample);
   for (const sample of ['const port = process.env.PORT', 'process.env.X === "1"', 'process.umask()']) assert.ok(!PROCESS_WIDE.some(([pattern]) => pattern.test(sample)), sample);
 });

@@ -103,6 +103,19 @@ export interface RedisKeys {
    * Cluster primary.
    */
   readiness(tag: string): string;
+
+  // ACME (state/acme/redis.ts): one certificate per prefix, ordered by one instance at a time.
+
+  /** String: the ACME account key (PEM). No TTL: it names the account at the CA (its contact, its rate limits); lost, a new account is made. */
+  readonly acmeAccountKey: string;
+  /** String: the ACME certificate with its key (JSON). TTL: until the certificate expires. */
+  readonly acmeCertificate: string;
+  /** String: the order lock, holding its holder's random token. TTL: the lock's (10 minutes), so a dead holder's lapses. */
+  readonly acmeLock: string;
+  /** String: an HTTP-01 key authorization, by its token (checked against RFC 8555's alphabet first). TTL: 10 minutes. */
+  acmeChallenge(token: string): string;
+  /** Pub/sub channel on which a saved certificate is announced, so every instance serves it at once. */
+  readonly acmeChannel: string;
 }
 
 export function redisKeys(prefix: string): RedisKeys {
@@ -136,5 +149,10 @@ export function redisKeys(prefix: string): RedisKeys {
     session: (digest) => `${prefix}:sess:${digest}`,
     ownerSessions: (ownerId) => `${prefix}:owner-sess:${ownerId}`,
     readiness: (tag) => `${prefix}:readyz:{${tag}}`,
+    acmeAccountKey: `${prefix}:acme:account`,
+    acmeCertificate: `${prefix}:acme:cert`,
+    acmeLock: `${prefix}:acme:lock`,
+    acmeChallenge: (token) => `${prefix}:acme:challenge:${token}`,
+    acmeChannel: `${prefix}:acme`,
   };
 }

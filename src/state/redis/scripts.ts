@@ -641,6 +641,50 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KE
 return redis.call('SCARD', KEYS[1])
 `;
 
+/**
+ * Keeps the ACME account key unless one is kept already, so that two instances making one at
+ * once end up using the same.
+ *
+ * KEYS[1] the account key          <prefix>:acme:account
+ * ARGV[1] a new account key (PEM)
+ * Returns the key kept.
+ */
+export const ACME_KEEP_ACCOUNT_KEY = `
+local kept = redis.call('GET', KEYS[1])
+if kept then return kept end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]
+`;
+
+/**
+ * Keeps a new ACME certificate until it expires, and announces it to every instance.
+ *
+ * KEYS[1] the certificate          <prefix>:acme:cert
+ * ARGV[1] the certificate with its key (JSON)
+ * ARGV[2] its expiry, epoch ms (PEXPIREAT)
+ * ARGV[3] the channel              <prefix>:acme
+ * ARGV[4] the announcement (the saving instance's id)
+ */
+export const ACME_SAVE_CERTIFICATE = `
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 1
+`;
+
+/**
+ * Releases the ACME order lock only if it is still the caller's: a holder whose lock lapsed
+ * (and was taken by another instance) must not release the other's.
+ *
+ * KEYS[1] the lock                 <prefix>:acme:lock
+ * ARGV[1] the holder's token
+ * Returns 1 when released, 0 when the lock was not (or no longer) the caller's.
+ */
+export const ACME_UNLOCK = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`;
+
 /** The scripts as ioredis commands, and how they are called. */
 export const SCRIPTS = {
   gwRotate: { numberOfKeys: 4, lua: ROTATE },
@@ -667,6 +711,9 @@ export const SCRIPTS = {
   gwRetireLegacyKey: { numberOfKeys: 1, lua: RETIRE_LEGACY_KEY },
   gwSessionTouch: { numberOfKeys: 1, lua: SESSION_TOUCH },
   gwSessionLink: { numberOfKeys: 1, lua: SESSION_LINK },
+  gwAcmeKeepAccountKey: { numberOfKeys: 1, lua: ACME_KEEP_ACCOUNT_KEY },
+  gwAcmeSaveCertificate: { numberOfKeys: 1, lua: ACME_SAVE_CERTIFICATE },
+  gwAcmeUnlock: { numberOfKeys: 1, lua: ACME_UNLOCK },
 } as const;
 
 export interface ScriptCommands {
@@ -691,4 +738,7 @@ export interface ScriptCommands {
   gwRetireLegacyKey(...keysThenArgs: (string | number)[]): Promise<number>;
   gwSessionTouch(...keysThenArgs: (string | number)[]): Promise<number>;
   gwSessionLink(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwAcmeKeepAccountKey(...keysThenArgs: (string | number)[]): Promise<string>;
+  gwAcmeSaveCertificate(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwAcmeUnlock(...keysThenArgs: (string | number)[]): Promise<number>;
 }
