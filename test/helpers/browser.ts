@@ -1,5 +1,5 @@
 /**
- * Debian's Chromium (/usr/bin/chromium) driven by playwright-core, headless: the run's shared
+ * Debian's Chromium (its headless shell, test/helpers/chromium.ts) driven by playwright-core: the run's shared
  * one (test/helpers/chromium.ts) or, for a file run alone, one for the file; a fresh context for
  * each test. Nothing here downloads a browser: where Chromium is not installed the browser
  * suites skip with a loud message, except under CI (`CI` set), where they run and fail
@@ -17,7 +17,7 @@ let warned = false;
 /** The `{ skip }` option of every browser suite (node:test's test options). */
 export function browserSuite(): { skip: string | false } {
   if (existsSync(CHROMIUM) || process.env.CI) return { skip: false };
-  const message = `${CHROMIUM} is not installed: browser suites SKIPPED (apt-get install chromium; CI runs them)`;
+  const message = `${CHROMIUM} is not installed: browser suites SKIPPED (apt-get install chromium-headless-shell; CI runs them)`;
   if (!warned) {
     warned = true;
     process.stderr.write(`\n*** ${message} ***\n\n`);
