@@ -82,8 +82,7 @@ export function createAcmeManager(options: AcmeManagerOptions): AcmeManager {
   const order = orderFrom(options);
   const dueAt = (certificate: AcmeCertificate): number => notAfter(certificate) - settings.renewBeforeDays * DAY_MS;
   /** Names exactly the configured domains, and `until` (its expiry, or the start of its renewal window) is still ahead. */
-  const isValid = (certificate: AcmeCertificate, until: (c: AcmeCertificate) => number): boolean =>
-    sameNames(certificate.serverNames, settings.domains) && until(certificate) > scheduler.now();
+  const isValid = (certificate: AcmeCertificate, until: (c: AcmeCertificate) => number): boolean => sameNames(certificate.serverNames, settings.domains) && until(certificate) > scheduler.now();
 
   const schedule = (ms: number) => {
     timer?.cancel();

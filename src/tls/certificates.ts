@@ -209,6 +209,15 @@ function countExpiry(registry: Registry, clock: Clock, entries: () => Loaded[]):
   });
 }
 
+/** A warning for each of `entries` that has expired or expires within 14 days. */
+function warnAboutExpiryOf(entries: readonly Loaded[], clock: Clock, log: Logger): void {
+  for (const entry of entries) {
+    const left = entry.expiresAt - clock.now();
+    if (left <= 0) log.warn({ certificate: entry.label, expiresAt: new Date(entry.expiresAt).toISOString() }, 'TLS certificate has expired: clients will refuse it');
+    else if (left <= EXPIRY_WARNING_MS) log.warn({ certificate: entry.label, expiresAt: new Date(entry.expiresAt).toISOString(), daysLeft: Math.floor(left / 86_400_000) }, 'TLS certificate expires within 14 days');
+  }
+}
+
 export interface CertificateSet {
   /** The secure-server options of the main listener: default pair, SNI, versions, ciphers. */
   serverOptions(): TlsOptions;
@@ -262,13 +271,7 @@ export function createCertificateSet(settings: TlsSettings, { log, clock, timers
     for (const entry of [...loaded.slice(1), ...given.values()]) for (const name of entry.serverNames) if (!next.has(name.toLowerCase())) next.set(name.toLowerCase(), entry.context);
     byName = next;
   };
-  const warnAboutExpiry = (entries: Loaded[]) => {
-    for (const entry of entries) {
-      const left = entry.expiresAt - clock.now();
-      if (left <= 0) log.warn({ certificate: entry.label, expiresAt: new Date(entry.expiresAt).toISOString() }, 'TLS certificate has expired: clients will refuse it');
-      else if (left <= EXPIRY_WARNING_MS) log.warn({ certificate: entry.label, expiresAt: new Date(entry.expiresAt).toISOString(), daysLeft: Math.floor(left / 86_400_000) }, 'TLS certificate expires within 14 days');
-    }
-  };
+  const warnAboutExpiry = (entries: Loaded[]) => warnAboutExpiryOf(entries, clock, log);
   // New contexts come with new session-ticket keys and an empty session cache: a resumed
   // session keeps the client-certificate verdict of its first handshake, and none made under
   // client CAs a reload replaced resumes (test/tls/mtls.test.ts holds it, with SNI and without).

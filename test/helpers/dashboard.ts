@@ -4,12 +4,11 @@
  * backend) and Debian's Chromium through playwright-core, with pages that fail the test on any
  * script error or Content-Security-Policy violation. Accessibility is checked by axe-core
  * (@axe-core/playwright); screenshots go to DASHBOARD_SCREENSHOTS (docs/screenshots for the
- * README's: `DASHBOARD_SCREENSHOTS=docs/screenshots npm test -- test/dashboard/*.test.ts`),
- * else to a temporary directory, so a test run leaves the checkout as it was.
+ * README's: `DASHBOARD_SCREENSHOTS=docs/screenshots npm test -- test/dashboard/*.test.ts`);
+ * without it none is taken, so a test run leaves the checkout as it was.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TestContext } from 'node:test';
 import AxeBuilder from '@axe-core/playwright';
@@ -33,7 +32,8 @@ export type OwnerName = keyof typeof OWNERS;
 export const PHONE = { width: 375, height: 667 };
 export const DESKTOP = { width: 1280, height: 860 };
 
-export const SCREENSHOTS = resolve(process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'gateway-dashboard-screenshots'));
+/** Where screenshots go; unset, none is taken (a full-page PNG costs the browser CPU, and only the docs use them). */
+export const SCREENSHOTS = process.env.DASHBOARD_SCREENSHOTS === undefined || process.env.DASHBOARD_SCREENSHOTS === '' ? undefined : resolve(process.env.DASHBOARD_SCREENSHOTS);
 
 export interface Dashboard {
   gw: TestGateway;
@@ -140,8 +140,9 @@ export async function checkAccessibility(page: Page, name: string): Promise<void
   assert.ok(results.passes.length > 0, 'axe ran its rules');
 }
 
-/** A full-page screenshot, `<name>.png` in SCREENSHOTS. */
-export async function screenshot(page: Page, name: string): Promise<string> {
+/** A full-page screenshot, `<name>.png` in SCREENSHOTS, when that is set; undefined otherwise. */
+export async function screenshot(page: Page, name: string): Promise<string | undefined> {
+  if (SCREENSHOTS === undefined) return undefined;
   mkdirSync(SCREENSHOTS, { recursive: true });
   const path = join(SCREENSHOTS, `${name}.png`);
   await page.screenshot({ path, fullPage: true, animations: 'disabled' });
