@@ -63,14 +63,22 @@ export interface TrustedIssuerDeps {
 
 type VerifyExternal = (token: string) => Promise<Identity>;
 
+/** A header that brings its own key or a URL to fetch one from; `code` as jose's errors, for the log line. */
+class EmbeddedKeyRefused extends Error {
+  readonly code = 'ERR_EMBEDDED_KEY';
+}
+
 export function createTrustedIssuers(deps: TrustedIssuerDeps): TrustedIssuers {
   const { authenticate, config, metrics } = deps;
   const verifiers = new Map(config.trustedIssuers.map((issuer) => [issuer.issuer, createIssuerVerifier(issuer, deps)]));
   const byList = new Map<string, Authenticate>();
 
-  const refuse = (issuer: string, outcome: IssuerTokenOutcome, message?: string): never => {
-    metrics.issuerTokenChecked(issuer, outcome);
+  const selfIssuer = config.tokens.issuer;
+  const refuse = (issuer: string, message: string): never => {
+    metrics.issuerTokenChecked(issuer, 'not_accepted');
     metrics.tokenValidated('invalid');
+    // The label only: an unknown `iss` is the caller's text.
+    deps.log.info({ issuer, outcome: 'not_accepted' }, 'trusted issuer token refused');
     throw new InvalidToken(message);
   };
 
@@ -78,15 +86,15 @@ export function createTrustedIssuers(deps: TrustedIssuerDeps): TrustedIssuers {
     const acceptsSelf = accepted.includes(SELF_ISSUER);
     const external = new Map(accepted.filter((i) => i !== SELF_ISSUER).map((i) => [i, verifiers.get(i)!]));
     return async function authenticateAny(token, req) {
-      if (token === undefined || token.startsWith(SETTINGS_TOKEN_PREFIX)) {
+      // No token, an API settings token, anything that is no JWT, or a JWT of ours: the gateway's own check.
+      const iss = token === undefined || token.startsWith(SETTINGS_TOKEN_PREFIX) ? undefined : issuerOf(token);
+      if (iss === undefined || iss === selfIssuer) {
         if (acceptsSelf || token === undefined) return authenticate(token, req);
-        return refuse(UNKNOWN_ISSUER, 'not_accepted', 'This route does not accept the gateway\'s own tokens.');
+        return refuse(SELF_ISSUER, 'This route does not accept the gateway\'s own tokens.');
       }
-      const iss = issuerOf(token);
-      const verify = iss === undefined ? undefined : external.get(iss);
-      if (verify !== undefined) return verify(token);
-      if (acceptsSelf && (iss === undefined || !verifiers.has(iss))) return authenticate(token, req);
-      return refuse(iss !== undefined && verifiers.has(iss) ? iss : UNKNOWN_ISSUER, 'not_accepted', 'This route does not accept tokens of this issuer.');
+      const verify = external.get(iss);
+      if (verify !== undefined) return verify(token!);
+      return refuse(verifiers.has(iss) ? iss : UNKNOWN_ISSUER, 'This route does not accept tokens of this issuer.');
     };
   }
 
@@ -122,7 +130,7 @@ function createIssuerVerifier(issuer: TrustedIssuerConfig, { config, clock, log,
     let payload: JWTPayload;
     try {
       const header = decodeProtectedHeader(token);
-      if (KEY_BEARING.some((param) => param in header)) throw new InvalidToken();
+      if (KEY_BEARING.some((param) => param in header)) throw new EmbeddedKeyRefused();
       ({ payload } = await jwtVerify(token, keys.lookup, {
         issuer: name,
         audience: issuer.audienceClaim === 'aud' ? issuer.audience : undefined,
