@@ -202,6 +202,41 @@ test('the issuer down: its cached keys answer through the stale window, then its
   assert.ok(logged(gw, 'trusted issuer keys could not be fetched').some((line) => line.outcome === 'unreachable'));
 });
 
+test('such a caller is treated like any other: its account\'s quota, the route\'s required scope, the access log', async (t) => {
+  const provider = await startProvider(t, { audience: AUDIENCE });
+  const backend = await startBackend(t);
+  const gw = await startGateway(t, {
+    overrides: {
+      trustedIssuers: [{ issuer: provider.issuer, audience: AUDIENCE, accountClaim: 'account' }],
+      limits: { mode: 'enforce', calls: { perAccount: [{ limit: 2, seconds: 60 }] } },
+      routes: [
+        { prefix: '/orders', targets: [backend.url], issuers: ['self', provider.issuer] },
+        { prefix: '/writes', targets: [backend.url], issuers: [provider.issuer], requiredScope: 'orders:write' },
+      ],
+    },
+  });
+  const reader = await provider.token({ scope: 'orders:read' });
+  const writer = await provider.token({ scope: 'orders:write' });
+  const refused = await call(`${gw.url}/writes/1`, { token: reader });
+  assert.equal(refused.status, 403);
+  assert.equal(refused.body.message.code, 'insufficient_scope');
+  assert.equal((await call(`${gw.url}/writes/1`, { token: writer })).status, 200);
+
+  // Two tokens of one account share its quota of 2 per minute on /orders; another account has its own.
+  assert.equal((await call(`${gw.url}/orders/1`, { token: reader })).status, 200);
+  assert.equal((await call(`${gw.url}/orders/2`, { token: writer })).status, 200);
+  const limited = await call(`${gw.url}/orders/3`, { token: reader });
+  assert.equal(limited.status, 429);
+  assert.equal(limited.body.message.code, 'rate_limited');
+  const own = await signIn(gw);
+  assert.equal((await call(`${gw.url}/orders/4`, { token: own.accessToken })).status, 200);
+  gw.clock.advance(60_000);
+  assert.equal((await call(`${gw.url}/orders/5`, { token: reader })).status, 200, 'a new window');
+
+  const served = logged(gw, 'request').filter((line) => line.route === '/orders' && line.status === 200);
+  assert.deepEqual(served.map((line) => line.accountId), [EXTRA_CLAIMS.account, EXTRA_CLAIMS.account, 'acct_alice', EXTRA_CLAIMS.account]);
+});
+
 const TEN_MB = 10 * 1024 * 1024;
 
 /** A fake issuer's key endpoints: /hang never answers, /big streams 10 MB without a length, /big-declared says 10 MB up front. */
@@ -236,7 +271,8 @@ async function signedBy(key: Parameters<SignJWT['sign']>[0], iss: string): Promi
     .setIssuer(iss).setAudience(AUDIENCE).setSubject('fake').setIssuedAt().setExpirationTime('10m').sign(key);
 }
 
-test('a JWKS endpoint that hangs or answers 10 MB: a bounded 401, a metric, and other requests go on meanwhile', async (t) => {
+// The timeout turns an unbounded wait (the bug this test is about) into a failure rather than a hung run.
+test('a JWKS endpoint that hangs or answers 10 MB: a bounded 401, a metric, and other requests go on meanwhile', { timeout: 60_000 }, async (t) => {
   let hanging!: () => void;
   const hangSeen = new Promise<void>((resolve) => { hanging = resolve; });
   const fake = await startBackend(t, (req, res, received) => {
