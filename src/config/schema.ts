@@ -105,6 +105,8 @@ const routeSchema = z.strictObject({
   message: 'a public route cannot require a scope', path: ['requiredScope'],
 }).refine((r) => new Set(r.issuers).size === r.issuers.length, {
   message: 'each issuer once', path: ['issuers'],
+}).refine((r) => r.auth === 'required' || (r.issuers.length === 1 && r.issuers[0] === SELF_ISSUER), {
+  message: 'a public route checks no token: leave out issuers', path: ['issuers'],
 }).refine((r) => r.auth === 'required' || !r.assertion, {
   message: 'a public route has no caller to assert', path: ['assertion'],
 });

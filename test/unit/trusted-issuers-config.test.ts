@@ -64,4 +64,6 @@ test('what a trusted issuer may not be: symmetric or no algorithm, the gateway\'
   assert.ok(problemsOf({ trustedIssuers: [{ ...base, unknownField: 1 }] }).length > 0, 'unknown keys are errors');
   assert.ok(problemsOf({}, { TRUSTED_ISSUERS: 'not json' }).some((p) => p.includes('TRUSTED_ISSUERS')));
   assert.ok(problemsOf({ routes: [{ prefix: '/a', targets: ['http://127.0.0.1:1'], issuers: ['self', 'self'] }] }).some((p) => p.startsWith('routes.0.issuers')));
+  const publicRoute = problemsOf({ trustedIssuers: [base], routes: [{ prefix: '/a', targets: ['http://127.0.0.1:1'], auth: 'public', issuers: ['https://idp.example'] }] });
+  assert.ok(publicRoute.some((p) => p.startsWith('routes.0.issuers') && p.includes('public route')), publicRoute.join('\n'));
 });
