@@ -36,7 +36,7 @@ async function setup(t: TestContext, { issuerKeys = {}, accessTokenTtlSeconds = 
       trustedIssuers: [{ issuer: provider.issuer, audience: AUDIENCE, accountClaim: 'account', rolesClaim: 'roles', tokenType: 'at+jwt' }, ...trustedIssuers],
       issuerKeys: { fetchTimeoutMs: 1000, minRefetchSeconds: 1, cacheSeconds: 60, maxStaleSeconds: 120, ...issuerKeys },
       routes: [
-        { prefix: '/orders', targets: [backend.url], issuers: ['self', provider.issuer], identity: ALL_PARTS },
+        { prefix: '/orders', targets: [backend.url], issuers: ['self', provider.issuer], identity: ALL_PARTS, assertion: true },
         { prefix: '/partners', targets: [backend.url], issuers: [provider.issuer] },
         { prefix: '/own', targets: [backend.url] },
         ...routes,
@@ -69,6 +69,11 @@ test('a provider token is accepted where the route names its issuer, and its ide
   assert.deepEqual(seen['x-scopes'], ['orders:read orders:write']);
   assert.deepEqual(seen['x-roles'], ['reader auditor']);
   assert.equal(seen.authorization, undefined, 'the caller\'s token is not passed on');
+  const assertion = decodeJwt(seen['x-gateway-assertion']![0]!);
+  assert.equal(assertion.sub, EXTRA_CLAIMS.account);
+  assert.equal(assertion.token_iss, provider.issuer);
+  assert.deepEqual(assertion.roles, EXTRA_CLAIMS.roles);
+  assert.equal(assertion.scope, 'orders:read orders:write');
 
   // The same token again: the keys are not fetched again.
   assert.equal((await call(`${gw.url}/partners/1`, { token })).status, 200);
@@ -243,6 +248,12 @@ const TEN_MB = 10 * 1024 * 1024;
 function badKeyEndpoints(req: IncomingMessage, res: ServerResponse): void {
   res.on('error', () => {});
   if (req.url === '/hang') return;
+  if (req.url === '/not-json' || req.url === '/only-symmetric' || req.url === '/error') {
+    const body = req.url === '/not-json' ? '<html>maintenance</html>' : JSON.stringify({ keys: [{ kty: 'oct', k: 'c2VjcmV0LXNlY3JldC1zZWNyZXQ', kid: 'fake-1' }] });
+    res.writeHead(req.url === '/error' ? 500 : 200, { 'content-type': 'application/json' });
+    res.end(body);
+    return;
+  }
   if (req.url === '/big-declared') {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': TEN_MB });
     res.write('{"keys":[');
@@ -280,15 +291,21 @@ test('a JWKS endpoint that hangs or answers 10 MB: a bounded 401, a metric, and 
     badKeyEndpoints(req, res);
     void received;
   }, { readBody: false });
-  const issuers = { hang: `${fake.url}/hang-issuer`, big: `${fake.url}/big-issuer`, declared: `${fake.url}/declared-issuer` };
+  const issuers = {
+    hang: `${fake.url}/hang-issuer`, big: `${fake.url}/big-issuer`, declared: `${fake.url}/declared-issuer`,
+    notJson: `${fake.url}/not-json-issuer`, symmetric: `${fake.url}/symmetric-issuer`, error: `${fake.url}/error-issuer`,
+  };
   const { provider, gw } = await setup(t, {
     issuerKeys: { fetchTimeoutMs: 1500 },
     trustedIssuers: [
       { issuer: issuers.hang, audience: AUDIENCE, jwksUri: `${fake.url}/hang`, accountClaim: 'account' },
       { issuer: issuers.big, audience: AUDIENCE, jwksUri: `${fake.url}/big`, accountClaim: 'account' },
       { issuer: issuers.declared, audience: AUDIENCE, jwksUri: `${fake.url}/big-declared`, accountClaim: 'account' },
+      { issuer: issuers.notJson, audience: AUDIENCE, jwksUri: `${fake.url}/not-json`, accountClaim: 'account' },
+      { issuer: issuers.symmetric, audience: AUDIENCE, jwksUri: `${fake.url}/only-symmetric`, accountClaim: 'account' },
+      { issuer: issuers.error, audience: AUDIENCE, jwksUri: `${fake.url}/error`, accountClaim: 'account' },
     ],
-    routes: [{ prefix: '/slow', targets: ['http://127.0.0.1:9'], issuers: ['self', issuers.hang, issuers.big, issuers.declared] }],
+    routes: [{ prefix: '/slow', targets: ['http://127.0.0.1:9'], issuers: ['self', ...Object.values(issuers)] }],
   });
   const { privateKey } = await generateKeyPair('ES256');
 
@@ -310,8 +327,20 @@ test('a JWKS endpoint that hangs or answers 10 MB: a bounded 401, a metric, and 
   assertRefused(await call(`${gw.url}/slow/4`, { token: await signedBy(privateKey, issuers.declared) }), '10 MB JWKS declared up front');
   assert.equal(await metric(gw, 'gateway_issuer_keys_fetch_total', { issuer: issuers.big, outcome: 'too_large' }), 1);
   assert.equal(await metric(gw, 'gateway_issuer_keys_fetch_total', { issuer: issuers.declared, outcome: 'too_large' }), 1);
+
+  // A JWKS that is no JSON, or holds only a symmetric key (never kept: it would make HS256 verifiable), or a 500.
+  assertRefused(await call(`${gw.url}/slow/5`, { token: await signedBy(privateKey, issuers.notJson) }), 'a JWKS that is not JSON');
+  const hs = await new SignJWT({ account: 'acct_fake' }).setProtectedHeader({ alg: 'HS256', kid: 'fake-1' }).setIssuer(issuers.symmetric).setAudience(AUDIENCE)
+    .setExpirationTime('10m').sign(Buffer.from('c2VjcmV0LXNlY3JldC1zZWNyZXQ', 'base64url'));
+  assertRefused(await call(`${gw.url}/slow/6`, { token: hs }), 'HS256 with the secret of a symmetric key in the JWKS');
+  assertRefused(await call(`${gw.url}/slow/7`, { token: await signedBy(privateKey, issuers.symmetric) }), 'a JWKS with only a symmetric key');
+  assertRefused(await call(`${gw.url}/slow/8`, { token: await signedBy(privateKey, issuers.error) }), 'a JWKS endpoint answering 500');
+  assert.equal(await metric(gw, 'gateway_issuer_keys_fetch_total', { issuer: issuers.notJson, outcome: 'malformed' }), 1);
+  assert.equal(await metric(gw, 'gateway_issuer_keys_fetch_total', { issuer: issuers.error, outcome: 'http_error' }), 1);
+  assert.ok(await metric(gw, 'gateway_issuer_keys_fetch_total', { issuer: issuers.symmetric, outcome: 'malformed' }) >= 1);
   const lines = logged(gw, 'trusted issuer keys could not be fetched');
-  assert.deepEqual(lines.map((l) => l.outcome).sort(), ['timeout', 'too_large', 'too_large']);
+  assert.deepEqual([...new Set(lines.map((l) => l.outcome))].sort(), ['http_error', 'malformed', 'timeout', 'too_large']);
+  assert.equal(lines.filter((l) => l.outcome === 'too_large').length, 2);
   assert.ok(gw.logs.every((line) => !line.includes('"level":50')), 'nothing is logged as an error');
 });
 
