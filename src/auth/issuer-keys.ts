@@ -112,8 +112,9 @@ export function createIssuerKeys({ issuer, jwksUri }: { issuer: string; jwksUri?
       try {
         return await set.lookup(header, token);
       } catch (err) {
-        // An unknown kid: perhaps the issuer rotated its keys. Fetch again (rate-limited) and look once more.
-        if (!(err instanceof joseErrors.JWKSNoMatchingKey) || !mayPrompt()) throw err;
+        // An unknown kid: perhaps the issuer rotated its keys. Fetch again (rate-limited; or join
+        // the fetch already under way) and look once more.
+        if (!(err instanceof joseErrors.JWKSNoMatchingKey) || (inFlight === undefined && !mayPrompt())) throw err;
         const fresh = await refresh();
         if (fresh === undefined) throw err;
         return fresh.lookup(header, token);

@@ -296,7 +296,7 @@ test('a JWKS endpoint that hangs or answers 10 MB: a bounded 401, a metric, and 
     notJson: `${fake.url}/not-json-issuer`, symmetric: `${fake.url}/symmetric-issuer`, error: `${fake.url}/error-issuer`,
   };
   const { provider, gw } = await setup(t, {
-    issuerKeys: { fetchTimeoutMs: 1500 },
+    issuerKeys: { fetchTimeoutMs: 4000 },
     trustedIssuers: [
       { issuer: issuers.hang, audience: AUDIENCE, jwksUri: `${fake.url}/hang`, accountClaim: 'account' },
       { issuer: issuers.big, audience: AUDIENCE, jwksUri: `${fake.url}/big`, accountClaim: 'account' },
