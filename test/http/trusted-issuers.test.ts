@@ -15,6 +15,8 @@ import { base64url, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair
 import { startBackend, echo, type Backend } from '../helpers/backend.js';
 import { call, logged, signIn, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { scrape, valueOf } from '../helpers/metrics.js';
+import { loadConfig } from '../../src/config/load.js';
+import { createConfigReloader } from '../../src/config/reload.js';
 import { CLIENT_ID, EXTRA_CLAIMS, startProvider, type TestProvider } from '../helpers/oidc-provider.js';
 
 const AUDIENCE = 'https://orders.example';
@@ -240,6 +242,29 @@ test('such a caller is treated like any other: its account\'s quota, the route\'
 
   const served = logged(gw, 'request').filter((line) => line.route === '/orders' && line.status === 200);
   assert.deepEqual(served.map((line) => line.accountId), [EXTRA_CLAIMS.account, EXTRA_CLAIMS.account, 'acct_alice', EXTRA_CLAIMS.account]);
+});
+
+test('a reload may give a route a trusted issuer, and is refused for one that is not trusted, naming the route', async (t) => {
+  const provider = await startProvider(t, { audience: AUDIENCE });
+  const backend = await startBackend(t);
+  const trustedIssuers = [{ issuer: provider.issuer, audience: AUDIENCE, accountClaim: 'account' }];
+  const gw = await startGateway(t, { overrides: { trustedIssuers, routes: [{ prefix: '/orders', targets: [backend.url] }] } });
+  let routes: unknown[] = [{ prefix: '/orders', targets: [backend.url], issuers: ['self', provider.issuer] }];
+  const reloader = createConfigReloader({
+    initial: gw.services.config, log: gw.services.log,
+    load: () => loadConfig({ env: {}, overrides: { trustedIssuers, routes } }),
+    apply: (next) => gw.services.reload(next),
+  });
+  const token = await provider.token();
+  assertRefused(await call(`${gw.url}/orders/1`, { token }), 'before the reload');
+  assert.equal(reloader.reload('SIGHUP'), true);
+  assert.equal((await call(`${gw.url}/orders/1`, { token })).status, 200);
+
+  routes = [{ name: 'partners', prefix: '/orders', targets: [backend.url], issuers: ['https://not-trusted.example'] }];
+  assert.equal(reloader.reload('SIGHUP'), false);
+  const failed = logged(gw, 'configuration reload failed: the running configuration stays in force').at(-1)!;
+  assert.ok((failed.problems as string[]).some((p) => p.includes('route "partners" accepts issuer "https://not-trusted.example"')), JSON.stringify(failed));
+  assert.equal((await call(`${gw.url}/orders/1`, { token })).status, 200, 'the running routes stay');
 });
 
 const TEN_MB = 10 * 1024 * 1024;
