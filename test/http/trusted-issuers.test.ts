@@ -15,6 +15,7 @@ import { base64url, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair
 import { startBackend, echo, type Backend } from '../helpers/backend.js';
 import { call, logged, signIn, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { scrape, valueOf } from '../helpers/metrics.js';
+import { openClient, roundTrip, startWsBackend, whenClosed } from '../helpers/ws-backend.js';
 import { loadConfig } from '../../src/config/load.js';
 import { createConfigReloader } from '../../src/config/reload.js';
 import { CLIENT_ID, EXTRA_CLAIMS, startProvider, type TestProvider } from '../helpers/oidc-provider.js';
@@ -265,6 +266,30 @@ test('a reload may give a route a trusted issuer, and is refused for one that is
   const failed = logged(gw, 'configuration reload failed: the running configuration stays in force').at(-1)!;
   assert.ok((failed.problems as string[]).some((p) => p.includes('route "partners" accepts issuer "https://not-trusted.example"')), JSON.stringify(failed));
   assert.equal((await call(`${gw.url}/orders/1`, { token })).status, 200, 'the running routes stay');
+});
+
+test('a WebSocket opened with a provider token: its identity at the backend, closed when the token expires by the gateway\'s clock', async (t) => {
+  const provider = await startProvider(t, { audience: AUDIENCE, accessTokenTtlSeconds: 300 });
+  const backend = await startWsBackend(t);
+  const gw = await startGateway(t, {
+    overrides: {
+      trustedIssuers: [{ issuer: provider.issuer, audience: AUDIENCE, accountClaim: 'account' }],
+      issuerKeys: { cacheSeconds: 3600 },
+      routes: [
+        { prefix: '/ws', targets: [backend.url], websocket: true, issuers: ['self', provider.issuer] },
+        { prefix: '/ws-own', targets: [backend.url], websocket: true },
+      ],
+    },
+  });
+  const token = await provider.token();
+  await assert.rejects(openClient(gw.url, '/ws-own/echo', { token }), /answered 401/);
+  const ws = await openClient(gw.url, '/ws/echo', { token });
+  t.after(() => ws.terminate());
+  assert.equal((await roundTrip(ws, 'hello')).data.toString(), 'hello');
+  assert.deepEqual(backend.handshakes.at(-1)!.headers['x-account-id'], [EXTRA_CLAIMS.account]);
+  const closed = whenClosed(ws);
+  gw.clock.advance((decodeJwt(token).exp! * 1000) - gw.clock.now() + 1000);
+  assert.equal((await closed).code, 4001);
 });
 
 const TEN_MB = 10 * 1024 * 1024;
