@@ -41,9 +41,19 @@ interface KeptSet {
   fetchedAt: number;
 }
 
+/** A kept key set, as an opaque token of identity: a cached verification is bound to the set that made it. */
+export type KeySetGeneration = object;
+
 export interface IssuerKeys {
-  /** The verification key for a token's header (jose's key-resolver form). */
-  lookup: KeyLookup;
+  /** The verification key for a token's header, and the set it came from; rejects as jose's key sets do. */
+  resolve(...args: Parameters<KeyLookup>): Promise<{ key: Awaited<ReturnType<KeyLookup>>; generation: KeySetGeneration }>;
+  /**
+   * The set in use now, without waiting: the kept one while it is within cacheSeconds +
+   * maxStaleSeconds (a stale one starts a background fetch, as a lookup would); undefined when
+   * none is usable. A cached verification counts only while this is the set that made it, so
+   * a refetch (a key removed at the issuer) and the end of the stale window reach cached tokens too.
+   */
+  current(): KeySetGeneration | undefined;
 }
 
 interface Deps {
@@ -91,33 +101,39 @@ export function createIssuerKeys({ issuer, jwksUri }: { issuer: string; jwksUri?
 
   const mayPrompt = () => clock.now() - lastAttemptAt >= minRefetchMs;
 
+  /** The kept set while it may be used, without waiting; a stale one is replaced in the background. */
+  function currentSet(): KeptSet | undefined {
+    const age = kept === undefined ? Number.POSITIVE_INFINITY : clock.now() - kept.fetchedAt;
+    if (age < cacheMs) return kept;
+    if (age > cacheMs + staleMs) return undefined;
+    // Stale: answer with it at once, and replace it in the background (at most once per minRefetchSeconds).
+    if (mayPrompt()) void refresh();
+    return kept;
+  }
+
   /** The set to verify with now, fetching when there is none usable; undefined: fail closed. */
   async function usableSet(): Promise<KeptSet | undefined> {
-    const now = clock.now();
-    if (kept !== undefined && now - kept.fetchedAt < cacheMs) return kept;
-    if (kept !== undefined && now - kept.fetchedAt <= cacheMs + staleMs) {
-      // Stale: answer with it at once, and replace it in the background (at most once per minRefetchSeconds).
-      if (mayPrompt()) void refresh();
-      return kept;
-    }
+    const set = currentSet();
+    if (set !== undefined) return set;
     // None, or too old to trust: wait for a fetch (shared, bounded), unless one failed just now.
     if (inFlight === undefined && !mayPrompt()) return undefined;
     return refresh();
   }
 
   return {
-    async lookup(header, token) {
+    current: currentSet,
+    async resolve(header, token) {
       const set = await usableSet();
       if (set === undefined) throw new IssuerKeysUnavailable(`the keys of ${issuer} are unavailable`);
       try {
-        return await set.lookup(header, token);
+        return { key: await set.lookup(header, token), generation: set };
       } catch (err) {
         // An unknown kid: perhaps the issuer rotated its keys. Fetch again (rate-limited; or join
         // the fetch already under way) and look once more.
         if (!(err instanceof joseErrors.JWKSNoMatchingKey) || (inFlight === undefined && !mayPrompt())) throw err;
         const fresh = await refresh();
         if (fresh === undefined) throw err;
-        return fresh.lookup(header, token);
+        return { key: await fresh.lookup(header, token), generation: fresh };
       }
     },
   };

@@ -29,7 +29,8 @@ import type { Logger } from '../telemetry/log.js';
 import type { IssuerTokenOutcome, Metrics } from '../telemetry/metrics.js';
 import type { Clock } from '../util/clock.js';
 import type { Authenticate, Identity } from './bearer.js';
-import { createIssuerKeys, IssuerKeysUnavailable } from './issuer-keys.js';
+import { createIssuerKeys, IssuerKeysUnavailable, type KeySetGeneration } from './issuer-keys.js';
+import { createVerifiedTokenCache, type VerifiedTokenCache } from './verified-tokens.js';
 import { EXPIRED } from './signer.js';
 
 export type TrustedIssuerConfig = Config['trustedIssuers'][number];
@@ -63,6 +64,13 @@ export interface TrustedIssuerDeps {
 
 type VerifyExternal = (token: string) => Promise<Identity>;
 
+/** What the verified-token cache keeps of a trusted issuer's token: its identity, its times, and the key set that verified it. */
+interface VerifiedExternal {
+  identity: Readonly<Identity>;
+  notBefore: number | undefined;
+  generation: KeySetGeneration;
+}
+
 /** A header that brings its own key or a URL to fetch one from; `code` as jose's errors, for the log line. */
 class EmbeddedKeyRefused extends Error {
   readonly code = 'ERR_EMBEDDED_KEY';
@@ -70,7 +78,10 @@ class EmbeddedKeyRefused extends Error {
 
 export function createTrustedIssuers(deps: TrustedIssuerDeps): TrustedIssuers {
   const { authenticate, config, metrics } = deps;
-  const verifiers = new Map(config.trustedIssuers.map((issuer) => [issuer.issuer, createIssuerVerifier(issuer, deps)]));
+  // One cache for every trusted issuer, bounded as the gateway's own (tokens.verifiedCache*); none without issuers.
+  const { verifiedCacheMaxEntries: maxEntries, verifiedCacheMaxBytes: maxBytes } = config.tokens;
+  const verified = createVerifiedTokenCache<VerifiedExternal>({ maxEntries: config.trustedIssuers.length === 0 ? 0 : maxEntries, maxBytes, clock: deps.clock });
+  const verifiers = new Map(config.trustedIssuers.map((issuer) => [issuer.issuer, createIssuerVerifier(issuer, deps, verified)]));
   const byList = new Map<string, Authenticate>();
 
   const selfIssuer = config.tokens.issuer;
@@ -119,23 +130,50 @@ function issuerOf(token: string): string | undefined {
   }
 }
 
-function createIssuerVerifier(issuer: TrustedIssuerConfig, { config, clock, log, metrics, fetch }: TrustedIssuerDeps): VerifyExternal {
+function createIssuerVerifier(issuer: TrustedIssuerConfig, { config, clock, log, metrics, fetch }: TrustedIssuerDeps, verified: VerifiedTokenCache<VerifiedExternal>): VerifyExternal {
   const keys = createIssuerKeys(issuer, { settings: config.issuerKeys, clock, log, metrics, fetch });
   const name = issuer.issuer;
+  const skew = config.tokens.clockSkewSeconds;
   const counted = (outcome: IssuerTokenOutcome) => {
     metrics.issuerTokenChecked(name, outcome);
     metrics.tokenValidated(outcome === 'valid' ? 'valid' : outcome === 'expired' ? 'expired' : outcome === 'keys_unavailable' ? 'unavailable' : 'invalid');
   };
+  /**
+   * A token verified before, while the key set that verified it is still the one in use (not
+   * refetched, not past the stale window) and within its times by the gateway's clock now;
+   * anything else is verified in full again.
+   */
+  const cached = (token: string): Identity | undefined => {
+    const hit = verified.get(token);
+    if (hit === undefined) return undefined;
+    const now = Math.floor(clock.now() / 1000);
+    if (hit.generation !== keys.current() || hit.identity.expiresAt <= now - skew || (hit.notBefore !== undefined && hit.notBefore > now + skew)) {
+      verified.forget(token);
+      return undefined;
+    }
+    return { ...hit.identity };
+  };
   return async function verifyExternal(token) {
+    const hit = token.length > MAX_TOKEN_LENGTH ? undefined : cached(token);
+    if (hit !== undefined) {
+      counted('valid');
+      return hit;
+    }
     let payload: JWTPayload;
+    let generation: KeySetGeneration | undefined;
     try {
       const header = decodeProtectedHeader(token);
       if (KEY_BEARING.some((param) => param in header)) throw new EmbeddedKeyRefused();
-      ({ payload } = await jwtVerify(token, keys.lookup, {
+      const lookup = async (...args: Parameters<typeof keys.resolve>) => {
+        const resolved = await keys.resolve(...args);
+        generation = resolved.generation;
+        return resolved.key;
+      };
+      ({ payload } = await jwtVerify(token, lookup, {
         issuer: name,
         audience: issuer.audienceClaim === 'aud' ? issuer.audience : undefined,
         algorithms: issuer.algorithms,
-        clockTolerance: config.tokens.clockSkewSeconds,
+        clockTolerance: skew,
         currentDate: new Date(clock.now()),
         typ: issuer.tokenType,
         requiredClaims: ['exp', ...issuer.requiredClaims],
@@ -151,6 +189,9 @@ function createIssuerVerifier(issuer: TrustedIssuerConfig, { config, clock, log,
     try {
       const identity = identityOf(token, payload, issuer, clock);
       counted('valid');
+      if (token.length <= MAX_TOKEN_LENGTH) {
+        verified.remember(token, { identity: Object.freeze({ ...identity }), notBefore: payload.nbf, generation: generation! }, (identity.expiresAt + skew) * 1000);
+      }
       return identity;
     } catch (err) {
       counted('invalid');

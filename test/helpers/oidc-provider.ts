@@ -28,8 +28,8 @@ export interface TestProvider {
   readonly jwksRequests: number;
   /** An access token by client credentials, for `resource` (its `aud`), with `scope`. */
   token(options?: { resource?: string; scope?: string }): Promise<string>;
-  /** A new signing key, published beside the old one and signing from now on. */
-  rotate(): Promise<void>;
+  /** A new signing key, signing from now on, published beside the old ones; `retire`: the old ones are no longer published. */
+  rotate(options?: { retire?: boolean }): Promise<void>;
   /** Takes the issuer down: its port stops answering. */
   stop(): Promise<void>;
 }
@@ -118,8 +118,10 @@ export async function startProvider(t: TestContext, { audience, accessTokenTtlSe
       if (res.status !== 200 || body.access_token === undefined) throw new Error(`the provider gave no token: ${res.status} ${JSON.stringify(body)}`);
       return body.access_token;
     },
-    async rotate() {
-      keys.unshift(await newKey(keys.length + 1));
+    async rotate({ retire = false } = {}) {
+      const key = await newKey(keys.length + 1);
+      if (retire) keys.length = 0;
+      keys.unshift(key);
       handle = buildProvider(issuer, keys, audience, accessTokenTtlSeconds).callback();
     },
     stop,

@@ -191,6 +191,19 @@ test('a key rotation at the provider: a new kid prompts one fetch (rate-limited)
   assert.equal(await metric(gw, 'gateway_issuer_keys_fetch_total', { issuer: provider.issuer, outcome: 'ok' }), 3);
 });
 
+test('a key retired at the provider: once the new set is fetched, tokens of the old key are refused, though verified before', async (t) => {
+  const { provider, gw } = await setup(t, { issuerKeys: { minRefetchSeconds: 5 } });
+  const old = await provider.token();
+  assert.equal((await call(`${gw.url}/orders/1`, { token: old })).status, 200);
+  assert.equal((await call(`${gw.url}/orders/1`, { token: old })).status, 200, 'presented again (the verified-token cache)');
+  await provider.rotate({ retire: true });
+  gw.clock.advance(5000);
+  assert.equal((await call(`${gw.url}/orders/1`, { token: await provider.token() })).status, 200, 'the new key, fetched');
+  assert.equal(provider.jwksRequests, 2);
+  assertRefused(await call(`${gw.url}/orders/1`, { token: old }), 'the retired key\'s token');
+  assert.equal(provider.jwksRequests, 2, 'no fetch within minRefetchSeconds');
+});
+
 test('the issuer down: its cached keys answer through the stale window, then its tokens are refused', async (t) => {
   const { provider, gw } = await setup(t, { accessTokenTtlSeconds: 3600, issuerKeys: { cacheSeconds: 60, maxStaleSeconds: 120, minRefetchSeconds: 1 } });
   const token = await provider.token();
