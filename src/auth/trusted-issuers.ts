@@ -17,6 +17,9 @@
  * accepts only; the gateway's own tokens (`iss` = tokens.issuer, or no JWT at all) go to the
  * gateway's own check (auth/bearer.ts) when the route accepts "self". Every failure is a 401
  * invalid_token; no issuer's outage can make one a 500.
+ * A verified token is kept in a verified-token cache (auth/verified-tokens.ts) bound to the key
+ * set that verified it: a refetch or the end of the stale window (issuer-keys.ts `current`)
+ * sends it back to a full check.
  * The gateway's token resets do not apply to these tokens: the issuer, not the gateway, decides
  * how long they live. test/http/trusted-issuers.test.ts holds it.
  */
