@@ -407,6 +407,31 @@ test('a JWKS endpoint that hangs or answers 10 MB: a bounded 401, a metric, and 
   assert.ok(gw.logs.every((line) => !line.includes('"level":50')), 'nothing is logged as an error');
 });
 
+test('a discovery document that names another issuer, or a jwks_uri that is not http(s), is not followed', async (t) => {
+  let liarUrl = '';
+  const liar = await startBackend(t, (req, res) => {
+    const body = req.url === '/liar/.well-known/openid-configuration'
+      ? { issuer: 'https://someone-else.example', jwks_uri: `${liarUrl}/keys` }
+      : { issuer: `${liarUrl}/bare`, jwks_uri: 'file:///etc/passwd' };
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  });
+  liarUrl = liar.url;
+  const issuers = [`${liar.url}/liar`, `${liar.url}/bare`];
+  const gw = await startGateway(t, {
+    overrides: {
+      trustedIssuers: issuers.map((issuer) => ({ issuer, audience: AUDIENCE })),
+      routes: [{ prefix: '/orders', targets: ['http://127.0.0.1:9'], issuers }],
+    },
+  });
+  const { privateKey } = await generateKeyPair('ES256');
+  for (const issuer of issuers) {
+    assertRefused(await call(`${gw.url}/orders/1`, { token: await signedBy(privateKey, issuer) }), issuer);
+    assert.equal(await metric(gw, 'gateway_issuer_keys_fetch_total', { issuer, outcome: 'malformed' }), 1);
+  }
+  assert.deepEqual(liar.received.map((r) => r.url), ['/liar/.well-known/openid-configuration', '/bare/.well-known/openid-configuration'], 'no key URL it named was asked');
+});
+
 test('claims in other shapes: a nested roles path (Keycloak), scopes as an array (Okta), audience in another claim (Cognito)', async (t) => {
   const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
   const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: 'fake-1', alg: 'ES256', use: 'sig' }] };
