@@ -12,6 +12,7 @@ import { createRevocations, type Revocations } from './auth/revocation.js';
 import { createKeyUseRecorder } from './auth/key-use.js';
 import { createSettingsTokenAuth } from './auth/settings-tokens.js';
 import { createSigner, type Signer } from './auth/signer.js';
+import { createTrustedIssuers, type TrustedIssuers } from './auth/trusted-issuers.js';
 import type { Config } from './config/schema.js';
 import { createClientAddress, createReplaceableProxyTrust, type ProxyTrust } from './http/client-address.js';
 import { createCors, type Cors } from './http/cors.js';
@@ -45,6 +46,8 @@ export interface Services {
   revocations: Revocations;
   /** The bearer-token check every protected path shares. */
   authenticate: Authenticate;
+  /** The bearer check of routes that also accept other issuers' tokens (`trustedIssuers`, route `issuers`). */
+  trustedIssuers: TrustedIssuers;
   /** The configured routes to backends. */
   proxy: Proxy;
   /** CORS for browsers on listed origins; undefined while it is off. */
@@ -119,7 +122,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   });
   return {
     config, log, clock, signer, metrics, owner, clientAddress,
-    auth: auth.service, revocations: auth.revocations, authenticate: auth.authenticate,
+    auth: auth.service, revocations: auth.revocations, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers,
     keys: state.keys, directory: state.directory, tokens: state.tokens, ownerStore: state.owners, state: state.where,
     limits: limits.limits, usage: limits.usage, isTrustedProxy: trust.isTrusted,
     cors: edge.cors, tracing: edge.tracing, proxy: edge.proxy,
@@ -147,6 +150,7 @@ interface AuthParts {
   service: AuthService;
   revocations: Revocations;
   authenticate: Authenticate;
+  trustedIssuers: TrustedIssuers;
   demoSecrets: DemoSecretGuard;
 }
 
@@ -174,7 +178,9 @@ function buildAuth({ config, log, clock, metrics, signer, state }: Core, { isPro
     store: state.owners, revocations, clock, log,
     cacheTtlMs: config.owner.settingsTokenCacheTtlMs, accessTokenTtlSeconds: t.accessTokenTtlSeconds, resetsRememberedMs: rememberMs,
   });
-  return { service, revocations, authenticate: createAuthenticator(signer, revocations, settingsTokens, metrics), demoSecrets };
+  const authenticate = createAuthenticator(signer, revocations, settingsTokens, metrics);
+  const trustedIssuers = createTrustedIssuers({ authenticate, config, clock, log, metrics });
+  return { service, revocations, authenticate, trustedIssuers, demoSecrets };
 }
 
 interface LimitParts {
@@ -209,7 +215,7 @@ function buildProxy({ config, log, clock, metrics, signer }: Core, { auth, limit
   const cors = createCors(config.cors);
   // The trusted proxies as currently configured: a reload that changes them changes whose trace context is believed.
   const tracing = createTracing(config.tracing, { log, isTrustedPeer: isTrustedProxy, flushTimeoutMs: config.server.shutdownTimeoutMs });
-  const proxy = createProxy({ config, log, clock, signer, authenticate: auth.authenticate, revocations: auth.revocations, limits, cors, isTrustedProxy, metrics, tracing });
+  const proxy = createProxy({ config, log, clock, signer, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers, revocations: auth.revocations, limits, cors, isTrustedProxy, metrics, tracing });
   return { cors, tracing, proxy };
 }
 

@@ -53,6 +53,10 @@ export interface Identity {
   durable?: boolean;
   /** The client certificate the token is bound to (`cnf.x5t#S256`, base64url SHA-256), if any. */
   certificateThumbprint?: string;
+  /** A trusted issuer's token (auth/trusted-issuers.ts): its `iss`. Absent: the gateway's own. */
+  issuer?: string;
+  /** A trusted issuer's token: the roles its `rolesClaim` names. */
+  roles?: readonly string[];
 }
 
 /**

@@ -77,6 +77,9 @@ export interface AssertionSubject {
   /** The route's name: the assertion's `aud`, so one route's assertion is no good at another. */
   audience: string;
   requestId: string;
+  /** A trusted issuer's token: its issuer (`token_iss`) and roles (`roles`). */
+  issuer?: string | undefined;
+  roles?: readonly string[] | undefined;
 }
 
 export const ASSERTION_TYPE = 'gateway-assertion+jwt';
@@ -175,8 +178,9 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
       return sign({ client_id: keyId, iat_ms: now, ...(epoch === undefined ? {} : { reset_epoch: epoch }), ...scopeClaim(scopes), ...cnf }, { typ: ACCESS_TOKEN_TYPE, audience, subject: accountId, now, ttlSeconds: accessTokenTtlSeconds });
     },
 
-    async issueAssertion({ accountId, keyId, tokenId, scopes, audience: routeName, requestId }) {
-      return sign({ client_id: keyId, token_jti: tokenId, request_id: requestId, ...scopeClaim(scopes) },
+    async issueAssertion({ accountId, keyId, tokenId, scopes, audience: routeName, requestId, issuer: tokenIssuer, roles }) {
+      const external = { ...(tokenIssuer === undefined ? {} : { token_iss: tokenIssuer }), ...(roles === undefined ? {} : { roles: [...roles] }) };
+      return sign({ client_id: keyId, token_jti: tokenId, request_id: requestId, ...scopeClaim(scopes), ...external },
         { typ: ASSERTION_TYPE, audience: routeName, subject: accountId, now: clock.now(), ttlSeconds: assertionTtlSeconds });
     },
 

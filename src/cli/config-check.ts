@@ -30,7 +30,7 @@ const USAGE = 'usage: npm run config:check -- [--config <file>] [--data <file>] 
   + '       (in the image: node dist/cli/config-check.js [--config <file>] [--data <file>] [--json])';
 
 export type WarningCode = 'public-route-over-protected' | 'forward-authorization' | 'trusts-every-proxy'
-  | 'metrics-on-public-port' | 'demo-data' | 'data-file-missing' | 'ephemeral-signing-key';
+  | 'metrics-on-public-port' | 'demo-data' | 'data-file-missing' | 'ephemeral-signing-key' | 'trusted-issuer-over-http';
 
 export interface Finding {
   code: WarningCode;
@@ -148,6 +148,15 @@ export function riskySettings(config: Config): Finding[] {
       message: `proxy.trustedProxies holds "${entry}", every address: any client can write X-Forwarded-For / Forwarded and pick the address its limits count`,
     });
   }
+  for (const issuer of config.trustedIssuers) {
+    const plain = [issuer.issuer, issuer.jwksUri].filter((url) => url !== undefined && url.startsWith('http:') && !isLoopbackUrl(url));
+    if (plain.length > 0) {
+      found.push({
+        code: 'trusted-issuer-over-http',
+        message: `trusted issuer "${issuer.issuer}" is reached over plain HTTP (${plain.join(', ')}): whoever is on the path can serve their own keys and sign tokens the gateway accepts; use https`,
+      });
+    }
+  }
   if (config.signing.keys.length === 0) {
     found.push({
       code: 'ephemeral-signing-key',
@@ -205,3 +214,9 @@ async function main(): Promise<void> {
 }
 
 runWhenExecuted(import.meta.url, main);
+
+/** http://localhost, 127.0.0.0/8 or [::1]: a provider on the same host (tests, a sidecar) is no eavesdropper's. */
+function isLoopbackUrl(url: string): boolean {
+  const host = new URL(url).hostname;
+  return host === 'localhost' || host === '[::1]' || /^127\./.test(host);
+}

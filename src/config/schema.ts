@@ -42,8 +42,34 @@ const signingKeySchema = z.strictObject({
   message: 'exactly one of "pem" or "pemFile" is required',
 });
 
+/**
+ * Algorithms a trusted issuer's tokens may use: asymmetric only. `none` and the HMAC family are
+ * never accepted (an HS* token "signed" with an issuer's public key is the classic confusion).
+ */
+export const ISSUER_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const;
+/** A route's name for the gateway's own tokens in its `issuers`. */
+export const SELF_ISSUER = 'self';
+const claimName = z.string().min(1).max(256);
+
+/** One trusted token issuer (docs/identity-providers.md): whose access tokens routes that name it accept. */
+const trustedIssuerSchema = z.strictObject({
+  issuer: z.string().min(1).max(512).refine((u) => /^https?:\/\/[^\s]+$/.test(u) && URL.canParse(u) && new URL(u).username === '' && !/[?#]/.test(u),
+    'expected the issuer URL exactly as its tokens\' `iss` spells it (http(s), no credentials, query or fragment)'),
+  audience: z.string().min(1).max(512),
+  jwksUri: z.url({ protocol: /^https?$/ }).optional(),
+  algorithms: z.array(z.enum(ISSUER_ALGORITHMS)).min(1).default(['RS256', 'PS256', 'ES256', 'EdDSA']),
+  accountClaim: claimName.default('sub'),
+  scopeClaim: claimName.default('scope'),
+  rolesClaim: claimName.optional(),
+  audienceClaim: claimName.default('aud'),
+  requiredClaims: z.array(claimName).max(32).default([]),
+  tokenType: z.string().regex(/^[A-Za-z0-9.+/-]{1,64}$/, 'expected a media type such as "at+jwt"').optional(),
+});
+
 const HEADER_NAME = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/, 'expected an HTTP header name');
-const IDENTITY_PARTS = ['account', 'key', 'token', 'request'] as const;
+const IDENTITY_PARTS = ['account', 'key', 'token', 'request', 'scopes', 'roles'] as const;
+/** What a route sends unless it says otherwise; `scopes` and `roles` are asked for by name. */
+const DEFAULT_IDENTITY_PARTS: readonly IdentityPart[] = ['account', 'key', 'token', 'request'];
 
 /**
  * One proxied route. Documented field by field in docs/proxying.md; the defaults are the
@@ -62,7 +88,9 @@ const routeSchema = z.strictObject({
   stripPrefix: z.boolean().default(false),
   host: z.enum(['target', 'preserve']).default('target'),
   forwardAuthorization: z.boolean().default(false),
-  identity: z.array(z.enum(IDENTITY_PARTS)).default([...IDENTITY_PARTS]),
+  identity: z.array(z.enum(IDENTITY_PARTS)).default([...DEFAULT_IDENTITY_PARTS]),
+  /** Whose tokens the route accepts: "self" (the gateway's own) and trusted issuers by their `issuer`. */
+  issuers: z.array(z.string().min(1).max(512)).min(1).max(16).default([SELF_ISSUER]),
   assertion: z.boolean().default(false),
   requiredScope: z.string().regex(SCOPE_PATTERN, 'expected one scope token').optional(),
   websocket: z.boolean().default(false),
@@ -75,6 +103,10 @@ const routeSchema = z.strictObject({
   ejectMs: z.number().int().min(100).max(3_600_000).default(10_000),
 }).refine((r) => r.auth === 'required' || r.requiredScope === undefined, {
   message: 'a public route cannot require a scope', path: ['requiredScope'],
+}).refine((r) => new Set(r.issuers).size === r.issuers.length, {
+  message: 'each issuer once', path: ['issuers'],
+}).refine((r) => r.auth === 'required' || (r.issuers.length === 1 && r.issuers[0] === SELF_ISSUER), {
+  message: 'a public route checks no token: leave out issuers', path: ['issuers'],
 }).refine((r) => r.auth === 'required' || !r.assertion, {
   message: 'a public route has no caller to assert', path: ['assertion'],
 });
@@ -202,6 +234,34 @@ export const configSchema = z.strictObject({
     activeKid: setting(z.string().min(1).optional(), {
       env: 'SIGNING_ACTIVE_KID',
       description: 'The `kid` that signs new tokens; the others only verify. Required when several private keys are given.',
+    }),
+  }).prefault({}),
+
+  // Access tokens of other issuers (docs/identity-providers.md, auth/trusted-issuers.ts).
+  trustedIssuers: setting(z.array(trustedIssuerSchema).max(32).default([]), {
+    env: 'TRUSTED_ISSUERS',
+    description: 'Issuers whose JWT access tokens routes may accept (route `issuers`), as a JSON array of {issuer, audience, jwksUri?, algorithms?, accountClaim?, scopeClaim?, rolesClaim?, audienceClaim?, requiredClaims?, tokenType?}; see docs/identity-providers.md.',
+  }),
+  issuerKeys: z.strictObject({
+    fetchTimeoutMs: setting(z.number().int().min(100).max(60_000).default(3000), {
+      env: 'ISSUER_KEYS_FETCH_TIMEOUT_MS',
+      description: 'Longest wait for a trusted issuer\'s discovery document or JWKS, body included; a token that needs it meanwhile gets 401.',
+    }),
+    maxBytes: setting(z.number().int().min(1024).max(16_777_216).default(1_048_576), {
+      env: 'ISSUER_KEYS_MAX_BYTES',
+      description: 'Largest discovery document or JWKS read from a trusted issuer; a larger answer is a failed fetch.',
+    }),
+    cacheSeconds: setting(z.number().int().min(1).max(86_400).default(600), {
+      env: 'ISSUER_KEYS_CACHE_SECONDS',
+      description: 'How long a fetched key set is used as it is; after that it is fetched again in the background while the old one still answers.',
+    }),
+    maxStaleSeconds: setting(z.number().int().min(0).max(604_800).default(3600), {
+      env: 'ISSUER_KEYS_MAX_STALE_SECONDS',
+      description: 'While the issuer cannot be reached, how long past `cacheSeconds` its last key set is still used; after that its tokens are refused (fail closed).',
+    }),
+    minRefetchSeconds: setting(z.number().int().min(1).max(3600).default(30), {
+      env: 'ISSUER_KEYS_MIN_REFETCH_SECONDS',
+      description: 'Fewest seconds between two fetches of one issuer\'s keys prompted by an unknown `kid` or a failure, so that tokens with made-up kids cannot make the gateway hammer the issuer.',
     }),
   }).prefault({}),
 
@@ -512,6 +572,8 @@ export const configSchema = z.strictObject({
       request: setting(HEADER_NAME.default('X-Request-Id'), { description: 'Header that tells a backend the request id (also sent on public routes).' }),
       assertion: setting(HEADER_NAME.default('X-Gateway-Assertion'), { description: 'Header carrying the signed identity assertion of routes with `assertion: true`.' }),
       clientCertSubject: setting(HEADER_NAME.default('X-Client-Cert-Subject'), { description: 'Header carrying the subject of the client\'s verified TLS certificate, on routes with `clientCertificate` (docs/tls.md, "Client certificates").' }),
+      scopes: setting(HEADER_NAME.default('X-Scopes'), { description: 'Header that tells a backend the caller\'s scopes, space-separated, on routes whose `identity` lists `scopes`.' }),
+      roles: setting(HEADER_NAME.default('X-Roles'), { description: 'Header that tells a backend the roles a trusted issuer\'s token names (`rolesClaim`), space-separated, on routes whose `identity` lists `roles`.' }),
       clientCertFingerprint: setting(HEADER_NAME.default('X-Client-Cert-Sha256'), { description: 'Header carrying the SHA-256 fingerprint (64 lowercase hex digits) of the client\'s verified TLS certificate, on routes with `clientCertificate`.' }),
     }).prefault({}),
     assertionTtlSeconds: setting(z.number().int().min(5).max(3600).default(60), {
@@ -858,6 +920,7 @@ export const configSchema = z.strictObject({
   if (c.workers !== 1 && (redisModes === 0 || c.signing.keys.length === 0)) {
     ctx.addIssue({ code: 'custom', path: ['workers'], message: 'several workers need Redis (shared state) and signing.keys (one key for all of them)' });
   }
+  refineIssuers(c, ctx);
   const routeNames = new Set(['sign', 'roles', ...c.routes.map((r) => r.name ?? r.prefix)]);
   c.limits.rules.forEach((rule, i) => {
     if (rule.route !== undefined && !routeNames.has(rule.route)) {
@@ -875,6 +938,22 @@ export const configSchema = z.strictObject({
     ctx.addIssue({ code: 'custom', path: ['signing', 'activeKid'], message: 'must name one of signing.keys' });
   }
 });
+
+/** Each trusted issuer once and none named like the gateway itself; every issuer a route names configured. */
+function refineIssuers(c: Pick<Config, 'trustedIssuers' | 'routes' | 'tokens'>, ctx: z.RefinementCtx): void {
+  const known = c.trustedIssuers.map((i) => i.issuer);
+  known.forEach((issuer, i) => {
+    if (known.indexOf(issuer) !== i) ctx.addIssue({ code: 'custom', path: ['trustedIssuers', i, 'issuer'], message: `duplicate issuer "${issuer}"` });
+    if (issuer === c.tokens.issuer || issuer === SELF_ISSUER) ctx.addIssue({ code: 'custom', path: ['trustedIssuers', i, 'issuer'], message: `"${issuer}" is the gateway's own issuer (tokens.issuer)` });
+  });
+  c.routes.forEach((route, i) => {
+    route.issuers.forEach((issuer, j) => {
+      if (issuer !== SELF_ISSUER && !known.includes(issuer)) {
+        ctx.addIssue({ code: 'custom', path: ['routes', i, 'issuers', j], message: `route "${route.name ?? route.prefix}" accepts issuer "${issuer}", which is not in trustedIssuers (known: ${['self', ...known].join(', ')})` });
+      }
+    });
+  });
+}
 
 /** The TLS settings that only make sense together, and the routes that need client certificates. */
 function refineTls(c: Pick<Config, 'tls' | 'routes' | 'acme'>, ctx: z.RefinementCtx): void {

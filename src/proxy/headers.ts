@@ -43,6 +43,9 @@ export interface Caller {
   accountId: string;
   keyId: string;
   tokenId: string;
+  scopes: readonly string[];
+  /** Only a trusted issuer's token names roles (its `rolesClaim`). */
+  roles?: readonly string[] | undefined;
 }
 
 export interface UpstreamHeaderInput {
@@ -139,6 +142,8 @@ export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust
         if (identity.account) out[names.account.toLowerCase()] = caller.accountId;
         if (identity.key) out[names.key.toLowerCase()] = caller.keyId;
         if (identity.token) out[names.token.toLowerCase()] = caller.tokenId;
+        if (identity.scopes && caller.scopes.length > 0) out[names.scopes.toLowerCase()] = caller.scopes.join(' ');
+        if (identity.roles && caller.roles !== undefined && caller.roles.length > 0) out[names.roles.toLowerCase()] = caller.roles.join(' ');
       }
       if (input.assertion !== undefined) out[names.assertion.toLowerCase()] = input.assertion;
       if (input.certificate !== undefined) {

@@ -18,6 +18,8 @@ export interface IdentityParts {
   readonly key: boolean;
   readonly token: boolean;
   readonly request: boolean;
+  readonly scopes: boolean;
+  readonly roles: boolean;
 }
 
 export interface Route extends Readonly<RouteConfig> {
@@ -67,13 +69,13 @@ export class RouteTable {
 
   #build(config: RouteConfig, agents: Agents): Route {
     const has = (part: IdentityPart) => config.identity.includes(part);
-    const caller = { account: has('account'), key: has('key'), token: has('token'), request: has('request') };
+    const caller = { account: has('account'), key: has('key'), token: has('token'), request: has('request'), scopes: has('scopes'), roles: has('roles') };
     return Object.freeze({
       ...config,
       name: config.name ?? config.prefix,
       pool: new TargetPool(config, agents),
       // A public route has no caller: only the request id can go.
-      sends: { caller, anonymous: { account: false, key: false, token: false, request: caller.request } },
+      sends: { caller, anonymous: { account: false, key: false, token: false, request: caller.request, scopes: false, roles: false } },
     });
   }
 

@@ -9,6 +9,7 @@ import type { Authenticate, Identity } from '../auth/bearer.js';
 import type { ClientCertificate } from '../auth/client-certificate.js';
 import type { Revocations } from '../auth/revocation.js';
 import type { Signer } from '../auth/signer.js';
+import type { TrustedIssuers } from '../auth/trusted-issuers.js';
 import type { Config } from '../config/schema.js';
 import type { ProxyTrust } from '../http/client-address.js';
 import type { Cors } from '../http/cors.js';
@@ -27,6 +28,8 @@ export interface ProxyDeps {
   clock: Scheduler;
   signer: Signer;
   authenticate: Authenticate;
+  /** The bearer check of routes that accept other issuers' tokens too (`issuers`). */
+  trustedIssuers: TrustedIssuers;
   revocations: Revocations;
   limits: RateLimits;
   /** CORS, undefined while it is off (http/cors.ts). */

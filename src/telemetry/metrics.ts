@@ -31,6 +31,10 @@ const STATUS_CLASSES = ['1xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
 
 /** Outcomes of a bearer-token check (auth/bearer.ts). */
 export type TokenValidation = 'valid' | 'missing' | 'invalid' | 'expired' | 'revoked' | 'unavailable';
+/** How a fetch of a trusted issuer's keys ended (auth/issuer-keys.ts). */
+export type IssuerKeyFetch = 'ok' | 'timeout' | 'too_large' | 'http_error' | 'unreachable' | 'malformed' | 'error';
+/** What became of a token that named a trusted issuer, or an unknown one (auth/trusted-issuers.ts). */
+export type IssuerTokenOutcome = 'valid' | 'invalid' | 'expired' | 'keys_unavailable' | 'not_accepted';
 /** Outcomes of a sign-in, refresh or token reset (http/routes/). */
 export type CredentialOutcome = 'issued' | 'reset' | 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'certificate_mismatch' | 'replayed' | 'rate_limited' | 'unavailable' | 'error';
 /** What a directory-cache read was answered from (state/directory/cache.ts). */
@@ -68,6 +72,10 @@ export interface Metrics {
   /** A backend attempt failed before its answer; `ejected`, the failure took the target out. */
   upstreamFailed(origin: string, failure: UpstreamFailure, ejected: boolean): void;
   tokenValidated(outcome: TokenValidation): void;
+  /** A fetch of a trusted issuer's keys ended so (`issuer`: a configured one, a bounded label). */
+  issuerKeysFetched(issuer: string, outcome: IssuerKeyFetch): void;
+  /** A token of a trusted issuer was checked; `issuer` is "(unknown)" for one no route may accept. */
+  issuerTokenChecked(issuer: string, outcome: IssuerTokenOutcome): void;
   signIn(outcome: CredentialOutcome): void;
   refresh(outcome: CredentialOutcome): void;
   reset(outcome: CredentialOutcome): void;
@@ -110,6 +118,7 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
     ...createRateLimitMetrics(registers),
     ...createWebSocketMetrics(registers),
     ...createDataFileMetrics(registers),
+    ...createIssuerMetrics(registers),
     ...requests,
     ...outcomes,
     ...watched,
@@ -296,6 +305,26 @@ function createWebSocketMetrics(registers: Registers): Pick<Metrics, 'webSocketC
       labelNames: ['route', 'reason'],
       registers,
     }),
+  };
+}
+
+/** Trusted issuers: `issuer` is a configured issuer URL (or "(unknown)"), outcomes a fixed list. */
+function createIssuerMetrics(registers: Registers): Pick<Metrics, 'issuerKeysFetched' | 'issuerTokenChecked'> {
+  const fetches = new Counter({
+    name: 'gateway_issuer_keys_fetch_total',
+    help: 'Fetches of a trusted issuer\'s keys (discovery and JWKS) by issuer and outcome (ok, timeout, too_large, http_error, unreachable, malformed, error).',
+    labelNames: ['issuer', 'outcome'],
+    registers,
+  });
+  const tokens = new Counter({
+    name: 'gateway_issuer_tokens_total',
+    help: 'Access tokens of other issuers checked, by issuer ("(unknown)" for one not configured) and outcome (valid, invalid, expired, keys_unavailable, not_accepted).',
+    labelNames: ['issuer', 'outcome'],
+    registers,
+  });
+  return {
+    issuerKeysFetched: (issuer, outcome) => fetches.labels(issuer, outcome).inc(),
+    issuerTokenChecked: (issuer, outcome) => tokens.labels(issuer, outcome).inc(),
   };
 }
 

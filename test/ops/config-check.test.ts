@@ -164,6 +164,7 @@ test('warnings: exit 2, one for each risky setting', { concurrency: 4 }, async (
     ['demo data', { data: { file: join(process.cwd(), 'config/demo-data.json') } }, ['demo-data'], /acct_alice\/key_alice_1/],
     ['a data file that does not exist yet', { data: { file: join(f.dir, 'later.json') } }, ['data-file-missing'], /will create it with no accounts/],
     ['no signing key (one made at each start)', { signing: { keys: [] } }, ['ephemeral-signing-key'], /every restart ends every session/],
+    ['a trusted issuer over plain HTTP', { trustedIssuers: [{ issuer: 'http://idp.example/realms/shop', audience: 'orders' }, { issuer: 'http://127.0.0.1:8081', audience: 'orders' }] }, ['trusted-issuer-over-http'], /"http:\/\/idp\.example\/realms\/shop" is reached over plain HTTP/],
   ];
   const subtests: Promise<void>[] = [];
   for (const [what, config, expected, message] of cases) {
