@@ -82,6 +82,11 @@ export interface Metrics {
   readonly webSocketConnections: Gauge<'route'>;
   /** WebSockets closed, by route name and reason: client, backend, expired, reset, idle, drain, error. */
   readonly webSocketsClosed: Counter<'route' | 'reason'>;
+  /**
+   * Decisions of the routes' `allow` rules (proxy/policy.ts), by route name, rule (its name or
+   * index, `none` when no rule matched) and outcome: `allow`, `deny`, `would_deny` (report mode).
+   */
+  readonly policyDecisions: Counter<'route' | 'rule' | 'outcome'>;
   /** Writes of the data file by the owner store (state/owners/file.ts). */
   readonly dataFileWrites: Counter;
   /** Owner changes those writes carried (group commit: several a write under a burst). */
@@ -110,6 +115,7 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
     ...createRateLimitMetrics(registers),
     ...createWebSocketMetrics(registers),
     ...createDataFileMetrics(registers),
+    ...createPolicyMetrics(registers),
     ...requests,
     ...outcomes,
     ...watched,
@@ -294,6 +300,18 @@ function createWebSocketMetrics(registers: Registers): Pick<Metrics, 'webSocketC
       name: 'gateway_websocket_closed_total',
       help: 'WebSockets closed, by route and reason (client, backend, expired, reset, idle, drain, error).',
       labelNames: ['route', 'reason'],
+      registers,
+    }),
+  };
+}
+
+/** Route names and rule labels come from the configuration, outcomes from a fixed list: bounded. */
+function createPolicyMetrics(registers: Registers): Pick<Metrics, 'policyDecisions'> {
+  return {
+    policyDecisions: new Counter({
+      name: 'gateway_policy_decisions_total',
+      help: 'Decisions of the routes\' allow rules, by route, rule (its name or index; none: no rule matched) and outcome (allow, deny, would_deny in report mode).',
+      labelNames: ['route', 'rule', 'outcome'],
       registers,
     }),
   };
