@@ -139,21 +139,7 @@ export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust
         if (kept.tracestate !== undefined) out.tracestate = kept.tracestate;
       }
 
-      const { caller, identity } = input;
-      if (identity.request) out[names.request.toLowerCase()] = input.requestId;
-      if (caller !== undefined) {
-        if (identity.account) out[names.account.toLowerCase()] = caller.accountId;
-        if (identity.key) out[names.key.toLowerCase()] = caller.keyId;
-        if (identity.token) out[names.token.toLowerCase()] = caller.tokenId;
-      }
-      if (input.assertion !== undefined) out[names.assertion.toLowerCase()] = input.assertion;
-      if (input.claimHeaders !== undefined && caller !== undefined) {
-        for (const [name, value] of input.claimHeaders.valuesFor(input.claims)) out[name] = value;
-      }
-      if (input.certificate !== undefined) {
-        out[names.clientCertSubject.toLowerCase()] = input.certificate.subject;
-        out[names.clientCertFingerprint.toLowerCase()] = input.certificate.sha256;
-      }
+      addIdentityHeaders(out, names, input);
       return out;
     },
 
@@ -172,6 +158,25 @@ export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust
       return out;
     },
   };
+}
+
+/** The gateway's word on who calls: the identity headers the route sends, its claim headers, the certificate. */
+function addIdentityHeaders(out: OutgoingHttpHeaders, names: Config['proxy']['identityHeaders'], input: UpstreamHeaderInput): void {
+  const { caller, identity } = input;
+  if (identity.request) out[names.request.toLowerCase()] = input.requestId;
+  if (caller !== undefined) {
+    if (identity.account) out[names.account.toLowerCase()] = caller.accountId;
+    if (identity.key) out[names.key.toLowerCase()] = caller.keyId;
+    if (identity.token) out[names.token.toLowerCase()] = caller.tokenId;
+    if (input.claimHeaders !== undefined) {
+      for (const [name, value] of input.claimHeaders.valuesFor(input.claims)) out[name] = value;
+    }
+  }
+  if (input.assertion !== undefined) out[names.assertion.toLowerCase()] = input.assertion;
+  if (input.certificate !== undefined) {
+    out[names.clientCertSubject.toLowerCase()] = input.certificate.subject;
+    out[names.clientCertFingerprint.toLowerCase()] = input.certificate.sha256;
+  }
 }
 
 /** Adds one header line; repeats stay separate lines (Node writes each value of an array as its own). */
