@@ -66,8 +66,8 @@ export const NO_RULE = 'none';
 const ruleSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, ".", "_" or "-"').refine((n) => n !== NO_RULE, `"${NO_RULE}" names the requests no rule allowed`).optional(),
   methods: z.array(z.enum(RULE_METHODS)).min(1).optional(),
-  /** Checked against the route's prefix in routeSchema's refinement (it needs the prefix). */
-  paths: z.array(z.string().min(1).max(1024)).min(1).max(64).optional(),
+  /** Parsed here; checked against the route's prefix in routeSchema's refinement (it needs the prefix). */
+  paths: z.array(z.string().min(1).max(1024).superRefine(refinePathPattern)).min(1).max(64).optional(),
   scopes: z.array(z.string().regex(SCOPE_PATTERN, 'expected one scope token')).min(1).max(64).optional(),
   anyScopes: z.array(z.string().regex(SCOPE_PATTERN, 'expected one scope token')).min(1).max(64).optional(),
   roles: z.array(z.string().min(1).max(256)).min(1).max(64).optional(),
@@ -145,13 +145,20 @@ function refineRules(r: { prefix: string; auth: string; allow?: readonly z.infer
 function pathProblem(prefix: string, path: string): string | undefined {
   const lower = path.toLowerCase();
   if (prefix !== '/' && lower !== prefix && !lower.startsWith(`${prefix}/`)) return `expected a pattern under the route's prefix "${prefix}" (such as "${prefix}/:id")`;
-  if (!path.startsWith('/')) return 'expected a pattern starting with "/"';
+  return undefined;
+}
+
+/** A rule's path: a path-to-regexp pattern of a whole path (proxy/policy.ts compiles it). */
+function refinePathPattern(path: string, ctx: z.RefinementCtx): void {
+  if (!path.startsWith('/')) {
+    ctx.addIssue({ code: 'custom', message: 'expected a pattern starting with "/"' });
+    return;
+  }
   try {
     pathToRegexp(path);
   } catch (err) {
-    return `not a path pattern: ${(err as Error).message.split(';')[0]}`;
+    ctx.addIssue({ code: 'custom', message: `not a path pattern: ${(err as Error).message.split(';')[0]}` });
   }
-  return undefined;
 }
 
 /**

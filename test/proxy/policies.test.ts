@@ -11,6 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { test, type TestContext } from 'node:test';
 import { decodeJwt, decodeProtectedHeader, SignJWT } from 'jose';
 import { startBackend, type Backend } from '../helpers/backend.js';
@@ -309,4 +310,50 @@ test('a reload with a bad rule changes nothing; a good one puts the new rules in
   next = initial.routes.map((r) => (r === orders ? { ...r, allow: [{ methods: ['GET'] }] } : { ...r }));
   assert.equal(reloader.reload('SIGHUP'), true);
   assertRefused(await post(), 'forbidden');
+});
+
+/** The configuration examples of docs/policies.md, their targets pointed at `url`. */
+function docExamples(url: string): { routes: Record<string, unknown>[] }[] {
+  const page = readFileSync(new URL('../../docs/policies.md', import.meta.url), 'utf8');
+  const blocks = [...page.matchAll(/```json\n([\s\S]*?)\n```/g)].map((m) => JSON.parse(m[1]!) as { routes: Record<string, unknown>[] });
+  assert.equal(blocks.length, 3, 'docs/policies.md has three examples');
+  for (const block of blocks) for (const route of block.routes) route.targets = [url];
+  return blocks;
+}
+
+test('the examples of docs/policies.md load, and do what the page says', async (t) => {
+  const backend = await startBackend(t);
+  const examples = docExamples(backend.url);
+  for (const example of examples) assert.deepEqual(problemsOf(example.routes), [], JSON.stringify(example));
+  const { privateKey } = generateKeyPairSync('ed25519');
+  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const file = writeDataFile(t, [reader, plain]);
+  const gw = await startProxy(t, examples.flatMap((e) => e.routes) as RouteInput[], {
+    data: { file }, signing: { keys: [{ kid: 'docs', alg: 'EdDSA', pem }] }, proxy: { trustedProxies: ['127.0.0.1'] },
+  });
+  const readerToken = await tokenOf(gw, privateKey, reader);
+
+  // orders: read and list with orders:read (HEAD too), not write, nor delete.
+  for (const [method, path] of [['GET', '/orders'], ['GET', '/orders/42'], ['HEAD', '/orders/42']]) {
+    assert.equal((await call(`${gw.url}${path}`, { method, token: readerToken })).status, 200, `${method} ${path}`);
+  }
+  assertRefused(await call(`${gw.url}/orders`, { method: 'POST', token: readerToken, body: '{}' }), 'insufficient_scope', 'orders:write');
+  assertRefused(await call(`${gw.url}/orders/42`, { method: 'DELETE', token: readerToken }), 'forbidden');
+  // … unless the caller is of acme and in the office network; its email goes to the backend.
+  const acme = await tokenOf(gw, privateKey, plain, { org: 'acme', email: 'ana@acme.example' });
+  assertRefused(await call(`${gw.url}/orders/42`, { method: 'DELETE', token: acme, headers: { 'x-forwarded-for': '192.0.2.1' } }), 'forbidden');
+  assert.equal((await call(`${gw.url}/orders/42`, { method: 'DELETE', token: acme, headers: { 'x-forwarded-for': '10.20.3.4' } })).status, 200);
+  assert.deepEqual(backend.received.at(-1)!.headers['x-user-email'], ['ana@acme.example']);
+  const support = await tokenOf(gw, privateKey, plain, { roles: ['support'] });
+  assert.equal((await call(`${gw.url}/orders/42`, { token: support })).status, 200, 'support reads');
+
+  // catalogue: anyone reads; only the partners' networks change it.
+  assert.equal((await call(`${gw.url}/catalogue/items`)).status, 200);
+  assertRefused(await call(`${gw.url}/catalogue/items/1`, { method: 'DELETE', headers: { 'x-forwarded-for': '198.51.100.7' } }), 'forbidden');
+  assert.equal((await call(`${gw.url}/catalogue/items/1`, { method: 'DELETE', headers: { 'x-forwarded-for': '2001:db8::7' } })).status, 200);
+
+  // billing: report mode, the request goes through and is counted.
+  assert.equal((await call(`${gw.url}/billing/invoices`, { method: 'POST', token: readerToken, body: '{}' })).status, 200);
+  assert.deepEqual(decisions(await metricsText(gw), 'billing'), { 'none would_deny': 1 });
+  assert.equal(logged(gw, WOULD_DENY).length, 1);
 });
