@@ -22,9 +22,11 @@
  *   CPU per request is the share the target is about.
  */
 import { copyFileSync, readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { Counter, Registry } from 'prom-client';
 import { configSchema } from '../src/config/schema.js';
+import { createClientIp } from '../src/http/client-address.js';
 import { compilePolicy } from '../src/proxy/policy.js';
 import { boundedInt, parseRunOptions } from './lib/cli.js';
 import { REPORTS, RESULTS, ROOT, runEnv, startGateway, type Runtime } from './lib/gateway.js';
@@ -142,10 +144,13 @@ function decisionCost(): { usPerDecision: number; passes: number[] } {
   const policy = compilePolicy(config.routes[0]!.allow, 'enforce')!;
   const counter = new Counter({ name: 'bench_policy_decisions_total', help: 'bench', labelNames: ['route', 'rule', 'outcome'], registers: [new Registry()] });
   const children = new Map<string, ReturnType<typeof counter.labels>>();
+  // The client address as admission reads it: the peer (no trusted proxy), unmapped.
+  const clientIp = createClientIp({ trustedProxies: [], clientAddressHeader: 'x-forwarded-for' });
+  const req = { socket: { remoteAddress: '::ffff:127.0.0.1' }, headers: {} } as unknown as IncomingMessage;
   const once = (i: number) => {
     const claims = Object.freeze({ sub: `acct_bench_${i % ACCOUNTS}`, client_id: 'key_bench', jti: String(i), iat: i, iat_ms: i, exp: i + 900 });
     const identity = { accountId: claims.sub, keyId: 'key_bench', tokenId: claims.jti, issuedAt: i, issuedAtMs: i, expiresAt: i + 900, scopes: [], claims };
-    const decision = policy.decide({ method: 'GET', url: `${PREFIX}/items/${i % 1000}`, identity, clientIp: () => '::ffff:127.0.0.1' });
+    const decision = policy.decide({ method: 'GET', url: `${PREFIX}/items/${i % 1000}`, identity, clientIp: () => clientIp(req) });
     if (decision.rule !== LAST_RULE) throw new Error(`the bench's request was decided by ${decision.rule}, not ${LAST_RULE}`);
     // As admission counts: the bound child found by outcome and rule.
     const key = `allow ${decision.rule}`;

@@ -70,7 +70,10 @@ export function createClientIp(proxy: Pick<Config['proxy'], 'trustedProxies' | '
   const hop = createClientHop(proxy, isTrusted);
   return (req) => {
     const address = hop(req);
-    return address.startsWith(INVALID) ? undefined : unmapped(address);
+    if (address.startsWith(INVALID)) return undefined;
+    // How Node spells a mapped peer on a dual-stack socket: unmapped without ipaddr.js's parse (µs).
+    if (address.startsWith('::ffff:') && isIPv4(address.slice(7))) return address.slice(7);
+    return unmapped(address);
   };
 }
 
