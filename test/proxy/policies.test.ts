@@ -19,6 +19,7 @@ import { call, logged, metricsText, signIn, type JsonResponse, type TestGateway 
 import { parseMetrics } from '../helpers/metrics.js';
 import { exitWithin, gatewayEnv, LISTENING, logLines, startNode } from '../helpers/process.js';
 import { newKey, startProxy, writeDataFile, type KeyFixture, type RouteInput } from '../helpers/proxy.js';
+import { openClient, roundTrip, startWsBackend } from '../helpers/ws-backend.js';
 import { loadConfig, ConfigError } from '../../src/config/load.js';
 import { createConfigReloader } from '../../src/config/reload.js';
 
@@ -43,7 +44,8 @@ function routes(backend: Backend): RouteInput[] {
         { name: 'also-read', methods: ['GET'], anyScopes: ['orders:read'] },
       ],
     },
-    { name: 'office', prefix: '/office', targets: [backend.url], allow: [{ name: 'office-net', sources: ['10.1.0.0/16', '2001:db8::/32'] }] },
+    { name: 'office', prefix: '/office', targets: [backend.url], allow: [{ name: 'office-net', sources: ['10.1.0.0/16', '2001:db8::/32', '::ffff:10.3.0.0/112'] }] },
+    { name: 'closed', prefix: '/closed', targets: [backend.url], allow: [] },
     {
       name: 'catalogue', prefix: '/catalogue', targets: [backend.url], auth: 'public',
       allow: [{ name: 'browse', methods: ['GET'] }, { name: 'feedback', methods: ['POST'], paths: ['/catalogue/feedback'] }],
@@ -178,6 +180,8 @@ test('allow rules, against a real gateway and backend', async (t) => {
     assert.equal((await via('10.1.2.3')).status, 200);
     assert.equal((await via('2001:db8::5')).status, 200);
     assert.equal((await via('10.1.2.3, 127.0.0.1')).status, 200, 'trusted hops on the right are skipped');
+    assert.equal((await via('10.3.0.9')).status, 200, 'an IPv4-mapped IPv6 range is the IPv4 range it maps');
+    assert.equal((await via('::ffff:10.1.0.7')).status, 200, 'a mapped address is its IPv4 address');
     assertRefused(await via('10.2.0.1'), 'forbidden');
     assertRefused(await via('10.1.2.3, 192.0.2.9'), 'forbidden');
     assertRefused(await via(undefined), 'forbidden');
@@ -189,6 +193,12 @@ test('allow rules, against a real gateway and backend', async (t) => {
     assert.equal((await call(`${gw.url}/catalogue/feedback`, { method: 'POST', body: 'nice' })).status, 200);
     assertRefused(await call(`${gw.url}/catalogue/items`, { method: 'POST', body: 'x' }), 'forbidden');
     assertRefused(await call(`${gw.url}/catalogue/items`, { method: 'DELETE', token: await token(writer) }), 'forbidden');
+  });
+
+  await t.test('an empty allow list refuses every request on its route', async () => {
+    const before = reached();
+    assertRefused(await call(`${gw.url}/closed/x`, { token: await token(writer) }), 'forbidden');
+    assert.equal(reached(), before);
   });
 
   await t.test('report mode lets a request through that the rules refuse, logs it and counts it', async () => {
@@ -356,4 +366,27 @@ test('the examples of docs/policies.md load, and do what the page says', async (
   assert.equal((await call(`${gw.url}/billing/invoices`, { method: 'POST', token: readerToken, body: '{}' })).status, 200);
   assert.deepEqual(decisions(await metricsText(gw), 'billing'), { 'none would_deny': 1 });
   assert.equal(logged(gw, WOULD_DENY).length, 1);
+});
+
+test('a WebSocket handshake is decided by the same rules and gets the same claim headers', async (t) => {
+  const { privateKey } = generateKeyPairSync('ed25519');
+  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const backend = await startWsBackend(t);
+  const gw = await startProxy(t, [{
+    name: 'chat', prefix: '/chat', targets: [backend.url], websocket: true,
+    identityHeaders: { 'X-User-Email': 'email' },
+    allow: [{ name: 'rooms', methods: ['GET'], paths: ['/chat/rooms/:room'], roles: ['member'] }],
+  }], { data: { file: writeDataFile(t, [plain]) }, signing: { keys: [{ kid: 'ws', alg: 'EdDSA', pem }] } });
+
+  const member = await tokenOf(gw, privateKey, plain, { roles: ['member'], email: 'ana@example.com' });
+  const ws = await openClient(gw.url, '/chat/rooms/lobby', { token: member, headers: { 'x-user-email': 'mallory@example.com' } });
+  assert.equal((await roundTrip(ws, 'hello')).data.toString(), 'hello');
+  ws.close();
+  assert.equal(backend.handshakes.length, 1);
+  assert.deepEqual(backend.handshakes[0]!.headers['x-user-email'], ['ana@example.com']);
+
+  const outsider = await tokenOf(gw, privateKey, plain, { roles: ['guest'] });
+  await assert.rejects(openClient(gw.url, '/chat/rooms/lobby', { token: outsider }), /answered 403/);
+  await assert.rejects(openClient(gw.url, '/chat/admin/x', { token: member }), /answered 403/);
+  assert.equal(backend.handshakes.length, 1, 'a refused handshake reached the backend');
 });
