@@ -53,8 +53,8 @@ export interface PolicyDecision {
 }
 
 export interface Policy {
+  /** `allowMode: "report"`: a refusal is logged and counted, and the request goes on. */
   readonly report: boolean;
-  readonly labels: readonly string[];
   decide(request: PolicyRequest): PolicyDecision;
 }
 
@@ -65,7 +65,6 @@ export function compilePolicy(rules: readonly RuleConfig[] | undefined, mode: 'e
   const needsPath = compiled.some((rule) => rule.paths !== undefined);
   return {
     report: mode === 'report',
-    labels: compiled.map((rule) => rule.label),
     decide(request) {
       const path = needsPath ? pathKey(request.url) : '';
       let ip: string | undefined;
