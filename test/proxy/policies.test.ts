@@ -390,3 +390,17 @@ test('a WebSocket handshake is decided by the same rules and gets the same claim
   await assert.rejects(openClient(gw.url, '/chat/admin/x', { token: member }), /answered 403/);
   assert.equal(backend.handshakes.length, 1, 'a refused handshake reached the backend');
 });
+
+test('the start-up errors docs/policies.md shows are the ones the gateway prints', () => {
+  const page = readFileSync(new URL('../../docs/policies.md', import.meta.url), 'utf8');
+  const shown = /\n {4}(invalid configuration:\n(?: {6}- .*\n)+)/.exec(page)?.[1]?.replace(/^ {4}/gm, '');
+  assert.ok(shown !== undefined, 'docs/policies.md shows the errors');
+  const routesEnv = JSON.stringify([
+    { prefix: '/orders', targets: target, allow: [{ paths: ['/orders/:'] }, { paths: ['/admin/:id'] }] },
+    { prefix: '/c', auth: 'public', targets: target, allow: [{ scopes: ['x'] }] },
+  ]);
+  assert.throws(() => loadConfig({ env: { ROUTES: routesEnv } }), (err: Error) => {
+    assert.equal(`${err.message}\n`, shown);
+    return true;
+  });
+});
