@@ -57,6 +57,11 @@ export interface Identity {
   issuer?: string;
   /** A trusted issuer's token: the roles its `rolesClaim` names. */
   roles?: readonly string[];
+  /**
+   * Every claim of the verified access token (frozen), for a route's rules and claim headers
+   * (proxy/policy.ts); absent for an API settings token, which has no claims beyond the above.
+   */
+  claims?: Readonly<Record<string, unknown>>;
 }
 
 /**
@@ -101,6 +106,7 @@ export function createAuthenticator(signer: Signer, revocations: Revocations, se
       accountId: claims.sub, keyId: claims.client_id, tokenId: claims.jti,
       issuedAt: claims.iat, issuedAtMs: claims.iat_ms, expiresAt: claims.exp, epoch: claims.reset_epoch,
       scopes: claims.scope === undefined || claims.scope === '' ? [] : claims.scope.split(' '),
+      claims: claims as unknown as Readonly<Record<string, unknown>>,
     };
     if (claims.cnf !== undefined) {
       identity.certificateThumbprint = claims.cnf['x5t#S256'];

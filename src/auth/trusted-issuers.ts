@@ -221,6 +221,8 @@ function identityOf(token: string, payload: JWTPayload, issuer: TrustedIssuerCon
     accountId, keyId, tokenId, issuedAt, issuedAtMs: issuedAt * 1000, expiresAt: payload.exp!,
     scopes: wordsAt(payload, issuer.scopeClaim),
     issuer: issuer.issuer,
+    // For a route's rules and claim headers (proxy/policy.ts, proxy/claim-headers.ts).
+    claims: Object.freeze({ ...payload }),
   };
   if (issuer.rolesClaim !== undefined) identity.roles = wordsAt(payload, issuer.rolesClaim);
   return identity;

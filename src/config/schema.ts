@@ -7,6 +7,7 @@
  * Unknown keys are errors (a misspelt setting must not be silently ignored), and every problem
  * is reported with its path by load.ts before the process listens.
  */
+import { pathToRegexp } from 'path-to-regexp';
 import { z } from 'zod';
 import { SCOPE_PATTERN } from '../domain/formats.js';
 
@@ -71,6 +72,38 @@ const IDENTITY_PARTS = ['account', 'key', 'token', 'request', 'scopes', 'roles']
 /** What a route sends unless it says otherwise; `scopes` and `roles` are asked for by name. */
 const DEFAULT_IDENTITY_PARTS: readonly IdentityPart[] = ['account', 'key', 'token', 'request'];
 
+/** The methods a rule may name: those the gateway serves (TRACE is refused before any rule). */
+export const RULE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+/** A token claim's name: printable ASCII without space (`email`, `https://example.com/tenant`). */
+const CLAIM_NAME = z.string().regex(/^[\x21-\x7e]{1,256}$/, 'expected a claim name (printable ASCII, no space)');
+const CLAIM_VALUE = z.union([z.string().max(1024), z.number(), z.boolean()]);
+const SOURCE = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()]);
+/** Header names a route cannot fill from claims: the gateway's own framing, forwarding and credentials. */
+const RESERVED_HEADERS: ReadonlySet<string> = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive',
+  'proxy-connection', 'te', 'trailer', 'upgrade', 'expect', 'proxy-authenticate', 'proxy-authorization', 'authorization', 'cookie',
+  'forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'x-real-ip', 'traceparent', 'tracestate']);
+/** The metric label of a request no rule allowed: no rule may take it as its name. */
+export const NO_RULE = 'none';
+
+/**
+ * One rule of a route's `allow` list (docs/policies.md): every selector it names must match,
+ * and one it leaves out matches anything. Compiled once per route table (proxy/policy.ts).
+ */
+const ruleSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, ".", "_" or "-"').refine((n) => n !== NO_RULE, `"${NO_RULE}" names the requests no rule allowed`).optional(),
+  methods: z.array(z.enum(RULE_METHODS)).min(1).optional(),
+  /** Parsed here; checked against the route's prefix in routeSchema's refinement (it needs the prefix). */
+  paths: z.array(z.string().min(1).max(1024).superRefine(refinePathPattern)).min(1).max(64).optional(),
+  scopes: z.array(z.string().regex(SCOPE_PATTERN, 'expected one scope token')).min(1).max(64).optional(),
+  anyScopes: z.array(z.string().regex(SCOPE_PATTERN, 'expected one scope token')).min(1).max(64).optional(),
+  roles: z.array(z.string().min(1).max(256)).min(1).max(64).optional(),
+  claims: z.record(CLAIM_NAME, z.union([CLAIM_VALUE, z.array(CLAIM_VALUE).min(1).max(64)])).optional(),
+  accounts: z.array(z.string().min(1).max(256)).min(1).max(1024).optional(),
+  sources: z.array(SOURCE).min(1).max(256).optional(),
+});
+/** The selectors that need a caller: a public route's rules cannot name them. */
+const CALLER_SELECTORS = ['scopes', 'anyScopes', 'roles', 'claims', 'accounts'] as const;
+
 /**
  * One proxied route. Documented field by field in docs/proxying.md; the defaults are the
  * careful ones: authentication required, the caller's Authorization removed, the backend's
@@ -93,6 +126,9 @@ const routeSchema = z.strictObject({
   issuers: z.array(z.string().min(1).max(512)).min(1).max(16).default([SELF_ISSUER]),
   assertion: z.boolean().default(false),
   requiredScope: z.string().regex(SCOPE_PATTERN, 'expected one scope token').optional(),
+  allow: z.array(ruleSchema).max(256).optional(),
+  allowMode: z.enum(['enforce', 'report']).default('enforce'),
+  identityHeaders: z.record(HEADER_NAME, CLAIM_NAME).optional(),
   websocket: z.boolean().default(false),
   clientCertificate: z.enum(['required', 'optional']).optional(),
   connectTimeoutMs: z.number().int().min(10).max(60_000).default(3000),
@@ -109,7 +145,53 @@ const routeSchema = z.strictObject({
   message: 'a public route checks no token: leave out issuers', path: ['issuers'],
 }).refine((r) => r.auth === 'required' || !r.assertion, {
   message: 'a public route has no caller to assert', path: ['assertion'],
-});
+}).superRefine(refineRules);
+
+/**
+ * What a rule or claim header can only get wrong beside its route: a path outside the prefix or
+ * not a pattern, a caller's selector on a public route, a header name the gateway owns or given
+ * twice. (The route's identity header names are checked against `proxy.identityHeaders` at the top.)
+ */
+function refineRules(r: { prefix: string; auth: string; allow?: readonly z.infer<typeof ruleSchema>[] | undefined; identityHeaders?: Record<string, string> | undefined }, ctx: z.RefinementCtx): void {
+  const prefix = r.prefix.toLowerCase();
+  (r.allow ?? []).forEach((rule, i) => {
+    rule.paths?.forEach((path, j) => {
+      const problem = pathProblem(prefix, path);
+      if (problem !== undefined) ctx.addIssue({ code: 'custom', path: ['allow', i, 'paths', j], message: problem });
+    });
+    if (r.auth !== 'public') return;
+    for (const field of CALLER_SELECTORS) {
+      if (rule[field] !== undefined) ctx.addIssue({ code: 'custom', path: ['allow', i, field], message: 'a public route has no caller: its rules can name only methods, paths and sources' });
+    }
+  });
+  const seen = new Set<string>();
+  for (const name of Object.keys(r.identityHeaders ?? {})) {
+    const lower = name.toLowerCase();
+    if (RESERVED_HEADERS.has(lower)) ctx.addIssue({ code: 'custom', path: ['identityHeaders', name], message: `"${name}" is set by the gateway itself` });
+    if (seen.has(lower)) ctx.addIssue({ code: 'custom', path: ['identityHeaders', name], message: `"${name}" is given twice (header names compare without case)` });
+    seen.add(lower);
+  }
+}
+
+/** Why `path` cannot be a pattern of the route at `prefix` (lower case), or undefined. */
+function pathProblem(prefix: string, path: string): string | undefined {
+  const lower = path.toLowerCase();
+  if (prefix !== '/' && lower !== prefix && !lower.startsWith(`${prefix}/`)) return `expected a pattern under the route's prefix "${prefix}" (such as "${prefix}/:id")`;
+  return undefined;
+}
+
+/** A rule's path: a path-to-regexp pattern of a whole path (proxy/policy.ts compiles it). */
+function refinePathPattern(path: string, ctx: z.RefinementCtx): void {
+  if (!path.startsWith('/')) {
+    ctx.addIssue({ code: 'custom', message: 'expected a pattern starting with "/"' });
+    return;
+  }
+  try {
+    pathToRegexp(path);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: `not a path pattern: ${(err as Error).message.split(';')[0]}` });
+  }
+}
 
 /**
  * One counting window of a limit: at most `limit` units (requests, or their cost) per window
@@ -921,6 +1003,12 @@ export const configSchema = z.strictObject({
     ctx.addIssue({ code: 'custom', path: ['workers'], message: 'several workers need Redis (shared state) and signing.keys (one key for all of them)' });
   }
   refineIssuers(c, ctx);
+  const builtInHeaders = new Set(Object.values(c.proxy.identityHeaders).map((name) => name.toLowerCase()));
+  c.routes.forEach((route, i) => {
+    for (const name of Object.keys(route.identityHeaders ?? {})) {
+      if (builtInHeaders.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: ['routes', i, 'identityHeaders', name], message: `"${name}" is one of proxy.identityHeaders, the gateway's own` });
+    }
+  });
   const routeNames = new Set(['sign', 'roles', ...c.routes.map((r) => r.name ?? r.prefix)]);
   c.limits.rules.forEach((rule, i) => {
     if (rule.route !== undefined && !routeNames.has(rule.route)) {
@@ -1037,6 +1125,7 @@ export function usesRedis(config: Pick<Config, 'redis'>): boolean {
 }
 export type SigningKeyConfig = z.infer<typeof signingKeySchema>;
 export type RouteConfig = z.infer<typeof routeSchema>;
+export type RuleConfig = z.infer<typeof ruleSchema>;
 export type WindowConfig = z.infer<typeof windowSchema>;
 export type QuotaRuleConfig = z.infer<typeof quotaRuleSchema>;
 export type StoreFailurePolicy = (typeof STORE_FAILURE_POLICIES)[number];

@@ -98,8 +98,9 @@ export class InvalidGrant extends GatewayError {
 
 /** The token is valid but lacks what the route requires (RFC 6750 §3.1 insufficient_scope). */
 export class InsufficientScope extends GatewayError {
-  constructor(scope: string) {
-    super(403, 'insufficient_scope', `This route requires the scope "${scope}".`, { challenge: { error: 'insufficient_scope', scope } });
+  /** `scope`: the scope wanted, or several space-separated (the challenge's `scope`, RFC 6750 §3). */
+  constructor(scope: string, message = `This route requires the scope "${scope}".`) {
+    super(403, 'insufficient_scope', message, { challenge: { error: 'insufficient_scope', scope } });
   }
 }
 

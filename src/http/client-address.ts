@@ -54,22 +54,50 @@ export function createReplaceableProxyTrust(trustedProxies: readonly string[]): 
 
 /** `isTrusted` defaults to the fixed list of `proxy.trustedProxies`; services.ts passes a replaceable one. */
 export function createClientAddress(proxy: Pick<Config['proxy'], 'trustedProxies' | 'clientAddressHeader'>, isTrusted = createProxyTrust(proxy.trustedProxies)): (req: IncomingMessage) => string {
+  const hop = createClientHop(proxy, isTrusted);
+  return (req) => {
+    const address = hop(req);
+    return address.startsWith(INVALID) ? address : limitKey(address);
+  };
+}
+
+/**
+ * The client's own address by the same reading (IPv4-mapped IPv6 as IPv4, IPv6 whole, not its
+ * /64), for a route's `sources` rules (proxy/policy.ts); undefined when the entry that names the
+ * client is unreadable.
+ */
+export function createClientIp(proxy: Pick<Config['proxy'], 'trustedProxies' | 'clientAddressHeader'>, isTrusted = createProxyTrust(proxy.trustedProxies)): (req: IncomingMessage) => string | undefined {
+  const hop = createClientHop(proxy, isTrusted);
+  return (req) => {
+    const address = hop(req);
+    if (address.startsWith(INVALID)) return undefined;
+    // How Node spells a mapped peer on a dual-stack socket: unmapped without ipaddr.js's parse (µs).
+    if (address.startsWith('::ffff:') && isIPv4(address.slice(7))) return address.slice(7);
+    return unmapped(address);
+  };
+}
+
+/** Never the start of an address. */
+const INVALID = 'invalid:';
+
+/** The address as the socket or the forwarding header gives it, or `invalid:<entry>`. */
+function createClientHop(proxy: Pick<Config['proxy'], 'clientAddressHeader'>, isTrusted: ProxyTrust): (req: IncomingMessage) => string {
   const header = proxy.clientAddressHeader;
   const hopAddress = header === 'forwarded' ? forwardedFor : plainHop;
 
   return (req) => {
     const peer = req.socket.remoteAddress ?? '';
-    if (!isTrusted(peer)) return limitKey(peer);
+    if (!isTrusted(peer)) return peer;
     const value = req.headers[header];
-    if (typeof value !== 'string' || value === '') return limitKey(peer);
+    if (typeof value !== 'string' || value === '') return peer;
     const hops = value.split(',');
     for (let i = hops.length - 1; i >= 0; i--) {
       const address = hopAddress(hops[i]!);
       // Left of an unreadable entry nothing can be trusted: the entry itself names the client.
-      if (address === undefined) return `invalid:${hops[i]!.trim().slice(0, 64)}`;
-      if (i === 0 || !isTrusted(address)) return limitKey(address);
+      if (address === undefined) return `${INVALID}${hops[i]!.trim().slice(0, 64)}`;
+      if (i === 0 || !isTrusted(address)) return address;
     }
-    return limitKey(peer);
+    return peer;
   };
 }
 

@@ -48,6 +48,8 @@ export function createHeadersFor(policy: HeaderPolicy): HeadersFor {
       host: route.host === 'preserve' ? req.headers.host ?? '' : '',
       websocket: webSocketProtocol !== undefined,
       webSocketProtocol: webSocketProtocol ?? undefined,
+      claimHeaders: route.claimHeaders,
+      claims: identity?.claims,
     });
   };
 }

@@ -26,6 +26,7 @@ import type { ClientCertificate } from '../auth/client-certificate.js';
 import { createProxyTrust, type ProxyTrust } from '../http/client-address.js';
 import type { Config } from '../config/schema.js';
 import type { Tracing } from '../telemetry/tracing.js';
+import type { ClaimHeaders } from './claim-headers.js';
 import type { IdentityParts } from './routes.js';
 
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
@@ -63,6 +64,10 @@ export interface UpstreamHeaderInput {
   webSocketProtocol?: string | undefined;
   /** The verified client certificate to name to the backend (routes with `clientCertificate` only). */
   certificate?: ClientCertificate | undefined;
+  /** The route's claim headers (claim-headers.ts): removed from the client's, filled from `claims`. */
+  claimHeaders?: ClaimHeaders | undefined;
+  /** The caller's verified token claims (none for an anonymous caller). */
+  claims?: Readonly<Record<string, unknown>> | undefined;
 }
 
 /**
@@ -83,6 +88,7 @@ export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust
       const peer = req.socket.remoteAddress ?? '';
       const trustPeer = isTrusted(peer);
       const named = connectionNames(req.headers.connection);
+      const claimNames = input.claimHeaders?.names;
 
       const out: OutgoingHttpHeaders = {};
       // Forwarding headers of a trusted peer, extended below rather than copied.
@@ -98,7 +104,7 @@ export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust
           if (trustPeer && (FORWARDING.has(name) || TRACE_CONTEXT_SET.has(name))) (kept[name] ??= []).push(value);
           continue;
         }
-        if (named?.has(name) === true || (name === 'authorization' && !input.forwardAuthorization)
+        if (named?.has(name) === true || claimNames?.has(name) === true || (name === 'authorization' && !input.forwardAuthorization)
           || (name === 'sec-websocket-protocol' && input.websocket)) continue;
         // HTTP/2 may split Cookie into one field per cookie; HTTP/1.1 has one line (RFC 9113 §8.2.3).
         if (name === 'cookie' && out.cookie !== undefined) out.cookie = `${String(out.cookie)}; ${value}`;
@@ -136,20 +142,7 @@ export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust
         if (kept.tracestate !== undefined) out.tracestate = kept.tracestate;
       }
 
-      const { caller, identity } = input;
-      if (identity.request) out[names.request.toLowerCase()] = input.requestId;
-      if (caller !== undefined) {
-        if (identity.account) out[names.account.toLowerCase()] = caller.accountId;
-        if (identity.key) out[names.key.toLowerCase()] = caller.keyId;
-        if (identity.token) out[names.token.toLowerCase()] = caller.tokenId;
-        if (identity.scopes && caller.scopes.length > 0) out[names.scopes.toLowerCase()] = caller.scopes.join(' ');
-        if (identity.roles && caller.roles !== undefined && caller.roles.length > 0) out[names.roles.toLowerCase()] = caller.roles.join(' ');
-      }
-      if (input.assertion !== undefined) out[names.assertion.toLowerCase()] = input.assertion;
-      if (input.certificate !== undefined) {
-        out[names.clientCertSubject.toLowerCase()] = input.certificate.subject;
-        out[names.clientCertFingerprint.toLowerCase()] = input.certificate.sha256;
-      }
+      addIdentityHeaders(out, names, input);
       return out;
     },
 
@@ -168,6 +161,27 @@ export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust
       return out;
     },
   };
+}
+
+/** The gateway's word on who calls: the identity headers the route sends, its claim headers, the certificate. */
+function addIdentityHeaders(out: OutgoingHttpHeaders, names: Config['proxy']['identityHeaders'], input: UpstreamHeaderInput): void {
+  const { caller, identity } = input;
+  if (identity.request) out[names.request.toLowerCase()] = input.requestId;
+  if (caller !== undefined) {
+    if (identity.account) out[names.account.toLowerCase()] = caller.accountId;
+    if (identity.key) out[names.key.toLowerCase()] = caller.keyId;
+    if (identity.token) out[names.token.toLowerCase()] = caller.tokenId;
+    if (identity.scopes && caller.scopes.length > 0) out[names.scopes.toLowerCase()] = caller.scopes.join(' ');
+    if (identity.roles && caller.roles !== undefined && caller.roles.length > 0) out[names.roles.toLowerCase()] = caller.roles.join(' ');
+    if (input.claimHeaders !== undefined) {
+      for (const [name, value] of input.claimHeaders.valuesFor(input.claims)) out[name] = value;
+    }
+  }
+  if (input.assertion !== undefined) out[names.assertion.toLowerCase()] = input.assertion;
+  if (input.certificate !== undefined) {
+    out[names.clientCertSubject.toLowerCase()] = input.certificate.subject;
+    out[names.clientCertFingerprint.toLowerCase()] = input.certificate.sha256;
+  }
 }
 
 /** Adds one header line; repeats stay separate lines (Node writes each value of an array as its own). */

@@ -9,6 +9,8 @@
  * (Tomcat, Spring) route that path to `/admin/users`.
  */
 import type { IdentityPart, RouteConfig } from '../config/schema.js';
+import { compileClaimHeaders, type ClaimHeaders } from './claim-headers.js';
+import { compilePolicy, type Policy } from './policy.js';
 import { TargetPool } from './targets.js';
 import type { Agents } from './targets.js';
 
@@ -27,6 +29,10 @@ export interface Route extends Readonly<RouteConfig> {
   readonly pool: TargetPool;
   /** The identity headers sent for an authenticated caller, and for an anonymous one. */
   readonly sends: { readonly caller: IdentityParts; readonly anonymous: IdentityParts };
+  /** The `allow` rules compiled (policy.ts), undefined when the route has none. */
+  readonly policy: Policy | undefined;
+  /** The `identityHeaders` compiled (claim-headers.ts), undefined when the route has none. */
+  readonly claimHeaders: ClaimHeaders | undefined;
 }
 
 export interface RouteMatch {
@@ -76,6 +82,8 @@ export class RouteTable {
       pool: new TargetPool(config, agents),
       // A public route has no caller: only the request id can go.
       sends: { caller, anonymous: { account: false, key: false, token: false, request: caller.request, scopes: false, roles: false } },
+      policy: compilePolicy(config.allow, config.allowMode),
+      claimHeaders: compileClaimHeaders(config.identityHeaders),
     });
   }
 

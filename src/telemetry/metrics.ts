@@ -90,6 +90,11 @@ export interface Metrics {
   readonly webSocketConnections: Gauge<'route'>;
   /** WebSockets closed, by route name and reason: client, backend, expired, reset, idle, drain, error. */
   readonly webSocketsClosed: Counter<'route' | 'reason'>;
+  /**
+   * Decisions of the routes' `allow` rules (proxy/policy.ts), by route name, rule (its name or
+   * index, `none` when no rule matched) and outcome: `allow`, `deny`, `would_deny` (report mode).
+   */
+  readonly policyDecisions: Counter<'route' | 'rule' | 'outcome'>;
   /** Writes of the data file by the owner store (state/owners/file.ts). */
   readonly dataFileWrites: Counter;
   /** Owner changes those writes carried (group commit: several a write under a burst). */
@@ -119,6 +124,7 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
     ...createWebSocketMetrics(registers),
     ...createDataFileMetrics(registers),
     ...createIssuerMetrics(registers),
+    ...createPolicyMetrics(registers),
     ...requests,
     ...outcomes,
     ...watched,
@@ -325,6 +331,18 @@ function createIssuerMetrics(registers: Registers): Pick<Metrics, 'issuerKeysFet
   return {
     issuerKeysFetched: (issuer, outcome) => fetches.labels(issuer, outcome).inc(),
     issuerTokenChecked: (issuer, outcome) => tokens.labels(issuer, outcome).inc(),
+  };
+}
+
+/** Route names and rule labels come from the configuration, outcomes from a fixed list: bounded. */
+function createPolicyMetrics(registers: Registers): Pick<Metrics, 'policyDecisions'> {
+  return {
+    policyDecisions: new Counter({
+      name: 'gateway_policy_decisions_total',
+      help: 'Decisions of the routes\' allow rules, by route, rule (its name or index; none: no rule matched) and outcome (allow, deny, would_deny in report mode).',
+      labelNames: ['route', 'rule', 'outcome'],
+      registers,
+    }),
   };
 }
 
