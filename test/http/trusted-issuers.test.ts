@@ -42,6 +42,12 @@ async function setup(t: TestContext, { issuerKeys = {}, accessTokenTtlSeconds = 
         { prefix: '/orders', targets: [backend.url], issuers: ['self', provider.issuer], identity: ALL_PARTS, assertion: true },
         { prefix: '/partners', targets: [backend.url], issuers: [provider.issuer] },
         { prefix: '/own', targets: [backend.url] },
+        // Rules and claim headers read a provider token's roles and claims (the last test).
+        {
+          prefix: '/audit', targets: [backend.url], issuers: [provider.issuer],
+          allow: [{ name: 'auditors-read', methods: ['GET'], roles: ['auditor'] }, { name: 'owners-write', roles: ['owner'] }],
+          identityHeaders: { 'X-Partner-Account': 'account' },
+        },
         ...routes,
       ],
     },
@@ -484,4 +490,17 @@ test('claims in other shapes: a nested roles path (Keycloak), scopes as an array
   gw.clock.advance(61_000);
   assert.equal((await call(`${gw.url}/orders/1`, { token: notYet })).status, 200, 'valid once the gateway\'s clock passes nbf');
   assert.equal(backend.received.length, before + 1);
+});
+
+test('a provider token meets a route\'s rules and claim headers as the gateway\'s own would: its roles and claims are what they read', async (t) => {
+  const { provider, backend, gw } = await setup(t);
+  const token = await provider.token({ scope: 'orders:read' });
+  const read = await call(`${gw.url}/audit/entries`, { token, headers: { 'x-partner-account': 'forged' } });
+  assert.equal(read.status, 200, JSON.stringify(read.body));
+  assert.deepEqual(backend.received.at(-1)!.headers['x-partner-account'], [EXTRA_CLAIMS.account], 'the claim, not the client\'s copy');
+  // Its roles are reader and auditor: a write needs owner, which no rule grants it.
+  const before = backend.received.length;
+  const write = await call(`${gw.url}/audit/entries`, { token, method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+  assert.equal(write.status, 403, JSON.stringify(write.body));
+  assert.equal(backend.received.length, before, 'the refused write never reached the backend');
 });
