@@ -9,12 +9,23 @@
  * as soon as it is announced. Private keys are never logged: only names, dates and error
  * messages are. test/tls/acme.test.ts and test/tls/acme-gateway.test.ts hold it against pebble.
  */
-import { randomBytes } from 'node:crypto';
-import acme from 'acme-client';
+import { randomBytes, X509Certificate } from 'node:crypto';
+import type AcmeClient from 'acme-client';
 import type { AcmeCertificate, AcmeStore, ChallengeStore } from '../state/acme/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Scheduler, Timer } from '../util/clock.js';
 import { alpnChallengeName, type AlpnChallengeCertificate } from './alpn-challenge.js';
+
+type Acme = typeof AcmeClient;
+let loading: Promise<Acme> | undefined;
+/**
+ * acme-client, loaded on first use: with axios and its own crypto it costs about 80 ms of CPU at
+ * every start, which a gateway without ACME (most of them) should not pay.
+ */
+function acmeClient(): Promise<Acme> {
+  loading ??= import('acme-client').then((module) => module.default);
+  return loading;
+}
 
 export type { AcmeCertificate, AcmeStore, ChallengeStore } from '../state/acme/store.js';
 
@@ -75,7 +86,6 @@ export interface AcmeManager {
 
 export function createAcmeManager(options: AcmeManagerOptions): AcmeManager {
   const { settings, store, sink, scheduler, log } = options;
-  boundRequests(options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS);
   let timer: Timer | undefined;
   let failures = 0;
   let stopped = false;
@@ -182,8 +192,10 @@ export function createAcmeManager(options: AcmeManagerOptions): AcmeManager {
  * from where the gateway stands, which behind a load balancer or split DNS often fails when the
  * CA's would not; the CA's validation is the one that counts, and a failed one is retried.
  */
-function orderFrom({ settings, store, challenges }: AcmeManagerOptions): () => Promise<AcmeCertificate> {
+function orderFrom({ settings, store, challenges, requestTimeoutMs }: AcmeManagerOptions): () => Promise<AcmeCertificate> {
   return async () => {
+    const acme = await acmeClient();
+    boundRequests(acme, requestTimeoutMs ?? REQUEST_TIMEOUT_MS);
     const client = new acme.Client({
       directoryUrl: settings.directoryUrl,
       accountKey: await store.accountKey(async () => (await acme.crypto.createPrivateKey()).toString()),
@@ -220,7 +232,7 @@ function orderFrom({ settings, store, challenges }: AcmeManagerOptions): () => P
  * instance is acme-client's alone (no other axios of the process changes), and a gateway
  * process has one manager.
  */
-function boundRequests(timeoutMs: number): void {
+function boundRequests(acme: Acme, timeoutMs: number): void {
   acme.axios.defaults.timeout = timeoutMs;
 }
 
@@ -238,8 +250,9 @@ function isTlsAlpn(challenge: { type: string }): boolean {
   return challenge.type === 'tls-alpn-01';
 }
 
+/** The leaf's notAfter, epoch ms (node:crypto reads the first certificate of the chain). */
 function notAfter(certificate: AcmeCertificate): number {
-  return acme.crypto.readCertificateInfo(certificate.certPem).notAfter.getTime();
+  return Date.parse(new X509Certificate(certificate.certPem).validTo);
 }
 
 function sameNames(a: readonly string[], b: readonly string[]): boolean {
@@ -256,7 +269,8 @@ function sameNames(a: readonly string[], b: readonly string[]): boolean {
  * until the first order completes.
  */
 export async function temporaryCertificate(domains: string[]): Promise<AcmeCertificate> {
-  const authz = { identifier: { type: 'dns', value: domains[0] ?? 'localhost' } } as unknown as acme.Authorization;
+  const acme = await acmeClient();
+  const authz = { identifier: { type: 'dns', value: domains[0] ?? 'localhost' } } as unknown as AcmeClient.Authorization;
   const [key, cert] = await acme.crypto.createAlpnCertificate(authz, randomBytes(32).toString('hex'), await acme.crypto.createPrivateEcdsaKey());
   return { serverNames: domains, certPem: cert.toString(), keyPem: key.toString() };
 }
