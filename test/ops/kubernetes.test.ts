@@ -308,6 +308,7 @@ test('Service, PodDisruptionBudget, HorizontalPodAutoscaler and NetworkPolicy se
   const hpa = one('HorizontalPodAutoscaler');
   assert.deepEqual(hpa.spec.scaleTargetRef, { apiVersion: deployment.apiVersion, kind: 'Deployment', name: deployment.metadata.name }, 'the HPA scales the Deployment');
   assert.ok(hpa.spec.minReplicas >= 2, 'at least two replicas');
+  assert.equal(deployment.spec.replicas, undefined, 'the Deployment leaves the count to the HPA (apply would reset it otherwise)');
   assert.ok(pdb.spec.maxUnavailable === 1 || (pdb.spec.minAvailable !== undefined && pdb.spec.minAvailable < hpa.spec.minReplicas), 'the PDB lets a node drain proceed');
   assert.ok((hpa.spec.metrics as any[]).every((m) => m.type !== 'Resource' || container.resources.requests[m.resource.name] !== undefined), 'the HPA\'s resources are requested');
 
