@@ -20,6 +20,8 @@ import { ROOT } from '../helpers/process.js';
 
 const DIR = join(ROOT, 'deploy', 'kubernetes');
 const FORWARD_AUTH = join(DIR, 'forward-auth');
+/** The Secret's shape, apart from the base so that no apply of the base overwrites the real key. */
+const SECRETS = join(DIR, 'secrets');
 
 /** Env names the container gets that are not settings, each read by the gateway or Node (docs/configuration.md). */
 const NON_SETTINGS = new Set(['GATEWAY_CONFIG', 'NODE_ENV']);
@@ -69,7 +71,7 @@ function yamlFiles(dir: string): string[] {
 }
 
 function all(): Parsed[] {
-  return [...yamlFiles(DIR), ...yamlFiles(FORWARD_AUTH)].flatMap((file) => parseFile(file).map((manifest) => ({ file, manifest })));
+  return [...yamlFiles(DIR), ...yamlFiles(SECRETS), ...yamlFiles(FORWARD_AUTH)].flatMap((file) => parseFile(file).map((manifest) => ({ file, manifest })));
 }
 
 function one(kind: string, dir = DIR): Manifest {
@@ -148,7 +150,7 @@ test('every manifest parses, with the current stable apiVersion of its kind, and
   }
 
   const namespace = one('Namespace').metadata.name;
-  for (const file of yamlFiles(DIR)) {
+  for (const file of [...yamlFiles(DIR), ...yamlFiles(SECRETS)]) {
     for (const m of parseFile(file)) {
       if (m.kind !== 'Namespace' && m.kind !== 'Kustomization') assert.equal(m.metadata.namespace, namespace, `${file}: ${m.kind} in ${namespace}`);
     }
@@ -157,9 +159,10 @@ test('every manifest parses, with the current stable apiVersion of its kind, and
   // apply -k: every base manifest but the Secret's shape; the examples stay out.
   const kustomization = one('Kustomization');
   const listed = (kustomization.resources as string[]).slice().sort();
-  const base = yamlFiles(DIR).map((f) => posix.basename(f)).filter((f) => f !== 'kustomization.yaml' && f !== 'secret.yaml').sort();
-  assert.deepEqual(listed, base, 'kustomization.yaml lists every base manifest but secret.yaml');
-  assert.ok(!listed.includes('secret.yaml'), 'never the Secret: apply -k must not overwrite the real key');
+  const base = yamlFiles(DIR).map((f) => posix.basename(f)).filter((f) => f !== 'kustomization.yaml').sort();
+  assert.deepEqual(listed, base, 'kustomization.yaml lists every manifest of deploy/kubernetes/ itself');
+  // Neither apply -k nor apply -f of the base may overwrite the real key with the empty shape.
+  assert.ok(yamlFiles(DIR).flatMap(parseFile).every((m) => m.kind !== 'Secret'), 'no Secret among the base manifests');
   const tracked = execFileSync('git', ['ls-files', '--others', '--cached', '--exclude-standard', '--', 'deploy/kubernetes'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter((f) => f !== '');
   for (const file of listed.map((f) => `deploy/kubernetes/${f}`)) assert.ok(tracked.includes(file), `${file} is in the repository`);
 });
@@ -252,7 +255,7 @@ test('the signing key: a Secret volume mounted where the config\'s pemFile point
   const pod = deployment.spec.template.spec;
   const dir = mkdtempSync(join(tmpdir(), 'gateway-k8s-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const secret = one('Secret');
+  const secret = one('Secret', SECRETS);
   const env = deploymentEnv(container, [secret]);
   const config = loadConfig({ env: { ...imageEnv(), ...env, GATEWAY_CONFIG: configFileOnHost(deployment, container, env.GATEWAY_CONFIG!, dir) }, cwd: ROOT });
 
@@ -271,9 +274,9 @@ test('the signing key: a Secret volume mounted where the config\'s pemFile point
     assert.equal(pod.securityContext.fsGroup, pod.securityContext.runAsGroup, 'fsGroup is the gateway\'s group');
   }
   // The shape only: a real key is made by the operator, never committed.
-  for (const [name, value] of Object.entries(secret.stringData ?? {})) assert.equal(value, '', `secret.yaml's ${name} is empty`);
-  assert.equal(secret.data, undefined, 'secret.yaml holds no data');
-  assert.doesNotMatch(readFileSync(join(DIR, 'secret.yaml'), 'utf8'), /BEGIN [A-Z ]*PRIVATE KEY/, 'no private key in secret.yaml');
+  for (const [name, value] of Object.entries(secret.stringData ?? {})) assert.equal(value, '', `the Secret's ${name} is empty`);
+  assert.equal(secret.data, undefined, 'the Secret holds no data');
+  for (const file of yamlFiles(SECRETS)) assert.doesNotMatch(readFileSync(file, 'utf8'), /BEGIN [A-Z ]*PRIVATE KEY/, `no private key in ${file}`);
 
   // Redis: the operator's, by reference; no Redis workload shipped; the password from a Secret.
   assert.ok(config.redis.url !== undefined, 'a Redis URL');
