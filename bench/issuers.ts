@@ -30,7 +30,7 @@ import { boundedInt, parseRunOptions } from './lib/cli.js';
 import { REPORTS, RESULTS, ROOT, runEnv, startGateway, type Runtime } from './lib/gateway.js';
 import { CLIENT_CORE, nproc, PIN, Quiet, SERVER_CORE } from './lib/machine.js';
 import { isRunning, stopChild } from './lib/processes.js';
-import { fmt, log, runHeading, updateReport, writeRawFigures, type Report } from './lib/report.js';
+import { fmt, log, median, runHeading, updateReport, writeRawFigures, type Report } from './lib/report.js';
 import { rotatedRounds, runBench, type BenchRun } from './lib/run.js';
 import { gatewayServer, startNodeServer as startBenchServer, type Server } from './lib/servers.js';
 import { loadReportLines, loadReportText, loadRow, otherLoadLine, pairedRatio, ratioLine, roundsTable as roundsTableOf, stolenLine, type LoadReport, type LoadRow, type Ratio } from './lib/summary.js';
@@ -174,7 +174,7 @@ type Row = { target: Target } & LoadRow & { countedPerReq: number };
 function summarize(runs: Run[]): Row[] {
   return TARGETS.map((target) => {
     const own = runs.filter((r) => r.target === target);
-    return { target, ...loadRow(own, { backend: true }), countedPerReq: own.map((r) => r.countedPerReq).sort((a, b) => a - b)[Math.floor(own.length / 2)] ?? NaN };
+    return { target, ...loadRow(own, { backend: true }), countedPerReq: median(own.map((r) => r.countedPerReq)) };
   });
 }
 
