@@ -208,6 +208,8 @@ test('the Deployment: env names are settings, probes on the management port\'s /
   // Drain: preStop, then SIGTERM's drain delay and shutdown, all within the grace period.
   const command = container.lifecycle?.preStop?.exec?.command as string[] | undefined;
   assert.ok(command !== undefined && command[0] === 'sleep' && command.length === 2, 'preStop sleeps');
+  // exec runs the image's own `sleep`: coreutils, which a Debian-based image has (distroless would not).
+  assert.match(readDockerfile(ROOT)[1]!.image, /-(bookworm|trixie|bullseye)(-slim)?$/, 'the runtime image is Debian-based, with /bin/sleep');
   const preStopMs = Number(command[1]) * 1000;
   assert.ok(Number.isFinite(preStopMs) && preStopMs > 0, 'preStop sleeps a number of seconds');
   const graceMs = pod.terminationGracePeriodSeconds * 1000;
