@@ -38,6 +38,7 @@ import { createAccessLog, finalStatus } from './http/middleware/access-log.js';
 import { assignRequestId } from './http/middleware/request-id.js';
 import { OWNER_TREE } from './http/owner/register.js';
 import { failResponse, failSocket } from './http/raw-response.js';
+import { FORWARD_AUTH_PATH } from './http/routes/forward-auth.js';
 import { answerUnmatched, createManagementRouter, createRouter } from './http/router.js';
 import type { RouteMatch } from './proxy/routes.js';
 import type { Services } from './services.js';
@@ -71,7 +72,9 @@ function strictTransportSecurity(config: Services['config']): string | undefined
 
 export function createListeners(services: Services): Listeners {
   const { proxy, log } = services;
-  const router = createRouter(services);
+  // The own-path check is built from the router, which asks it at request time only.
+  const router = createRouter(services, (path) => isOwnPath(path));
+  const isOwnPath = createOwnPathCheck(router, services.config.dashboard.enabled ? [OWNER_TREE, FORWARD_AUTH_PATH, services.config.dashboard.path] : [OWNER_TREE, FORWARD_AUTH_PATH]);
   const exchanges = createExchanges(createAccessLog(log, services.config.metrics.enabled ? services.metrics : undefined), services.tracing);
   // The exchanges of requests left to Koa, which finds them by their request.
   const own = new WeakMap<IncomingMessage, Exchange>();
@@ -88,7 +91,7 @@ export function createListeners(services: Services): Listeners {
     // A path the router knows under some method: the gateway's own. Read as the route table
     // reads paths (without case, without `;` parameters; proxy/routes.ts), since backends do:
     // /HEALTHZ or /api;x/roles must not reach a catch-all that takes them for the gateway's.
-    isOwnPath: createOwnPathCheck(router, services.config.dashboard.enabled ? [OWNER_TREE, services.config.dashboard.path] : [OWNER_TREE]),
+    isOwnPath,
   });
   const serveProxied = createProxiedPath(services, services.cors);
   // Exchanges opened (and screened) by shouldUpgrade: to upgrade, or, declined, for the 'request' event.
