@@ -32,18 +32,23 @@ export interface Decision {
   headers: OutgoingHttpHeaders;
 }
 
-/** The decision on `original`, asked by `req` (whose Authorization and socket are the caller's); a refusal is thrown. */
-export type Decide = (req: IncomingMessage, original: OriginalRequest, requestId: string) => Promise<Decision>;
+/**
+ * The decision on `original`, asked by `req` (whose Authorization and socket are the caller's); a
+ * refusal is thrown. `onRoute` hears the route's name as soon as one matched, refused or not
+ * (the exchange counts the decision under it).
+ */
+export type Decide = (req: IncomingMessage, original: OriginalRequest, requestId: string, onRoute: (name: string) => void) => Promise<Decision>;
 
 /** The sentence of a 404 decision. */
 export const NO_ROUTE = 'No route of the gateway covers this request.';
 
 export function createDecide(admit: Admit, match: (url: string) => RouteMatch | undefined, names: () => Config['proxy']['identityHeaders']): Decide {
-  return async function decide(req, original, requestId) {
+  return async function decide(req, original, requestId, onRoute) {
     if (original.method === 'TRACE') throw new MethodNotAllowed(SERVED_METHODS);
     const matched = match(original.url);
     if (matched === undefined) throw new NotFound(NO_ROUTE);
     const { route } = matched;
+    onRoute(route.name);
     // The caller's request as the route sees it: the original method and target, everything
     // else (headers, socket, certificate) the asking request's, which carries the caller's.
     const seen: IncomingMessage = Object.create(req, { method: { value: original.method }, url: { value: original.url } });

@@ -28,7 +28,7 @@ import { normaliseUrl } from '../middleware/normalise-path.js';
 export const FORWARD_AUTH_PATH = '/api/forward-auth';
 
 /** The proxy's decision (proxy/decision.ts's Decide, as this side sees it). */
-export type ForwardAuthDecide = (req: IncomingMessage, original: { method: string; url: string }, requestId: string)
+export type ForwardAuthDecide = (req: IncomingMessage, original: { method: string; url: string }, requestId: string, onRoute: (name: string) => void)
   => Promise<{ route: string; identity: Identity | undefined; headers: OutgoingHttpHeaders }>;
 
 export interface ForwardAuthDeps {
@@ -46,10 +46,9 @@ export function answerForwardAuth({ decide, isTrustedProxy, isOwnPath }: Forward
     const original = originalRequest(ctx.req, isTrustedProxy);
     const q = original.url.indexOf('?');
     if (isOwnPath(q === -1 ? original.url : original.url.slice(0, q))) throw new NotFound('No route of the gateway covers this request.');
-    const decision = await decide(ctx.req, original, ctx.state.requestId as string);
+    // The exchange counts the decision, allowed or refused, under its route's name (exchange.ts joinExchange).
+    const decision = await decide(ctx.req, original, ctx.state.requestId as string, (name) => { ctx.state.route = name; });
     ctx.state.identity = decision.identity;
-    // The exchange counts the decision under its route's name (http/exchange.ts joinExchange).
-    ctx.state.route = decision.route;
     for (const name in decision.headers) ctx.set(name, decision.headers[name] as string | string[]);
     ctx.body = ok({ route: decision.route });
   };
