@@ -41,13 +41,37 @@ export interface ForwardAuthDeps {
 /** RFC 9110 §5.6.2 token. */
 const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
 
-export function answerForwardAuth({ decide, isTrustedProxy, isOwnPath }: ForwardAuthDeps) {
-  return async function answerForwardAuth(ctx: Context): Promise<void> {
-    const original = originalRequest(ctx.req, isTrustedProxy);
+/** The decision on the request `req` asks about (refusals thrown), for both ways it is served. */
+export type DecideForwardAuth = (req: IncomingMessage, requestId: string, onRoute: (name: string) => void)
+  => Promise<{ route: string; identity: Identity | undefined; headers: OutgoingHttpHeaders }>;
+
+export function createForwardAuthDecision({ decide, isTrustedProxy, isOwnPath }: ForwardAuthDeps): DecideForwardAuth {
+  return async function decideForwardAuth(req, requestId, onRoute) {
+    const original = originalRequest(req, isTrustedProxy);
     const q = original.url.indexOf('?');
     if (isOwnPath(q === -1 ? original.url : original.url.slice(0, q))) throw new NotFound('No route of the gateway covers this request.');
+    return decide(req, original, requestId, onRoute);
+  };
+}
+
+/** True for a normalised target the listener serves as a decision (the router takes the same paths, with case). */
+export function isForwardAuthTarget(url: string): boolean {
+  if (!url.startsWith(FORWARD_AUTH_PATH)) return false;
+  const next = url.charCodeAt(FORWARD_AUTH_PATH.length);
+  return Number.isNaN(next) || next === 0x2f || next === 0x3f;
+}
+
+/**
+ * The Koa side of the same decision: the listener serves these paths itself (app.ts, outside
+ * Koa, as it serves proxied routes: Koa's chain was half the decision's cost, bench/README.md),
+ * so this answers only what reaches the router otherwise (none today); it keeps the paths the
+ * router's own, so no route ever proxies them.
+ */
+export function answerForwardAuth(deps: ForwardAuthDeps) {
+  const decideForwardAuth = createForwardAuthDecision(deps);
+  return async function answerForwardAuth(ctx: Context): Promise<void> {
     // The exchange counts the decision, allowed or refused, under its route's name (exchange.ts joinExchange).
-    const decision = await decide(ctx.req, original, ctx.state.requestId as string, (name) => { ctx.state.route = name; });
+    const decision = await decideForwardAuth(ctx.req, ctx.state.requestId as string, (name) => { ctx.state.route = name; });
     ctx.state.identity = decision.identity;
     for (const name in decision.headers) ctx.set(name, decision.headers[name] as string | string[]);
     ctx.body = ok({ route: decision.route });
