@@ -16,6 +16,7 @@ import { startBackend, type Backend } from '../helpers/backend.js';
 import { call, metricsText, signIn, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { nginxSuite, startNginx, type TestNginx } from '../helpers/nginx.js';
 import { newKey, startProxy, writeDataFile } from '../helpers/proxy.js';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
 
 const reader = newKey('reader', 'acct_shop', ['orders:read']);
 const plain = newKey('plain', 'acct_plain');
@@ -218,4 +219,21 @@ test('forward auth asked directly: trust, decision-only routes, bad input, Envoy
     // One of the gateway's own paths is no route's.
     assertRefused(await from('127.0.0.1', ask, { ...bearer, 'x-original-uri': '/api/roles' }), 404, 'not_found');
   });
+});
+
+test('a route without targets loads as decision-only; it cannot be a WebSocket route', () => {
+  const problems = (routes: unknown[]): string[] => {
+    try {
+      loadConfig({ env: {}, overrides: { routes } });
+      return [];
+    } catch (err) {
+      assert.ok(err instanceof ConfigError, String(err));
+      return [...err.problems];
+    }
+  };
+  assert.deepEqual(problems([{ prefix: '/orders' }]), []);
+  assert.deepEqual(loadConfig({ env: {}, overrides: { routes: [{ prefix: '/orders' }] } }).routes[0]!.targets, []);
+  const refused = problems([{ prefix: '/chat', websocket: true }]);
+  assert.equal(refused.length, 1, JSON.stringify(refused));
+  assert.match(refused[0]!, /routes\.0\.websocket.*decision-only/);
 });
