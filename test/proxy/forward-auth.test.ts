@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { connect as connectHttp2 } from 'node:http2';
 import { test, type TestContext } from 'node:test';
 import { decodeJwt } from 'jose';
 import { startBackend, type Backend } from '../helpers/backend.js';
@@ -236,4 +237,33 @@ test('a route without targets loads as decision-only; it cannot be a WebSocket r
   const refused = problems([{ prefix: '/chat', websocket: true }]);
   assert.equal(refused.length, 1, JSON.stringify(refused));
   assert.match(refused[0]!, /routes\.0\.websocket.*decision-only/);
+});
+
+test('a decision asked over HTTP/2 (h2c): the same reading of the original request', async (t) => {
+  const file = writeDataFile(t, [reader]);
+  const gw = await startProxy(t, [{ name: 'orders', prefix: '/orders', allow: [{ methods: ['GET'], anyScopes: ['orders:read'] }] }] as never, {
+    data: { file }, proxy: { trustedProxies: ['127.0.0.1'] }, http2: { cleartext: true },
+  });
+  const token = (await signIn(gw, reader)).accessToken;
+  const client = connectHttp2(gw.url);
+  t.after(() => client.destroy());
+  const ask = (headers: Record<string, string | string[]>) => new Promise<{ status: number; account: unknown; body: any }>((resolve, reject) => {
+    const stream = client.request({ ':method': 'GET', ':path': '/api/forward-auth', authorization: `Bearer ${token}`, ...headers });
+    let status = 0;
+    let account: unknown;
+    let text = '';
+    stream.on('response', (head) => { status = Number(head[':status']); account = head['x-account-id']; });
+    stream.setEncoding('utf8').on('data', (c: string) => { text += c; });
+    stream.on('end', () => resolve({ status, account, body: JSON.parse(text) }));
+    stream.on('error', reject);
+  });
+  const allowed = await ask({ 'x-original-uri': '/orders/1', 'x-original-method': 'GET' });
+  assert.equal(allowed.status, 200, JSON.stringify(allowed.body));
+  assert.equal(allowed.account, 'acct_shop');
+  const refused = await ask({ 'x-original-uri': '/orders/1', 'x-original-method': 'POST' });
+  assert.equal(refused.status, 403);
+  assert.equal(refused.body.message.code, 'forbidden');
+  const twice = await ask({ 'x-original-uri': ['/orders/1', '/orders/2'] });
+  assert.equal(twice.status, 400);
+  assert.equal(twice.body.message.code, 'invalid_request');
 });

@@ -92,10 +92,19 @@ function originalRequest(req: IncomingMessage, isTrustedProxy: ProxyTrust): { me
   return { method, url: normaliseUrl(uri) };
 }
 
-/** One header's one value; a repeated one is refused (which copy would the proxy have meant?). */
+/**
+ * One header's one value; a repeated one is refused (which copy would the proxy have meant?).
+ * Read from the raw list: Node folds repeats with ", ", which a URI may hold, and an HTTP/2
+ * request has no headersDistinct.
+ */
 function single(req: IncomingMessage, name: string): string | undefined {
-  const values = req.headersDistinct[name];
-  if (values === undefined) return undefined;
-  if (values.length !== 1) throw new InvalidRequest(`The header "${name}" must be given once.`);
-  return values[0];
+  if (req.headers[name] === undefined) return undefined;
+  let value: string | undefined;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.length !== name.length || raw[i]!.toLowerCase() !== name) continue;
+    if (value !== undefined) throw new InvalidRequest(`The header "${name}" must be given once.`);
+    value = raw[i + 1]!;
+  }
+  return value;
 }
