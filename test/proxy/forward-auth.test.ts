@@ -56,7 +56,7 @@ async function start(t: TestContext): Promise<Fixture> {
       identityHeaders: { 'X-User-Email': 'email' },
     },
     { name: 'metered', prefix: '/metered' },
-    { name: 'proxied', prefix: '/proxied', targets: [backend.url] },
+    { name: 'proxied', prefix: '/proxied', targets: [backend.url], requiredScope: 'orders:read' },
   ] as never, {
     data: { file },
     proxy: { trustedProxies: ['127.0.0.1'] },
@@ -173,7 +173,7 @@ test('forward auth behind nginx auth_request', nginxSuite(), async (t) => {
 });
 
 test('forward auth asked directly: trust, decision-only routes, bad input, Envoy\'s prefix form', nginxSuite(), async (t) => {
-  const { gw, backend, readerToken } = await start(t);
+  const { gw, backend, readerToken, plainToken } = await start(t);
   const ask = `${gw.url}/api/forward-auth`;
   const bearer = { authorization: `Bearer ${readerToken}` };
 
@@ -198,6 +198,25 @@ test('forward auth asked directly: trust, decision-only routes, bad input, Envoy
     const get = await from('127.0.0.1', `${ask}/orders/7?x=1`, bearer);
     assert.equal(get.status, 200, JSON.stringify(get.body));
     assertRefused(await from('127.0.0.1', `${ask}/orders/7`, bearer, 'DELETE'), 403, 'insufficient_scope');
+  });
+
+  await t.test('on a route with targets, the decision is what the proxied request gets: status, code, challenge', async () => {
+    const cases: [string, Record<string, string>][] = [
+      ['no token', {}], ['invalid token', { authorization: `Bearer ${readerToken}x` }],
+      ['malformed header', { authorization: 'Basic abc' }], ['missing scope', { authorization: `Bearer ${plainToken}` }],
+      ['allowed', bearer],
+    ];
+    for (const [what, headers] of cases) {
+      const before = backend.received.length;
+      const decided = await from('127.0.0.1', ask, { ...headers, 'x-original-uri': '/proxied/1', 'x-original-method': 'GET' });
+      assert.equal(backend.received.length, before, `${what}: a decision reaches no backend`);
+      const proxied = await call(`${gw.url}/proxied/1`, { headers });
+      assert.equal(decided.status, proxied.status, `${what}: ${JSON.stringify(decided.body)} vs ${JSON.stringify(proxied.body)}`);
+      if (proxied.status !== 200) assert.equal(decided.body.message.code, proxied.body.message.code, what);
+      assert.equal(decided.headers.get('www-authenticate'), proxied.headers.get('www-authenticate'), what);
+    }
+    assert.equal(backend.received.length, 1, 'only the allowed proxied request reached the backend');
+    backend.received.length = 0;
   });
 
   await t.test('a direct call with a token to a decision-only route is never proxied', async () => {
