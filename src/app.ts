@@ -30,6 +30,7 @@ import type Router from '@koa/router';
 import { isTlsOn } from './config/schema.js';
 import { dashboardHeaders } from './dashboard/serve.js';
 import { errorBoundary } from './errors/boundary.js';
+import { ok } from './errors/envelope.js';
 import { NotFound } from './errors/errors.js';
 import { corsAnswers, corsPreflights, PROXIED_METHODS, type Cors } from './http/cors.js';
 import { createRouteRequest, isWebSocketHandshake, screenRequests, type Routed } from './http/edge.js';
@@ -38,6 +39,7 @@ import { createAccessLog, finalStatus } from './http/middleware/access-log.js';
 import { assignRequestId } from './http/middleware/request-id.js';
 import { OWNER_TREE } from './http/owner/register.js';
 import { failResponse, failSocket } from './http/raw-response.js';
+import { createForwardAuthDecision, FORWARD_AUTH_PATH, isForwardAuthTarget } from './http/routes/forward-auth.js';
 import { answerUnmatched, createManagementRouter, createRouter } from './http/router.js';
 import type { RouteMatch } from './proxy/routes.js';
 import type { Services } from './services.js';
@@ -71,7 +73,9 @@ function strictTransportSecurity(config: Services['config']): string | undefined
 
 export function createListeners(services: Services): Listeners {
   const { proxy, log } = services;
-  const router = createRouter(services);
+  // The own-path check is built from the router, which asks it at request time only.
+  const router = createRouter(services, (path) => isOwnPath(path));
+  const isOwnPath = createOwnPathCheck(router, services.config.dashboard.enabled ? [OWNER_TREE, FORWARD_AUTH_PATH, services.config.dashboard.path] : [OWNER_TREE, FORWARD_AUTH_PATH]);
   const exchanges = createExchanges(createAccessLog(log, services.config.metrics.enabled ? services.metrics : undefined), services.tracing);
   // The exchanges of requests left to Koa, which finds them by their request.
   const own = new WeakMap<IncomingMessage, Exchange>();
@@ -88,9 +92,10 @@ export function createListeners(services: Services): Listeners {
     // A path the router knows under some method: the gateway's own. Read as the route table
     // reads paths (without case, without `;` parameters; proxy/routes.ts), since backends do:
     // /HEALTHZ or /api;x/roles must not reach a catch-all that takes them for the gateway's.
-    isOwnPath: createOwnPathCheck(router, services.config.dashboard.enabled ? [OWNER_TREE, services.config.dashboard.path] : [OWNER_TREE]),
+    isOwnPath,
   });
   const serveProxied = createProxiedPath(services, services.cors);
+  const serveDecision = createDecisionPath(services, isOwnPath);
   // Exchanges opened (and screened) by shouldUpgrade: to upgrade, or, declined, for the 'request' event.
   const handshakes = new WeakMap<IncomingMessage, Handshake>();
   const declined = new WeakMap<IncomingMessage, Exchange>();
@@ -103,6 +108,7 @@ export function createListeners(services: Services): Listeners {
       const exchange = (req.headers.upgrade !== undefined ? declined.get(req) : undefined) ?? exchanges.open(req);
       const routed = routeRequest(req, exchange);
       if (routed !== undefined) return serveProxied(req, res, routed, exchange);
+      if (exchange.url !== undefined && isForwardAuthTarget(exchange.url)) return serveDecision(req, res, exchange);
       own.set(req, exchange);
       void koa(req, res);
     },
@@ -207,6 +213,29 @@ function createMethodsOf(router: Router): (path: string) => string | undefined {
     const methods = new Set(router.match(path, 'OPTIONS').path.flatMap((layer) => layer.methods));
     methods.delete('OPTIONS');
     return methods.size === 0 ? undefined : [...methods].join(', ');
+  };
+}
+
+/**
+ * Serves a forward-auth decision (http/routes/forward-auth.ts) and ends its exchange, outside Koa
+ * as proxied requests are: the decision is on the hot path of every request the proxy in front
+ * forwards. The answer is the route's admission's (proxy/decision.ts): 200 with the identity
+ * headers, or the refusal's envelope; counted under the route's name once one matched.
+ */
+function createDecisionPath({ proxy, log, isTrustedProxy }: Services, isOwnPath: (path: string) => boolean) {
+  const decide = createForwardAuthDecision({ decide: proxy.decide, isTrustedProxy, isOwnPath });
+  return function serveDecision(req: IncomingMessage, res: ServerResponse, exchange: Exchange): void {
+    const { requestId } = exchange;
+    res.setHeader('X-Request-Id', requestId);
+    exchange.path = exchange.template = FORWARD_AUTH_PATH;
+    const end = (planned: number) => exchange.end(finalStatus(req, res, planned));
+    decide(req, requestId, (name) => { exchange.route = name; }).then((decision) => {
+      exchange.accountId = decision.identity?.accountId;
+      const body = JSON.stringify(ok({ route: decision.route }));
+      res.writeHead(200, { ...decision.headers, 'cache-control': 'no-store', 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+      end(200);
+    }).catch((thrown: unknown) => end(failResponse(log, req, res, thrown, requestId).status));
   };
 }
 

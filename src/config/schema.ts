@@ -116,7 +116,8 @@ const routeSchema = z.strictObject({
     .refine((p) => !p.split('/').some((seg) => seg === '.' || seg === '..'), 'must not contain "." or ".." segments'),
   targets: z.array(z.url({ protocol: /^https?$/, normalize: true })
     .refine((u) => !/[?#]/.test(u) && new URL(u).username === '', 'a target is scheme://host[:port][/base path], without credentials, query or fragment'))
-    .min(1),
+    // None: a decision-only route, asked through /api/forward-auth and never proxied (docs/forward-auth.md).
+    .default([]),
   auth: z.enum(['required', 'public']).default('required'),
   stripPrefix: z.boolean().default(false),
   host: z.enum(['target', 'preserve']).default('target'),
@@ -145,6 +146,8 @@ const routeSchema = z.strictObject({
   message: 'a public route checks no token: leave out issuers', path: ['issuers'],
 }).refine((r) => r.auth === 'required' || !r.assertion, {
   message: 'a public route has no caller to assert', path: ['assertion'],
+}).refine((r) => r.targets.length > 0 || !r.websocket, {
+  message: 'a decision-only route (no targets) proxies no WebSocket', path: ['websocket'],
 }).superRefine(refineRules);
 
 /**

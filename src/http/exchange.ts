@@ -112,6 +112,8 @@ export function joinExchange(exchangeOf: (req: IncomingMessage) => Exchange) {
         exchange.path = template;
         exchange.template = template;
       }
+      // A forward-auth decision is counted under the route it decided on (routes/forward-auth.ts).
+      if (typeof ctx.state.route === 'string') exchange.route = ctx.state.route;
       exchange.accountId = (ctx.state.identity as { accountId?: string } | undefined)?.accountId;
       exchange.end(finalStatus(ctx.req, ctx.res, ctx.status));
     }

@@ -20,6 +20,8 @@ import { buildOpenApiDocument, OPENAPI_PATH, serveOpenApiDocument } from './open
 import { registerOwnerApi } from './owner/register.js';
 import { ownerOperations } from './routes/owner/index.js';
 import { reportLiveness, reportMetrics, reportReadiness, type ReadinessCheck } from './routes/health.js';
+import { answerForwardAuth, FORWARD_AUTH_PATH, type ForwardAuthDecide } from './routes/forward-auth.js';
+import type { ProxyTrust } from './client-address.js';
 import { publishKeys } from './routes/jwks.js';
 import { refresh } from './routes/refresh.js';
 import { resetTokens } from './routes/reset.js';
@@ -41,9 +43,14 @@ export interface RouterDeps {
   isDraining: () => boolean;
   metrics: Pick<Metrics, 'registry' | 'scrape'>;
   owner: OwnerServices;
+  /** The configured routes' decision, for /api/forward-auth (proxy/decision.ts). */
+  proxy: { decide: ForwardAuthDecide };
+  isTrustedProxy: ProxyTrust;
 }
 
-export function createRouter({ auth, directory, signer, authenticate, config, formatTimestamp, readiness, isDraining, limits, clientAddress, metrics, owner }: RouterDeps): Router {
+/** `isOwnPath`: asked per request (app.ts builds it from this router), for /api/forward-auth. */
+export function createRouter(deps: RouterDeps, isOwnPath: (path: string) => boolean): Router {
+  const { auth, directory, signer, authenticate, config, formatTimestamp, readiness, isDraining, limits, clientAddress, metrics, owner } = deps;
   const bodyLimitBytes = config.server.bodyLimitBytes;
   const credentials = { auth, limits, clientAddress, bodyLimitBytes };
   const bearer = requireBearer(authenticate);
@@ -61,6 +68,9 @@ export function createRouter({ auth, directory, signer, authenticate, config, fo
   router.post('/api/sign', bearer, signQuota, signRecord);
   router.get('/api/roles', bearer, quota(limits, { name: 'roles', auth: 'required' }), listRoles({ directory, ...config.roles }));
   router.get('/.well-known/jwks.json', publishKeys({ signer }));
+  // Any method, and any path below it (Envoy's ext_authz asks at a prefix plus the original path).
+  const forwardAuth = answerForwardAuth({ decide: deps.proxy.decide, isTrustedProxy: deps.isTrustedProxy, isOwnPath });
+  router.all([FORWARD_AUTH_PATH, `${FORWARD_AUTH_PATH}/{*rest}`], forwardAuth);
   // With a management listener they are served there only (createManagementRouter); here they
   // stay the gateway's own paths, answered 404, so that a catch-all route cannot take them either.
   if (config.management.port === undefined) registerOperations(router, { config, readiness, isDraining, metrics });

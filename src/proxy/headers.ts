@@ -163,8 +163,11 @@ export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust
   };
 }
 
+/** What the identity headers are made of: for a backend (upstream) and for a forward-auth answer (decision.ts). */
+export type IdentityHeaderInput = Pick<UpstreamHeaderInput, 'identity' | 'caller' | 'requestId' | 'assertion' | 'certificate' | 'claimHeaders' | 'claims'>;
+
 /** The gateway's word on who calls: the identity headers the route sends, its claim headers, the certificate. */
-function addIdentityHeaders(out: OutgoingHttpHeaders, names: Config['proxy']['identityHeaders'], input: UpstreamHeaderInput): void {
+export function addIdentityHeaders(out: OutgoingHttpHeaders, names: Config['proxy']['identityHeaders'], input: IdentityHeaderInput): void {
   const { caller, identity } = input;
   if (identity.request) out[names.request.toLowerCase()] = input.requestId;
   if (caller !== undefined) {

@@ -20,10 +20,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { readBearerToken, type Identity } from '../auth/bearer.js';
 import type { RouteConfig } from '../config/schema.js';
-import { MethodNotAllowed, SERVED_METHODS } from '../errors/errors.js';
+import { MethodNotAllowed, NotFound, SERVED_METHODS } from '../errors/errors.js';
 import type { Exchange } from '../http/exchange.js';
 import type { Upstream } from '../telemetry/upstream.js';
 import { createAdmission } from './admission.js';
+import { createDecide, type Decide } from './decision.js';
 import { createFlights } from './flight.js';
 import { createForward, createHeadersFor } from './forward.js';
 import { createHeaderPolicy } from './headers.js';
@@ -52,6 +53,11 @@ export interface Proxy {
    * WebSocket route). Answers on the socket, and ends `exchange` (the handshake's) with that answer.
    */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, exchange: Exchange): void;
+  /**
+   * A forward-auth decision (decision.ts) on the route table in force: the admission a proxied
+   * request on the original request's route passes, its identity headers, or the refusal thrown.
+   */
+  decide: Decide;
   /** Open WebSockets, for tests and metrics. */
   readonly openWebSockets: () => number;
   /**
@@ -84,6 +90,9 @@ export function createProxy(deps: ProxyDeps): Proxy {
       // TRACE echoes the request back, headers and all: with the identity headers the gateway
       // adds (and Authorization, where forwarded) that is a gift to cross-site tracing.
       if (req.method === 'TRACE') throw new MethodNotAllowed(SERVED_METHODS);
+      // A decision-only route (no targets) is asked through /api/forward-auth and never proxied:
+      // refused before admission, so nothing is counted for it either.
+      if (match.route.pool.targets.length === 0) throw new NotFound();
       return admit(match.route, req, readBearerToken(req), requestId);
     } catch (thrown) {
       return Promise.reject(thrown);
@@ -98,6 +107,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
       routes = new RouteTable(next, agents, routes);
     },
     match: (url) => routes.match(url),
+    decide: createDecide(admit, (url) => routes.match(url), () => config.proxy.identityHeaders),
     serve(req, res, match, requestId, done) {
       admitRequest(req, match, requestId).then((admitted) => {
         const { identity, limitHeaders } = admitted;
