@@ -36,7 +36,7 @@ const CONCURRENCY = Math.max(6, availableParallelism() * 3);
 /** A fresh clone's guess, longest first: the files that drive Chromium or start many processes. */
 const LONG_FIRST = [/^test\/dashboard\//, /^test\/cli\//, /^test\/ops\//, /^test\/client\//, /^test\/redis\//, /^test\/(startup|restart|readme)\./];
 /** The folders whose files share processes (see above). */
-const SHARED = /^test\/(unit|state|owner|http|proxy|tls|redis|client)\//;
+const SHARED = /^test\/(unit|state|owner|http|proxy|tls|redis|client|dashboard)\//;
 /**
  * Files of those folders that run alone: one tests what a process does once (its first hash);
  * two replace a global for a test (the client's Request, setTimeout), and the browser test's
