@@ -48,7 +48,52 @@ export interface PebbleOptions {
   eabKeys?: Record<string, string>;
 }
 
-export async function startPebble({ httpPort, tlsPort, eabKeys }: PebbleOptions): Promise<Pebble> {
+/**
+ * pebble and pebble-challtestsrv on free ports. Their ports are picked here and bound by them
+ * later, so on a busy machine another process may take one in between: pebble then logs its
+ * directory as available and exits on the failed bind, and whoever holds the port answers (or
+ * hangs). So a start counts only once the directory answers as pebble's, both programs still
+ * running; otherwise it is tried again on other ports.
+ */
+export async function startPebble(options: PebbleOptions): Promise<Pebble> {
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      return await startPebbleOnce(options);
+    } catch (err) {
+      lastError = err;
+    }
+  }
+  throw lastError;
+}
+
+/** GET `url` with `agent`: the status and body, or the error's message as the body (status 0). */
+function fetchWith(url: string, agent: Agent): Promise<{ status: number; body: string }> {
+  return new Promise((resolve) => {
+    const req = request(url, { agent, timeout: 2000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk; }).on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', (err) => resolve({ status: 0, body: err.message }));
+    req.end();
+  });
+}
+
+/** Resolves once pebble's directory answers as pebble's; throws if a program exited or 5 s pass. */
+async function confirmListening(directoryUrl: string, agent: Agent, children: ChildProcess[]): Promise<void> {
+  const giveUpAt = Date.now() + 5000;
+  for (;;) {
+    const exited = children.find((child) => child.exitCode !== null || child.signalCode !== null);
+    if (exited !== undefined) throw new Error(`${exited.spawnfile} exited (a port taken meanwhile?)`);
+    const { status, body } = await fetchWith(directoryUrl, agent);
+    if (status === 200 && body.includes('"newNonce"')) return;
+    if (Date.now() > giveUpAt) throw new Error(`pebble's directory did not answer at ${directoryUrl}: ${status} ${body.slice(0, 200)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function startPebbleOnce({ httpPort, tlsPort, eabKeys }: PebbleOptions): Promise<Pebble> {
   const ca = makeTestCa();
   const leaf = ca.leaf('pebble', ['localhost', '127.0.0.1']);
   // A copy of its own: the test CA's directory goes when the test file ends, this when stopped.
@@ -89,6 +134,12 @@ export async function startPebble({ httpPort, tlsPort, eabKeys }: PebbleOptions)
     throw err;
   });
   const agent = new Agent({ ca: ca.caPem });
+  try {
+    await confirmListening(`https://127.0.0.1:${acmePort}/dir`, agent, children);
+  } catch (err) {
+    stop();
+    throw err;
+  }
   return {
     directoryUrl: `https://127.0.0.1:${acmePort}/dir`,
     caFile,
