@@ -18,12 +18,12 @@
  * test/http/trusted-issuers.test.ts holds it against a real OpenID provider.
  */
 import { Readable } from 'node:stream';
-import getRawBody from 'raw-body';
 import { createLocalJWKSet, errors as joseErrors, type JSONWebKeySet, type JWK } from 'jose';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../telemetry/log.js';
 import type { IssuerKeyFetch, Metrics } from '../telemetry/metrics.js';
 import type { Clock } from '../util/clock.js';
+import { readLimited } from '../util/read-limited.js';
 
 export type IssuerKeySettings = Config['issuerKeys'];
 
@@ -188,16 +188,6 @@ async function fetchJson(url: string, { maxBytes, fetchTimeoutMs }: IssuerKeySet
     return JSON.parse(text);
   } catch {
     throw new FetchFailure('malformed', `${new URL(url).origin} did not answer JSON`);
-  }
-}
-
-/** The body as text, up to `limit` bytes; a refused body's stream is destroyed (its connection freed). */
-async function readLimited(body: Readable, limit: number): Promise<string> {
-  try {
-    return await getRawBody(body, { limit, encoding: 'utf8' });
-  } catch (err) {
-    body.destroy();
-    throw err;
   }
 }
 

@@ -17,7 +17,6 @@
  */
 import { Readable } from 'node:stream';
 import { BrokenCircuitError, handleWhen, type CircuitBreakerPolicy } from 'cockatiel';
-import getRawBody from 'raw-body';
 import type { Config } from '../../config/schema.js';
 import { BadStoreData, StoreTimeout, StoreUnavailable } from '../../errors/errors.js';
 import type { Logger } from '../../telemetry/log.js';
@@ -25,6 +24,7 @@ import type { Metrics } from '../../telemetry/metrics.js';
 import { createStoreBreaker } from '../breaker.js';
 import type { RecordReader } from './records.js';
 import type { Directory, RolePage, RoleQuery, SignRecord } from './store.js';
+import { readLimited } from '../../util/read-limited.js';
 
 interface Answer {
   status: 200 | 404;
@@ -111,20 +111,6 @@ export class HttpDirectory implements Directory {
       const reason = (err as { type?: string }).type === 'entity.too.large' ? `answered more than ${maxResponseBytes} bytes` : 'could not be reached';
       throw new StoreUnavailable(new Error(`${where} ${reason}`), this.#retryAfterSeconds);
     }
-  }
-}
-
-/**
- * The body as text, up to `limit` bytes. A refused body's stream is destroyed: left open, the
- * connection would stay busy, and the call's timeout would later raise an error on the stream
- * with no listener, which ends the process.
- */
-async function readLimited(body: Readable, limit: number): Promise<string> {
-  try {
-    return await getRawBody(body, { limit, encoding: 'utf8' });
-  } catch (err) {
-    body.destroy();
-    throw err;
   }
 }
 
