@@ -18,7 +18,7 @@
  *
  * WebSockets stay on HTTP/1.1 (no extended CONNECT): browsers fall back to it by themselves.
  */
-import { createServer, Http2ServerRequest, Http2ServerResponse, type Http2Server, type Http2Session, type ServerOptions } from 'node:http2';
+import { createServer, Http2ServerRequest, Http2ServerResponse, type Http2Server, type Http2Session, type ServerHttp2Stream, type ServerOptions, type ServerStreamResponseOptions } from 'node:http2';
 import type { IncomingMessage, OutgoingHttpHeaders, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Config } from '../config/schema.js';
@@ -38,6 +38,15 @@ export const MAX_HEADER_LIST_BYTES = 16_384;
  * hop-by-hop names a caller might set.
  */
 export class Http2Answer extends Http2ServerResponse {
+  constructor(stream: ServerHttp2Stream) {
+    super(stream);
+    // The compatibility API answers every stream with `waitForTrailers`, then ends it with an
+    // empty DATA frame one tick after the body (trailers or none): an extra frame, and most
+    // often an extra TLS record and write, per answer. The gateway sends no trailers (it does
+    // not forward a backend's, on HTTP/1.1 either), so the body's last frame ends the stream.
+    stream.respond = respondWithoutTrailers;
+  }
+
   override setHeader(name: string, value: number | string | readonly string[]): void {
     if (!CONNECTION_SPECIFIC.has(name.toLowerCase())) super.setHeader(name, value);
   }
@@ -49,6 +58,14 @@ export class Http2Answer extends Http2ServerResponse {
     }
     return (super.writeHead as (status: number, ...args: unknown[]) => this)(statusCode, ...rest);
   }
+}
+
+/** ServerHttp2Stream's own `respond`, found on the first stream (the class is not exported). */
+let respondOfStreams: ServerHttp2Stream['respond'] | undefined;
+
+function respondWithoutTrailers(this: ServerHttp2Stream, headers?: OutgoingHttpHeaders, options?: ServerStreamResponseOptions): void {
+  respondOfStreams ??= (Object.getPrototypeOf(this) as ServerHttp2Stream).respond;
+  respondOfStreams.call(this, headers, { ...options, waitForTrailers: false });
 }
 
 /**
