@@ -1,7 +1,8 @@
 /**
  * TLS and HTTP/2 at the edge: the gateway's public proxied route over HTTP/1.1 in cleartext,
- * over HTTP/1.1 with TLS (wrk) and over HTTP/2 with TLS (h2load), beside nginx terminating TLS
- * in front of the same backend (HTTP/1.1 and HTTP/2 alike); and TLS handshakes per second, full
+ * over HTTP/1.1 with TLS (wrk) and over HTTP/2 with TLS (h2load), beside a bare Node proxy
+ * (bench/servers/bare.ts, cleartext and TLS: what TLS costs Node itself) and nginx terminating
+ * TLS in front of the same backend (HTTP/1.1 and HTTP/2 alike); and TLS handshakes per second, full
  * and resumed (`openssl s_time`), against both. Results: a table on stdout, bench/reports/tls.md
  * (method: "TLS and HTTP/2: gateway vs nginx" in bench/README.md), and bench/results/tls-<time>.json.
  *
@@ -35,9 +36,11 @@ const HANDSHAKE_SECONDS = boundedInt(NAME, 'handshake-seconds', opt.extra['hands
 /** h2load's connections: the same requests in flight as wrk's, `STREAMS` on each. */
 const H2_CONNECTIONS = Math.max(1, Math.round(opt.connections / STREAMS));
 
-type Target = 'gw-h1' | 'gw-tls-h1' | 'gw-tls-h2' | 'nginx-tls-h1' | 'nginx-tls-h2';
-const TARGETS: readonly Target[] = ['gw-h1', 'gw-tls-h1', 'gw-tls-h2', 'nginx-tls-h1', 'nginx-tls-h2'];
+type Target = 'gw-h1' | 'gw-tls-h1' | 'gw-tls-h2' | 'bare-h1' | 'bare-tls-h1' | 'nginx-tls-h1' | 'nginx-tls-h2';
+const TARGETS: readonly Target[] = ['gw-h1', 'gw-tls-h1', 'gw-tls-h2', 'bare-h1', 'bare-tls-h1', 'nginx-tls-h1', 'nginx-tls-h2'];
 const LABEL: Record<Target, string> = {
+  'bare-h1': 'bare Node proxy, HTTP/1.1 cleartext',
+  'bare-tls-h1': 'bare Node proxy, HTTP/1.1 over TLS',
   'gw-h1': 'gateway, HTTP/1.1 cleartext',
   'gw-tls-h1': 'gateway, HTTP/1.1 over TLS',
   'gw-tls-h2': 'gateway, HTTP/2 over TLS',
@@ -54,6 +57,8 @@ interface Servers {
   backend: Server;
   gwPlain: Server;
   gwTls: Server;
+  barePlain: Server;
+  bareTls: Server;
   nginx: Server;
 }
 
@@ -106,6 +111,17 @@ async function startGatewayOn(runtime: Runtime, dir: string, backendUrl: string,
   const server: Server = { label, proc, pid: proc.pid!, url: `${scheme}://127.0.0.1:${port}`, err: new Output(proc.stderr), out: new Output(null) };
   if (tls === undefined) await waitReady(server.url, '/readyz', proc, label, () => server.err.tail());
   else await waitHttps(`${server.url}/readyz`, tls.ca, server);
+  return server;
+}
+
+/** The bare Node proxy over TLS (bench/servers/bare.ts with the run's certificate), on the server core. */
+async function startBareTls(backendUrl: string, tls: { cert: string; key: string; ca: string }): Promise<Server> {
+  const port = await freePort();
+  const env = { ...cleanEnv(), NODE_ENV: 'production', PORT: String(port), BACKEND: backendUrl, TLS_CERT_FILE: tls.cert, TLS_KEY_FILE: tls.key };
+  const [cmd, args] = pinned(SERVER_CORE, process.execPath, [join(ROOT, 'bench', 'servers', 'bare.ts')]);
+  const proc = track(spawn(cmd, args, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] }));
+  const server: Server = { label: 'bare Node proxy (TLS)', proc, pid: proc.pid!, url: `https://127.0.0.1:${port}`, err: new Output(proc.stderr), out: new Output(null) };
+  await waitHttps(`${server.url}${PATH}`, tls.ca, server);
   return server;
 }
 
@@ -177,7 +193,7 @@ async function measureH2(url: string, seconds: number, serverPid: number): Promi
 }
 
 async function measure(s: Servers, target: Target, seconds: number, round: number): Promise<Run> {
-  const server = target.startsWith('nginx') ? s.nginx : target === 'gw-h1' ? s.gwPlain : s.gwTls;
+  const server = { 'gw-h1': s.gwPlain, 'gw-tls-h1': s.gwTls, 'gw-tls-h2': s.gwTls, 'bare-h1': s.barePlain, 'bare-tls-h1': s.bareTls, 'nginx-tls-h1': s.nginx, 'nginx-tls-h2': s.nginx }[target];
   const url = `${server.url}${PATH}`;
   const figures = target.endsWith('h2')
     ? await measureH2(url, seconds, server.pid)
@@ -220,6 +236,8 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     backend,
     gwPlain: await startGatewayOn(runtime, tmp, backend.url, 'gateway (cleartext)'),
     gwTls: await startGatewayOn(runtime, tmp, backend.url, 'gateway (TLS)', tls),
+    barePlain: await startNodeServer('bare Node proxy (cleartext)', 'bare.ts', SERVER_CORE, { BACKEND: backend.url }, { readyPath: PATH, readyStatus: 200 }),
+    bareTls: await startBareTls(backend.url, tls),
     nginx: await startNginx(tmp, backend.url, tls),
   };
   const env = {
@@ -247,6 +265,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   });
   const h2OverH1 = ratio(runs, 'gw-tls-h2', 'gw-tls-h1', (r) => r.rps);
   const tlsCpu = ratio(runs, 'gw-tls-h1', 'gw-h1', (r) => r.serverCpuUsPerReq);
+  const bareTlsCpu = ratio(runs, 'bare-tls-h1', 'bare-h1', (r) => r.serverCpuUsPerReq);
   const vsNginx = { h1: ratio(runs, 'gw-tls-h1', 'nginx-tls-h1', (r) => r.rps), h2: ratio(runs, 'gw-tls-h2', 'nginx-tls-h2', (r) => r.rps) };
   const table = [
     '| target | req/s | server CPU µs/req | latency ms (wrk: p50; h2load: mean) | non-2xx + socket errors |',
@@ -264,7 +283,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   ].join('\n');
   const targets = [
     `- HTTP/2 over TLS ÷ HTTP/1.1 over TLS, gateway req/s: ${fmt(h2OverH1, 2)} (target ≥ 1.0: ${h2OverH1 >= 1 ? 'met' : 'not met'})`,
-    `- TLS ÷ cleartext, gateway server CPU per kept-alive proxied request: ${fmt(tlsCpu, 2)} (target ≤ 1.20: ${tlsCpu <= 1.2 ? 'met' : 'not met'})`,
+    `- TLS ÷ cleartext, gateway server CPU per kept-alive proxied request: ${fmt(tlsCpu, 2)} (target ≤ 1.20: ${tlsCpu <= 1.2 ? 'met' : 'not met'}); the bare Node proxy in the same run: ${fmt(bareTlsCpu, 2)}`,
     `- gateway ÷ nginx, req/s: ${fmt(vsNginx.h1, 2)} over HTTP/1.1 with TLS, ${fmt(vsNginx.h2, 2)} over HTTP/2 with TLS`,
   ];
   const errors = rows.reduce((a, r) => a + r.errors, 0);
@@ -273,6 +292,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     '',
     `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, ${env.wrk}, ${env.h2load}, ${env.nginx}, ${env.openssl}`,
     `- gateway: src/ at ${env.commit}; ${env.runtime}; NODE_ENV=production, \`ROUTES=[{"name":"bench","prefix":"/bench","targets":["http://127.0.0.1:<backend>"],"auth":"public"}]\`, RATE_LIMITS=off, LOG_LEVEL=warn (nginx logs nothing either); with TLS: an ECDSA P-256 certificate, every TLS and HTTP/2 setting at its default`,
+    `- bare Node proxy: bench/servers/bare.ts (node:http or node:https server, \`http.request\` over a keep-alive agent, \`pipe\`), the same certificate, on the same core as the gateway`,
     `- nginx: one process (\`master_process off\`), \`listen ssl http2\`, the same certificate, keep-alive upstream (64), no access log, session cache on`,
     `- pinning: ${env.pinning}`,
     `- load: \`GET ${PATH}\`, ${opt.rounds} rounds × ${opt.seconds} s per target after a ${opt.warmup} s warm-up, order rotated each round; HTTP/1.1: wrk, 1 thread, ${opt.connections} keep-alive connections; HTTP/2: h2load, 1 thread, ${H2_CONNECTIONS} connections × ${STREAMS} streams (the same ${H2_CONNECTIONS * STREAMS} requests in flight); handshakes: \`openssl s_time -new\` / \`-reuse\`, ${HANDSHAKE_SECONDS} s each (one connection at a time)`,
@@ -289,7 +309,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     ...(stderr.length > 0 ? ['', `Lines on stderr: ${stderr.join('; ')}`] : []),
   ].join('\n');
   process.stdout.write(`\n${table}\n\n${targets.join('\n')}\n\n${shakeTable}\n`);
-  writeRawFigures(RESULTS, 'tls', started, { env, options: { ...opt, streams: STREAMS, h2Connections: H2_CONNECTIONS }, rows, runs, shakes, ratios: { h2OverH1, tlsCpu, vsNginx } });
+  writeRawFigures(RESULTS, 'tls', started, { env, options: { ...opt, streams: STREAMS, h2Connections: H2_CONNECTIONS }, rows, runs, shakes, ratios: { h2OverH1, tlsCpu, bareTlsCpu, vsNginx } });
   updateReport(NAME, REPORT, generated, { noReport: opt.noReport, failure: errors > 0 ? `${errors} request(s) were not answered 2xx` : undefined });
 }
 
