@@ -8,7 +8,8 @@
  * With TLS on the main listener is HTTPS (tls/certificates.ts). With ACME on, its certificate is
  * ordered once the listeners answer (tls/acme.ts: HTTP-01 on the redirect listener), a
  * temporary one standing in until then, and TLS-ALPN-01 validations are taken aside before TLS
- * starts (tls/alpn-challenge.ts).
+ * starts (tls/alpn-challenge.ts), as plain-HTTP requests sent to the TLS port are, to be
+ * answered 400 rather than cut (tls/first-record.ts).
  *
  * Stopping (drain, then close): /readyz turns 503 at once while everything is still served for
  * `server.drainDelayMs`, so that load balancers take the instance out before it refuses
@@ -38,8 +39,9 @@ import type { Services } from './services.js';
 import type { Config } from './config/schema.js';
 import type { ChallengeStore } from './state/index.js';
 import { ACME_CERTIFICATE_ID, createAcmeManager, temporaryCertificate, type AcmeManager } from './tls/acme.js';
-import { answerAlpnChallenges } from './tls/alpn-challenge.js';
+import { alpnChallengeRoute } from './tls/alpn-challenge.js';
 import { createCertificateSet, type CertificateSet } from './tls/certificates.js';
+import { screenFirstRecord, type FirstRecordScreen } from './tls/first-record.js';
 import { createRedirectListener } from './tls/redirect.js';
 import type { Logger } from './telemetry/log.js';
 
@@ -76,7 +78,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
   const { server, sessions } = createMainServer(services, listeners, certificates);
   if (certificates !== undefined) certificates.attach(server as HttpsServer);
   server.on('upgrade', listeners.upgrade);
-  const alpn = isAcmeOn(services.config) ? answerAlpnChallenges(server as HttpsServer, { challenges: services.acme.challenges, handshakeTimeoutMs: handshakeTimeoutMs(services), log }) : undefined;
+  const firstRecords = certificates === undefined ? undefined : screenFirstRecords(services, server as HttpsServer, listeners.exchanges);
 
   try {
     await services.warmUp();
@@ -133,7 +135,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
         server.closeIdleConnections();
         sessions?.closeAll();
         cutUnusedConnections(server);
-        alpn?.cutWaiting();
+        firstRecords?.cutWaiting();
         log.info({ webSockets: services.proxy.openWebSockets(), shutdownTimeoutMs }, 'stopped accepting connections');
         // Upgraded connections are not the HTTP server's to close, and would hold it open.
         const webSockets = services.proxy.closeWebSockets();
@@ -413,6 +415,28 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, log: Logg
   const requestId = randomUUID();
   const isHeld = inProgress !== undefined && inProgress !== null;
   refuseBeforeApp(socket, error, log, err.code, requestId, isHeld ? undefined : exchanges?.open(undefined, requestId));
+}
+
+/**
+ * The TLS listener's first bytes of each connection (tls/first-record.ts): a plain-HTTP request
+ * is answered 400 with an exchange of its own, as any request refused before the app; with
+ * ACME on, TLS-ALPN-01 validations go to their responder.
+ */
+function screenFirstRecords(services: Services, server: HttpsServer, exchanges: Exchanges): FirstRecordScreen {
+  const { log } = services;
+  const waitMs = handshakeTimeoutMs(services);
+  return screenFirstRecord(server, {
+    handshakeTimeoutMs: waitMs,
+    plainHttp(socket) {
+      // What the client sends on is read and dropped until it closes (or the wait ends): a
+      // close with unread bytes would reset the connection before the answer is read.
+      socket.setTimeout(waitMs, () => socket.destroy());
+      socket.resume();
+      const requestId = randomUUID();
+      refuseBeforeApp(socket, new InvalidRequest('This port speaks HTTPS: send the request with https://.'), log, 'plain HTTP on the TLS port', requestId, exchanges.open(undefined, requestId));
+    },
+    byHello: isAcmeOn(services.config) ? alpnChallengeRoute({ challenges: services.acme.challenges, handshakeTimeoutMs: waitMs, log }) : undefined,
+  });
 }
 
 function refuseBeforeApp(socket: Duplex, error: GatewayError, log: Logger, reason: string | undefined, requestId: string, exchange: Exchange | undefined): void {

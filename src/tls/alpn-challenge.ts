@@ -7,16 +7,14 @@
  * to a TLS server of its own, which serves the certificate the order left in the challenge
  * store (this process's or Redis's: the CA may reach any instance) and closes once the
  * handshake is done (§3: no data is exchanged). Every other connection goes to the HTTPS
- * server with the bytes read, untouched. Reading is bounded: one record (16 KiB) within the
- * handshake timeout, as the HTTPS server's own handshake is.
+ * server with the bytes read, untouched (first-record.ts reads and routes).
  * test/tls/acme-gateway.test.ts holds it against pebble and against clients that are not CAs.
  */
-import type { Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import { createSecureContext, createServer as createTlsServer } from 'node:tls';
 import type { ChallengeStore } from '../state/acme/store.js';
 import type { Logger } from '../telemetry/log.js';
-import { readClientHello, recordLength } from './client-hello.js';
+import type { ClientHello } from './client-hello.js';
 
 export const ACME_TLS_PROTOCOL = 'acme-tls/1';
 
@@ -31,13 +29,11 @@ export interface AlpnChallengeCertificate {
   keyPem: string;
 }
 
-export interface AlpnResponder {
-  /** Cuts the connections whose first record is still awaited: no request was begun on them, and the HTTPS server does not know them. */
-  cutWaiting(): void;
-}
+/** A TLS-ALPN-01 validation's connection by its ClientHello (first-record.ts), or undefined for any other. */
+export type AlpnRoute = (hello: ClientHello | undefined) => ((socket: Socket) => void) | undefined;
 
-/** Reads the first record of each connection of `server` and hands TLS-ALPN-01 validations to their own TLS server. */
-export function answerAlpnChallenges(server: HttpsServer, { challenges, handshakeTimeoutMs, log }: { challenges: ChallengeStore; handshakeTimeoutMs: number; log: Logger }): AlpnResponder {
+/** The TLS server that answers TLS-ALPN-01 validations, and the route that sends them to it. */
+export function alpnChallengeRoute({ challenges, handshakeTimeoutMs, log }: { challenges: ChallengeStore; handshakeTimeoutMs: number; log: Logger }): AlpnRoute {
   const responder = createTlsServer({
     ALPNProtocols: [ACME_TLS_PROTOCOL],
     handshakeTimeout: handshakeTimeoutMs,
@@ -53,43 +49,7 @@ export function answerAlpnChallenges(server: HttpsServer, { challenges, handshak
     log.info({ err: err.message }, 'acme: a TLS-ALPN-01 handshake failed');
     socket.destroy();
   });
-
-  const toHttps = server.listeners('connection') as ((socket: Socket) => void)[];
-  server.removeAllListeners('connection');
-  const waiting = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    let head = Buffer.alloc(0);
-    const onError = () => socket.destroy();
-    const onTimeout = () => socket.destroy();
-    const handOver = (isValidation: boolean) => {
-      socket.off('data', onData);
-      socket.off('error', onError);
-      socket.off('timeout', onTimeout);
-      socket.setTimeout(0);
-      waiting.delete(socket);
-      socket.pause();
-      socket.unshift(head);
-      if (isValidation) responder.emit('connection', socket);
-      else for (const listener of toHttps) listener.call(server, socket);
-    };
-    const onData = (chunk: Buffer) => {
-      head = Buffer.concat([head, chunk]);
-      const length = recordLength(head);
-      if (length === undefined || head.length < length) return;
-      const hello = length === 0 ? undefined : readClientHello(head);
-      // RFC 8737 §3: the validator offers acme-tls/1 alone; a client offering more is no CA.
-      handOver(hello?.protocols.length === 1 && hello.protocols[0] === ACME_TLS_PROTOCOL);
-    };
-    waiting.add(socket);
-    socket.once('close', () => waiting.delete(socket));
-    socket.on('error', onError);
-    socket.setTimeout(handshakeTimeoutMs);
-    socket.on('timeout', onTimeout);
-    socket.on('data', onData);
-  });
-  return {
-    cutWaiting() {
-      for (const socket of waiting) socket.destroy();
-    },
-  };
+  const toResponder = (socket: Socket) => responder.emit('connection', socket);
+  // RFC 8737 §3: the validator offers acme-tls/1 alone; a client offering more is no CA.
+  return (hello) => hello?.protocols.length === 1 && hello.protocols[0] === ACME_TLS_PROTOCOL ? toResponder : undefined;
 }

@@ -181,6 +181,25 @@ test('HTTPS: the expiry metric per certificate, and a warning for one expiring w
   assert.ok(valueOf(later, 'gateway_tls_certificate_expiry_seconds', { certificate: main.certFile }) < 0);
 });
 
+test('HTTPS: a plain-HTTP request on the TLS port is answered 400 in the envelope (with its access line), not cut; HTTPS goes on', async (t) => {
+  const gw = await startGateway(t, { overrides: { tls: { certFile: main.certFile, keyFile: main.keyFile } } });
+  const { port } = new URL(gw.url);
+  const answer = await new Promise<string>((resolve, reject) => {
+    const socket = createConnection(Number(port), '127.0.0.1', () => socket.write('GET /api/roles HTTP/1.1\r\nHost: localhost\r\n\r\n'));
+    let data = '';
+    socket.setEncoding('latin1').on('data', (chunk: string) => { data += chunk; }).on('end', () => resolve(data)).on('error', reject);
+  });
+  assert.match(answer, /^HTTP\/1\.1 400 Bad Request\r\n/);
+  const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { success: boolean; message: { code: string; description: string } };
+  assert.deepEqual({ success: body.success, code: body.message.code }, { success: false, code: 'invalid_request' });
+  assert.match(body.message.description, /https:\/\//);
+  const requestId = /\r\nx-request-id: ([\w-]+)/i.exec(answer)?.[1];
+  assert.ok(requestId !== undefined);
+  assert.equal(logged(gw, 'request').filter((line) => line.requestId === requestId && line.status === 400).length, 1, 'one access line');
+  // The same port still speaks TLS.
+  assert.equal((await https(`${gw.url}/healthz`)).status, 200);
+});
+
 test('HTTPS: a connection past its handshake that sent no request is cut at close, not waited on until the deadline', { timeout: 60_000 }, async (t) => {
   const gw = await startGateway(t, { overrides: { tls: { certFile: main.certFile, keyFile: main.keyFile }, server: { shutdownTimeoutMs: 3_600_000 } } });
   const unused = await handshake(gw);
