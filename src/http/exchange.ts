@@ -27,6 +27,8 @@ import { requestIdOf } from './middleware/request-id.js';
 interface Records {
   write: AccessLog;
   tracing: Tracing | undefined;
+  /** Told each request's final status, for the per-key usage by status class (limits/usage.ts); undefined while usage is off. */
+  answered: ((req: IncomingMessage, status: number) => void) | undefined;
 }
 
 export class Exchange implements AccessEntry, Screening {
@@ -51,12 +53,14 @@ export class Exchange implements AccessEntry, Screening {
   refusal: unknown = undefined;
   readonly #records: Records;
   readonly #span: RequestSpan | undefined;
+  readonly #req: IncomingMessage | undefined;
 
   constructor(records: Records, req: IncomingMessage | undefined, requestId: string) {
     this.requestId = requestId;
     this.started = performance.now();
     this.method = req?.method;
     this.#records = records;
+    this.#req = records.answered === undefined ? undefined : req;
     // Before the proxy builds the backend's headers, which name this span as the parent.
     this.#span = records.tracing?.start(req);
   }
@@ -74,6 +78,7 @@ export class Exchange implements AccessEntry, Screening {
     this.status = status;
     this.#records.write(this);
     this.#span?.end(this);
+    if (this.#req !== undefined) this.#records.answered!(this.#req, status);
   }
 }
 
@@ -85,9 +90,12 @@ export interface Exchanges {
   open(req: IncomingMessage | undefined, requestId?: string): Exchange;
 }
 
-/** `write`: the access-log writer (which also counts the request); `tracing`: undefined while off. */
-export function createExchanges(write: AccessLog, tracing: Tracing | undefined): Exchanges {
-  const records: Records = { write, tracing };
+/**
+ * `write`: the access-log writer (which also counts the request); `tracing`: undefined while off;
+ * `answered`: the usage recorder's (limits/usage.ts), undefined while usage is off.
+ */
+export function createExchanges(write: AccessLog, tracing: Tracing | undefined, answered?: (req: IncomingMessage, status: number) => void): Exchanges {
+  const records: Records = { write, tracing, answered };
   return {
     open: (req, requestId) => new Exchange(records, req, requestId ?? requestIdOf(req)),
   };
