@@ -102,7 +102,8 @@ function drawing(chart: StackedBars, patterns: Map<string, string>, titleId: str
   const top = niceCeiling(Math.max(0, ...chart.steps.map((step) => totalOf(step, chart.parts))));
   const y = (v: number) => PLOT.top + plotHeight - (v / top) * plotHeight;
   const slot = plotWidth / Math.max(1, chart.steps.length);
-  const barWidth = Math.max(1, slot * 0.72);
+  // Narrow bars in a short window too: a bar as wide as half the chart reads as a block, not a count.
+  const barWidth = Math.max(1, Math.min(slot * 0.72, 28));
   const svg = s('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: 'img', 'aria-labelledby': `${titleId} ${descId}`, class: 'chart', focusable: 'false' },
     s('title', { id: titleId }, chart.title),
     s('desc', { id: descId }, describe(chart)),
