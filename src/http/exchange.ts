@@ -5,7 +5,8 @@
  * request's record needs (its id, arrival, route, who made it, the status the client got, the
  * backend that answered) and it alone writes that record: the access-log line and the request
  * metric (middleware/access-log.ts's writer) and the trace span, each exactly once, when the
- * exchange ends. Ending again does nothing, so a path that ends it on every way out cannot
+ * exchange ends; then it tells the usage recorder the status (limits/usage.ts counts a key's
+ * calls by class of status from it). Ending again does nothing, so a path that ends it on every way out cannot
  * count a request twice; test/http/exchange.test.ts holds one line, one observation and one
  * span for each kind of request.
  *

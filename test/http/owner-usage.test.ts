@@ -16,6 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import { startBackend, type Handler } from '../helpers/backend.js';
 import { ManualClock } from '../helpers/clock.js';
+import { closedPort } from '../helpers/proxy.js';
 import { openClient, startWsBackend, whenClosed } from '../helpers/ws-backend.js';
 import { call, DEMO, show, signIn, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { accountWithOwner, anonymous, operator, signIn as ownerSignIn, startOwnerGateway, type Client } from '../helpers/owner.js';
@@ -243,25 +244,26 @@ test('series: calls in different hours and days, counted by the class of the sta
   const backend = await startBackend(t, statusBackend);
   // 10:20 UTC on a Tuesday; the clock moves, the test never sleeps.
   const clock = new ManualClock(Date.UTC(2026, 2, 10, 10, 20));
-  const gw = await startOwnerGateway(t, { clock, overrides: { routes: [{ name: 'svc', prefix: '/svc', targets: [backend.url] }] } });
+  const routes = [{ name: 'svc', prefix: '/svc', targets: [backend.url] }, { name: 'gone', prefix: '/gone', targets: [`http://127.0.0.1:${await closedPort()}`] }];
+  const gw = await startOwnerGateway(t, { clock, overrides: { routes } });
   const made = await operator(gw).send('POST', `/accounts/${ACCOUNT}/keys`, { name: 'second' });
   assert.equal(made.status, 201, show(made));
   const second = { apiKey: made.body.message.key.apiKey as string, secret: made.body.message.apiSecret as string };
   const secondId = made.body.message.key.id as string;
-  /** Calls `paths` with a fresh token of `key` (the clock may have outrun the last one). */
+  /** Calls `paths` (under /svc unless rooted elsewhere) with a fresh token of `key` (the clock may have outrun the last one). */
   const calls = async (key: { apiKey: string; secret: string }, paths: string[]): Promise<number[]> => {
     const { accessToken } = await signIn(gw, key);
     const seen: number[] = [];
-    for (const path of paths) seen.push((await call(`${gw.url}/svc${path}`, { token: accessToken })).status);
+    for (const path of paths) seen.push((await call(`${gw.url}${path.startsWith('/gone') ? '' : '/svc'}${path}`, { token: accessToken })).status);
     return seen;
   };
 
   // Two days ago, 10:20: alice's key a 200, a 204 and a 304 (a redirect the test's fetch would follow).
   assert.deepEqual(await calls(DEMO.alice, ['/a', '/status/204', '/status/304']), [200, 204, 304]);
   clock.advance(2 * 86_400_000);
-  // Today, 10:20: alice's key a 404, the second key a 503 (both the backend's).
+  // Today, 10:20: alice's key a 404, the second key a 503 (both the backend's) and a 502 (no backend listening).
   assert.deepEqual(await calls(DEMO.alice, ['/status/404']), [404]);
-  assert.deepEqual(await calls(second, ['/status/503']), [503]);
+  assert.deepEqual(await calls(second, ['/status/503', '/gone/x']), [503, 502]);
   clock.advance(3_600_000);
   // Today, 11:20: alice's key a 200.
   assert.deepEqual(await calls(DEMO.alice, ['/b']), [200]);
@@ -276,17 +278,17 @@ test('series: calls in different hours and days, counted by the class of the sta
     assert.equal(answer.series.length, 25);
     assert.deepEqual(answer.series.map((s) => s.start).slice(0, 2), ['2026-03-11T11:20:00.000Z', '2026-03-11T12:00:00.000Z']);
     assert.equal(answer.series.at(-1)!.start, '2026-03-12T11:00:00.000Z');
-    assert.deepEqual(answer.series.at(-2), { start: '2026-03-12T10:00:00.000Z', requests: 2, rateLimited: 0, statuses: { ...NONE, '4xx': 1, '5xx': 1 } });
+    assert.deepEqual(answer.series.at(-2), { start: '2026-03-12T10:00:00.000Z', requests: 3, rateLimited: 0, statuses: { ...NONE, '4xx': 1, '5xx': 2 } });
     assert.deepEqual(answer.series.at(-1), { start: '2026-03-12T11:00:00.000Z', requests: 1, rateLimited: 0, statuses: { ...NONE, '2xx': 1 } });
     assert.equal(answer.series.slice(0, -2).reduce((n, s) => n + s.requests, 0), 0, 'nothing in the hours before');
-    assert.deepEqual(answer.items, [counted(DEMO.alice.keyId, 2, 0, { '2xx': 1, '4xx': 1 }), counted(secondId, 1, 0, { '5xx': 1 })]
+    assert.deepEqual(answer.items, [counted(DEMO.alice.keyId, 2, 0, { '2xx': 1, '4xx': 1 }), counted(secondId, 2, 0, { '5xx': 2 })]
       .sort((a, b) => (a.keyId < b.keyId ? -1 : 1)), 'the two days ago are outside 24 hours');
   });
 
   await t.test('keyId: one key\'s items and series', async () => {
     const answer = await usage(operator(gw), ACCOUNT, `?hours=24&keyId=${secondId}`);
-    assert.deepEqual(answer.items, [counted(secondId, 1, 0, { '5xx': 1 })]);
-    assert.deepEqual(answer.series.map((s) => s.requests), [...Array<number>(23).fill(0), 1, 0]);
+    assert.deepEqual(answer.items, [counted(secondId, 2, 0, { '5xx': 2 })]);
+    assert.deepEqual(answer.series.map((s) => s.requests), [...Array<number>(23).fill(0), 2, 0]);
     assert.deepEqual((await usage(operator(gw), ACCOUNT, '?days=30&keyId=key_never_called')).items, []);
   });
 
@@ -301,11 +303,11 @@ test('series: calls in different hours and days, counted by the class of the sta
     assert.equal(answer.series.at(-1)!.start, '2026-03-12T00:00:00.000Z');
     assert.deepEqual(answer.series.at(-3), { start: '2026-03-10T00:00:00.000Z', requests: 3, rateLimited: 0, statuses: { ...NONE, '2xx': 2, '3xx': 1 } });
     assert.equal(answer.series.at(-2)!.requests, 0);
-    assert.deepEqual(answer.series.at(-1), { start: '2026-03-12T00:00:00.000Z', requests: 3, rateLimited: 0, statuses: { ...NONE, '2xx': 1, '4xx': 1, '5xx': 1 } });
-    assert.deepEqual(answer.items, [counted(DEMO.alice.keyId, 5, 0, { '2xx': 3, '3xx': 1, '4xx': 1 }), counted(secondId, 1, 0, { '5xx': 1 })]
+    assert.deepEqual(answer.series.at(-1), { start: '2026-03-12T00:00:00.000Z', requests: 4, rateLimited: 0, statuses: { ...NONE, '2xx': 1, '4xx': 1, '5xx': 2 } });
+    assert.deepEqual(answer.items, [counted(DEMO.alice.keyId, 5, 0, { '2xx': 3, '3xx': 1, '4xx': 1 }), counted(secondId, 2, 0, { '5xx': 2 })]
       .sort((a, b) => (a.keyId < b.keyId ? -1 : 1)));
     const yesterday = await usage(operator(gw), ACCOUNT, '?days=1');
-    assert.deepEqual(yesterday.series.map((s) => [s.start, s.requests]), [['2026-03-11T00:00:00.000Z', 0], ['2026-03-12T00:00:00.000Z', 3]]);
+    assert.deepEqual(yesterday.series.map((s) => [s.start, s.requests]), [['2026-03-11T00:00:00.000Z', 0], ['2026-03-12T00:00:00.000Z', 4]]);
   });
 
   await t.test('28 days on, the first day is the window\'s first; 3 days more, it is out of it', async () => {
@@ -313,7 +315,7 @@ test('series: calls in different hours and days, counted by the class of the sta
     const month = await usage(operator(gw), ACCOUNT, '?days=30');
     assert.equal(month.from, '2026-03-10T00:00:00.000Z');
     assert.equal(month.series[0]!.requests, 3, 'the window\'s first day');
-    assert.equal(month.items.reduce((n, u) => n + u.requests, 0), 6);
+    assert.equal(month.items.reduce((n, u) => n + u.requests, 0), 7);
     clock.advance(3 * 86_400_000);
     assert.equal((await usage(operator(gw), ACCOUNT, '?days=30')).items.reduce((n, u) => n + u.requests, 0), 0);
   });
