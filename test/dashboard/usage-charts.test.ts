@@ -102,7 +102,7 @@ test('usage charts: calls per hour and per day by class of status, the same figu
   await page.goto(`${dash.url}/accounts/${ACCOUNT}/activity`);
   const hourly = await usageChart(page, 'Calls per hour in the last 24 hours, every key');
   const img = hourly.getByRole('img');
-  assert.match(await img.evaluate((svg) => svg.querySelector('desc')!.textContent!), /^Stacked bar chart, one bar per hour .+ 3 calls in all \(2xx success: 1; 4xx client error: 1; 5xx server error: 1\)\. Most in .+: 3\. The same figures are in the table below the chart\.$/);
+  assert.match(await img.evaluate((svg) => svg.querySelector('desc')!.textContent!), /^Stacked bar chart, one bar per hour .+ 3 calls in all \(2xx success: 1; 4xx client error: 1; 5xx server error: 1\)\. Most in the hour of .+: 3\. The same figures are in the table below the chart\.$/);
   assert.deepEqual(await hourly.getByRole('list').getByRole('listitem').allTextContents(), ['2xx success', '3xx redirect', '4xx client error', '5xx server error'], 'the legend names every part');
   const alice = operator(gw);
   const day = await series(alice, 'hours=24');

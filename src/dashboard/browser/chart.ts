@@ -34,7 +34,7 @@ export interface ChartPart {
 export interface ChartStep {
   /** Under the bar, when there is room (every `labelEvery`-th step). */
   short: string;
-  /** In the table and the description. */
+  /** In the table and the description (the step's start: "Dec 1, 2026, 1:00 PM"). */
   long: string;
   /** Per part key. */
   values: Readonly<Record<string, number>>;
@@ -92,7 +92,7 @@ function describe(chart: StackedBars): string {
   const last = chart.steps.at(-1)?.long ?? '';
   return `Stacked bar chart, one bar per ${chart.stepHeading.toLowerCase()} from ${first} to ${last}, split by class of status. `
     + `${COUNT.format(total)} ${chart.unit} in all${byPart.length > 0 ? ` (${byPart.join('; ')})` : ''}. `
-    + (total > 0 ? `Most in ${chart.steps[busiest]!.long}: ${COUNT.format(totals[busiest]!)}. ` : '')
+    + (total > 0 ? `Most in the ${chart.stepHeading.toLowerCase()} of ${chart.steps[busiest]!.long}: ${COUNT.format(totals[busiest]!)}. ` : '')
     + 'The same figures are in the table below the chart.';
 }
 

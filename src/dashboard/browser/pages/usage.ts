@@ -126,7 +126,7 @@ function usageChart(usage: Usage, choice: UsageChoice, who: string): HTMLElement
     const start = new Date(step.start);
     return {
       short: (byDay ? DAY : HOUR).format(start),
-      long: byDay ? DAY_LONG.format(start) : `from ${HOUR_LONG.format(start)}`,
+      long: (byDay ? DAY_LONG : HOUR_LONG).format(start),
       values: step.statuses,
     };
   });
