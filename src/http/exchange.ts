@@ -6,9 +6,9 @@
  * backend that answered) and it alone writes that record: the access-log line and the request
  * metric (middleware/access-log.ts's writer) and the trace span, each exactly once, when the
  * exchange ends; then it tells the usage recorder the status (limits/usage.ts counts a key's
- * calls by class of status from it). Ending again does nothing, so a path that ends it on every way out cannot
- * count a request twice; test/http/exchange.test.ts holds one line, one observation and one
- * span for each kind of request.
+ * calls by class of status from it). Ending again does nothing, so a path that ends it on every
+ * way out cannot count a request twice; test/http/exchange.test.ts holds one line, one
+ * observation and one span for each kind of request.
  *
  * The edge's screening (edge.ts) is recorded on it too: the normalised target, or the refusal
  * that Koa throws inside its error boundary, so that no request is screened twice.
