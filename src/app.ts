@@ -76,7 +76,7 @@ export function createListeners(services: Services): Listeners {
   // The own-path check is built from the router, which asks it at request time only.
   const router = createRouter(services, (path) => isOwnPath(path));
   const isOwnPath = createOwnPathCheck(router, services.config.dashboard.enabled ? [OWNER_TREE, FORWARD_AUTH_PATH, services.config.dashboard.path] : [OWNER_TREE, FORWARD_AUTH_PATH]);
-  const exchanges = createExchanges(createAccessLog(log, services.config.metrics.enabled ? services.metrics : undefined), services.tracing);
+  const exchanges = createExchanges(createAccessLog(log, services.config.metrics.enabled ? services.metrics : undefined), services.tracing, services.usage?.answered);
   // The exchanges of requests left to Koa, which finds them by their request.
   const own = new WeakMap<IncomingMessage, Exchange>();
   const ownExchange = (req: IncomingMessage): Exchange => {

@@ -55,7 +55,7 @@ Over the owner API of a running gateway (admin token in GATEWAY_ADMIN_TOKEN):
   sign-records replace <accountId> <address> --nonce <n> --signed-at <ISO time> --expires-at <ISO time>
   sign-records delete <accountId> <address>
   audit <accountId> [--limit <n>]                     (newest first; default 50)
-  usage <accountId> [--hours <1-24>]
+  usage <accountId> [--hours <1-24> | --days <1-30>] [--key <keyId>]
 
 Offline (the gateway's own configuration: GATEWAY_CONFIG and the environment):
   admin-token                a new admin token and its digest
@@ -94,6 +94,7 @@ const OPTIONS = {
   'expires-at': { type: 'string' },
   limit: { type: 'string' },
   hours: { type: 'string' },
+  days: { type: 'string' },
   file: { type: 'string' },
   from: { type: 'string' },
   to: { type: 'string' },
@@ -481,10 +482,14 @@ const COMMANDS: Readonly<Record<string, (call: Invocation) => Promise<Answer>>> 
     return { text: table(rows, ['at', 'action', 'actor', 'target', 'ip']), json: items };
   },
   'usage': async ({ client, positionals, values }) => {
-    const hours = values.hours === undefined ? 24 : wholeNumber(values.hours, '--hours', { min: 1, max: 24 });
-    const usage = await client.run('getAccountUsage', { accountId: accountArg(positionals, 1) }, { query: { hours } });
+    if (values.hours !== undefined && values.days !== undefined) throw new UsageError('usage takes --hours or --days, not both');
+    const window = values.days !== undefined
+      ? { days: wholeNumber(values.days, '--days', { min: 1, max: 30 }) }
+      : { hours: values.hours === undefined ? 24 : wholeNumber(values.hours, '--hours', { min: 1, max: 24 }) };
+    const usage = await client.run('getAccountUsage', { accountId: accountArg(positionals, 1) }, { query: { ...window, keyId: values.key } });
     const head = `Usage of ${accountArg(positionals, 1)} from ${usage.from} to ${usage.to}${usage.enabled ? '' : ' (usage counting is off: usage.enabled)'}:`;
-    return { text: `${head}\n${table(usage.items, ['keyId', 'requests', 'rateLimited'])}`, json: usage };
+    const rows = usage.items.map((item: { statuses: Record<string, number> }) => ({ ...item, ...item.statuses }));
+    return { text: `${head}\n${table(rows, ['keyId', 'requests', 'rateLimited', '1xx', '2xx', '3xx', '4xx', '5xx'])}`, json: usage };
   },
 };
 

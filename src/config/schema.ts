@@ -628,7 +628,7 @@ export const configSchema = z.strictObject({
   usage: z.strictObject({
     enabled: setting(z.boolean().default(true), {
       env: 'USAGE_ENABLED',
-      description: 'Count each key\'s authenticated calls and rate-limited calls (5-minute buckets kept 25 hours) for GET /owner/v1/accounts/{accountId}/usage; off: nothing is counted and the operation answers an empty window with `enabled: false`.',
+      description: 'Count each key\'s authenticated calls, rate-limited calls and calls per class of status (5-minute buckets kept 25 hours, UTC days kept 32 days) for GET /owner/v1/accounts/{accountId}/usage and the dashboard\'s usage charts; off: nothing is counted and the operation answers an empty window with `enabled: false`.',
     }),
     flushIntervalMs: setting(z.number().int().min(100).max(60_000).default(5000), {
       env: 'USAGE_FLUSH_INTERVAL_MS',

@@ -5,9 +5,10 @@
  * request's record needs (its id, arrival, route, who made it, the status the client got, the
  * backend that answered) and it alone writes that record: the access-log line and the request
  * metric (middleware/access-log.ts's writer) and the trace span, each exactly once, when the
- * exchange ends. Ending again does nothing, so a path that ends it on every way out cannot
- * count a request twice; test/http/exchange.test.ts holds one line, one observation and one
- * span for each kind of request.
+ * exchange ends; then it tells the usage recorder the status (limits/usage.ts counts a key's
+ * calls by class of status from it). Ending again does nothing, so a path that ends it on every
+ * way out cannot count a request twice; test/http/exchange.test.ts holds one line, one
+ * observation and one span for each kind of request.
  *
  * The edge's screening (edge.ts) is recorded on it too: the normalised target, or the refusal
  * that Koa throws inside its error boundary, so that no request is screened twice.
@@ -27,6 +28,8 @@ import { requestIdOf } from './middleware/request-id.js';
 interface Records {
   write: AccessLog;
   tracing: Tracing | undefined;
+  /** Told each request's final status, for the per-key usage by status class (limits/usage.ts); undefined while usage is off. */
+  answered: ((req: IncomingMessage, status: number) => void) | undefined;
 }
 
 export class Exchange implements AccessEntry, Screening {
@@ -51,12 +54,14 @@ export class Exchange implements AccessEntry, Screening {
   refusal: unknown = undefined;
   readonly #records: Records;
   readonly #span: RequestSpan | undefined;
+  readonly #req: IncomingMessage | undefined;
 
   constructor(records: Records, req: IncomingMessage | undefined, requestId: string) {
     this.requestId = requestId;
     this.started = performance.now();
     this.method = req?.method;
     this.#records = records;
+    this.#req = records.answered === undefined ? undefined : req;
     // Before the proxy builds the backend's headers, which name this span as the parent.
     this.#span = records.tracing?.start(req);
   }
@@ -74,6 +79,7 @@ export class Exchange implements AccessEntry, Screening {
     this.status = status;
     this.#records.write(this);
     this.#span?.end(this);
+    if (this.#req !== undefined) this.#records.answered!(this.#req, status);
   }
 }
 
@@ -85,9 +91,12 @@ export interface Exchanges {
   open(req: IncomingMessage | undefined, requestId?: string): Exchange;
 }
 
-/** `write`: the access-log writer (which also counts the request); `tracing`: undefined while off. */
-export function createExchanges(write: AccessLog, tracing: Tracing | undefined): Exchanges {
-  const records: Records = { write, tracing };
+/**
+ * `write`: the access-log writer (which also counts the request); `tracing`: undefined while off;
+ * `answered`: the usage recorder's (limits/usage.ts), undefined while usage is off.
+ */
+export function createExchanges(write: AccessLog, tracing: Tracing | undefined, answered?: (req: IncomingMessage, status: number) => void): Exchanges {
+  const records: Records = { write, tracing, answered };
   return {
     open: (req, requestId) => new Exchange(records, req, requestId ?? requestIdOf(req)),
   };

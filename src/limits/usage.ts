@@ -9,6 +9,13 @@
  * nothing is counted twice or missed. It wraps whatever createRateLimits answers, `limits.mode`
  * "off" included: counting usage is not a rate limit.
  *
+ * Each counted call is counted once more when its answer ends, by the class of the status the
+ * client got (2xx, 4xx…): the exchange (http/exchange.ts), which writes every request's record
+ * once with its final status, tells the recorder (`answered`), which knows the calls it counted
+ * by their request (a WeakMap: a call whose answer never ends is forgotten with its request).
+ * So a 429 counts as rate-limited and 4xx, a proxied call the backend answered 503 as a request
+ * and 5xx, a WebSocket handshake switched as a request and 1xx.
+ *
  * Recording is a synchronous increment in a Map, never a store call: the recorder sends what it
  * gathered to the usage store every `usage.flushIntervalMs`, one flush at a time, and once more
  * when stopped. A flush that fails is logged at warn and its counts dropped (no retry queue that
@@ -16,16 +23,22 @@
  * two, one flush interval being far shorter than a bucket) that made calls since the last flush:
  * bounded by the distinct keys calling, not by requests (test/http/owner-usage.test.ts).
  */
+import type { IncomingMessage } from 'node:http';
 import type { Identity } from '../auth/bearer.js';
 import { TooManyRequests } from '../errors/errors.js';
-import { usageBucketOf, type UsageCounters, type UsageCounts, type UsageEntry } from '../state/usage/store.js';
+import { noStatuses, statusClassOf, usageBucketOf, type StatusClass, type UsageCounters, type UsageCounts, type UsageEntry } from '../state/usage/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
 import { limitsAreOff, type RateLimits } from './rate-limits.js';
 
 export interface UsageRecorder {
-  /** Counts one call of the identity's key: admitted, or refused by a rate limit. */
-  record(identity: Identity, admitted: boolean): void;
+  /** Counts one call of the identity's key: admitted, or refused by a rate limit; `req` is its request, for `answered`. */
+  record(identity: Identity, admitted: boolean, req: IncomingMessage): void;
+  /**
+   * Counts the class of the status a request was answered with, when `record` counted it (any
+   * other request: nothing); once per request (its exchange's end). An arrow: passed on as it is.
+   */
+  readonly answered: (req: IncomingMessage, status: number) => void;
   /** Sends what was counted so far to the store (waits for a flush under way first); never rejects. */
   flush(): Promise<void>;
   /** Entries held until the next flush (one per key and bucket), for tests of the bound. */
@@ -45,16 +58,16 @@ export function countUsage(limits: RateLimits, recorder: UsageRecorder): RateLim
     // No async frame of its own on the hot path: one then() on the limits' answer, and none
     // while limits are off, whose answer is always "admitted" (counted at once, the same count).
     route: limitsAreOff(limits) ? (route, identity, req) => {
-      if (identity !== undefined) recorder.record(identity, true);
+      if (identity !== undefined) recorder.record(identity, true, req);
       return limits.route(route, identity, req);
     } : (route, identity, req) => {
       if (identity === undefined) return limits.route(route, identity, req);
       return limits.route(route, identity, req).then((headers) => {
-        recorder.record(identity, true);
+        recorder.record(identity, true, req);
         return headers;
       }, (err: unknown) => {
         // A store failure (503) is no verdict on the call: neither a request served nor a limit.
-        if (err instanceof TooManyRequests) recorder.record(identity, false);
+        if (err instanceof TooManyRequests) recorder.record(identity, false, req);
         throw err;
       });
     },
@@ -83,7 +96,7 @@ export function createUsageRecorder({ store, clock, log, flushIntervalMs }: {
     const entries: UsageEntry[] = [];
     for (const [bucketStart, accounts] of batch) {
       for (const [accountId, keys] of accounts) {
-        for (const [keyId, c] of keys) entries.push({ accountId, keyId, bucketStart, requests: c.requests, rateLimited: c.rateLimited });
+        for (const [keyId, c] of keys) entries.push({ accountId, keyId, bucketStart, ...c });
       }
     }
     try {
@@ -111,20 +124,37 @@ export function createUsageRecorder({ store, clock, log, flushIntervalMs }: {
   const timer = setInterval(() => { if (!busy) void flush(); }, flushIntervalMs);
   timer.unref();
 
+  /** The counts of the key in the current bucket, made on first use. */
+  function countsOf(accountId: string, keyId: string): UsageCounts {
+    const bucket = usageBucketOf(clock.now());
+    let accounts = pending.get(bucket);
+    if (accounts === undefined) pending.set(bucket, accounts = new Map());
+    let keys = accounts.get(accountId);
+    if (keys === undefined) accounts.set(accountId, keys = new Map());
+    let counts = keys.get(keyId);
+    if (counts === undefined) {
+      keys.set(keyId, counts = { requests: 0, rateLimited: 0, statuses: noStatuses() });
+      size++;
+    }
+    return counts;
+  }
+
+  // The calls counted and not yet answered, by request: nothing to bound, they go with their request.
+  const unanswered = new WeakMap<IncomingMessage, Identity>();
+
   return {
-    record(identity, admitted) {
-      const bucket = usageBucketOf(clock.now());
-      let accounts = pending.get(bucket);
-      if (accounts === undefined) pending.set(bucket, accounts = new Map());
-      let keys = accounts.get(identity.accountId);
-      if (keys === undefined) accounts.set(identity.accountId, keys = new Map());
-      let counts = keys.get(identity.keyId);
-      if (counts === undefined) {
-        keys.set(identity.keyId, counts = { requests: 0, rateLimited: 0 });
-        size++;
-      }
+    record(identity, admitted, req) {
+      const counts = countsOf(identity.accountId, identity.keyId);
       if (admitted) counts.requests++;
       else counts.rateLimited++;
+      unanswered.set(req, identity);
+    },
+    answered: (req, status) => {
+      const identity = unanswered.get(req);
+      if (identity === undefined) return;
+      unanswered.delete(req);
+      const statusClass: StatusClass | undefined = statusClassOf(status);
+      if (statusClass !== undefined) countsOf(identity.accountId, identity.keyId).statuses[statusClass]++;
     },
     flush,
     get size() {

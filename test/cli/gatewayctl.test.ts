@@ -220,11 +220,16 @@ test('the rest of the owner API from the command line: keys roll, reset, bind, u
   do usage = await run(['usage', 'acct_bob', '--hours', '1']);
   while (!usage.items.some((i) => i.keyId === 'key_bob_1' && i.requests >= 1));
   const usageText = await ctl(t, ['--url', gw.url, 'usage', 'acct_bob'], { GATEWAY_ADMIN_TOKEN: token });
-  assert.match(usageText.stdout, /^keyId\trequests\trateLimited$/m);
-  assert.match(usageText.stdout, /^key_bob_1\t\d+\t0$/m);
+  assert.match(usageText.stdout, /^keyId\trequests\trateLimited\t1xx\t2xx\t3xx\t4xx\t5xx$/m);
+  const [, requests, ...classes] = /^key_bob_1\t(\d+)\t0\t(\d+)\t(\d+)\t(\d+)\t(\d+)\t(\d+)$/m.exec(usageText.stdout) ?? [];
+  assert.ok(requests !== undefined, usageText.stdout);
+  assert.equal(classes.reduce((n, c) => n + Number(c), 0), Number(requests), 'its calls by class of status, as many as its calls');
+  const month = await run(['usage', 'acct_bob', '--days', '30', '--key', 'key_bob_1']);
+  assert.equal(month.series.length, 31, 'a step per UTC day, today last');
+  assert.deepEqual(month.items.map((i: { keyId: string }) => i.keyId), ['key_bob_1']);
 
   // Usage errors change nothing: their processes run at once.
-  const usageErrors = [['keys', 'roll', 'acct_bob', 'key_bob_1'], ['keys', 'roll', 'acct_bob', 'key_bob_1', '--overlap', '-1'], ['roles', 'create', 'acct_bob', '--id', 'x', '--slug', 's', '--name', 'n'], ['sign-records', 'get', 'acct_bob', '0x12'], ['usage', 'acct_bob', '--hours', '25'], ['audit', 'acct_bob', '--limit', '0']];
+  const usageErrors = [['keys', 'roll', 'acct_bob', 'key_bob_1'], ['keys', 'roll', 'acct_bob', 'key_bob_1', '--overlap', '-1'], ['roles', 'create', 'acct_bob', '--id', 'x', '--slug', 's', '--name', 'n'], ['sign-records', 'get', 'acct_bob', '0x12'], ['usage', 'acct_bob', '--hours', '25'], ['usage', 'acct_bob', '--days', '31'], ['usage', 'acct_bob', '--days', '7', '--hours', '3'], ['audit', 'acct_bob', '--limit', '0']];
   const [results, badSlug, badTime] = await Promise.all([
     Promise.all(usageErrors.map((args) => ctl(t, ['--url', gw.url, ...args], { GATEWAY_ADMIN_TOKEN: token }))),
     // Checked against the operation's own schema before anything is sent, naming the field.

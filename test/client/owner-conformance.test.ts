@@ -16,7 +16,7 @@ import type {
   CreateInviteInput, CreateKeyInput, CreateSettingsTokenInput, Invite, InviteAccepted, InviteStatus, InviteWithToken, Key,
   KeyDeleted, KeyWithSecret, Member, MemberRemoved, Owner, Page, PageQuery, Reset, Role, RoleDeleted, RoleInput, RoleQuery,
   RollKeyInput, ServedSignRecord, Session, SettingsToken, SettingsTokenStatus, SettingsTokenWithToken, SignedOut, SignRecord, SignRecordDeleted,
-  SignRecordInput, SignRecordUpdate, UpdateAccountInput, UpdateKeyInput, Usage, KeyUsage, UsageQuery,
+  SignRecordInput, SignRecordUpdate, UpdateAccountInput, UpdateKeyInput, Usage, KeyUsage, UsageQuery, UsageStatuses, UsageStep,
 } from '../../packages/client/src/owner/index.js';
 import type { Equal, Expect, OptionalKeys, RequiredKeys } from '../../packages/client/examples/assert-types.js';
 import { checkedClients } from '../helpers/owner-client.js';
@@ -182,8 +182,10 @@ const SHAPES: { name: string; where: Where; shape: { required: string[]; optiona
   { name: 'RoleDeleted', where: { op: 'DELETE /owner/v1/accounts/{accountId}/roles/{roleId}', at: 200 }, shape: fields<RoleDeleted>()(['id', 'deleted'], []) },
   { name: 'SignRecord', where: { op: 'GET /owner/v1/accounts/{accountId}/sign-records/{address}', at: 200 }, shape: fields<SignRecord>()(['address', 'signedNonce', 'signedAt', 'signedExpiredAt'], []) },
   { name: 'ServedSignRecord', where: { op: 'GET /owner/v1/accounts/{accountId}/sign-records/{address}/served', at: 200 }, shape: fields<ServedSignRecord>()(['did', 'signedNonce', 'signedAt', 'signedExpiredAt'], []) },
-  { name: 'Usage', where: { op: 'GET /owner/v1/accounts/{accountId}/usage', at: 200 }, shape: fields<Usage>()(['from', 'to', 'bucketSeconds', 'enabled', 'items'], []) },
-  { name: 'KeyUsage', where: { op: 'GET /owner/v1/accounts/{accountId}/usage', at: 200, path: ['items', '[]'] }, shape: fields<KeyUsage>()(['keyId', 'requests', 'rateLimited'], []) },
+  { name: 'Usage', where: { op: 'GET /owner/v1/accounts/{accountId}/usage', at: 200 }, shape: fields<Usage>()(['from', 'to', 'bucketSeconds', 'stepSeconds', 'enabled', 'items', 'series'], []) },
+  { name: 'KeyUsage', where: { op: 'GET /owner/v1/accounts/{accountId}/usage', at: 200, path: ['items', '[]'] }, shape: fields<KeyUsage>()(['keyId', 'requests', 'rateLimited', 'statuses'], []) },
+  { name: 'UsageStep', where: { op: 'GET /owner/v1/accounts/{accountId}/usage', at: 200, path: ['series', '[]'] }, shape: fields<UsageStep>()(['start', 'requests', 'rateLimited', 'statuses'], []) },
+  { name: 'UsageStatuses', where: { op: 'GET /owner/v1/accounts/{accountId}/usage', at: 200, path: ['items', '[]', 'statuses'] }, shape: fields<UsageStatuses>()(['1xx', '2xx', '3xx', '4xx', '5xx'], []) },
   { name: 'SignRecordDeleted', where: { op: 'DELETE /owner/v1/accounts/{accountId}/sign-records/{address}', at: 200 }, shape: fields<SignRecordDeleted>()(['address', 'deleted'], []) },
   { name: 'AuditEvent', where: { op: 'GET /owner/v1/accounts/{accountId}/audit', at: 200, path: ['items', '[]'] }, shape: fields<AuditEvent>()(['id', 'at', 'action', 'actor', 'target'], ['ip', 'requestId', 'changes']) },
   { name: 'AuditEvent.actor', where: { op: 'GET /owner/v1/accounts/{accountId}/audit', at: 200, path: ['items', '[]', 'actor'] }, shape: fields<AuditEvent['actor']>()(['type'], ['id', 'email']) },
@@ -216,7 +218,7 @@ export type EnumsAreTheTypes = [
   Expect<Equal<AuditEvent['actor']['type'], typeof ACTOR_TYPES[number]>>,
   Expect<Equal<keyof PageQuery, 'limit' | 'cursor'>>,
   Expect<Equal<keyof RoleQuery, 'limit' | 'cursor' | 'name'>>,
-  Expect<Equal<keyof UsageQuery, 'hours'>>,
+  Expect<Equal<keyof UsageQuery, 'hours' | 'days' | 'keyId'>>,
 ];
 
 type Schema = { $ref?: string; properties?: Record<string, Schema>; required?: string[]; items?: Schema; enum?: string[]; type?: string };
@@ -261,5 +263,5 @@ test("the client's types name the document's fields, required and optional alike
     assert.deepEqual(queryOf(route), ['cursor', 'limit'], `${route}: PageQuery`);
   }
   assert.deepEqual(queryOf('/owner/v1/accounts/{accountId}/roles'), ['cursor', 'limit', 'name'], 'RoleQuery');
-  assert.deepEqual(queryOf('/owner/v1/accounts/{accountId}/usage'), ['hours'], 'UsageQuery');
+  assert.deepEqual(queryOf('/owner/v1/accounts/{accountId}/usage'), ['days', 'hours', 'keyId'], 'UsageQuery');
 });

@@ -7,11 +7,16 @@
  * timer once), per 5-minute bucket on the gateway's manual clock. Access is the owner API's:
  * one 404 for another owner's account and a made-up one. What the recorder holds between flushes
  * grows with the keys calling, not with the calls. WebSocket handshakes count as one call each.
+ * Each call counts once more by the class of the status it was answered with (a 429 is 4xx, a
+ * switched WebSocket 1xx), and the series puts calls made in other hours and days (the manual
+ * clock moved, no sleep) into their clock hour and UTC day.
  */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
-import { startBackend } from '../helpers/backend.js';
+import { startBackend, type Handler } from '../helpers/backend.js';
+import { ManualClock } from '../helpers/clock.js';
+import { closedPort } from '../helpers/proxy.js';
 import { openClient, startWsBackend, whenClosed } from '../helpers/ws-backend.js';
 import { call, DEMO, show, signIn, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { accountWithOwner, anonymous, operator, signIn as ownerSignIn, startOwnerGateway, type Client } from '../helpers/owner.js';
@@ -21,9 +26,19 @@ const ADDRESS = `0x${'12'.repeat(20)}`;
 /** Per key and route: 3 calls a minute (the account's own quota out of the way). */
 const LIMITS = { mode: 'enforce', calls: { perAccount: [], perKey: [{ limit: 3, seconds: 60 }] } };
 
-interface KeyUsage { keyId: string; requests: number; rateLimited: number }
+type Statuses = Record<'1xx' | '2xx' | '3xx' | '4xx' | '5xx', number>;
+interface Counts { requests: number; rateLimited: number; statuses: Statuses }
+interface KeyUsage extends Counts { keyId: string }
+interface Usage { from: string; to: string; bucketSeconds: number; stepSeconds: number; enabled: boolean; items: KeyUsage[]; series: (Counts & { start: string })[] }
 
-async function usage(client: Client, accountId: string, query = ''): Promise<{ from: string; to: string; bucketSeconds: number; enabled: boolean; items: KeyUsage[] }> {
+const NONE: Statuses = { '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 };
+
+/** A key's usage as the operation answers it: the status classes not named are 0. */
+function counted(keyId: string, requests: number, rateLimited: number, statuses: Partial<Statuses>): KeyUsage {
+  return { keyId, requests, rateLimited, statuses: { ...NONE, ...statuses } };
+}
+
+async function usage(client: Client, accountId: string, query = ''): Promise<Usage> {
   const res = await client.get(`/accounts/${accountId}/usage${query}`);
   assert.equal(res.status, 200, show(res));
   return res.body.message;
@@ -89,9 +104,10 @@ test('per-key usage: requests and 429s of keys and settings tokens, on own and p
 
   await t.test('after a flush: one row per key and settings token, by id, requests and 429s apart', async () => {
     const answer = await usage(alice, ACCOUNT);
+    // /api/sign answers 404 for an address without a sign record, 429 past the quota: all 4xx.
     assert.deepEqual(answer.items, [
-      { keyId: DEMO.alice.keyId, requests: 3 + 2 + 1, rateLimited: 2 },
-      { keyId: stk.id, requests: 3, rateLimited: 1 },
+      counted(DEMO.alice.keyId, 3 + 2 + 1, 2, { '2xx': 2 + 1, '4xx': 3 + 2 }),
+      counted(stk.id, 3, 1, { '4xx': 4 }),
     ].sort((a, b) => (a.keyId < b.keyId ? -1 : 1)));
     assert.equal(answer.enabled, true);
     assert.equal(answer.bucketSeconds, 300);
@@ -100,7 +116,7 @@ test('per-key usage: requests and 429s of keys and settings tokens, on own and p
     const from = Date.parse(answer.from);
     assert.equal(from % 300_000, 0, 'the window starts at a bucket\'s start');
     assert.ok(from <= now - 24 * 3_600_000 && from > now - 24 * 3_600_000 - 300_000, `from ${answer.from}: 24 hours back, to the bucket start`);
-    assert.deepEqual((await usage(operator(gw), `acct_bob`)).items, [{ keyId: DEMO.bob.keyId, requests: 1, rateLimited: 0 }]);
+    assert.deepEqual((await usage(operator(gw), `acct_bob`)).items, [counted(DEMO.bob.keyId, 1, 0, { '2xx': 1 })]);
   });
 
   await t.test('another owner, and an owner on a made-up account: the same 404', async () => {
@@ -137,16 +153,16 @@ test('per-key usage: requests and 429s of keys and settings tokens, on own and p
     alice = await ownerSignIn(gw, 'alice-owner@example.com', 'a passphrase of my own');
     assert.equal((await sign(gw, later.accessToken)).status, 404, 'a new minute: the quota is back (and no record for the address)');
     await gw.services.usage!.flush();
-    assert.deepEqual((await usage(alice, ACCOUNT, '?hours=1')).items, [{ keyId: DEMO.alice.keyId, requests: 1, rateLimited: 0 }], 'the last hour: only the new call');
+    assert.deepEqual((await usage(alice, ACCOUNT, '?hours=1')).items, [counted(DEMO.alice.keyId, 1, 0, { '4xx': 1 })], 'the last hour: only the new call');
     const day = (await usage(alice, ACCOUNT, '?hours=3')).items;
-    assert.deepEqual(day.find((u) => u.keyId === DEMO.alice.keyId), { keyId: DEMO.alice.keyId, requests: 7, rateLimited: 2 });
+    assert.deepEqual(day.find((u) => u.keyId === DEMO.alice.keyId), counted(DEMO.alice.keyId, 7, 2, { '2xx': 3, '4xx': 6 }));
     const hour = await usage(alice, ACCOUNT, '?hours=1');
     assert.equal(Date.parse(hour.to) - Date.parse(hour.from) >= 3_600_000, true, 'a window covers at least its hours');
     assert.equal(Date.parse(hour.to) - Date.parse(hour.from) < 3_600_000 + 300_000, true, 'and less than a bucket more');
   });
 });
 
-test('a WebSocket handshake is one call of its key', async (t) => {
+test('a WebSocket handshake is one call of its key, answered 1xx', async (t) => {
   const backend = await startWsBackend(t);
   const gw = await startOwnerGateway(t, { overrides: { routes: [{ prefix: '/ws', targets: [backend.url], websocket: true }] } });
   const { accessToken } = await signIn(gw, DEMO.alice);
@@ -155,7 +171,7 @@ test('a WebSocket handshake is one call of its key', async (t) => {
   ws.close();
   await closed;
   await gw.services.usage!.flush();
-  assert.deepEqual((await usage(operator(gw), ACCOUNT)).items, [{ keyId: DEMO.alice.keyId, requests: 1, rateLimited: 0 }]);
+  assert.deepEqual((await usage(operator(gw), ACCOUNT)).items, [counted(DEMO.alice.keyId, 1, 0, { '1xx': 1 })]);
 });
 
 test('limits.mode "off": calls are still counted (counting is no rate limit)', async (t) => {
@@ -164,7 +180,7 @@ test('limits.mode "off": calls are still counted (counting is no rate limit)', a
   const { accessToken } = await signIn(gw, DEMO.alice);
   for (let i = 0; i < 4; i++) assert.equal((await sign(gw, accessToken)).status, 404, 'no sign record for this address: still a call');
   await gw.services.usage!.flush();
-  assert.deepEqual((await usage(operator(gw), ACCOUNT)).items, [{ keyId: DEMO.alice.keyId, requests: 4, rateLimited: 0 }]);
+  assert.deepEqual((await usage(operator(gw), ACCOUNT)).items, [counted(DEMO.alice.keyId, 4, 0, { '4xx': 4 })]);
 });
 
 test('usage.enabled false: nothing is counted, and the operation answers an empty window with enabled false', async (t) => {
@@ -176,6 +192,8 @@ test('usage.enabled false: nothing is counted, and the operation answers an empt
   assert.equal(answer.enabled, false);
   assert.deepEqual(answer.items, []);
   assert.equal(answer.bucketSeconds, 300);
+  assert.equal(answer.series.length, 25, 'every hour of the window, each at 0');
+  assert.ok(answer.series.every((step) => step.requests === 0 && step.rateLimited === 0 && JSON.stringify(step.statuses) === JSON.stringify(NONE)));
   assert.equal((await operator(gw).get('/accounts/acct_made_up/usage')).status, 404, 'access is checked all the same');
 });
 
@@ -187,7 +205,7 @@ test('the recorder flushes by itself every usage.flushIntervalMs', async (t) => 
   for (;;) {
     const items = (await usage(operator(gw), ACCOUNT)).items;
     if (items.length > 0) {
-      assert.deepEqual(items, [{ keyId: DEMO.alice.keyId, requests: 1, rateLimited: 0 }]);
+      assert.deepEqual(items, [counted(DEMO.alice.keyId, 1, 0, { '2xx': 1 })]);
       break;
     }
     assert.ok(Date.now() < deadline, 'the timer flushed within 10 s');
@@ -214,4 +232,100 @@ test('a flood of calls: the recorder holds one entry per key calling, not per ca
   const items = (await usage(operator(gw), ACCOUNT)).items;
   assert.equal(items.reduce((n, u) => n + u.requests, 0), 400, 'every call counted');
   assert.equal(items.length, 2);
+});
+
+/** Answers every request with the status its path ends with (`/svc/status/503`), or 200. */
+const statusBackend: Handler = (req, res) => {
+  const status = Number(/\/status\/([1-5][0-9][0-9])$/.exec(req.url ?? '')?.[1] ?? 200);
+  res.writeHead(status).end();
+};
+
+test('series: calls in different hours and days, counted by the class of the status the client got, per hour and per UTC day, for every key or one', async (t) => {
+  const backend = await startBackend(t, statusBackend);
+  // 10:20 UTC on a Tuesday; the clock moves, the test never sleeps.
+  const clock = new ManualClock(Date.UTC(2026, 2, 10, 10, 20));
+  const routes = [{ name: 'svc', prefix: '/svc', targets: [backend.url] }, { name: 'gone', prefix: '/gone', targets: [`http://127.0.0.1:${await closedPort()}`] }];
+  const gw = await startOwnerGateway(t, { clock, overrides: { routes } });
+  const made = await operator(gw).send('POST', `/accounts/${ACCOUNT}/keys`, { name: 'second' });
+  assert.equal(made.status, 201, show(made));
+  const second = { apiKey: made.body.message.key.apiKey as string, secret: made.body.message.apiSecret as string };
+  const secondId = made.body.message.key.id as string;
+  /** Calls `paths` (under /svc unless rooted elsewhere) with a fresh token of `key` (the clock may have outrun the last one). */
+  const calls = async (key: { apiKey: string; secret: string }, paths: string[]): Promise<number[]> => {
+    const { accessToken } = await signIn(gw, key);
+    const seen: number[] = [];
+    for (const path of paths) seen.push((await call(`${gw.url}${path.startsWith('/gone') ? '' : '/svc'}${path}`, { token: accessToken })).status);
+    return seen;
+  };
+
+  // Two days ago, 10:20: alice's key a 200, a 204 and a 304 (a redirect the test's fetch would follow).
+  assert.deepEqual(await calls(DEMO.alice, ['/a', '/status/204', '/status/304']), [200, 204, 304]);
+  clock.advance(2 * 86_400_000);
+  // Today, 10:20: alice's key a 404, the second key a 503 (both the backend's) and a 502 (no backend listening).
+  assert.deepEqual(await calls(DEMO.alice, ['/status/404']), [404]);
+  assert.deepEqual(await calls(second, ['/status/503', '/gone/x']), [503, 502]);
+  clock.advance(3_600_000);
+  // Today, 11:20: alice's key a 200.
+  assert.deepEqual(await calls(DEMO.alice, ['/b']), [200]);
+  await gw.services.usage!.flush();
+
+  await t.test('hours: one step per clock hour, the first from the window\'s start, the last the hour now is in', async () => {
+    const answer = await usage(operator(gw), ACCOUNT, '?hours=24');
+    assert.equal(answer.stepSeconds, 3600);
+    assert.equal(answer.bucketSeconds, 300);
+    assert.equal(answer.from, '2026-03-11T11:20:00.000Z', 'the bucket 24 hours ago');
+    assert.equal(answer.to, '2026-03-12T11:20:00.000Z');
+    assert.equal(answer.series.length, 25);
+    assert.deepEqual(answer.series.map((s) => s.start).slice(0, 2), ['2026-03-11T11:20:00.000Z', '2026-03-11T12:00:00.000Z']);
+    assert.equal(answer.series.at(-1)!.start, '2026-03-12T11:00:00.000Z');
+    assert.deepEqual(answer.series.at(-2), { start: '2026-03-12T10:00:00.000Z', requests: 3, rateLimited: 0, statuses: { ...NONE, '4xx': 1, '5xx': 2 } });
+    assert.deepEqual(answer.series.at(-1), { start: '2026-03-12T11:00:00.000Z', requests: 1, rateLimited: 0, statuses: { ...NONE, '2xx': 1 } });
+    assert.equal(answer.series.slice(0, -2).reduce((n, s) => n + s.requests, 0), 0, 'nothing in the hours before');
+    assert.deepEqual(answer.items, [counted(DEMO.alice.keyId, 2, 0, { '2xx': 1, '4xx': 1 }), counted(secondId, 2, 0, { '5xx': 2 })]
+      .sort((a, b) => (a.keyId < b.keyId ? -1 : 1)), 'the two days ago are outside 24 hours');
+  });
+
+  await t.test('keyId: one key\'s items and series', async () => {
+    const answer = await usage(operator(gw), ACCOUNT, `?hours=24&keyId=${secondId}`);
+    assert.deepEqual(answer.items, [counted(secondId, 2, 0, { '5xx': 2 })]);
+    assert.deepEqual(answer.series.map((s) => s.requests), [...Array<number>(23).fill(0), 2, 0]);
+    assert.deepEqual((await usage(operator(gw), ACCOUNT, '?days=30&keyId=key_never_called')).items, []);
+  });
+
+  await t.test('days: one step per UTC day, `days` + 1 of them, today last; the owner sees what the operator sees', async () => {
+    const alice = await accountWithOwner(gw, { accountId: 'acct_series', email: 'series@example.com', password: 'a series passphrase' });
+    assert.equal((await alice.get(`/accounts/${ACCOUNT}/usage?days=30`)).status, 404, 'another account\'s: the same 404');
+    const answer = await usage(operator(gw), ACCOUNT, '?days=30');
+    assert.equal(answer.stepSeconds, 86_400);
+    assert.equal(answer.bucketSeconds, 86_400);
+    assert.equal(answer.from, '2026-02-10T00:00:00.000Z');
+    assert.equal(answer.series.length, 31);
+    assert.equal(answer.series.at(-1)!.start, '2026-03-12T00:00:00.000Z');
+    assert.deepEqual(answer.series.at(-3), { start: '2026-03-10T00:00:00.000Z', requests: 3, rateLimited: 0, statuses: { ...NONE, '2xx': 2, '3xx': 1 } });
+    assert.equal(answer.series.at(-2)!.requests, 0);
+    assert.deepEqual(answer.series.at(-1), { start: '2026-03-12T00:00:00.000Z', requests: 4, rateLimited: 0, statuses: { ...NONE, '2xx': 1, '4xx': 1, '5xx': 2 } });
+    assert.deepEqual(answer.items, [counted(DEMO.alice.keyId, 5, 0, { '2xx': 3, '3xx': 1, '4xx': 1 }), counted(secondId, 2, 0, { '5xx': 2 })]
+      .sort((a, b) => (a.keyId < b.keyId ? -1 : 1)));
+    const yesterday = await usage(operator(gw), ACCOUNT, '?days=1');
+    assert.deepEqual(yesterday.series.map((s) => [s.start, s.requests]), [['2026-03-11T00:00:00.000Z', 0], ['2026-03-12T00:00:00.000Z', 4]]);
+  });
+
+  await t.test('28 days on, the first day is the window\'s first; 3 days more, it is out of it', async () => {
+    clock.advance(28 * 86_400_000);
+    const month = await usage(operator(gw), ACCOUNT, '?days=30');
+    assert.equal(month.from, '2026-03-10T00:00:00.000Z');
+    assert.equal(month.series[0]!.requests, 3, 'the window\'s first day');
+    assert.equal(month.items.reduce((n, u) => n + u.requests, 0), 7);
+    clock.advance(3 * 86_400_000);
+    assert.equal((await usage(operator(gw), ACCOUNT, '?days=30')).items.reduce((n, u) => n + u.requests, 0), 0);
+  });
+
+  await t.test('days 1 to 30 in plain digits, not with hours; keyId an id; else 400 naming the field', async () => {
+    for (const [query, field] of [['days=0', 'days'], ['days=31', 'days'], ['days=1e1', 'days'], ['days=7&hours=3', 'days'], ['keyId=%20', 'keyId'], ['keyId=a%2Fb', 'keyId']] as const) {
+      const res = await operator(gw).get(`/accounts/${ACCOUNT}/usage?${query}`);
+      assert.equal(res.status, 400, `${query}: ${show(res)}`);
+      assert.equal(res.body.message.code, 'invalid_request');
+      assert.equal(res.body.message.field, field, query);
+    }
+  });
 });

@@ -51,7 +51,7 @@ test('usage in Redis: two gateways sum their counts, a stopping gateway flushes,
     await rolesCalls(b, bobOnB.accessToken, 1);
     await a.services.usage!.flush();
     await b.services.usage!.flush();
-    const expected = [{ keyId: DEMO.alice.keyId, requests: 5, rateLimited: 0 }];
+    const expected = [{ keyId: DEMO.alice.keyId, requests: 5, rateLimited: 0, statuses: { '1xx': 0, '2xx': 5, '3xx': 0, '4xx': 0, '5xx': 0 } }];
     assert.deepEqual(await itemsOn(a), expected);
     assert.deepEqual(await itemsOn(b), expected);
   });
@@ -62,7 +62,7 @@ test('usage in Redis: two gateways sum their counts, a stopping gateway flushes,
     await rolesCalls(c, onC.accessToken, 4);
     assert.equal(c.services.usage!.size, 1);
     await c.close();
-    assert.deepEqual(await itemsOn(a), [{ keyId: DEMO.alice.keyId, requests: 9, rateLimited: 0 }]);
+    assert.deepEqual(await itemsOn(a), [{ keyId: DEMO.alice.keyId, requests: 9, rateLimited: 0, statuses: { '1xx': 0, '2xx': 9, '3xx': 0, '4xx': 0, '5xx': 0 } }]);
   });
 
   await t.test('another prefix on the same server is another gateway\'s: it sees none of it', async () => {

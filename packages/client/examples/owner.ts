@@ -131,7 +131,9 @@ export async function ownerExample({ baseUrl, adminToken, fetch }: { baseUrl: st
   // Calls and rate-limited calls per key over the last hours (1 to 24), from the gateway's own counters.
   const usage = await owner.usage.get(accountId, { hours: 1 });
   expectType<Usage>()(usage);
-  for (const each of usage.items) expectType<number>()(each.requests + each.rateLimited);
+  for (const each of usage.items) expectType<number>()(each.requests + each.rateLimited + each.statuses['5xx']);
+  const month = await owner.usage.get(accountId, { days: 30, keyId: 'key_1' });
+  for (const step of month.series) expectType<string>()(step.start);
 
   const auditActions: string[] = [];
   expectType<Page<AuditEvent>>()(await owner.audit.list(accountId, { limit: 20 }));

@@ -54,11 +54,18 @@ export interface RedisKeys {
   rateWindow(subject: string, ms: number): string;
   /**
    * Hash: one account's usage counts in one 5-minute bucket (state/usage/store.ts), fields
-   * `r:<keyId>` (calls) and `l:<keyId>` (rate-limited calls). `bucketStart` in epoch ms, named in
-   * seconds. TTL: 25 hours from the bucket's last write. Tagged by account, so the buckets an
-   * account's window reads share a slot and one script reads them.
+   * `r:<keyId>` (calls), `l:<keyId>` (rate-limited calls) and `1:<keyId>` … `5:<keyId>` (calls
+   * answered 1xx … 5xx). `bucketStart` in epoch ms, named in seconds. TTL: 25 hours from the
+   * bucket's last write. Tagged by account, so the buckets an account's window reads share a slot
+   * and one script reads them.
    */
   usage(accountId: string, bucketStart: number): string;
+  /**
+   * Hash: one account's usage counts in one UTC day, the same fields as `usage`. `dayStart` in
+   * epoch ms, named in seconds. TTL: 32 days from the day's last write. Tagged by account, as
+   * `usage` (and in the same slot, so one script writes both).
+   */
+  usageDay(accountId: string, dayStart: number): string;
   /**
    * Hash: when each API key of the account last signed in (state/key-use/store.ts), key id → epoch
    * ms. TTL: KEY_USE_RETENTION_MS (400 days) from its last write.
@@ -135,6 +142,7 @@ export function redisKeys(prefix: string): RedisKeys {
     directoryChannel: `${prefix}:directory`,
     rateWindow: (subject, ms) => `${prefix}:rl:{${subject}}:${ms}`,
     usage: (accountId, bucketStart) => `${prefix}:usage:{${accountId}}:${bucketStart / 1000}`,
+    usageDay: (accountId, dayStart) => `${prefix}:usage-day:{${accountId}}:${dayStart / 1000}`,
     keyUse: (accountId) => `${prefix}:key-use:{${accountId}}`,
     account: (accountId) => `${prefix}:acct:{${accountId}}`,
     audit: (accountId) => `${prefix}:audit:{${accountId}}`,

@@ -219,22 +219,30 @@ return out
 `;
 
 /**
- * Adds one account's usage counts to its buckets (usage-counters.redis.ts) and keeps each
- * bucket touched for the retention. The number of keys goes first in the call.
+ * Adds one account's usage counts to its buckets (state/usage/redis.ts), five-minute ones and
+ * days, and keeps each bucket touched for its retention. The number of keys goes first in the call.
  *
- * KEYS[i]          a bucket of the account    <prefix>:usage:{acct}:<bucketStartSeconds>
- * ARGV[1]          how long a bucket is kept after this write, in ms
- * ARGV[2 + 3j]     index i of the bucket (into KEYS) of the j-th count
- * ARGV[3 + 3j]     its field: `r:<keyId>` (calls) or `l:<keyId>` (rate-limited calls)
- * ARGV[4 + 3j]     the amount to add (> 0)
+ * KEYS[i]          a bucket of the account: first the five-minute ones
+ *                  <prefix>:usage:{acct}:<bucketStartSeconds>, then the days
+ *                  <prefix>:usage-day:{acct}:<dayStartSeconds>
+ * ARGV[1]          how long a five-minute bucket is kept after this write, in ms
+ * ARGV[2]          how long a day is kept after this write, in ms
+ * ARGV[3]          how many of KEYS are five-minute buckets (the rest are days)
+ * ARGV[4 + 3j]     index i of the bucket (into KEYS) of the j-th count
+ * ARGV[5 + 3j]     its field: `r:<keyId>` (calls), `l:<keyId>` (rate-limited calls) or
+ *                  `1:<keyId>` … `5:<keyId>` (calls answered 1xx … 5xx)
+ * ARGV[6 + 3j]     the amount to add (> 0)
  * Returns the number of counts added.
  */
 export const USAGE_ADD = `
-for j = 2, #ARGV, 3 do
+for j = 4, #ARGV, 3 do
   redis.call('HINCRBY', KEYS[tonumber(ARGV[j])], ARGV[j + 1], ARGV[j + 2])
 end
-for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
-return (#ARGV - 1) / 3
+local buckets = tonumber(ARGV[3])
+for i = 1, #KEYS do
+  if i <= buckets then redis.call('PEXPIRE', KEYS[i], ARGV[1]) else redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
+end
+return (#ARGV - 3) / 3
 `;
 
 /**
@@ -259,29 +267,33 @@ return written
 `;
 
 /**
- * Sums the fields of one account's buckets (a window of up to 289: 24 hours and the bucket it
- * starts in), so a read is one call whatever the window. The number of keys goes first.
+ * Sums the fields of one account's buckets per group (a window's steps: up to 289 five-minute
+ * buckets, or 31 days), so a read is one call whatever the window. The number of keys goes first.
  *
- * KEYS[i]   a bucket of the account           <prefix>:usage:{acct}:<bucketStartSeconds>
- * Returns {field_1, sum_1, field_2, sum_2, …} over every field present in any of them.
+ * KEYS[i]   a bucket of the account   <prefix>:usage:{acct}:<s> or <prefix>:usage-day:{acct}:<s>
+ * ARGV[i]   the group (step) KEYS[i] is summed into, a number
+ * Returns {group_1, field_1, sum_1, group_2, field_2, sum_2, …} over every field present in any
+ * bucket of the group.
  */
 export const USAGE_SUM = `
-local sums, fields = {}, {}
+local sums, order = {}, {}
 for i = 1, #KEYS do
+  local g = ARGV[i]
   local h = redis.call('HGETALL', KEYS[i])
   for j = 1, #h, 2 do
-    local f = h[j]
-    if sums[f] == nil then
-      sums[f] = 0
-      fields[#fields + 1] = f
+    local k = g .. ' ' .. h[j]
+    if sums[k] == nil then
+      sums[k] = 0
+      order[#order + 1] = {g, h[j], k}
     end
-    sums[f] = sums[f] + tonumber(h[j + 1])
+    sums[k] = sums[k] + tonumber(h[j + 1])
   end
 end
 local out = {}
-for _, f in ipairs(fields) do
-  out[#out + 1] = f
-  out[#out + 1] = sums[f]
+for _, o in ipairs(order) do
+  out[#out + 1] = o[1]
+  out[#out + 1] = o[2]
+  out[#out + 1] = sums[o[3]]
 end
 return out
 `;
@@ -724,7 +736,7 @@ export interface ScriptCommands {
   gwEpoch(...keysThenArgs: (string | number)[]): Promise<[string, number]>;
   gwRateHit(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
   gwUsageAdd(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
-  gwUsageSum(numberOfKeys: number, ...keys: string[]): Promise<(string | number)[]>;
+  gwUsageSum(numberOfKeys: number, ...keysThenGroups: (string | number)[]): Promise<(string | number)[]>;
   gwKeyUseRecord(...keysThenArgs: (string | number)[]): Promise<number>;
   gwOwnerCreateAccount(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
   gwOwnerUpdateAccount(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;

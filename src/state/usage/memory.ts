@@ -1,73 +1,94 @@
 /**
  * Usage counts in process memory: the store of a gateway running alone. What bounds it: one
- * entry per key that made calls in a bucket, and buckets older than the retention are pruned at
+ * entry per key that made calls in a bucket, and buckets older than their retention are pruned at
  * every add (once per flush, not per request) and read, so it holds at most (keys with calls in
- * the last 25 hours) × 300 buckets (25 hours of 5 minutes), whatever the number of requests.
+ * the last 25 hours) × 300 five-minute buckets plus (keys with calls in the last 32 days) × 32
+ * days, whatever the number of requests.
  */
 import type { Clock } from '../../util/clock.js';
-import { USAGE_RETENTION_MS, type KeyUsage, type UsageCounters, type UsageCounts, type UsageEntry } from './store.js';
+import {
+  addCounts, hasCounts, noStatuses, stepOf, USAGE_DAY_RETENTION_MS, USAGE_RETENTION_MS, usageDayOf,
+  type KeyUsage, type UsageCounters, type UsageCounts, type UsageEntry, type UsageWindow,
+} from './store.js';
 
-/** Per account: bucket start → key id → counts. */
-type AccountBuckets = Map<number, Map<string, UsageCounts>>;
+/** Bucket start → key id → counts. */
+type Buckets = Map<number, Map<string, UsageCounts>>;
+
+/** One account's counts in both resolutions. */
+interface AccountCounts {
+  bucket: Buckets;
+  day: Buckets;
+}
+
+const RETENTION: Record<UsageWindow['resolution'], number> = { bucket: USAGE_RETENTION_MS, day: USAGE_DAY_RETENTION_MS };
+
+function zero(): UsageCounts {
+  return { requests: 0, rateLimited: 0, statuses: noStatuses() };
+}
+
+function addTo(buckets: Buckets, start: number, keyId: string, counts: UsageCounts): void {
+  let keys = buckets.get(start);
+  if (keys === undefined) buckets.set(start, keys = new Map());
+  let held = keys.get(keyId);
+  if (held === undefined) keys.set(keyId, held = zero());
+  addCounts(held, counts);
+}
 
 export class MemoryUsageCounters implements UsageCounters {
-  readonly #accounts = new Map<string, AccountBuckets>();
+  readonly #accounts = new Map<string, AccountCounts>();
   readonly #clock: Clock;
 
   constructor({ clock }: { clock: Clock }) {
     this.#clock = clock;
   }
 
-  /** Counts held (one per key and bucket), for tests of the bound. */
+  /** Counts held (one per key and bucket, of either resolution), for tests of the bound. */
   get size(): number {
     let n = 0;
-    for (const buckets of this.#accounts.values()) for (const keys of buckets.values()) n += keys.size;
+    for (const account of this.#accounts.values()) {
+      for (const buckets of [account.bucket, account.day]) for (const keys of buckets.values()) n += keys.size;
+    }
     return n;
   }
 
   async add(entries: readonly UsageEntry[]): Promise<void> {
     for (const e of entries) {
-      let buckets = this.#accounts.get(e.accountId);
-      if (buckets === undefined) this.#accounts.set(e.accountId, buckets = new Map());
-      let keys = buckets.get(e.bucketStart);
-      if (keys === undefined) buckets.set(e.bucketStart, keys = new Map());
-      const counts = keys.get(e.keyId);
-      if (counts === undefined) keys.set(e.keyId, { requests: e.requests, rateLimited: e.rateLimited });
-      else {
-        counts.requests += e.requests;
-        counts.rateLimited += e.rateLimited;
-      }
+      let account = this.#accounts.get(e.accountId);
+      if (account === undefined) this.#accounts.set(e.accountId, account = { bucket: new Map(), day: new Map() });
+      addTo(account.bucket, e.bucketStart, e.keyId, e);
+      addTo(account.day, usageDayOf(e.bucketStart), e.keyId, e);
     }
     for (const accountId of [...this.#accounts.keys()]) this.#prune(accountId);
   }
 
-  async read(accountId: string, fromBucket: number, toMs: number): Promise<KeyUsage[]> {
-    const buckets = this.#prune(accountId);
-    const sums = new Map<string, UsageCounts>();
+  async read(accountId: string, { resolution, steps, toMs }: UsageWindow): Promise<KeyUsage[][]> {
+    const buckets = this.#prune(accountId)?.[resolution];
+    const sums = steps.map(() => new Map<string, UsageCounts>());
     for (const [start, keys] of buckets ?? []) {
-      if (start < fromBucket || start > toMs) continue;
+      const step = stepOf(steps, start);
+      if (step < 0 || start > toMs) continue;
       for (const [keyId, c] of keys) {
-        const sum = sums.get(keyId);
-        if (sum === undefined) sums.set(keyId, { ...c });
-        else {
-          sum.requests += c.requests;
-          sum.rateLimited += c.rateLimited;
-        }
+        let sum = sums[step]!.get(keyId);
+        if (sum === undefined) sums[step]!.set(keyId, sum = zero());
+        addCounts(sum, c);
       }
     }
-    return [...sums]
-      .filter(([, c]) => c.requests > 0 || c.rateLimited > 0)
+    return sums.map((byKey) => [...byKey]
+      .filter(([, c]) => hasCounts(c))
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([keyId, c]) => ({ keyId, ...c }));
+      .map(([keyId, c]) => ({ keyId, ...c })));
   }
 
-  /** Drops the account's buckets past the retention (and the account once it has none); returns what is left. */
-  #prune(accountId: string): AccountBuckets | undefined {
-    const buckets = this.#accounts.get(accountId);
-    if (buckets === undefined) return undefined;
-    const oldest = this.#clock.now() - USAGE_RETENTION_MS;
-    for (const start of buckets.keys()) if (start <= oldest) buckets.delete(start);
-    if (buckets.size > 0) return buckets;
+  /** Drops the account's buckets past their retention (and the account once it has none); returns what is left. */
+  #prune(accountId: string): AccountCounts | undefined {
+    const account = this.#accounts.get(accountId);
+    if (account === undefined) return undefined;
+    const now = this.#clock.now();
+    for (const resolution of ['bucket', 'day'] as const) {
+      const oldest = now - RETENTION[resolution];
+      for (const start of account[resolution].keys()) if (start <= oldest) account[resolution].delete(start);
+    }
+    if (account.bucket.size > 0 || account.day.size > 0) return account;
     this.#accounts.delete(accountId);
     return undefined;
   }

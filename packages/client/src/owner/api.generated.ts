@@ -8,13 +8,25 @@
  * them, `body` what may be sent (`never`: no body) and `answer` the `message` of its success.
  */
 
+/** The same calls (admitted and rate-limited) by the class of the status they were answered with, counted when the answer ended: a call still being answered shows in `requests` only. */
+export type UsageStatuses = {
+  /** WebSocket handshakes switched (101). */
+  "1xx": number;
+  "2xx": number;
+  "3xx": number;
+  /** Rate-limited calls (429) included. */
+  "4xx": number;
+  "5xx": number;
+};
+
 export type KeyUsage = {
   /** An API key id, or an API settings token id (`stk_…`). */
   keyId: string;
-  /** Calls admitted (proxied routes, WebSocket handshakes, /api/sign, /api/roles). */
+  /** Calls admitted (proxied routes, WebSocket handshakes, /api/sign, /api/roles, forward-auth decisions). */
   requests: number;
   /** Calls refused with 429 by a rate limit (not in `requests`). */
   rateLimited: number;
+  statuses: UsageStatuses;
 };
 
 export type Role = {
@@ -48,12 +60,26 @@ export type Usage = {
   from: string;
   /** Now. */
   to: string;
-  /** Length of a bucket: 300 (five minutes) */
+  /** Length of the buckets the window is made of: 300 (five minutes) with `hours`, 86400 (a UTC day) with `days`. */
   bucketSeconds: number;
-  /** False while usage counting is off (`usage.enabled`): nothing is counted and `items` is empty. */
+  /** Length of a step of `series`: 3600 with `hours`, 86400 with `days`. */
+  stepSeconds: number;
+  /** False while usage counting is off (`usage.enabled`): nothing is counted, `items` is empty and every step 0. */
   enabled: boolean;
-  /** Keys with any count in the window, by key id. */
+  /** Keys with any count in the window, by key id (only `keyId`, when asked for). */
   items: KeyUsage[];
+  /** Every step of the window, oldest first (hours + 1 or days + 1 of them; the last is the one now is in), summed over `items`. */
+  series: UsageStep[];
+};
+
+export type UsageStep = {
+  /** Start of the step (of the window, for the first). */
+  start: string;
+  /** Calls admitted (proxied routes, WebSocket handshakes, /api/sign, /api/roles, forward-auth decisions). */
+  requests: number;
+  /** Calls refused with 429 by a rate limit (not in `requests`). */
+  rateLimited: number;
+  statuses: UsageStatuses;
 };
 
 export interface OwnerOperations {
@@ -714,7 +740,7 @@ export interface OwnerOperations {
     method: 'GET';
     path: '/owner/v1/accounts/{accountId}/usage';
     params: { accountId: string };
-    query: { hours?: string };
+    query: { hours?: string; days?: string; keyId?: string };
     body: never;
     answer: Usage;
   };

@@ -323,6 +323,15 @@ export interface ServedSignRecord {
   signedExpiredAt: string;
 }
 
+/** Calls by the class of the status they were answered with (a 429 is 4xx, a switched WebSocket 1xx). */
+export interface UsageStatuses {
+  '1xx': number;
+  '2xx': number;
+  '3xx': number;
+  '4xx': number;
+  '5xx': number;
+}
+
 /** One key's (or API settings token's) counts over the window. */
 export interface KeyUsage {
   /** A key id, or a settings token id (`stk_…`). */
@@ -331,24 +340,43 @@ export interface KeyUsage {
   requests: number;
   /** Calls refused with 429 (not in `requests`). */
   rateLimited: number;
+  /** The same calls by the class of their answer's status, counted when the answer ended. */
+  statuses: UsageStatuses;
+}
+
+/** One step (an hour, or a UTC day) of the window, summed over the keys of `items`. */
+export interface UsageStep {
+  /** ISO 8601: the step's start (the window's start, for the first). */
+  start: string;
+  requests: number;
+  rateLimited: number;
+  statuses: UsageStatuses;
 }
 
 export interface Usage {
-  /** ISO 8601: the start of the oldest 5-minute bucket read. */
+  /** ISO 8601: the start of the oldest bucket read (a 5-minute one with `hours`, a UTC day with `days`). */
   from: string;
   /** ISO 8601: when the gateway answered. */
   to: string;
-  /** 300. */
+  /** 300 with `hours`, 86400 with `days`. */
   bucketSeconds: number;
-  /** False while the gateway counts nothing (`usage.enabled` off): `items` is then empty. */
+  /** Length of a step of `series`: 3600 with `hours`, 86400 with `days`. */
+  stepSeconds: number;
+  /** False while the gateway counts nothing (`usage.enabled` off): `items` is then empty and every step 0. */
   enabled: boolean;
-  /** Keys with any count in the window, by key id. */
+  /** Keys with any count in the window, by key id (only `keyId`, when asked for). */
   items: KeyUsage[];
+  /** Every step of the window, oldest first (`hours` + 1 or `days` + 1 of them; the last is the one now is in). */
+  series: UsageStep[];
 }
 
 export interface UsageQuery {
-  /** 1 to 24 (24 if absent). */
+  /** 1 to 24 (24 if neither this nor `days` is given); steps of an hour. */
   hours?: number;
+  /** Instead of `hours`: 1 to 30; steps of a UTC day. */
+  days?: number;
+  /** Only this key's (or settings token's) counts. */
+  keyId?: string;
 }
 
 export interface AuditEvent {

@@ -1,16 +1,16 @@
 /**
- * Activity: what the account's keys did lately and what was changed in it. Usage comes from the
- * gateway's own counters (`…/usage`), which know key ids only, so the page names them from the
- * account's keys and settings tokens; an id neither lists any more is a deleted one, whose counts
- * stay until they age out. The audit log names owners by the email the API gives with each
- * event (and for a target, where the account's members or the events themselves tell it).
+ * Activity: what the account's keys did lately and what was changed in it. Usage (usage.ts) comes
+ * from the gateway's own counters (`…/usage`): a chart per hour or day and the totals per key.
+ * The audit log names owners by the email the API gives with each event (and for a target, where
+ * the account's members or the events themselves tell it).
  */
 import type { PageContext, PageDef } from '../app.js';
 import type { Api } from '../api.js';
 import { h, type Child } from '../dom.js';
-import { form, selectField } from '../forms.js';
-import type { AuditEvent, Key, Page, SettingsToken, Usage } from '../types.js';
+import { form } from '../forms.js';
+import type { AuditEvent, Key, Page, SettingsToken } from '../types.js';
 import { draw, empty, heading, pager, section, table, time } from '../ui.js';
+import { drawUsage, offerKeys, usageChoice, usageFields, type Names } from './usage.js';
 
 /** `GET …/members` (docs/owner.md: Member). */
 interface Member {
@@ -19,18 +19,9 @@ interface Member {
   addedAt: string;
 }
 
-/** The window the counters can be read over, in hours (the owner API takes 1 to 24). */
-const WINDOWS = [
-  { value: '1', label: 'Last hour' },
-  { value: '6', label: 'Last 6 hours' },
-  { value: '24', label: 'Last 24 hours' },
-] as const;
-const DEFAULT_HOURS = '24';
 const AUDIT_PAGE = 25;
 /** Listings read whole to name things: past this many pages, the rest show by id. */
 const NAME_PAGES = 10;
-
-const COUNT = new Intl.NumberFormat();
 
 const ACTIONS: Record<string, string> = {
   'account.create': 'Account created',
@@ -77,12 +68,6 @@ const FIELDS: Record<string, string> = {
   mustChangePassword: 'must change password',
 };
 
-/** What the account's keys and settings tokens are called, by id. */
-interface Names {
-  keys: Map<string, Key>;
-  tokens: Map<string, SettingsToken>;
-}
-
 /** Every item of a listing, following its cursor (at most NAME_PAGES pages). */
 async function everything<T>(api: Api, path: string): Promise<T[]> {
   const items: T[] = [];
@@ -106,39 +91,6 @@ function shared<T>(make: () => Promise<T>): () => Promise<T> {
     });
     return made;
   };
-}
-
-function hoursLabel(hours: string): string {
-  return hours === '1' ? 'the last hour' : `the last ${hours} hours`;
-}
-
-/** A key's or settings token's name as people know it, with its id; a deleted one by id. */
-function keyName(names: Names, id: string): { text: Child; kind: string } {
-  const key = names.keys.get(id);
-  if (key !== undefined) return { text: [key.name === '' ? key.apiKey : key.name, ' ', h('code', null, id)], kind: 'API key' };
-  const token = names.tokens.get(id);
-  if (token !== undefined) {
-    return { text: [token.name, ' ', h('code', null, id), token.status === 'active' ? null : ` (${token.status})`], kind: 'API settings token' };
-  }
-  return { text: [h('code', null, id), ' (deleted)'], kind: id.startsWith('stk_') ? 'API settings token' : 'API key' };
-}
-
-async function drawUsage(ctx: PageContext, account: string, hours: string, names: () => Promise<Names>): Promise<Child> {
-  const [usage, known] = await Promise.all([
-    ctx.api.get<Usage>(`/accounts/${encodeURIComponent(account)}/usage`, { hours }),
-    names(),
-  ]);
-  if (usage.enabled === false) return empty('This gateway does not count calls (its usage.enabled setting is off), so there is nothing to show.');
-  const window = h('p', null, 'From ', time(usage.from), ' to ', time(usage.to), `, in steps of ${Math.round(usage.bucketSeconds / 60)} minutes.`);
-  if (usage.items.length === 0) return [window, empty(`No calls in ${hoursLabel(hours)}.`)];
-  const items = [...usage.items].sort((a, b) => b.requests + b.rateLimited - (a.requests + a.rateLimited) || a.keyId.localeCompare(b.keyId));
-  return [
-    window,
-    table(`Calls per key in ${hoursLabel(hours)}`, ['Key', 'Kind', 'Requests', 'Rate-limited'], items.map((item) => {
-      const { text, kind } = keyName(known, item.keyId);
-      return [text, kind, COUNT.format(item.requests), COUNT.format(item.rateLimited)];
-    })),
-  ];
 }
 
 /**
@@ -167,7 +119,8 @@ function changesOf(event: AuditEvent): Child {
   }));
 }
 
-async function drawAudit(ctx: PageContext, account: string, hours: string | undefined, names: () => Promise<Names>): Promise<Child> {
+/** `kept`: the usage window and key the page was asked for, kept in the paging links. */
+async function drawAudit(ctx: PageContext, account: string, kept: Record<string, string | undefined>, names: () => Promise<Names>): Promise<Child> {
   const path = `/accounts/${encodeURIComponent(account)}`;
   const cursor = ctx.query.get('cursor') ?? undefined;
   const [events, members, known] = await Promise.all([
@@ -182,8 +135,8 @@ async function drawAudit(ctx: PageContext, account: string, hours: string | unde
     const email = event.changes?.email?.[1];
     if (event.target.type === 'owner' && typeof email === 'string' && !emails.has(event.target.id)) emails.set(event.target.id, email);
   }
-  const firstHref = cursor === undefined ? undefined : ctx.href('activity', { account }, { hours });
-  const nextHref = events.nextCursor === undefined ? undefined : ctx.href('activity', { account }, { hours, cursor: events.nextCursor });
+  const firstHref = cursor === undefined ? undefined : ctx.href('activity', { account }, kept);
+  const nextHref = events.nextCursor === undefined ? undefined : ctx.href('activity', { account }, { ...kept, cursor: events.nextCursor });
   const paging = pager({ nextHref, firstHref, label: 'Audit log pages' });
   if (events.items.length === 0) {
     return cursor === undefined
@@ -226,25 +179,18 @@ export const activityPages: Record<'activity', PageDef> = {
     access: 'signed-in',
     async render(ctx) {
       const account = ctx.account!.id;
-      const asked = ctx.query.get('hours') ?? undefined;
-      const hours = asked ?? DEFAULT_HOURS;
       // A window typed into the URL that the list lacks is offered as it is; one the owner API
-      // refuses shows its message where the table would be.
-      const choices = WINDOWS.some((w) => w.value === hours) || !/^[0-9]{1,2}$/.test(hours)
-        ? WINDOWS
-        : [...WINDOWS, { value: hours, label: `Last ${hours} hours` }];
-      const windowField = selectField({
-        name: 'hours',
-        label: 'Window',
-        options: choices,
-        value: choices.some((c) => c.value === hours) ? hours : DEFAULT_HOURS,
-        hint: 'Counts are flushed every few seconds and summed over every gateway instance sharing Redis, so the newest calls can take a moment to show. Sign-ins, public routes and refused tokens are not counted.',
-      });
+      // refuses shows its message where the chart would be.
+      const choice = usageChoice(ctx.query);
+      const keyId = ctx.query.get('key') ?? undefined;
+      const asked = { hours: ctx.query.get('hours') ?? undefined, days: ctx.query.get('days') ?? undefined, key: keyId };
+      const fields = usageFields(choice, keyId);
       const names = shared(async (): Promise<Names> => {
         const path = `/accounts/${encodeURIComponent(account)}`;
         const [keys, tokens] = await Promise.all([everything<Key>(ctx.api, `${path}/keys`), everything<SettingsToken>(ctx.api, `${path}/settings-tokens`)]);
         return { keys: new Map(keys.map((k) => [k.id, k])), tokens: new Map(tokens.map((s) => [s.id, s])) };
       });
+      names().then((known) => offerKeys(fields.key, keyId, known), () => {});
       const usageBox = h('div');
       const auditBox = h('div');
       ctx.main.append(
@@ -253,10 +199,12 @@ export const activityPages: Record<'activity', PageDef> = {
         section('Usage',
           form({
             label: 'Usage window',
-            fields: [windowField],
+            fields: [fields.window, fields.key],
             submitLabel: 'Show',
             async onSubmit() {
-              ctx.navigate('activity', { account }, { query: { hours: windowField.control.value, cursor: ctx.query.get('cursor') ?? undefined } });
+              const chosen = fields.window.control.value;
+              const period = chosen.endsWith('d') ? { days: chosen.slice(0, -1) } : { hours: chosen };
+              ctx.navigate('activity', { account }, { query: { ...period, key: fields.key.control.value || undefined, cursor: ctx.query.get('cursor') ?? undefined } });
             },
           }),
           usageBox,
@@ -267,7 +215,7 @@ export const activityPages: Record<'activity', PageDef> = {
         ),
       );
       await Promise.all([
-        draw(usageBox, () => drawUsage(ctx, account, hours, names)),
+        draw(usageBox, () => drawUsage(ctx, account, choice, keyId, names)),
         draw(auditBox, () => drawAudit(ctx, account, asked, names)),
       ]);
     },
