@@ -28,7 +28,7 @@ function transactionCookieName(secure: boolean): string {
 
 function redirectUri(deps: OwnerRouteDeps, ctx: Context): string {
   const { sso, publicOrigin } = deps.config.owner;
-  return sso.redirectUri ?? `${publicOrigin ?? ctx.origin}${SSO_CALLBACK_PATH}`;
+  return sso.redirectUri ?? `${publicOrigin ?? `${ctx.protocol}://${ctx.host}`}${SSO_CALLBACK_PATH}`;
 }
 
 function configured(owner: OwnerServices): SsoService {
