@@ -67,7 +67,7 @@ test('owners list and end their own sessions; a sign-in past the cap ends the ol
     assert.equal((await bobPhone.get('/session')).status, 200, 'bob\'s session lives');
     const unknown = await alice.send('DELETE', `/sessions/ses_${'0'.repeat(24)}`);
     assert.equal(unknown.status, 404, show(unknown));
-    const malformed = await alice.send('DELETE', '/sessions/not-a-session');
+    const malformed = await alice.send('DELETE', '/sessions/not%20a%20session');
     assert.equal(malformed.status, 400, show(malformed));
 
     const ended = await alice.send('DELETE', `/sessions/${laptopId}`);

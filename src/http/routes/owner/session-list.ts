@@ -15,7 +15,7 @@ const ownSessionSchema = z.strictObject({
   current: z.boolean().meta({ description: 'The session this call came with.' }),
 });
 
-const sessionIdParam = z.strictObject({ sessionId: z.string().regex(/^ses_[0-9a-f]{24}$/, 'expected a session id from listOwnSessions') });
+const sessionIdParam = z.strictObject({ sessionId: z.string().regex(/^[A-Za-z0-9_]{1,64}$/, 'expected a session id from listOwnSessions') });
 
 export function sessionListOperations(owner: OwnerServices): Operation[] {
   return [

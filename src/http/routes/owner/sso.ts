@@ -94,7 +94,7 @@ export function ssoOperations(owner: OwnerServices, deps: OwnerRouteDeps): Opera
       query: z.looseObject({ state: z.string().max(512).optional(), code: z.string().max(4096).optional() }),
       status: 303,
       response: z.strictObject({}),
-      errors: [403, 404, 502],
+      errors: [403, 404, 429, 502],
       async handle({ meta, ctx }) {
         const sso = configured(owner);
         const { name, options } = transactionCookie(ctx);
