@@ -63,7 +63,7 @@ interface OperationObject {
 /** The generated module's text, from the document the gateway would serve. */
 export function generateOwnerTypes(): string {
   // Only the operations' descriptions are read (method, path, schemas), never their handlers.
-  const operations = ownerOperations({} as OwnerServices, { config: { owner: {} as Config['owner'] }, signAnswers: async () => undefined });
+  const operations = ownerOperations({} as OwnerServices, { config: { owner: {} as Config['owner'], dashboard: {} as Config['dashboard'] }, signAnswers: async () => undefined });
   const document = JSON.parse(JSON.stringify(buildOpenApiDocument(operations))) as {
     paths: Record<string, Record<string, OperationObject>>;
     components?: { schemas?: Record<string, Schema> };
@@ -74,6 +74,8 @@ export function generateOwnerTypes(): string {
   for (const op of operations) {
     const described = document.paths[op.path]?.[op.method];
     if (described === undefined) throw new Error(`${op.operationId} is not in the document`);
+    // A browser navigation (single sign-on's redirects), not a call a script makes: no answer to type.
+    if (op.status === 303) continue;
     entries.push(operationEntry(op.method, op.path, described, components, used));
   }
   // The named schemas the operations refer to, and those they refer to in turn.

@@ -138,7 +138,7 @@ interface Client {
  * schemas), never their handlers, so the services they would call are not needed.
  */
 const OPERATIONS: ReadonlyMap<string, Operation> = new Map(ownerOperations({} as OwnerServices, {
-  config: { owner: {} as Config['owner'] },
+  config: { owner: {} as Config['owner'], dashboard: {} as Config['dashboard'] },
   signAnswers: async () => undefined,
 }).map((op) => [op.operationId, op]));
 

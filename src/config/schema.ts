@@ -746,6 +746,41 @@ export const configSchema = z.strictObject({
     settingsTokenMaxDays: setting(z.number().int().min(1).max(3650).optional(), {
       description: 'Longest lifetime an API settings token may be given; unset: tokens may also never expire.',
     }),
+    maxSessionsPerOwner: setting(z.number().int().min(1).max(100).default(10), {
+      env: 'OWNER_MAX_SESSIONS_PER_OWNER',
+      description: 'Sessions one owner may hold at once; a new sign-in past it ends the owner\'s oldest (audited `owner.session_evict`), so one owner\'s sign-ins never push out another\'s.',
+    }),
+    // Owners' single sign-on through an OpenID provider (docs/owner.md, "Single sign-on"): on
+    // while `issuer` is set.
+    sso: z.strictObject({
+      issuer: setting(z.url({ protocol: /^https?$/ }).refine(isSsoIssuer, 'expected an https URL (http only on a loopback host, for tests)').optional(), {
+        env: 'OWNER_SSO_ISSUER',
+        description: 'The OpenID provider\'s issuer URL (its discovery document is at `/.well-known/openid-configuration` under it); set: owners may sign in to the dashboard through it.',
+      }),
+      clientId: setting(z.string().min(1).max(512).optional(), {
+        env: 'OWNER_SSO_CLIENT_ID',
+        description: 'The gateway\'s client id at the provider.',
+      }),
+      clientSecret: setting(z.string().min(1).max(1024).optional(), {
+        env: 'OWNER_SSO_CLIENT_SECRET',
+        secret: true,
+        description: 'The client\'s secret (`client_secret_basic`); unset: a public client, PKCE alone.',
+      }),
+      redirectUri: setting(z.url({ protocol: /^https?$/ }).optional(), {
+        env: 'OWNER_SSO_REDIRECT_URI',
+        description: 'The redirect URI registered at the provider; unset: `owner.publicOrigin` (else the request\'s origin) and `/owner/v1/sso/callback`.',
+      }),
+      scopes: setting(z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]{1,64}$/)).min(1).max(16).default(['openid', 'email']).refine((s) => s.includes('openid'), 'expected "openid" among the scopes'), {
+        description: 'Scopes asked for; `openid` and a scope that yields `email` and `email_verified` (`email` at most providers).',
+      }),
+      displayName: setting(z.string().min(1).max(64).default('single sign-on'), {
+        env: 'OWNER_SSO_DISPLAY_NAME',
+        description: 'The provider\'s name on the dashboard\'s button ("Sign in with …").',
+      }),
+      timeoutMs: setting(z.number().int().min(100).max(60_000).default(10_000), {
+        description: 'A call to the provider (discovery, token, userinfo) not answered by then fails the sign-in.',
+      }),
+    }).refine((sso) => sso.issuer === undefined || sso.clientId !== undefined, { message: 'owner.sso.clientId is required with owner.sso.issuer', path: ['clientId'] }).prefault({}),
   }).prefault({}),
 
   // Browsers on other origins (docs/api.md, "CORS"). Off while allowedOrigins is empty.
@@ -1075,6 +1110,20 @@ function isOrigin(value: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** An SSO issuer: https, or plain http on a loopback host (a provider the tests start; never over a network). */
+export function isSsoIssuer(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
+  } catch {
+    return false;
+  }
+}
+
+export function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
 }
 
 /** An http(s) URL, once its placeholders are filled, that names every placeholder given. */

@@ -125,6 +125,17 @@ export class Forbidden extends GatewayError {
   }
 }
 
+/**
+ * A single sign-on that cannot finish (owner/sso.ts): its transaction missing, expired or not
+ * this browser's (`sso_state_mismatch`), the provider's answer refused (`sso_failed`), the email
+ * not verified (`sso_email_unverified`), no owner and no invite for it (`sso_not_invited`).
+ */
+export class SsoFailed extends GatewayError {
+  constructor(code: 'sso_state_mismatch' | 'sso_failed' | 'sso_email_unverified' | 'sso_not_invited', message: string, options: { status?: 400 | 403; cause?: unknown } = {}) {
+    super(options.status ?? 400, code, message, options.cause === undefined ? {} : { cause: options.cause });
+  }
+}
+
 /** A state-changing owner call without the session's CSRF token, or from a foreign origin. */
 export class CsrfFailed extends GatewayError {
   constructor(message = 'This change needs the session\'s X-CSRF-Token header and must come from the gateway\'s own origin.') {

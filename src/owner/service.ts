@@ -9,13 +9,19 @@ import { createAccountService, type AccountService } from './accounts.js';
 import type { OwnerDeps } from './deps.js';
 import { createDirectoryService, type DirectoryService } from './directory.js';
 import { createKeyService, type KeyService } from './keys.js';
+import { createSessionListService, type SessionListService } from './session-list.js';
 import { createSessionService, type SessionService } from './sessions.js';
 import { createSettingsTokenService, type SettingsTokenService } from './settings-tokens.js';
+import { createSsoService, type SsoService } from './sso.js';
 import { createUsageService, type UsageService } from './usage.js';
 
 export interface OwnerServices {
   /** Owner sign-in, sessions, password changes (and the session check of http/owner/caller.ts). */
   sessions: SessionService;
+  /** An owner's own sessions: list them, end one. */
+  sessionList: SessionListService;
+  /** Single sign-on through an OpenID provider: absent unless `owner.sso.issuer` is set. */
+  sso: SsoService | undefined;
   /** Accounts, members, owners, invites, account resets, the audit log. */
   accounts: AccountService;
   /** API keys: create, change, roll, disable, delete, reset. */
@@ -29,8 +35,11 @@ export interface OwnerServices {
 }
 
 export function createOwnerServices(deps: OwnerDeps): OwnerServices {
+  const sessions = createSessionService(deps);
   return {
-    sessions: createSessionService(deps),
+    sessions,
+    sso: createSsoService(deps, (owner, meta) => sessions.startVerified(owner, meta)),
+    sessionList: createSessionListService(deps),
     accounts: createAccountService(deps),
     keys: createKeyService(deps),
     settingsTokens: createSettingsTokenService(deps),

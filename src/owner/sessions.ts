@@ -15,11 +15,12 @@ import { randomBase62 } from '../domain/random.js';
 import { secretDigest } from '../domain/secrets.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import type { OwnerRecord } from '../state/owners/records.js';
-import type { OwnerSession } from '../state/sessions/store.js';
+import { SESSION_IP_MAX, SESSION_USER_AGENT_MAX, type OwnerSession } from '../state/sessions/store.js';
 import type { OwnerDeps } from './deps.js';
 import { createDeviceCookies, type DeviceCookies } from './devices.js';
 import { hashPassword, limitHashing, needsRehash, PASSWORD_MAX, PASSWORD_MIN, prepareDummyHash, verifyNobody, verifyPassword } from './passwords.js';
 import { createChangePipeline, type AuditTrail } from './pipeline.js';
+import { createEvictionRecorder } from './session-events.js';
 import type { Caller, RequestMeta, ResumedSession, SessionResolver } from './types.js';
 import { accountView, ownerView, type AccountView, type OwnerView } from './views.js';
 
@@ -48,6 +49,8 @@ export interface SessionService extends SessionResolver {
   /** The session of this token (already resumed by the caller check); SessionRequired-worthy: undefined. */
   describe(token: string): Promise<SessionView | undefined>;
   signOut(token: string): Promise<void>;
+  /** A session for an owner another proof let in (single sign-on, owner/sso.ts): the same kind as a sign-in's, capped alike. */
+  startVerified(owner: OwnerRecord, meta: RequestMeta): Promise<NewSession>;
   /**
    * Checks the current password (counted like a sign-in), stores the new one, ends every
    * session of the owner and starts a new one; clears mustChangePassword.
@@ -94,7 +97,11 @@ interface SessionKit {
   /** A counted password check; throws InvalidOwnerCredentials on any failure. */
   checkPassword(email: string, owner: OwnerRecord | undefined, password: string, meta: RequestMeta, signedIn?: boolean): Promise<OwnerRecord>;
   view(owner: OwnerRecord, session: OwnerSession): Promise<SessionView>;
-  start(owner: OwnerRecord): Promise<{ digest: string; created: NewSession }>;
+  /**
+   * Starts a session made from `meta`'s request. A sign-in's (`capped`) ends the owner's oldest
+   * past owner.maxSessionsPerOwner, audited `owner.session_evict`.
+   */
+  start(owner: OwnerRecord, meta: RequestMeta, options?: { capped?: boolean }): Promise<{ digest: string; created: NewSession }>;
   /**
    * A hash made with older parameters is replaced now that the password is known (failures only
    * logged). Answers the hash the owner has for this password afterwards.
@@ -115,7 +122,7 @@ export function createSessionService(deps: OwnerDeps): SessionService {
       // A demo owner's published password, on a production gateway: the answer of a wrong one.
       if (demoSecrets?.refusesOwner(owner) === true) throw new InvalidOwnerCredentials();
       const passwordHash = await rehashIfOld(owner, password);
-      const { digest, created } = await start(owner);
+      const { digest, created } = await start(owner, meta, { capped: true });
       // A password change committed while this sign-in was checked may have ended the owner's
       // sessions before this one was stored: read again after storing it, so that one of the two
       // always sees the other. The hash tells (every change makes a new salt), where a time
@@ -155,11 +162,24 @@ export function createSessionService(deps: OwnerDeps): SessionService {
       await sessions.delete(sessionDigest(token));
     },
 
+    async startVerified(owner, meta) {
+      const { digest, created } = await start(owner, meta, { capped: true });
+      // Disabled while it was being made: as signIn, read again after storing it.
+      const current = await store.findOwner(owner.id);
+      if (current === undefined || current.disabled) {
+        await sessions.delete(digest);
+        throw new InvalidOwnerCredentials();
+      }
+      return created;
+    },
+
     changePassword: createPasswordChange(deps, kit),
   };
 }
 
-function createSessionKit({ store, sessions, clock, limits, log, config }: OwnerDeps): SessionKit {
+function createSessionKit(deps: OwnerDeps): SessionKit {
+  const { store, sessions, clock, limits, log, config } = deps;
+  const recordEvictions = createEvictionRecorder(deps);
   const idleMs = config.owner.sessionIdleSeconds * 1000;
   const maxMs = config.owner.sessionMaxSeconds * 1000;
   const devices = createDeviceCookies({ secret: config.owner.deviceCookieSecret, days: config.owner.deviceCookieDays, clock });
@@ -186,7 +206,7 @@ function createSessionKit({ store, sessions, clock, limits, log, config }: Owner
     checkPassword: (email, owner, password, meta, signedIn = false) => checkOwnerPassword(limits, email, owner, password, meta, devices.deviceOf(meta.deviceCookie, email), signedIn),
     view,
 
-    async start(owner) {
+    async start(owner, meta, { capped = false } = {}) {
       const token = randomBase62(SESSION_ID_LENGTH);
       const digest = sessionDigest(token);
       const now = clock.now();
@@ -196,8 +216,12 @@ function createSessionKit({ store, sessions, clock, limits, log, config }: Owner
         createdAt: now,
         idleExpiresAt: Math.min(now + idleMs, now + maxMs),
         expiresAt: now + maxMs,
+        lastSeenAt: now,
+        ip: meta.ip.slice(0, SESSION_IP_MAX),
+        ...(meta.userAgent === undefined || meta.userAgent === '' ? {} : { userAgent: meta.userAgent.slice(0, SESSION_USER_AGENT_MAX) }),
       };
-      await sessions.create(digest, session);
+      const evicted = await sessions.create(digest, session, capped ? { maxPerOwner: config.owner.maxSessionsPerOwner } : {});
+      await recordEvictions({ caller: { kind: 'owner', ownerId: owner.id, email: owner.email }, meta }, evicted);
       return { digest, created: { token, session: await view(owner, session), maxAgeSeconds: Math.floor(maxMs / 1000) } };
     },
 
@@ -234,7 +258,7 @@ function createPasswordChange(deps: OwnerDeps, { checkPassword, start }: Session
           owner: { ...current, passwordHash, mustChangePassword: false, passwordChangedAt: new Date(now).toISOString() },
           result: current,
         }));
-        const { digest, created } = await start({ ...before, passwordHash, mustChangePassword: false });
+        const { digest, created } = await start({ ...before, passwordHash, mustChangePassword: false }, meta);
         // Every other session of this owner ends (whoever learnt the old password is out), the presenting one by name.
         await sessions.delete(sessionDigest(token));
         await sessions.deleteOwnerSessions(owner.id, digest);

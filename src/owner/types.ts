@@ -15,6 +15,8 @@ export interface RequestMeta {
   requestId: string;
   /** The device cookie the request carried (owner/devices.ts checks it), if any. */
   deviceCookie?: string | undefined;
+  /** The User-Agent the request carried (a new session keeps it, cut to its bound). */
+  userAgent?: string | undefined;
 }
 
 /** A caller and where the call came from: what every change takes. */

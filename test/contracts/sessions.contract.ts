@@ -121,6 +121,56 @@ export function runSessionStoreContract(name: string, make: () => Promise<Sessio
       await sessions.deleteOwnerSessions(ownerId());
     });
 
+    await t.test('listOwnerSessions answers the owner\'s live sessions, newest first, with what they were made with', async () => {
+      const owner = ownerId();
+      const made: { d: string; s: OwnerSession }[] = [];
+      for (let i = 0; i < 3; i++) {
+        const s = { ...session(owner), createdAt: now() + i, lastSeenAt: now() + i, ip: `192.0.2.${i}`, userAgent: `agent ${i}` };
+        const d = digest();
+        assert.deepEqual(await sessions.create(d, s), [], 'no cap: nothing ends');
+        made.push({ d, s });
+      }
+      await sessions.create(digest(), session(ownerId()));
+      await sessions.delete(made[1]!.d);
+      const listed = await sessions.listOwnerSessions(owner);
+      assert.deepEqual(listed, [{ digest: made[2]!.d, session: made[2]!.s }, { digest: made[0]!.d, session: made[0]!.s }]);
+      assert.deepEqual(await sessions.listOwnerSessions(ownerId()), [], 'an owner without sessions has none');
+      await sessions.deleteOwnerSessions(owner, made[0]!.d);
+      assert.deepEqual((await sessions.listOwnerSessions(owner)).map((x) => x.digest), [made[0]!.d]);
+    });
+
+    await t.test('touch marks the session seen at the store\'s now', async () => {
+      const d = digest();
+      await sessions.create(d, { ...session(ownerId()), lastSeenAt: now() });
+      await elapse(20);
+      const at = now();
+      await sessions.touch(d, at + 30_000);
+      const seen = (await sessions.find(d))!.lastSeenAt!;
+      assert.ok(seen >= at, 'lastSeenAt moved to the time of the touch');
+    });
+
+    await t.test('create with maxPerOwner ends the owner\'s oldest sessions and answers them, and no other owner\'s', async () => {
+      const owner = ownerId();
+      const other = ownerId();
+      const foreign = digest();
+      await sessions.create(foreign, session(other), { maxPerOwner: 2 });
+      const made: string[] = [];
+      const evicted: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const d = digest();
+        made.push(d);
+        const ended = await sessions.create(d, { ...session(owner), createdAt: now() + i }, { maxPerOwner: 2 });
+        for (const e of ended) {
+          assert.equal(e.session.ownerId, owner);
+          evicted.push(e.digest);
+        }
+      }
+      assert.deepEqual(evicted, made.slice(0, 3), 'the oldest went first, each once, as they were pushed out');
+      for (const d of made.slice(0, 3)) assert.equal(await sessions.find(d), undefined);
+      assert.deepEqual((await sessions.listOwnerSessions(owner)).map((x) => x.digest), [made[4], made[3]]);
+      assert.notEqual(await sessions.find(foreign), undefined, 'another owner\'s session lives');
+    });
+
     await t.test('a session created after deleteOwnerSessions is not affected by it', async () => {
       const owner = ownerId();
       await sessions.create(digest(), session(owner));

@@ -13,7 +13,7 @@ import { copyFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { z } from 'zod';
 import { buildOpenApiDocument } from '../../src/http/openapi/document.js';
@@ -23,6 +23,7 @@ import { DEMO, sha256Hex, startGateway, type TestGateway } from '../helpers/gate
 import { ROOT, tempDir } from '../helpers/process.js';
 import { redisSuite, startRedis } from '../helpers/redis.js';
 import { conformance, type Conformance, type DocumentedOperation } from '../helpers/openapi.js';
+import { drive, startLoginProvider, SSO_CLIENT_ID, SSO_CLIENT_SECRET } from '../helpers/oidc-login.js';
 import { makeAdminToken, newPassword, OwnerApi, operatorCredential, PREFIX, sessionCredential, type Credential } from '../helpers/owner-api.js';
 
 const ADDRESS = '0x52908400098527886E0F7030069857D2E4169EE7';
@@ -134,7 +135,10 @@ test('every documented status of every route is met by the real gateway, each an
   const limited = await conformance(strict.url);
   await walkLimits(limited, admin.token);
 
-  for (const pair of [...readOnlyApi.seen, ...limited.seen]) api.seen.add(pair);
+  await walkOwnSessions(api, state);
+  const sso = await walkSso(t, owner);
+
+  for (const pair of [...readOnlyApi.seen, ...limited.seen, ...sso.seen]) api.seen.add(pair);
   // Store failures are left to the store suites (docs/api.md): a Redis outage, an upstream's bad data.
   // A GET's 403 is the initial-password gate, which needs an owner session: none until sessions are served.
   const sessions = api.operations.some((op) => op.key === `POST ${PREFIX}/session`);
@@ -343,6 +347,56 @@ async function walkOwnerScenario(api: Conformance, adminToken: string): Promise<
   return state;
 }
 
+/** An owner's own sessions: one ended by another (listOwnSessions, endOwnSession). */
+async function walkOwnSessions(api: Conformance, state: ScenarioState): Promise<void> {
+  if (state.email === undefined || !api.operations.some((op) => op.key === `DELETE ${PREFIX}/sessions/{sessionId}`)) return;
+  const signIn = async () => sessionCredential(await api.fetch(`${PREFIX}/session`, { method: 'POST', json: { email: state.email, password: state.password } }));
+  const [first, second] = [await signIn(), await signIn()];
+  const listed = await api.fetch(`${PREFIX}/sessions`, { headers: second.read });
+  const other = listed.body.message.items.find((s: { current: boolean }) => !s.current).id;
+  assert.equal((await api.fetch(`${PREFIX}/sessions/${other}`, { method: 'DELETE', headers: second.write })).status, 200);
+  assert.equal((await api.fetch(`${PREFIX}/session`, { headers: first.read })).status, 401);
+  // Where single sign-on is not configured, its navigations are not found.
+  assert.deepEqual((await api.fetch(`${PREFIX}/sso`)).body.message, { enabled: false });
+  assert.equal((await api.fetch(`${PREFIX}/sso/start`, { redirect: 'manual' })).status, 404);
+  assert.equal((await api.fetch(`${PREFIX}/sso/callback?state=x&code=y`, { redirect: 'manual' })).status, 404);
+}
+
+/**
+ * Single sign-on against a real provider, on a gateway without the dashboard (so that its
+ * refusals are answered in the envelope): a sign-in (303), an unverified email (403), a
+ * callback without its transaction (400), then throttled (429).
+ */
+async function walkSso(t: TestContext, owner: Record<string, unknown>): Promise<Conformance> {
+  const idp = await startLoginProvider(t, { alice: { email: 'alice@demo.example', email_verified: true }, eve: { email: 'eve@example.com', email_verified: false } });
+  const file = join(tempDir(t), 'data.json');
+  copyFileSync(join(ROOT, 'config/demo-data.json'), file);
+  const gw = await startGateway(t, {
+    overrides: {
+      owner: { ...owner, sso: { issuer: idp.issuer, clientId: SSO_CLIENT_ID, clientSecret: SSO_CLIENT_SECRET } },
+      data: { file }, dashboard: { enabled: false },
+      limits: { mode: 'enforce', ownerSignIn: { failuresPerAddress: [{ limit: 2, seconds: 60 }] } },
+    },
+  });
+  idp.register(`${gw.url}${PREFIX}/sso/callback`);
+  const api = await conformance(gw.url);
+  assert.equal((await api.fetch(`${PREFIX}/sso`)).body.message.enabled, true);
+  assert.equal((await api.fetch(`${PREFIX}/sso/start`, { redirect: 'manual' })).status, 303);
+  const callback = async (user: string) => {
+    idp.loginAs(user);
+    let url: URL | undefined;
+    const { callback: res } = await drive(`${gw.url}${PREFIX}/sso/start`, { beforeCallback: (u) => (url = u) });
+    return api.check('get', url!, res.status, res.headers.get('content-type'), await res.text());
+  };
+  await callback('alice');
+  await callback('eve');
+  const bare = () => api.fetch(`${PREFIX}/sso/callback?state=x&code=y`, { redirect: 'manual' });
+  assert.equal((await bare()).status, 400);
+  assert.equal((await bare()).status, 429);
+  for (const status of [303, 403]) assert.ok(api.seen.has(`GET ${PREFIX}/sso/callback ${status}`), `the callback answered ${status}`);
+  return api;
+}
+
 /** Every operation that documents a 409, on a gateway that may not change its store: read_only_store. */
 async function walkReadOnly(api: Conformance, adminToken: string, state: ScenarioState): Promise<void> {
   const operator = operatorCredential(adminToken);
@@ -360,6 +414,11 @@ async function walkReadOnly(api: Conformance, adminToken: string, state: Scenari
     ...(state.roleId === undefined ? {} : { roleId: String(state.roleId) }),
     ...(state.address === undefined ? {} : { address: state.address }),
   };
+  // A session of the owner's own, so that ending it gets past load to the store's refusal.
+  if (session !== undefined && api.operations.some((op) => op.key === `GET ${PREFIX}/sessions`)) {
+    const listed = await api.fetch(`${PREFIX}/sessions`, { headers: session.read });
+    ids.sessionId = listed.body.message.items[0].id;
+  }
   const bodies: Record<string, unknown> = {
     [`POST ${PREFIX}/accounts`]: { name: 'Read-only' },
     [`POST ${PREFIX}/session/password`]: { currentPassword: state.password, newPassword: newPassword() },
@@ -430,9 +489,12 @@ async function probeOwnerOperations(api: Conformance, adminToken: string, accoun
       const res = await expect(400, api.fetch(path, { method, headers: as, json: { '%unknown': 1 } }), 'an unknown field');
       assert.equal(typeof res.body.message.field, 'string', `${op.key}: the 400 names the field`);
     } else if (op.operation.parameters?.some((p) => p.in === 'query')) {
-      await expect(400, api.fetch(`${path}?limit=0`, { method, headers: as }), 'a query parameter out of range');
+      // A page's limit of 0, or else a value longer than any parameter takes.
+      const query = op.operation.parameters.filter((p) => p.in === 'query');
+      const outOfRange = query.some((p) => p.name === 'limit') ? 'limit=0' : `${query[0]!.name}=${'x'.repeat(5000)}`;
+      await expect(400, api.fetch(`${path}?${outOfRange}`, { method, headers: as }), 'a query parameter out of range');
     } else if (op.path.includes('{')) {
-      const bad = { accountId: 'bad id!', keyId: 'bad id!', tokenId: 'bad id!', inviteId: 'bad id!', ownerId: 'bad id!', roleId: 'one', address: '0x12' };
+      const bad = { accountId: 'bad id!', keyId: 'bad id!', tokenId: 'bad id!', inviteId: 'bad id!', ownerId: 'bad id!', sessionId: 'bad id!', roleId: 'one', address: '0x12' };
       await expect(400, api.fetch(fill(op, 'bad id!', bad), { method, headers: as }), 'a malformed path parameter');
     }
     if (op.path.includes('{accountId}')) {

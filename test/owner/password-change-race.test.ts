@@ -28,14 +28,15 @@ test('a sign-in with the old password that lands after a password change gets no
     touch: (digest, at) => memory.touch(digest, at),
     delete: (digest) => memory.delete(digest),
     deleteOwnerSessions: (ownerId, keep) => memory.deleteOwnerSessions(ownerId, keep),
-    async create(digest: string, session: OwnerSession) {
+    listOwnerSessions: (ownerId) => memory.listOwnerSessions(ownerId),
+    async create(digest: string, session: OwnerSession, options?: { maxPerOwner?: number }) {
       if (hold !== undefined) {
         const { reached, release } = hold;
         hold = undefined;
         reached();
         await release;
       }
-      return memory.create(digest, session);
+      return memory.create(digest, session, options);
     },
   };
   const service = createSessionService({ store: services.ownerStore, sessions, revocations: services.revocations, clock, limits: services.limits, log: services.log, config: services.config });

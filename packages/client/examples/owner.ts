@@ -13,8 +13,8 @@ import {
 } from '../src/owner/index.js';
 import type {
   Account, AccountDeleted, AuditEvent, CallOptions, Invite, InviteAccepted, InviteWithToken, Key, KeyDeleted, KeyWithSecret,
-  Member, MemberRemoved, Page, RateLimitInfo, Reset, Role, RoleDeleted, Session, SettingsToken, SettingsTokenWithToken,
-  ServedSignRecord, SignedOut, SignRecord, SignRecordDeleted, Usage,
+  Member, MemberRemoved, OwnSession, OwnSessions, Page, RateLimitInfo, Reset, Role, RoleDeleted, Session, SettingsToken, SettingsTokenWithToken,
+  ServedSignRecord, SignedOut, SignRecord, SignRecordDeleted, SsoOptions, Usage,
 } from '../src/owner/index.js';
 import { expectType, type Equal, type Expect } from './assert-types.js';
 
@@ -48,6 +48,16 @@ export async function ownerExample({ baseUrl, adminToken, fetch }: { baseUrl: st
     expectType<Session>()(await owner.changePassword({ currentPassword: 'an initial passphrase', newPassword: 'correct horse battery staple' }));
   }
   expectType<Session>()(await owner.getSession());
+
+  // The owner's sessions: where they are signed in; a session of another browser ended.
+  const elsewhere = new OwnerClient({ ...common, email: 'founder@example.com', password: 'correct horse battery staple' });
+  await elsewhere.signIn();
+  const sessions = await owner.listSessions();
+  expectType<OwnSessions>()(sessions);
+  const otherSession = sessions.items.find((s) => !s.current);
+  if (otherSession !== undefined) expectType<OwnSession>()(await owner.endSession(otherSession.id));
+  // Whether the dashboard offers single sign-on (anyone may ask).
+  expectType<SsoOptions>()(await operator.ssoOptions());
 
   const renamed = await owner.accounts.update(accountId, { name: 'Example Ltd.' });
   expectType<Account>()(renamed);

@@ -258,7 +258,7 @@ class Frame {
     replace(this.#top,
       h('div', { class: 'bar' }, brand,
         accounts.length > 0 ? this.#accountSwitcher(accounts, account) : null,
-        h('div', { class: 'who' }, h('span', null, person), who.kind === 'owner' ? h('a', { href: this.href('password') }, 'Change password') : null, signOut),
+        h('div', { class: 'who' }, h('span', null, person), who.kind === 'owner' ? h('a', { href: this.href('password') }, 'Change password') : null, who.kind === 'owner' ? h('a', { href: this.href('sessions') }, 'Sessions') : null, signOut),
       ),
       account === undefined ? null : h('nav', { class: 'sections', 'aria-label': `Account ${account.name || account.id}` },
         h('ul', null, SECTIONS.map((section) => {

@@ -171,6 +171,60 @@ export interface OwnerOperations {
       expiresAt: string;
     };
   };
+  listOwnSessions: {
+    method: 'GET';
+    path: '/owner/v1/sessions';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      items: {
+        /** The session's handle (never its id or cookie). */
+        id: string;
+        createdAt: string;
+        /** Its last use, to the minute. */
+        lastSeenAt: string;
+        idleExpiresAt: string;
+        expiresAt: string;
+        ip?: string;
+        userAgent?: string;
+        /** The session this call came with. */
+        current: boolean;
+      }[];
+    };
+  };
+  endOwnSession: {
+    method: 'DELETE';
+    path: '/owner/v1/sessions/{sessionId}';
+    params: { sessionId: string };
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      /** The session's handle (never its id or cookie). */
+      id: string;
+      createdAt: string;
+      /** Its last use, to the minute. */
+      lastSeenAt: string;
+      idleExpiresAt: string;
+      expiresAt: string;
+      ip?: string;
+      userAgent?: string;
+      /** The session this call came with. */
+      current: boolean;
+    };
+  };
+  getSsoOptions: {
+    method: 'GET';
+    path: '/owner/v1/sso';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      enabled: boolean;
+      displayName?: string;
+      startPath?: string;
+    };
+  };
   listAccounts: {
     method: 'GET';
     path: '/owner/v1/accounts';

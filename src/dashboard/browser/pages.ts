@@ -11,6 +11,7 @@ export const PAGES = {
   home: '',
   signIn: 'sign-in',
   password: 'password',
+  sessions: 'sessions',
   invite: 'invite',
   accounts: 'accounts',
   account: 'accounts/:account',

@@ -26,3 +26,5 @@ export type SettingsToken = OwnerAnswer<'getSettingsToken'>;
 export type SettingsTokenWithToken = OwnerAnswer<'createSettingsToken'>;
 export type AuditEvent = OwnerAnswer<'listAudit'>['items'][number];
 export type Invite = OwnerAnswer<'revokeInvite'>;
+export type OwnSession = OwnerAnswer<'listOwnSessions'>['items'][number];
+export type SsoOptions = OwnerAnswer<'getSsoOptions'>;

@@ -4,7 +4,7 @@
  * validate requests and shape answers. Built once, at the first request for it, and served as fixed bytes.
  */
 import type { Context } from 'koa';
-import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
+import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from 'zod-openapi';
 import type { Operation } from '../owner/operation.js';
 import { publicPaths } from './public.js';
 import { SECURITY_SCHEMES, errorResponse, operationSecurity, operationStatuses, successEnvelope } from './schemas.js';
@@ -56,9 +56,14 @@ function describeOperation(op: Operation): ZodOpenApiOperationObject {
     ...(op.body === undefined ? {} : { requestBody: { required: true, content: { 'application/json': { schema: op.body } } } }),
     responses: Object.fromEntries(operationStatuses(op).map((status) => [
       status,
-      status === success ? { description: success === 201 ? 'Created' : 'OK', content: { 'application/json': { schema: successEnvelope(op.response) } } } : errorResponse(status),
+      status === success ? successResponse(op) : errorResponse(status),
     ])),
   };
+}
+
+function successResponse(op: Operation): ZodOpenApiResponseObject {
+  if (op.status === 303) return { description: `See Other: ${op.summary}`, headers: { Location: { description: 'Where the browser goes next.', schema: { type: 'string' } } } };
+  return { description: op.status === 201 ? 'Created' : 'OK', content: { 'application/json': { schema: successEnvelope(op.response) } } };
 }
 
 /** GET /openapi.json: the document, serialised once. */

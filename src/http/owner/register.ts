@@ -71,9 +71,11 @@ export function registerOwnerApi(router: Router, { config, operations, sessions,
         body,
         caller: resolved?.caller,
         sessionToken: resolved?.sessionToken,
-        meta: { ip: clientAddress(ctx.req), requestId: String(ctx.state.requestId ?? ''), deviceCookie: ctx.cookies.get(deviceCookieName(servedOverTls(owner, ctx))) },
+        meta: { ip: clientAddress(ctx.req), requestId: String(ctx.state.requestId ?? ''), deviceCookie: ctx.cookies.get(deviceCookieName(servedOverTls(owner, ctx))), userAgent: ctx.get('user-agent') },
         ctx,
       });
+      // A navigation: the handler has set the status and Location (ctx.redirect).
+      if (op.status === 303) return;
       ctx.status = op.status ?? 200;
       ctx.body = ok(message as object);
     });

@@ -611,7 +611,8 @@ return 1
 `;
 
 /**
- * Moves a session's idle deadline, capped at its absolute end, and its TTL with it; an ended
+ * Moves a session's idle deadline, capped at its absolute end, and its TTL with it, and marks
+ * it seen now; an ended
  * (by the deadlines and `now`, whatever its key's TTL says) or unknown session stays ended.
  *
  * KEYS[1] the session             <prefix>:sess:<digest>
@@ -634,7 +635,7 @@ if ttl <= 0 then
   redis.call('DEL', KEYS[1])
   return 0
 end
-redis.call('HSET', KEYS[1], 'idleExpiresAt', idle)
+redis.call('HSET', KEYS[1], 'idleExpiresAt', idle, 'lastSeenAt', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ttl)
 return 1
 `;

@@ -25,8 +25,8 @@ import { isTokenText } from '../tokens.js';
 import { isIdempotent, readEnvelope, Transport, within } from '../transport.js';
 import type { CallOptions, RateLimitInfo } from '../types.js';
 import type {
-  AccountsApi, AuditApi, ChangePasswordInput, InvitesApi, KeysApi, MembersApi, OwnerClientOptions, Page, RolesApi,
-  Session, SettingsTokensApi, SignedOut, SignRecordsApi, UsageApi,
+  AccountsApi, AuditApi, ChangePasswordInput, InvitesApi, KeysApi, MembersApi, OwnerClientOptions, OwnSession, OwnSessions, Page, RolesApi,
+  Session, SettingsTokensApi, SignedOut, SignRecordsApi, SsoOptions, UsageApi,
 } from './types.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -55,6 +55,9 @@ export const OPERATIONS = {
   getSession: { method: 'GET', path: '/owner/v1/session', operationId: 'getSession', audience: 'session' },
   changePassword: { method: 'POST', path: '/owner/v1/session/password', operationId: 'changePassword', audience: 'session' },
   signOut: { method: 'DELETE', path: '/owner/v1/session', operationId: 'deleteSession', audience: 'session' },
+  listSessions: { method: 'GET', path: '/owner/v1/sessions', operationId: 'listOwnSessions', audience: 'session' },
+  endSession: { method: 'DELETE', path: '/owner/v1/sessions/{sessionId}', operationId: 'endOwnSession', audience: 'session' },
+  ssoOptions: { method: 'GET', path: '/owner/v1/sso', operationId: 'getSsoOptions', audience: 'public' },
   'accounts.list': { method: 'GET', path: '/owner/v1/accounts', operationId: 'listAccounts', audience: 'caller' },
   'accounts.all': { method: 'GET', path: '/owner/v1/accounts', operationId: 'listAccounts', audience: 'caller' },
   'accounts.create': { method: 'POST', path: '/owner/v1/accounts', operationId: 'createAccount', audience: 'caller' },
@@ -286,6 +289,23 @@ export class OwnerClient {
     } finally {
       if (this.#session === held) this.#session = undefined;
     }
+  }
+
+  /** `GET /owner/v1/sessions`: the owner's sessions, newest first, the one this client holds marked `current`. Owners only. */
+  async listSessions(options?: CallOptions): Promise<OwnSessions> {
+    this.#ownerOnly('listSessions');
+    return await this.#call<OwnSessions>('listSessions', {}, options);
+  }
+
+  /** `DELETE /owner/v1/sessions/{sessionId}`: ends one of the owner's sessions (its `id` from listSessions). Owners only. */
+  async endSession(sessionId: string, options?: CallOptions): Promise<OwnSession> {
+    this.#ownerOnly('endSession');
+    return await this.#call<OwnSession>('endSession', { params: { sessionId } }, options);
+  }
+
+  /** `GET /owner/v1/sso`: whether owners may sign in through an OpenID provider (a browser's navigation, not this client's). */
+  async ssoOptions(options?: CallOptions): Promise<SsoOptions> {
+    return await this.#call<SsoOptions>('ssoOptions', {}, options);
   }
 
   #ownerOnly(what: string): void {

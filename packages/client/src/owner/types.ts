@@ -91,6 +91,32 @@ export interface SignedOut {
   signedOut: true;
 }
 
+/** One of the owner's sessions (`GET /owner/v1/sessions`): never its id or cookie. */
+export interface OwnSession {
+  /** `ses_` and 24 hex digits: what endSession takes. */
+  id: string;
+  createdAt: string;
+  /** To the minute. */
+  lastSeenAt: string;
+  idleExpiresAt: string;
+  expiresAt: string;
+  ip?: string;
+  userAgent?: string;
+  /** The session this client holds. */
+  current: boolean;
+}
+
+export interface OwnSessions {
+  items: OwnSession[];
+}
+
+/** `GET /owner/v1/sso`: single sign-on, for a browser's sign-in page. */
+export interface SsoOptions {
+  enabled: boolean;
+  displayName?: string;
+  startPath?: string;
+}
+
 export interface ChangePasswordInput {
   currentPassword: string;
   /** 15 to 256 characters. */

@@ -5,12 +5,14 @@ import { accountPages } from './account.js';
 import { activityPages } from './activity.js';
 import { keyPages } from './keys.js';
 import { rolePages } from './roles.js';
+import { sessionPages } from './sessions.js';
 import { settingsTokenPages } from './settings-tokens.js';
 import { signInPages } from './sign-in.js';
 import { signRecordPages } from './sign-records.js';
 
 export const PAGE_DEFS: Record<PageName, PageDef> = {
   ...signInPages,
+  ...sessionPages,
   ...accountPages,
   ...rolePages,
   ...keyPages,

@@ -15,6 +15,7 @@ import { form, textField, valueOf, type Field } from '../forms.js';
 import { matchPage } from '../pages.js';
 import type { Account, Page, Session } from '../types.js';
 import { empty, heading, pager, section, table } from '../ui.js';
+import { ssoButton, ssoRefusal } from './sso.js';
 
 const PASSWORD_HINT = '15 to 256 characters; a long passphrase is best.';
 
@@ -124,6 +125,8 @@ export const signInPages: Record<'home' | 'signIn' | 'password' | 'invite' | 'ac
       ctx.main.append(
         heading('Sign in'),
         h('p', null, 'Manage your accounts\' roles, API keys, API settings tokens and sign records.'),
+        ssoRefusal(ctx) ?? '',
+        ssoButton(ctx),
         signInForm({
           label: 'Sign in as an account owner',
           fields: [email, password],
@@ -236,6 +239,7 @@ export const signInPages: Record<'home' | 'signIn' | 'password' | 'invite' | 'ac
       });
       ctx.main.append(
         h('p', null, 'You were invited to manage an account on this gateway. Accepting the invite makes you one of its owners.'),
+        ssoButton(ctx, { invite: token }),
         accept,
       );
     },

@@ -5,13 +5,17 @@ import { accountOperations } from './accounts.js';
 import type { OwnerRouteDeps } from './deps.js';
 import { directoryOperations } from './directory.js';
 import { keyOperations } from './keys.js';
+import { sessionListOperations } from './session-list.js';
 import { sessionOperations } from './sessions.js';
+import { ssoOperations } from './sso.js';
 import { settingsTokenOperations } from './settings-tokens.js';
 import { usageOperations } from './usage.js';
 
 export function ownerOperations(owner: OwnerServices, deps: OwnerRouteDeps): Operation[] {
   return [
     ...sessionOperations(owner, deps),
+    ...sessionListOperations(owner),
+    ...ssoOperations(owner, deps),
     ...accountOperations(owner, deps),
     ...keyOperations(owner, deps),
     ...settingsTokenOperations(owner, deps),

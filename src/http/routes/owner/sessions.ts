@@ -22,7 +22,7 @@ function cookieOptions(deps: OwnerRouteDeps, ctx: Context): { name: string; secu
   return { name: sessionCookieName(secure), secure };
 }
 
-function setSessionCookie(deps: OwnerRouteDeps, ctx: Context, token: string, maxAgeSeconds: number): void {
+export function setSessionCookie(deps: OwnerRouteDeps, ctx: Context, token: string, maxAgeSeconds: number): void {
   const { name, secure } = cookieOptions(deps, ctx);
   ctx.cookies.set(name, token, { httpOnly: true, sameSite: 'strict', path: '/', secure, maxAge: maxAgeSeconds * 1000, overwrite: true });
 }
