@@ -9,6 +9,7 @@ import type { SessionStore } from '../state/sessions/store.js';
 import type { UsageCounters } from '../state/usage/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
+import type { Mail } from './mail.js';
 import type { ChangeListener } from './pipeline.js';
 
 export interface OwnerDeps {
@@ -29,4 +30,6 @@ export interface OwnerDeps {
   demoSecrets?: DemoSecretGuard;
   /** Hear every owner change once it is written and logged (owner/pipeline.ts, the notify step); none by default. */
   listeners?: readonly ChangeListener[];
+  /** Mail to owners (owner/mail.ts); absent while mail is off (`mail.smtpUrl` unset): nothing is sent. */
+  mail?: Mail;
 }

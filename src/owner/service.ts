@@ -8,6 +8,9 @@
 import { createAccountService, type AccountService } from './accounts.js';
 import type { OwnerDeps } from './deps.js';
 import { createDirectoryService, type DirectoryService } from './directory.js';
+import { createEmailVerification, type EmailVerification } from './email-verification.js';
+import { createMailNotices } from './mail-notices.js';
+import { createPasswordResets, type PasswordResets } from './password-reset.js';
 import { createKeyService, type KeyService } from './keys.js';
 import { createSessionService, type SessionService } from './sessions.js';
 import { createSettingsTokenService, type SettingsTokenService } from './settings-tokens.js';
@@ -26,9 +29,17 @@ export interface OwnerServices {
   directory: DirectoryService;
   /** Per-key usage from the gateway's own counters. */
   usage: UsageService;
+  /** Password reset by mail (owner/password-reset.ts). */
+  resets: PasswordResets;
+  /** Email verification (owner/email-verification.ts). */
+  verification: EmailVerification;
 }
 
-export function createOwnerServices(deps: OwnerDeps): OwnerServices {
+export function createOwnerServices(given: OwnerDeps): OwnerServices {
+  const { mail } = given;
+  const verification = createEmailVerification(given, mail);
+  // With mail on, every change's audit events also decide its security notices (owner/mail-notices.ts).
+  const deps: OwnerDeps = mail === undefined ? given : { ...given, listeners: [...(given.listeners ?? []), createMailNotices({ store: given.store, mail, log: given.log, verification })] };
   return {
     sessions: createSessionService(deps),
     accounts: createAccountService(deps),
@@ -36,5 +47,7 @@ export function createOwnerServices(deps: OwnerDeps): OwnerServices {
     settingsTokens: createSettingsTokenService(deps),
     directory: createDirectoryService(deps),
     usage: createUsageService({ store: deps.store, clock: deps.clock, usage: deps.usage }),
+    resets: createPasswordResets(deps, mail),
+    verification,
   };
 }

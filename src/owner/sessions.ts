@@ -18,6 +18,7 @@ import type { OwnerRecord } from '../state/owners/records.js';
 import type { OwnerSession } from '../state/sessions/store.js';
 import type { OwnerDeps } from './deps.js';
 import { createDeviceCookies, type DeviceCookies } from './devices.js';
+import { newDeviceNotice } from './mail-notices.js';
 import { hashPassword, limitHashing, needsRehash, PASSWORD_MAX, PASSWORD_MIN, prepareDummyHash, verifyNobody, verifyPassword } from './passwords.js';
 import { createChangePipeline, type AuditTrail } from './pipeline.js';
 import type { Caller, RequestMeta, ResumedSession, SessionResolver } from './types.js';
@@ -125,6 +126,8 @@ export function createSessionService(deps: OwnerDeps): SessionService {
         await sessions.delete(digest);
         throw new InvalidOwnerCredentials();
       }
+      // A browser without this owner's device cookie: the owner hears of it by mail.
+      if (devices.deviceOf(meta.deviceCookie, owner.email) === undefined) await newDeviceNotice(deps.mail, owner, meta, clock.now());
       return { ...created, device: { cookie: devices.issue(owner.email), maxAgeSeconds: devices.maxAgeSeconds } };
     },
 

@@ -56,7 +56,7 @@ function describeOperation(op: Operation): ZodOpenApiOperationObject {
     ...(op.body === undefined ? {} : { requestBody: { required: true, content: { 'application/json': { schema: op.body } } } }),
     responses: Object.fromEntries(operationStatuses(op).map((status) => [
       status,
-      status === success ? { description: success === 201 ? 'Created' : 'OK', content: { 'application/json': { schema: successEnvelope(op.response) } } } : errorResponse(status),
+      status === success ? { description: success === 201 ? 'Created' : success === 202 ? 'Accepted' : 'OK', content: { 'application/json': { schema: successEnvelope(op.response) } } } : errorResponse(status),
     ])),
   };
 }

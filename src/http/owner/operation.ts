@@ -44,8 +44,8 @@ export interface Operation<P extends AnyObject = AnyObject, Q extends AnyObject 
   query?: Q;
   /** Absent: the operation takes no body (one sent anyway is read, bounded, and dropped). */
   body?: B;
-  /** 201 for creations. */
-  status?: 200 | 201;
+  /** 201 for creations; 202 for what is done after the answer (a reset mail). */
+  status?: 200 | 201 | 202;
   /** The answer's `message`. */
   response: R;
   /** Error statuses this operation can answer besides those every operation can (400, 401, 413, 415, 429, 503). */

@@ -28,6 +28,8 @@ export interface NewMail {
   kind: string;
   /** The account whose audit trail records a final failure, if any. */
   accountId?: string;
+  /** Without `accountId`: the owner whose accounts' audit trails record a final failure. */
+  ownerId?: string;
   /** Epoch ms. */
   createdAt: number;
 }

@@ -5,6 +5,7 @@ import { accountOperations } from './accounts.js';
 import type { OwnerRouteDeps } from './deps.js';
 import { directoryOperations } from './directory.js';
 import { keyOperations } from './keys.js';
+import { mailOperations } from './mail.js';
 import { sessionOperations } from './sessions.js';
 import { settingsTokenOperations } from './settings-tokens.js';
 import { usageOperations } from './usage.js';
@@ -12,6 +13,7 @@ import { usageOperations } from './usage.js';
 export function ownerOperations(owner: OwnerServices, deps: OwnerRouteDeps): Operation[] {
   return [
     ...sessionOperations(owner, deps),
+    ...mailOperations(owner),
     ...accountOperations(owner, deps),
     ...keyOperations(owner, deps),
     ...settingsTokenOperations(owner, deps),
