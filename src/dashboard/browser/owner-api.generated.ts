@@ -72,6 +72,7 @@ export interface OwnerOperations {
         email: string;
         mustChangePassword: boolean;
         createdAt: string;
+        emailVerifiedAt?: string;
       };
       accounts: {
         id: string;
@@ -96,6 +97,7 @@ export interface OwnerOperations {
         email: string;
         mustChangePassword: boolean;
         createdAt: string;
+        emailVerifiedAt?: string;
       };
       accounts: {
         id: string;
@@ -133,6 +135,7 @@ export interface OwnerOperations {
         email: string;
         mustChangePassword: boolean;
         createdAt: string;
+        emailVerifiedAt?: string;
       };
       accounts: {
         id: string;
@@ -143,6 +146,43 @@ export interface OwnerOperations {
       csrfToken: string;
       idleExpiresAt: string;
       expiresAt: string;
+    };
+  };
+  requestPasswordReset: {
+    method: 'POST';
+    path: '/owner/v1/password-reset';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      email: string;
+    };
+    answer: {
+      accepted: true;
+    };
+  };
+  completePasswordReset: {
+    method: 'POST';
+    path: '/owner/v1/password-reset/complete';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      token: string;
+      password: string;
+    };
+    answer: {
+      reset: true;
+    };
+  };
+  verifyEmail: {
+    method: 'POST';
+    path: '/owner/v1/email-verification';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      token: string;
+    };
+    answer: {
+      emailVerifiedAt: string;
     };
   };
   listAccounts: {
