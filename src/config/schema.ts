@@ -1057,11 +1057,7 @@ export const configSchema = z.strictObject({
   if (c.cors.allowedOrigins.includes('*') && c.cors.allowedOrigins.length > 1) {
     ctx.addIssue({ code: 'custom', path: ['cors', 'allowedOrigins'], message: '"*" allows every origin: give it alone, or list the origins without it' });
   }
-  if (c.mail.smtpUrl !== undefined) {
-    // Every mail carries links: they must point where owners reach the gateway, never at a request's Host.
-    if (c.owner.publicOrigin === undefined) ctx.addIssue({ code: 'custom', path: ['owner', 'publicOrigin'], message: 'mail (mail.smtpUrl) needs the origin its links point at: set owner.publicOrigin (OWNER_PUBLIC_ORIGIN)' });
-    if (c.mail.from === undefined) ctx.addIssue({ code: 'custom', path: ['mail', 'from'], message: 'mail (mail.smtpUrl) needs a sender: set mail.from (MAIL_FROM)' });
-  }
+  refineMail(c, ctx);
   const kids = c.signing.keys.map((k) => k.kid);
   kids.forEach((kid, i) => {
     if (kids.indexOf(kid) !== i) ctx.addIssue({ code: 'custom', path: ['signing', 'keys', i, 'kid'], message: `duplicate kid "${kid}"` });
@@ -1070,6 +1066,13 @@ export const configSchema = z.strictObject({
     ctx.addIssue({ code: 'custom', path: ['signing', 'activeKid'], message: 'must name one of signing.keys' });
   }
 });
+
+/** Mail needs a sender and the origin its links point at (never a request's Host, which a client chooses). */
+function refineMail(c: Pick<Config, 'mail' | 'owner'>, ctx: z.RefinementCtx): void {
+  if (c.mail.smtpUrl === undefined) return;
+  if (c.owner.publicOrigin === undefined) ctx.addIssue({ code: 'custom', path: ['owner', 'publicOrigin'], message: 'mail (mail.smtpUrl) needs the origin its links point at: set owner.publicOrigin (OWNER_PUBLIC_ORIGIN)' });
+  if (c.mail.from === undefined) ctx.addIssue({ code: 'custom', path: ['mail', 'from'], message: 'mail (mail.smtpUrl) needs a sender: set mail.from (MAIL_FROM)' });
+}
 
 /** Each trusted issuer once and none named like the gateway itself; every issuer a route names configured. */
 function refineIssuers(c: Pick<Config, 'trustedIssuers' | 'routes' | 'tokens'>, ctx: z.RefinementCtx): void {
