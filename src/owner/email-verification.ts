@@ -7,6 +7,7 @@
  */
 import { NotFound } from '../errors/errors.js';
 import type { OwnerRecord } from '../state/owners/records.js';
+import { requireWritable } from './access.js';
 import type { OwnerDeps } from './deps.js';
 import type { Mail } from './mail.js';
 import { verifyEmailMail } from './mail-templates.js';
@@ -48,6 +49,8 @@ export function createEmailVerification(deps: OwnerDeps, mail: Mail | undefined)
 
     async verifyEmail({ token }, meta) {
       await limits.ownerMail(undefined, meta.ip);
+      // A store that takes no writes refuses before the token is even looked at.
+      requireWritable(store);
       const ownerId = ownerOfToken(VERIFY_TOKEN_PREFIX, token);
       if (ownerId === undefined) throw gone();
       const valid = (owner: OwnerRecord | undefined, now: number): owner is OwnerRecord =>

@@ -13,6 +13,7 @@
  */
 import { InvalidRequest, NotFound } from '../errors/errors.js';
 import type { OwnerRecord } from '../state/owners/records.js';
+import { requireWritable } from './access.js';
 import type { OwnerDeps } from './deps.js';
 import type { Mail } from './mail.js';
 import { passwordResetMail } from './mail-templates.js';
@@ -57,6 +58,8 @@ export function createPasswordResets(deps: OwnerDeps, mail: Mail | undefined): P
 
     async completePasswordReset({ token, password }, meta) {
       await limits.ownerMail(undefined, meta.ip);
+      // A store that takes no writes refuses before the token is even looked at.
+      requireWritable(store);
       if (password.length < PASSWORD_MIN || password.length > PASSWORD_MAX) {
         throw new InvalidRequest(`The new password must have ${PASSWORD_MIN} to ${PASSWORD_MAX} characters.`, { field: 'password' });
       }
