@@ -17,6 +17,8 @@ export interface TestSmtp {
   url: string;
   /** Every message taken, in order. */
   readonly mails: ParsedMail[];
+  /** For each message taken, whether its connection was TLS (STARTTLS or implicit). */
+  readonly secured: boolean[];
   /** Messages refused while `refusing`. */
   readonly refused: number;
   refusing: boolean;
@@ -29,22 +31,27 @@ export interface TestSmtp {
 const USER = 'gateway';
 const PASSWORD = 'smtp-test-password-1';
 
-export async function startSmtp(t: TestContext): Promise<TestSmtp> {
+/**
+ * `tls`: the server's certificate, offered by STARTTLS (`starttls`) or from the first byte
+ * (`implicit`, smtps); without it the server is plain and offers no STARTTLS.
+ */
+export async function startSmtp(t: TestContext, { tls }: { tls?: { mode: 'starttls' | 'implicit'; key: Buffer; cert: Buffer } } = {}): Promise<TestSmtp> {
   const events = new EventEmitter();
   const mails: ParsedMail[] = [];
+  const secured: boolean[] = [];
   const handed = new Set<ParsedMail>();
   let refused = 0;
   const state = { refusing: false };
   const server = new SMTPServer({
-    // Plain SMTP with AUTH on loopback: the gateway's STARTTLS is nodemailer's (offered, it is used).
-    hideSTARTTLS: true,
+    // Plain SMTP with AUTH on loopback unless `tls` is given: offered, nodemailer uses STARTTLS.
+    ...(tls === undefined ? { hideSTARTTLS: true } : { key: tls.key, cert: tls.cert, secure: tls.mode === 'implicit' }),
     allowInsecureAuth: true,
     logger: false,
     onAuth(auth, _session, callback) {
       if (auth.username === USER && auth.password === PASSWORD) callback(null, { user: USER });
       else callback(new Error('Invalid username or password'));
     },
-    onData(stream, _session, callback) {
+    onData(stream, session, callback) {
       if (state.refusing) {
         stream.resume();
         stream.on('end', () => {
@@ -56,6 +63,7 @@ export async function startSmtp(t: TestContext): Promise<TestSmtp> {
       }
       simpleParser(stream).then((mail) => {
         mails.push(mail);
+        secured.push(session.secure === true);
         events.emit('mail');
         callback();
       }, (err: Error) => callback(err));
@@ -79,8 +87,9 @@ export async function startSmtp(t: TestContext): Promise<TestSmtp> {
   }
 
   return {
-    url: `smtp://${USER}:${PASSWORD}@127.0.0.1:${port}`,
+    url: `${tls?.mode === 'implicit' ? 'smtps' : 'smtp'}://${USER}:${PASSWORD}@127.0.0.1:${port}`,
     mails,
+    secured,
     get refused() { return refused; },
     get refusing() { return state.refusing; },
     set refusing(value: boolean) { state.refusing = value; },
