@@ -580,7 +580,7 @@ export const configSchema = z.strictObject({
     }).prefault({}),
     ownerMail: z.strictObject({
       perAddress: setting(windowsSchema.default([w(10, 600), w(50, 86_400)]), {
-        description: 'Password-reset requests and completions per client address, whatever the email; past it they are answered 429.',
+        description: 'Password-reset requests and completions, and email verifications, per client address, whatever the email; past it they are answered 429.',
       }),
       perEmail: setting(windowsSchema.default([w(3, 900), w(10, 86_400)]), {
         description: 'Reset mails per email: past it a request is answered as ever (202) and sends nothing, so no one floods a mailbox; sign-in is never counted here.',

@@ -13,7 +13,7 @@
  * `newDeviceNotice` directly.
  */
 import type { AuditEvent } from '../state/owners/records.js';
-import type { OwnerStore } from '../state/owners/store.js';
+import type { AccountDoc, OwnerStore } from '../state/owners/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { EmailVerification } from './email-verification.js';
 import type { Mail, MailDraft } from './mail.js';
@@ -51,7 +51,9 @@ export function createMailNotices({ store, mail, verification }: MailNoticeDeps)
     // manage): one mail per event and person.
     const done = new Set<string>();
     for (const { accountId, events } of audited) {
-      const account = await store.readAccount(accountId);
+      // Read once per account, and only for a change that mails its owners.
+      let account: Promise<AccountDoc | undefined> | undefined;
+      const accountOnce = () => (account ??= store.readAccount(accountId));
       for (const event of events) {
         if (event.action === 'member.add' && event.target.type === 'owner') {
           await verification.sendIfUnverified(event.target.id);
@@ -59,13 +61,13 @@ export function createMailNotices({ store, mail, verification }: MailNoticeDeps)
         }
         const notice = NOTICE_ACTIONS[event.action];
         if (notice === undefined) continue;
-        const ownerIds = notice.to === 'account' ? (account?.members ?? []).map((m) => m.ownerId) : [subjectOf(event)].filter((id) => id !== undefined);
-        for (const ownerId of ownerIds) {
-          if (done.has(`${event.id} ${ownerId}`)) continue;
+        const doc = notice.to === 'account' ? await accountOnce() : undefined;
+        const ownerIds = notice.to === 'account' ? (doc?.members ?? []).map((m) => m.ownerId) : [subjectOf(event)].filter((id) => id !== undefined);
+        for (const ownerId of ownerIds.filter((id) => !done.has(`${event.id} ${id}`))) {
           done.add(`${event.id} ${ownerId}`);
           const owner = await store.findOwner(ownerId);
           if (owner === undefined || owner.disabled) continue;
-          const accountName = notice.to === 'account' ? account?.name ?? accountId : undefined;
+          const accountName = notice.to === 'account' ? doc?.name || accountId : undefined;
           drafts.push({
             to: owner.email, kind: 'notice', accountId,
             ...securityNoticeMail(mail, { what: notice.what, at: event.at, ...(event.ip !== undefined ? { ip: event.ip } : {}), ...(accountName !== undefined ? { accountName } : {}) }),

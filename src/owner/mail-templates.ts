@@ -33,9 +33,10 @@ function oneLine(value: string): string {
 /** Paragraphs of plain text and the one link, as both parts; `lines` are plain text (escaped for HTML here). */
 function compose(context: MailContext, subject: string, lines: readonly string[], link?: { label: string; url: string }): RenderedMail {
   const footer = `${context.productName} · ${context.origin}`;
-  const text = [...lines, ...(link === undefined ? [] : [`${link.label}: ${link.url}`]), '', '--', footer].join('\n\n').replace(/\n\n\n\n--/, '\n\n--');
+  // "-- " on a line of its own: the signature separator mail programs recognise (RFC 3676 §4.3).
+  const text = `${[...lines, ...(link === undefined ? [] : [`${link.label}: ${link.url}`])].join('\n\n')}\n\n-- \n${footer}\n`;
   const html = [
-    '<!doctype html><html><body style="font-family: sans-serif; line-height: 1.5">',
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(oneLine(`${context.productName}: ${subject}`))}</title></head><body style="font-family: sans-serif; line-height: 1.5">`,
     ...lines.map((l) => `<p>${escapeHtml(l)}</p>`),
     ...(link === undefined ? [] : [`<p><a href="${escapeHtml(link.url)}">${escapeHtml(link.label)}</a></p>`]),
     `<hr><p style="color: #555; font-size: 0.9em">${escapeHtml(footer)}</p>`,

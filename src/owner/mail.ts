@@ -95,12 +95,12 @@ export function createMail(deps: MailDeps): { mail: Mail; sender: MailSender } {
       const mails = drafts.map((d): NewMail => ({ ...d, id: `mail_${randomBytes(9).toString('base64url')}`, createdAt: now }));
       try {
         if (!(await outbox.enqueue(mails, config.outboxMaxMails))) {
-          for (const m of mails) metrics.mailSent('dropped');
+          mails.forEach(() => metrics.mailSent('dropped'));
           log.error({ mails: mails.map(({ id, kind }) => ({ id, kind })) }, 'mail outbox full (mail.outboxMaxMails): mail dropped');
           return;
         }
       } catch (err) {
-        for (const m of mails) metrics.mailSent('dropped');
+        mails.forEach(() => metrics.mailSent('dropped'));
         log.error({ err, mails: mails.map(({ id, kind }) => ({ id, kind })) }, 'mail could not be queued: dropped');
         return;
       }
