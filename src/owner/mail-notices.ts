@@ -8,7 +8,8 @@
  * with one of these actions; nothing here needs to know it.
  *
  * The same listener sends the email verification to an owner who joined an account with an
- * email nobody has verified (`member.add`: an owner an operator made, or an invite accepted).
+ * email nobody has verified (`member.add`: an owner an operator made, or an invite accepted), or
+ * whose email changed (`owner.email_change`).
  * A sign-in from a device the owner never signed in from before is no change: sessions.ts tells
  * `newDeviceNotice` directly.
  */
@@ -37,6 +38,13 @@ export const NOTICE_ACTIONS: Readonly<Record<string, { what: string; to: 'accoun
   'owner.session_evict': { what: 'Your oldest session was ended because a new sign-in went past the sessions an owner may have', to: 'owner' },
 };
 
+/**
+ * Audit actions after which an owner's email may be unverified: joining an account, and an email
+ * change (no operation changes an owner's email yet; the one that does audits `owner.email_change`
+ * and drops `emailVerifiedAt` in the same write).
+ */
+const VERIFY_ACTIONS = new Set(['member.add', 'owner.email_change']);
+
 export interface MailNoticeDeps {
   store: OwnerStore;
   mail: Mail;
@@ -55,7 +63,7 @@ export function createMailNotices({ store, mail, verification }: MailNoticeDeps)
       let account: Promise<AccountDoc | undefined> | undefined;
       const accountOnce = () => (account ??= store.readAccount(accountId));
       for (const event of events) {
-        if (event.action === 'member.add' && event.target.type === 'owner') {
+        if (VERIFY_ACTIONS.has(event.action) && event.target.type === 'owner') {
           await verification.sendIfUnverified(event.target.id);
           continue;
         }
