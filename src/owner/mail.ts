@@ -11,7 +11,8 @@
  * full outbox drops the mail, never the change that caused it (the change is made and audited,
  * the drop is logged and counted). Without `mail.smtpUrl` there is no Mail at all (services.ts
  * logs so once) and owner code sends nothing. test/http/owner-mail.test.ts holds it against a
- * real SMTP server; test/unit/mail-sender.test.ts the backoff on a manual clock.
+ * real SMTP server; test/http/owner-mail-outbox.test.ts the backoff on a manual clock, a restart
+ * and two instances.
  */
 import { randomBytes } from 'node:crypto';
 import { createTransport } from 'nodemailer';

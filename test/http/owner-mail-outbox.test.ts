@@ -4,7 +4,8 @@
  * until the mail is given up; a mail queued before a restart is sent by the gateway after it
  * (file state); two gateways on one Redis send each mail once; reset requests are throttled per
  * email (answered alike, nothing sent) and per address (429), and none of it counts against
- * sign-in. The senders' own timers are stopped: each test runs the rounds itself.
+ * sign-in; and without SMTP_URL nothing of it happens. The senders' own timers are stopped:
+ * each test runs the rounds itself.
  */
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -164,4 +165,14 @@ test('reset requests: per email nothing more is sent (same answer), per address 
   // None of it is a failed sign-in: the owner signs in from the same address.
   const signedIn = await anonymous(gw).send('POST', '/session', { email: 'alice@demo.example', password: 'alice demo passphrase' });
   assert.equal(signedIn.status, 200, show(signedIn));
+});
+
+test('without SMTP_URL: said once at start-up, nothing queued, the flows answer as ever', async (t) => {
+  const gw = await startOwnerGateway(t);
+  assert.equal(gw.logs.filter((line) => line.includes('mail is off (no SMTP_URL)')).length, 1);
+  assert.equal(gw.services.mailSender, undefined);
+  await account(gw, 'acct_nomail');
+  assert.match(await invite(gw, 'acct_nomail', 'x@example.com'), /^gwinv_/, 'the inviter still gets the link');
+  const res = await anonymous(gw).send('POST', '/password-reset', { email: 'alice@demo.example' });
+  assert.deepEqual([res.status, res.body], [202, { success: true, message: { accepted: true } }]);
 });
