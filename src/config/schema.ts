@@ -583,7 +583,7 @@ export const configSchema = z.strictObject({
         description: 'Password-reset requests and completions, and email verifications, per client address, whatever the email; past it they are answered 429.',
       }),
       perEmail: setting(windowsSchema.default([w(3, 900), w(10, 86_400)]), {
-        description: 'Reset mails per email: past it a request is answered as ever (202) and sends nothing, so no one floods a mailbox; sign-in is never counted here.',
+        description: 'Reset mails per email: past it a request is answered as ever (202) and sends nothing, so no one floods a mailbox; a browser with the owner\'s device cookie for the email is not held to it, and sign-in is never counted here.',
       }),
       onStoreFailure: setting(storeFailure(), { description: 'Failure policy of the owner mail limits; default `limits.onStoreFailure`.' }),
     }).prefault({}),

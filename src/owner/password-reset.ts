@@ -3,7 +3,8 @@
  * `limits.ownerMail.perAddress`) and per email (past `perEmail` nothing is sent), then answered
  * at once, whatever the email: the lookup, the token and the mail happen after the answer, so an
  * unknown email gets the same answer after the same work, and its timing tells nothing. Nothing
- * here counts against sign-in: no one locks an owner out by asking for their reset.
+ * here counts against sign-in: no one locks an owner out by asking for their reset; and a
+ * browser with the owner's device cookie (owner/devices.ts) is not held to the per-email share.
  *
  * The mail holds a one-time link (owner/one-time-tokens.ts, `gwrst_`, 30 minutes, a new one
  * replacing the last) whose token is in the fragment. Completing it (`completePasswordReset`)
@@ -52,7 +53,10 @@ export function createPasswordResets(deps: OwnerDeps, mail: Mail | undefined): P
   return {
     async requestPasswordReset(email, meta) {
       const wanted = email.toLowerCase();
-      if (!(await limits.ownerMail(wanted, meta.ip))) return;
+      // A browser the owner signed in from (its device cookie for this email) is not held to the
+      // email's share, which strangers may have spent: no one keeps an owner from their own reset.
+      const fromOwnDevice = deps.devices?.deviceOf(meta.deviceCookie, wanted) !== undefined;
+      if (!(await limits.ownerMail(fromOwnDevice ? undefined : wanted, meta.ip))) return;
       void issue(wanted).catch((err: unknown) => log.warn({ err }, 'password reset could not be issued'));
     },
 

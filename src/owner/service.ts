@@ -7,6 +7,7 @@
  */
 import { createAccountService, type AccountService } from './accounts.js';
 import type { OwnerDeps } from './deps.js';
+import { createDeviceCookies } from './devices.js';
 import { createDirectoryService, type DirectoryService } from './directory.js';
 import { createEmailVerification, type EmailVerification } from './email-verification.js';
 import { createMailNotices } from './mail-notices.js';
@@ -36,10 +37,12 @@ export interface OwnerServices {
 }
 
 export function createOwnerServices(given: OwnerDeps): OwnerServices {
-  const { mail } = given;
+  const { mail, config, clock } = given;
+  const devices = given.devices ?? createDeviceCookies({ secret: config.owner.deviceCookieSecret, days: config.owner.deviceCookieDays, clock });
   const verification = createEmailVerification(given, mail);
   // With mail on, every change's audit events also decide its security notices (owner/mail-notices.ts).
-  const deps: OwnerDeps = mail === undefined ? given : { ...given, listeners: [...(given.listeners ?? []), createMailNotices({ store: given.store, mail, log: given.log, verification })] };
+  const listeners = mail === undefined ? given.listeners : [...(given.listeners ?? []), createMailNotices({ store: given.store, mail, log: given.log, verification })];
+  const deps: OwnerDeps = { ...given, devices, ...(listeners !== undefined ? { listeners } : {}) };
   return {
     sessions: createSessionService(deps),
     accounts: createAccountService(deps),

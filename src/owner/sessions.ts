@@ -162,10 +162,10 @@ export function createSessionService(deps: OwnerDeps): SessionService {
   };
 }
 
-function createSessionKit({ store, sessions, clock, limits, log, config }: OwnerDeps): SessionKit {
+function createSessionKit({ store, sessions, clock, limits, log, config, devices: given }: OwnerDeps): SessionKit {
   const idleMs = config.owner.sessionIdleSeconds * 1000;
   const maxMs = config.owner.sessionMaxSeconds * 1000;
-  const devices = createDeviceCookies({ secret: config.owner.deviceCookieSecret, days: config.owner.deviceCookieDays, clock });
+  const devices = given ?? createDeviceCookies({ secret: config.owner.deviceCookieSecret, days: config.owner.deviceCookieDays, clock });
   limitHashing({ concurrency: config.owner.passwordHashConcurrency, queue: config.owner.passwordHashQueue, budget: config.owner.passwordHashBudget, now: () => clock.now(), nice: config.owner.passwordHashNice });
   prepareDummyHash();
 

@@ -143,27 +143,36 @@ async function untilSent(gw: TestGateway, count: number): Promise<void> {
   }
 }
 
-test('reset requests: per email nothing more is sent (same answer), per address 429; sign-in is not counted', async (t) => {
+test('reset requests: per email nothing more is sent (same answer) but to the owner\'s own browser, per address 429; sign-in is not counted', async (t) => {
   const smtp = await startSmtp(t);
   const gw = await mailGateway(t, smtp, {
     dir: dataDir(t),
-    extra: { limits: { mode: 'enforce', ownerMail: { perEmail: [{ limit: 2, seconds: 900 }], perAddress: [{ limit: 5, seconds: 600 }] } } },
+    extra: { limits: { mode: 'enforce', ownerMail: { perEmail: [{ limit: 2, seconds: 900 }], perAddress: [{ limit: 6, seconds: 600 }] } } },
   });
-  const ask = (email: string) => anonymous(gw).send('POST', '/password-reset', { email });
+  const alice = { email: 'alice@demo.example', password: 'alice demo passphrase' };
+  const first = await anonymous(gw).send('POST', '/session', alice);
+  assert.equal(first.status, 200, show(first));
+  const device = first.headers.getSetCookie().map((c) => /^(gw_device=[^;]+)/.exec(c)?.[1]).find((c) => c !== undefined)!;
+  const ask = (email: string, headers: Record<string, string> = {}) => anonymous(gw).send('POST', '/password-reset', { email }, headers);
+  const resetMails = () => smtp.mails.filter((m) => (m.subject ?? '').includes('reset your password')).length;
   const answers = [];
-  for (let i = 0; i < 3; i++) answers.push(await ask('alice@demo.example'));
+  for (let i = 0; i < 3; i++) answers.push(await ask(alice.email));
   assert.deepEqual(answers.map((r) => [r.status, r.body]), Array(3).fill([202, { success: true, message: { accepted: true } }]), 'past the email\'s share: the same answer');
-  await untilSent(gw, 2);
+  await untilSent(gw, 3);
   assert.equal(await gw.services.mailSender!.runOnce(), 0);
-  assert.equal(smtp.mails.length, 2, 'two mails for two requests within the email\'s share, none for the third');
+  assert.equal(resetMails(), 2, 'two reset mails for two requests within the email\'s share, none for the third');
+  // The owner's own browser: strangers who spent the email's share keep no one from their reset.
+  assert.equal((await ask(alice.email, { cookie: device })).status, 202);
+  await untilSent(gw, 4);
+  assert.equal(resetMails(), 3);
   await ask('other@example.com');
   await ask('other@example.com');
   const limited = await ask('third@example.com');
   assert.equal(limited.status, 429, show(limited));
   const complete = await anonymous(gw).send('POST', '/password-reset/complete', { token: `gwrst_${'a'.repeat(43)}.own_x`, password: 'whatever-password-123' });
   assert.equal(complete.status, 429, 'completions count per address too');
-  // None of it is a failed sign-in: the owner signs in from the same address.
-  const signedIn = await anonymous(gw).send('POST', '/session', { email: 'alice@demo.example', password: 'alice demo passphrase' });
+  // None of it is a failed sign-in: the owner signs in from the same address, without the device cookie too.
+  const signedIn = await anonymous(gw).send('POST', '/session', alice);
   assert.equal(signedIn.status, 200, show(signedIn));
 });
 
