@@ -142,12 +142,14 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
 
 /** Mail to owners through the outbox, or none (said once, here) while `mail.smtpUrl` is unset. */
 function buildMail({ config, log, clock, metrics, state }: Core): { mail: Mail; sender: MailSender } | undefined {
-  const { smtpUrl } = config.mail;
-  if (smtpUrl === undefined || state.outbox === undefined || config.owner.publicOrigin === undefined) {
+  const { smtpUrl, from } = config.mail;
+  const origin = config.owner.publicOrigin;
+  // config/schema.ts requires the sender and the origin with smtpUrl: only an unset smtpUrl leaves here.
+  if (smtpUrl === undefined || from === undefined || origin === undefined || state.outbox === undefined) {
     log.info('mail is off (no SMTP_URL): invites are only returned to the inviter, no password reset by mail, no security notices');
     return undefined;
   }
-  return createMail({ config: { ...config.mail, origin: config.owner.publicOrigin }, outbox: state.outbox, send: smtpSender(smtpUrl), clock, log, metrics, store: state.owners });
+  return createMail({ config: { ...config.mail, from, origin }, outbox: state.outbox, send: smtpSender(smtpUrl), clock, log, metrics, store: state.owners });
 }
 
 /** What every builder below starts from. */

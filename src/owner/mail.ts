@@ -73,7 +73,8 @@ export function smtpSender(smtpUrl: string): SendMail {
 }
 
 export interface MailDeps {
-  config: Config['mail'] & { origin: string };
+  /** `mail.*`, with the sender and the origin links point at (config/schema.ts requires both with `mail.smtpUrl`). */
+  config: Config['mail'] & { from: string; origin: string };
   outbox: OutboxStore;
   send: SendMail;
   clock: Scheduler;
@@ -135,7 +136,7 @@ function createSender({ config, outbox, send, clock, log, metrics, store }: Mail
 
   async function attempt(mail: ClaimedMail): Promise<void> {
     try {
-      await send({ from: config.from!, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html });
+      await send({ from: config.from, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html });
     } catch (err) {
       const failures = mail.attempts + 1;
       const given = failures >= config.maxAttempts;
