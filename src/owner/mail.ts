@@ -117,7 +117,9 @@ function createSender({ config, outbox, send, clock, log, metrics, store }: Mail
   let running: Promise<number> | undefined;
   let again = false;
   let stopped = true;
+  let stopping = false;
 
+  /** The system's own event (owner/audit.ts makes an owner's or an operator's), in the account(s) the mail was about. */
   async function audit(mail: ClaimedMail, action: 'mail.fail' | 'mail.delay'): Promise<void> {
     const now = clock.now();
     const event: AuditEvent = {
@@ -154,12 +156,17 @@ function createSender({ config, outbox, send, clock, log, metrics, store }: Mail
   }
 
   async function round(): Promise<number> {
+    if (stopping) return 0;
     const claimed = await outbox.claim(clock.now(), LEASE_MS, CLAIM_LIMIT);
-    for (const mail of claimed) await attempt(mail);
+    for (const mail of claimed) {
+      // Stopping waits for one send, not a round's: the rest come due again at their lease's end.
+      if (stopping) break;
+      await attempt(mail);
+    }
     return claimed.length;
   }
 
-  function runOnce(): Promise<number> {
+  function run(): Promise<number> {
     if (running !== undefined) {
       again = true;
       return running;
@@ -173,7 +180,7 @@ function createSender({ config, outbox, send, clock, log, metrics, store }: Mail
         } catch (err) {
           log.warn({ err }, 'mail outbox could not be read: tried again later');
         }
-      } while (again);
+      } while (again && !stopping);
       return total;
     })().finally(() => {
       running = undefined;
@@ -185,21 +192,27 @@ function createSender({ config, outbox, send, clock, log, metrics, store }: Mail
     timer?.cancel();
     if (stopped) return;
     timer = clock.setTimer(ms, () => {
-      void runOnce().finally(() => schedule(POLL_MS));
+      void run().finally(() => schedule(POLL_MS));
     });
   }
 
   return {
-    runOnce,
+    runOnce() {
+      // Asked for by name (a test after stop): the round runs whole.
+      stopping = false;
+      return run();
+    },
     wake() {
       if (!stopped) schedule(0);
     },
     start() {
       stopped = false;
+      stopping = false;
       schedule(0);
     },
     async stop() {
       stopped = true;
+      stopping = true;
       timer?.cancel();
       await running;
     },
