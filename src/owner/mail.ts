@@ -112,13 +112,8 @@ export function createMail(deps: MailDeps): { mail: Mail; sender: MailSender } {
   return { mail, sender };
 }
 
-function createSender({ config, outbox, send, clock, log, metrics, store }: MailDeps): MailSender & { wake(): void } {
-  let timer: Timer | undefined;
-  let running: Promise<number> | undefined;
-  let again = false;
-  let stopped = true;
-  let stopping = false;
-
+/** One mail's attempt: sent, or tried again after a backoff, or given up; counted, logged, and audited where it failed. */
+function createAttempt({ config, outbox, send, clock, log, metrics, store }: MailDeps): (mail: ClaimedMail) => Promise<void> {
   /** The system's own event (owner/audit.ts makes an owner's or an operator's), in the account(s) the mail was about. */
   async function audit(mail: ClaimedMail, action: 'mail.fail' | 'mail.delay'): Promise<void> {
     const now = clock.now();
@@ -154,6 +149,18 @@ function createSender({ config, outbox, send, clock, log, metrics, store }: Mail
     log.info({ mailId: mail.id, kind: mail.kind }, 'mail sent');
     await outbox.sent(mail);
   }
+
+  return attempt;
+}
+
+function createSender(deps: MailDeps): MailSender & { wake(): void } {
+  const { outbox, clock, log } = deps;
+  const attempt = createAttempt(deps);
+  let timer: Timer | undefined;
+  let running: Promise<number> | undefined;
+  let again = false;
+  let stopped = true;
+  let stopping = false;
 
   async function round(): Promise<number> {
     if (stopping) return 0;
