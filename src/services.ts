@@ -20,6 +20,7 @@ import type { ReadinessCheck } from './http/routes/health.js';
 import { createLimiter } from './limits/limiter.js';
 import { createRateLimits, createReplaceableRateLimits, type RateLimits, type ReplaceableRateLimits } from './limits/rate-limits.js';
 import { countUsage, createUsageRecorder, type UsageRecorder } from './limits/usage.js';
+import { createMail, smtpSender, type Mail, type MailSender } from './owner/mail.js';
 import { createOwnerServices, type OwnerServices } from './owner/service.js';
 import { createProxy, type Proxy } from './proxy/proxy.js';
 import type { CachedDirectory } from './state/directory/cache.js';
@@ -67,6 +68,8 @@ export interface Services {
   owner: OwnerServices;
   /** What the owner API writes to (tests reach the store through it). */
   ownerStore: OwnerStore;
+  /** The outbox's sender (owner/mail.ts); undefined while mail is off. Tests on a manual clock run its rounds. */
+  mailSender: MailSender | undefined;
   formatTimestamp: TimestampFormatter;
   /** ACME's state (tls/acme.ts): account key, certificate and order lock, and the HTTP-01 answers. */
   acme: { store: AcmeStore; challenges: ChallengeStore };
@@ -116,14 +119,15 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   const clientAddress = createClientAddress(config.proxy, trust.isTrusted);
   const limits = buildLimits(core, clientAddress);
   const edge = buildProxy(core, { auth, limits: limits.limits, isTrustedProxy: trust.isTrusted });
+  const mail = buildMail(core);
   const owner = createOwnerServices({
     store: state.owners, sessions: state.sessions, revocations: auth.revocations, clock, limits: limits.limits, log, config,
-    usage: state.usage, keyUse: state.keyUse, demoSecrets: auth.demoSecrets,
+    usage: state.usage, keyUse: state.keyUse, demoSecrets: auth.demoSecrets, ...(mail !== undefined ? { mail: mail.mail } : {}),
   });
   return {
     config, log, clock, signer, metrics, owner, clientAddress,
     auth: auth.service, revocations: auth.revocations, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers,
-    keys: state.keys, directory: state.directory, tokens: state.tokens, ownerStore: state.owners, state: state.where,
+    keys: state.keys, directory: state.directory, tokens: state.tokens, ownerStore: state.owners, state: state.where, mailSender: mail?.sender,
     limits: limits.limits, usage: limits.usage, isTrustedProxy: trust.isTrusted,
     cors: edge.cors, tracing: edge.tracing, proxy: edge.proxy,
     formatTimestamp: createTimestampFormatter(config.data.timeZone),
@@ -132,8 +136,20 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     // so, and so that a key set replaced at run time is checked as well.
     readiness: [...state.readiness, { name: 'signingKeys', timeoutMs: config.redis.commandTimeoutMs, isReady: async () => signer.jwks.keys.length > 0 }],
     ...drainSwitch(),
-    ...lifecycle(core, { trust, limits, edge }),
+    ...lifecycle(core, { trust, limits, edge, mail: mail?.sender }),
   };
+}
+
+/** Mail to owners through the outbox, or none (said once, here) while `mail.smtpUrl` is unset. */
+function buildMail({ config, log, clock, metrics, state }: Core): { mail: Mail; sender: MailSender } | undefined {
+  const { smtpUrl, from } = config.mail;
+  const origin = config.owner.publicOrigin;
+  // config/schema.ts requires the sender and the origin with smtpUrl: only an unset smtpUrl leaves here.
+  if (smtpUrl === undefined || from === undefined || origin === undefined || state.outbox === undefined) {
+    log.info('mail is off (no SMTP_URL): invites are only returned to the inviter, no password reset by mail, no security notices');
+    return undefined;
+  }
+  return createMail({ config: { ...config.mail, from, origin }, outbox: state.outbox, send: smtpSender(smtpUrl), clock, log, metrics, store: state.owners });
 }
 
 /** What every builder below starts from. */
@@ -230,12 +246,14 @@ function drainSwitch(): Pick<Services, 'startDraining' | 'isDraining'> {
 }
 
 /** Start, reload and stop. */
-function lifecycle({ signer, state }: Core, { trust, limits, edge }: { trust: ReturnType<typeof createReplaceableProxyTrust>; limits: LimitParts; edge: EdgeParts }): Pick<Services, 'warmUp' | 'reload' | 'close'> {
+function lifecycle({ signer, state }: Core, { trust, limits, edge, mail }: { trust: ReturnType<typeof createReplaceableProxyTrust>; limits: LimitParts; edge: EdgeParts; mail: MailSender | undefined }): Pick<Services, 'warmUp' | 'reload' | 'close'> {
   return {
     async warmUp() {
       // The one wait that may fail: a gateway told to trace must not run without it.
       await edge.tracing?.ready;
       await state.warmUp();
+      // Once the stores answer: the outbox may hold mail from before a restart.
+      mail?.start();
     },
     reload(next) {
       // The one step that can refuse goes first, so a refusal leaves everything as it was.
@@ -246,6 +264,8 @@ function lifecycle({ signer, state }: Core, { trust, limits, edge }: { trust: Re
     },
     async close() {
       edge.proxy.close();
+      // A send under way finishes (and settles) before the outbox's store closes.
+      await mail?.stop();
       // Before Redis closes: the counts since the last flush go with it.
       await limits.usage?.stop();
       await state.close();

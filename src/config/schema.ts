@@ -578,6 +578,15 @@ export const configSchema = z.strictObject({
       }),
       onStoreFailure: setting(storeFailure(), { description: 'Failure policy of the owner sign-in limits; default `limits.onStoreFailure`.' }),
     }).prefault({}),
+    ownerMail: z.strictObject({
+      perAddress: setting(windowsSchema.default([w(10, 600), w(50, 86_400)]), {
+        description: 'Password-reset requests and completions, and email verifications, per client address, whatever the email; past it they are answered 429.',
+      }),
+      perEmail: setting(windowsSchema.default([w(3, 900), w(10, 86_400)]), {
+        description: 'Reset mails per email: past it a request is answered as ever (202) and sends nothing, so no one floods a mailbox; a browser with the owner\'s device cookie for the email is not held to it, and sign-in is never counted here.',
+      }),
+      onStoreFailure: setting(storeFailure(), { description: 'Failure policy of the owner mail limits; default `limits.onStoreFailure`.' }),
+    }).prefault({}),
     adminToken: z.strictObject({
       failuresPerAddress: setting(windowsSchema.default([w(20, 600), w(100, 86_400)]), {
         description: 'Wrong operator tokens (`Authorization: Bearer` on /owner/v1) per client address; counted apart from every sign-in, so a misconfigured script locks out only operator tokens from its address.',
@@ -781,6 +790,33 @@ export const configSchema = z.strictObject({
         description: 'A call to the provider (discovery, token, userinfo) not answered by then fails the sign-in.',
       }),
     }).refine((sso) => sso.issuer === undefined || sso.clientId !== undefined, { message: 'owner.sso.clientId is required with owner.sso.issuer', path: ['clientId'] }).prefault({}),
+  }).prefault({}),
+
+  // Mail to owners (docs/mail.md): off while smtpUrl is unset.
+  mail: z.strictObject({
+    smtpUrl: setting(z.string().regex(/^smtps?:\/\/[^\s]+$/, 'expected smtp://[user:password@]host[:port] (STARTTLS when offered) or smtps://… (TLS from the start)').optional(), {
+      env: 'SMTP_URL',
+      secret: true,
+      description: 'SMTP server mail is sent through: `smtp://user:password@host:587` (STARTTLS when the server offers it; `?requireTLS=true` to insist) or `smtps://…:465` (TLS from the start). Unset: no mail (invites are only returned to the inviter, no reset by mail, no notices).',
+    }),
+    from: setting(z.string().min(3).max(320).optional(), {
+      env: 'MAIL_FROM',
+      description: 'The From of every mail (`Gateway <noreply@example.com>`); needed with `mail.smtpUrl`.',
+    }),
+    productName: setting(z.string().min(1).max(100).default('API gateway'), {
+      env: 'MAIL_PRODUCT_NAME',
+      description: 'The product\'s name as mails name it (subject lines, greetings).',
+    }),
+    outboxFile: setting(z.string().min(1).default('data/mail-outbox.json'), {
+      env: 'MAIL_OUTBOX_FILE',
+      description: 'Without Redis: where mails wait until the SMTP server takes them (mode 0600; relative paths: from the working directory). With Redis they wait there, shared by every instance.',
+    }),
+    outboxMaxMails: setting(z.number().int().min(10).max(1_000_000).default(10_000), {
+      description: 'Mails the outbox holds at most; a change whose mail would not fit is made without it (logged, counted as `dropped`).',
+    }),
+    maxAttempts: setting(z.number().int().min(1).max(100).default(10), {
+      description: 'Sending attempts per mail: each failure waits twice as long as the one before (30 s, 1 min, … up to an hour); after the last, the mail is dropped, logged and audited.',
+    }),
   }).prefault({}),
 
   // Browsers on other origins (docs/api.md, "CORS"). Off while allowedOrigins is empty.
@@ -1056,6 +1092,7 @@ export const configSchema = z.strictObject({
   if (c.cors.allowedOrigins.includes('*') && c.cors.allowedOrigins.length > 1) {
     ctx.addIssue({ code: 'custom', path: ['cors', 'allowedOrigins'], message: '"*" allows every origin: give it alone, or list the origins without it' });
   }
+  refineMail(c, ctx);
   const kids = c.signing.keys.map((k) => k.kid);
   kids.forEach((kid, i) => {
     if (kids.indexOf(kid) !== i) ctx.addIssue({ code: 'custom', path: ['signing', 'keys', i, 'kid'], message: `duplicate kid "${kid}"` });
@@ -1064,6 +1101,13 @@ export const configSchema = z.strictObject({
     ctx.addIssue({ code: 'custom', path: ['signing', 'activeKid'], message: 'must name one of signing.keys' });
   }
 });
+
+/** Mail needs a sender and the origin its links point at (never a request's Host, which a client chooses). */
+function refineMail(c: Pick<Config, 'mail' | 'owner'>, ctx: z.RefinementCtx): void {
+  if (c.mail.smtpUrl === undefined) return;
+  if (c.owner.publicOrigin === undefined) ctx.addIssue({ code: 'custom', path: ['owner', 'publicOrigin'], message: 'mail (mail.smtpUrl) needs the origin its links point at: set owner.publicOrigin (OWNER_PUBLIC_ORIGIN)' });
+  if (c.mail.from === undefined) ctx.addIssue({ code: 'custom', path: ['mail', 'from'], message: 'mail (mail.smtpUrl) needs a sender: set mail.from (MAIL_FROM)' });
+}
 
 /** Each trusted issuer once and none named like the gateway itself; every issuer a route names configured. */
 function refineIssuers(c: Pick<Config, 'trustedIssuers' | 'routes' | 'tokens'>, ctx: z.RefinementCtx): void {

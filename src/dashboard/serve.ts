@@ -133,20 +133,31 @@ export function dashboardHeaders({ path }: { path: string }) {
 /** Where the owner API's invite links point (http/routes/owner/accounts.ts writes them). */
 export const OWNER_INVITE_PATH = '/owner/invite';
 
+/** Where mailed links point (owner/mail-templates.ts writes them), and the dashboard page each sends the browser to. */
+export const OWNER_LINK_PAGES: Readonly<Record<string, string>> = {
+  [OWNER_INVITE_PATH]: 'invite',
+  '/owner/reset-password': 'reset-password',
+  '/owner/verify-email': 'verify-email',
+};
+
 /**
  * The invite link the owner API hands out is `<origin>/owner/invite#gwinv_…` (docs/owner.md,
- * "Invites"): with the dashboard on, that path sends the browser to the dashboard's invite page.
- * The token is in the fragment, which never reaches the gateway and which browsers keep across
- * a redirect whose Location has none (RFC 9110 §10.2.2). Registered before the owner API's
- * catch-all for /owner (http/owner/register.ts), which would otherwise answer it with a 404.
+ * "Invites"), and mailed links are alike (`/owner/reset-password#gwrst_…`,
+ * `/owner/verify-email#gwver_…`): with the dashboard on, each path sends the browser to the
+ * dashboard's page for it. The token is in the fragment, which never reaches the gateway and
+ * which browsers keep across a redirect whose Location has none (RFC 9110 §10.2.2). Registered
+ * before the owner API's catch-all for /owner (http/owner/register.ts), which would otherwise
+ * answer it with a 404.
  */
 export function registerInviteRedirect(router: Router, { path }: { path: string }): void {
-  router.get(OWNER_INVITE_PATH, async function redirectInvite(ctx: Context): Promise<void> {
-    ctx.set('Referrer-Policy', 'no-referrer');
-    ctx.status = 303;
-    ctx.set('Location', `${path}/invite`);
-    ctx.body = '';
-  });
+  for (const [from, page] of Object.entries(OWNER_LINK_PAGES)) {
+    router.get(from, async function redirectOwnerLink(ctx: Context): Promise<void> {
+      ctx.set('Referrer-Policy', 'no-referrer');
+      ctx.status = 303;
+      ctx.set('Location', `${path}/${page}`);
+      ctx.body = '';
+    });
+  }
 }
 
 /**

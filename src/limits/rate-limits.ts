@@ -19,6 +19,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Identity } from '../auth/bearer.js';
 import type { Config, QuotaRuleConfig, StoreFailurePolicy, WindowConfig } from '../config/schema.js';
+import { TooManyRequests } from '../errors/errors.js';
 import type { Check, Limit, LimitHeaders, Limiter } from './limiter.js';
 
 export type { LimitHeaders } from './limiter.js';
@@ -66,6 +67,13 @@ export interface RateLimits {
   route(route: RouteRef, identity: Identity | undefined, req: IncomingMessage): Promise<LimitHeaders>;
   /** Before an owner's change through the owner API (`accountId`: the account it changes, one the owner reaches); throws TooManyRequests over a limit. */
   ownerWrite(ownerId: string, accountId: string | undefined): Promise<LimitHeaders>;
+  /**
+   * Before a mail-based owner flow (a password reset asked for or completed): counted per address
+   * (throws TooManyRequests over it) and, with `email` (lowercase), per email: answers false when
+   * that email has had its share of mail, so the flow answers as ever and sends nothing. Nothing
+   * here counts against sign-in, so no one locks an owner out with it.
+   */
+  ownerMail(email: string | undefined, address: string): Promise<boolean>;
 }
 
 /** What a route quota needs to know of a route: its name (own routes: `sign`, `roles`) and kind. */
@@ -112,6 +120,19 @@ export function createRateLimits(config: Config['limits'], limiter: Limiter, cli
         accountId === undefined ? undefined : check(l.account, `ow:a:${bounded(accountId)}`),
       ]));
     },
+
+    async ownerMail(email, address) {
+      const l = limits.ownerMail;
+      await limiter.take(present([check(l.address, `om:ip:${bounded(address)}`)]));
+      if (email === undefined) return true;
+      try {
+        await limiter.take(present([check(l.email, `om:e:${bounded(email)}`)]));
+        return true;
+      } catch (err) {
+        if (err instanceof TooManyRequests) return false;
+        throw err;
+      }
+    },
   };
 }
 
@@ -131,6 +152,7 @@ interface SignInLimits { address?: Limit; pair?: Limit; failedAddress?: Limit; f
 interface OwnerSignInLimits { address?: Limit; failedAddress?: Limit; failedEmail?: Limit; failedDevice?: Limit }
 interface RefreshLimits { family?: Limit; address?: Limit }
 interface OwnerWriteLimits { owner?: Limit; account?: Limit }
+interface OwnerMailLimits { address?: Limit; email?: Limit }
 
 /** Every limit but the route quotas (createQuotaTable), named as the metrics and headers name them. */
 function describeLimits(config: Config['limits'], limit: MakeLimit) {
@@ -158,6 +180,10 @@ function describeLimits(config: Config['limits'], limit: MakeLimit) {
       owner: limit('owner-writes-owner', config.owner.perOwner, config.owner.onStoreFailure),
       account: limit('owner-writes-account', config.owner.perAccount, config.owner.onStoreFailure),
     } satisfies OwnerWriteLimits,
+    ownerMail: {
+      address: limit('owner-mail-address', config.ownerMail.perAddress, config.ownerMail.onStoreFailure),
+      email: limit('owner-mail-email', config.ownerMail.perEmail, config.ownerMail.onStoreFailure),
+    } satisfies OwnerMailLimits,
   };
 }
 
@@ -244,6 +270,7 @@ export function createReplaceableRateLimits(initial: RateLimits): ReplaceableRat
     refresh: (familyId, address) => current.refresh(familyId, address),
     route: (route, identity, req) => current.route(route, identity, req),
     ownerWrite: (ownerId, accountId) => current.ownerWrite(ownerId, accountId),
+    ownerMail: (email, address) => current.ownerMail(email, address),
     replace(next) {
       current = next;
     },
@@ -262,6 +289,7 @@ const OFF: RateLimits = {
   refresh: async () => ({ headers: undefined, replayed: async () => {} }),
   route: () => NO_LIMIT,
   ownerWrite: () => NO_LIMIT,
+  ownerMail: async () => true,
 };
 
 /** True for the limits of `limits.mode` "off": every route call admitted, without headers. */

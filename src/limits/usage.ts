@@ -55,6 +55,7 @@ export function countUsage(limits: RateLimits, recorder: UsageRecorder): RateLim
     adminToken: (address) => limits.adminToken(address),
     refresh: (familyId, address) => limits.refresh(familyId, address),
     ownerWrite: (ownerId, accountId) => limits.ownerWrite(ownerId, accountId),
+    ownerMail: (email, address) => limits.ownerMail(email, address),
     // No async frame of its own on the hot path: one then() on the limits' answer, and none
     // while limits are off, whose answer is always "admitted" (counted at once, the same count).
     route: limitsAreOff(limits) ? (route, identity, req) => {

@@ -9,6 +9,8 @@ import type { SessionStore } from '../state/sessions/store.js';
 import type { UsageCounters } from '../state/usage/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
+import type { DeviceCookies } from './devices.js';
+import type { Mail } from './mail.js';
 import type { ChangeListener } from './pipeline.js';
 
 export interface OwnerDeps {
@@ -29,4 +31,11 @@ export interface OwnerDeps {
   demoSecrets?: DemoSecretGuard;
   /** Hear every owner change once it is written and logged (owner/pipeline.ts, the notify step); none by default. */
   listeners?: readonly ChangeListener[];
+  /** Mail to owners (owner/mail.ts); absent while mail is off (`mail.smtpUrl` unset): nothing is sent. */
+  mail?: Mail;
+  /**
+   * The device cookies (owner/devices.ts), made once by createOwnerServices so that every part
+   * knows the cookies sign-in sets (without `owner.deviceCookieSecret` their key is random).
+   */
+  devices?: DeviceCookies;
 }

@@ -12,6 +12,7 @@ import { secretDigest } from '../domain/secrets.js';
 import type { InviteRecord, OwnerRecord } from '../state/owners/records.js';
 import { loadAccount } from './access.js';
 import type { OwnerDeps } from './deps.js';
+import { inviteMail } from './mail-templates.js';
 import { hashPassword } from './passwords.js';
 import { editAccount, type Change } from './pipeline.js';
 import { checkOwnerPassword } from './sessions.js';
@@ -45,7 +46,7 @@ function endOf(invite: InviteRecord): number {
 }
 
 export function createInviteOperations(deps: OwnerDeps, change: Change): InviteOperations {
-  const { store, clock, config } = deps;
+  const { store, clock, config, mail } = deps;
   const iso = (ms: number): string => new Date(ms).toISOString();
 
   return {
@@ -70,7 +71,7 @@ export function createInviteOperations(deps: OwnerDeps, change: Change): InviteO
           const existing = await store.findOwnerByEmail(wanted);
           if (existing !== undefined && doc.members.some((m) => m.ownerId === existing.id)) throw new Conflict('This owner is already a member of the account.', 'email');
         },
-        async persist({ now, event }) {
+        async persist({ loaded, now, event }) {
           const token = `${INVITE_TOKEN_PREFIX}${randomBase62(INVITE_TOKEN_LENGTH)}`;
           const invite: InviteRecord = {
             id: `inv_${randomBase62(16)}`,
@@ -85,7 +86,12 @@ export function createInviteOperations(deps: OwnerDeps, change: Change): InviteO
             const made = [event({ action: 'invite.create', target: { type: 'invite', id: invite.id }, changes: { email: [null, wanted], expiresAt: [null, invite.expiresAt] } })];
             return { doc: { ...current, invites: [...kept, invite] }, events: made, result: undefined };
           });
-          return { ...saved, result: { invite: inviteView(invite, now), token } };
+          return { ...saved, result: { invite: inviteView(invite, now), token, accountName: loaded.name ?? accountId } };
+        },
+        // With mail on, the gateway sends the link too; the inviter still gets it in the answer.
+        async notify({ invite, token, accountName }) {
+          await mail?.queue([{ to: invite.email, kind: 'invite', accountId, ...inviteMail(mail, { accountName, token, hours: config.owner.inviteTtlHours }) }]);
+          return { invite, token };
         },
       });
     },

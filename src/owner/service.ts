@@ -7,7 +7,11 @@
  */
 import { createAccountService, type AccountService } from './accounts.js';
 import type { OwnerDeps } from './deps.js';
+import { createDeviceCookies } from './devices.js';
 import { createDirectoryService, type DirectoryService } from './directory.js';
+import { createEmailVerification, type EmailVerification } from './email-verification.js';
+import { createMailNotices } from './mail-notices.js';
+import { createPasswordResets, type PasswordResets } from './password-reset.js';
 import { createKeyService, type KeyService } from './keys.js';
 import { createSessionListService, type SessionListService } from './session-list.js';
 import { createSessionService, type SessionService } from './sessions.js';
@@ -32,9 +36,19 @@ export interface OwnerServices {
   directory: DirectoryService;
   /** Per-key usage from the gateway's own counters. */
   usage: UsageService;
+  /** Password reset by mail (owner/password-reset.ts). */
+  resets: PasswordResets;
+  /** Email verification (owner/email-verification.ts). */
+  verification: EmailVerification;
 }
 
-export function createOwnerServices(deps: OwnerDeps): OwnerServices {
+export function createOwnerServices(given: OwnerDeps): OwnerServices {
+  const { mail, config, clock } = given;
+  const devices = given.devices ?? createDeviceCookies({ secret: config.owner.deviceCookieSecret, days: config.owner.deviceCookieDays, clock });
+  const verification = createEmailVerification(given, mail);
+  // With mail on, every change's audit events also decide its security notices (owner/mail-notices.ts).
+  const listeners = mail === undefined ? given.listeners : [...(given.listeners ?? []), createMailNotices({ store: given.store, mail, log: given.log, verification })];
+  const deps: OwnerDeps = { ...given, devices, ...(listeners !== undefined ? { listeners } : {}) };
   const sessions = createSessionService(deps);
   return {
     sessions,
@@ -45,5 +59,7 @@ export function createOwnerServices(deps: OwnerDeps): OwnerServices {
     settingsTokens: createSettingsTokenService(deps),
     directory: createDirectoryService(deps),
     usage: createUsageService({ store: deps.store, clock: deps.clock, usage: deps.usage }),
+    resets: createPasswordResets(deps, mail),
+    verification,
   };
 }

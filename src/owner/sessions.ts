@@ -18,6 +18,7 @@ import type { OwnerRecord } from '../state/owners/records.js';
 import { SESSION_IP_MAX, SESSION_USER_AGENT_MAX, type OwnerSession } from '../state/sessions/store.js';
 import type { OwnerDeps } from './deps.js';
 import { createDeviceCookies, type DeviceCookies } from './devices.js';
+import { newDeviceNotice } from './mail-notices.js';
 import { hashPassword, limitHashing, needsRehash, PASSWORD_MAX, PASSWORD_MIN, prepareDummyHash, verifyNobody, verifyPassword } from './passwords.js';
 import { createChangePipeline, type AuditTrail } from './pipeline.js';
 import { createEvictionRecorder } from './session-events.js';
@@ -132,6 +133,8 @@ export function createSessionService(deps: OwnerDeps): SessionService {
         await sessions.delete(digest);
         throw new InvalidOwnerCredentials();
       }
+      // A browser without this owner's device cookie: the owner hears of it by mail.
+      if (devices.deviceOf(meta.deviceCookie, owner.email) === undefined) await newDeviceNotice(deps.mail, owner, meta, clock.now());
       return { ...created, device: { cookie: devices.issue(owner.email), maxAgeSeconds: devices.maxAgeSeconds } };
     },
 
@@ -178,11 +181,11 @@ export function createSessionService(deps: OwnerDeps): SessionService {
 }
 
 function createSessionKit(deps: OwnerDeps): SessionKit {
-  const { store, sessions, clock, limits, log, config } = deps;
+  const { store, sessions, clock, limits, log, config, devices: given } = deps;
   const recordEvictions = createEvictionRecorder(deps);
   const idleMs = config.owner.sessionIdleSeconds * 1000;
   const maxMs = config.owner.sessionMaxSeconds * 1000;
-  const devices = createDeviceCookies({ secret: config.owner.deviceCookieSecret, days: config.owner.deviceCookieDays, clock });
+  const devices = given ?? createDeviceCookies({ secret: config.owner.deviceCookieSecret, days: config.owner.deviceCookieDays, clock });
   limitHashing({ concurrency: config.owner.passwordHashConcurrency, queue: config.owner.passwordHashQueue, budget: config.owner.passwordHashBudget, now: () => clock.now(), nice: config.owner.passwordHashNice });
   prepareDummyHash();
 

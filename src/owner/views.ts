@@ -20,6 +20,8 @@ export interface OwnerView {
   email: string;
   mustChangePassword: boolean;
   createdAt: string;
+  /** When the owner followed a verification link (owner/email-verification.ts); absent: the email is not verified. */
+  emailVerifiedAt?: string;
 }
 
 export interface MemberView {
@@ -43,7 +45,7 @@ export function accountView(doc: AccountDoc): AccountView {
 }
 
 export function ownerView(owner: OwnerRecord): OwnerView {
-  return { id: owner.id, email: owner.email, mustChangePassword: owner.mustChangePassword, createdAt: owner.createdAt };
+  return { id: owner.id, email: owner.email, mustChangePassword: owner.mustChangePassword, createdAt: owner.createdAt, ...(owner.emailVerifiedAt !== undefined ? { emailVerifiedAt: owner.emailVerifiedAt } : {}) };
 }
 
 export function memberView(member: MemberRecord, owner: Pick<OwnerRecord, 'email'> | undefined): MemberView {

@@ -23,6 +23,9 @@ import type { KeyUseStore } from './key-use/store.js';
 import { MemoryKeyDirectory } from './keys/memory.js';
 import { RedisKeyDirectory } from './keys/redis.js';
 import type { KeyDirectory } from './keys/store.js';
+import { openFileOutbox } from './outbox/file.js';
+import { RedisOutbox } from './outbox/redis.js';
+import type { OutboxStore } from './outbox/store.js';
 import { createOwnerStore } from './owners/create.js';
 import { FileOwnerStore } from './owners/file.js';
 import type { OwnerStore } from './owners/store.js';
@@ -84,6 +87,8 @@ export interface State {
   acme: AcmeStore;
   /** The HTTP-01 answers the redirect listener serves: this process's, or Redis's, shared by every instance. */
   challenges: ChallengeStore;
+  /** Mails waiting for the SMTP server: a file of its own alone, Redis's when configured; undefined while mail is off (`mail.smtpUrl`). */
+  outbox: OutboxStore | undefined;
   /** The stores' parts of /readyz (the HTTP layer adds its own). */
   readiness: StoreCheck[];
   /** Drops every key record cached from Redis (Redis lost its data); nothing is cached otherwise. */
@@ -105,7 +110,7 @@ export interface StateDeps {
 }
 
 /** What lives where the shared state lives: made by one of the two functions below. */
-interface SharedStores extends Pick<State, 'where' | 'keys' | 'tokens' | 'resets' | 'epochSkewMs' | 'rateCounters' | 'sessions' | 'keyUse' | 'usage' | 'acme' | 'challenges' | 'readiness' | 'forgetCachedKeys' | 'warmUp'> {
+interface SharedStores extends Pick<State, 'where' | 'keys' | 'tokens' | 'resets' | 'epochSkewMs' | 'rateCounters' | 'sessions' | 'keyUse' | 'usage' | 'acme' | 'challenges' | 'outbox' | 'readiness' | 'forgetCachedKeys' | 'warmUp'> {
   redis: RedisConnection | undefined;
 }
 
@@ -136,6 +141,7 @@ export function createState(config: Config, { dataFile, log, clock, metrics, isP
     usage: shared.usage,
     acme: shared.acme,
     challenges: shared.challenges,
+    outbox: shared.outbox,
     readiness: [...shared.readiness, check],
     forgetCachedKeys: shared.forgetCachedKeys,
     warmUp: shared.warmUp,
@@ -163,6 +169,7 @@ function keptInMemory(config: Config, { clock, fileKeys, memoryRateCounters }: {
     usage: config.usage.enabled ? new MemoryUsageCounters({ clock }) : undefined,
     acme: createFileAcmeStore(config.acme.stateFile, clock),
     challenges: createMemoryChallengeStore(clock),
+    outbox: config.mail.smtpUrl === undefined ? undefined : openFileOutbox(config.mail.outboxFile),
     readiness: [],
     forgetCachedKeys: () => {},
     warmUp: async () => {},
@@ -192,6 +199,7 @@ function keptInRedis(config: Config, redis: RedisConnection, { log, clock, fileK
     usage: config.usage.enabled ? new RedisUsageCounters(redis) : undefined,
     acme: new RedisAcmeStore(redis),
     challenges: new RedisChallengeStore(redis),
+    outbox: config.mail.smtpUrl === undefined ? undefined : new RedisOutbox(redis),
     // A write, not a PING: see RedisConnection.answersWrite.
     // Degradable unless required: every instance shares this Redis, and calls with valid tokens
     // go on without it (health.ts).

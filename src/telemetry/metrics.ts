@@ -99,7 +99,14 @@ export interface Metrics {
   readonly dataFileWrites: Counter;
   /** Owner changes those writes carried (group commit: several a write under a burst). */
   readonly dataFileChangesWritten: Counter;
+  /** A mail's attempt ended so (owner/mail.ts): `sent`, `retry`, `failed` (given up), `dropped` (the outbox was full). */
+  mailSent(result: MailResult): void;
+  /** Reports the outbox's size at each scrape, from `read` (registered only while mail is on). */
+  watchOutbox(read: () => Promise<number>): void;
 }
+
+/** How a mail's attempt ended (owner/mail.ts). */
+export type MailResult = 'sent' | 'retry' | 'failed' | 'dropped';
 
 /**
  * `accountLabelMaxAccounts`: above 0, requests are also counted per account, for the first that
@@ -125,6 +132,7 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
     ...createDataFileMetrics(registers),
     ...createIssuerMetrics(registers),
     ...createPolicyMetrics(registers),
+    ...createMailMetrics(registers),
     ...requests,
     ...outcomes,
     ...watched,
@@ -382,5 +390,29 @@ function createAccountCounter(max: number, registry: Registry): (accountId: stri
       }
     }
     (children[statusClass] ??= counter.labels(account, STATUS_CLASSES[statusClass]!)).inc();
+  };
+}
+
+/** Mail (owner/mail.ts): results a fixed list, the outbox one gauge. */
+function createMailMetrics(registers: Registers): Pick<Metrics, 'mailSent' | 'watchOutbox'> {
+  const sent = new Counter({
+    name: 'gateway_mail_sent_total',
+    help: 'Mail sending attempts by result: sent, retry (failed, tried again later), failed (given up after mail.maxAttempts), dropped (the outbox was full).',
+    labelNames: ['result'],
+    registers,
+  });
+  return {
+    mailSent: (result) => sent.labels(result).inc(),
+    watchOutbox(read) {
+      new Gauge({
+        name: 'gateway_mail_outbox_size',
+        help: 'Mails waiting in the outbox (absent while mail is off). Across workers: the highest (they share one outbox).',
+        registers,
+        aggregator: 'max',
+        async collect() {
+          this.set(await read().catch(() => -1));
+        },
+      });
+    },
   };
 }

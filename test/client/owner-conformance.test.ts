@@ -19,6 +19,9 @@ import type {
   SignRecordInput, SignRecordUpdate, UpdateAccountInput, UpdateKeyInput, Usage, KeyUsage, UsageQuery, UsageStatuses, UsageStep,
 } from '../../packages/client/src/owner/index.js';
 import type { Equal, Expect, OptionalKeys, RequiredKeys } from '../../packages/client/examples/assert-types.js';
+import { VERIFY_TOKEN_PREFIX } from '../../src/owner/email-verification.js';
+import { makeOneTimeToken } from '../../src/owner/one-time-tokens.js';
+import { RESET_TOKEN_PREFIX } from '../../src/owner/password-reset.js';
 import { checkedClients } from '../helpers/owner-client.js';
 import type { OpenApiDocument } from '../helpers/openapi.js';
 import { startOwnerGateway } from '../helpers/owner.js';
@@ -138,7 +141,14 @@ test('each method sends its own operation, and every answer validates against it
   await expect('audit.list', () => owner.audit.list('acct_c', { limit: 3 }));
   await expect('audit.all', () => owner.audit.all('acct_c', { limit: 3 }));
   await expect('signOut', () => owner.signOut());
-  void member;
+  // The mail flows: the tokens a mail would carry (this gateway sends none), kept as the gateway keeps them.
+  await expect('mail.requestPasswordReset', () => op.mail.requestPasswordReset({ email: 'c@example.com' }));
+  const store = gw.services.ownerStore;
+  const expiresAt = new Date(gw.clock.now() + 600_000).toISOString();
+  const [reset, verify] = [makeOneTimeToken(RESET_TOKEN_PREFIX, member.ownerId), makeOneTimeToken(VERIFY_TOKEN_PREFIX, member.ownerId)];
+  await store.updateOwner(member.ownerId, (o) => ({ owner: { ...o, passwordReset: { digest: reset.digest, expiresAt }, emailVerification: { digest: verify.digest, expiresAt, email: o.email } }, result: undefined }));
+  await expect('mail.verifyEmail', () => op.mail.verifyEmail({ token: verify.token }));
+  await expect('mail.completePasswordReset', () => op.mail.completePasswordReset({ token: reset.token, password: 'a passphrase from the mail' }));
   await expect('accounts.delete', () => op.accounts.delete('acct_c'));
 
   assert.deepEqual([...called].sort(), Object.keys(OPERATIONS).sort(), 'every method was called');
@@ -168,7 +178,7 @@ interface Where {
 
 const SHAPES: { name: string; where: Where; shape: { required: string[]; optional: string[] } }[] = [
   { name: 'Session', where: { op: 'GET /owner/v1/session', at: 200 }, shape: fields<Session>()(['owner', 'accounts', 'csrfToken', 'idleExpiresAt', 'expiresAt'], []) },
-  { name: 'Owner', where: { op: 'GET /owner/v1/session', at: 200, path: ['owner'] }, shape: fields<Owner>()(['id', 'email', 'mustChangePassword', 'createdAt'], []) },
+  { name: 'Owner', where: { op: 'GET /owner/v1/session', at: 200, path: ['owner'] }, shape: fields<Owner>()(['id', 'email', 'mustChangePassword', 'createdAt'], ['emailVerifiedAt']) },
   { name: 'Account', where: { op: 'GET /owner/v1/accounts/{accountId}', at: 200 }, shape: fields<Account>()(['id', 'name', 'enabled'], ['createdAt']) },
   { name: 'Page<Account>', where: { op: 'GET /owner/v1/accounts', at: 200 }, shape: fields<Page<Account>>()(['items'], ['nextCursor']) },
   { name: 'SignedOut', where: { op: 'DELETE /owner/v1/session', at: 200 }, shape: fields<SignedOut>()(['signedOut'], []) },

@@ -235,6 +235,22 @@ export function runOwnerStoreContract(name: string, makeStore: MakeOwnerStore): 
       await assert.rejects(store.updateOwner('own_none', (owner) => ({ owner, result: undefined })), { status: 404 });
     });
 
+    await t.test('updateOwner keeps the mailed one-time tokens (digests) and the verification time with the owner, and drops them when left out', async (st) => {
+      const store = await fresh(st);
+      const kept = {
+        emailVerifiedAt: '2026-11-03T00:00:00.000Z',
+        emailVerification: { digest: `sha256:${'a'.repeat(64)}`, expiresAt: '2026-11-06T00:00:00.000Z', email: 'ann@example.com' },
+        passwordReset: { digest: `sha256:${'b'.repeat(64)}`, expiresAt: '2026-11-03T00:30:00.000Z' },
+      };
+      await store.updateOwner('own_ann', (owner) => ({ owner: { ...owner, ...kept }, result: undefined }));
+      const ann = await store.findOwner('own_ann');
+      assert.deepEqual([ann?.emailVerifiedAt, ann?.emailVerification, ann?.passwordReset], [kept.emailVerifiedAt, kept.emailVerification, kept.passwordReset]);
+      assert.deepEqual((await store.findOwnerByEmail('ann@example.com'))?.passwordReset, kept.passwordReset);
+      await store.updateOwner('own_ann', ({ passwordReset: _used, emailVerification: _also, ...owner }) => ({ owner, result: undefined }));
+      const after = await store.findOwner('own_ann');
+      assert.deepEqual([after?.emailVerifiedAt, after?.emailVerification, after?.passwordReset], [kept.emailVerifiedAt, undefined, undefined]);
+    });
+
     await t.test('updateOwner to an email another owner has (in any case) is a Conflict naming email; a free one moves the owner', async (st) => {
       const store = await fresh(st);
       await assert.rejects(store.updateOwner('own_ann', (owner) => ({ owner: { ...owner, email: 'BOB@example.com' }, result: undefined })), { status: 409, field: 'email' });

@@ -19,6 +19,9 @@ import { z } from 'zod';
 import { buildOpenApiDocument } from '../../src/http/openapi/document.js';
 import { operationStatuses } from '../../src/http/openapi/schemas.js';
 import { operation } from '../../src/http/owner/operation.js';
+import { VERIFY_TOKEN_PREFIX } from '../../src/owner/email-verification.js';
+import { makeOneTimeToken } from '../../src/owner/one-time-tokens.js';
+import { RESET_TOKEN_PREFIX } from '../../src/owner/password-reset.js';
 import { DEMO, sha256Hex, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { ROOT, tempDir } from '../helpers/process.js';
 import { redisSuite, startRedis } from '../helpers/redis.js';
@@ -110,6 +113,7 @@ test('every documented status of every route is met by the real gateway, each an
   await walkPublicRoutes(api, gw);
   const state = await walkOwnerScenario(api, admin.token);
   await probeOwnerOperations(api, admin.token, state.accountId, state.email === undefined ? undefined : { email: state.email, password: state.password! });
+  await walkMailFlows(api, gw);
 
   // The same data file under a gateway that only reads it (Redis configured, keys from the file,
   // roles from Redis): every change, and every role or sign-record call, is 409 read_only_store.
@@ -127,6 +131,7 @@ test('every documented status of every route is met by the real gateway, each an
         signIn: { failuresPerKeyAndAddress: [{ limit: 1, seconds: 60 }], failuresPerAddress: [{ limit: 1, seconds: 60 }] },
         ownerSignIn: { failuresPerAddress: [{ limit: 1, seconds: 60 }] },
         adminToken: { failuresPerAddress: [{ limit: 1, seconds: 60 }] },
+        ownerMail: { perAddress: [{ limit: 1, seconds: 60 }] },
         refresh: { perFamily: [{ limit: 1, seconds: 60 }], perAddress: [{ limit: 1, seconds: 60 }] },
         calls: { perAccount: [{ limit: 1, seconds: 60 }] },
       },
@@ -423,6 +428,8 @@ async function walkReadOnly(api: Conformance, adminToken: string, state: Scenari
     [`POST ${PREFIX}/accounts`]: { name: 'Read-only' },
     [`POST ${PREFIX}/session/password`]: { currentPassword: state.password, newPassword: newPassword() },
     [`POST ${PREFIX}/invites/accept`]: { token: state.inviteToken, password: newPassword() },
+    [`POST ${PREFIX}/password-reset/complete`]: { token: MADE_UP_RESET, password: newPassword() },
+    [`POST ${PREFIX}/email-verification`]: { token: MADE_UP_VERIFY },
   };
   for (const op of api.operations.filter((op) => isOwner(op) && op.statuses.includes(409))) {
     const kind = auth(op);
@@ -432,6 +439,33 @@ async function walkReadOnly(api: Conformance, adminToken: string, state: Scenari
     const res = await api.fetch(fill(op, state.accountId, ids), { method: op.method.toUpperCase(), headers: op.method === 'get' ? who.read : who.write, ...(body === undefined ? {} : { json: body }) });
     assert.deepEqual([res.status, res.body.message?.code], [409, 'read_only_store'], `${op.key}: ${JSON.stringify(res.body)}`);
   }
+}
+
+/** Well-formed mailed tokens that no owner holds. */
+const MADE_UP_RESET = `${RESET_TOKEN_PREFIX}${'a'.repeat(43)}.own_nope`;
+const MADE_UP_VERIFY = `${VERIFY_TOKEN_PREFIX}${'a'.repeat(43)}.own_nope`;
+
+/**
+ * Password reset and email verification: asked for (the same 202 for any email), then completed
+ * with the tokens a mail would carry (this gateway sends none: they are kept on a demo owner as
+ * the gateway keeps them), and refused for tokens no owner holds.
+ */
+async function walkMailFlows(api: Conformance, gw: TestGateway): Promise<void> {
+  const has = (key: string) => api.operations.some((op) => op.key === key);
+  if (!has(`POST ${PREFIX}/password-reset`)) return;
+  const post = (path: string, json: unknown) => api.fetch(`${PREFIX}${path}`, { method: 'POST', json });
+  const expect = async (status: number, res: Promise<{ status: number; body: any }>) => assert.equal((await res).status, status);
+  await expect(202, post('/password-reset', { email: 'nobody@example.com' }));
+  await expect(404, post('/password-reset/complete', { token: MADE_UP_RESET, password: newPassword() }));
+  await expect(404, post('/email-verification', { token: MADE_UP_VERIFY }));
+  const store = gw.services.ownerStore;
+  const owner = (await store.findOwnerByEmail('bob@demo.example'))!;
+  const expiresAt = new Date(gw.clock.now() + 600_000).toISOString();
+  const reset = makeOneTimeToken(RESET_TOKEN_PREFIX, owner.id);
+  const verify = makeOneTimeToken(VERIFY_TOKEN_PREFIX, owner.id);
+  await store.updateOwner(owner.id, (o) => ({ owner: { ...o, passwordReset: { digest: reset.digest, expiresAt }, emailVerification: { digest: verify.digest, expiresAt, email: o.email } }, result: undefined }));
+  await expect(200, post('/email-verification', { token: verify.token }));
+  await expect(200, post('/password-reset/complete', { token: reset.token, password: newPassword() }));
 }
 
 /** A body each operation takes, for probes that must get past body validation. */
@@ -546,6 +580,14 @@ async function walkLimits(api: Conformance, adminToken: string): Promise<void> {
   if (invite !== undefined) {
     const res = await api.fetch(`${PREFIX}/invites/accept`, { method: 'POST', json: { token: invite.token, password: newPassword() } });
     assert.equal(res.status, 429, `an existing owner's invite: ${JSON.stringify(res.body)}`);
+  }
+  // The mail flows count per address, apart from sign-ins: one call, then every one of them is refused.
+  if (has(`POST ${PREFIX}/password-reset`)) {
+    assert.equal((await api.fetch(`${PREFIX}/password-reset`, { method: 'POST', json: { email: 'nobody@example.com' } })).status, 202);
+    for (const [path, json] of [['/password-reset', { email: 'nobody@example.com' }], ['/password-reset/complete', { token: MADE_UP_RESET, password: newPassword() }], ['/email-verification', { token: MADE_UP_VERIFY }]] as const) {
+      const res = await api.fetch(`${PREFIX}${path}`, { method: 'POST', json });
+      assert.equal(res.status, 429, `${path}: ${JSON.stringify(res.body)}`);
+    }
   }
   // Admin tokens are counted on their own: after one wrong one, every call presenting one is refused.
   assert.equal((await api.fetch(`${PREFIX}/accounts`, { token: `gwadm_${'x'.repeat(43)}` })).status, 401, 'admin tokens are counted apart from sign-ins');

@@ -9,9 +9,9 @@
 import type { OPERATIONS, OperationName } from '../src/owner/client.js';
 import type { OwnerAnswer, OwnerBody, OwnerOperationId } from '../src/owner/api.generated.js';
 import type {
-  AcceptInviteInput, AddOwnerInput, ChangePasswordInput, CreateAccountInput, CreateInviteInput, CreateKeyInput,
-  CreateSettingsTokenInput, Key, OwnerClient, Role, RoleInput, RollKeyInput, SignRecordInput, SignRecordUpdate,
-  UpdateAccountInput, UpdateKeyInput,
+  AcceptInviteInput, AddOwnerInput, ChangePasswordInput, CompletePasswordResetInput, CreateAccountInput, CreateInviteInput, CreateKeyInput,
+  CreateSettingsTokenInput, Key, OwnerClient, RequestPasswordResetInput, Role, RoleInput, RollKeyInput, SignRecordInput, SignRecordUpdate,
+  UpdateAccountInput, UpdateKeyInput, VerifyEmailInput,
 } from '../src/owner/index.js';
 import type { Equal, Expect } from './assert-types.js';
 
@@ -46,6 +46,9 @@ interface Inputs {
   addOwner: AddOwnerInput;
   createInvite: CreateInviteInput;
   acceptInvite: AcceptInviteInput;
+  requestPasswordReset: RequestPasswordResetInput;
+  completePasswordReset: CompletePasswordResetInput;
+  verifyEmail: VerifyEmailInput;
   createKey: CreateKeyInput;
   updateKey: UpdateKeyInput;
   rollKey: RollKeyInput;

@@ -12,8 +12,8 @@ import {
   AuthenticationError, ConflictError, GatewayError, NotFoundError, OwnerClient, PermissionError, RateLimitError,
 } from '../src/owner/index.js';
 import type {
-  Account, AccountDeleted, AuditEvent, CallOptions, Invite, InviteAccepted, InviteWithToken, Key, KeyDeleted, KeyWithSecret,
-  Member, MemberRemoved, OwnSession, OwnSessions, Page, RateLimitInfo, Reset, Role, RoleDeleted, Session, SettingsToken, SettingsTokenWithToken,
+  Account, AccountDeleted, AuditEvent, CallOptions, EmailVerified, Invite, InviteAccepted, InviteWithToken, Key, KeyDeleted, KeyWithSecret,
+  Member, MemberRemoved, OwnSession, OwnSessions, Page, PasswordResetCompleted, PasswordResetRequested, RateLimitInfo, Reset, Role, RoleDeleted, Session, SettingsToken, SettingsTokenWithToken,
   ServedSignRecord, SignedOut, SignRecord, SignRecordDeleted, SsoOptions, Usage,
 } from '../src/owner/index.js';
 import { expectType, type Equal, type Expect } from './assert-types.js';
@@ -155,6 +155,23 @@ export async function ownerExample({ baseUrl, adminToken, fetch }: { baseUrl: st
   expectType<RateLimitInfo | undefined>()(owner.rateLimit);
   expectType<Reset>()(await owner.accounts.reset(accountId));
   expectType<SignedOut>()(await owner.signOut());
+
+  // The mail flows (docs/mail.md): sent with no credential; a reset is asked for with an email
+  // alone (the same answer for every email), and the token of its mail's link completes it. A
+  // token no mail carried is refused like a used one.
+  expectType<PasswordResetRequested>()(await operator.mail.requestPasswordReset({ email: 'founder@example.com' }));
+  const madeUp = `${'a'.repeat(43)}.own_none`;
+  const refusals = [
+    async () => expectType<PasswordResetCompleted>()(await operator.mail.completePasswordReset({ token: `gwrst_${madeUp}`, password: 'a passphrase from the mail' })),
+    async () => expectType<EmailVerified>()(await operator.mail.verifyEmail({ token: `gwver_${madeUp}` })),
+  ];
+  for (const refused of refusals) {
+    try {
+      await refused();
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
+    }
+  }
 
   await operator.accounts.update(accountId, { enabled: false });
   expectType<AccountDeleted>()(await operator.accounts.delete(accountId));

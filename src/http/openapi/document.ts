@@ -63,7 +63,7 @@ function describeOperation(op: Operation): ZodOpenApiOperationObject {
 
 function successResponse(op: Operation): ZodOpenApiResponseObject {
   if (op.status === 303) return { description: `See Other: ${op.summary}`, headers: { Location: { description: 'Where the browser goes next.', schema: { type: 'string' } } } };
-  return { description: op.status === 201 ? 'Created' : 'OK', content: { 'application/json': { schema: successEnvelope(op.response) } } };
+  return { description: op.status === 201 ? 'Created' : op.status === 202 ? 'Accepted' : 'OK', content: { 'application/json': { schema: successEnvelope(op.response) } } };
 }
 
 /** GET /openapi.json: the document, serialised once. */

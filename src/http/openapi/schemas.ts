@@ -57,10 +57,11 @@ const UNSAFE: ReadonlySet<HttpMethod> = new Set(['post', 'put', 'patch', 'delete
 export function operationStatuses(op: Pick<Operation, 'method' | 'path' | 'auth' | 'params' | 'query' | 'body' | 'status' | 'errors'>): number[] {
   const statuses = new Set<number>([op.status ?? 200, ...op.errors]);
   if (op.params !== undefined || op.query !== undefined || op.body !== undefined) statuses.add(400);
-  // Credentials are checked, and counted as sign-in attempts, by every operation but the public
-  // ones without a body (single sign-on's navigations, which list what they answer): an admin
-  // token or a session by the non-public ones, a password by the public ones.
-  if (op.auth !== 'public' || op.body !== undefined) statuses.add(401).add(429);
+  // Credentials are checked by every non-public operation (an admin token or a session); a
+  // public one that checks a password lists its 401. Attempts are counted by every operation
+  // but the public ones without a body (single sign-on's navigations, which list what they answer).
+  if (op.auth !== 'public') statuses.add(401);
+  if (op.auth !== 'public' || op.body !== undefined) statuses.add(429);
   // The origin check is for every change; the initial-password gate for every caller operation.
   if (UNSAFE.has(op.method) || op.auth === 'caller') statuses.add(403);
   // Operators have no session; an account id that is not the caller's is not found.

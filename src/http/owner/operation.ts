@@ -45,10 +45,11 @@ export interface Operation<P extends AnyObject = AnyObject, Q extends AnyObject 
   /** Absent: the operation takes no body (one sent anyway is read, bounded, and dropped). */
   body?: B;
   /**
-   * 201 for creations; 303 for a browser navigation (single sign-on), whose handler sets the
-   * Location itself and whose answer has no envelope (`response` then describes nothing sent).
+   * 201 for creations; 202 for what is done after the answer (a reset mail); 303 for a browser
+   * navigation (single sign-on), whose handler sets the Location itself and whose answer has no
+   * envelope (`response` then describes nothing sent).
    */
-  status?: 200 | 201 | 303;
+  status?: 200 | 201 | 202 | 303;
   /** The answer's `message`. */
   response: R;
   /** Error statuses this operation can answer besides those every operation can (400, 401, 413, 415, 429, 503). */

@@ -23,6 +23,9 @@ export const EMAIL_MAX = 254;
 export const NAME_MAX = 100;
 export const DESCRIPTION_MAX = 4096;
 
+/** A one-time token mailed to an owner, as kept: its SHA-256 only, and when it stops working. */
+const oneTimeToken = z.strictObject({ digest, expiresAt: isoTime });
+
 export const ownerSchema = z.strictObject({
   id: ID,
   email: z.string().min(3).max(EMAIL_MAX),
@@ -33,6 +36,12 @@ export const ownerSchema = z.strictObject({
   disabled: z.boolean().default(false),
   createdAt: isoTime,
   passwordChangedAt: isoTime.optional(),
+  /** When the owner followed a verification link sent to `email` (owner/email-verification.ts); absent: not verified. */
+  emailVerifiedAt: isoTime.optional(),
+  /** The pending verification: the digest of its one-time token, the email it verifies, its end. */
+  emailVerification: oneTimeToken.extend({ email: z.string().min(3).max(EMAIL_MAX) }).optional(),
+  /** The pending password reset (owner/password-reset.ts): the digest of its one-time token and its end. */
+  passwordReset: oneTimeToken.optional(),
 });
 export type OwnerRecord = z.infer<typeof ownerSchema>;
 

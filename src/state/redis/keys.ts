@@ -123,6 +123,15 @@ export interface RedisKeys {
   acmeChallenge(token: string): string;
   /** Pub/sub channel on which a saved certificate is announced, so every instance serves it at once. */
   readonly acmeChannel: string;
+
+  // The mail outbox (state/outbox/redis.ts): one hash tag, so each script runs on one Cluster node.
+
+  /** Hash: queued mails, id → the mail as JSON (attempts included). No TTL: a mail leaves when sent. */
+  readonly outboxMails: string;
+  /** Sorted set: queued mail ids scored by when each is due (while claimed: its lease's end). No TTL. */
+  readonly outboxDue: string;
+  /** Hash: mail id → its current claim's token. No TTL: a field goes with its mail. */
+  readonly outboxClaims: string;
 }
 
 export function redisKeys(prefix: string): RedisKeys {
@@ -162,5 +171,8 @@ export function redisKeys(prefix: string): RedisKeys {
     acmeLock: `${prefix}:acme:lock`,
     acmeChallenge: (token) => `${prefix}:acme:challenge:${token}`,
     acmeChannel: `${prefix}:acme`,
+    outboxMails: `${prefix}:outbox:{mail}:mails`,
+    outboxDue: `${prefix}:outbox:{mail}:due`,
+    outboxClaims: `${prefix}:outbox:{mail}:claims`,
   };
 }

@@ -698,6 +698,84 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `;
 
+/**
+ * Queues mails, all or none, unless they would take the outbox past its bound.
+ *
+ * KEYS[1] the mails               <prefix>:outbox:{mail}:mails
+ * KEYS[2] their due times         <prefix>:outbox:{mail}:due
+ * ARGV[1] the bound (mails queued at most)
+ * ARGV[2..] per mail: its id, the mail as JSON, when it is due (epoch ms)
+ * Returns 1 when queued, 0 when full (nothing queued).
+ */
+export const OUTBOX_ENQUEUE = `
+local fresh = 0
+for i = 2, #ARGV, 3 do
+  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then fresh = fresh + 1 end
+end
+if redis.call('HLEN', KEYS[1]) + fresh > tonumber(ARGV[1]) then return 0 end
+for i = 2, #ARGV, 3 do
+  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then redis.call('ZADD', KEYS[2], ARGV[i + 2], ARGV[i]) end
+end
+return 1
+`;
+
+/**
+ * Claims the mails due now for a lease: their due time moves to the lease's end, so no other
+ * instance's claim gets them until then, and each gets a new claim token.
+ *
+ * KEYS[1] the mails               <prefix>:outbox:{mail}:mails
+ * KEYS[2] their due times         <prefix>:outbox:{mail}:due
+ * KEYS[3] their claims            <prefix>:outbox:{mail}:claims
+ * ARGV[1] now (epoch ms)
+ * ARGV[2] the lease's end (epoch ms)
+ * ARGV[3] how many at most
+ * ARGV[4] the claim's token (a suffix per mail is added: one token per mail)
+ * Returns a flat list: per mail its JSON and its claim token.
+ */
+export const OUTBOX_CLAIM = `
+local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+local out = {}
+for n, id in ipairs(ids) do
+  local mail = redis.call('HGET', KEYS[1], id)
+  if mail then
+    local claim = ARGV[4] .. '.' .. n
+    redis.call('ZADD', KEYS[2], ARGV[2], id)
+    redis.call('HSET', KEYS[3], id, claim)
+    out[#out + 1] = mail
+    out[#out + 1] = claim
+  else
+    redis.call('ZREM', KEYS[2], id)
+  end
+end
+return out
+`;
+
+/**
+ * Settles a claimed mail, if the claim is still its current one: sent (ARGV[3] empty) removes it;
+ * a retry stores it again (ARGV[3]: the mail as JSON, its attempts counted) due at ARGV[4].
+ *
+ * KEYS[1] the mails               <prefix>:outbox:{mail}:mails
+ * KEYS[2] their due times         <prefix>:outbox:{mail}:due
+ * KEYS[3] their claims            <prefix>:outbox:{mail}:claims
+ * ARGV[1] the mail's id
+ * ARGV[2] the claim's token
+ * ARGV[3] '' (sent) or the mail as JSON (retry)
+ * ARGV[4] when it is due again (retry)
+ * Returns 1 when settled, 0 when the claim was not (or no longer) the current one.
+ */
+export const OUTBOX_SETTLE = `
+if redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[3], ARGV[1])
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+else
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+end
+return 1
+`;
+
 /** The scripts as ioredis commands, and how they are called. */
 export const SCRIPTS = {
   gwRotate: { numberOfKeys: 4, lua: ROTATE },
@@ -727,6 +805,9 @@ export const SCRIPTS = {
   gwAcmeKeepAccountKey: { numberOfKeys: 1, lua: ACME_KEEP_ACCOUNT_KEY },
   gwAcmeSaveCertificate: { numberOfKeys: 1, lua: ACME_SAVE_CERTIFICATE },
   gwAcmeUnlock: { numberOfKeys: 1, lua: ACME_UNLOCK },
+  gwOutboxEnqueue: { numberOfKeys: 2, lua: OUTBOX_ENQUEUE },
+  gwOutboxClaim: { numberOfKeys: 3, lua: OUTBOX_CLAIM },
+  gwOutboxSettle: { numberOfKeys: 3, lua: OUTBOX_SETTLE },
 } as const;
 
 export interface ScriptCommands {
@@ -754,4 +835,7 @@ export interface ScriptCommands {
   gwAcmeKeepAccountKey(...keysThenArgs: (string | number)[]): Promise<string>;
   gwAcmeSaveCertificate(...keysThenArgs: (string | number)[]): Promise<number>;
   gwAcmeUnlock(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwOutboxEnqueue(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwOutboxClaim(...keysThenArgs: (string | number)[]): Promise<string[]>;
+  gwOutboxSettle(...keysThenArgs: (string | number)[]): Promise<number>;
 }

@@ -98,6 +98,7 @@ export interface OwnerOperations {
         email: string;
         mustChangePassword: boolean;
         createdAt: string;
+        emailVerifiedAt?: string;
       };
       accounts: {
         id: string;
@@ -122,6 +123,7 @@ export interface OwnerOperations {
         email: string;
         mustChangePassword: boolean;
         createdAt: string;
+        emailVerifiedAt?: string;
       };
       accounts: {
         id: string;
@@ -159,6 +161,7 @@ export interface OwnerOperations {
         email: string;
         mustChangePassword: boolean;
         createdAt: string;
+        emailVerifiedAt?: string;
       };
       accounts: {
         id: string;
@@ -223,6 +226,43 @@ export interface OwnerOperations {
       enabled: boolean;
       displayName?: string;
       startPath?: string;
+    };
+  };
+  requestPasswordReset: {
+    method: 'POST';
+    path: '/owner/v1/password-reset';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      email: string;
+    };
+    answer: {
+      accepted: true;
+    };
+  };
+  completePasswordReset: {
+    method: 'POST';
+    path: '/owner/v1/password-reset/complete';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      token: string;
+      password: string;
+    };
+    answer: {
+      reset: true;
+    };
+  };
+  verifyEmail: {
+    method: 'POST';
+    path: '/owner/v1/email-verification';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      token: string;
+    };
+    answer: {
+      emailVerifiedAt: string;
     };
   };
   listAccounts: {

@@ -25,7 +25,7 @@ import { isTokenText } from '../tokens.js';
 import { isIdempotent, readEnvelope, Transport, within } from '../transport.js';
 import type { CallOptions, RateLimitInfo } from '../types.js';
 import type {
-  AccountsApi, AuditApi, ChangePasswordInput, InvitesApi, KeysApi, MembersApi, OwnerClientOptions, OwnSession, OwnSessions, Page, RolesApi,
+  AccountsApi, AuditApi, ChangePasswordInput, InvitesApi, KeysApi, MailFlowsApi, MembersApi, OwnerClientOptions, OwnSession, OwnSessions, Page, RolesApi,
   Session, SettingsTokensApi, SignedOut, SignRecordsApi, SsoOptions, UsageApi,
 } from './types.js';
 
@@ -74,6 +74,9 @@ export const OPERATIONS = {
   'invites.create': { method: 'POST', path: `${A}/invites`, operationId: 'createInvite', audience: 'caller' },
   'invites.revoke': { method: 'DELETE', path: `${A}/invites/{inviteId}`, operationId: 'revokeInvite', audience: 'caller' },
   'invites.accept': { method: 'POST', path: '/owner/v1/invites/accept', operationId: 'acceptInvite', audience: 'public' },
+  'mail.requestPasswordReset': { method: 'POST', path: '/owner/v1/password-reset', operationId: 'requestPasswordReset', audience: 'public' },
+  'mail.completePasswordReset': { method: 'POST', path: '/owner/v1/password-reset/complete', operationId: 'completePasswordReset', audience: 'public' },
+  'mail.verifyEmail': { method: 'POST', path: '/owner/v1/email-verification', operationId: 'verifyEmail', audience: 'public' },
   'keys.list': { method: 'GET', path: `${A}/keys`, operationId: 'listKeys', audience: 'caller' },
   'keys.all': { method: 'GET', path: `${A}/keys`, operationId: 'listKeys', audience: 'caller' },
   'keys.create': { method: 'POST', path: `${A}/keys`, operationId: 'createKey', audience: 'caller' },
@@ -127,6 +130,7 @@ export class OwnerClient {
   readonly accounts: AccountsApi;
   readonly members: MembersApi;
   readonly invites: InvitesApi;
+  readonly mail: MailFlowsApi;
   readonly keys: KeysApi;
   readonly settingsTokens: SettingsTokensApi;
   readonly roles: RolesApi;
@@ -187,6 +191,11 @@ export class OwnerClient {
       create: (accountId, input, o) => call('invites.create', { params: { accountId }, body: input }, o),
       revoke: (accountId, inviteId, o) => call('invites.revoke', { params: { accountId, inviteId } }, o),
       accept: (input, o) => call('invites.accept', { body: input }, o),
+    };
+    this.mail = {
+      requestPasswordReset: (input, o) => call('mail.requestPasswordReset', { body: input }, o),
+      completePasswordReset: (input, o) => call('mail.completePasswordReset', { body: input }, o),
+      verifyEmail: (input, o) => call('mail.verifyEmail', { body: input }, o),
     };
     this.keys = {
       list: (accountId, query = {}, o) => call('keys.list', { params: { accountId }, query: { ...query } }, o),

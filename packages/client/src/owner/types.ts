@@ -66,6 +66,8 @@ export interface Owner {
   email: string;
   mustChangePassword: boolean;
   createdAt: string;
+  /** When the owner confirmed their email by mail; absent: not confirmed. */
+  emailVerifiedAt?: string;
 }
 
 export interface Account {
@@ -188,6 +190,34 @@ export interface AcceptInviteInput {
 export interface InviteAccepted {
   ownerId: string;
   accountId: string;
+}
+
+export interface RequestPasswordResetInput {
+  email: string;
+}
+
+/** The one answer for every email, with an owner or without. */
+export interface PasswordResetRequested {
+  accepted: true;
+}
+
+export interface CompletePasswordResetInput {
+  /** `gwrst_…`, from the reset mail's link (its fragment). */
+  token: string;
+  password: string;
+}
+
+export interface PasswordResetCompleted {
+  reset: true;
+}
+
+export interface VerifyEmailInput {
+  /** `gwver_…`, from the verification mail's link (its fragment). */
+  token: string;
+}
+
+export interface EmailVerified {
+  emailVerifiedAt: string;
 }
 
 /** An API key: never its secret nor a digest. */
@@ -452,6 +482,15 @@ export interface InvitesApi {
   revoke(accountId: string, inviteId: string, options?: CallOptions): Promise<Invite>;
   /** Sent without the client's credentials: the invite's token and a password are the credential. */
   accept(input: AcceptInviteInput, options?: CallOptions): Promise<InviteAccepted>;
+}
+
+/** The mail-based flows (docs/mail.md): sent without the client's credentials, the mailed token is the credential. */
+export interface MailFlowsApi {
+  /** Answered alike whether the email has an owner; with mail on, an owner gets a reset link. */
+  requestPasswordReset(input: RequestPasswordResetInput, options?: CallOptions): Promise<PasswordResetRequested>;
+  /** Sets the password; every session of the owner ends. */
+  completePasswordReset(input: CompletePasswordResetInput, options?: CallOptions): Promise<PasswordResetCompleted>;
+  verifyEmail(input: VerifyEmailInput, options?: CallOptions): Promise<EmailVerified>;
 }
 
 export interface KeysApi {

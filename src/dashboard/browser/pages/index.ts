@@ -4,6 +4,7 @@ import type { PageName } from '../pages.js';
 import { accountPages } from './account.js';
 import { activityPages } from './activity.js';
 import { keyPages } from './keys.js';
+import { mailPages } from './mail.js';
 import { rolePages } from './roles.js';
 import { sessionPages } from './sessions.js';
 import { settingsTokenPages } from './settings-tokens.js';
@@ -13,6 +14,7 @@ import { signRecordPages } from './sign-records.js';
 export const PAGE_DEFS: Record<PageName, PageDef> = {
   ...signInPages,
   ...sessionPages,
+  ...mailPages,
   ...accountPages,
   ...rolePages,
   ...keyPages,

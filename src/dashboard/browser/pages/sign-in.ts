@@ -137,6 +137,7 @@ export const signInPages: Record<'home' | 'signIn' | 'password' | 'invite' | 'ac
             followNext(ctx);
           },
         }),
+        h('p', null, h('a', { href: ctx.href('forgotPassword') }, 'Forgot your password?')),
         section('Operators',
           h('p', null, 'Operators of this gateway sign in with an admin token and can manage every account.'),
           signInForm({

@@ -187,7 +187,7 @@ function inviteOperations({ accounts }: OwnerServices, deps: OwnerRouteDeps): Op
       auth: 'public',
       body: z.strictObject({ token: safeName(256), password: newPasswordField }),
       response: z.strictObject({ ownerId: z.string(), accountId: z.string() }),
-      errors: [403, 404, 409],
+      errors: [401, 403, 404, 409],
       handle: ({ body, meta }) => accounts.acceptInvite(body, meta),
     }),
   ];

@@ -6,6 +6,7 @@ import type { OwnerRouteDeps } from './deps.js';
 import { directoryOperations } from './directory.js';
 import { keyOperations } from './keys.js';
 import { sessionListOperations } from './session-list.js';
+import { mailOperations } from './mail.js';
 import { sessionOperations } from './sessions.js';
 import { ssoOperations } from './sso.js';
 import { settingsTokenOperations } from './settings-tokens.js';
@@ -16,6 +17,7 @@ export function ownerOperations(owner: OwnerServices, deps: OwnerRouteDeps): Ope
     ...sessionOperations(owner, deps),
     ...sessionListOperations(owner),
     ...ssoOperations(owner, deps),
+    ...mailOperations(owner),
     ...accountOperations(owner, deps),
     ...keyOperations(owner, deps),
     ...settingsTokenOperations(owner, deps),

@@ -78,6 +78,8 @@ export const ownerSchema = z.strictObject({
   /** Set by an operator's initial password: only the session routes and the password change work. */
   mustChangePassword: z.boolean(),
   createdAt: z.iso.datetime(),
+  /** When the owner verified their email by mail; absent: not verified. */
+  emailVerifiedAt: z.iso.datetime().optional(),
 });
 
 export const memberSchema = z.strictObject({

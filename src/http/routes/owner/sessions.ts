@@ -52,7 +52,7 @@ export function sessionOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       auth: 'public',
       body: z.strictObject({ email: emailField, password: presentedPasswordField }),
       response: sessionSchema,
-      errors: [403],
+      errors: [401, 403],
       async handle({ body, meta, ctx }) {
         const { token, session, maxAgeSeconds, device } = await owner.sessions.signIn(body.email, body.password, meta);
         setSessionCookie(deps, ctx, token, maxAgeSeconds);

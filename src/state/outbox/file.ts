@@ -1,0 +1,71 @@
+/**
+ * The outbox of a gateway alone: a JSON file of its own (`mail.outboxFile`, mode 0600: queued
+ * mails hold links with one-time tokens), written after every change the way the data file is
+ * (a temporary file, synced, renamed over), each write waiting for the one before. Claims stay
+ * in this process (without Redis there is one process: several workers need Redis); a restart
+ * forgets them, so a mail whose send was cut short is due again at its lease's end, as written.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { chmod, mkdir, open, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { MemoryOutbox, type HeldMail } from './memory.js';
+
+/** Reads the outbox kept in `file` (none yet: empty); throws, naming the file, when it is not an outbox. */
+export function openFileOutbox(file: string): FileOutbox {
+  let text: string | undefined;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  let held: HeldMail[] = [];
+  if (text !== undefined) {
+    try {
+      const parsed = JSON.parse(text) as { mails?: unknown };
+      if (!Array.isArray(parsed.mails)) throw new Error('no "mails" list');
+      held = parsed.mails as HeldMail[];
+    } catch (err) {
+      throw new Error(`mail.outboxFile ${file} is not an outbox (${(err as Error).message}): move it aside to start afresh`);
+    }
+  }
+  return new FileOutbox(file, held);
+}
+
+export class FileOutbox extends MemoryOutbox {
+  readonly #file: string;
+  #last: Promise<void> = Promise.resolve();
+
+  constructor(file: string, initial: readonly HeldMail[]) {
+    super(initial);
+    this.#file = file;
+  }
+
+  protected override changed(): Promise<void> {
+    // The state at the time of this change, written after every write begun before it.
+    const mails = [...this.held.values()].map(({ mail, dueAt }) => ({ mail, dueAt }));
+    const text = `${JSON.stringify({ mails }, null, 2)}\n`;
+    const write = this.#last.then(() => writeAtomically(this.#file, text));
+    this.#last = write.catch(() => undefined);
+    return write;
+  }
+}
+
+async function writeAtomically(file: string, text: string): Promise<void> {
+  await mkdir(dirname(file), { recursive: true });
+  const temp = join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  const handle = await open(temp, 'wx', 0o600);
+  try {
+    await handle.writeFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    await chmod(temp, 0o600);
+    await rename(temp, file);
+  } catch (err) {
+    await unlink(temp).catch(() => {});
+    throw err;
+  }
+}
