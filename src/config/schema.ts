@@ -743,6 +743,10 @@ export const configSchema = z.strictObject({
       env: 'OWNER_PASSWORD_HASH_NICE',
       description: 'Nice value (Linux) for libuv\'s thread pool, where argon2 runs, so that the event loop takes a core from a hash at once; set only once a hash has run; it also lowers the pool\'s file and DNS work when the CPU is contended; 0: unchanged.',
     }),
+    requireSecondFactor: setting(z.boolean().default(false), {
+      env: 'OWNER_REQUIRE_SECOND_FACTOR',
+      description: 'Every owner of the deployment must use a second factor (TOTP or a passkey): one without is answered 403 `mfa_enrollment_required` by every owner operation but the enrollment ones. Accounts can require it of their own owners as well (docs/owner.md, "Second factors").',
+    }),
     settingsTokenMaxDays: setting(z.number().int().min(1).max(3650).optional(), {
       description: 'Longest lifetime an API settings token may be given; unset: tokens may also never expire.',
     }),

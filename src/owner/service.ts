@@ -8,6 +8,7 @@
 import { createAccountService, type AccountService } from './accounts.js';
 import type { OwnerDeps } from './deps.js';
 import { createDirectoryService, type DirectoryService } from './directory.js';
+import { createFactorService, type FactorService } from './factors.js';
 import { createKeyService, type KeyService } from './keys.js';
 import { createSessionService, type SessionService } from './sessions.js';
 import { createSettingsTokenService, type SettingsTokenService } from './settings-tokens.js';
@@ -26,15 +27,19 @@ export interface OwnerServices {
   directory: DirectoryService;
   /** Per-key usage from the gateway's own counters. */
   usage: UsageService;
+  /** The owner's second factors: TOTP, recovery codes, passkeys, an account's requirement. */
+  factors: FactorService;
 }
 
 export function createOwnerServices(deps: OwnerDeps): OwnerServices {
+  const sessions = createSessionService(deps);
   return {
-    sessions: createSessionService(deps),
+    sessions,
     accounts: createAccountService(deps),
     keys: createKeyService(deps),
     settingsTokens: createSettingsTokenService(deps),
     directory: createDirectoryService(deps),
     usage: createUsageService({ store: deps.store, clock: deps.clock, usage: deps.usage }),
+    factors: createFactorService(deps, sessions.secondFactors),
   };
 }

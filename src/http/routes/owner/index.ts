@@ -5,6 +5,7 @@ import { accountOperations } from './accounts.js';
 import type { OwnerRouteDeps } from './deps.js';
 import { directoryOperations } from './directory.js';
 import { keyOperations } from './keys.js';
+import { secondFactorOperations } from './second-factors.js';
 import { sessionOperations } from './sessions.js';
 import { settingsTokenOperations } from './settings-tokens.js';
 import { usageOperations } from './usage.js';
@@ -17,5 +18,6 @@ export function ownerOperations(owner: OwnerServices, deps: OwnerRouteDeps): Ope
     ...settingsTokenOperations(owner, deps),
     ...directoryOperations(owner, deps),
     ...usageOperations(owner, deps),
+    ...secondFactorOperations(owner, deps),
   ];
 }
