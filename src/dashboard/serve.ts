@@ -18,7 +18,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { extname, join, relative, sep } from 'node:path';
+import { dirname, extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Router from '@koa/router';
 import type { Context, Next } from 'koa';
@@ -70,6 +70,13 @@ const PUBLIC = fileURLToPath(new URL('./public/', import.meta.url));
  * from dist/dashboard/ (`node dist/main.js`, the image), where it is also public/js/.
  */
 const SCRIPTS = fileURLToPath(new URL('../../dist/dashboard/public/js/', import.meta.url));
+
+/**
+ * @simplewebauthn/browser's ESM build (the passkey pages' ceremonies), served as it is installed
+ * at `assets/js/vendor/simplewebauthn-browser/`, where the compiled script's relative import
+ * (browser/vendor/simplewebauthn-browser/index.d.ts) finds it: no bundler, no import map.
+ */
+const WEBAUTHN_BROWSER = dirname(fileURLToPath(import.meta.resolve('@simplewebauthn/browser')));
 
 /** The dashboard is on but its script was never compiled (a fresh clone run without npm). */
 export class DashboardNotBuilt extends Error {
@@ -156,7 +163,7 @@ export function registerInviteRedirect(router: Router, { path }: { path: string 
  * from elsewhere on the machine. (From dist/, `scripts` is public/js/ itself: read twice, the
  * same files.)
  */
-export function loadPublic(path: string, dir = PUBLIC, scripts = SCRIPTS): { shell: Buffer; assets: Map<string, Asset> } {
+export function loadPublic(path: string, dir = PUBLIC, scripts = SCRIPTS, webauthn = WEBAUTHN_BROWSER): { shell: Buffer; assets: Map<string, Asset> } {
   if (!existsSync(join(scripts, 'main.js'))) throw new DashboardNotBuilt(scripts);
   // The path is lower-case a-z 0-9 . _ - and "/" (config/schema.ts): nothing to escape in HTML.
   const shell = Buffer.from(readFileSync(join(dir, 'index.html'), 'utf8').replaceAll('{{BASE}}', path));
@@ -172,6 +179,7 @@ export function loadPublic(path: string, dir = PUBLIC, scripts = SCRIPTS): { she
   };
   add(dir, '');
   add(scripts, 'js/');
+  add(webauthn, 'js/vendor/simplewebauthn-browser/');
   return { shell, assets };
 }
 

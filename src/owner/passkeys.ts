@@ -32,6 +32,12 @@ import type { Clock } from '../util/clock.js';
 /** How long a ceremony's challenge may be answered (the browser's own timeout is the same). */
 export const CEREMONY_MS = 5 * 60_000;
 const CEREMONY_ID_LENGTH = 32;
+/**
+ * COSE algorithms offered and accepted: Ed25519, ES256, RS256 (WebAuthn L3 §5.8.5's list, what
+ * every authenticator does). Not the library's post-quantum ML-DSA default: its signatures run to
+ * kilobytes, and Node's support for it is still experimental.
+ */
+const ALGORITHMS = [-8, -7, -257];
 
 /** The relying party a ceremony is for: the origin the browser shows and its host. */
 export interface RelyingParty {
@@ -89,6 +95,7 @@ export function createPasskeyCeremonies({ store, ceremonies, clock, rpName }: { 
         userID: new TextEncoder().encode(owner.id),
         attestationType: 'none',
         timeout: CEREMONY_MS,
+        supportedAlgorithmIDs: ALGORITHMS,
         excludeCredentials: (owner.passkeys ?? []).map((p) => ({ id: p.id, ...(p.transports !== undefined ? { transports: p.transports } : {}) })),
         // Discoverable: the passkey alone says whose it is (passwordless sign-in with no email typed).
         authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
@@ -99,7 +106,7 @@ export function createPasskeyCeremonies({ store, ceremonies, clock, rpName }: { 
     async finishRegistration(owner, rp, { ceremonyId, response, name }) {
       const ceremony = await ceremonies.take(ceremonyId);
       if (ceremony === undefined || ceremony.kind !== 'registration' || ceremony.ownerId !== owner.id) throw new InvalidRequest('This passkey ceremony is unknown, used or expired: start again.', { field: 'ceremonyId' });
-      const verified = await verifyRegistrationResponse({ response, expectedChallenge: ceremony.challenge, expectedOrigin: rp.origin, expectedRPID: rpIdOf(rp), requireUserVerification: false })
+      const verified = await verifyRegistrationResponse({ response, expectedChallenge: ceremony.challenge, expectedOrigin: rp.origin, expectedRPID: rpIdOf(rp), requireUserVerification: false, supportedAlgorithmIDs: ALGORITHMS })
         .catch(() => ({ verified: false as const }));
       if (!verified.verified) throw new InvalidRequest('The passkey\'s answer does not verify.', { field: 'response' });
       const { credential } = verified.registrationInfo;

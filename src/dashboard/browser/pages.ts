@@ -12,6 +12,8 @@ export const PAGES = {
   signIn: 'sign-in',
   password: 'password',
   invite: 'invite',
+  security: 'security',
+  passkeys: 'security/passkeys',
   accounts: 'accounts',
   account: 'accounts/:account',
   roles: 'accounts/:account/roles',

@@ -5,6 +5,7 @@ import { accountPages } from './account.js';
 import { activityPages } from './activity.js';
 import { keyPages } from './keys.js';
 import { rolePages } from './roles.js';
+import { securityPages } from './security.js';
 import { settingsTokenPages } from './settings-tokens.js';
 import { signInPages } from './sign-in.js';
 import { signRecordPages } from './sign-records.js';
@@ -17,4 +18,5 @@ export const PAGE_DEFS: Record<PageName, PageDef> = {
   ...settingsTokenPages,
   ...signRecordPages,
   ...activityPages,
+  ...securityPages,
 };
