@@ -44,47 +44,67 @@ export interface FactorService {
   setAccountRequirement(actor: Actor, accountId: string, required: boolean): Promise<{ required: boolean }>;
 }
 
-export function createFactorService(deps: OwnerDeps, gate: SecondFactorGate): FactorService {
-  const { store, clock, limits, config } = deps;
-  const change = createChangePipeline(deps);
-  const issuer = issuerName(config.owner.publicOrigin);
+/** What the parts of the factor service share. */
+interface FactorKit {
+  deps: OwnerDeps;
+  gate: SecondFactorGate;
+  change: ReturnType<typeof createChangePipeline>;
+  loadOwner(ownerId: string): Promise<OwnerRecord>;
+  /** The owner's own change, recorded in each account they manage (as a password change is). */
+  auditInAccounts<S>(ownerId: string, events: AuditEvent[], result: S): Promise<Persisted<S>>;
+  /** A signed-in owner's code, counted against the owner's own subject (no stranger reaches it). */
+  checkCode(actor: OwnerActor, owner: OwnerRecord, code: string): Promise<unknown>;
+  describe: FactorService['describe'];
+}
 
+export function createFactorService(deps: OwnerDeps, gate: SecondFactorGate): FactorService {
+  const kit = createFactorKit(deps, gate);
+  return { describe: kit.describe, ...totpChanges(kit), ...passkeyChanges(kit), ...requirementChanges(kit) };
+}
+
+function createFactorKit(deps: OwnerDeps, gate: SecondFactorGate): FactorKit {
+  const { store, clock, limits } = deps;
   const loadOwner = async (ownerId: string): Promise<OwnerRecord> => {
     const owner = await store.findOwner(ownerId);
     if (owner === undefined) throw new NotFound();
     return owner;
   };
-  /** The owner's own change, recorded in each account they manage (as a password change is). */
-  const auditInAccounts = async <S>(ownerId: string, events: AuditEvent[], result: S): Promise<Persisted<S>> => {
-    const audited: AuditTrail[] = [];
-    for (const accountId of await store.accountsOf(ownerId)) {
-      await store.appendAudit(accountId, events);
-      audited.push({ accountId, events });
-    }
-    return { audited, result };
-  };
-  /** A signed-in owner's code, counted against the owner's own subject (no stranger reaches it). */
-  const checkCode = (actor: OwnerActor, owner: OwnerRecord, code: string) => countedFactor(
-    limits,
-    { email: owner.email, ip: actor.meta.ip, device: `owner:${owner.id}|2f` },
-    () => useTotpOrRecoveryCode(store, owner, code, clock.now()).catch((err: unknown) => {
-      throw err instanceof SecondFactorRequired ? wrongCode() : err;
-    }),
-  );
-
-  const describe: FactorService['describe'] = async (caller) => {
-    const owner = await loadOwner(caller.ownerId);
-    return {
-      totp: owner.totp === undefined ? { enabled: false } : { enabled: true, enabledAt: owner.totp.enabledAt },
-      recoveryCodesLeft: owner.recoveryCodes?.length ?? 0,
-      passkeys: (owner.passkeys ?? []).map(passkeyView),
-      required: await gate.isRequired(owner),
-    };
-  };
-
   return {
-    describe,
+    deps,
+    gate,
+    change: createChangePipeline(deps),
+    loadOwner,
+    async auditInAccounts(ownerId, events, result) {
+      const audited: AuditTrail[] = [];
+      for (const accountId of await store.accountsOf(ownerId)) {
+        await store.appendAudit(accountId, events);
+        audited.push({ accountId, events });
+      }
+      return { audited, result };
+    },
+    checkCode: (actor, owner, code) => countedFactor(
+      limits,
+      { email: owner.email, ip: actor.meta.ip, device: `owner:${owner.id}|2f` },
+      () => useTotpOrRecoveryCode(store, owner, code, clock.now()).catch((err: unknown) => {
+        throw err instanceof SecondFactorRequired ? wrongCode() : err;
+      }),
+    ),
+    async describe(caller) {
+      const owner = await loadOwner(caller.ownerId);
+      return {
+        totp: owner.totp === undefined ? { enabled: false } : { enabled: true, enabledAt: owner.totp.enabledAt },
+        recoveryCodesLeft: owner.recoveryCodes?.length ?? 0,
+        passkeys: (owner.passkeys ?? []).map(passkeyView),
+        required: await gate.isRequired(owner),
+      };
+    },
+  };
+}
 
+function totpChanges({ deps, change, loadOwner, auditInAccounts, checkCode, describe }: FactorKit): Pick<FactorService, 'startTotp' | 'confirmTotp' | 'disableTotp' | 'regenerateRecoveryCodes'> {
+  const { store, clock, limits, config } = deps;
+  const issuer = issuerName(config.owner.publicOrigin);
+  return {
     startTotp: (actor) => change(actor, {
       load: () => loadOwner(actor.caller.ownerId),
       apply: (owner) => newEnrollment(owner.email, issuer),
@@ -138,6 +158,11 @@ export function createFactorService(deps: OwnerDeps, gate: SecondFactorGate): Fa
       },
     }),
 
+  };
+}
+
+function passkeyChanges({ deps: { store }, gate, change, loadOwner, auditInAccounts }: FactorKit): Pick<FactorService, 'startPasskeyRegistration' | 'finishPasskeyRegistration' | 'removePasskey'> {
+  return {
     startPasskeyRegistration: async (actor, rp) => gate.ceremonies.startRegistration(await loadOwner(actor.caller.ownerId), rp),
 
     finishPasskeyRegistration: (actor, rp, answer) => change(actor, {
@@ -163,6 +188,11 @@ export function createFactorService(deps: OwnerDeps, gate: SecondFactorGate): Fa
       },
     }),
 
+  };
+}
+
+function requirementChanges({ deps: { store }, change }: FactorKit): Pick<FactorService, 'getAccountRequirement' | 'setAccountRequirement'> {
+  return {
     getAccountRequirement: async (caller, accountId) => ({ required: (await loadAccount(store, caller, accountId)).requireSecondFactor === true }),
 
     setAccountRequirement: (actor, accountId, required) => change(actor, {
