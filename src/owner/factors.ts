@@ -8,7 +8,7 @@
 import type { PublicKeyCredentialCreationOptionsJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { Conflict, NotFound, SecondFactorRequired } from '../errors/errors.js';
 import type { AuditEvent, OwnerRecord } from '../state/owners/records.js';
-import { loadAccount } from './access.js';
+import { loadAccount, requireWritable } from './access.js';
 import type { OwnerDeps } from './deps.js';
 import { passkeyView, removePasskey, type PasskeyView, type RelyingParty } from './passkeys.js';
 import { createChangePipeline, editAccount, type AuditTrail, type Persisted } from './pipeline.js';
@@ -163,7 +163,11 @@ function totpChanges({ deps, change, loadOwner, auditInAccounts, checkCode, desc
 
 function passkeyChanges({ deps: { store }, gate, change, loadOwner, auditInAccounts }: FactorKit): Pick<FactorService, 'startPasskeyRegistration' | 'finishPasskeyRegistration' | 'removePasskey'> {
   return {
-    startPasskeyRegistration: async (actor, rp) => gate.ceremonies.startRegistration(await loadOwner(actor.caller.ownerId), rp),
+    async startPasskeyRegistration(actor, rp) {
+      // Nothing is written yet, but the passkey could never be stored: refused before the ceremony.
+      requireWritable(store);
+      return gate.ceremonies.startRegistration(await loadOwner(actor.caller.ownerId), rp);
+    },
 
     finishPasskeyRegistration: (actor, rp, answer) => change(actor, {
       load: () => loadOwner(actor.caller.ownerId),

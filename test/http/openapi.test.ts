@@ -391,6 +391,11 @@ function sampleBody(op: DocumentedOperation): unknown {
     [`PUT ${PREFIX}/accounts/{accountId}/roles/{roleId}`]: role,
     [`POST ${PREFIX}/accounts/{accountId}/sign-records`]: { address: NO_ADDRESS, ...times },
     [`PUT ${PREFIX}/accounts/{accountId}/sign-records/{address}`]: times,
+    [`PUT ${PREFIX}/accounts/{accountId}/second-factor-requirement`]: { required: true },
+    [`POST ${PREFIX}/session/totp/confirmation`]: { code: '123456' },
+    [`POST ${PREFIX}/session/totp/disable`]: { code: '123456' },
+    [`POST ${PREFIX}/session/recovery-codes`]: { code: '123456' },
+    [`POST ${PREFIX}/session/passkeys`]: { ceremonyId: 'A'.repeat(32), name: 'probe', response: { id: 'AA', rawId: 'AA', type: 'public-key', response: { clientDataJSON: 'AA', attestationObject: 'AA' }, clientExtensionResults: {} } },
   };
   return samples[op.key] ?? {};
 }
@@ -432,7 +437,7 @@ async function probeOwnerOperations(api: Conformance, adminToken: string, accoun
     } else if (op.operation.parameters?.some((p) => p.in === 'query')) {
       await expect(400, api.fetch(`${path}?limit=0`, { method, headers: as }), 'a query parameter out of range');
     } else if (op.path.includes('{')) {
-      const bad = { accountId: 'bad id!', keyId: 'bad id!', tokenId: 'bad id!', inviteId: 'bad id!', ownerId: 'bad id!', roleId: 'one', address: '0x12' };
+      const bad = { accountId: 'bad id!', keyId: 'bad id!', tokenId: 'bad id!', inviteId: 'bad id!', ownerId: 'bad id!', roleId: 'one', address: '0x12', passkeyId: 'bad id!' };
       await expect(400, api.fetch(fill(op, 'bad id!', bad), { method, headers: as }), 'a malformed path parameter');
     }
     if (op.path.includes('{accountId}')) {

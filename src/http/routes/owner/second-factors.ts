@@ -51,7 +51,7 @@ function totpOperations(owner: OwnerServices): Operation[] {
       tag: 'Second factors',
       auth: 'session',
       response: secondFactorsSchema,
-      errors: [403, 404],
+      errors: [404],
       async handle({ caller }) {
         const who = callerOf(caller);
         if (who.kind !== 'owner') throw new SessionRequired();
