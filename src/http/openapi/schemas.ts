@@ -58,8 +58,10 @@ export function operationStatuses(op: Pick<Operation, 'method' | 'path' | 'auth'
   const statuses = new Set<number>([op.status ?? 200, ...op.errors]);
   if (op.params !== undefined || op.query !== undefined || op.body !== undefined) statuses.add(400);
   // Credentials are checked, and counted as sign-in attempts, by every operation: an admin
-  // token or a session by the non-public ones, a password by the public ones.
-  statuses.add(401).add(429);
+  // token or a session by the non-public ones, a password (or a passkey's answer) by the public
+  // ones that take a body. A public one without (a passkey ceremony's start) is counted only.
+  if (op.auth !== 'public' || op.body !== undefined) statuses.add(401);
+  statuses.add(429);
   // The origin check is for every change; the initial-password gate for every caller operation.
   if (UNSAFE.has(op.method) || op.auth === 'caller') statuses.add(403);
   // Operators have no session; an account id that is not the caller's is not found.
