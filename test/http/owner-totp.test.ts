@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Secret, TOTP } from 'otpauth';
-import { show, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
+import { show, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { accountWithOwner, anonymous, operator, sessionFrom, signIn, startOwnerGateway, type OwnerSession } from '../helpers/owner.js';
 
 const PASSWORD = 'correct horse battery staple';
@@ -195,4 +195,23 @@ test('requirement: an account\'s owners without a second factor enroll before an
   assert.equal(blocked.body.message.code, 'mfa_enrollment_required');
   await enroll(strict, changed);
   assert.equal((await changed.get('/accounts')).status, 200);
+});
+
+test('TOTP survives a restart: the data file keeps it, and a code accepted before is still a replay after', async (t) => {
+  const gw = await startOwnerGateway(t);
+  const owner = await accountWithOwner(gw, { accountId: 'acct_restart', email: 'restart@example.com', password: PASSWORD });
+  const { secret } = await enroll(gw, owner);
+  gw.clock.advance(30_000);
+  const code = codeAt(gw, secret);
+  assert.equal((await anonymous(gw).send('POST', '/session', { email: 'restart@example.com', password: PASSWORD, otp: code })).status, 200);
+  const config = gw.services.config as { data: { file: string }; owner: { adminTokenDigests: string[] } };
+  await gw.close();
+
+  const again = await startGateway(t, { overrides: { owner: { adminTokenDigests: config.owner.adminTokenDigests }, data: { file: config.data.file } }, clock: gw.clock });
+  const bare = await anonymous(again).send('POST', '/session', { email: 'restart@example.com', password: PASSWORD });
+  assert.equal(bare.body.message.code, 'mfa_required', show(bare));
+  const replay = await anonymous(again).send('POST', '/session', { email: 'restart@example.com', password: PASSWORD, otp: code });
+  assert.equal(replay.body.message.code, 'mfa_required', 'the last accepted step outlives the restart');
+  again.clock.advance(30_000);
+  assert.equal((await anonymous(again).send('POST', '/session', { email: 'restart@example.com', password: PASSWORD, otp: codeAt(again, secret) })).status, 200);
 });
