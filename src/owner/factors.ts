@@ -85,7 +85,7 @@ function createFactorKit(deps: OwnerDeps, gate: SecondFactorGate): FactorKit {
     checkCode: (actor, owner, code) => countedFactor(
       limits,
       { email: owner.email, ip: actor.meta.ip, device: `owner:${owner.id}|2f` },
-      () => useTotpOrRecoveryCode(store, owner, code, clock.now()).catch((err: unknown) => {
+      () => useTotpOrRecoveryCode(store, gate.box, owner, code, clock.now()).catch((err: unknown) => {
         throw err instanceof SecondFactorRequired ? wrongCode() : err;
       }),
     ),
@@ -101,7 +101,7 @@ function createFactorKit(deps: OwnerDeps, gate: SecondFactorGate): FactorKit {
   };
 }
 
-function totpChanges({ deps, change, loadOwner, auditInAccounts, checkCode, describe }: FactorKit): Pick<FactorService, 'startTotp' | 'confirmTotp' | 'disableTotp' | 'regenerateRecoveryCodes'> {
+function totpChanges({ deps, gate, change, loadOwner, auditInAccounts, checkCode, describe }: FactorKit): Pick<FactorService, 'startTotp' | 'confirmTotp' | 'disableTotp' | 'regenerateRecoveryCodes'> {
   const { store, clock, limits, config } = deps;
   const issuer = issuerName(config.owner.publicOrigin);
   return {
@@ -111,7 +111,7 @@ function totpChanges({ deps, change, loadOwner, auditInAccounts, checkCode, desc
       async persist({ prepared, now }) {
         await store.updateOwner(actor.caller.ownerId, (current) => {
           if (current.totp !== undefined) throw new Conflict('TOTP is on already: turn it off first to enroll another authenticator.');
-          return { owner: { ...current, pendingTotp: { secret: prepared.secret, startedAt: new Date(now).toISOString() } }, result: undefined };
+          return { owner: { ...current, pendingTotp: { secret: gate.box.seal(prepared.secret, current.id), startedAt: new Date(now).toISOString() } }, result: undefined };
         });
         return { audited: [], result: prepared };
       },
@@ -122,7 +122,7 @@ function totpChanges({ deps, change, loadOwner, auditInAccounts, checkCode, desc
       // The code and the pending secret are checked in the store change that turns TOTP on
       // (totp.ts confirmPending), so two confirmations cannot both win; the audit follows.
       apply: (owner) => countedFactor(limits, { email: owner.email, ip: actor.meta.ip, device: `owner:${owner.id}|2f` }, async () => {
-        const confirmed = await confirmPending(store, owner.id, code, clock.now());
+        const confirmed = await confirmPending(store, gate.box, owner.id, code, clock.now());
         if (confirmed === undefined) throw wrongCode();
         return confirmed;
       }),

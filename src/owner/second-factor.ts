@@ -24,6 +24,7 @@ import type { OwnerStore } from '../state/owners/store.js';
 import type { OwnerDeps } from './deps.js';
 import { createPasskeyCeremonies, type PasskeyAnswer, type PasskeyCeremonies, type RelyingParty } from './passkeys.js';
 import type { RequestMeta } from './types.js';
+import { createSecretBox, type SecretBox } from './secret-box.js';
 import { useTotpOrRecoveryCode } from './totp.js';
 
 /** What a sign-in presents besides the password: `otp` (a TOTP code or a recovery code) or a passkey's answer. */
@@ -63,6 +64,8 @@ export async function countedFactor<T>(limits: RateLimits, subject: { email: str
 
 export interface SecondFactorGate {
   ceremonies: PasskeyCeremonies;
+  /** Seals and opens TOTP secrets at rest (`owner.secondFactorKey`). */
+  box: SecretBox;
   /**
    * After the password: nothing for an owner without a second factor; else a counted check of
    * the factor presented, SecondFactorRequired (401 mfa_required) when none is or it is wrong.
@@ -83,8 +86,10 @@ export function createSecondFactorGate(deps: Pick<OwnerDeps, 'store' | 'limits' 
     clock,
     rpName: issuerName(config.owner.publicOrigin),
   });
+  const box = createSecretBox(config.owner.secondFactorKey);
   return {
     ceremonies,
+    box,
     async check(owner, { otp, passkey }, meta, device) {
       if (!hasSecondFactor(owner)) return;
       if ((otp === undefined || otp === '') && passkey === undefined) throw new SecondFactorRequired();
@@ -93,7 +98,7 @@ export function createSecondFactorGate(deps: Pick<OwnerDeps, 'store' | 'limits' 
           if (!(await ceremonies.verifySignIn(owner, passkey, passkey))) throw new SecondFactorRequired();
           return;
         }
-        await useTotpOrRecoveryCode(store, owner, otp ?? '', clock.now());
+        await useTotpOrRecoveryCode(store, box, owner, otp ?? '', clock.now());
       });
     },
     isRequired: (owner) => isRequired(store, config.owner.requireSecondFactor, owner),

@@ -6,6 +6,8 @@
  * factor and answers ten recovery codes, once. After that the secret is never answered again
  * and never logged (the logger's redaction and audit.ts's allow-list keep it out of both).
  *
+ * With `owner.secondFactorKey` the secret is stored sealed (owner/secret-box.ts).
+ *
  * A code is accepted once: the step it was accepted for is stored with the owner, in the same
  * store change that accepts it (OwnerStore.updateOwner, atomic on every store), so a code seen
  * over a shoulder or replayed to another instance within its window is refused. Recovery codes
@@ -19,6 +21,7 @@ import QRCode from 'qrcode';
 import { Conflict, SecondFactorRequired } from '../errors/errors.js';
 import type { OwnerRecord } from '../state/owners/records.js';
 import type { OwnerStore } from '../state/owners/store.js';
+import type { SecretBox } from './secret-box.js';
 
 export const TOTP_PERIOD_SECONDS = 30;
 export const RECOVERY_CODE_COUNT = 10;
@@ -79,7 +82,7 @@ export function isRecoveryCodeSpelling(otp: string): boolean {
  * recovery code still unused is removed. Throws SecondFactorRequired for anything else (wrong,
  * replayed, used, or no TOTP factor at all).
  */
-export async function useTotpOrRecoveryCode(store: OwnerStore, owner: OwnerRecord, otp: string, now: number): Promise<{ recoveryCode: boolean }> {
+export async function useTotpOrRecoveryCode(store: OwnerStore, box: SecretBox, owner: OwnerRecord, otp: string, now: number): Promise<{ recoveryCode: boolean }> {
   const code = otp.trim();
   if (isRecoveryCodeSpelling(code)) {
     const wanted = recoveryDigest(code);
@@ -91,12 +94,13 @@ export async function useTotpOrRecoveryCode(store: OwnerStore, owner: OwnerRecor
     if (!used) throw new SecondFactorRequired();
     return { recoveryCode: true };
   }
-  const secret = owner.totp?.secret;
+  const stored = owner.totp?.secret;
+  const secret = stored === undefined ? undefined : box.open(stored, owner.id);
   const step = secret === undefined ? undefined : matchingStep(secret, code, now);
   if (step === undefined) throw new SecondFactorRequired();
   const accepted = await store.updateOwner(owner.id, (current) => {
     // Another instance may have accepted this step (or a later one) since `owner` was read.
-    if (current.totp === undefined || current.totp.secret !== secret || (current.totp.lastStep ?? -1) >= step) return { result: false };
+    if (current.totp === undefined || current.totp.secret !== stored || (current.totp.lastStep ?? -1) >= step) return { result: false };
     return { owner: { ...current, totp: { ...current.totp, lastStep: step } }, result: true };
   });
   if (!accepted) throw new SecondFactorRequired();
@@ -107,12 +111,13 @@ export async function useTotpOrRecoveryCode(store: OwnerStore, owner: OwnerRecor
  * Confirms a pending enrollment with a code of its secret; answers the new recovery codes, or
  * undefined for a wrong code. Conflict when none is pending.
  */
-export async function confirmPending(store: OwnerStore, ownerId: string, code: string, now: number): Promise<{ codes: string[]; before: OwnerRecord } | undefined> {
+export async function confirmPending(store: OwnerStore, box: SecretBox, ownerId: string, code: string, now: number): Promise<{ codes: string[]; before: OwnerRecord } | undefined> {
   const { codes, digests } = newRecoveryCodes();
   const before = await store.updateOwner(ownerId, (current) => {
     const pending = current.pendingTotp;
     if (pending === undefined) throw new Conflict('No TOTP enrollment is pending: start one first (startTotpEnrollment).');
-    const step = matchingStep(pending.secret, code, now);
+    const secret = box.open(pending.secret, ownerId);
+    const step = secret === undefined ? undefined : matchingStep(secret, code, now);
     if (step === undefined) return { result: undefined };
     const { pendingTotp: _pending, ...rest } = current;
     return { owner: { ...rest, totp: { secret: pending.secret, enabledAt: new Date(now).toISOString(), lastStep: step }, recoveryCodes: digests }, result: current };

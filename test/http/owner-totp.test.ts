@@ -7,8 +7,10 @@
  * with a current factor, the audit events, and the account's and the deployment's requirement.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { Secret, TOTP } from 'otpauth';
+import { createSecretBox } from '../../src/owner/secret-box.js';
 import { show, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { accountWithOwner, anonymous, operator, sessionFrom, signIn, startOwnerGateway, type OwnerSession } from '../helpers/owner.js';
 
@@ -214,4 +216,22 @@ test('TOTP survives a restart: the data file keeps it, and a code accepted befor
   assert.equal(replay.body.message.code, 'mfa_required', 'the last accepted step outlives the restart');
   again.clock.advance(30_000);
   assert.equal((await anonymous(again).send('POST', '/session', { email: 'restart@example.com', password: PASSWORD, otp: codeAt(again, secret) })).status, 200);
+});
+
+test('with owner.secondFactorKey, the TOTP secret is stored sealed: not in the data file, bound to its owner and its key', async (t) => {
+  const key = 'k'.repeat(40);
+  const gw = await startOwnerGateway(t, { overrides: { owner: { secondFactorKey: key } } });
+  const owner = await accountWithOwner(gw, { accountId: 'acct_sealed', email: 'sealed@example.com', password: PASSWORD });
+  const { secret } = await enroll(gw, owner);
+  const config = gw.services.config as { data: { file: string } };
+  const file = readFileSync(config.data.file, 'utf8');
+  assert.ok(!file.includes(secret), 'the data file holds no secret that makes codes');
+  const stored = (await gw.services.ownerStore.findOwnerByEmail('sealed@example.com'))!.totp!.secret;
+  assert.match(stored, /^v1\./);
+  assert.equal(createSecretBox(key).open(stored, (await gw.services.ownerStore.findOwnerByEmail('sealed@example.com'))!.id), secret);
+  assert.equal(createSecretBox(key).open(stored, 'own_someone_else'), undefined, 'bound to its owner');
+  assert.equal(createSecretBox('x'.repeat(40)).open(stored, 'own_x'), undefined, 'and to its key');
+  gw.clock.advance(30_000);
+  const signedIn = await anonymous(gw).send('POST', '/session', { email: 'sealed@example.com', password: PASSWORD, otp: codeAt(gw, secret) });
+  assert.equal(signedIn.status, 200, show(signedIn));
 });

@@ -23,8 +23,11 @@ export const EMAIL_MAX = 254;
 export const NAME_MAX = 100;
 export const DESCRIPTION_MAX = 4096;
 
-/** A TOTP secret: RFC 4648 base32 without padding, 160 bits (RFC 4226 §4's recommended length). */
-export const TOTP_SECRET_PATTERN = /^[A-Z2-7]{32}$/;
+/**
+ * A TOTP secret: RFC 4648 base32 without padding, 160 bits (RFC 4226 §4's recommended length),
+ * or sealed with `owner.secondFactorKey` (owner/secret-box.ts).
+ */
+export const TOTP_SECRET_PATTERN = /^(?:[A-Z2-7]{32}|v1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{1,128}\.[A-Za-z0-9_-]{22})$/;
 export const PASSKEYS_MAX = 20;
 
 export const totpSchema = z.strictObject({
