@@ -9,7 +9,7 @@
 import type { OPERATIONS, OperationName } from '../src/owner/client.js';
 import type { OwnerAnswer, OwnerBody, OwnerOperationId } from '../src/owner/api.generated.js';
 import type {
-  AcceptInviteInput, AddOwnerInput, ChangePasswordInput, CreateAccountInput, CreateInviteInput, CreateKeyInput,
+  AcceptInviteInput, AddOwnerInput, ChangePasswordInput, CodeInput, SecondFactorRequirement, CreateAccountInput, CreateInviteInput, CreateKeyInput,
   CreateSettingsTokenInput, Key, OwnerClient, Role, RoleInput, RollKeyInput, SignRecordInput, SignRecordUpdate,
   UpdateAccountInput, UpdateKeyInput,
 } from '../src/owner/index.js';
@@ -54,16 +54,20 @@ interface Inputs {
   replaceAccountRole: RoleInput;
   createAccountSignRecord: SignRecordInput;
   replaceAccountSignRecord: SignRecordUpdate;
+  confirmTotpEnrollment: CodeInput;
+  disableTotp: CodeInput;
+  regenerateRecoveryCodes: CodeInput;
+  setSecondFactorRequirement: SecondFactorRequirement;
 }
 
 /** Operations that take a body, but not from the caller: sign-in sends the client's credentials. */
 type CredentialBodies = 'signIn';
 
 /**
- * Operations with a body the client has no method for yet: second factors are enrolled in the
- * dashboard (docs/owner.md, "Second factors"), and passkey ceremonies need a browser.
+ * Operations with a body the client has no method for: a passkey's ceremonies need a browser's
+ * authenticator, and OwnerClient does not run in browsers (the dashboard registers and uses them).
  */
-type NotInClient = 'confirmTotpEnrollment' | 'disableTotp' | 'regenerateRecoveryCodes' | 'finishPasskeyRegistration' | 'signInWithPasskey' | 'setSecondFactorRequirement';
+type NotInClient = 'finishPasskeyRegistration' | 'signInWithPasskey';
 
 /** The operations with a body whose input type is not exactly that body: `never` while none. */
 export type InputsDrifted = { [Id in keyof Inputs]: Equal<Inputs[Id], OwnerBody<Id>> extends true ? never : Id }[keyof Inputs];
