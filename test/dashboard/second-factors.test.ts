@@ -15,7 +15,7 @@ import type { Page } from 'playwright-core';
 import { sharedChromium } from '../helpers/browser.js';
 import { browserSuite, checkAccessibility, OWNERS, screenshot, startDashboard, type Dashboard } from '../helpers/dashboard.js';
 import { show } from '../helpers/gateway.js';
-import { anonymous } from '../helpers/owner.js';
+import { anonymous, operator } from '../helpers/owner.js';
 
 /** A page in a fresh context at the dashboard's localhost address, failing the test on any script error or CSP violation. */
 async function localhostPage(t: TestContext, dash: Dashboard): Promise<{ page: Page; base: string }> {
@@ -70,6 +70,16 @@ test('second factors in the dashboard: TOTP enrolled and asked for; passkeys reg
     assert.equal(await codes.getByRole('listitem').count(), 10);
     await checkAccessibility(page, 'second factors (recovery codes shown once)');
     await screenshot(page, 'second-factors-recovery-codes');
+    await page.reload();
+    await page.getByText(/An authenticator app is on since/).waitFor();
+    assert.match(await page.locator('main').innerText(), /10 of 10 recovery codes are unused/);
+    assert.ok(!(await page.content()).includes(secret), 'the key is not shown again');
+    await checkAccessibility(page, 'second factors (TOTP on)');
+    // The account's requirement, from the page.
+    await page.getByLabel(/must use a second factor/).check();
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText(/without a second factor now set one up/).waitFor();
+    assert.equal((await operator(gw).get(`/accounts/${OWNERS.bob.accountId}/second-factor-requirement`)).body.message.required, true);
 
     await signOut(page);
     gw.clock.advance(30_000);
@@ -95,9 +105,12 @@ test('second factors in the dashboard: TOTP enrolled and asked for; passkeys reg
       options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
     });
 
+    // Alice's account requires a second factor and she has none: the dashboard sends her to enroll.
+    assert.equal((await operator(gw).send('PUT', `/accounts/${OWNERS.alice.accountId}/second-factor-requirement`, { required: true })).status, 200);
     await signInWithForm(page, base, 'alice');
-    await page.waitForURL((url) => !url.pathname.endsWith('/sign-in'));
-    await page.goto(`${base}/security/passkeys`);
+    await page.getByRole('heading', { level: 1, name: 'Second factors' }).waitFor();
+    await page.getByText('Set up a second factor before anything else: it is required of you.').waitFor();
+    await page.getByRole('link', { name: /Manage passkeys/ }).click();
     await page.getByRole('heading', { level: 1, name: 'Passkeys' }).waitFor();
     await page.getByText('You have no passkeys yet.').waitFor();
     await checkAccessibility(page, 'passkeys (none)');
@@ -111,6 +124,10 @@ test('second factors in the dashboard: TOTP enrolled and asked for; passkeys reg
     const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
     assert.equal(credentials.length, 1);
     assert.equal(credentials[0]!.isResidentCredential, true, 'a discoverable credential');
+
+    await page.goto(`${base}/accounts/${OWNERS.alice.accountId}`);
+    await page.getByRole('navigation', { name: /Account/ }).waitFor();
+    assert.equal((await operator(gw).send('PUT', `/accounts/${OWNERS.alice.accountId}/second-factor-requirement`, { required: false })).status, 200);
 
     // Passwordless.
     await signOut(page);
