@@ -23,6 +23,7 @@ import {
   type RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import { Conflict, InvalidRequest, NotFound } from '../errors/errors.js';
+import { ID_PATTERN } from '../domain/formats.js';
 import { randomBase62 } from '../domain/random.js';
 import type { CeremonyStore } from '../state/ceremonies/store.js';
 import { PASSKEYS_MAX, type OwnerRecord, type PasskeyRecord } from '../state/owners/records.js';
@@ -129,7 +130,9 @@ export function createPasskeyCeremonies({ store, ceremonies, clock, rpName }: { 
     async claimedOwner({ response }) {
       const handle = response.response.userHandle;
       if (handle === undefined || !/^[A-Za-z0-9_-]{1,512}$/.test(handle)) return undefined;
-      return store.findOwner(Buffer.from(handle, 'base64url').toString('utf8'));
+      // Only an id as owner ids are spelt reaches the store (a made-up handle is a guess's text).
+      const ownerId = Buffer.from(handle, 'base64url').toString('utf8');
+      return ID_PATTERN.test(ownerId) ? store.findOwner(ownerId) : undefined;
     },
 
     async verifySignIn(owner, rp, { ceremonyId, response }) {
