@@ -6,6 +6,7 @@
  * passwordless sign-in, removal, and ceremony starts throttled per address.
  */
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { test } from 'node:test';
 import { show, type TestGateway } from '../helpers/gateway.js';
 import { accountWithOwner, anonymous, type OwnerSession } from '../helpers/owner.js';
@@ -107,4 +108,20 @@ test('passkey ceremonies are throttled per address', async (t) => {
   for (let i = 0; i < 5; i++) statuses.push((await anonymous(gw).send('POST', '/session/passkey/options', undefined, { 'x-forwarded-for': '198.51.100.9' })).status);
   assert.deepEqual(statuses, [200, 200, 200, 429, 429]);
   assert.equal((await anonymous(gw).send('POST', '/session/passkey/options', undefined, { 'x-forwarded-for': '198.51.100.10' })).status, 200, 'another address is not held back');
+});
+
+test('a Host header that names no host gets a 400 from the passkey ceremonies, never a 500', async (t) => {
+  const gw = await startOwnerGateway(t);
+  const { port } = new URL(gw.url);
+  const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/owner/v1/session/passkey/options', headers: { host: 'x:99999' } }, (res) => {
+      let body = '';
+      res.on('data', (chunk) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  assert.equal(answer.status, 400, answer.body);
+  assert.equal(JSON.parse(answer.body).message.code, 'invalid_request');
 });

@@ -6,6 +6,7 @@
  */
 import type { Context } from 'koa';
 import { z } from 'zod';
+import { InvalidRequest } from '../../../errors/errors.js';
 import type { OwnerRouteDeps } from './deps.js';
 
 const base64url = (max: number) => z.string().max(max).regex(/^[A-Za-z0-9_-]*$/, 'expected base64url');
@@ -56,5 +57,8 @@ export const ceremonySchema = z.strictObject({
 });
 
 export function relyingParty(deps: OwnerRouteDeps, ctx: Context): { origin: string } {
-  return { origin: deps.config.owner.publicOrigin ?? `${ctx.protocol}://${ctx.host}` };
+  const origin = deps.config.owner.publicOrigin ?? `${ctx.protocol}://${ctx.host}`;
+  // A Host header that makes no origin (the configured one always does) names no relying party.
+  if (!URL.canParse(origin) || new URL(origin).hostname === '') throw new InvalidRequest('The Host header names no host a passkey could be for.');
+  return { origin };
 }
