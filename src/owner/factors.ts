@@ -8,7 +8,7 @@
 import type { PublicKeyCredentialCreationOptionsJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { Conflict, NotFound, SecondFactorRequired } from '../errors/errors.js';
 import type { AuditEvent, OwnerRecord } from '../state/owners/records.js';
-import { loadAccount, requireWritable } from './access.js';
+import { loadAccount, requireOperator, requireWritable } from './access.js';
 import type { OwnerDeps } from './deps.js';
 import { passkeyView, removePasskey, type PasskeyView, type RelyingParty } from './passkeys.js';
 import { createChangePipeline, editAccount, type AuditTrail, type Persisted } from './pipeline.js';
@@ -40,6 +40,12 @@ export interface FactorService {
   finishPasskeyRegistration(actor: OwnerActor, rp: RelyingParty, answer: { ceremonyId: string; name: string; response: RegistrationResponseJSON }): Promise<PasskeyView>;
   removePasskey(actor: OwnerActor, passkeyId: string): Promise<void>;
   getAccountRequirement(caller: Caller, accountId: string): Promise<{ required: boolean }>;
+  /**
+   * An operator's: drops every second factor of a member of the account (TOTP, its recovery
+   * codes, passkeys), for an owner who lost them all. Audited as owner.totp_disable and
+   * owner.passkey_remove by the operator.
+   */
+  resetMemberFactors(actor: Actor, accountId: string, ownerId: string): Promise<{ ownerId: string; reset: true }>;
   /** The account's requirement that every owner of it use a second factor. */
   setAccountRequirement(actor: Actor, accountId: string, required: boolean): Promise<{ required: boolean }>;
 }
@@ -195,8 +201,27 @@ function passkeyChanges({ deps: { store }, gate, change, loadOwner, auditInAccou
   };
 }
 
-function requirementChanges({ deps: { store }, change }: FactorKit): Pick<FactorService, 'getAccountRequirement' | 'setAccountRequirement'> {
+function requirementChanges({ deps: { store }, change, auditInAccounts }: FactorKit): Pick<FactorService, 'getAccountRequirement' | 'setAccountRequirement' | 'resetMemberFactors'> {
   return {
+    resetMemberFactors: (actor, accountId, ownerId) => change(actor, {
+      async load() {
+        const account = await loadAccount(store, actor.caller, accountId);
+        if (!account.members.some((m) => m.ownerId === ownerId)) throw new NotFound('No such member.');
+      },
+      authorize: () => requireOperator(actor.caller),
+      async persist({ event }) {
+        const before = await store.updateOwner(ownerId, (current) => {
+          const { totp: _totp, recoveryCodes: _codes, pendingTotp: _pending, passkeys: _passkeys, ...rest } = current;
+          return { owner: rest, result: current };
+        });
+        const events = [
+          ...(before.totp === undefined ? [] : [event({ action: 'owner.totp_disable', target: { type: 'owner', id: ownerId } })]),
+          ...(before.passkeys ?? []).map((p) => event({ action: 'owner.passkey_remove', target: { type: 'passkey', id: p.id.slice(0, 256) }, changes: { name: [p.name, null] } })),
+        ];
+        return events.length === 0 ? { audited: [], result: { ownerId, reset: true as const } } : auditInAccounts(ownerId, events, { ownerId, reset: true as const });
+      },
+    }),
+
     getAccountRequirement: async (caller, accountId) => ({ required: (await loadAccount(store, caller, accountId)).requireSecondFactor === true }),
 
     setAccountRequirement: (actor, accountId, required) => change(actor, {

@@ -18,7 +18,7 @@ import type {
   KeyDeleted, KeyWithSecret, Member, MemberRemoved, Owner, Page, PageQuery, Reset, Role, RoleDeleted, RoleInput, RoleQuery,
   RollKeyInput, ServedSignRecord, Session, SettingsToken, SettingsTokenStatus, SettingsTokenWithToken, SignedOut, SignRecord, SignRecordDeleted,
   SignRecordInput, SignRecordUpdate, UpdateAccountInput, UpdateKeyInput, Usage, KeyUsage, UsageQuery,
-  CodeInput, Passkey, PasskeyDeleted, RecoveryCodes, SecondFactorRequirement, SecondFactors, TotpEnrollment,
+  CodeInput, MemberFactorsReset, Passkey, PasskeyDeleted, RecoveryCodes, SecondFactorRequirement, SecondFactors, TotpEnrollment,
 } from '../../packages/client/src/owner/index.js';
 import type { Equal, Expect, OptionalKeys, RequiredKeys } from '../../packages/client/examples/assert-types.js';
 import { checkedClients } from '../helpers/owner-client.js';
@@ -150,6 +150,7 @@ test('each method sends its own operation, and every answer validates against it
   const factors = await expect('secondFactors.get', () => owner.secondFactors.get());
   assert.deepEqual(factors.passkeys.map((p) => p.id), [passkey.id]);
   await expect('secondFactors.deletePasskey', () => owner.secondFactors.deletePasskey(passkey.id));
+  await expect('secondFactors.resetMember', () => op.secondFactors.resetMember('acct_c', member.ownerId));
   await expect('signOut', () => owner.signOut());
   void member;
   await expect('accounts.delete', () => op.accounts.delete('acct_c'));
@@ -233,6 +234,7 @@ const SHAPES: { name: string; where: Where; shape: { required: string[]; optiona
   { name: 'RecoveryCodes (new)', where: { op: 'POST /owner/v1/session/recovery-codes', at: 200 }, shape: fields<RecoveryCodes>()(['recoveryCodes'], []) },
   { name: 'CodeInput', where: { op: 'POST /owner/v1/session/totp/confirmation', at: 'body' }, shape: fields<CodeInput>()(['code'], []) },
   { name: 'SecondFactorRequirement', where: { op: 'PUT /owner/v1/accounts/{accountId}/second-factor-requirement', at: 'body' }, shape: fields<SecondFactorRequirement>()(['required'], []) },
+  { name: 'MemberFactorsReset', where: { op: 'DELETE /owner/v1/accounts/{accountId}/members/{ownerId}/second-factors', at: 200 }, shape: fields<MemberFactorsReset>()(['ownerId', 'reset'], []) },
   { name: 'PasskeyDeleted', where: { op: 'DELETE /owner/v1/session/passkeys/{passkeyId}', at: 200 }, shape: fields<PasskeyDeleted>()(['deleted'], []) },
 ];
 

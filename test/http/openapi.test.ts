@@ -376,6 +376,9 @@ async function walkSecondFactors(api: Conformance, gw: TestGateway, owner: Owner
   await owner.expect(200, owner.get(requirement));
   await owner.expect(200, owner.put(requirement, { required: true }));
   await owner.expect(200, O.put(requirement, { required: false }));
+  const reset = `/accounts/${state.accountId}/members/${state.ownerId}/second-factors`;
+  await owner.expect(403, owner.delete(reset));
+  await O.expect(200, O.delete(reset));
 }
 
 /** Every operation that documents a 409, on a gateway that may not change its store: read_only_store. */

@@ -68,6 +68,7 @@ const OPERATIONS: { method: string; path: (ids: Ids) => string; body?: unknown; 
   { method: 'GET', path: (i) => `/accounts/${i.a}/usage`, objectId: false },
   { method: 'GET', path: (i) => `/accounts/${i.a}/second-factor-requirement`, objectId: false },
   { method: 'PUT', path: (i) => `/accounts/${i.a}/second-factor-requirement`, body: { required: true }, objectId: false },
+  { method: 'DELETE', path: (i) => `/accounts/${i.a}/members/${i.owner}/second-factors`, objectId: true, operatorOnly: true },
 ];
 
 /** Everything of the account the operator can read, to compare before and after. */

@@ -235,3 +235,21 @@ test('with owner.secondFactorKey, the TOTP secret is stored sealed: not in the d
   const signedIn = await anonymous(gw).send('POST', '/session', { email: 'sealed@example.com', password: PASSWORD, otp: codeAt(gw, secret) });
   assert.equal(signedIn.status, 200, show(signedIn));
 });
+
+test('an operator removes every second factor of a member who lost them all; an owner may not', async (t) => {
+  const gw = await startOwnerGateway(t);
+  const owner = await accountWithOwner(gw, { accountId: 'acct_lost', email: 'lost@example.com', password: PASSWORD });
+  await enroll(gw, owner);
+  const ownerId = owner.signIn.body.message.owner.id as string;
+  const path = `/accounts/acct_lost/members/${ownerId}/second-factors`;
+  const refused = await owner.send('DELETE', path);
+  assert.equal(refused.status, 403, show(refused));
+  const reset = await operator(gw).send('DELETE', path);
+  assert.equal(reset.status, 200, show(reset));
+  assert.deepEqual(reset.body.message, { ownerId, reset: true });
+  const plain = await anonymous(gw).send('POST', '/session', { email: 'lost@example.com', password: PASSWORD });
+  assert.equal(plain.status, 200, `the password alone again: ${show(plain)}`);
+  const events = (await operator(gw).get('/accounts/acct_lost/audit')).body.message.items as { action: string; actor: { type: string } }[];
+  assert.equal(events.find((e) => e.action === 'owner.totp_disable')?.actor.type, 'operator');
+  assert.equal((await operator(gw).send('DELETE', '/accounts/acct_lost/members/own_nobody/second-factors')).status, 404);
+});

@@ -16,7 +16,7 @@ import type {
   Account, AccountDeleted, AuditEvent, CallOptions, Invite, InviteAccepted, InviteWithToken, Key, KeyDeleted, KeyWithSecret,
   Member, MemberRemoved, Page, RateLimitInfo, Reset, Role, RoleDeleted, Session, SettingsToken, SettingsTokenWithToken,
   ServedSignRecord, SignedOut, SignRecord, SignRecordDeleted, Usage,
-  PasskeyDeleted, RecoveryCodes, SecondFactorRequirement, SecondFactors, TotpEnrollment,
+  MemberFactorsReset, PasskeyDeleted, RecoveryCodes, SecondFactorRequirement, SecondFactors, TotpEnrollment,
 } from '../src/owner/index.js';
 import { expectType, type Equal, type Expect } from './assert-types.js';
 
@@ -152,6 +152,8 @@ export async function ownerExample({ baseUrl, adminToken, fetch }: { baseUrl: st
   }
   expectType<SecondFactorRequirement>()(await owner.secondFactors.getRequirement(accountId));
   expectType<SecondFactorRequirement>()(await operator.secondFactors.setRequirement(accountId, { required: false }));
+  // An owner who lost every second factor: an operator removes them.
+  expectType<MemberFactorsReset>()(await operator.secondFactors.resetMember(accountId, first.ownerId));
 
   const auditActions: string[] = [];
   expectType<Page<AuditEvent>>()(await owner.audit.list(accountId, { limit: 20 }));

@@ -954,6 +954,17 @@ export interface OwnerOperations {
       required: boolean;
     };
   };
+  resetMemberSecondFactors: {
+    method: 'DELETE';
+    path: '/owner/v1/accounts/{accountId}/members/{ownerId}/second-factors';
+    params: { accountId: string; ownerId: string };
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      ownerId: string;
+      reset: true;
+    };
+  };
 }
 
 export type OwnerOperationId = keyof OwnerOperations;

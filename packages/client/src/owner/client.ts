@@ -106,6 +106,7 @@ export const OPERATIONS = {
   'secondFactors.deletePasskey': { method: 'DELETE', path: '/owner/v1/session/passkeys/{passkeyId}', operationId: 'deletePasskey', audience: 'session' },
   'secondFactors.getRequirement': { method: 'GET', path: `${A}/second-factor-requirement`, operationId: 'getSecondFactorRequirement', audience: 'caller' },
   'secondFactors.setRequirement': { method: 'PUT', path: `${A}/second-factor-requirement`, operationId: 'setSecondFactorRequirement', audience: 'caller' },
+  'secondFactors.resetMember': { method: 'DELETE', path: `${A}/members/{ownerId}/second-factors`, operationId: 'resetMemberSecondFactors', audience: 'caller' },
 } as const satisfies Record<string, Operation>;
 
 export type OperationName = keyof typeof OPERATIONS;
@@ -242,6 +243,7 @@ export class OwnerClient {
       deletePasskey: (passkeyId, o) => call('secondFactors.deletePasskey', { params: { passkeyId } }, o),
       getRequirement: (accountId, o) => call('secondFactors.getRequirement', { params: { accountId } }, o),
       setRequirement: (accountId, input, o) => call('secondFactors.setRequirement', { params: { accountId }, body: input }, o),
+      resetMember: (accountId, ownerId, o) => call('secondFactors.resetMember', { params: { accountId, ownerId } }, o),
     };
   }
 

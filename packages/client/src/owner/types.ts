@@ -496,6 +496,11 @@ export interface PasskeyDeleted {
   deleted: true;
 }
 
+export interface MemberFactorsReset {
+  ownerId: string;
+  reset: true;
+}
+
 /**
  * The owner's second factors (owners only, but the requirement: an operator's too). Passkeys
  * are registered and used in a browser (the dashboard); here they are listed and removed.
@@ -511,4 +516,6 @@ export interface SecondFactorsApi {
   deletePasskey(passkeyId: string, options?: CallOptions): Promise<PasskeyDeleted>;
   getRequirement(accountId: string, options?: CallOptions): Promise<SecondFactorRequirement>;
   setRequirement(accountId: string, input: SecondFactorRequirement, options?: CallOptions): Promise<SecondFactorRequirement>;
+  /** Operators: removes every second factor of a member who lost them all. */
+  resetMember(accountId: string, ownerId: string, options?: CallOptions): Promise<MemberFactorsReset>;
 }

@@ -10,7 +10,7 @@ import type { OwnerServices } from '../../../owner/service.js';
 import { operation, type Operation } from '../../owner/operation.js';
 import type { Actor, Caller } from '../../../owner/types.js';
 import type { OwnerRouteDeps } from './deps.js';
-import { accountParams, actorOf, callerOf, nameField, sessionSchema } from './schemas.js';
+import { accountParams, actorOf, callerOf, idField, nameField, sessionSchema } from './schemas.js';
 import { setDeviceCookie, setSessionCookie } from './sessions.js';
 import { ceremonyIdField, ceremonySchema, passkeyAnswerSchema, registrationAnswerSchema, relyingParty } from './webauthn.js';
 
@@ -216,6 +216,21 @@ function requirementOperations(owner: OwnerServices): Operation[] {
   ];
 }
 
+function resetOperation(owner: OwnerServices): Operation {
+  return operation({
+    operationId: 'resetMemberSecondFactors',
+    method: 'delete',
+    path: '/owner/v1/accounts/{accountId}/members/{ownerId}/second-factors',
+    summary: 'Remove every second factor of a member who lost them all (operators only)',
+    tag: 'Second factors',
+    auth: 'caller',
+    params: z.strictObject({ accountId: idField, ownerId: idField }),
+    response: z.strictObject({ ownerId: z.string(), reset: z.literal(true) }),
+    errors: [403, 404, 409],
+    handle: async (input) => owner.factors.resetMemberFactors(actorOf(input), input.params.accountId, input.params.ownerId),
+  });
+}
+
 export function secondFactorOperations(owner: OwnerServices, deps: OwnerRouteDeps): Operation[] {
-  return [...totpOperations(owner), ...passkeyOperations(owner, deps), ...requirementOperations(owner)];
+  return [...totpOperations(owner), ...passkeyOperations(owner, deps), ...requirementOperations(owner), resetOperation(owner)];
 }
