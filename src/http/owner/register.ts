@@ -39,7 +39,7 @@ const BEFORE_PASSWORD_CHANGE = new Set(['getSession', 'deleteSession', 'changePa
  * Operations an owner a second factor is required of may use before having one: the session's
  * own, the password change, and the enrollment (http/routes/owner/second-factors.ts).
  */
-const BEFORE_SECOND_FACTOR = new Set([...BEFORE_PASSWORD_CHANGE, 'startTotpEnrollment', 'confirmTotpEnrollment', 'startPasskeyRegistration', 'finishPasskeyRegistration']);
+const BEFORE_SECOND_FACTOR = new Set([...BEFORE_PASSWORD_CHANGE, 'getSecondFactorRequirement', 'startTotpEnrollment', 'confirmTotpEnrollment', 'startPasskeyRegistration', 'finishPasskeyRegistration']);
 
 /** Changes never refused by the change limits: an owner over them can still end their session. */
 const NOT_COUNTED_AS_CHANGE = new Set(['deleteSession']);
