@@ -121,7 +121,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   const edge = buildProxy(core, { auth, limits: limits.limits, isTrustedProxy: trust.isTrusted });
   const mail = buildMail(core);
   const owner = createOwnerServices({
-    store: state.owners, sessions: state.sessions, revocations: auth.revocations, clock, limits: limits.limits, log, config,
+    store: state.owners, sessions: state.sessions, ceremonies: state.ceremonies, revocations: auth.revocations, clock, limits: limits.limits, log, config,
     usage: state.usage, keyUse: state.keyUse, demoSecrets: auth.demoSecrets, ...(mail !== undefined ? { mail: mail.mail } : {}),
   });
   return {

@@ -18,7 +18,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { extname, join, relative, sep } from 'node:path';
+import { dirname, extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Router from '@koa/router';
 import type { Context, Next } from 'koa';
@@ -71,6 +71,13 @@ const PUBLIC = fileURLToPath(new URL('./public/', import.meta.url));
  */
 const SCRIPTS = fileURLToPath(new URL('../../dist/dashboard/public/js/', import.meta.url));
 
+/**
+ * @simplewebauthn/browser's ESM build (the passkey pages' ceremonies), served as it is installed
+ * at `assets/js/vendor/simplewebauthn-browser/`, where the compiled script loads it by a URL
+ * relative to itself (browser/webauthn.ts): no bundler, no import map.
+ */
+const WEBAUTHN_BROWSER = dirname(fileURLToPath(import.meta.resolve('@simplewebauthn/browser')));
+
 /** The dashboard is on but its script was never compiled (a fresh clone run without npm). */
 export class DashboardNotBuilt extends Error {
   constructor(dir: string) {
@@ -85,7 +92,7 @@ export class DashboardNotBuilt extends Error {
  * envelope. The security headers are dashboardHeaders' (below), for every answer alike.
  */
 export function registerDashboard(router: Router, { path }: { path: string }): void {
-  const { shell, assets } = loadPublic(path);
+  const { shell, assets } = loadPublic(path, PUBLIC, SCRIPTS, WEBAUTHN_BROWSER);
 
   const servePage = async function serveDashboardPage(ctx: Context): Promise<void> {
     const rest = ctx.path.slice(path.length).replace(/^\//, '');
@@ -162,12 +169,13 @@ export function registerInviteRedirect(router: Router, { path }: { path: string 
 
 /**
  * The page (with the dashboard's path written in) and every asset under public/, by path
- * relative to it, with the compiled script under `js/`: regular files of the types in TYPES
+ * relative to it, with the compiled script under `js/` (and, given `webauthn`, that package's
+ * build under `js/vendor/simplewebauthn-browser/`): regular files of the types in TYPES
  * only. A symlink is not followed, so a link left in public/ (or put there) cannot serve a file
  * from elsewhere on the machine. (From dist/, `scripts` is public/js/ itself: read twice, the
  * same files.)
  */
-export function loadPublic(path: string, dir = PUBLIC, scripts = SCRIPTS): { shell: Buffer; assets: Map<string, Asset> } {
+export function loadPublic(path: string, dir = PUBLIC, scripts = SCRIPTS, webauthn?: string): { shell: Buffer; assets: Map<string, Asset> } {
   if (!existsSync(join(scripts, 'main.js'))) throw new DashboardNotBuilt(scripts);
   // The path is lower-case a-z 0-9 . _ - and "/" (config/schema.ts): nothing to escape in HTML.
   const shell = Buffer.from(readFileSync(join(dir, 'index.html'), 'utf8').replaceAll('{{BASE}}', path));
@@ -183,6 +191,7 @@ export function loadPublic(path: string, dir = PUBLIC, scripts = SCRIPTS): { she
   };
   add(dir, '');
   add(scripts, 'js/');
+  if (webauthn !== undefined) add(webauthn, 'js/vendor/simplewebauthn-browser/');
   return { shell, assets };
 }
 

@@ -157,6 +157,27 @@ export class InvalidOwnerCredentials extends GatewayError {
   }
 }
 
+/**
+ * The password was right, and the owner has a second factor (owner/second-factor.ts): sign in
+ * again with `otp` (a TOTP code or a recovery code) or a passkey. Also the answer to a wrong or
+ * replayed code, so that a code's failure tells nothing the password's success did not.
+ */
+export class SecondFactorRequired extends GatewayError {
+  constructor() {
+    super(401, 'mfa_required', 'A second factor is required: send a current code from the authenticator app (or a recovery code) as "otp", or use a passkey.');
+  }
+}
+
+/**
+ * The owner must use a second factor (their account's or the deployment's requirement) and has
+ * none: only the enrollment operations and the session's own work until one is set up.
+ */
+export class SecondFactorEnrollmentRequired extends GatewayError {
+  constructor() {
+    super(403, 'mfa_enrollment_required', 'Set up a second factor first (an authenticator app or a passkey): it is required for this owner.');
+  }
+}
+
 /** A present admin token that matches none configured: one answer, whatever was wrong with it. */
 export class InvalidAdminToken extends GatewayError {
   constructor() {

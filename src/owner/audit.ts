@@ -14,6 +14,8 @@ export const AUDITED_FIELDS = new Set([
   'signedNonce', 'signedAt', 'signedExpiredAt', 'expiresAt', 'previousValidUntil', 'mustChangePassword',
   // A certificate's fingerprint is public (any peer it was shown to can compute it): no secret.
   'certificateSha256',
+  // Second factors (owner/totp.ts, owner/passkeys.ts): the requirement and a passkey's name, never a secret.
+  'requireSecondFactor',
 ]);
 
 /** The longest `ip` an event holds (state/owners/records.ts). */

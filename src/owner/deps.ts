@@ -3,6 +3,7 @@ import type { DemoSecretGuard } from '../auth/demo-secrets.js';
 import type { Revocations } from '../auth/revocation.js';
 import type { Config } from '../config/schema.js';
 import type { RateLimits } from '../limits/rate-limits.js';
+import type { CeremonyStore } from '../state/ceremonies/store.js';
 import type { KeyUseStore } from '../state/key-use/store.js';
 import type { OwnerStore } from '../state/owners/store.js';
 import type { SessionStore } from '../state/sessions/store.js';
@@ -29,6 +30,8 @@ export interface OwnerDeps {
   keyUse?: KeyUseStore;
   /** Refuses the demo owners' published passwords at sign-in on a production gateway (auth/demo-secrets.ts). */
   demoSecrets?: DemoSecretGuard;
+  /** WebAuthn ceremonies in flight (owner/passkeys.ts); absent: this process's memory. */
+  ceremonies?: CeremonyStore;
   /** Hear every owner change once it is written and logged (owner/pipeline.ts, the notify step); none by default. */
   listeners?: readonly ChangeListener[];
   /** Mail to owners (owner/mail.ts); absent while mail is off (`mail.smtpUrl` unset): nothing is sent. */

@@ -12,6 +12,7 @@ import { createDirectoryService, type DirectoryService } from './directory.js';
 import { createEmailVerification, type EmailVerification } from './email-verification.js';
 import { createMailNotices } from './mail-notices.js';
 import { createPasswordResets, type PasswordResets } from './password-reset.js';
+import { createFactorService, type FactorService } from './factors.js';
 import { createKeyService, type KeyService } from './keys.js';
 import { createSessionListService, type SessionListService } from './session-list.js';
 import { createSessionService, type SessionService } from './sessions.js';
@@ -40,6 +41,8 @@ export interface OwnerServices {
   resets: PasswordResets;
   /** Email verification (owner/email-verification.ts). */
   verification: EmailVerification;
+  /** The owner's second factors: TOTP, recovery codes, passkeys, an account's requirement. */
+  factors: FactorService;
 }
 
 export function createOwnerServices(given: OwnerDeps): OwnerServices {
@@ -61,5 +64,6 @@ export function createOwnerServices(given: OwnerDeps): OwnerServices {
     usage: createUsageService({ store: deps.store, clock: deps.clock, usage: deps.usage }),
     resets: createPasswordResets(deps, mail),
     verification,
+    factors: createFactorService(deps, sessions.secondFactors),
   };
 }

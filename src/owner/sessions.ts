@@ -20,8 +20,11 @@ import type { OwnerDeps } from './deps.js';
 import { createDeviceCookies, type DeviceCookies } from './devices.js';
 import { newDeviceNotice } from './mail-notices.js';
 import { hashPassword, limitHashing, needsRehash, PASSWORD_MAX, PASSWORD_MIN, prepareDummyHash, verifyNobody, verifyPassword } from './passwords.js';
+import { createPasskeySignIn, startPasskeySignIn } from './passkey-sign-in.js';
+import type { PasskeyAnswer, RelyingParty } from './passkeys.js';
 import { createChangePipeline, type AuditTrail } from './pipeline.js';
 import { createEvictionRecorder } from './session-events.js';
+import { createSecondFactorGate, type PresentedFactors, type SecondFactorGate } from './second-factor.js';
 import type { Caller, RequestMeta, ResumedSession, SessionResolver } from './types.js';
 import { accountView, ownerView, type AccountView, type OwnerView } from './views.js';
 
@@ -45,8 +48,17 @@ export interface NewSession {
 }
 
 export interface SessionService extends SessionResolver {
-  /** Throws InvalidOwnerCredentials (one answer for every failure) or TooManyRequests. */
-  signIn(email: string, password: string, meta: RequestMeta): Promise<NewSession>;
+  /**
+   * Throws InvalidOwnerCredentials (one answer for every failure) or TooManyRequests; for an
+   * owner with a second factor, SecondFactorRequired unless `factors` holds a right one.
+   */
+  signIn(email: string, password: string, meta: RequestMeta, factors?: PresentedFactors): Promise<NewSession>;
+  /** A passkey sign-in ceremony's options (counted per address). */
+  startPasskeySignIn(rp: RelyingParty, meta: RequestMeta): ReturnType<SecondFactorGate['ceremonies']['startSignIn']>;
+  /** Signs in with a passkey alone (owner/passkey-sign-in.ts). */
+  signInWithPasskey(answer: PasskeyAnswer & RelyingParty, meta: RequestMeta): Promise<NewSession>;
+  /** Second factors at sign-in, and the requirement (owner/second-factor.ts). */
+  readonly secondFactors: SecondFactorGate;
   /** The session of this token (already resumed by the caller check); SessionRequired-worthy: undefined. */
   describe(token: string): Promise<SessionView | undefined>;
   signOut(token: string): Promise<void>;
@@ -116,12 +128,15 @@ export function createSessionService(deps: OwnerDeps): SessionService {
   const touchEveryMs = Math.min(TOUCH_EVERY_MS, idleMs / 4);
   const kit = createSessionKit(deps);
   const { devices, checkPassword, view, start, rehashIfOld } = kit;
+  const secondFactors = createSecondFactorGate(deps);
 
   return {
-    async signIn(email, password, meta) {
+    secondFactors,
+    async signIn(email, password, meta, factors = {}) {
       const owner = await checkPassword(email, await store.findOwnerByEmail(email.toLowerCase()), password, meta);
       // A demo owner's published password, on a production gateway: the answer of a wrong one.
       if (demoSecrets?.refusesOwner(owner) === true) throw new InvalidOwnerCredentials();
+      await secondFactors.check(owner, factors, meta, devices.deviceOf(meta.deviceCookie, owner.email));
       const passwordHash = await rehashIfOld(owner, password);
       const { digest, created } = await start(owner, meta, { capped: true });
       // A password change committed while this sign-in was checked may have ended the owner's
@@ -152,7 +167,7 @@ export function createSessionService(deps: OwnerDeps): SessionService {
       if (session.idleExpiresAt - now < idleMs - touchEveryMs && session.idleExpiresAt < session.expiresAt) {
         await sessions.touch(digest, now + idleMs);
       }
-      return { caller: { kind: 'owner', ownerId: owner.id, email: owner.email }, csrfToken: session.csrfToken, mustChangePassword: owner.mustChangePassword };
+      return { caller: { kind: 'owner', ownerId: owner.id, email: owner.email }, csrfToken: session.csrfToken, mustChangePassword: owner.mustChangePassword, mustEnrollSecondFactor: await secondFactors.mustEnroll(owner) };
     },
 
     async describe(token) {
@@ -177,6 +192,8 @@ export function createSessionService(deps: OwnerDeps): SessionService {
     },
 
     changePassword: createPasswordChange(deps, kit),
+    startPasskeySignIn: (rp, meta) => startPasskeySignIn(deps, secondFactors, rp, meta),
+    signInWithPasskey: createPasskeySignIn(deps, kit, secondFactors),
   };
 }
 

@@ -43,6 +43,8 @@ export interface ResumedSession {
   csrfToken: string;
   /** An operator-set initial password: only the password change and the session routes work. */
   mustChangePassword: boolean;
+  /** A second factor is required of the owner and they have none: only enrollment and the session routes work. */
+  mustEnrollSecondFactor?: boolean;
 }
 
 export interface SessionResolver {

@@ -38,6 +38,9 @@ import { warnUnlessDurable } from './redis/durability.js';
 import { MemoryRevocationStore } from './revocation/memory.js';
 import { RedisRevocationStore } from './revocation/redis.js';
 import { resetRetentionMs, type RevocationStore } from './revocation/store.js';
+import { MemoryCeremonyStore } from './ceremonies/memory.js';
+import { RedisCeremonyStore } from './ceremonies/redis.js';
+import type { CeremonyStore } from './ceremonies/store.js';
 import { MemorySessionStore } from './sessions/memory.js';
 import { RedisSessionStore } from './sessions/redis.js';
 import type { SessionStore } from './sessions/store.js';
@@ -79,6 +82,8 @@ export interface State {
   owners: OwnerStore;
   /** Owner sign-in sessions. */
   sessions: SessionStore;
+  /** WebAuthn ceremonies in flight (owner/passkeys.ts). */
+  ceremonies: CeremonyStore;
   /** When each API key last signed in. */
   keyUse: KeyUseStore;
   /** Per-key usage counts; undefined while `usage.enabled` is off. */
@@ -110,7 +115,7 @@ export interface StateDeps {
 }
 
 /** What lives where the shared state lives: made by one of the two functions below. */
-interface SharedStores extends Pick<State, 'where' | 'keys' | 'tokens' | 'resets' | 'epochSkewMs' | 'rateCounters' | 'sessions' | 'keyUse' | 'usage' | 'acme' | 'challenges' | 'outbox' | 'readiness' | 'forgetCachedKeys' | 'warmUp'> {
+interface SharedStores extends Pick<State, 'where' | 'keys' | 'tokens' | 'resets' | 'epochSkewMs' | 'rateCounters' | 'sessions' | 'ceremonies' | 'keyUse' | 'usage' | 'acme' | 'challenges' | 'outbox' | 'readiness' | 'forgetCachedKeys' | 'warmUp'> {
   redis: RedisConnection | undefined;
 }
 
@@ -137,6 +142,7 @@ export function createState(config: Config, { dataFile, log, clock, metrics, isP
     directory,
     owners,
     sessions: shared.sessions,
+    ceremonies: shared.ceremonies,
     keyUse: shared.keyUse,
     usage: shared.usage,
     acme: shared.acme,
@@ -165,6 +171,7 @@ function keptInMemory(config: Config, { clock, fileKeys, memoryRateCounters }: {
     // The same object: the limiter tells shared counters from its insurance by identity.
     rateCounters: memoryRateCounters,
     sessions: new MemorySessionStore({ clock }),
+    ceremonies: new MemoryCeremonyStore({ clock }),
     keyUse: new MemoryKeyUseStore(),
     usage: config.usage.enabled ? new MemoryUsageCounters({ clock }) : undefined,
     acme: createFileAcmeStore(config.acme.stateFile, clock),
@@ -195,6 +202,7 @@ function keptInRedis(config: Config, redis: RedisConnection, { log, clock, fileK
       breakerCooldownMs: config.redis.breakerCooldownMs,
     }),
     sessions: new RedisSessionStore(redis, { clock }),
+    ceremonies: new RedisCeremonyStore(redis, { clock }),
     keyUse: new RedisKeyUseStore(redis),
     usage: config.usage.enabled ? new RedisUsageCounters(redis) : undefined,
     acme: new RedisAcmeStore(redis),

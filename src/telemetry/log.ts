@@ -18,6 +18,13 @@ const REDACT = [
   '*.refreshToken',
   '*.apiSecret',
   '*.pem',
+  // Second factors (owner/totp.ts): a TOTP secret, a code, recovery codes.
+  'otp',
+  '*.otp',
+  '*.totp.secret',
+  '*.pendingTotp.secret',
+  'recoveryCodes',
+  '*.recoveryCodes',
 ];
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {

@@ -261,6 +261,34 @@ export function runOwnerStoreContract(name: string, makeStore: MakeOwnerStore): 
       assert.equal(await store.findOwnerByEmail('ann@example.com'), undefined);
     });
 
+    await t.test('an owner\'s second factors (TOTP, recovery code digests, passkeys) and an account\'s requirement are stored as written', async (st) => {
+      const store = await fresh(st);
+      const passkey = { id: 'cred_AbC-_1', publicKey: 'pQECAyYgASFYIA', counter: 3, transports: ['internal'], name: 'Laptop', createdAt: '2026-11-02T00:00:00.000Z' };
+      await store.updateOwner('own_ann', (owner) => ({
+        owner: { ...owner, totp: { secret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP', enabledAt: '2026-11-02T00:00:00.000Z', lastStep: 59_000_000 }, recoveryCodes: [`sha256:${'a'.repeat(64)}`], passkeys: [passkey] },
+        result: undefined,
+      }));
+      const ann = await store.findOwner('own_ann');
+      assert.deepEqual(ann?.totp, { secret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP', enabledAt: '2026-11-02T00:00:00.000Z', lastStep: 59_000_000 });
+      assert.deepEqual(ann?.recoveryCodes, [`sha256:${'a'.repeat(64)}`]);
+      assert.deepEqual(ann?.passkeys, [passkey]);
+      await store.updateAccount('acct_a', (doc) => ({ doc: { ...doc, requireSecondFactor: true }, events: [], result: undefined }));
+      assert.equal((await store.readAccount('acct_a'))?.requireSecondFactor, true);
+    });
+
+    await t.test('of concurrent updateOwner changes that each accept one TOTP step, exactly one wins (a code is accepted once)', async (st) => {
+      const store = await fresh(st);
+      await store.updateOwner('own_ann', (owner) => ({ owner: { ...owner, totp: { secret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP', enabledAt: '2026-11-02T00:00:00.000Z' } }, result: undefined }));
+      const step = 59_000_001;
+      const accept = () => store.updateOwner('own_ann', (owner) => {
+        if (owner.totp === undefined || (owner.totp.lastStep ?? -1) >= step) return { result: false };
+        return { owner: { ...owner, totp: { ...owner.totp, lastStep: step } }, result: true };
+      });
+      const results = await Promise.all([accept(), accept(), accept(), accept()]);
+      assert.equal(results.filter(Boolean).length, 1, results.join(' '));
+      assert.equal((await store.findOwner('own_ann'))?.totp?.lastStep, step);
+    });
+
     await t.test('accountsOf lists the accounts an owner is a member of, deleted ones left out', async (st) => {
       const store = await fresh(st);
       assert.deepEqual(await store.accountsOf('own_ann'), ['acct_a']);

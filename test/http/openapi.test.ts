@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { Secret, TOTP } from 'otpauth';
 import { z } from 'zod';
 import { buildOpenApiDocument } from '../../src/http/openapi/document.js';
 import { operationStatuses } from '../../src/http/openapi/schemas.js';
@@ -28,6 +29,7 @@ import { redisSuite, startRedis } from '../helpers/redis.js';
 import { conformance, type Conformance, type DocumentedOperation } from '../helpers/openapi.js';
 import { drive, startLoginProvider, SSO_CLIENT_ID, SSO_CLIENT_SECRET } from '../helpers/oidc-login.js';
 import { makeAdminToken, newPassword, OwnerApi, operatorCredential, PREFIX, sessionCredential, type Credential } from '../helpers/owner-api.js';
+import { softPasskey } from '../helpers/webauthn.js';
 
 const ADDRESS = '0x52908400098527886E0F7030069857D2E4169EE7';
 const NO_ADDRESS = `0x${'0'.repeat(40)}`;
@@ -111,7 +113,7 @@ test('every documented status of every route is met by the real gateway, each an
   const gw = await startGateway(t, { overrides: { owner, data: { file } } });
   const api = await conformance(gw.url);
   await walkPublicRoutes(api, gw);
-  const state = await walkOwnerScenario(api, admin.token);
+  const state = await walkOwnerScenario(api, admin.token, gw);
   await probeOwnerOperations(api, admin.token, state.accountId, state.email === undefined ? undefined : { email: state.email, password: state.password! });
   await walkMailFlows(api, gw);
 
@@ -277,7 +279,7 @@ async function walkAccounts(api: Conformance, O: OwnerApi): Promise<{ state: Sce
  * one of each object in place (the account, its first owner, a key, a settings token, a pending
  * invite, a role, a sign record); what it deletes it makes twice.
  */
-async function walkOwnerScenario(api: Conformance, adminToken: string): Promise<ScenarioState> {
+async function walkOwnerScenario(api: Conformance, adminToken: string, gw: TestGateway): Promise<ScenarioState> {
   const has = (key: string) => api.operations.some((op) => op.key === key);
   const O = new OwnerApi(api.fetch, operatorCredential(adminToken));
   const accounts = await walkAccounts(api, O);
@@ -345,6 +347,7 @@ async function walkOwnerScenario(api: Conformance, adminToken: string): Promise<
     const audit = await owner.expect(200, owner.get(`${a}/audit?limit=100`));
     assert.ok(audit.items.length > 0, 'the changes above are in the audit');
   }
+  if (accounts !== undefined && has(`POST ${PREFIX}/session/totp`)) await walkSecondFactors(api, gw, owner, O, state);
   if (accounts !== undefined) {
     await owner.expect(200, owner.delete('/session'));
     await O.expect(200, O.delete(`/accounts/${accounts.spare}`));
@@ -400,6 +403,41 @@ async function walkSso(t: TestContext, owner: Record<string, unknown>): Promise<
   assert.equal((await bare()).status, 429);
   for (const status of [303, 403]) assert.ok(api.seen.has(`GET ${PREFIX}/sso/callback ${status}`), `the callback answered ${status}`);
   return api;
+}
+
+/**
+ * Second factors, as the scenario's first owner: TOTP enrolled (codes computed at the gateway's
+ * clock), recovery codes renewed, TOTP off again; a software passkey registered, used
+ * passwordless, removed; the account's requirement set and cleared. The owner ends as they began:
+ * a password alone signs them in.
+ */
+async function walkSecondFactors(api: Conformance, gw: TestGateway, owner: OwnerApi, O: OwnerApi, state: ScenarioState): Promise<void> {
+  const code = (secret: string) => TOTP.generate({ secret: Secret.fromBase32(secret), timestamp: gw.clock.now() });
+  await owner.expect(200, owner.get('/session/second-factors'));
+  const { secret } = await owner.expect(200, owner.post('/session/totp'));
+  await owner.expect(400, owner.post('/session/totp/confirmation', { code: '000000' }));
+  const { recoveryCodes } = await owner.expect(200, owner.post('/session/totp/confirmation', { code: code(secret) }));
+  await owner.expect(409, owner.post('/session/totp'));
+  const renewed = await owner.expect(200, owner.post('/session/recovery-codes', { code: recoveryCodes[0] }));
+  await owner.expect(200, owner.post('/session/totp/disable', { code: renewed.recoveryCodes[0] }));
+  await owner.expect(409, owner.post('/session/totp/disable', { code: '123456' }));
+
+  const passkey = softPasskey();
+  const started = await owner.expect(200, owner.post('/session/passkeys/options'));
+  const added = await owner.expect(201, owner.post('/session/passkeys', { ceremonyId: started.ceremonyId, name: 'walk', response: passkey.register(started.options, gw.url) }));
+  const signIn = await owner.expect(200, api.fetch(`${PREFIX}/session/passkey/options`, { method: 'POST' }));
+  await owner.expect(200, api.fetch(`${PREFIX}/session/passkey`, { method: 'POST', json: { ceremonyId: signIn.ceremonyId, response: passkey.authenticate(signIn.options, gw.url) } }));
+  await owner.expect(401, api.fetch(`${PREFIX}/session/passkey`, { method: 'POST', json: { ceremonyId: signIn.ceremonyId, response: passkey.authenticate(signIn.options, gw.url) } }));
+  await owner.expect(200, owner.delete(`/session/passkeys/${added.id}`));
+  await owner.expect(404, owner.delete(`/session/passkeys/${added.id}`));
+
+  const requirement = `/accounts/${state.accountId}/second-factor-requirement`;
+  await owner.expect(200, owner.get(requirement));
+  await owner.expect(200, owner.put(requirement, { required: true }));
+  await owner.expect(200, O.put(requirement, { required: false }));
+  const reset = `/accounts/${state.accountId}/members/${state.ownerId}/second-factors`;
+  await owner.expect(403, owner.delete(reset));
+  await O.expect(200, O.delete(reset));
 }
 
 /** Every operation that documents a 409, on a gateway that may not change its store: read_only_store. */
@@ -484,6 +522,11 @@ function sampleBody(op: DocumentedOperation): unknown {
     [`PUT ${PREFIX}/accounts/{accountId}/roles/{roleId}`]: role,
     [`POST ${PREFIX}/accounts/{accountId}/sign-records`]: { address: NO_ADDRESS, ...times },
     [`PUT ${PREFIX}/accounts/{accountId}/sign-records/{address}`]: times,
+    [`PUT ${PREFIX}/accounts/{accountId}/second-factor-requirement`]: { required: true },
+    [`POST ${PREFIX}/session/totp/confirmation`]: { code: '123456' },
+    [`POST ${PREFIX}/session/totp/disable`]: { code: '123456' },
+    [`POST ${PREFIX}/session/recovery-codes`]: { code: '123456' },
+    [`POST ${PREFIX}/session/passkeys`]: { ceremonyId: 'A'.repeat(32), name: 'probe', response: { id: 'AA', rawId: 'AA', type: 'public-key', response: { clientDataJSON: 'AA', attestationObject: 'AA' }, clientExtensionResults: {} } },
   };
   return samples[op.key] ?? {};
 }
@@ -528,7 +571,7 @@ async function probeOwnerOperations(api: Conformance, adminToken: string, accoun
       const outOfRange = query.some((p) => p.name === 'limit') ? 'limit=0' : `${query[0]!.name}=${'x'.repeat(5000)}`;
       await expect(400, api.fetch(`${path}?${outOfRange}`, { method, headers: as }), 'a query parameter out of range');
     } else if (op.path.includes('{')) {
-      const bad = { accountId: 'bad id!', keyId: 'bad id!', tokenId: 'bad id!', inviteId: 'bad id!', ownerId: 'bad id!', sessionId: 'bad id!', roleId: 'one', address: '0x12' };
+      const bad = { accountId: 'bad id!', keyId: 'bad id!', tokenId: 'bad id!', inviteId: 'bad id!', ownerId: 'bad id!', sessionId: 'bad id!', roleId: 'one', address: '0x12', passkeyId: 'bad id!' };
       await expect(400, api.fetch(fill(op, 'bad id!', bad), { method, headers: as }), 'a malformed path parameter');
     }
     if (op.path.includes('{accountId}')) {
@@ -576,6 +619,14 @@ async function walkLimits(api: Conformance, adminToken: string): Promise<void> {
     assert.equal((await attempt()).status, 401, 'owner sign-ins are counted apart from API keys');
     const res = await attempt();
     assert.equal(res.status, 429, `owner sign-in: ${JSON.stringify(res.body)}`);
+  }
+  // Passkey ceremonies are counted by the same owner sign-in limits: locked out with the address.
+  if (has(`POST ${PREFIX}/session/passkey/options`)) {
+    const started = await api.fetch(`${PREFIX}/session/passkey/options`, { method: 'POST' });
+    assert.equal(started.status, 429, `a passkey ceremony's start: ${JSON.stringify(started.body)}`);
+    const response = { id: 'AA', rawId: 'AA', type: 'public-key', clientExtensionResults: {}, response: { clientDataJSON: 'AA', authenticatorData: 'AA', signature: 'AA', userHandle: 'AA' } };
+    const answered = await api.fetch(`${PREFIX}/session/passkey`, { method: 'POST', json: { ceremonyId: 'A'.repeat(32), response } });
+    assert.equal(answered.status, 429, `a passkey sign-in: ${JSON.stringify(answered.body)}`);
   }
   if (invite !== undefined) {
     const res = await api.fetch(`${PREFIX}/invites/accept`, { method: 'POST', json: { token: invite.token, password: newPassword() } });

@@ -66,6 +66,9 @@ const OPERATIONS: { method: string; path: (ids: Ids) => string; body?: unknown; 
   { method: 'DELETE', path: (i) => `/accounts/${i.a}/sign-records/${i.address}`, objectId: true },
   { method: 'GET', path: (i) => `/accounts/${i.a}/sign-records/${i.address}/served`, objectId: true },
   { method: 'GET', path: (i) => `/accounts/${i.a}/usage`, objectId: false },
+  { method: 'GET', path: (i) => `/accounts/${i.a}/second-factor-requirement`, objectId: false },
+  { method: 'PUT', path: (i) => `/accounts/${i.a}/second-factor-requirement`, body: { required: true }, objectId: false },
+  { method: 'DELETE', path: (i) => `/accounts/${i.a}/members/${i.owner}/second-factors`, objectId: true, operatorOnly: true },
 ];
 
 /** Everything of the account the operator can read, to compare before and after. */

@@ -8,6 +8,7 @@
  * In an application: `import { OwnerClient } from '@auth-gateway/client/owner'` (this file
  * imports the sources, so that it compiles before the package is built).
  */
+import { Secret, TOTP } from 'otpauth';
 import {
   AuthenticationError, ConflictError, GatewayError, NotFoundError, OwnerClient, PermissionError, RateLimitError,
 } from '../src/owner/index.js';
@@ -15,6 +16,7 @@ import type {
   Account, AccountDeleted, AuditEvent, CallOptions, EmailVerified, Invite, InviteAccepted, InviteWithToken, Key, KeyDeleted, KeyWithSecret,
   Member, MemberRemoved, OwnSession, OwnSessions, Page, PasswordResetCompleted, PasswordResetRequested, RateLimitInfo, Reset, Role, RoleDeleted, Session, SettingsToken, SettingsTokenWithToken,
   ServedSignRecord, SignedOut, SignRecord, SignRecordDeleted, SsoOptions, Usage,
+  MemberFactorsReset, PasskeyDeleted, RecoveryCodes, SecondFactorRequirement, SecondFactors, TotpEnrollment,
 } from '../src/owner/index.js';
 import { expectType, type Equal, type Expect } from './assert-types.js';
 
@@ -144,6 +146,26 @@ export async function ownerExample({ baseUrl, adminToken, fetch }: { baseUrl: st
   for (const each of usage.items) expectType<number>()(each.requests + each.rateLimited + each.statuses['5xx']);
   const month = await owner.usage.get(accountId, { days: 30, keyId: 'key_1' });
   for (const step of month.series) expectType<string>()(step.start);
+
+  // Second factors: TOTP for this owner (a script that holds the secret computes its codes, here
+  // with otpauth), then off again; an account may require one of every owner. Passkeys are
+  // registered in a browser: here only listed and removed.
+  expectType<SecondFactors>()(await owner.secondFactors.get());
+  const enrollment = await owner.secondFactors.startTotp();
+  expectType<TotpEnrollment>()(enrollment);
+  const enrolled = await owner.secondFactors.confirmTotp({ code: TOTP.generate({ secret: Secret.fromBase32(enrollment.secret) }) });
+  expectType<RecoveryCodes>()(enrolled);
+  const renewed = await owner.secondFactors.regenerateRecoveryCodes({ code: enrolled.recoveryCodes[0]! });
+  expectType<SecondFactors>()(await owner.secondFactors.disableTotp({ code: renewed.recoveryCodes[0]! }));
+  try {
+    expectType<PasskeyDeleted>()(await owner.secondFactors.deletePasskey('no-such-passkey'));
+  } catch (err) {
+    if (!(err instanceof NotFoundError)) throw err;
+  }
+  expectType<SecondFactorRequirement>()(await owner.secondFactors.getRequirement(accountId));
+  expectType<SecondFactorRequirement>()(await operator.secondFactors.setRequirement(accountId, { required: false }));
+  // An owner who lost every second factor: an operator removes them.
+  expectType<MemberFactorsReset>()(await operator.secondFactors.resetMember(accountId, first.ownerId));
 
   const auditActions: string[] = [];
   expectType<Page<AuditEvent>>()(await owner.audit.list(accountId, { limit: 20 }));

@@ -191,6 +191,7 @@ class Frame {
     } catch (error) {
       if (signal.aborted) return undefined;
       if (error instanceof ApiError && error.code === 'session_required') return undefined;
+      if (this.#mustEnroll(error)) return undefined;
       await this.#drawHeader(who, undefined, match.name);
       const notFound = error instanceof ApiError && error.status === 404;
       replace(this.#main, h('h1', { tabindex: -1 }, notFound ? 'Account not found' : 'Could not load the account'), notFound
@@ -199,6 +200,13 @@ class Frame {
       this.#settle(notFound ? 'Account not found' : 'Could not load the account');
       return undefined;
     }
+  }
+
+  /** An owner a second factor is required of, without one (403 mfa_enrollment_required): to the enrollment page first. */
+  #mustEnroll(error: unknown): boolean {
+    if (!(error instanceof ApiError) || error.code !== 'mfa_enrollment_required') return false;
+    this.#go(this.href('security'), { replace: true, notice: 'Set up a second factor before anything else: it is required of you.' });
+    return true;
   }
 
   /** The page itself, under the header: its render, the notice left for it, then the title. */
@@ -213,6 +221,7 @@ class Frame {
       await def.render(ctx);
     } catch (error) {
       if (signal.aborted || (error instanceof ApiError && error.code === 'session_required')) return;
+      if (this.#mustEnroll(error)) return;
       replace(main, h('h1', { tabindex: -1 }, 'Something went wrong'), failed(error, () => void this.render()));
     }
     if (signal.aborted) return;
@@ -258,7 +267,7 @@ class Frame {
     replace(this.#top,
       h('div', { class: 'bar' }, brand,
         accounts.length > 0 ? this.#accountSwitcher(accounts, account) : null,
-        h('div', { class: 'who' }, h('span', null, person), who.kind === 'owner' ? h('a', { href: this.href('password') }, 'Change password') : null, who.kind === 'owner' ? h('a', { href: this.href('sessions') }, 'Sessions') : null, signOut),
+        h('div', { class: 'who' }, h('span', null, person), who.kind === 'owner' ? h('a', { href: this.href('password') }, 'Change password') : null, who.kind === 'owner' ? h('a', { href: this.href('security') }, 'Second factors') : null, who.kind === 'owner' ? h('a', { href: this.href('sessions') }, 'Sessions') : null, signOut),
       ),
       account === undefined ? null : h('nav', { class: 'sections', 'aria-label': `Account ${account.name || account.id}` },
         h('ul', null, SECTIONS.map((section) => {

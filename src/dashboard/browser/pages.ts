@@ -16,6 +16,8 @@ export const PAGES = {
   forgotPassword: 'forgot-password',
   resetPassword: 'reset-password',
   verifyEmail: 'verify-email',
+  security: 'security',
+  passkeys: 'security/passkeys',
   accounts: 'accounts',
   account: 'accounts/:account',
   roles: 'accounts/:account/roles',

@@ -7,6 +7,7 @@
  */
 import { ApiError, createApi, type Api, type Credential } from './api.js';
 import type { Account, Page, Session } from './types.js';
+import { passkeyAnswer, type SecondFactorInput } from './webauthn.js';
 
 export type SignedIn =
   | { kind: 'owner'; session: Session }
@@ -19,7 +20,10 @@ export interface Auth {
   current(): SignedIn | undefined;
   /** Reads the session back after a reload; undefined when nobody is signed in. */
   restore(): Promise<SignedIn | undefined>;
-  signInOwner(email: string, password: string): Promise<SignedIn>;
+  /** `factors`: the second factor (owner/second-factor.ts) after a 401 mfa_required. */
+  signInOwner(email: string, password: string, factors?: SecondFactorInput): Promise<SignedIn>;
+  /** A passkey alone (passwordless): the ceremony is run in this browser (webauthn.ts). */
+  signInWithPasskey(): Promise<SignedIn>;
   /** Checks the token with a call that needs it before keeping it. */
   signInOperator(token: string): Promise<SignedIn>;
   /** After a password change: the new session (cookie and CSRF token) replaces the old. */
@@ -77,8 +81,13 @@ export function createAuth(): Auth {
       }
       return current;
     },
-    async signInOwner(email, password) {
-      const session = await api.send<Session>('POST', '/session', { email, password });
+    async signInOwner(email, password, factors = {}) {
+      const session = await api.send<Session>('POST', '/session', { email, password, ...factors });
+      current = { kind: 'owner', session };
+      return current;
+    },
+    async signInWithPasskey() {
+      const session = await api.send<Session>('POST', '/session/passkey', await passkeyAnswer(api));
       current = { kind: 'owner', session };
       return current;
     },

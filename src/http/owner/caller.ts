@@ -11,7 +11,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'koa';
 import type { Config } from '../../config/schema.js';
-import { CsrfFailed, Forbidden, InvalidAdminToken, SessionRequired } from '../../errors/errors.js';
+import { CsrfFailed, Forbidden, InvalidAdminToken, SecondFactorEnrollmentRequired, SessionRequired } from '../../errors/errors.js';
 import type { Caller, SessionResolver } from '../../owner/types.js';
 
 export const ADMIN_TOKEN_PREFIX = 'gwadm_';
@@ -68,6 +68,8 @@ export interface ResolvedCaller {
   caller: Caller;
   sessionToken?: string;
   mustChangePassword: boolean;
+  /** An owner a second factor is required of, without one (owner/second-factor.ts). */
+  mustEnrollSecondFactor?: boolean;
 }
 
 /**
@@ -93,11 +95,15 @@ export async function resolveCaller(ctx: Context, { sessions, config }: { sessio
     const expected = Buffer.from(session.csrfToken);
     if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) throw new CsrfFailed();
   }
-  return { caller: session.caller, sessionToken: token, mustChangePassword: session.mustChangePassword };
+  return { caller: session.caller, sessionToken: token, mustChangePassword: session.mustChangePassword, mustEnrollSecondFactor: session.mustEnrollSecondFactor === true };
 }
 
 export function requirePasswordChanged(resolved: ResolvedCaller): void {
   if (resolved.mustChangePassword) {
     throw new Forbidden('Change the initial password first (POST /owner/v1/session/password).', 'password_change_required');
   }
+}
+
+export function requireSecondFactorEnrolled(resolved: ResolvedCaller): void {
+  if (resolved.mustEnrollSecondFactor === true) throw new SecondFactorEnrollmentRequired();
 }

@@ -15,7 +15,7 @@ import { InvalidAdminToken, MethodNotAllowed, NotFound } from '../../errors/erro
 import type { RateLimits } from '../../limits/rate-limits.js';
 import { discardBody, readFields, validateFields } from '../body.js';
 import type { Caller, SessionResolver } from '../../owner/types.js';
-import { checkOrigin, deviceCookieName, requirePasswordChanged, resolveCaller, servedOverTls, type ResolvedCaller } from './caller.js';
+import { checkOrigin, deviceCookieName, requirePasswordChanged, requireSecondFactorEnrolled, resolveCaller, servedOverTls, type ResolvedCaller } from './caller.js';
 import type { Operation } from './operation.js';
 
 export const OWNER_PREFIX = '/owner/v1';
@@ -33,7 +33,13 @@ export interface OwnerApiDeps {
 }
 
 /** Operations a caller with an operator-set initial password may still use. */
-const BEFORE_PASSWORD_CHANGE = new Set(['getSession', 'deleteSession', 'changePassword']);
+const BEFORE_PASSWORD_CHANGE = new Set(['getSession', 'deleteSession', 'changePassword', 'getSecondFactors']);
+
+/**
+ * Operations an owner a second factor is required of may use before having one: the session's
+ * own, the password change, and the enrollment (http/routes/owner/second-factors.ts).
+ */
+const BEFORE_SECOND_FACTOR = new Set([...BEFORE_PASSWORD_CHANGE, 'getSecondFactorRequirement', 'startTotpEnrollment', 'confirmTotpEnrollment', 'startPasskeyRegistration', 'finishPasskeyRegistration']);
 
 /** Changes never refused by the change limits: an owner over them can still end their session. */
 const NOT_COUNTED_AS_CHANGE = new Set(['deleteSession']);
@@ -58,6 +64,7 @@ export function registerOwnerApi(router: Router, { config, operations, sessions,
         resolved = await resolveAdminOrSession(ctx, { sessions, owner, limits, clientAddress });
         if (op.auth === 'session' && resolved.caller.kind !== 'owner') throw new NotFound('Operators have no session.');
         if (!BEFORE_PASSWORD_CHANGE.has(op.operationId)) requirePasswordChanged(resolved);
+        if (!BEFORE_SECOND_FACTOR.has(op.operationId)) requireSecondFactorEnrolled(resolved);
       }
       const params = op.params === undefined ? {} : validateFields(op.params, ctx.params, 'path');
       if (resolved?.caller.kind === 'owner' && isCountedChange(op)) await limitChange(ctx, resolved.caller, params, { limits, requireReachable });

@@ -46,6 +46,8 @@ const accountSchema = z.strictObject({
   members: z.array(memberSchema).default([]),
   invites: z.array(inviteSchema).default([]),
   settingsTokens: z.array(settingsTokenSchema).default([]),
+  /** Every owner of the account must use a second factor (owner/second-factor.ts): those without one enroll first. */
+  requireSecondFactor: z.boolean().optional(),
   /** Newest last; the owner store keeps the newest `owner.auditMaxEventsPerAccount`. */
   audit: z.array(auditEventSchema).default([]),
 });

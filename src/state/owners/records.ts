@@ -25,6 +25,38 @@ export const DESCRIPTION_MAX = 4096;
 
 /** A one-time token mailed to an owner, as kept: its SHA-256 only, and when it stops working. */
 const oneTimeToken = z.strictObject({ digest, expiresAt: isoTime });
+/**
+ * A TOTP secret: RFC 4648 base32 without padding, 160 bits (RFC 4226 §4's recommended length),
+ * or sealed with `owner.secondFactorKey` (owner/secret-box.ts).
+ */
+export const TOTP_SECRET_PATTERN = /^(?:[A-Z2-7]{32}|v1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{1,128}\.[A-Za-z0-9_-]{22})$/;
+export const PASSKEYS_MAX = 20;
+
+export const totpSchema = z.strictObject({
+  secret: z.string().regex(TOTP_SECRET_PATTERN),
+  enabledAt: isoTime,
+  /** The last time step a code was accepted for: a code of it or an earlier one is a replay. */
+  lastStep: z.number().int().min(0).optional(),
+});
+
+export const pendingTotpSchema = z.strictObject({
+  secret: z.string().regex(TOTP_SECRET_PATTERN),
+  startedAt: isoTime,
+});
+
+/** A WebAuthn credential as @simplewebauthn/server verifies it again: ids and keys base64url. */
+export const passkeySchema = z.strictObject({
+  /** The credential id (base64url), unique among the owner's. */
+  id: z.string().regex(/^[A-Za-z0-9_-]{1,1366}$/),
+  /** The COSE public key, base64url. */
+  publicKey: z.string().regex(/^[A-Za-z0-9_-]{1,4096}$/),
+  counter: z.number().int().min(0),
+  transports: z.array(z.string().max(32)).max(8).optional(),
+  name: z.string().min(1).max(NAME_MAX),
+  createdAt: isoTime,
+  lastUsedAt: isoTime.optional(),
+});
+export type PasskeyRecord = z.infer<typeof passkeySchema>;
 
 export const ownerSchema = z.strictObject({
   id: ID,
@@ -42,6 +74,14 @@ export const ownerSchema = z.strictObject({
   emailVerification: oneTimeToken.extend({ email: z.string().min(3).max(EMAIL_MAX) }).optional(),
   /** The pending password reset (owner/password-reset.ts): the digest of its one-time token and its end. */
   passwordReset: oneTimeToken.optional(),
+  /** A confirmed TOTP second factor (owner/totp.ts); the secret is never answered after enrollment. */
+  totp: totpSchema.optional(),
+  /** An enrollment started and not yet confirmed: its secret, shown once by startTotpEnrollment. */
+  pendingTotp: pendingTotpSchema.optional(),
+  /** Digests of the unused one-time recovery codes ("sha256:<hex>", owner/totp.ts). */
+  recoveryCodes: z.array(digest).max(16).optional(),
+  /** Registered WebAuthn credentials (owner/passkeys.ts). */
+  passkeys: z.array(passkeySchema).max(PASSKEYS_MAX).optional(),
 });
 export type OwnerRecord = z.infer<typeof ownerSchema>;
 

@@ -104,6 +104,8 @@ export interface RedisKeys {
   session(digest: string): string;
   /** Set: digests of the owner's sessions (ended ones pruned at a sign-in past 16). TTL: its latest session's absolute end. */
   ownerSessions(ownerId: string): string;
+  /** String: a WebAuthn ceremony's challenge (state/ceremonies/), taken once. TTL: the ceremony's end. */
+  ceremony(id: string): string;
   /**
    * String: written by each /readyz with a PX of a few seconds, to see that Redis takes a write
    * (redis/client.ts). Tagged by `tag`, which the check picks so that one such key lives on each
@@ -165,6 +167,7 @@ export function redisKeys(prefix: string): RedisKeys {
     invite: (digest) => `${prefix}:invite:${digest}`,
     session: (digest) => `${prefix}:sess:${digest}`,
     ownerSessions: (ownerId) => `${prefix}:owner-sess:${ownerId}`,
+    ceremony: (id) => `${prefix}:ceremony:${id}`,
     readiness: (tag) => `${prefix}:readyz:{${tag}}`,
     acmeAccountKey: `${prefix}:acme:account`,
     acmeCertificate: `${prefix}:acme:cert`,

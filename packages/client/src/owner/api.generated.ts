@@ -91,6 +91,26 @@ export interface OwnerOperations {
     body: {
       email: string;
       password: string;
+      /** For an owner with TOTP: the current 6-digit code, or one unused recovery code (docs/owner.md, "Second factors"). Without it, such an owner is answered 401 mfa_required. */
+      otp?: string;
+      /** For an owner with a passkey: the answer to a startPasskeySignIn ceremony, as the second factor. */
+      passkey?: {
+        ceremonyId: string;
+        response: {
+          id: string;
+          rawId: string;
+          type: "public-key";
+          response: {
+            clientDataJSON: string;
+            authenticatorData: string;
+            signature: string;
+            userHandle?: string;
+          };
+          authenticatorAttachment?: "platform" | "cross-platform";
+          /** The client's extension outputs, as the browser gave them. */
+          clientExtensionResults: Record<string, unknown>;
+        };
+      };
     };
     answer: {
       owner: {
@@ -837,6 +857,234 @@ export interface OwnerOperations {
     query: { hours?: string; days?: string; keyId?: string };
     body: never;
     answer: Usage;
+  };
+  getSecondFactors: {
+    method: 'GET';
+    path: '/owner/v1/session/second-factors';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      totp: {
+        enabled: boolean;
+        enabledAt?: string;
+      };
+      recoveryCodesLeft: number;
+      passkeys: {
+        id: string;
+        name: string;
+        createdAt: string;
+        lastUsedAt?: string;
+      }[];
+      /** A second factor is required of this owner (an account's or the deployment's setting). */
+      required: boolean;
+    };
+  };
+  startTotpEnrollment: {
+    method: 'POST';
+    path: '/owner/v1/session/totp';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      secret: string;
+      uri: string;
+      /** The URI as a QR code: an SVG data URL. */
+      qrCode: string;
+    };
+  };
+  confirmTotpEnrollment: {
+    method: 'POST';
+    path: '/owner/v1/session/totp/confirmation';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      /** A current 6-digit code of the authenticator app, or an unused recovery code. */
+      code: string;
+    };
+    answer: {
+      /** Ten one-time recovery codes: shown this once, stored only as digests. */
+      recoveryCodes: string[];
+    };
+  };
+  disableTotp: {
+    method: 'POST';
+    path: '/owner/v1/session/totp/disable';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      /** A current 6-digit code of the authenticator app, or an unused recovery code. */
+      code: string;
+    };
+    answer: {
+      totp: {
+        enabled: boolean;
+        enabledAt?: string;
+      };
+      recoveryCodesLeft: number;
+      passkeys: {
+        id: string;
+        name: string;
+        createdAt: string;
+        lastUsedAt?: string;
+      }[];
+      /** A second factor is required of this owner (an account's or the deployment's setting). */
+      required: boolean;
+    };
+  };
+  regenerateRecoveryCodes: {
+    method: 'POST';
+    path: '/owner/v1/session/recovery-codes';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      /** A current 6-digit code of the authenticator app, or an unused recovery code. */
+      code: string;
+    };
+    answer: {
+      /** Ten one-time recovery codes: shown this once, stored only as digests. */
+      recoveryCodes: string[];
+    };
+  };
+  startPasskeyRegistration: {
+    method: 'POST';
+    path: '/owner/v1/session/passkeys/options';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      ceremonyId: string;
+      /** PublicKeyCredentialCreationOptionsJSON or PublicKeyCredentialRequestOptionsJSON, for @simplewebauthn/browser. */
+      options: Record<string, unknown>;
+    };
+  };
+  finishPasskeyRegistration: {
+    method: 'POST';
+    path: '/owner/v1/session/passkeys';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      ceremonyId: string;
+      name: string;
+      response: {
+        id: string;
+        rawId: string;
+        type: "public-key";
+        response: {
+          clientDataJSON: string;
+          attestationObject: string;
+          authenticatorData?: string;
+          transports?: ("ble" | "cable" | "hybrid" | "internal" | "nfc" | "smart-card" | "usb")[];
+          publicKeyAlgorithm?: number;
+          publicKey?: string;
+        };
+        authenticatorAttachment?: "platform" | "cross-platform";
+        /** The client's extension outputs, as the browser gave them. */
+        clientExtensionResults: Record<string, unknown>;
+      };
+    };
+    answer: {
+      id: string;
+      name: string;
+      createdAt: string;
+      lastUsedAt?: string;
+    };
+  };
+  deletePasskey: {
+    method: 'DELETE';
+    path: '/owner/v1/session/passkeys/{passkeyId}';
+    params: { passkeyId: string };
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      deleted: true;
+    };
+  };
+  startPasskeySignIn: {
+    method: 'POST';
+    path: '/owner/v1/session/passkey/options';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      ceremonyId: string;
+      /** PublicKeyCredentialCreationOptionsJSON or PublicKeyCredentialRequestOptionsJSON, for @simplewebauthn/browser. */
+      options: Record<string, unknown>;
+    };
+  };
+  signInWithPasskey: {
+    method: 'POST';
+    path: '/owner/v1/session/passkey';
+    params: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      ceremonyId: string;
+      response: {
+        id: string;
+        rawId: string;
+        type: "public-key";
+        response: {
+          clientDataJSON: string;
+          authenticatorData: string;
+          signature: string;
+          userHandle?: string;
+        };
+        authenticatorAttachment?: "platform" | "cross-platform";
+        /** The client's extension outputs, as the browser gave them. */
+        clientExtensionResults: Record<string, unknown>;
+      };
+    };
+    answer: {
+      owner: {
+        id: string;
+        email: string;
+        mustChangePassword: boolean;
+        createdAt: string;
+        emailVerifiedAt?: string;
+      };
+      accounts: {
+        id: string;
+        name: string;
+        enabled: boolean;
+        createdAt?: string;
+      }[];
+      csrfToken: string;
+      idleExpiresAt: string;
+      expiresAt: string;
+    };
+  };
+  getSecondFactorRequirement: {
+    method: 'GET';
+    path: '/owner/v1/accounts/{accountId}/second-factor-requirement';
+    params: { accountId: string };
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      required: boolean;
+    };
+  };
+  setSecondFactorRequirement: {
+    method: 'PUT';
+    path: '/owner/v1/accounts/{accountId}/second-factor-requirement';
+    params: { accountId: string };
+    query: Record<string, never>;
+    body: {
+      required: boolean;
+    };
+    answer: {
+      required: boolean;
+    };
+  };
+  resetMemberSecondFactors: {
+    method: 'DELETE';
+    path: '/owner/v1/accounts/{accountId}/members/{ownerId}/second-factors';
+    params: { accountId: string; ownerId: string };
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      ownerId: string;
+      reset: true;
+    };
   };
 }
 

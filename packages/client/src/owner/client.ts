@@ -26,7 +26,7 @@ import { isIdempotent, readEnvelope, Transport, within } from '../transport.js';
 import type { CallOptions, RateLimitInfo } from '../types.js';
 import type {
   AccountsApi, AuditApi, ChangePasswordInput, InvitesApi, KeysApi, MailFlowsApi, MembersApi, OwnerClientOptions, OwnSession, OwnSessions, Page, RolesApi,
-  Session, SettingsTokensApi, SignedOut, SignRecordsApi, SsoOptions, UsageApi,
+  SecondFactorsApi, Session, SettingsTokensApi, SignedOut, SignRecordsApi, SsoOptions, UsageApi,
 } from './types.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -104,6 +104,15 @@ export const OPERATIONS = {
   'usage.get': { method: 'GET', path: `${A}/usage`, operationId: 'getAccountUsage', audience: 'caller' },
   'audit.list': { method: 'GET', path: `${A}/audit`, operationId: 'listAudit', audience: 'caller' },
   'audit.all': { method: 'GET', path: `${A}/audit`, operationId: 'listAudit', audience: 'caller' },
+  'secondFactors.get': { method: 'GET', path: '/owner/v1/session/second-factors', operationId: 'getSecondFactors', audience: 'session' },
+  'secondFactors.startTotp': { method: 'POST', path: '/owner/v1/session/totp', operationId: 'startTotpEnrollment', audience: 'session' },
+  'secondFactors.confirmTotp': { method: 'POST', path: '/owner/v1/session/totp/confirmation', operationId: 'confirmTotpEnrollment', audience: 'session' },
+  'secondFactors.disableTotp': { method: 'POST', path: '/owner/v1/session/totp/disable', operationId: 'disableTotp', audience: 'session' },
+  'secondFactors.regenerateRecoveryCodes': { method: 'POST', path: '/owner/v1/session/recovery-codes', operationId: 'regenerateRecoveryCodes', audience: 'session' },
+  'secondFactors.deletePasskey': { method: 'DELETE', path: '/owner/v1/session/passkeys/{passkeyId}', operationId: 'deletePasskey', audience: 'session' },
+  'secondFactors.getRequirement': { method: 'GET', path: `${A}/second-factor-requirement`, operationId: 'getSecondFactorRequirement', audience: 'caller' },
+  'secondFactors.setRequirement': { method: 'PUT', path: `${A}/second-factor-requirement`, operationId: 'setSecondFactorRequirement', audience: 'caller' },
+  'secondFactors.resetMember': { method: 'DELETE', path: `${A}/members/{ownerId}/second-factors`, operationId: 'resetMemberSecondFactors', audience: 'caller' },
 } as const satisfies Record<string, Operation>;
 
 export type OperationName = keyof typeof OPERATIONS;
@@ -137,6 +146,7 @@ export class OwnerClient {
   readonly signRecords: SignRecordsApi;
   readonly usage: UsageApi;
   readonly audit: AuditApi;
+  readonly secondFactors: SecondFactorsApi;
 
   readonly #transport: Transport;
   readonly #adminToken: string | undefined;
@@ -235,6 +245,17 @@ export class OwnerClient {
     this.audit = {
       list: (accountId, query = {}, o) => call('audit.list', { params: { accountId }, query: { ...query } }, o),
       all: (accountId, query = {}, o) => all('audit.all', { accountId }, { ...query }, o),
+    };
+    this.secondFactors = {
+      get: (o) => call('secondFactors.get', {}, o),
+      startTotp: (o) => call('secondFactors.startTotp', {}, o),
+      confirmTotp: (input, o) => call('secondFactors.confirmTotp', { body: input }, o),
+      disableTotp: (input, o) => call('secondFactors.disableTotp', { body: input }, o),
+      regenerateRecoveryCodes: (input, o) => call('secondFactors.regenerateRecoveryCodes', { body: input }, o),
+      deletePasskey: (passkeyId, o) => call('secondFactors.deletePasskey', { params: { passkeyId } }, o),
+      getRequirement: (accountId, o) => call('secondFactors.getRequirement', { params: { accountId } }, o),
+      setRequirement: (accountId, input, o) => call('secondFactors.setRequirement', { params: { accountId }, body: input }, o),
+      resetMember: (accountId, ownerId, o) => call('secondFactors.resetMember', { params: { accountId, ownerId } }, o),
     };
   }
 

@@ -546,3 +546,69 @@ export interface AuditApi {
   list(accountId: string, query?: PageQuery, options?: CallOptions): Promise<Page<AuditEvent>>;
   all(accountId: string, query?: IterateQuery, options?: CallOptions): AsyncGenerator<AuditEvent, void, undefined>;
 }
+
+/** A passkey of the owner's, as listed (docs/owner.md, "Second factors"); registered in a browser. */
+export interface Passkey {
+  id: string;
+  name: string;
+  createdAt: string;
+  lastUsedAt?: string;
+}
+
+/** The signed-in owner's second factors, and whether one is required of them. */
+export interface SecondFactors {
+  totp: { enabled: boolean; enabledAt?: string };
+  recoveryCodesLeft: number;
+  passkeys: Passkey[];
+  required: boolean;
+}
+
+/** A TOTP enrollment started: the secret, its `otpauth://` URI and a QR code of it (an SVG data URL); shown once. */
+export interface TotpEnrollment {
+  secret: string;
+  uri: string;
+  qrCode: string;
+}
+
+/** Ten one-time recovery codes: shown once. */
+export interface RecoveryCodes {
+  recoveryCodes: string[];
+}
+
+/** A current TOTP code, or an unused recovery code. */
+export interface CodeInput {
+  code: string;
+}
+
+/** An account's requirement that every owner of it use a second factor. */
+export interface SecondFactorRequirement {
+  required: boolean;
+}
+
+export interface PasskeyDeleted {
+  deleted: true;
+}
+
+export interface MemberFactorsReset {
+  ownerId: string;
+  reset: true;
+}
+
+/**
+ * The owner's second factors (owners only, but the requirement: an operator's too). Passkeys
+ * are registered and used in a browser (the dashboard); here they are listed and removed.
+ */
+export interface SecondFactorsApi {
+  get(options?: CallOptions): Promise<SecondFactors>;
+  /** A new TOTP secret, pending until confirmed. */
+  startTotp(options?: CallOptions): Promise<TotpEnrollment>;
+  /** Turns TOTP on with a code of the pending secret; answers the recovery codes. */
+  confirmTotp(input: CodeInput, options?: CallOptions): Promise<RecoveryCodes>;
+  disableTotp(input: CodeInput, options?: CallOptions): Promise<SecondFactors>;
+  regenerateRecoveryCodes(input: CodeInput, options?: CallOptions): Promise<RecoveryCodes>;
+  deletePasskey(passkeyId: string, options?: CallOptions): Promise<PasskeyDeleted>;
+  getRequirement(accountId: string, options?: CallOptions): Promise<SecondFactorRequirement>;
+  setRequirement(accountId: string, input: SecondFactorRequirement, options?: CallOptions): Promise<SecondFactorRequirement>;
+  /** Operators: removes every second factor of a member who lost them all. */
+  resetMember(accountId: string, ownerId: string, options?: CallOptions): Promise<MemberFactorsReset>;
+}

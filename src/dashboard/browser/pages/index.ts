@@ -7,6 +7,7 @@ import { keyPages } from './keys.js';
 import { mailPages } from './mail.js';
 import { rolePages } from './roles.js';
 import { sessionPages } from './sessions.js';
+import { securityPages } from './security.js';
 import { settingsTokenPages } from './settings-tokens.js';
 import { signInPages } from './sign-in.js';
 import { signRecordPages } from './sign-records.js';
@@ -21,4 +22,5 @@ export const PAGE_DEFS: Record<PageName, PageDef> = {
   ...settingsTokenPages,
   ...signRecordPages,
   ...activityPages,
+  ...securityPages,
 };

@@ -16,6 +16,7 @@ import { matchPage } from '../pages.js';
 import type { Account, Page, Session } from '../types.js';
 import { empty, heading, pager, section, table } from '../ui.js';
 import { ssoButton, ssoRefusal } from './sso.js';
+import { passkeyAnswer } from '../webauthn.js';
 
 const PASSWORD_HINT = '15 to 256 characters; a long passphrase is best.';
 
@@ -103,6 +104,54 @@ function refuseIfDifferent(first: Field, again: Field, what: string): void {
   }
 }
 
+/**
+ * The second step of an owner's sign-in (401 mfa_required): a code from the authenticator app
+ * or a recovery code, or a passkey. The password typed is held here until the step is done.
+ */
+function secondStep(ctx: PageContext, email: string, password: string): void {
+  const first = ctx.main.querySelector('.sign-in-form');
+  const code = textField({ name: 'otp', label: 'Code', autocomplete: 'one-time-code', required: true, size: 12, hint: 'The 6-digit code of your authenticator app, or one of your recovery codes.' });
+  const usePasskey = h('button', { type: 'button' }, 'Use a passkey instead');
+  const step = h('section', { class: 'second-step', 'aria-labelledby': 'second-step-title' },
+    h('h2', { id: 'second-step-title', tabindex: -1 }, 'Second factor'),
+    signInForm({
+      label: 'Second factor',
+      fields: [code],
+      submitLabel: 'Verify',
+      clear: code,
+      async onSubmit() {
+        await ctx.auth.signInOwner(email, password, { otp: valueOf(code) });
+        followNext(ctx);
+      },
+    }),
+    usePasskey,
+  );
+  const alert = step.querySelector<HTMLElement>('[role="alert"]')!;
+  usePasskey.addEventListener('click', () => {
+    passkeyAnswer(ctx.api).then((passkey) => ctx.auth.signInOwner(email, password, { passkey })).then(() => followNext(ctx), (error: unknown) => {
+      replace(alert, signInError(error));
+      alert.hidden = false;
+    });
+  });
+  if (first !== null) first.replaceWith(step);
+  else ctx.main.append(step);
+  step.querySelector('h2')?.focus();
+}
+
+/** Passwordless: a passkey alone signs in (the passkey says whose it is). */
+function passkeySignIn(ctx: PageContext): HTMLElement {
+  const alert = h('div', { class: 'form-error', role: 'alert', hidden: true });
+  const button = h('button', { type: 'button' }, 'Sign in with a passkey');
+  button.addEventListener('click', () => {
+    alert.hidden = true;
+    ctx.auth.signInWithPasskey().then(() => followNext(ctx), (error: unknown) => {
+      replace(alert, signInError(error));
+      alert.hidden = false;
+    });
+  });
+  return h('div', { class: 'passkey-sign-in' }, alert, button);
+}
+
 export const signInPages: Record<'home' | 'signIn' | 'password' | 'invite' | 'accounts', PageDef> = {
   home: {
     title: 'Dashboard',
@@ -133,10 +182,17 @@ export const signInPages: Record<'home' | 'signIn' | 'password' | 'invite' | 'ac
           submitLabel: 'Sign in',
           clear: password,
           async onSubmit() {
-            await ctx.auth.signInOwner(valueOf(email), password.control.value);
+            try {
+              await ctx.auth.signInOwner(valueOf(email), password.control.value);
+            } catch (error) {
+              if (!(error instanceof ApiError) || error.code !== 'mfa_required') throw error;
+              secondStep(ctx, valueOf(email), password.control.value);
+              return;
+            }
             followNext(ctx);
           },
         }),
+        passkeySignIn(ctx),
         h('p', null, h('a', { href: ctx.href('forgotPassword') }, 'Forgot your password?')),
         section('Operators',
           h('p', null, 'Operators of this gateway sign in with an admin token and can manage every account.'),

@@ -7,6 +7,7 @@ import { directoryOperations } from './directory.js';
 import { keyOperations } from './keys.js';
 import { sessionListOperations } from './session-list.js';
 import { mailOperations } from './mail.js';
+import { secondFactorOperations } from './second-factors.js';
 import { sessionOperations } from './sessions.js';
 import { ssoOperations } from './sso.js';
 import { settingsTokenOperations } from './settings-tokens.js';
@@ -23,5 +24,6 @@ export function ownerOperations(owner: OwnerServices, deps: OwnerRouteDeps): Ope
     ...settingsTokenOperations(owner, deps),
     ...directoryOperations(owner, deps),
     ...usageOperations(owner, deps),
+    ...secondFactorOperations(owner, deps),
   ];
 }

@@ -14,6 +14,7 @@ import { deviceCookieName, servedOverTls, sessionCookieName } from '../../owner/
 import { operation, type Operation } from '../../owner/operation.js';
 import type { OwnerRouteDeps } from './deps.js';
 import { emailField, newPasswordField, presentedPasswordField, sessionSchema } from './schemas.js';
+import { passkeyAnswerSchema, relyingParty } from './webauthn.js';
 
 function cookieOptions(deps: OwnerRouteDeps, ctx: Context): { name: string; secure: boolean } {
   const secure = servedOverTls(deps.config.owner, ctx);
@@ -31,7 +32,7 @@ export function setSessionCookie(deps: OwnerRouteDeps, ctx: Context, token: stri
  * The device cookie (owner/devices.ts) outlives sessions and sign-outs: it marks the browser as
  * one the owner signed in from, so that strangers' guesses at the email never lock it out.
  */
-function setDeviceCookie(deps: OwnerRouteDeps, ctx: Context, cookie: string, maxAgeSeconds: number): void {
+export function setDeviceCookie(deps: OwnerRouteDeps, ctx: Context, cookie: string, maxAgeSeconds: number): void {
   const { secure } = cookieOptions(deps, ctx);
   ctx.cookies.set(deviceCookieName(secure), cookie, { httpOnly: true, sameSite: 'strict', path: '/', secure, maxAge: maxAgeSeconds * 1000, overwrite: true });
 }
@@ -50,11 +51,17 @@ export function sessionOperations(owner: OwnerServices, deps: OwnerRouteDeps): O
       summary: 'Sign in as an owner (sets the session cookie)',
       tag: 'Session',
       auth: 'public',
-      body: z.strictObject({ email: emailField, password: presentedPasswordField }),
+      body: z.strictObject({
+        email: emailField,
+        password: presentedPasswordField,
+        otp: z.string().max(32).optional().describe('For an owner with TOTP: the current 6-digit code, or one unused recovery code (docs/owner.md, "Second factors"). Without it, such an owner is answered 401 mfa_required.'),
+        passkey: passkeyAnswerSchema.optional().describe('For an owner with a passkey: the answer to a startPasskeySignIn ceremony, as the second factor.'),
+      }),
       response: sessionSchema,
       errors: [401, 403],
       async handle({ body, meta, ctx }) {
-        const { token, session, maxAgeSeconds, device } = await owner.sessions.signIn(body.email, body.password, meta);
+        const factors = { otp: body.otp, passkey: body.passkey === undefined ? undefined : { ...body.passkey, ...relyingParty(deps, ctx) } };
+        const { token, session, maxAgeSeconds, device } = await owner.sessions.signIn(body.email, body.password, meta, factors);
         setSessionCookie(deps, ctx, token, maxAgeSeconds);
         if (device !== undefined) setDeviceCookie(deps, ctx, device.cookie, device.maxAgeSeconds);
         return session;
