@@ -60,8 +60,19 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startRedis(t?: TestContext, extraArgs: string[] = []): Promise<TestRedis> {
-  const port = await freePort();
-  let child = await launch(port, extraArgs);
+  let port = await freePort();
+  let child: ChildProcess;
+  // A free port is picked, then bound by redis-server a moment later: another process can take
+  // it between the two (seen on a busy machine). Then a new port is picked.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      child = await launch(port, extraArgs);
+      break;
+    } catch (err) {
+      if (!(err instanceof PortTaken) || attempt === 5) throw err;
+      port = await freePort();
+    }
+  }
   const redis: TestRedis = {
     url: `redis://127.0.0.1:${port}`,
     port,
@@ -91,15 +102,29 @@ export function redisArgs(port: number, extra: string[] = []): string[] {
   return ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning', ...extra];
 }
 
+/** redis-server could not bind its port: another process holds it. */
+class PortTaken extends Error {}
+
+/**
+ * Starts redis-server on `port` and resolves once it serves there: its own "Ready to accept
+ * connections" line (notice level), so that a server another test runs on a port this one could
+ * not bind is never taken for it; where the caller sets its own log level, a PING answered while
+ * this one runs.
+ */
 async function launch(port: number, extraArgs: string[]): Promise<ChildProcess> {
-  const child = spawn(BINARY, redisArgs(port, extraArgs), { stdio: ['ignore', 'pipe', 'pipe'] });
+  const ownLogLevel = extraArgs.includes('--loglevel');
+  const args = ownLogLevel ? redisArgs(port, extraArgs) : [...redisArgs(port), '--loglevel', 'notice', ...extraArgs];
+  const child = spawn(BINARY, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (c: Buffer) => { output += c.toString(); });
   child.stderr!.on('data', (c: Buffer) => { output += c.toString(); });
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
-    assert.equal(child.exitCode, null, `redis-server exited: ${output}`);
-    if (await answersPing(port)) return child;
+    if (child.exitCode !== null) {
+      if (output.includes('Address already in use')) throw new PortTaken(`port ${port} is taken`);
+      assert.fail(`redis-server exited: ${output}`);
+    }
+    if ((ownLogLevel || output.includes('Ready to accept connections')) && await answersPing(port) && child.exitCode === null) return child;
     await new Promise((r) => setTimeout(r, 20));
   }
   child.kill('SIGKILL');

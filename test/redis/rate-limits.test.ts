@@ -160,7 +160,9 @@ test('Redis killed: the failure policies, the degraded signals, and recovery', r
       assert.deepEqual(answers.map((r) => r.status), [200, 200, 200, 429, 429], `${gw.url}: ${answers.map(show).join(' | ')}`);
       assertRateLimited(answers[3]!, 'over the limit in memory');
       assert.equal(answers[0]!.headers.get('ratelimit'), '"roles-account-600s";r=2;t=600', 'memory counts send headers too');
-      const warned = logged(gw, DEGRADED);
+      // The sign-ins before the kill may have found Redis slower than the 100 ms timeout on a
+      // busy machine, degrading their own limits for a moment: this limit's lines are counted.
+      const warned = logged(gw, DEGRADED).filter((line) => line.limit === 'roles-account');
       assert.equal(warned.length, 1, `one warn line: ${JSON.stringify(warned)}`);
       assert.equal(warned[0]!.level, 40);
       assert.equal(warned[0]!.limit, 'roles-account');
@@ -201,11 +203,12 @@ test('Redis killed: the failure policies, the degraded signals, and recovery', r
     for (const gw of [memA, memB, open, closed]) await untilDataLossNoticed(gw);
     [{ accessToken }, { accessToken: openToken }, { accessToken: closedToken }] = await Promise.all([signIn(memA), signIn(open), signIn(closed)]);
     for (const [gw, policy] of [[memA, 'memory'], [memB, 'memory'], [open, 'open'], [closed, 'closed']] as const) {
+      const recovered = () => logged(gw, RECOVERED).filter((line) => line.limit === 'roles-account');
       await until(`${policy}: counting in Redis again`, async () => {
         await roles(gw, tokenOf(gw));
-        return logged(gw, RECOVERED).length > 0;
+        return recovered().length > 0;
       });
-      const line = logged(gw, RECOVERED)[0]!;
+      const line = recovered()[0]!;
       assert.equal(line.level, 30);
       assert.equal(line.limit, 'roles-account');
       assert.equal(gauge(await metricsText(gw), 'roles-account', policy), 0, `${policy}: the gauge`);
