@@ -6,11 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { get, request } from 'node:http';
 import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { DEMO, postJson, sha256Hex } from '../helpers/gateway.js';
-import { LISTENING, exitWithin, runCommand, gatewayEnv, startGatewayProcess, waitForLog } from '../helpers/process.js';
+import { LISTENING, exitWithin, runCommand, gatewayEnv, startGatewayProcess, tempDir, waitForLog } from '../helpers/process.js';
 import { redisSuite, startRedis } from '../helpers/redis.js';
 
 /** One request on its own connection, so the primary hands each to the next worker. */
@@ -39,8 +41,13 @@ function signInFresh(url: string, body: { email: string; password: string }, coo
 test('several workers share one port and one Redis', redisSuite(), async (t) => {
   const redis = await startRedis(t);
   const pem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  // The counters' Redis calls get 5 s, not the product's 100 ms: on a busy machine a slower
+  // answer would make one worker count in its own memory for a moment, and the throttling
+  // below would then be counted apart by the two workers.
+  const config = join(tempDir(t), 'config.json');
+  writeFileSync(config, JSON.stringify({ limits: { storeTimeoutMs: 5000 } }));
   const gw = await startGatewayProcess(t, {
-    WORKERS: '2', REDIS_URL: redis.url, SIGNING_KEYS: JSON.stringify([{ kid: 'workers-1', alg: 'EdDSA', pem }]), LOG_LEVEL: 'info', RATE_LIMITS: 'enforce',
+    WORKERS: '2', REDIS_URL: redis.url, SIGNING_KEYS: JSON.stringify([{ kid: 'workers-1', alg: 'EdDSA', pem }]), LOG_LEVEL: 'info', RATE_LIMITS: 'enforce', GATEWAY_CONFIG: config,
   });
   // startGatewayProcess returns at the first worker's line; the second may still be starting.
   await waitForLog(gw.child, (line) => LISTENING(line) && line.worker === 2, 20_000);
