@@ -133,12 +133,8 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       if (demoSecrets?.refusesKey(key) === true) return { outcome: 'rejected', reason: 'invalid' };
       // Before the rotation: the refresh token stays as it was, for the client with the certificate.
       if (!presentsBoundCertificate(key, certificate)) return { outcome: 'rejected', reason: 'certificate_mismatch' };
-      // The family's grant, never wider than the key is now: a scope an owner took from the key
-      // since the sign-in is gone from the next access token.
-      const granted = presented.scopes === undefined ? key.scopes : presented.scopes.filter((scope) => key.scopes.includes(scope));
-      const asked = request.scopes === undefined ? undefined : canonicalScopes(request.scopes);
-      if (asked !== undefined && !isWithin(asked, presented.scopes ?? key.scopes)) return { outcome: 'rejected', reason: 'invalid_scope' };
-      const scopes = asked === undefined ? granted : asked.filter((scope) => granted.includes(scope));
+      const scopes = refreshedScopes(key.scopes, presented.scopes, request.scopes);
+      if (scopes === undefined) return { outcome: 'rejected', reason: 'invalid_scope' };
 
       const now = clock.now();
       const successor = mintRefreshToken(presented.accountId, presented.keyId, presented.familyId, presented.scopes);
@@ -172,12 +168,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       }
     },
 
-    async authenticateClient(apiKey, apiSecret, certificate) {
-      const key = await verify(apiKey, apiSecret);
-      if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
-      if (!presentsBoundCertificate(key, certificate)) return { outcome: 'rejected', reason: 'certificate_mismatch' };
-      return { outcome: 'authenticated', accountId: key.accountId, keyId: key.keyId };
-    },
+    authenticateClient: async (apiKey, apiSecret, certificate) => authenticated(await verify(apiKey, apiSecret), certificate),
 
     async resetTokens(apiKey, apiSecret, scope, certificate) {
       const key = await verify(apiKey, apiSecret);
@@ -192,6 +183,25 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       return { outcome: 'reset', ...target, at };
     },
   };
+}
+
+/**
+ * A refreshed access token's scopes: the family's grant (absent: the key's), never wider than
+ * the key is now (a scope an owner took from the key since the sign-in is gone from the next
+ * token), narrowed by `asked`; undefined when `asked` names a scope outside the grant.
+ */
+function refreshedScopes(keyScopes: readonly string[], grant: readonly string[] | undefined, asked: readonly string[] | undefined): readonly string[] | undefined {
+  const granted = grant === undefined ? keyScopes : grant.filter((scope) => keyScopes.includes(scope));
+  if (asked === undefined) return granted;
+  if (!isWithin(asked, grant ?? keyScopes)) return undefined;
+  return canonicalScopes(asked).filter((scope) => granted.includes(scope));
+}
+
+/** authenticateClient's answer for the key its credentials matched (undefined: none), as signIn decides. */
+function authenticated(key: ApiKeyRecord | undefined, certificate: ClientCertificate | undefined): ClientResult {
+  if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
+  if (!presentsBoundCertificate(key, certificate)) return { outcome: 'rejected', reason: 'certificate_mismatch' };
+  return { outcome: 'authenticated', accountId: key.accountId, keyId: key.keyId };
 }
 
 /** Scopes as a family keeps them: each once, sorted (so the store compares one spelling). */

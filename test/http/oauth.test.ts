@@ -6,11 +6,12 @@
  * that ends them, the limits, and hostile bodies answered in RFC 6749's shape (never a 500).
  */
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { test, type TestContext } from 'node:test';
 import { decodeJwt } from 'jose';
 import * as oauth from 'openid-client';
 import { startBackend, type Backend } from '../helpers/backend.js';
-import { call, sha256Hex, type TestGateway } from '../helpers/gateway.js';
+import { call, sha256Hex, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { scrape, valueOf } from '../helpers/metrics.js';
 import { newKey, startProxy, writeDataFile, type KeyFixture } from '../helpers/proxy.js';
 
@@ -55,6 +56,17 @@ async function oauthError(promise: Promise<unknown>): Promise<{ error: string; s
   assert.fail('the grant succeeded');
 }
 
+/** GET with a Host header of the test's choosing (fetch sets its own). */
+function rawGet(gw: TestGateway, path: string, host: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${gw.url}${path}`, { headers: { host } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk; }).on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject).end();
+  });
+}
+
 /** A raw POST to the token endpoint: a form unless `init` says otherwise. */
 function tokenRequest(gw: TestGateway, form: Record<string, string> | string, headers: Record<string, string> = {}) {
   const body = typeof form === 'string' ? form : new URLSearchParams(form).toString();
@@ -89,6 +101,11 @@ test('the token endpoint and its metadata, with openid-client as the client', as
     }
     const jwks = await call(`${gw.url}/.well-known/jwks.json`);
     assert.ok(jwks.body.keys.length > 0, 'jwks_uri answers');
+    // From a peer that is no trusted proxy, forwarding headers name nothing.
+    const spoofed = await call(`${gw.url}/.well-known/oauth-authorization-server`, { headers: { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' } });
+    assert.equal(spoofed.body.token_endpoint, `${gw.url}/api/token`);
+    const badHost = await rawGet(gw, '/.well-known/oauth-authorization-server', 'bad_host!');
+    assert.equal(badHost.status, 400, 'a Host that makes no URL is refused, not echoed');
   });
 
   await t.test('client credentials by client_secret_basic and client_secret_post give a pair that works on a proxied route and /api/roles', async () => {
@@ -278,4 +295,36 @@ test('the limits hold at the token endpoint: a wrong secret locks the key out as
   assert.ok(Number(locked.headers.get('retry-after')) > 0);
   const signin = await call(`${gw.url}/api/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ apiKey: key.apiKey, apiSecret: sha256Hex(key.secret) }) });
   assert.equal(signin.status, 429, '/api/signin shares the lockout');
+});
+
+test('a configured issuer URL and public origin are what the metadata names, and openid-client discovers the gateway by them', async (t) => {
+  const origin = 'https://api.example.com';
+  const key = newKey('configured', 'acct_configured', ['a']);
+  const gw = await startGateway(t, { overrides: { data: { file: writeDataFile(t, [key]) }, tokens: { issuer: origin, memoryStoreMaxTokens: 10_000 }, oauth: { publicOrigin: origin }, proxy: { trustedProxies: ['127.0.0.1'] } } });
+  // The client reaches the gateway at its public origin: here, every request to it goes to the test gateway.
+  const toGateway: oauth.CustomFetch = (url, options) => fetch(url.replace(origin, gw.url), options as RequestInit);
+  const config = await oauth.discovery(new URL(origin), key.apiKey, undefined, oauth.ClientSecretBasic(key.secret), { algorithm: 'oauth2', [oauth.customFetch]: toGateway });
+  config[oauth.customFetch] = toGateway;
+  const meta = config.serverMetadata();
+  assert.equal(meta.issuer, origin);
+  assert.equal(meta.token_endpoint, `${origin}/api/token`);
+  assert.equal(meta.jwks_uri, `${origin}/.well-known/jwks.json`);
+  const tokens = await oauth.clientCredentialsGrant(config);
+  assert.equal(decodeJwt(tokens.access_token).iss, origin, 'the metadata\'s issuer is the tokens\' iss');
+  const forwarded = await call(`${gw.url}/.well-known/openid-configuration`, { headers: { 'x-forwarded-host': 'other.example', 'x-forwarded-proto': 'http' } });
+  assert.equal(forwarded.body.token_endpoint, `${origin}/api/token`, 'a configured origin wins over a trusted proxy\'s headers');
+});
+
+test('without a configured origin, a trusted proxy\'s X-Forwarded-Proto and -Host (or Forwarded) name it; anything else is ignored', async (t) => {
+  const plainGw = await startGateway(t, { overrides: { tokens: { memoryStoreMaxTokens: 10_000 }, proxy: { trustedProxies: ['127.0.0.1'] } } });
+  const metadata = (headers: Record<string, string>, gw = plainGw) => call(`${gw.url}/.well-known/oauth-authorization-server`, { headers }).then((res) => res.body);
+  const named = await metadata({ 'x-forwarded-proto': 'https, http', 'x-forwarded-host': 'api.example.com:8443, inner.local' });
+  assert.equal(named.token_endpoint, 'https://api.example.com:8443/api/token', 'the outermost proxy\'s view');
+  assert.equal(named.issuer, 'https://api.example.com:8443');
+  const junk = await metadata({ 'x-forwarded-proto': 'gopher', 'x-forwarded-host': 'evil.example/path' });
+  assert.equal(junk.token_endpoint, `${plainGw.url}/api/token`, 'values that are no scheme or host are ignored');
+
+  const forwardedGw = await startGateway(t, { overrides: { tokens: { memoryStoreMaxTokens: 10_000 }, proxy: { trustedProxies: ['127.0.0.1'], clientAddressHeader: 'forwarded' } } });
+  const byForwarded = await metadata({ forwarded: 'for=203.0.113.9;proto=https;host=api.example.com, for=10.0.0.1', 'x-forwarded-host': 'ignored.example' }, forwardedGw);
+  assert.equal(byForwarded.token_endpoint, 'https://api.example.com/api/token');
 });
