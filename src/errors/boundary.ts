@@ -71,7 +71,7 @@ export function reportFailure(log: Logger, error: GatewayError, requestId: strin
 export function errorAnswer(error: GatewayError, requestId: string | undefined, requestComplete: boolean): ErrorAnswer {
   const headers: Record<string, string> = { ...error.headers, 'Cache-Control': 'no-store' };
   if (!requestComplete) headers.Connection = 'close';
-  if (error instanceof OAuthError) return oauthAnswer(error, headers);
+  if (error instanceof OAuthError) return oauthAnswer(error, headers, requestId);
   if (error.challenge !== undefined) {
     headers['WWW-Authenticate'] = formatBearerChallenge({ realm: REALM, ...error.challenge, description: error.message });
   }
@@ -85,9 +85,10 @@ export function errorAnswer(error: GatewayError, requestId: string | undefined, 
 }
 
 /** RFC 6749 §5.2: `{error, error_description}`, and a Basic challenge where the client tried the header. */
-function oauthAnswer(error: OAuthError, headers: Record<string, string>): ErrorAnswer {
+function oauthAnswer(error: OAuthError, headers: Record<string, string>, requestId: string | undefined): ErrorAnswer {
   if (error.basicChallenge) headers['WWW-Authenticate'] = formatBasicChallenge(REALM);
-  const description = oauthDescription(error.expose ? error.message : 'The token endpoint failed to answer this request.');
+  // RFC 6749's object has no member for the request id: a 5xx names it in its sentence.
+  const description = oauthDescription(error.expose ? error.message : `The token endpoint failed to answer this request (request id ${requestId ?? 'unknown'}).`);
   return { status: error.status, headers, body: { error: error.error, ...(description === '' ? {} : { error_description: description }) } };
 }
 

@@ -40,6 +40,7 @@ test('the answer keeps Retry-After, shows no internals on a 5xx and no character
   assert.equal(down.headers['Retry-After'], '1');
   const bug = errorAnswer(toOAuthError(new Error('secret internals'), false), 'req-1', true);
   assert.doesNotMatch(JSON.stringify(bug.body), /internals/);
+  assert.match((bug.body as { error_description: string }).error_description, /request id req-1/, 'the request id to quote to the operator');
   const quoted = errorAnswer(toOAuthError(new InvalidRequest('The form field "scope" is repeated \\ twice.'), false), 'req-1', true);
   assert.equal((quoted.body as { error_description: string }).error_description, 'The form field scope is repeated  twice.');
 });
