@@ -53,7 +53,7 @@ export class InvalidScope extends OAuthError {
 
 export class UnsupportedGrantType extends OAuthError {
   constructor(grantType: string) {
-    super(400, 'unsupported_grant_type', `The grant type "${grantType.slice(0, 64)}" is not supported: use client_credentials or refresh_token.`);
+    super(400, 'unsupported_grant_type', `The grant type \`${grantType.slice(0, 64)}\` is not supported: use client_credentials or refresh_token.`);
   }
 }
 

@@ -11,7 +11,8 @@
  * refresh token counted by limits.refresh and rotated by auth.refresh, so their limits,
  * metrics, key-use records and resets hold here too. A refresh authenticates its client as
  * well (auth.authenticateClient, counted the same way), and a token of another key is
- * invalid_grant. Answers are RFC 6749's (§5.1, §5.2), errors included (errors/oauth.ts).
+ * invalid_grant. Answers are RFC 6749's (§5.1, §5.2), errors included (errors/oauth.ts);
+ * their sentences quote in backticks, since §5.2's error_description allows no double quote.
  */
 import type { Context } from 'koa';
 import { z } from 'zod';
@@ -107,7 +108,7 @@ function grantTypeOf(params: TokenParams): 'client_credentials' | 'refresh_token
 }
 
 function requiredParam(value: string | undefined, name: string): string {
-  if (value === undefined) throw new OAuthError(400, 'invalid_request', `The parameter "${name}" is required.`);
+  if (value === undefined) throw new OAuthError(400, 'invalid_request', `The parameter \`${name}\` is required.`);
   return value;
 }
 
@@ -142,7 +143,7 @@ function clientOf(clientId: string, clientSecret: string): Client {
 function parseBasic(authorization: string): { clientId: string; clientSecret: string } {
   const match = /^basic +([A-Za-z0-9+/]+={0,2}) *$/i.exec(authorization);
   if (match === null) {
-    if (/^basic(?: |$)/i.test(authorization)) throw new OAuthError(400, 'invalid_request', 'The Authorization header is malformed: expected "Basic" and base64 of "client_id:client_secret".');
+    if (/^basic(?: |$)/i.test(authorization)) throw new OAuthError(400, 'invalid_request', 'The Authorization header is malformed: expected `Basic` and base64 of `client_id:client_secret`.');
     throw new InvalidClient('The token endpoint takes client credentials by HTTP Basic or in the body, not another Authorization scheme.');
   }
   const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
@@ -150,7 +151,7 @@ function parseBasic(authorization: string): { clientId: string; clientSecret: st
   const clientId = colon < 0 ? undefined : formDecode(decoded.slice(0, colon));
   const clientSecret = colon < 0 ? undefined : formDecode(decoded.slice(colon + 1));
   if (clientId === undefined || clientSecret === undefined || clientId === '' || clientSecret === '') {
-    throw new OAuthError(400, 'invalid_request', 'The Basic credentials are malformed: expected the form-encoded client_id and client_secret joined by ":".');
+    throw new OAuthError(400, 'invalid_request', 'The Basic credentials are malformed: expected the form-encoded client_id and client_secret joined by a colon.');
   }
   return { clientId, clientSecret };
 }
