@@ -1,7 +1,9 @@
 /**
  * Refresh tokens: `<handle>.<secret>`. The handle is base64url of the JSON array
- * [accountId, keyId, familyId, tokenId] and only locates the record: it tells its holder
- * nothing the access token does not already say in clear, besides two random ids. The secret is
+ * [accountId, keyId, familyId, tokenId], with a fifth element, the family's granted scopes
+ * space-separated, when a sign-in narrowed them (the token endpoint's `scope`), and only locates
+ * the record: it tells its holder nothing the access token does not already say in clear,
+ * besides two random ids. The store holds the grant too and refuses a handle naming another. The secret is
  * 256 random bits; the store keeps only its SHA-256. Carrying the account and key in the handle
  * lets a refresh sign the new access token before its single atomic store call, instead of
  * reading the record first; carrying the family lets a Redis store name every key that call
@@ -14,12 +16,17 @@
 import { createCipheriv, createDecipheriv, createHmac, createSecretKey, hash, randomFillSync, type KeyObject } from 'node:crypto';
 // Ids in a handle: what the data file allows for account and key ids (ours are base64url). A
 // handle is client input that becomes part of store key names, so nothing else gets through.
-import { ID_PATTERN } from '../domain/formats.js';
+import { ID_PATTERN, SCOPE_PATTERN } from '../domain/formats.js';
 
 const SECRET_BYTES = 32;
 const SECRET_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-/** Bounds the work done on a hostile string before it is rejected. */
-const MAX_TOKEN_LENGTH = 1024;
+/**
+ * Bounds the work done on a hostile string before it is rejected: four ids of at most 128
+ * characters and a grant of at most MAX_GRANT_LENGTH fit, in base64url, with the secret.
+ */
+const MAX_TOKEN_LENGTH = 2048;
+/** The longest grant a family keeps (the token endpoint refuses a longer `scope`). */
+export const MAX_GRANT_LENGTH = 512;
 const SEAL_INFO = 'gateway refresh grace v1';
 
 export interface RefreshTokenParts {
@@ -28,6 +35,8 @@ export interface RefreshTokenParts {
   familyId: string;
   tokenId: string;
   secret: string;
+  /** The family's granted scopes; absent when the sign-in did not narrow the key's. */
+  scopes?: readonly string[];
 }
 
 export interface MintedRefreshToken extends RefreshTokenParts {
@@ -63,11 +72,12 @@ export function newId(): string {
   return randomText(16);
 }
 
-export function mintRefreshToken(accountId: string, keyId: string, familyId: string): MintedRefreshToken {
+export function mintRefreshToken(accountId: string, keyId: string, familyId: string, scopes?: readonly string[]): MintedRefreshToken {
   const tokenId = newId();
   const secret = randomText(SECRET_BYTES);
-  const handle = Buffer.from(JSON.stringify([accountId, keyId, familyId, tokenId])).toString('base64url');
-  return { token: `${handle}.${secret}`, accountId, keyId, familyId, tokenId, secret, secretHash: hashRefreshSecret(secret) };
+  const parts = scopes === undefined ? [accountId, keyId, familyId, tokenId] : [accountId, keyId, familyId, tokenId, scopes.join(' ')];
+  const handle = Buffer.from(JSON.stringify(parts)).toString('base64url');
+  return { token: `${handle}.${secret}`, accountId, keyId, familyId, tokenId, secret, secretHash: hashRefreshSecret(secret), ...(scopes === undefined ? {} : { scopes }) };
 }
 
 /** The parts of a well-formed token; undefined for anything else (the caller answers 401). */
@@ -83,11 +93,20 @@ export function parseRefreshToken(token: string): RefreshTokenParts | undefined 
   } catch {
     return undefined;
   }
-  if (!Array.isArray(handle) || handle.length !== 4 || !handle.every((part) => typeof part === 'string' && ID_PATTERN.test(part))) {
+  if (!Array.isArray(handle) || (handle.length !== 4 && handle.length !== 5) || !handle.slice(0, 4).every((part) => typeof part === 'string' && ID_PATTERN.test(part))) {
     return undefined;
   }
-  const [accountId, keyId, familyId, tokenId] = handle as [string, string, string, string];
-  return { accountId, keyId, familyId, tokenId, secret };
+  const [accountId, keyId, familyId, tokenId, grant] = handle as [string, string, string, string, unknown];
+  if (handle.length === 4) return { accountId, keyId, familyId, tokenId, secret };
+  const scopes = parseGrant(grant);
+  return scopes === undefined ? undefined : { accountId, keyId, familyId, tokenId, secret, scopes };
+}
+
+/** A handle's grant: scope tokens separated by single spaces, each once, in order (as minted). */
+function parseGrant(grant: unknown): readonly string[] | undefined {
+  if (typeof grant !== 'string' || grant.length > MAX_GRANT_LENGTH) return undefined;
+  const scopes = grant.split(' ');
+  return scopes.every((scope, i) => SCOPE_PATTERN.test(scope) && (i === 0 || scopes[i - 1]! < scope)) ? scopes : undefined;
 }
 
 export function hashRefreshSecret(secret: string): string {

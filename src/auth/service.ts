@@ -2,6 +2,7 @@
  * Sign-in and refresh as plain calls: no ctx, no HTTP. Expected failures are results; the
  * routes turn them into errors at one visible point.
  */
+import { decodeJwt } from 'jose';
 import type { Config } from '../config/schema.js';
 import type { ApiKeyRecord, KeyDirectory } from '../state/keys/store.js';
 import type { RefreshTokenStore } from '../state/tokens/store.js';
@@ -17,9 +18,30 @@ import type { Revocations } from './revocation.js';
 import type { Signer } from './signer.js';
 
 export type IssueResult =
-  /** `replayed`: a duplicate refresh inside the grace window, given the pair already minted. */
-  | { outcome: 'issued'; pair: TokenPair; replayed?: true }
-  | { outcome: 'rejected'; reason: 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'certificate_mismatch' };
+  /**
+   * `replayed`: a duplicate refresh inside the grace window, given the pair already minted.
+   * `scopes`: what the access token carries (the token endpoint's `scope` answer).
+   */
+  | { outcome: 'issued'; pair: TokenPair; scopes: readonly string[]; replayed?: true }
+  /** `invalid_scope`: a requested scope the key (or the family's grant) lacks, after the credentials matched. */
+  | { outcome: 'rejected'; reason: 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'certificate_mismatch' | 'invalid_scope' };
+
+/**
+ * What a caller asks of a sign-in or refresh beyond the credentials (the token endpoint's
+ * parameters; /api/signin and /api/refresh ask nothing).
+ */
+export interface GrantRequest {
+  /**
+   * RFC 6749 §3.3 `scope`, as distinct scope tokens: at sign-in, narrows the key's scopes and
+   * is kept by the refresh-token family; at a refresh, narrows that access token only, within
+   * the family's grant (§6). A scope outside them: `invalid_scope`.
+   */
+  scopes?: readonly string[];
+}
+
+export type ClientResult =
+  | { outcome: 'authenticated'; accountId: string; keyId: string }
+  | { outcome: 'rejected'; reason: 'bad_credentials' | 'certificate_mismatch' };
 
 export type ResetResult =
   | { outcome: 'reset'; accountId: string; keyId?: string; at: number }
@@ -32,9 +54,14 @@ export interface AuthService {
    * (`certificateSha256`) is refused (`certificate_mismatch`, after its secret matched) without
    * it, and its tokens carry it (`cnf.x5t#S256`).
    */
-  signIn(apiKey: string, apiSecret: string, certificate?: ClientCertificate): Promise<IssueResult>;
+  signIn(apiKey: string, apiSecret: string, certificate?: ClientCertificate, request?: GrantRequest): Promise<IssueResult>;
   /** Rotates a refresh token (see state/tokens/store.ts for the outcomes); a bound key's needs its certificate too, as signIn. */
-  refresh(refreshToken: string, certificate?: ClientCertificate): Promise<IssueResult>;
+  refresh(refreshToken: string, certificate?: ClientCertificate, request?: GrantRequest): Promise<IssueResult>;
+  /**
+   * Checks an API key's credentials as signIn does (the secret's SHA-256; the bound
+   * certificate), issuing nothing: the token endpoint's client authentication for a refresh.
+   */
+  authenticateClient(apiKey: string, apiSecret: string, certificate?: ClientCertificate): Promise<ClientResult>;
   /**
    * The owner's token reset (interface §5.6): with the key's own credentials, kills every token
    * issued so far to that key, or to every key of its account.
@@ -69,27 +96,31 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
   const graceMs = settings.refreshGraceSeconds * 1000;
 
   return {
-    async signIn(apiKey, apiSecret, certificate) {
+    async signIn(apiKey, apiSecret, certificate, request = {}) {
       const key = await verify(apiKey, apiSecret);
       if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
       if (!presentsBoundCertificate(key, certificate)) return { outcome: 'rejected', reason: 'certificate_mismatch' };
+      const grant = request.scopes === undefined ? undefined : canonicalScopes(request.scopes);
+      if (grant !== undefined && !isWithin(grant, key.scopes)) return { outcome: 'rejected', reason: 'invalid_scope' };
+      const scopes = grant ?? key.scopes;
 
       const now = clock.now();
       const familyId = newId();
-      const refresh = mintRefreshToken(key.accountId, key.keyId, familyId);
-      const accessToken = await signer.issueAccessToken({ ...key, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key) });
+      const refresh = mintRefreshToken(key.accountId, key.keyId, familyId, grant);
+      const accessToken = await signer.issueAccessToken({ ...key, scopes, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key) });
       await tokens.createFamily({
         familyId,
         accountId: key.accountId,
         keyId: key.keyId,
         familyExpiresAt: now + familyMaxMs,
         token: { tokenId: refresh.tokenId, secretHash: refresh.secretHash, expiresAt: now + refreshTtlMs },
+        ...(grant === undefined ? {} : { scopes: grant }),
       }, now);
       onSignIn?.(key);
-      return { outcome: 'issued', pair: { accessToken, refreshToken: refresh.token } };
+      return { outcome: 'issued', pair: { accessToken, refreshToken: refresh.token }, scopes };
     },
 
-    async refresh(refreshToken, certificate) {
+    async refresh(refreshToken, certificate, request = {}) {
       const presented = parseRefreshToken(refreshToken);
       if (presented === undefined) return { outcome: 'rejected', reason: 'invalid' };
 
@@ -102,10 +133,12 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       if (demoSecrets?.refusesKey(key) === true) return { outcome: 'rejected', reason: 'invalid' };
       // Before the rotation: the refresh token stays as it was, for the client with the certificate.
       if (!presentsBoundCertificate(key, certificate)) return { outcome: 'rejected', reason: 'certificate_mismatch' };
+      const scopes = refreshedScopes(key.scopes, presented.scopes, request.scopes);
+      if (scopes === undefined) return { outcome: 'rejected', reason: 'invalid_scope' };
 
       const now = clock.now();
-      const successor = mintRefreshToken(presented.accountId, presented.keyId, presented.familyId);
-      const pair = { accessToken: await signer.issueAccessToken({ ...key, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key) }), refreshToken: successor.token };
+      const successor = mintRefreshToken(presented.accountId, presented.keyId, presented.familyId, presented.scopes);
+      const pair = { accessToken: await signer.issueAccessToken({ ...key, scopes, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key) }), refreshToken: successor.token };
       const result = await tokens.rotate({
         tokenId: presented.tokenId,
         accountId: presented.accountId,
@@ -116,14 +149,16 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
         sealedPair: sealPair(pair, presented.secret),
         now,
         graceMs,
+        ...(presented.scopes === undefined ? {} : { scopes: presented.scopes }),
       });
 
       switch (result.outcome) {
         case 'rotated':
-          return { outcome: 'issued', pair };
+          return { outcome: 'issued', pair, scopes };
         case 'replayed': {
+          // The earlier pair's own scopes: its duplicate may have asked for another narrowing.
           const earlier = unsealPair(result.sealedPair, presented.secret);
-          return earlier === undefined ? { outcome: 'rejected', reason: 'invalid' } : { outcome: 'issued', pair: earlier, replayed: true };
+          return earlier === undefined ? { outcome: 'rejected', reason: 'invalid' } : { outcome: 'issued', pair: earlier, scopes: scopesOf(earlier.accessToken), replayed: true };
         }
         case 'reused':
           log.warn({ accountId: presented.accountId, keyId: presented.keyId, familyId: result.familyId }, 'refresh token reused: family revoked');
@@ -132,6 +167,8 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
           return { outcome: 'rejected', reason: 'invalid' };
       }
     },
+
+    authenticateClient: async (apiKey, apiSecret, certificate) => authenticated(await verify(apiKey, apiSecret), certificate),
 
     async resetTokens(apiKey, apiSecret, scope, certificate) {
       const key = await verify(apiKey, apiSecret);
@@ -146,6 +183,40 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       return { outcome: 'reset', ...target, at };
     },
   };
+}
+
+/**
+ * A refreshed access token's scopes: the family's grant (absent: the key's), never wider than
+ * the key is now (a scope an owner took from the key since the sign-in is gone from the next
+ * token), narrowed by `asked`; undefined when `asked` names a scope outside the grant.
+ */
+function refreshedScopes(keyScopes: readonly string[], grant: readonly string[] | undefined, asked: readonly string[] | undefined): readonly string[] | undefined {
+  const granted = grant === undefined ? keyScopes : grant.filter((scope) => keyScopes.includes(scope));
+  if (asked === undefined) return granted;
+  if (!isWithin(asked, grant ?? keyScopes)) return undefined;
+  return canonicalScopes(asked).filter((scope) => granted.includes(scope));
+}
+
+/** authenticateClient's answer for the key its credentials matched (undefined: none), as signIn decides. */
+function authenticated(key: ApiKeyRecord | undefined, certificate: ClientCertificate | undefined): ClientResult {
+  if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
+  if (!presentsBoundCertificate(key, certificate)) return { outcome: 'rejected', reason: 'certificate_mismatch' };
+  return { outcome: 'authenticated', accountId: key.accountId, keyId: key.keyId };
+}
+
+/** Scopes as a family keeps them: each once, sorted (so the store compares one spelling). */
+function canonicalScopes(scopes: readonly string[]): readonly string[] {
+  return [...new Set(scopes)].sort();
+}
+
+function isWithin(asked: readonly string[], allowed: readonly string[]): boolean {
+  return asked.every((scope) => allowed.includes(scope));
+}
+
+/** The `scope` claim of a token this gateway just signed (the grace window's earlier pair). */
+function scopesOf(accessToken: string): readonly string[] {
+  const { scope } = decodeJwt(accessToken);
+  return typeof scope === 'string' && scope !== '' ? scope.split(' ') : [];
 }
 
 /** True for a key bound to no certificate, or when `certificate` is the one it is bound to. */
@@ -173,8 +244,10 @@ export function countAuthOutcomes(auth: AuthService, metrics: Pick<Metrics, 'sig
     throw err;
   });
   return {
-    signIn: (apiKey, apiSecret, certificate) => counted(metrics.signIn, auth.signIn(apiKey, apiSecret, certificate)),
-    refresh: (refreshToken, certificate) => counted(metrics.refresh, auth.refresh(refreshToken, certificate)),
+    signIn: (apiKey, apiSecret, certificate, request) => counted(metrics.signIn, auth.signIn(apiKey, apiSecret, certificate, request)),
+    refresh: (refreshToken, certificate, request) => counted(metrics.refresh, auth.refresh(refreshToken, certificate, request)),
+    // Counted where it leads: the refresh that follows it (or the 401 the route answers).
+    authenticateClient: (apiKey, apiSecret, certificate) => auth.authenticateClient(apiKey, apiSecret, certificate),
     resetTokens: (apiKey, apiSecret, scope, certificate) => counted(metrics.reset, auth.resetTokens(apiKey, apiSecret, scope, certificate)),
   };
 }

@@ -10,19 +10,20 @@
  */
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
-import { REALM, formatBearerChallenge } from './challenge.js';
+import { REALM, formatBasicChallenge, formatBearerChallenge, oauthDescription } from './challenge.js';
 import { GatewayError, InternalError, InvalidRequest } from './errors.js';
 import { failure, type Envelope, type ErrorMessage } from './envelope.js';
+import { OAuthError, type OAuthErrorBody } from './oauth.js';
 
 export interface BoundaryOptions {
   log: Logger;
 }
 
-/** What the caller gets for an error: status, headers and the envelope. */
+/** What the caller gets for an error: status, headers and the envelope (RFC 6749's object for an OAuthError). */
 export interface ErrorAnswer {
   status: number;
   headers: Record<string, string>;
-  body: Envelope<ErrorMessage>;
+  body: Envelope<ErrorMessage> | OAuthErrorBody;
 }
 
 export function errorBoundary({ log }: BoundaryOptions) {
@@ -70,6 +71,7 @@ export function reportFailure(log: Logger, error: GatewayError, requestId: strin
 export function errorAnswer(error: GatewayError, requestId: string | undefined, requestComplete: boolean): ErrorAnswer {
   const headers: Record<string, string> = { ...error.headers, 'Cache-Control': 'no-store' };
   if (!requestComplete) headers.Connection = 'close';
+  if (error instanceof OAuthError) return oauthAnswer(error, headers, requestId);
   if (error.challenge !== undefined) {
     headers['WWW-Authenticate'] = formatBearerChallenge({ realm: REALM, ...error.challenge, description: error.message });
   }
@@ -80,6 +82,14 @@ export function errorAnswer(error: GatewayError, requestId: string | undefined, 
     ...(error.status >= 500 ? { requestId } : {}),
   });
   return { status: error.status, headers, body };
+}
+
+/** RFC 6749 §5.2: `{error, error_description}`, and a Basic challenge where the client tried the header. */
+function oauthAnswer(error: OAuthError, headers: Record<string, string>, requestId: string | undefined): ErrorAnswer {
+  if (error.basicChallenge) headers['WWW-Authenticate'] = formatBasicChallenge(REALM);
+  // RFC 6749's object has no member for the request id: a 5xx names it in its sentence.
+  const description = oauthDescription(error.expose ? error.message : `The token endpoint failed to answer this request (request id ${requestId ?? 'unknown'}).`);
+  return { status: error.status, headers, body: { error: error.error, ...(description === '' ? {} : { error_description: description }) } };
 }
 
 export function toGatewayError(thrown: unknown): GatewayError {

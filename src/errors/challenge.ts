@@ -33,6 +33,16 @@ export function formatBearerChallenge({ realm, error, description, scope }: Chal
   return `Bearer ${params.join(', ')}`;
 }
 
+/** The challenge of a token endpoint's invalid_client (RFC 6749 §5.2, RFC 7617): the realm alone. */
+export function formatBasicChallenge(realm: string): string {
+  return `Basic realm=${quote(realm)}, charset="UTF-8"`;
+}
+
+/** RFC 6749 §5.2's error_description: the same characters as RFC 6750's (anything else dropped). */
+export function oauthDescription(description: string): string {
+  return description.replace(OUTSIDE_NQSCHAR, '');
+}
+
 /** RFC 9110 §5.6.4 quoted-string: escape `"` and `\`, drop control characters. */
 function quote(value: string): string {
   return `"${value.replace(/[\x00-\x08\x0a-\x1f\x7f]/g, '').replace(/["\\]/g, '\\$&')}"`;

@@ -23,6 +23,10 @@ import { reportLiveness, reportMetrics, reportReadiness, type ReadinessCheck } f
 import { answerForwardAuth, FORWARD_AUTH_PATH, type ForwardAuthDecide } from './routes/forward-auth.js';
 import type { ProxyTrust } from './client-address.js';
 import { publishKeys } from './routes/jwks.js';
+import type { CredentialRouteDeps } from './routes/credentials.js';
+import { METADATA_PATHS, publishMetadata } from './routes/oauth-metadata.js';
+import { issueTokens, TOKEN_PATH } from './routes/token.js';
+import { createPublicOrigin } from './public-origin.js';
 import { refresh } from './routes/refresh.js';
 import { resetTokens } from './routes/reset.js';
 import { listRoles } from './routes/roles.js';
@@ -31,7 +35,7 @@ import { signIn } from './routes/signin.js';
 
 /** What the own routes use: services.ts's Services has all of it, and nothing else reaches a route. */
 export interface RouterDeps {
-  config: Pick<Config, 'server' | 'roles' | 'metrics' | 'owner' | 'dashboard' | 'management'>;
+  config: Pick<Config, 'server' | 'roles' | 'metrics' | 'owner' | 'dashboard' | 'management' | 'tokens' | 'oauth' | 'proxy'>;
   auth: AuthService;
   directory: Directory;
   signer: Pick<Signer, 'jwks'>;
@@ -48,6 +52,8 @@ export interface RouterDeps {
   isTrustedProxy: ProxyTrust;
 }
 
+const JWKS_PATH = '/.well-known/jwks.json';
+
 /** `isOwnPath`: asked per request (app.ts builds it from this router), for /api/forward-auth. */
 export function createRouter(deps: RouterDeps, isOwnPath: (path: string) => boolean): Router {
   const { auth, directory, signer, authenticate, config, formatTimestamp, readiness, isDraining, limits, clientAddress, metrics, owner } = deps;
@@ -60,6 +66,7 @@ export function createRouter(deps: RouterDeps, isOwnPath: (path: string) => bool
   router.post('/api/signin', signIn(credentials));
   router.post('/api/refresh', refresh(credentials));
   router.post('/api/reset', resetTokens({ ...credentials, formatTimestamp }));
+  registerOAuth(router, deps, credentials);
   // One reader for /api/sign and the owner API's `served` sign record: the same answer by construction.
   const signAnswers = createSignAnswers({ directory, formatTimestamp });
   const signRecord = lookUpSignRecord({ answers: signAnswers, bodyLimitBytes });
@@ -67,7 +74,7 @@ export function createRouter(deps: RouterDeps, isOwnPath: (path: string) => bool
   router.get('/api/sign', bearer, signQuota, signRecord);
   router.post('/api/sign', bearer, signQuota, signRecord);
   router.get('/api/roles', bearer, quota(limits, { name: 'roles', auth: 'required' }), listRoles({ directory, ...config.roles }));
-  router.get('/.well-known/jwks.json', publishKeys({ signer }));
+  router.get(JWKS_PATH, publishKeys({ signer }));
   // Any method, and any path below it (Envoy's ext_authz asks at a prefix plus the original path).
   const forwardAuth = answerForwardAuth({ decide: deps.proxy.decide, isTrustedProxy: deps.isTrustedProxy, isOwnPath });
   router.all([FORWARD_AUTH_PATH, `${FORWARD_AUTH_PATH}/{*rest}`], forwardAuth);
@@ -85,6 +92,17 @@ export function createRouter(deps: RouterDeps, isOwnPath: (path: string) => bool
   });
   if (config.dashboard.enabled) registerDashboard(router, config.dashboard);
   return router;
+}
+
+/**
+ * The standard OAuth 2.0 face (docs/oauth.md): the token endpoint and the metadata that names
+ * it beside the JWKS, introspection and revocation endpoints.
+ */
+function registerOAuth(router: Router, { config, isTrustedProxy }: RouterDeps, credentials: CredentialRouteDeps): void {
+  router.post(TOKEN_PATH, issueTokens({ ...credentials, accessTokenTtlSeconds: config.tokens.accessTokenTtlSeconds }));
+  const publicOrigin = createPublicOrigin(config.oauth.publicOrigin, config.proxy, isTrustedProxy);
+  const endpoints = { token: TOKEN_PATH, jwks: JWKS_PATH, introspection: '/api/introspect', revocation: '/api/revoke' };
+  router.get(METADATA_PATHS, publishMetadata({ issuer: config.tokens.issuer, publicOrigin, endpoints }));
 }
 
 /**

@@ -36,7 +36,7 @@ export type IssuerKeyFetch = 'ok' | 'timeout' | 'too_large' | 'http_error' | 'un
 /** What became of a token that named a trusted issuer, or an unknown one (auth/trusted-issuers.ts). */
 export type IssuerTokenOutcome = 'valid' | 'invalid' | 'expired' | 'keys_unavailable' | 'not_accepted';
 /** Outcomes of a sign-in, refresh or token reset (http/routes/). */
-export type CredentialOutcome = 'issued' | 'reset' | 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'certificate_mismatch' | 'replayed' | 'rate_limited' | 'unavailable' | 'error';
+export type CredentialOutcome = 'issued' | 'reset' | 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'certificate_mismatch' | 'invalid_scope' | 'replayed' | 'rate_limited' | 'unavailable' | 'error';
 /** What a directory-cache read was answered from (state/directory/cache.ts). */
 export type CacheResult = 'hit' | 'miss' | 'stale';
 /** How an upstream attempt failed (proxy/flight.ts). */
@@ -210,10 +210,10 @@ function createOutcomeCounters(registers: Registers): Pick<Metrics, 'tokenValida
     labelNames: ['outcome'],
     registers,
   });
-  const signIns = new Counter({ name: 'gateway_signins_total', help: 'Sign-ins (POST /api/signin) by outcome.', labelNames: ['outcome'], registers });
+  const signIns = new Counter({ name: 'gateway_signins_total', help: 'Sign-ins (POST /api/signin, and client_credentials at POST /api/token) by outcome.', labelNames: ['outcome'], registers });
   const refreshes = new Counter({
     name: 'gateway_token_refreshes_total',
-    help: 'Refresh-token rotations (POST /api/refresh) by outcome; outcome="reused" is a detected reuse (the family was revoked).',
+    help: 'Refresh-token rotations (POST /api/refresh, and refresh_token at POST /api/token) by outcome; outcome="reused" is a detected reuse (the family was revoked).',
     labelNames: ['outcome'],
     registers,
   });

@@ -29,7 +29,7 @@ export function runTokenStoreContract(name: string, makeStore: () => Promise<Sto
     t.after(close);
 
     /** A new family with its first token; returns helpers to rotate from it. */
-    async function family(opts: { familyMs?: number; tokenMs?: number; accountId?: string; keyId?: string; startedAt?: number } = {}) {
+    async function family(opts: { familyMs?: number; tokenMs?: number; accountId?: string; keyId?: string; startedAt?: number; scopes?: readonly string[] } = {}) {
       const start = opts.startedAt ?? T0;
       const first = newToken(start + (opts.tokenMs ?? 24 * HOUR));
       const fam = {
@@ -37,12 +37,12 @@ export function runTokenStoreContract(name: string, makeStore: () => Promise<Sto
         accountId: opts.accountId ?? `acct_${randomBytes(4).toString('hex')}`,
         keyId: opts.keyId ?? 'key_1',
       };
-      await store.createFamily({ ...fam, familyExpiresAt: start + (opts.familyMs ?? 48 * HOUR), token: first }, start);
+      await store.createFamily({ ...fam, familyExpiresAt: start + (opts.familyMs ?? 48 * HOUR), token: first, ...(opts.scopes === undefined ? {} : { scopes: opts.scopes }) }, start);
       const rotate = (token: NewToken, now: number, extra: Partial<RotateRequest> = {}) => {
         const successor = newToken(now + 24 * HOUR);
         const request: RotateRequest = {
           tokenId: token.tokenId, accountId: fam.accountId, keyId: fam.keyId, familyId: fam.familyId, secretHash: token.secretHash,
-          successor, sealedPair: `sealed:${successor.tokenId}`, now, graceMs: 10_000, ...extra,
+          successor, sealedPair: `sealed:${successor.tokenId}`, now, graceMs: 10_000, ...(opts.scopes === undefined ? {} : { scopes: opts.scopes }), ...extra,
         };
         return store.rotate(request).then((result) => ({ result, successor: request.successor }));
       };
@@ -65,6 +65,18 @@ export function runTokenStoreContract(name: string, makeStore: () => Promise<Sto
       assert.deepEqual((await f.rotate(f.first, T0 + 1, { keyId: 'key_other' })).result, { outcome: 'invalid' });
       assert.deepEqual((await f.rotate(f.first, T0 + 1, { familyId: other.familyId })).result, { outcome: 'invalid' });
       assert.deepEqual((await f.rotate(f.first, T0 + 2)).result, { outcome: 'rotated' });
+    });
+
+    await t.test('keeps a narrowed family\'s grant: a rotation naming another grant, or none, is invalid and consumes nothing', async () => {
+      const f = await family({ scopes: ['orders:read'] });
+      assert.deepEqual((await f.rotate(f.first, T0 + 1, { scopes: undefined })).result, { outcome: 'invalid' });
+      assert.deepEqual((await f.rotate(f.first, T0 + 1, { scopes: ['orders:read', 'orders:write'] })).result, { outcome: 'invalid' });
+      const a = await f.rotate(f.first, T0 + 2);
+      assert.deepEqual(a.result, { outcome: 'rotated' });
+      assert.deepEqual((await f.rotate(a.successor, T0 + 3)).result, { outcome: 'rotated' }, 'the successor keeps the grant');
+      const plain = await family();
+      assert.deepEqual((await plain.rotate(plain.first, T0 + 1, { scopes: ['orders:read'] })).result, { outcome: 'invalid' }, 'a family not narrowed cannot be named narrowed');
+      assert.deepEqual((await plain.rotate(plain.first, T0 + 2)).result, { outcome: 'rotated' });
     });
 
     await t.test('refuses an unknown token', async () => {

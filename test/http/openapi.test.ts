@@ -66,7 +66,8 @@ test('GET /openapi.json is a valid OpenAPI 3.1 document naming every public rout
   const result = await validator.validate(document);
   assert.ok(result.valid, JSON.stringify(result.errors, null, 1));
   for (const [method, path] of [['post', '/api/signin'], ['post', '/api/refresh'], ['post', '/api/reset'], ['get', '/api/sign'], ['post', '/api/sign'],
-    ['get', '/api/roles'], ['get', '/.well-known/jwks.json'], ['get', '/healthz'], ['get', '/readyz']] as const) {
+    ['get', '/api/roles'], ['get', '/.well-known/jwks.json'], ['get', '/healthz'], ['get', '/readyz'],
+    ['post', '/api/token'], ['get', '/.well-known/oauth-authorization-server'], ['get', '/.well-known/openid-configuration']] as const) {
     assert.ok(document.paths[path]?.[method] !== undefined, `${method} ${path} is described`);
   }
   const ids = Object.values(document.paths).flatMap((item) => Object.values(item).map((op) => op.operationId));
@@ -188,7 +189,25 @@ async function walkPublicRoutes(api: Conformance, gw: TestGateway): Promise<void
   assert.ok(keys.keys.length > 0);
   await expect(200, api.fetch('/healthz'));
   await expect(200, api.fetch('/readyz'));
+  await walkOAuth(api, gw, expect);
   await expect(200, api.fetch('/api/reset', { method: 'POST', json: { ...alice, scope: 'key' } }));
+}
+
+/** The token endpoint and the metadata (docs/oauth.md): their answers are the RFCs' shapes, held to the document like the rest. */
+async function walkOAuth(api: Conformance, gw: TestGateway, expect: (status: number, res: Promise<{ status: number; body: any }>) => Promise<any>): Promise<void> {
+  const form = (fields: Record<string, string>, headers: Record<string, string> = {}) => api.fetch('/api/token', {
+    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(fields).toString(),
+  });
+  const client = { client_id: DEMO.alice.apiKey, client_secret: DEMO.alice.secret };
+  const pair = await expect(200, form({ grant_type: 'client_credentials', ...client }));
+  await expect(200, form({ grant_type: 'refresh_token', refresh_token: pair.refresh_token, ...client }));
+  await expect(400, form({ grant_type: 'refresh_token', refresh_token: 'not-a-refresh-token', ...client }));
+  await expect(400, api.fetch('/api/token', { method: 'POST', json: { grant_type: 'client_credentials', ...client } }));
+  await expect(401, form({ grant_type: 'client_credentials', ...client, client_secret: 'wrong' }));
+  for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration']) {
+    const metadata = await expect(200, api.fetch(path));
+    assert.equal(metadata.token_endpoint, `${gw.url}/api/token`);
+  }
 }
 
 /** What the scenario leaves in place, for the probes and the read-only walk. */
@@ -597,6 +616,11 @@ async function walkLimits(api: Conformance, adminToken: string): Promise<void> {
   for (const method of ['GET', 'POST']) assert.equal((await api.fetch(`/api/sign?address=${ADDRESS}`, { method, token: accessToken })).status, 429, `${method} /api/sign`);
   await api.fetch('/api/roles', { token: accessToken });
   assert.equal((await api.fetch('/api/roles', { token: accessToken })).status, 429, '/api/roles');
+  // The token endpoint's refresh_token, counted per family and address like /api/refresh: the address's one refresh is spent.
+  const client = { client_id: DEMO.alice.apiKey, client_secret: DEMO.alice.secret };
+  const oauthRefresh = await api.fetch('/api/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, ...client }).toString() });
+  assert.equal(oauthRefresh.status, 429, `/api/token: ${JSON.stringify(oauthRefresh.body)}`);
+  assert.equal(oauthRefresh.body.error, 'slow_down');
 
   // An existing owner invited to another account: accepting checks their password, a counted guess.
   let invite: { email: string; token: string } | undefined;

@@ -242,6 +242,11 @@ test('wrong types and values name the path, and the env variable when it came fr
       [{ LOG_LEVEL: 'loud' }, 'log.level'],
       [{ SIGNING_KEYS: 'not json' }, 'signing.keys'],
       [{ SIGNING_KEYS: '{"kid":"k1"}' }, 'signing.keys'],
+      // The OAuth metadata's URLs start with it: an origin only, as browsers spell it.
+      [{ OAUTH_PUBLIC_ORIGIN: 'https://api.example.com/oauth' }, 'oauth.publicOrigin'],
+      [{ OAUTH_PUBLIC_ORIGIN: 'https://API.example.com' }, 'oauth.publicOrigin'],
+      [{ OAUTH_PUBLIC_ORIGIN: 'https://api.example.com:443' }, 'oauth.publicOrigin'],
+      [{ OAUTH_PUBLIC_ORIGIN: 'api.example.com' }, 'oauth.publicOrigin'],
     ];
     for (const [env, path] of cases) {
       const problem = problemAt(problemsOf({ env }), path);

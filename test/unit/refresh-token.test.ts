@@ -98,7 +98,16 @@ test('mintRefreshToken and parseRefreshToken', async (t) => {
       ['handle a JSON string', tokenWith('acct')],
       ['handle null', tokenWith(null)],
       ['handle of three (the first format)', tokenWith(['acct', 'key', 'tid'])],
-      ['handle of five', tokenWith(['acct', 'key', 'fam', 'tid', 'x'])],
+      ['handle of six', tokenWith(['acct', 'key', 'fam', 'tid', 'x', 'y'])],
+      // The fifth element is a narrowed grant (the token endpoint's scope): scope tokens, sorted, once each.
+      ['grant a number', tokenWith(['acct', 'key', 'fam', 'tid', 1])],
+      ['grant an array', tokenWith(['acct', 'key', 'fam', 'tid', ['a']])],
+      ['grant empty', tokenWith(['acct', 'key', 'fam', 'tid', ''])],
+      ['grant with two spaces', tokenWith(['acct', 'key', 'fam', 'tid', 'a  b'])],
+      ['grant with a quote', tokenWith(['acct', 'key', 'fam', 'tid', 'a"b'])],
+      ['grant unsorted', tokenWith(['acct', 'key', 'fam', 'tid', 'b a'])],
+      ['grant repeated', tokenWith(['acct', 'key', 'fam', 'tid', 'a a'])],
+      ['grant over 512 characters', tokenWith(['acct', 'key', 'fam', 'tid', 'a'.repeat(513)])],
       ['handle with a number', tokenWith(['acct', 1, 'fam', 'tid'])],
       ['handle with null', tokenWith(['acct', 'key', 'fam', null])],
       ['handle with a nested array', tokenWith([['acct'], 'key', 'fam', 'tid'])],
@@ -117,12 +126,20 @@ test('mintRefreshToken and parseRefreshToken', async (t) => {
     for (const [name, token] of cases) assert.equal(parseRefreshToken(token), undefined, name);
   });
 
-  await t.test('parse refuses tokens longer than 1024 characters, and ids longer than 128', () => {
-    const longest = tokenWith(['a'.repeat(128), 'b'.repeat(128), 'c'.repeat(128), 'd'.repeat(128)]);
-    assert.ok(longest.length < 1024, 'a token of four ids at their limit fits');
+  await t.test('a narrowed grant round-trips as the fifth element', () => {
+    const minted = mintRefreshToken('acct', 'key', 'fam', ['orders:read', 'reports']);
+    assert.deepEqual(parseRefreshToken(minted.token), { accountId: 'acct', keyId: 'key', familyId: 'fam', tokenId: minted.tokenId, secret: minted.secret, scopes: ['orders:read', 'reports'] });
+    assert.equal(mintRefreshToken('acct', 'key', 'fam').scopes, undefined, 'a family not narrowed names no grant');
+  });
+
+  await t.test('parse refuses tokens longer than 2048 characters, and ids longer than 128', () => {
+    const grant = ['e', 'f', 'g', 'h'].map((c) => c.repeat(127)).join(' ');
+    assert.equal(grant.length, 511);
+    const longest = tokenWith(['a'.repeat(128), 'b'.repeat(128), 'c'.repeat(128), 'd'.repeat(128), grant]);
+    assert.ok(longest.length < 2048, 'a token of four ids and a grant at their limits fits');
     assert.equal(parseRefreshToken(longest)?.tokenId, 'd'.repeat(128));
     assert.equal(parseRefreshToken(`${'a'.repeat(100_000)}.${SECRET}`), undefined);
-    assert.equal(parseRefreshToken(`${'a'.repeat(981)}.${SECRET}`), undefined);
+    assert.equal(parseRefreshToken(`${'a'.repeat(2005)}.${SECRET}`), undefined);
   });
 });
 

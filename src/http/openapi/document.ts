@@ -6,6 +6,7 @@
 import type { Context } from 'koa';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from 'zod-openapi';
 import type { Operation } from '../owner/operation.js';
+import { oauthPaths } from './oauth.js';
 import { publicPaths } from './public.js';
 import { SECURITY_SCHEMES, errorResponse, operationSecurity, operationStatuses, successEnvelope } from './schemas.js';
 
@@ -16,7 +17,7 @@ export interface DocumentOptions {
 }
 
 export function buildOpenApiDocument(operations: readonly Operation[], { version = '0.1.0' }: DocumentOptions = {}): ReturnType<typeof createDocument> {
-  const paths: ZodOpenApiPathsObject = { ...publicPaths };
+  const paths: ZodOpenApiPathsObject = { ...publicPaths, ...oauthPaths };
   for (const op of operations) {
     const item = (paths[op.path] ??= {}) as Record<string, ZodOpenApiOperationObject>;
     if (item[op.method] !== undefined) throw new Error(`Two owner operations serve ${op.method.toUpperCase()} ${op.path}.`);
@@ -28,10 +29,11 @@ export function buildOpenApiDocument(operations: readonly Operation[], { version
       title: 'Authenticating gateway',
       version,
       description: 'The public API (sign-in, tokens, sign records, roles, keys, health) and the owner API under /owner/v1. '
-        + 'Every answer is `{success, message}`; an error\'s message is `{code, description, field?, requestId?}`. See docs/api.md and docs/owner.md.',
+        + 'Every answer is `{success, message}`; an error\'s message is `{code, description, field?, requestId?}` (the `oauth` tag\'s answers are the RFCs\' own shapes instead). See docs/api.md and docs/owner.md.',
     },
     tags: [
       { name: 'public', description: 'The interface document\'s API: API keys and access tokens.' },
+      { name: 'oauth', description: 'The standard OAuth 2.0 face: the token endpoint and its metadata, in the RFCs\' own shapes rather than the envelope (docs/oauth.md).' },
       { name: 'health' },
       ...[...new Set(operations.map((op) => op.tag))].map((name) => ({ name })),
     ],

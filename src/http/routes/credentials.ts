@@ -9,6 +9,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import type { AuthService } from '../../auth/service.js';
 import { ClientCertificateRequired, InvalidCredentials } from '../../errors/errors.js';
+import { InvalidScope } from '../../errors/oauth.js';
 import type { RateLimits } from '../../limits/rate-limits.js';
 
 export interface CredentialRouteDeps {
@@ -47,8 +48,14 @@ export async function checkKeyCredentials<T extends { outcome: string }>(
     throw err;
   }
   if (result.outcome === 'rejected') {
+    const reason = (result as { reason?: string }).reason;
+    // The secret matched: the call was no guess, only a scope the key lacks (the token endpoint).
+    if (reason === 'invalid_scope') {
+      await attempt.succeeded();
+      throw new InvalidScope();
+    }
     // The secret matched: only then is the missing certificate named (docs/tls.md).
-    if ((result as { reason?: string }).reason === 'certificate_mismatch') throw new ClientCertificateRequired('This API key is bound to a client certificate: use it only over a connection that presents that certificate.');
+    if (reason === 'certificate_mismatch') throw new ClientCertificateRequired('This API key is bound to a client certificate: use it only over a connection that presents that certificate.');
     throw new InvalidCredentials();
   }
   await attempt.succeeded();

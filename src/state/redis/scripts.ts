@@ -23,6 +23,9 @@
  * ARGV[7] hex SHA-256 of the successor's secret
  * ARGV[8] successor idle expiry (capped here at the family's expiry)
  * ARGV[9] the successor pair, sealed under the presented secret
+ * ARGV[10] the family's granted scopes as the presented handle names them ('' for none): a
+ *          family whose stored grant differs is invalid, so a handle edited to drop its
+ *          narrowing gets nothing (an older gateway sends no ARGV[10]: read as '')
  * Returns {'rotated'} | {'replayed', sealedPair} | {'reused'} | {'invalid'}
  *
  * The sealed pair is kept on the family, not on the consumed token: only the latest rotation's
@@ -34,10 +37,11 @@
 export const ROTATE = `
 local t = redis.call('HMGET', KEYS[1], 'fam', 'key', 'hash', 'exp', 'rot', 'next', 'sealed')
 if not t[3] or t[3] ~= ARGV[3] or t[1] ~= ARGV[1] or t[2] ~= ARGV[2] then return {'invalid'} end
-local f = redis.call('HMGET', KEYS[2], 'exp', 'created', 'revoked', 'current', 'sealed')
+local f = redis.call('HMGET', KEYS[2], 'exp', 'created', 'revoked', 'current', 'sealed', 'scope')
 local now = tonumber(ARGV[4])
 local famExp = tonumber(f[1])
 if not famExp or f[3] or famExp <= now then return {'invalid'} end
+if (f[6] or '') ~= (ARGV[10] or '') then return {'invalid'} end
 local r = redis.call('HMGET', KEYS[4], 'account', 'key:' .. ARGV[2])
 local created = tonumber(f[2])
 if (r[1] and tonumber(r[1]) >= created) or (r[2] and tonumber(r[2]) >= created) then return {'invalid'} end
@@ -69,10 +73,12 @@ return {'reused'}
  * ARGV[5] token id
  * ARGV[6] hex SHA-256 of the token's secret
  * ARGV[7] the token's idle expiry (capped at the family's)
+ * ARGV[8] the family's granted scopes, space-separated ('' for none: the key's own at each refresh)
  */
 export const CREATE_FAMILY = `
 local famExp = tonumber(ARGV[4])
 redis.call('HSET', KEYS[1], 'exp', famExp, 'created', ARGV[3], 'key', ARGV[2], 'current', ARGV[5])
+if ARGV[8] and ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'scope', ARGV[8]) end
 redis.call('PEXPIREAT', KEYS[1], famExp)
 local exp = math.min(tonumber(ARGV[7]), famExp)
 redis.call('HSET', KEYS[2], 'fam', ARGV[1], 'key', ARGV[2], 'hash', ARGV[6], 'exp', exp)

@@ -8,7 +8,7 @@ import { LRUCache } from 'lru-cache';
 import type { Clock } from '../../util/clock.js';
 import { latestReset } from '../revocation/store.js';
 import type { MemoryRevocationStore } from '../revocation/memory.js';
-import type { NewFamily, RefreshTokenStore, RotateRequest, RotateResult } from './store.js';
+import { grantText, type NewFamily, type RefreshTokenStore, type RotateRequest, type RotateResult } from './store.js';
 import { entryBound } from '../../util/lru.js';
 
 interface TokenEntry {
@@ -33,6 +33,8 @@ interface FamilyEntry {
    * consumed token, which stays until the family ends (as in scripts.ts ROTATE).
    */
   sealedPair?: string;
+  /** The family's granted scopes (grantText): '' when not narrowed. */
+  grant: string;
 }
 
 export interface MemoryTokenStoreOptions {
@@ -56,8 +58,8 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     this.#resets = resets;
   }
 
-  async createFamily({ familyId, accountId, keyId, familyExpiresAt, token }: NewFamily, now: number): Promise<void> {
-    this.#families.set(familyId, { createdAt: now, expiresAt: familyExpiresAt, revoked: false, currentTokenId: token.tokenId }, { ttl: ttlUntil(familyExpiresAt, now) });
+  async createFamily({ familyId, accountId, keyId, familyExpiresAt, token, scopes }: NewFamily, now: number): Promise<void> {
+    this.#families.set(familyId, { createdAt: now, expiresAt: familyExpiresAt, revoked: false, currentTokenId: token.tokenId, grant: grantText(scopes) }, { ttl: ttlUntil(familyExpiresAt, now) });
     const expiresAt = Math.min(token.expiresAt, familyExpiresAt);
     this.#tokens.set(token.tokenId, { familyId, accountId, keyId, secretHash: token.secretHash, expiresAt }, { ttl: ttlUntil(expiresAt, now) });
   }
@@ -70,6 +72,7 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     }
     const family = this.#families.get(token.familyId);
     if (family === undefined || family.revoked || family.expiresAt <= req.now) return { outcome: 'invalid' };
+    if (family.grant !== grantText(req.scopes)) return { outcome: 'invalid' };
     if (family.createdAt <= latestReset(this.#resets.readNow(token.accountId), token.keyId)) return { outcome: 'invalid' };
 
     if (token.rotatedAt === undefined) {

@@ -3,7 +3,7 @@
  * script (state/redis/scripts.ts), so one round trip, and atomic across instances.
  */
 import type { RedisConnection } from '../redis/client.js';
-import type { NewFamily, RefreshTokenStore, RotateRequest, RotateResult } from './store.js';
+import { grantText, type NewFamily, type RefreshTokenStore, type RotateRequest, type RotateResult } from './store.js';
 
 export class RedisRefreshTokenStore implements RefreshTokenStore {
   readonly #redis: RedisConnection;
@@ -12,11 +12,11 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     this.#redis = redis;
   }
 
-  async createFamily({ familyId, accountId, keyId, familyExpiresAt, token }: NewFamily, now: number): Promise<void> {
+  async createFamily({ familyId, accountId, keyId, familyExpiresAt, token, scopes }: NewFamily, now: number): Promise<void> {
     const k = this.#redis.keys;
     await this.#redis.run((c) => c.gwCreateFamily(
       k.family(accountId, familyId), k.token(accountId, token.tokenId),
-      familyId, keyId, now, familyExpiresAt, token.tokenId, token.secretHash, token.expiresAt,
+      familyId, keyId, now, familyExpiresAt, token.tokenId, token.secretHash, token.expiresAt, grantText(scopes),
     ));
   }
 
@@ -26,7 +26,7 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
       k.token(req.accountId, req.tokenId), k.family(req.accountId, req.familyId),
       k.token(req.accountId, req.successor.tokenId), k.resets(req.accountId),
       req.familyId, req.keyId, req.secretHash, req.now, req.graceMs,
-      req.successor.tokenId, req.successor.secretHash, req.successor.expiresAt, req.sealedPair,
+      req.successor.tokenId, req.successor.secretHash, req.successor.expiresAt, req.sealedPair, grantText(req.scopes),
     ));
     switch (outcome) {
       case 'rotated': return { outcome };

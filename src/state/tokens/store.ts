@@ -17,6 +17,12 @@ export interface NewFamily {
   familyExpiresAt: number;
   /** The family's first token. */
   token: NewToken;
+  /**
+   * The scopes granted to the family when the sign-in narrowed the key's (the token endpoint's
+   * `scope`); absent: not narrowed, each refresh gives the key's scopes of the moment. Kept for
+   * the family's life: a refresh never widens it (RFC 6749 §6).
+   */
+  scopes?: readonly string[];
 }
 
 export interface NewToken {
@@ -46,6 +52,13 @@ export interface RotateRequest {
   sealedPair: string;
   now: number;
   graceMs: number;
+  /**
+   * The family's granted scopes as the presented handle names them (absent: not narrowed). The
+   * handle carries them so that the new access token is signed before the one store call; the
+   * store holds the family's own, and a family whose grant differs is `invalid`, so editing the
+   * handle cannot widen a grant.
+   */
+  scopes?: readonly string[];
 }
 
 export type RotateResult =
@@ -57,6 +70,11 @@ export type RotateResult =
   | { outcome: 'reused'; familyId: string }
   /** Unknown, wrong secret, expired, its family revoked, expired or reset. Nothing changed. */
   | { outcome: 'invalid' };
+
+/** A grant as the stores compare it: the scopes space-separated, '' for a family not narrowed. */
+export function grantText(scopes: readonly string[] | undefined): string {
+  return scopes === undefined ? '' : scopes.join(' ');
+}
 
 export interface RefreshTokenStore {
   /** Starts a family with its first token; `now` is the family's start, compared with resets. */
