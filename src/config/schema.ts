@@ -314,7 +314,7 @@ export const configSchema = z.strictObject({
   oauth: z.strictObject({
     publicOrigin: setting(z.string().regex(/^https?:\/\/[^/?#\s]+$/, { message: 'expected an origin: scheme, host and port only (no path)', abort: true }).refine(isOrigin, 'expected an origin as browsers send it: lowercase, without a default port').optional(), {
       env: 'OAUTH_PUBLIC_ORIGIN',
-      description: 'The origin OAuth clients reach the gateway at (`https://api.example.com`): the authorization server metadata\'s endpoint URLs start with it, and so does its `issuer` unless `tokens.issuer` is itself an http(s) URL. Unset: the request\'s own origin (from a trusted proxy, its X-Forwarded-Proto/-Host or Forwarded).',
+      description: 'The origin OAuth clients reach the gateway at (`https://api.example.com`): the authorization server metadata\'s endpoint URLs start with it, and so does its `issuer` unless `tokens.issuer` is itself an http(s) URL. Unset: `owner.publicOrigin` where that is set (one origin serves both), else the request\'s own origin (from a trusted proxy, its X-Forwarded-Proto/-Host or Forwarded).',
     }),
   }).prefault({}),
 

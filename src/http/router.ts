@@ -100,7 +100,7 @@ export function createRouter(deps: RouterDeps, isOwnPath: (path: string) => bool
  */
 function registerOAuth(router: Router, { config, isTrustedProxy }: RouterDeps, credentials: CredentialRouteDeps): void {
   router.post(TOKEN_PATH, issueTokens({ ...credentials, accessTokenTtlSeconds: config.tokens.accessTokenTtlSeconds }));
-  const publicOrigin = createPublicOrigin(config.oauth.publicOrigin, config.proxy, isTrustedProxy);
+  const publicOrigin = createPublicOrigin(config.oauth.publicOrigin ?? config.owner.publicOrigin, config.proxy, isTrustedProxy);
   const endpoints = { token: TOKEN_PATH, jwks: JWKS_PATH, introspection: '/api/introspect', revocation: '/api/revoke' };
   router.get(METADATA_PATHS, publishMetadata({ issuer: config.tokens.issuer, publicOrigin, endpoints }));
 }
