@@ -99,6 +99,14 @@ export interface Metrics {
   readonly dataFileWrites: Counter;
   /** Owner changes those writes carried (group commit: several a write under a burst). */
   readonly dataFileChangesWritten: Counter;
+  /**
+   * POST /api/revoke (RFC 7009) by what the token was (`refresh_token`, `access_token`,
+   * `unknown`: nothing of ours, answered 200 all the same) and outcome (`revoked`, `ignored`:
+   * unknown, foreign or already over; `full`: the denylist was at its bound).
+   */
+  readonly revocations: Counter<'type' | 'outcome'>;
+  /** POST /api/introspect (RFC 7662) by token kind (`access_token`, `external`, `settings_token`, `refresh_token`, `unknown`) and answer. */
+  readonly introspections: Counter<'type' | 'active'>;
 }
 
 /**
@@ -125,6 +133,7 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
     ...createDataFileMetrics(registers),
     ...createIssuerMetrics(registers),
     ...createPolicyMetrics(registers),
+    ...createTokenLifecycleMetrics(registers),
     ...requests,
     ...outcomes,
     ...watched,
@@ -309,6 +318,24 @@ function createWebSocketMetrics(registers: Registers): Pick<Metrics, 'webSocketC
       name: 'gateway_websocket_closed_total',
       help: 'WebSockets closed, by route and reason (client, backend, expired, reset, idle, drain, error).',
       labelNames: ['route', 'reason'],
+      registers,
+    }),
+  };
+}
+
+/** Revocation and introspection (auth/token-revocation.ts, auth/introspection.ts): fixed label values. */
+function createTokenLifecycleMetrics(registers: Registers): Pick<Metrics, 'revocations' | 'introspections'> {
+  return {
+    revocations: new Counter({
+      name: 'gateway_revocations_total',
+      help: 'Token revocations (POST /api/revoke) by token type (refresh_token, access_token, unknown) and outcome (revoked, ignored, full).',
+      labelNames: ['type', 'outcome'],
+      registers,
+    }),
+    introspections: new Counter({
+      name: 'gateway_introspections_total',
+      help: 'Token introspections (POST /api/introspect) by token type (access_token, external, settings_token, refresh_token, unknown) and answer (true, false).',
+      labelNames: ['type', 'active'],
       registers,
     }),
   };

@@ -1,0 +1,65 @@
+/**
+ * Revoked access tokens refused on every call (RFC 7009 §2: "the token [is] invalidated
+ * immediately"): every instance keeps the whole deny list (state/denylist/) in memory, so the
+ * bearer check (auth/bearer.ts) asks one Map per request, hit or miss of the verified-token cache,
+ * and no store at all. The list comes from the store once at start (warmUp) and again after
+ * every gap in the notices; between reads, each revocation made anywhere arrives as a notice
+ * (Redis pub/sub: within a round trip, well inside the 1 s the docs promise). An entry leaves
+ * at its token's `exp` (plus clock skew), when the signature check refuses the token anyway.
+ *
+ * A revocation is recorded here as soon as the store confirms it, so this instance refuses the
+ * token from its answer on, whenever its own notice comes back. While the list cannot be read (Redis down at
+ * start), the tokens revoked before are accepted, as a reset is in that outage (docs/redis.md);
+ * the read is tried again with each gap and on the next revocation heard.
+ * test/http/revoke.test.ts and test/redis/revocation-instances.test.ts hold it.
+ */
+import type { DeniedToken, DenyOutcome, TokenDenylist } from '../state/denylist/store.js';
+import type { Logger } from '../telemetry/log.js';
+import type { Clock } from '../util/clock.js';
+
+export interface DeniedTokens {
+  /** True when the token with this `jti` was revoked and has not expired. Synchronous: a Map look-up. */
+  isDenied(jti: string): boolean;
+  /** Revokes the token until `expiresAt` (epoch ms), on every instance. */
+  deny(jti: string, expiresAt: number): Promise<DenyOutcome>;
+  /** Reads the whole list from the store (start-up; after a gap it is read by itself). Never rejects. */
+  load(): Promise<void>;
+}
+
+export function createDeniedTokens({ store, clock, log }: { store: TokenDenylist; clock: Clock; log: Logger }): DeniedTokens {
+  const denied = new Map<string, number>();
+  let sweepAt = 0;
+  const add = ({ jti, expiresAt }: DeniedToken) => {
+    if (expiresAt > (denied.get(jti) ?? 0)) denied.set(jti, expiresAt);
+  };
+  // Entries past their expiry are swept at most once a minute, by a look-up: no timer.
+  const sweep = (now: number) => {
+    if (now < sweepAt) return;
+    sweepAt = now + 60_000;
+    for (const [jti, expiresAt] of denied) if (expiresAt <= now) denied.delete(jti);
+  };
+  const load = async () => {
+    try {
+      for (const token of await store.list(clock.now())) add(token);
+    } catch (err) {
+      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not read the revoked access tokens: tokens revoked before are accepted until it can');
+    }
+  };
+  store.watch({ onDenied: add, onGap: () => void load() });
+
+  return {
+    isDenied(jti) {
+      if (denied.size === 0) return false;
+      const now = clock.now();
+      sweep(now);
+      const expiresAt = denied.get(jti);
+      return expiresAt !== undefined && expiresAt > now;
+    },
+    async deny(jti, expiresAt) {
+      const outcome = await store.deny({ jti, expiresAt }, clock.now());
+      if (outcome !== 'full') add({ jti, expiresAt });
+      return outcome;
+    },
+    load,
+  };
+}
