@@ -180,7 +180,6 @@ test('revocation and introspection (memory)', async (t) => {
     assert.equal((await introspect(gw, checker, pair.accessToken)).body.active, true);
     const off = await operator(gw).patch(`/accounts/${DEMO.alice.accountId}/keys/${DEMO.alice.keyId}`, { enabled: false });
     assert.equal(off.status, 200, JSON.stringify(off.body));
-    t.after(() => operator(gw).patch(`/accounts/${DEMO.alice.accountId}/keys/${DEMO.alice.keyId}`, { enabled: true }));
     assert.deepEqual((await introspect(gw, checker, pair.accessToken)).body, { active: false });
     assert.deepEqual((await introspect(gw, checker, pair.refreshToken)).body, { active: false });
     assert.equal((await operator(gw).patch(`/accounts/${DEMO.alice.accountId}/keys/${DEMO.alice.keyId}`, { enabled: true })).status, 200);
