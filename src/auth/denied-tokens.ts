@@ -24,13 +24,18 @@ export interface DeniedTokens {
   deny(jti: string, expiresAt: number): Promise<DenyOutcome>;
   /** Reads the whole list from the store (start-up; after a gap it is read by itself). Never rejects. */
   load(): Promise<void>;
+  /** Told the `jti` of each token this instance learns is revoked (for what holds a token open: a WebSocket). */
+  watch(listener: (jti: string) => void): void;
 }
 
 export function createDeniedTokens({ store, clock, log }: { store: TokenDenylist; clock: Clock; log: Logger }): DeniedTokens {
   const denied = new Map<string, number>();
+  const listeners: ((jti: string) => void)[] = [];
   let sweepAt = 0;
   const add = ({ jti, expiresAt }: DeniedToken) => {
-    if (expiresAt > (denied.get(jti) ?? 0)) denied.set(jti, expiresAt);
+    const known = denied.get(jti);
+    if (expiresAt > (known ?? 0)) denied.set(jti, expiresAt);
+    if (known === undefined) for (const listener of listeners) listener(jti);
   };
   // Entries past their expiry are swept at most once a minute, by a look-up: no timer.
   const sweep = (now: number) => {
@@ -61,5 +66,8 @@ export function createDeniedTokens({ store, clock, log }: { store: TokenDenylist
       return outcome;
     },
     load,
+    watch(listener) {
+      listeners.push(listener);
+    },
   };
 }

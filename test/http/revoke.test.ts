@@ -10,6 +10,7 @@ import { decodeJwt } from 'jose';
 import { startBackend } from '../helpers/backend.js';
 import { call, DEMO, metricsText, postJson, sha256Hex, signIn, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { operator, startOwnerGateway } from '../helpers/owner-keys.js';
+import { openClient, roundTrip, startWsBackend, whenClosed } from '../helpers/ws-backend.js';
 
 function form(fields: Record<string, string>): string {
   return new URLSearchParams(fields).toString();
@@ -40,9 +41,10 @@ function assertRevokedAnswer(res: JsonResponse, what: string): void {
 
 test('revocation and introspection (memory)', async (t) => {
   const backend = await startBackend(t);
+  const wsBackend = await startWsBackend(t);
   // bob's key is the backend that introspects; alice's is the client.
   const gw = await startOwnerGateway(t, {
-    overrides: { routes: [{ name: 'things', prefix: '/things', targets: [backend.url] }], proxy: { trustedProxies: ['127.0.0.1'] } },
+    overrides: { routes: [{ name: 'things', prefix: '/things', targets: [backend.url] }, { name: 'ws', prefix: '/ws', targets: [wsBackend.url], websocket: true }], proxy: { trustedProxies: ['127.0.0.1'] } },
     edit: (data) => {
       for (const account of data.accounts) for (const key of account.apiKeys) if (key.id === DEMO.bob.keyId) key.scopes = ['introspect'];
     },
@@ -84,6 +86,19 @@ test('revocation and introspection (memory)', async (t) => {
     assert.deepEqual((await introspect(gw, checker, pair.accessToken)).body, { active: false });
     // The refresh token is another credential: revoking the access token leaves it.
     assert.equal((await refresh(gw, pair.refreshToken)).status, 200);
+  });
+
+  await t.test('an open WebSocket of a revoked access token is closed (4003), another token\'s is not', async () => {
+    const revoked = await signIn(gw);
+    const kept = await signIn(gw);
+    const doomed = await openClient(gw.url, '/ws/a', { token: revoked.accessToken });
+    const other = await openClient(gw.url, '/ws/b', { token: kept.accessToken });
+    const closed = whenClosed(doomed, 5000);
+    assertRevokedAnswer(await revoke(gw, revoked.accessToken), 'revoke');
+    const { code } = await closed;
+    assert.equal(code, 4003);
+    assert.equal((await roundTrip(other, 'still here')).data.toString(), 'still here');
+    other.terminate();
   });
 
   await t.test('unknown, malformed, expired and foreign tokens: 200, nothing revoked; hints are hints', async () => {
