@@ -43,14 +43,24 @@ export function createDeniedTokens({ store, clock, log }: { store: TokenDenylist
     sweepAt = now + 60_000;
     for (const [jti, expiresAt] of denied) if (expiresAt <= now) denied.delete(jti);
   };
+  /** False from a failed read until one succeeds: the next notice heard tries again. */
+  let complete = true;
   const load = async () => {
     try {
       for (const token of await store.list(clock.now())) add(token);
+      complete = true;
     } catch (err) {
+      complete = false;
       log.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not read the revoked access tokens: tokens revoked before are accepted until it can');
     }
   };
-  store.watch({ onDenied: add, onGap: () => void load() });
+  store.watch({
+    onDenied(token) {
+      add(token);
+      if (!complete) void load();
+    },
+    onGap: () => void load(),
+  });
 
   return {
     isDenied(jti) {
