@@ -141,7 +141,8 @@ export const DENY_TOKEN = `
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
 local known = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not known and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
-redis.call('ZADD', KEYS[1], 'GT', ARGV[2], ARGV[1])
+-- The later expiry wins (by hand: ZADD GT needs Redis 6.2).
+if not known or tonumber(known) < tonumber(ARGV[2]) then redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1]) end
 local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', KEYS[1], last[2])
 redis.call('PUBLISH', ARGV[5], ARGV[6])
