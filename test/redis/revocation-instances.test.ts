@@ -23,6 +23,15 @@ function form(gw: GatewayProcess, path: string, token: string, caller?: string):
   });
 }
 
+/**
+ * Resolves once the clock (every instance's: one machine) has passed the current millisecond:
+ * a token issued in a reset's own millisecond is covered by it.
+ */
+async function pastThisMillisecond(): Promise<void> {
+  const now = Date.now();
+  while (Date.now() <= now) await new Promise((resolve) => setImmediate(resolve));
+}
+
 /** Milliseconds from `since` until `turned` holds on B, polled; undefined past the deadline. */
 async function turnedWithin(check: () => Promise<boolean>, since: number, limitMs = REACH_MS * 3): Promise<number | undefined> {
   while (Date.now() - since < limitMs) {
@@ -94,8 +103,7 @@ test('two instances on one Redis: revocations, resets and disabled keys reach th
   });
 
   await t.test('a key disabled on A makes its tokens inactive on B', async () => {
-    // Past the reset's millisecond, on every instance's clock.
-    await sleep(5);
+    await pastThisMillisecond();
     const pair = await signIn(a, client);
     assert.equal(await activeOnB(pair.accessToken), true);
     assert.equal(await activeOnB(pair.refreshToken), true);
@@ -105,9 +113,28 @@ test('two instances on one Redis: revocations, resets and disabled keys reach th
     assert.ok(inactive !== undefined && inactive <= REACH_MS, `inactive on B after ${inactive} ms`);
   });
 
+  await t.test('an owner\'s reset of the key, and the key\'s deletion, reach B too', async () => {
+    assert.equal((await owner('PATCH', `/accounts/acct_rv/keys/${client.keyId}`, { enabled: true })).status, 200);
+    await pastThisMillisecond();
+    const pair = await signIn(a, client);
+    assert.equal(await activeOnB(pair.accessToken), true);
+    let since = Date.now();
+    assert.equal((await owner('POST', `/accounts/acct_rv/keys/${client.keyId}/reset`)).status, 200);
+    let inactive = await turnedWithin(async () => !(await activeOnB(pair.accessToken)) && !(await activeOnB(pair.refreshToken)), since);
+    assert.ok(inactive !== undefined && inactive <= REACH_MS, `reset: inactive on B after ${inactive} ms`);
+
+    const doomed = await makeKey('doomed', []);
+    const other = await signIn(a, doomed);
+    assert.equal(await activeOnB(other.refreshToken), true);
+    since = Date.now();
+    assert.equal((await owner('DELETE', `/accounts/acct_rv/keys/${doomed.keyId}`)).status, 200);
+    inactive = await turnedWithin(async () => !(await activeOnB(other.accessToken)) && !(await activeOnB(other.refreshToken)), since);
+    assert.ok(inactive !== undefined && inactive <= REACH_MS, `deleted: inactive on B after ${inactive} ms`);
+  });
+
   await t.test('an instance started after a revocation refuses the token too', async (tt) => {
     assert.equal((await owner('PATCH', `/accounts/acct_rv/keys/${client.keyId}`, { enabled: true })).status, 200);
-    await sleep(5);
+    await pastThisMillisecond();
     const pair = await signIn(a, client);
     assert.equal((await form(a, '/api/revoke', pair.accessToken)).status, 200);
     const c = await startGatewayProcess(tt, env);
