@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as client from 'openid-client';
 import { DEMO, postJson, signIn, call } from '../helpers/gateway.js';
-import { startOwnerGateway } from '../helpers/owner-keys.js';
+import { ADMIN_TOKEN, startOwnerGateway } from '../helpers/owner-keys.js';
 
 test('openid-client: tokenRevocation and tokenIntrospection against the gateway', async (t) => {
   const gw = await startOwnerGateway(t, {
@@ -48,6 +48,17 @@ test('openid-client: tokenRevocation and tokenIntrospection against the gateway'
   assert.equal((await client.tokenIntrospection(introspector, pair.refreshToken)).active, false);
   assert.equal((await postJson(`${gw.url}/api/refresh`, { refreshToken: pair.refreshToken })).status, 401);
   assert.equal((await call(`${gw.url}/api/roles`, { token: pair.accessToken })).status, 401);
+
+  // An API settings token: the library reads RFC 7009's error (RFC 6749 §5.2 members).
+  const settings = await call(`${gw.url}/owner/v1/accounts/${DEMO.alice.accountId}/settings-tokens`, {
+    method: 'POST', token: ADMIN_TOKEN, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'ci' }),
+  });
+  assert.equal(settings.status, 201);
+  await assert.rejects(client.tokenRevocation(publicRevoker, settings.body.message.token), (err: Error & { error?: string; status?: number }) => {
+    assert.equal(err.error, 'unsupported_token_type', `${err.name}: ${err.message}`);
+    assert.equal(err.status, 400);
+    return true;
+  });
 
   // Without the scope the library gets the refusal (403 insufficient_scope), not an answer.
   const unscopedToken = (await signIn(gw)).accessToken;

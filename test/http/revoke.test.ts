@@ -125,6 +125,8 @@ test('revocation and introspection (memory)', async (t) => {
         const res = await call(`${gw.url}${path}`, { ...init, token: checker });
         assert.equal(res.status, status, `${path} ${what}`);
         assert.equal(res.body.message.code, code, `${path} ${what}`);
+        // Only the OAuth library's endpoint carries RFC 6749's members; the others keep the envelope alone.
+        assert.equal(res.body.error, path === '/api/revoke' ? 'invalid_request' : undefined, `${path} ${what}`);
       }
     }
     for (const body of ['token=%E0%A4%A', 'token=%00%ff', 'token=a&token=b', `token=${'%'.repeat(3000)}`]) {
@@ -145,6 +147,8 @@ test('revocation and introspection (memory)', async (t) => {
     const res = await revoke(gw, token);
     assert.equal(res.status, 400);
     assert.equal(res.body.message.code, 'unsupported_token_type');
+    assert.equal(res.body.error, 'unsupported_token_type', 'RFC 7009 §2.2.1, beside the envelope');
+    assert.equal(typeof res.body.error_description, 'string');
     const active = await introspect(gw, checker, token);
     assert.equal(active.body.active, true);
     assert.equal(active.body.token_use, 'settings_token');
@@ -249,5 +253,6 @@ test('revocations are throttled: every presented token is a guess', async (t) =>
   const limited = await revoke(gw, 'guess-4');
   assert.equal(limited.status, 429);
   assert.equal(limited.body.message.code, 'rate_limited');
+  assert.equal(limited.body.error, 'temporarily_unavailable');
   assert.ok(Number(limited.headers.get('retry-after')) > 0);
 });

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { ZodOpenApiOperationObject, ZodOpenApiPathsObject } from 'zod-openapi';
-import { errorResponse, successEnvelope } from './schemas.js';
+import { ErrorMessage, errorResponse, successEnvelope } from './schemas.js';
 
 const TokenPair = z.object({
   accessToken: z.string().meta({ description: 'A JWT; send it as `Authorization: Bearer <accessToken>`.' }),
@@ -102,6 +102,14 @@ const IntrospectionAnswer = z.object({
   cnf: z.record(z.string(), z.unknown()).optional().meta({ description: 'The key or certificate the token is bound to (RFC 8705, RFC 9449).' }),
 }).meta({ id: 'IntrospectionAnswer', description: 'RFC 7662 §2.2, not in the envelope. An inactive or unknown token is `{"active": false}` and nothing more.' });
 
+/** /api/revoke's error answers: the envelope, and RFC 6749 §5.2's members beside it (errors/boundary.ts). */
+const OAuthErrorEnvelope = z.object({
+  success: z.literal(false),
+  message: ErrorMessage,
+  error: z.string().meta({ description: 'RFC 6749 §5.2 / RFC 7009 §2.2.1: `invalid_request`, `unsupported_token_type`, `temporarily_unavailable`.' }),
+  error_description: z.string(),
+}).meta({ id: 'OAuthErrorEnvelope' });
+
 const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
 
 function responses(success: z.ZodType, errors: number[], description = 'OK') {
@@ -171,7 +179,10 @@ export const publicPaths: ZodOpenApiPathsObject = {
       description: 'No client authentication: the token is the proof. 200 whether or not anything was revoked (unknown, expired and already revoked tokens too). API settings tokens: 400 `unsupported_token_type` (the owner API revokes them). 503 `temporarily_unavailable` when the revoked access tokens are at `tokens.revokedAccessTokensMax`. Counted under the refresh limits.',
       security: [],
       requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: TokenForm } } },
-      responses: responses(z.object({}), [400, 413, 415, 429, 503]),
+      responses: {
+        200: { description: 'Revoked, or nothing to revoke: the same answer.', ...json(successEnvelope(z.object({}))) },
+        ...Object.fromEntries([400, 413, 415, 429, 503].map((status) => [status, { ...errorResponse(status), ...json(OAuthErrorEnvelope) }])),
+      },
     },
   },
   '/api/introspect': {

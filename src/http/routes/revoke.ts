@@ -8,12 +8,15 @@
  * Every presented token is a guess at a family's secret, counted before any work under the
  * refresh limits (per family when the token names one, and per address: limits/rate-limits.ts).
  * The answer is 200 with the same body whether anything was revoked (§2.2): an unknown,
- * expired or already revoked token is no error, so the endpoint is no oracle.
+ * expired or already revoked token is no error, so the endpoint is no oracle. An error answer is
+ * the envelope with RFC 6749 §5.2's `error` and `error_description` beside it (§2.2.1), which
+ * OAuth libraries read.
  */
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { parseRefreshToken } from '../../auth/refresh.js';
 import type { TokenRevocation } from '../../auth/token-revocation.js';
+import { OAUTH_ERRORS } from '../../errors/boundary.js';
 import { ok } from '../../errors/envelope.js';
 import { RevocationListFull, UnsupportedTokenType } from '../../errors/errors.js';
 import { readFields } from '../body.js';
@@ -32,6 +35,8 @@ const RevokeBody = z.object({
 
 export function revokeToken({ revocation, limits, clientAddress, bodyLimitBytes }: Omit<CredentialRouteDeps, 'auth'> & { revocation: TokenRevocation }) {
   return async function revokeToken(ctx: Context): Promise<void> {
+    // Error answers carry RFC 6749 §5.2's members too (RFC 7009 §2.2.1; errors/boundary.ts).
+    ctx.state[OAUTH_ERRORS] = true;
     const { token } = await readFields(ctx, RevokeBody, { limit: bodyLimitBytes, accept: ['form'] });
     await limits.refresh(parseRefreshToken(token)?.familyId, clientAddress(ctx.req));
     const result = await revocation.revoke(token);
