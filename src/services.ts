@@ -202,7 +202,10 @@ function buildTokenLifecycle({ config, log, clock, metrics, signer, state }: Cor
   const { revocations, denied, settingsTokens, trustedIssuers } = parts;
   const external = config.trustedIssuers.map((issuer) => issuer.issuer);
   return {
-    revocation: createTokenRevocation({ tokens: state.tokens, signer, denied, log, clockSkewSeconds: config.tokens.clockSkewSeconds, metrics }),
+    revocation: createTokenRevocation({
+      tokens: state.tokens, signer, denied, log, clock, metrics,
+      accessTokenTtlSeconds: config.tokens.accessTokenTtlSeconds, clockSkewSeconds: config.tokens.clockSkewSeconds,
+    }),
     introspection: createIntrospection({
       signer, revocations, denied, keys: state.keys, tokens: state.tokens, settingsTokens,
       externalTokens: external.length === 0 ? undefined : trustedIssuers.authenticatorFor(external),

@@ -78,8 +78,8 @@ export type Authenticate = (token: string | undefined, req?: IncomingMessage) =>
  * upgrades alike: verified, then refused if a reset of its account or key came after it. An
  * API settings token (its own prefix, never a JWT's first characters) goes to its own check
  * (auth/settings-tokens.ts) before any JWT parsing. With `metrics`, each check's outcome is
- * counted (gateway_token_validations_total). With `denied`, a token revoked by its `jti`
- * (POST /api/revoke, auth/denied-tokens.ts) is refused too: asked on every call, after the
+ * counted (gateway_token_validations_total). With `denied`, a token revoked by its `jti`, or
+ * by its refresh family (`sid`; POST /api/revoke, auth/denied-tokens.ts), is refused too: asked on every call, after the
  * verified-token cache, so no cached verification outlives a revocation.
  */
 export function createAuthenticator(signer: Signer, revocations: Revocations, settingsTokens?: (token: string) => Promise<Identity>, metrics?: Pick<Metrics, 'tokenValidated'>, denied?: Pick<DeniedTokens, 'isDenied'>): Authenticate {
@@ -121,7 +121,7 @@ export function createAuthenticator(signer: Signer, revocations: Revocations, se
         throw new InvalidToken('The access token is bound to a client certificate that this request did not present.');
       }
     }
-    if (denied?.isDenied(claims.jti) === true) {
+    if (denied?.isDenied(claims.jti, claims.sid) === true) {
       counted('revoked');
       throw new InvalidToken('The access token was revoked; sign in again.');
     }

@@ -17,20 +17,28 @@ import type { DeniedToken, DenyOutcome, TokenDenylist } from '../state/denylist/
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
 
+/** The deny list's entry for every access token of a sign-in session (`sid`): jtis hold no `:`. */
+export function sessionEntry(sid: string): string {
+  return `sid:${sid}`;
+}
+
 export interface DeniedTokens {
-  /** True when the token with this `jti` was revoked and has not expired. Synchronous: a Map look-up. */
-  isDenied(jti: string): boolean;
-  /** Revokes the token until `expiresAt` (epoch ms), on every instance. */
-  deny(jti: string, expiresAt: number): Promise<DenyOutcome>;
+  /**
+   * True when the token with this `jti`, or every token of its session (`sid`, its refresh
+   * family's: the family was revoked), was revoked and has not expired. Synchronous: Map look-ups.
+   */
+  isDenied(jti: string, sid?: string): boolean;
+  /** Revokes the token (a jti, or a `sessionEntry`) until `expiresAt` (epoch ms), on every instance. */
+  deny(entry: string, expiresAt: number): Promise<DenyOutcome>;
   /** Reads the whole list from the store (start-up; after a gap it is read by itself). Never rejects. */
   load(): Promise<void>;
-  /** Told the `jti` of each token this instance learns is revoked (for what holds a token open: a WebSocket). */
-  watch(listener: (jti: string) => void): void;
+  /** Told of each entry this instance learns of (for what holds a token open: a WebSocket asks isDenied again). */
+  watch(listener: (entry: string) => void): void;
 }
 
 export function createDeniedTokens({ store, clock, log }: { store: TokenDenylist; clock: Clock; log: Logger }): DeniedTokens {
   const denied = new Map<string, number>();
-  const listeners: ((jti: string) => void)[] = [];
+  const listeners: ((entry: string) => void)[] = [];
   let sweepAt = 0;
   const add = ({ jti, expiresAt }: DeniedToken) => {
     const known = denied.get(jti);
@@ -63,11 +71,11 @@ export function createDeniedTokens({ store, clock, log }: { store: TokenDenylist
   });
 
   return {
-    isDenied(jti) {
+    isDenied(jti, sid) {
       if (denied.size === 0) return false;
       const now = clock.now();
       sweep(now);
-      const expiresAt = denied.get(jti);
+      const expiresAt = denied.get(jti) ?? (sid === undefined ? undefined : denied.get(sessionEntry(sid)));
       return expiresAt !== undefined && expiresAt > now;
     },
     async deny(jti, expiresAt) {

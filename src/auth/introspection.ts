@@ -104,7 +104,7 @@ async function accessToken({ signer, revocations, denied, keys }: IntrospectionD
   } catch (err) {
     return inactiveUnless(err);
   }
-  if (denied.isDenied(claims.jti)) return INACTIVE;
+  if (denied.isDenied(claims.jti, claims.sid)) return INACTIVE;
   const issued = { accountId: claims.sub, keyId: claims.client_id, issuedAtMs: claims.iat_ms, epoch: claims.reset_epoch };
   if (await revocations.isRevoked(issued)) return INACTIVE;
   if (!(await isLiveKey(keys, claims.client_id, claims.sub))) return INACTIVE;

@@ -14,9 +14,10 @@
  * (that is an owner's reset).
  *
  * - a refresh token (`<handle>.<secret>`): its whole family ends, the tokens rotated from it
- *   and the ones it would rotate into, on every instance at once (one store step). The access
- *   tokens minted from the family are not found from it (they name no family): they live until
- *   their `exp` unless revoked too, which the client package does on sign-out.
+ *   and the ones it would rotate into, on every instance at once (one store step); and so do the
+ *   access tokens minted in it (§2.1's SHOULD), refused by their `sid` (a digest of the family
+ *   id) for as long as one of them can live. Tokens of earlier versions carry no `sid`: they
+ *   live until their `exp`.
  * - an access token of the gateway's own (verified, not expired): its `jti` is refused until its
  *   `exp` on every instance (auth/denied-tokens.ts).
  * - an API settings token (`gwst_…`): not here (`unsupported`); its owner revokes it in the owner API.
@@ -28,8 +29,9 @@ import { SETTINGS_TOKEN_PREFIX } from '../domain/settings-token.js';
 import type { RefreshTokenStore } from '../state/tokens/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
-import type { DeniedTokens } from './denied-tokens.js';
-import { hashRefreshSecret, parseRefreshToken } from './refresh.js';
+import type { Clock } from '../util/clock.js';
+import { sessionEntry, type DeniedTokens } from './denied-tokens.js';
+import { hashRefreshSecret, parseRefreshToken, sessionOf } from './refresh.js';
 import type { Signer } from './signer.js';
 
 export type RevokedType = 'refresh_token' | 'access_token' | 'unknown';
@@ -51,11 +53,21 @@ export interface TokenRevocationDeps {
   signer: Pick<Signer, 'verifyAccessToken'>;
   denied: Pick<DeniedTokens, 'deny'>;
   log: Logger;
+  clock: Clock;
+  accessTokenTtlSeconds: number;
   clockSkewSeconds: number;
   metrics?: Pick<Metrics, 'revocations'>;
 }
 
-export function createTokenRevocation({ tokens, signer, denied, log, clockSkewSeconds, metrics }: TokenRevocationDeps): TokenRevocation {
+export function createTokenRevocation({ tokens, signer, denied, log, clock, accessTokenTtlSeconds, clockSkewSeconds, metrics }: TokenRevocationDeps): TokenRevocation {
+  /**
+   * The family's access tokens, by its session (`sid`): refused for as long as one minted until
+   * now can live. The family is over whatever this answers; a full list leaves them to expire.
+   */
+  const denyFamilyTokens = async (familyId: string, ids: Record<string, string>) => {
+    const outcome = await denied.deny(sessionEntry(sessionOf(familyId)), clock.now() + (accessTokenTtlSeconds + clockSkewSeconds) * 1000);
+    if (outcome === 'full') log.warn(ids, 'refresh-token family revoked, but not its access tokens: the deny list is full (tokens.revokedAccessTokensMax)');
+  };
   const revoke = async (token: string): Promise<RevokeResult> => {
     if (token.startsWith(SETTINGS_TOKEN_PREFIX)) return { outcome: 'unsupported' };
     const presented = parseRefreshToken(token);
@@ -63,7 +75,12 @@ export function createTokenRevocation({ tokens, signer, denied, log, clockSkewSe
       const { secret, ...named } = presented;
       const ended = await tokens.revokeFamily({ ...named, secretHash: hashRefreshSecret(secret) });
       // Ids only: the token is a secret, its handle's ids are not.
-      if (ended) log.info({ accountId: named.accountId, keyId: named.keyId, familyId: named.familyId }, 'refresh-token family revoked by its holder');
+      const ids = { accountId: named.accountId, keyId: named.keyId, familyId: named.familyId };
+      if (ended) {
+        log.info(ids, 'refresh-token family revoked by its holder');
+        // RFC 7009 §2.1: the access tokens of the same grant go too.
+        await denyFamilyTokens(named.familyId, ids);
+      }
       return { outcome: ended ? 'revoked' : 'ignored', type: 'refresh_token' };
     }
     let claims;

@@ -33,7 +33,7 @@ export interface ProxyDeps {
   trustedIssuers: TrustedIssuers;
   revocations: Revocations;
   /** Revoked access tokens (auth/denied-tokens.ts): an open WebSocket of one is closed. */
-  denied?: Pick<DeniedTokens, 'watch'>;
+  denied?: Pick<DeniedTokens, 'watch' | 'isDenied'>;
   limits: RateLimits;
   /** CORS, undefined while it is off (http/cors.ts). */
   cors: Cors | undefined;

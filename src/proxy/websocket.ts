@@ -77,8 +77,12 @@ export function createWebSockets({ admit, headersFor, flights, revocations, deni
   const switched = new WeakMap<Duplex, Switched>();
   closeOnReset(revocations, connections);
   // A revoked access token (POST /api/revoke) ends its open sockets as a reset does (4003).
-  denied?.watch((jti) => {
-    for (const open of connections.withIdentity()) if (open.identity!.issuer === undefined && open.identity!.tokenId === jti) open.shut('reset');
+  // (Asked again for every open one: revocations are rare, and a family's names no jti.)
+  denied?.watch(() => {
+    for (const open of connections.withIdentity()) {
+      const { identity } = open;
+      if (identity.issuer === undefined && !identity.durable && denied.isDenied(identity.tokenId, identity.claims?.sid as string | undefined)) open.shut('reset');
+    }
   });
   joinWhenOpen(server, switched, connections);
 

@@ -49,6 +49,7 @@ test('signOut with a handed-over pair ends that session for every holder of its 
   assert.notEqual(successor, pair.refreshToken);
   await client.signOut();
   assert.equal((await postJson(`${gw.url}/api/refresh`, { refreshToken: successor })).status, 401, 'the successor held elsewhere is dead too');
+  assert.equal((await call(`${gw.url}/api/roles`, { token: elsewhere.box.pair!.accessToken })).status, 401, 'and so is the access token renewed elsewhere');
   assert.equal((await call(`${gw.url}/api/roles`, { token: pair.accessToken })).status, 401);
 });
 

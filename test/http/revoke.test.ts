@@ -56,8 +56,17 @@ test('revocation and introspection (memory)', async (t) => {
     const second = (await refresh(gw, first.refreshToken)).body.message;
     const other = await signIn(gw);
     // The consumed first token still proves the family: revoking it ends the successor too.
+    assert.equal((await call(`${gw.url}/api/roles`, { token: second.accessToken })).status, 200);
     assertRevokedAnswer(await revoke(gw, first.refreshToken, { token_type_hint: 'refresh_token' }), 'revoke');
     assert.equal((await refresh(gw, second.refreshToken)).status, 401, 'the successor is dead');
+    // RFC 7009 §2.1: the access tokens minted in the family go too, the cached one included.
+    for (const token of [first.accessToken, second.accessToken]) {
+      const res = await call(`${gw.url}/api/roles`, { token });
+      assert.equal(res.status, 401);
+      assert.equal(res.body.message.code, 'invalid_token');
+      assert.deepEqual((await introspect(gw, checker, token)).body, { active: false });
+    }
+    assert.equal((await call(`${gw.url}/api/roles`, { token: other.accessToken })).status, 200, 'another family\'s access token lives on');
     assert.deepEqual((await introspect(gw, checker, second.refreshToken)).body, { active: false });
     assertRevokedAnswer(await revoke(gw, second.refreshToken), 'already revoked: 200 all the same');
     assert.equal((await refresh(gw, other.refreshToken)).status, 200, 'another family of the key lives on');

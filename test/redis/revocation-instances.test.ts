@@ -41,7 +41,7 @@ async function turnedWithin(check: () => Promise<boolean>, since: number, limitM
   return undefined;
 }
 
-test('two instances on one Redis: revocations, resets and disabled keys reach the other within a second', redisSuite(), async (t) => {
+test('two instances on one Redis: revocations, resets, disabled and deleted keys reach the other within a second', redisSuite(), async (t) => {
   const redis = await startRedis(t);
   const pem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   // One signing key for both, as every deployment of several instances has.
@@ -81,15 +81,20 @@ test('two instances on one Redis: revocations, resets and disabled keys reach th
     assert.equal(await activeOnB(pair.accessToken), false);
   });
 
-  await t.test('a refresh token revoked on A ends its family on B, its successor too', async () => {
+  await t.test('a refresh token revoked on A ends its family on B: its successor and its access tokens too', async () => {
     const pair = await signIn(a, client);
     const next = await postJson(`${b.url}/api/refresh`, { refreshToken: pair.refreshToken });
     assert.equal(next.status, 200);
     assert.equal(await activeOnB(next.body.message.refreshToken), true);
+    assert.equal((await call(`${b.url}/api/roles`, { token: next.body.message.accessToken })).status, 200, 'accepted, and cached, on B');
+    const since = Date.now();
     assert.equal((await form(a, '/api/revoke', pair.refreshToken)).status, 200);
     // One store: the family is over for every instance in the same step.
     assert.equal(await activeOnB(next.body.message.refreshToken), false);
     assert.equal((await postJson(`${b.url}/api/refresh`, { refreshToken: next.body.message.refreshToken })).status, 401);
+    // Its access tokens, by their session, through the notice.
+    const refused = await turnedWithin(async () => (await call(`${b.url}/api/roles`, { token: next.body.message.accessToken })).status === 401, since);
+    assert.ok(refused !== undefined && refused <= REACH_MS, `the family's access token refused on B after ${refused} ms`);
   });
 
   await t.test('a reset on A makes the tokens inactive on B', async () => {
