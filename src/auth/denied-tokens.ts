@@ -1,16 +1,21 @@
 /**
  * Revoked access tokens refused on every call (RFC 7009 §2: "the token [is] invalidated
  * immediately"): every instance keeps the whole deny list (state/denylist/) in memory, so the
- * bearer check (auth/bearer.ts) asks one Map per request, hit or miss of the verified-token cache,
- * and no store at all. The list comes from the store once at start (warmUp) and again after
- * every gap in the notices; between reads, each revocation made anywhere arrives as a notice
- * (Redis pub/sub: within a round trip, well inside the 1 s the docs promise). An entry leaves
- * at its token's `exp` (plus clock skew), when the signature check refuses the token anyway.
+ * bearer check (auth/bearer.ts) asks a Map per request, hit or miss of the verified-token cache,
+ * and no store at all. An entry is a token's `jti`, or `sid:<sid>` for every access token of a
+ * revoked refresh family (auth/token-revocation.ts).
+ *
+ * The list is read whole from the store whenever its notices may have been missed: when Redis
+ * first confirms the subscription (reported as a gap: nothing was heard before it) and after
+ * every later gap; between reads, each revocation made anywhere arrives as a notice (Redis
+ * pub/sub: within a round trip, well inside the 1 s the docs promise). In memory the store is
+ * this process's, and its listeners are called at once. An entry leaves at its token's `exp`
+ * (plus clock skew), when the signature check refuses the token anyway.
  *
  * A revocation is recorded here as soon as the store confirms it, so this instance refuses the
- * token from its answer on, whenever its own notice comes back. While the list cannot be read (Redis down at
- * start), the tokens revoked before are accepted, as a reset is in that outage (docs/redis.md);
- * the read is tried again with each gap and on the next revocation heard.
+ * token from its answer on, whenever its own notice comes back. While the list cannot be read
+ * (Redis down at start), the tokens revoked before are accepted, as a reset is in that outage
+ * (docs/redis.md); the read is tried again with each gap and on the next revocation heard.
  * test/http/revoke.test.ts and test/redis/revocation-instances.test.ts hold it.
  */
 import type { DeniedToken, DenyOutcome, TokenDenylist } from '../state/denylist/store.js';
@@ -30,7 +35,7 @@ export interface DeniedTokens {
   isDenied(jti: string, sid?: string): boolean;
   /** Revokes the token (a jti, or a `sessionEntry`) until `expiresAt` (epoch ms), on every instance. */
   deny(entry: string, expiresAt: number): Promise<DenyOutcome>;
-  /** Reads the whole list from the store (start-up; after a gap it is read by itself). Never rejects. */
+  /** Reads the whole list from the store (done by itself on each gap in the notices). Never rejects. */
   load(): Promise<void>;
   /** Told of each entry this instance learns of (for what holds a token open: a WebSocket asks isDenied again). */
   watch(listener: (entry: string) => void): void;
