@@ -5,13 +5,16 @@
  * module.
  */
 import type { IncomingMessage } from 'node:http';
-import { createAuthenticator, type Authenticate } from './auth/bearer.js';
+import { createAuthenticator, type Authenticate, type Identity } from './auth/bearer.js';
+import { createDeniedTokens, type DeniedTokens } from './auth/denied-tokens.js';
 import { createDemoSecretGuard, type DemoSecretGuard } from './auth/demo-secrets.js';
+import { createIntrospection, type Introspection } from './auth/introspection.js';
 import { countAuthOutcomes, createAuthService, type AuthService } from './auth/service.js';
 import { createRevocations, type Revocations } from './auth/revocation.js';
 import { createKeyUseRecorder } from './auth/key-use.js';
 import { createSettingsTokenAuth } from './auth/settings-tokens.js';
 import { createSigner, type Signer } from './auth/signer.js';
+import { createTokenRevocation, type TokenRevocation } from './auth/token-revocation.js';
 import { createTrustedIssuers, type TrustedIssuers } from './auth/trusted-issuers.js';
 import type { Config } from './config/schema.js';
 import { createClientAddress, createReplaceableProxyTrust, type ProxyTrust } from './http/client-address.js';
@@ -47,6 +50,12 @@ export interface Services {
   revocations: Revocations;
   /** The bearer-token check every protected path shares. */
   authenticate: Authenticate;
+  /** Revoked access tokens, refused by `authenticate` on every instance (auth/denied-tokens.ts). */
+  denied: DeniedTokens;
+  /** POST /api/revoke (RFC 7009). */
+  revocation: TokenRevocation;
+  /** POST /api/introspect (RFC 7662). */
+  introspection: Introspection;
   /** The bearer check of routes that also accept other issuers' tokens (`trustedIssuers`, route `issuers`). */
   trustedIssuers: TrustedIssuers;
   /** The configured routes to backends. */
@@ -127,6 +136,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   return {
     config, log, clock, signer, metrics, owner, clientAddress,
     auth: auth.service, revocations: auth.revocations, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers,
+    denied: auth.denied, revocation: auth.revocation, introspection: auth.introspection,
     keys: state.keys, directory: state.directory, tokens: state.tokens, ownerStore: state.owners, state: state.where, mailSender: mail?.sender,
     limits: limits.limits, usage: limits.usage, isTrustedProxy: trust.isTrusted,
     cors: edge.cors, tracing: edge.tracing, proxy: edge.proxy,
@@ -168,6 +178,9 @@ interface AuthParts {
   authenticate: Authenticate;
   trustedIssuers: TrustedIssuers;
   demoSecrets: DemoSecretGuard;
+  denied: DeniedTokens;
+  revocation: TokenRevocation;
+  introspection: Introspection;
 }
 
 /** Sign-in, refresh and resets; the bearer check every protected path shares. */
@@ -194,9 +207,27 @@ function buildAuth({ config, log, clock, metrics, signer, state }: Core, { isPro
     store: state.owners, revocations, clock, log,
     cacheTtlMs: config.owner.settingsTokenCacheTtlMs, accessTokenTtlSeconds: t.accessTokenTtlSeconds, resetsRememberedMs: rememberMs,
   });
-  const authenticate = createAuthenticator(signer, revocations, settingsTokens, metrics);
+  const denied = createDeniedTokens({ store: state.denylist, clock, log });
+  const authenticate = createAuthenticator(signer, revocations, settingsTokens, metrics, denied);
   const trustedIssuers = createTrustedIssuers({ authenticate, config, clock, log, metrics });
-  return { service, revocations, authenticate, trustedIssuers, demoSecrets };
+  return { service, revocations, authenticate, trustedIssuers, demoSecrets, denied, ...buildTokenLifecycle({ config, log, clock, metrics, signer, state }, { revocations, denied, settingsTokens, trustedIssuers }) };
+}
+
+/** Revocation (RFC 7009) and introspection (RFC 7662) over the same checks as the bearer guard. */
+function buildTokenLifecycle({ config, log, clock, metrics, signer, state }: Core, parts: Pick<AuthParts, 'revocations' | 'denied' | 'trustedIssuers'> & { settingsTokens: (token: string) => Promise<Identity> }): Pick<AuthParts, 'revocation' | 'introspection'> {
+  const { revocations, denied, settingsTokens, trustedIssuers } = parts;
+  const external = config.trustedIssuers.map((issuer) => issuer.issuer);
+  return {
+    revocation: createTokenRevocation({
+      tokens: state.tokens, signer, denied, log, clock, metrics,
+      accessTokenTtlSeconds: config.tokens.accessTokenTtlSeconds, clockSkewSeconds: config.tokens.clockSkewSeconds,
+    }),
+    introspection: createIntrospection({
+      signer, revocations, denied, keys: state.keys, tokens: state.tokens, settingsTokens,
+      externalTokens: external.length === 0 ? undefined : trustedIssuers.authenticatorFor(external),
+      issuer: config.tokens.issuer, clock, metrics,
+    }),
+  };
 }
 
 interface LimitParts {
@@ -231,7 +262,7 @@ function buildProxy({ config, log, clock, metrics, signer }: Core, { auth, limit
   const cors = createCors(config.cors);
   // The trusted proxies as currently configured: a reload that changes them changes whose trace context is believed.
   const tracing = createTracing(config.tracing, { log, isTrustedPeer: isTrustedProxy, flushTimeoutMs: config.server.shutdownTimeoutMs });
-  const proxy = createProxy({ config, log, clock, signer, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers, revocations: auth.revocations, limits, cors, isTrustedProxy, metrics, tracing });
+  const proxy = createProxy({ config, log, clock, signer, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers, revocations: auth.revocations, denied: auth.denied, limits, cors, isTrustedProxy, metrics, tracing });
   return { cors, tracing, proxy };
 }
 

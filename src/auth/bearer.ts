@@ -15,6 +15,7 @@ import { InvalidToken, MalformedAuthorization, MissingToken, StoreUnavailable } 
 import type { Metrics, TokenValidation } from '../telemetry/metrics.js';
 import { countHeader } from '../util/raw-headers.js';
 import { verifiedClientCertificate } from './client-certificate.js';
+import type { DeniedTokens } from './denied-tokens.js';
 import type { Revocations } from './revocation.js';
 import { EXPIRED, type Signer } from './signer.js';
 
@@ -77,9 +78,11 @@ export type Authenticate = (token: string | undefined, req?: IncomingMessage) =>
  * upgrades alike: verified, then refused if a reset of its account or key came after it. An
  * API settings token (its own prefix, never a JWT's first characters) goes to its own check
  * (auth/settings-tokens.ts) before any JWT parsing. With `metrics`, each check's outcome is
- * counted (gateway_token_validations_total).
+ * counted (gateway_token_validations_total). With `denied`, a token revoked by its `jti`, or
+ * by its refresh family (`sid`; POST /api/revoke, auth/denied-tokens.ts), is refused too: asked on every call, after the
+ * verified-token cache, so no cached verification outlives a revocation.
  */
-export function createAuthenticator(signer: Signer, revocations: Revocations, settingsTokens?: (token: string) => Promise<Identity>, metrics?: Pick<Metrics, 'tokenValidated'>): Authenticate {
+export function createAuthenticator(signer: Signer, revocations: Revocations, settingsTokens?: (token: string) => Promise<Identity>, metrics?: Pick<Metrics, 'tokenValidated'>, denied?: Pick<DeniedTokens, 'isDenied'>): Authenticate {
   const counted = (outcome: TokenValidation) => metrics?.tokenValidated(outcome);
   const failed = (err: unknown) => {
     counted(err instanceof InvalidToken ? (err.message === EXPIRED ? 'expired' : 'invalid') : err instanceof StoreUnavailable ? 'unavailable' : 'invalid');
@@ -117,6 +120,10 @@ export function createAuthenticator(signer: Signer, revocations: Revocations, se
         counted('invalid');
         throw new InvalidToken('The access token is bound to a client certificate that this request did not present.');
       }
+    }
+    if (denied?.isDenied(claims.jti, claims.sid) === true) {
+      counted('revoked');
+      throw new InvalidToken('The access token was revoked; sign in again.');
     }
     // Usually answered from the cache without a promise; awaited only on a miss.
     let revoked = revocations.isRevoked(identity);

@@ -109,6 +109,15 @@ function parseGrant(grant: unknown): readonly string[] | undefined {
   return scopes.every((scope, i) => SCOPE_PATTERN.test(scope) && (i === 0 || scopes[i - 1]! < scope)) ? scopes : undefined;
 }
 
+/**
+ * The `sid` claim of the access tokens minted in a family: a digest, not the family id itself,
+ * which is a part of the refresh token's handle (and the key of its family's refresh limit) that
+ * backends seeing access tokens need not learn.
+ */
+export function sessionOf(familyId: string): string {
+  return hash('sha256', `gateway session v1:${familyId}`, 'base64url').slice(0, 22);
+}
+
 export function hashRefreshSecret(secret: string): string {
   return hash('sha256', secret, 'hex');
 }

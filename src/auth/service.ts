@@ -13,7 +13,7 @@ import type { Clock } from '../util/clock.js';
 import { verifyApiCredentials } from './credentials.js';
 import type { ClientCertificate } from './client-certificate.js';
 import type { DemoSecretGuard } from './demo-secrets.js';
-import { hashRefreshSecret, mintRefreshToken, newId, parseRefreshToken, sealPair, unsealPair, type TokenPair } from './refresh.js';
+import { hashRefreshSecret, mintRefreshToken, newId, parseRefreshToken, sealPair, sessionOf, unsealPair, type TokenPair } from './refresh.js';
 import type { Revocations } from './revocation.js';
 import type { Signer } from './signer.js';
 
@@ -107,7 +107,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       const now = clock.now();
       const familyId = newId();
       const refresh = mintRefreshToken(key.accountId, key.keyId, familyId, grant);
-      const accessToken = await signer.issueAccessToken({ ...key, scopes, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key) });
+      const accessToken = await signer.issueAccessToken({ ...key, scopes, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key), session: sessionOf(familyId) });
       await tokens.createFamily({
         familyId,
         accountId: key.accountId,
@@ -138,7 +138,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
 
       const now = clock.now();
       const successor = mintRefreshToken(presented.accountId, presented.keyId, presented.familyId, presented.scopes);
-      const pair = { accessToken: await signer.issueAccessToken({ ...key, scopes, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key) }), refreshToken: successor.token };
+      const pair = { accessToken: await signer.issueAccessToken({ ...key, scopes, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key), session: sessionOf(presented.familyId) }), refreshToken: successor.token };
       const result = await tokens.rotate({
         tokenId: presented.tokenId,
         accountId: presented.accountId,

@@ -63,6 +63,12 @@ export interface AccessTokenClaims {
    * is; a request presenting another certificate, or none, may not use it. Absent: unbound.
    */
   cnf?: { 'x5t#S256': string };
+  /**
+   * The sign-in session the token was minted in: a digest of its refresh-token family's id
+   * (auth/refresh.ts `sessionOf`), so that revoking the family (POST /api/revoke) refuses its
+   * access tokens too (RFC 7009 §2.1). Absent on tokens of earlier versions.
+   */
+  sid?: string;
 }
 
 /** A SHA-256 in base64url without padding: 43 characters. */
@@ -86,7 +92,7 @@ export const ASSERTION_TYPE = 'gateway-assertion+jwt';
 
 export interface Signer {
   /** Signs a new access token for the key's account; `jti`, `iat`, `exp` are set here. */
-  issueAccessToken(subject: { accountId: string; keyId: string; scopes?: readonly string[]; epoch?: number; certificateThumbprint?: string | undefined }): Promise<string>;
+  issueAccessToken(subject: { accountId: string; keyId: string; scopes?: readonly string[]; epoch?: number; certificateThumbprint?: string | undefined; session?: string | undefined }): Promise<string>;
   /**
    * A short-lived JWT for a backend (typ `gateway-assertion+jwt`, signed by the same keys, so
    * the JWKS verifies it): who called, through which route, for which request.
@@ -172,10 +178,11 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
       return keySet.isEphemeral;
     },
 
-    async issueAccessToken({ accountId, keyId, scopes = [], epoch, certificateThumbprint }) {
+    async issueAccessToken({ accountId, keyId, scopes = [], epoch, certificateThumbprint, session }) {
       const now = clock.now();
       const cnf = certificateThumbprint === undefined ? {} : { cnf: { 'x5t#S256': certificateThumbprint } };
-      return sign({ client_id: keyId, iat_ms: now, ...(epoch === undefined ? {} : { reset_epoch: epoch }), ...scopeClaim(scopes), ...cnf }, { typ: ACCESS_TOKEN_TYPE, audience, subject: accountId, now, ttlSeconds: accessTokenTtlSeconds });
+      const sid = session === undefined ? {} : { sid: session };
+      return sign({ client_id: keyId, iat_ms: now, ...(epoch === undefined ? {} : { reset_epoch: epoch }), ...scopeClaim(scopes), ...cnf, ...sid }, { typ: ACCESS_TOKEN_TYPE, audience, subject: accountId, now, ttlSeconds: accessTokenTtlSeconds });
     },
 
     async issueAssertion({ accountId, keyId, tokenId, scopes, audience: routeName, requestId, issuer: tokenIssuer, roles }) {
@@ -261,7 +268,8 @@ function verifyInFull(token: string, keys: KeySet, clock: Clock, rules: TimeRule
   if (typeof payload.sub !== 'string' || typeof payload.client_id !== 'string' || typeof payload.jti !== 'string'
     || !Number.isSafeInteger(payload.iat_ms) || Math.floor((payload.iat_ms as number) / 1000) !== payload.iat
     || (payload.reset_epoch !== undefined && !Number.isSafeInteger(payload.reset_epoch))
-    || (payload.scope !== undefined && typeof payload.scope !== 'string') || !isConfirmation(payload.cnf)) {
+    || (payload.scope !== undefined && typeof payload.scope !== 'string') || (payload.sid !== undefined && typeof payload.sid !== 'string')
+    || !isConfirmation(payload.cnf)) {
     throw new InvalidToken();
   }
   // Frozen: the same object answers every later hit, so no caller may change it.

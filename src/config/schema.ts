@@ -295,6 +295,9 @@ export const configSchema = z.strictObject({
     memoryStoreMaxTokens: setting(z.number().int().min(1000).default(1_000_000), {
       description: 'Without Redis: most refresh tokens kept in memory; past it the least recently used expire early.',
     }),
+    revokedAccessTokensMax: setting(z.number().int().min(100).max(10_000_000).default(100_000), {
+      description: 'Most revoked access tokens (POST /api/revoke) kept until their expiry, on every instance (about 150 bytes each); past it a revocation of an access token is answered 503 and nothing is recorded (docs/tokens.md).',
+    }),
     clockSkewSeconds: setting(z.number().int().min(0).max(300).default(5), {
       env: 'CLOCK_SKEW_SECONDS',
       description: 'Tolerance for `exp`, `nbf` and `iat` when validating access tokens.',
@@ -1100,7 +1103,7 @@ export const configSchema = z.strictObject({
       if (builtInHeaders.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: ['routes', i, 'identityHeaders', name], message: `"${name}" is one of proxy.identityHeaders, the gateway's own` });
     }
   });
-  const routeNames = new Set(['sign', 'roles', ...c.routes.map((r) => r.name ?? r.prefix)]);
+  const routeNames = new Set(['sign', 'roles', 'introspect', ...c.routes.map((r) => r.name ?? r.prefix)]);
   c.limits.rules.forEach((rule, i) => {
     if (rule.route !== undefined && !routeNames.has(rule.route)) {
       ctx.addIssue({ code: 'custom', path: ['limits', 'rules', i, 'route'], message: `no route is named "${rule.route}" (known: ${[...routeNames].join(', ')})` });

@@ -19,12 +19,29 @@ export interface BoundaryOptions {
   log: Logger;
 }
 
-/** What the caller gets for an error: status, headers and the envelope (RFC 6749's object for an OAuthError). */
+/**
+ * What the caller gets for an error: status, headers and the envelope; RFC 6749's object alone
+ * for an OAuthError (the token endpoint, whose clients are OAuth libraries), and the envelope
+ * with RFC 6749's members beside it where a route asks so (OAUTH_ERRORS: revocation).
+ */
 export interface ErrorAnswer {
   status: number;
   headers: Record<string, string>;
-  body: Envelope<ErrorMessage> | OAuthErrorBody;
+  body: Envelope<ErrorMessage> | (Envelope<ErrorMessage> & OAuthErrorFields) | OAuthErrorBody;
 }
+
+/** RFC 6749 §5.2's members, which OAuth libraries read (RFC 7009 §2.2.1 answers with them too). */
+export interface OAuthErrorFields {
+  error: string;
+  error_description: string;
+}
+
+/**
+ * Set on ctx.state by a route an OAuth library calls (POST /api/revoke): its error answers carry
+ * RFC 6749 §5.2's `error` and `error_description` beside the envelope, as the JWKS carries
+ * `keys` beside it, so both kinds of reader find what they look for.
+ */
+export const OAUTH_ERRORS = 'oauthErrors';
 
 export function errorBoundary({ log }: BoundaryOptions) {
   return async function errorBoundary(ctx: Context, next: Next): Promise<void> {
@@ -44,7 +61,7 @@ export function errorBoundary({ log }: BoundaryOptions) {
       for (const name of ctx.res.getHeaderNames()) {
         if (name !== 'x-request-id' && name !== 'ratelimit' && name !== 'ratelimit-policy') ctx.res.removeHeader(name);
       }
-      const answer = errorAnswer(error, requestId, ctx.req.complete);
+      const answer = errorAnswer(error, requestId, ctx.req.complete, ctx.state[OAUTH_ERRORS] === true);
       ctx.status = answer.status;
       ctx.set(answer.headers);
       ctx.body = answer.body;
@@ -68,7 +85,7 @@ export function reportFailure(log: Logger, error: GatewayError, requestId: strin
  * path, a raw socket). `requestComplete`: false when the request body was not read, in which
  * case the connection closes rather than draining a refused upload.
  */
-export function errorAnswer(error: GatewayError, requestId: string | undefined, requestComplete: boolean): ErrorAnswer {
+export function errorAnswer(error: GatewayError, requestId: string | undefined, requestComplete: boolean, oauth = false): ErrorAnswer {
   const headers: Record<string, string> = { ...error.headers, 'Cache-Control': 'no-store' };
   if (!requestComplete) headers.Connection = 'close';
   if (error instanceof OAuthError) return oauthAnswer(error, headers, requestId);
@@ -81,6 +98,7 @@ export function errorAnswer(error: GatewayError, requestId: string | undefined, 
     ...(error.field !== undefined && error.expose ? { field: error.field } : {}),
     ...(error.status >= 500 ? { requestId } : {}),
   });
+  if (oauth) return { status: error.status, headers, body: { ...body, error: oauthErrorCode(error), error_description: body.message.description } };
   return { status: error.status, headers, body };
 }
 
@@ -90,6 +108,15 @@ function oauthAnswer(error: OAuthError, headers: Record<string, string>, request
   // RFC 6749's object has no member for the request id: a 5xx names it in its sentence.
   const description = oauthDescription(error.expose ? error.message : `The token endpoint failed to answer this request (request id ${requestId ?? 'unknown'}).`);
   return { status: error.status, headers, body: { error: error.error, ...(description === '' ? {} : { error_description: description }) } };
+}
+
+/** RFC 6749 §5.2 and RFC 7009 §2.2.1 words; the gateway's other codes as the nearest of them. */
+const OAUTH_CODES: ReadonlySet<string> = new Set(['invalid_request', 'invalid_client', 'invalid_grant', 'unauthorized_client', 'unsupported_grant_type', 'invalid_scope', 'unsupported_token_type', 'temporarily_unavailable']);
+
+function oauthErrorCode(error: GatewayError): string {
+  if (OAUTH_CODES.has(error.code)) return error.code;
+  if (error.status === 429 || error.status === 503) return 'temporarily_unavailable';
+  return error.status >= 500 ? 'server_error' : 'invalid_request';
 }
 
 export function toGatewayError(thrown: unknown): GatewayError {

@@ -96,6 +96,27 @@ export class InvalidGrant extends GatewayError {
   }
 }
 
+/** RFC 7009 §2.2.1: the server does not revoke this kind of token here (an API settings token: the owner API does). */
+export class UnsupportedTokenType extends GatewayError {
+  constructor(message: string) {
+    super(400, 'unsupported_token_type', message);
+  }
+}
+
+/**
+ * RFC 7009 §2.2.1's 503: the revoked access tokens' deny list is at its bound
+ * (`tokens.revokedAccessTokensMax`), so this revocation was not recorded; entries leave as their
+ * tokens expire.
+ */
+export class RevocationListFull extends GatewayError {
+  constructor(retryAfterSeconds = 60) {
+    super(503, 'temporarily_unavailable', 'The gateway cannot record another revoked access token now; try again later, or let the token expire.', {
+      headers: { 'Retry-After': String(retryAfterSeconds) },
+      expose: true,
+    });
+  }
+}
+
 /** The token is valid but lacks what the route requires (RFC 6750 §3.1 insufficient_scope). */
 export class InsufficientScope extends GatewayError {
   /** `scope`: the scope wanted, or several space-separated (the challenge's `scope`, RFC 6750 §3). */

@@ -6,7 +6,9 @@ import type { IncomingMessage } from 'node:http';
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { requireBearer, type Authenticate, type Identity } from '../auth/bearer.js';
+import type { Introspection } from '../auth/introspection.js';
 import type { AuthService } from '../auth/service.js';
+import type { TokenRevocation } from '../auth/token-revocation.js';
 import type { Signer } from '../auth/signer.js';
 import type { Config } from '../config/schema.js';
 import { MethodNotAllowed, NotFound } from '../errors/errors.js';
@@ -22,6 +24,7 @@ import { ownerOperations } from './routes/owner/index.js';
 import { reportLiveness, reportMetrics, reportReadiness, type ReadinessCheck } from './routes/health.js';
 import { answerForwardAuth, FORWARD_AUTH_PATH, type ForwardAuthDecide } from './routes/forward-auth.js';
 import type { ProxyTrust } from './client-address.js';
+import { INTROSPECT_PATH, introspectToken, requireIntrospectScope } from './routes/introspect.js';
 import { publishKeys } from './routes/jwks.js';
 import type { CredentialRouteDeps } from './routes/credentials.js';
 import { METADATA_PATHS, publishMetadata } from './routes/oauth-metadata.js';
@@ -29,6 +32,7 @@ import { issueTokens, TOKEN_PATH } from './routes/token.js';
 import { createPublicOrigin } from './public-origin.js';
 import { refresh } from './routes/refresh.js';
 import { resetTokens } from './routes/reset.js';
+import { REVOKE_PATH, revokeToken } from './routes/revoke.js';
 import { listRoles } from './routes/roles.js';
 import { createSignAnswers, lookUpSignRecord } from './routes/sign.js';
 import { signIn } from './routes/signin.js';
@@ -37,6 +41,9 @@ import { signIn } from './routes/signin.js';
 export interface RouterDeps {
   config: Pick<Config, 'server' | 'roles' | 'metrics' | 'owner' | 'dashboard' | 'management' | 'tokens' | 'oauth' | 'proxy'>;
   auth: AuthService;
+  /** POST /api/revoke (RFC 7009) and POST /api/introspect (RFC 7662). */
+  revocation: TokenRevocation;
+  introspection: Introspection;
   directory: Directory;
   signer: Pick<Signer, 'jwks'>;
   authenticate: Authenticate;
@@ -67,6 +74,8 @@ export function createRouter(deps: RouterDeps, isOwnPath: (path: string) => bool
   router.post('/api/refresh', refresh(credentials));
   router.post('/api/reset', resetTokens({ ...credentials, formatTimestamp }));
   registerOAuth(router, deps, credentials);
+  router.post(REVOKE_PATH, revokeToken({ revocation: deps.revocation, limits, clientAddress, bodyLimitBytes }));
+  router.post(INTROSPECT_PATH, bearer, requireIntrospectScope(), quota(limits, { name: 'introspect', auth: 'required' }), introspectToken({ introspection: deps.introspection, bodyLimitBytes }));
   // One reader for /api/sign and the owner API's `served` sign record: the same answer by construction.
   const signAnswers = createSignAnswers({ directory, formatTimestamp });
   const signRecord = lookUpSignRecord({ answers: signAnswers, bodyLimitBytes });

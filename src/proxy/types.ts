@@ -7,6 +7,7 @@ import type { Duplex } from 'node:stream';
 import type { ServerOptions } from 'http-proxy-3';
 import type { Authenticate, Identity } from '../auth/bearer.js';
 import type { ClientCertificate } from '../auth/client-certificate.js';
+import type { DeniedTokens } from '../auth/denied-tokens.js';
 import type { Revocations } from '../auth/revocation.js';
 import type { Signer } from '../auth/signer.js';
 import type { TrustedIssuers } from '../auth/trusted-issuers.js';
@@ -31,6 +32,8 @@ export interface ProxyDeps {
   /** The bearer check of routes that accept other issuers' tokens too (`issuers`). */
   trustedIssuers: TrustedIssuers;
   revocations: Revocations;
+  /** Revoked access tokens (auth/denied-tokens.ts): an open WebSocket of one is closed. */
+  denied?: Pick<DeniedTokens, 'watch' | 'isDenied'>;
   limits: RateLimits;
   /** CORS, undefined while it is off (http/cors.ts). */
   cors: Cors | undefined;

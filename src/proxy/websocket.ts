@@ -58,7 +58,7 @@ interface Switched {
   client: Duplex;
 }
 
-interface WebSocketDeps extends Pick<ProxyDeps, 'revocations' | 'clock' | 'log' | 'metrics'> {
+interface WebSocketDeps extends Pick<ProxyDeps, 'revocations' | 'denied' | 'clock' | 'log' | 'metrics'> {
   admit: Admit;
   headersFor: HeadersFor;
   flights: Flights;
@@ -70,12 +70,20 @@ interface Answered {
   upstream: Upstream | undefined;
 }
 
-export function createWebSockets({ admit, headersFor, flights, revocations, clock, log, metrics }: WebSocketDeps): WebSockets {
+export function createWebSockets({ admit, headersFor, flights, revocations, denied, clock, log, metrics }: WebSocketDeps): WebSockets {
   const { server, start, failed } = flights;
   const connections = new WebSocketConnections({ clock, log, metrics });
   /** Handshakes the backend switched, by its socket, until http-proxy-3 has joined the two. */
   const switched = new WeakMap<Duplex, Switched>();
   closeOnReset(revocations, connections);
+  // A revoked access token (POST /api/revoke) ends its open sockets as a reset does (4003).
+  // (Asked again for every open one: revocations are rare, and a family's names no jti.)
+  denied?.watch(() => {
+    for (const open of connections.withIdentity()) {
+      const { identity } = open;
+      if (identity.issuer === undefined && !identity.durable && denied.isDenied(identity.tokenId, identity.claims?.sid as string | undefined)) open.shut('reset');
+    }
+  });
   joinWhenOpen(server, switched, connections);
 
   async function handshake(req: IncomingMessage, socket: Duplex, head: Buffer, match: RouteMatch, exchange: Exchange): Promise<Answered> {

@@ -17,6 +17,9 @@ import type { OpenedDataFile } from './data-file/open.js';
 import type { CachedDirectory } from './directory/cache.js';
 import { createDirectory } from './directory/create.js';
 import { MemoryDirectory } from './directory/memory.js';
+import { MemoryTokenDenylist } from './denylist/memory.js';
+import { RedisTokenDenylist } from './denylist/redis.js';
+import type { TokenDenylist } from './denylist/store.js';
 import { MemoryKeyUseStore } from './key-use/memory.js';
 import { RedisKeyUseStore } from './key-use/redis.js';
 import type { KeyUseStore } from './key-use/store.js';
@@ -63,6 +66,8 @@ export interface State {
   /** The API keys sign-in checks: the data file's, or Redis's with `data.keySource: redis`. */
   keys: KeyDirectory;
   tokens: RefreshTokenStore;
+  /** Revoked access tokens, by jti until their expiry (RFC 7009; auth/denied-tokens.ts). */
+  denylist: TokenDenylist;
   /** Account and global resets, and the epoch of the data they are kept in. */
   resets: RevocationStore;
   /**
@@ -115,7 +120,7 @@ export interface StateDeps {
 }
 
 /** What lives where the shared state lives: made by one of the two functions below. */
-interface SharedStores extends Pick<State, 'where' | 'keys' | 'tokens' | 'resets' | 'epochSkewMs' | 'rateCounters' | 'sessions' | 'ceremonies' | 'keyUse' | 'usage' | 'acme' | 'challenges' | 'outbox' | 'readiness' | 'forgetCachedKeys' | 'warmUp'> {
+interface SharedStores extends Pick<State, 'where' | 'keys' | 'tokens' | 'denylist' | 'resets' | 'epochSkewMs' | 'rateCounters' | 'sessions' | 'ceremonies' | 'keyUse' | 'usage' | 'acme' | 'challenges' | 'outbox' | 'readiness' | 'forgetCachedKeys' | 'warmUp'> {
   redis: RedisConnection | undefined;
 }
 
@@ -135,6 +140,7 @@ export function createState(config: Config, { dataFile, log, clock, metrics, isP
     where: shared.where,
     keys: shared.keys,
     tokens: shared.tokens,
+    denylist: shared.denylist,
     resets: shared.resets,
     epochSkewMs: shared.epochSkewMs,
     rateCounters: shared.rateCounters,
@@ -166,6 +172,7 @@ function keptInMemory(config: Config, { clock, fileKeys, memoryRateCounters }: {
     redis: undefined,
     keys: fileKeys,
     tokens: new MemoryRefreshTokenStore({ clock, maxTokens: t.memoryStoreMaxTokens, resets }),
+    denylist: new MemoryTokenDenylist({ maxEntries: t.revokedAccessTokensMax }),
     resets,
     epochSkewMs: 0,
     // The same object: the limiter tells shared counters from its insurance by identity.
@@ -194,6 +201,7 @@ function keptInRedis(config: Config, redis: RedisConnection, { log, clock, fileK
     redis,
     keys,
     tokens: new RedisRefreshTokenStore(redis),
+    denylist: new RedisTokenDenylist(redis, { maxEntries: config.tokens.revokedAccessTokensMax, log }),
     resets,
     epochSkewMs: config.tokens.clockSkewSeconds * 1000,
     rateCounters: new RedisRateCounters(redis, {

@@ -103,6 +103,14 @@ export interface Metrics {
   mailSent(result: MailResult): void;
   /** Reports the outbox's size at each scrape, from `read` (registered only while mail is on). */
   watchOutbox(read: () => Promise<number>): void;
+  /**
+   * POST /api/revoke (RFC 7009) by what the token was (`refresh_token`, `access_token`,
+   * `unknown`: nothing of ours, answered 200 all the same) and outcome (`revoked`, `ignored`:
+   * unknown, foreign or already over; `full`: the denylist was at its bound).
+   */
+  readonly revocations: Counter<'type' | 'outcome'>;
+  /** POST /api/introspect (RFC 7662) by token kind (`access_token`, `external`, `settings_token`, `refresh_token`, `unknown`) and answer. */
+  readonly introspections: Counter<'type' | 'active'>;
 }
 
 /** How a mail's attempt ended (owner/mail.ts). */
@@ -133,6 +141,7 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
     ...createIssuerMetrics(registers),
     ...createPolicyMetrics(registers),
     ...createMailMetrics(registers),
+    ...createTokenLifecycleMetrics(registers),
     ...requests,
     ...outcomes,
     ...watched,
@@ -317,6 +326,24 @@ function createWebSocketMetrics(registers: Registers): Pick<Metrics, 'webSocketC
       name: 'gateway_websocket_closed_total',
       help: 'WebSockets closed, by route and reason (client, backend, expired, reset, idle, drain, error).',
       labelNames: ['route', 'reason'],
+      registers,
+    }),
+  };
+}
+
+/** Revocation and introspection (auth/token-revocation.ts, auth/introspection.ts): fixed label values. */
+function createTokenLifecycleMetrics(registers: Registers): Pick<Metrics, 'revocations' | 'introspections'> {
+  return {
+    revocations: new Counter({
+      name: 'gateway_revocations_total',
+      help: 'Token revocations (POST /api/revoke) by token type (refresh_token, access_token, unknown) and outcome (revoked, ignored, full).',
+      labelNames: ['type', 'outcome'],
+      registers,
+    }),
+    introspections: new Counter({
+      name: 'gateway_introspections_total',
+      help: 'Token introspections (POST /api/introspect) by token type (access_token, external, settings_token, refresh_token, unknown) and answer (true, false).',
+      labelNames: ['type', 'active'],
       registers,
     }),
   };

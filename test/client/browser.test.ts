@@ -22,7 +22,7 @@ import { promisify } from 'node:util';
 import type { BrowserContext, Page } from 'playwright-core';
 import { startBackend } from '../helpers/backend.js';
 import { browserSuite, launchBrowser } from '../helpers/browser.js';
-import { call, logLines, signIn, type TestGateway } from '../helpers/gateway.js';
+import { call, logLines, postJson, signIn, type TestGateway } from '../helpers/gateway.js';
 import { ROOT } from '../helpers/process.js';
 import { startProxy } from '../helpers/proxy.js';
 
@@ -145,6 +145,23 @@ test('in Chromium, with a pair minted by the backend: sign, roles, allRoles and 
   // The pair came with the credentials: the page neither signed in nor refreshed.
   assert.equal(requests(gw, '/api/signin').length, 1);
   assert.equal(requests(gw, '/api/refresh').length, 0);
+});
+
+test('in Chromium, signOut revokes the pair across origins (a simple CORS request) and forgets it', browserSuite(), async (t) => {
+  const { gw, originA, browser } = await setUp(t);
+  const pair = await signIn(gw);
+  const page = await openPage(browser, originA);
+  const result = await inPage<Record<string, any>>(page, `
+    const gateway = new client.GatewayClient({ baseUrl: ${JSON.stringify(gw.url)}, credentials: ${JSON.stringify(pair)} });
+    await gateway.roles({ limit: 1 });
+    await gateway.signOut();
+    const after = await gateway.roles({ limit: 1 }).then(() => 'answered', (err) => err.name);
+    return { after };
+  `);
+  assert.equal(result.after, 'AuthenticationError', 'with a handed-over pair the session is over');
+  assert.equal((await call(`${gw.url}/api/roles`, { token: pair.accessToken })).status, 401, 'the access token is revoked');
+  assert.equal((await postJson(`${gw.url}/api/refresh`, { refreshToken: pair.refreshToken })).status, 401, 'the family is over');
+  assert.equal(requests(gw, '/api/revoke').length, 2);
 });
 
 test('in Chromium, an access token the gateway refuses as expired is renewed with the refresh token and the call replayed', browserSuite(), async (t) => {

@@ -170,5 +170,54 @@ export function runTokenStoreContract(name: string, makeStore: () => Promise<Sto
         if (r !== winners[0]) assert.deepEqual(r.result, { outcome: 'replayed', sealedPair: sealed });
       }
     });
+
+    /** The presented form of one of a family's tokens. */
+    const presented = (f: { accountId: string; keyId: string; familyId: string }, token: NewToken, secretHash = token.secretHash) =>
+      ({ tokenId: token.tokenId, accountId: f.accountId, keyId: f.keyId, familyId: f.familyId, secretHash });
+
+    await t.test('revokeFamily: any token of the family, consumed or current, ends it whole', async () => {
+      const f = await family();
+      const a = await f.rotate(f.first, T0 + 1000);
+      assert.equal(await store.revokeFamily(presented(f, f.first)), true, 'the consumed first token proves the family');
+      assert.deepEqual((await f.rotate(a.successor, T0 + 2000)).result, { outcome: 'invalid' }, 'the successor is dead');
+      assert.equal(await store.revokeFamily(presented(f, a.successor)), false, 'already revoked');
+      const other = await family({ accountId: f.accountId, keyId: f.keyId });
+      assert.equal((await other.rotate(other.first, T0 + 2000)).result.outcome, 'rotated', 'another family lives on');
+    });
+
+    await t.test('revokeFamily: a wrong secret, family, key or account, or an unknown token, ends nothing', async () => {
+      const f = await family();
+      const wrong = randomBytes(32).toString('hex');
+      assert.equal(await store.revokeFamily(presented(f, f.first, wrong)), false);
+      assert.equal(await store.revokeFamily({ ...presented(f, f.first), familyId: 'other' }), false);
+      assert.equal(await store.revokeFamily({ ...presented(f, f.first), keyId: 'key_other' }), false);
+      assert.equal(await store.revokeFamily({ ...presented(f, f.first), accountId: 'acct_other' }), false);
+      assert.equal(await store.revokeFamily(presented(f, newToken(T0 + HOUR))), false);
+      assert.equal((await f.rotate(f.first, T0 + 1000)).result.outcome, 'rotated');
+    });
+
+    await t.test('inspect: active until consumed, expired, revoked or reset; unknown for a wrong secret', async () => {
+      const f = await family({ tokenMs: HOUR });
+      assert.deepEqual(await store.inspect(presented(f, f.first), T0 + 1000), { active: true, expiresAt: T0 + HOUR });
+      assert.deepEqual(await store.inspect(presented(f, f.first), T0 + HOUR), { active: false, expiresAt: T0 + HOUR }, 'expired');
+      assert.equal(await store.inspect(presented(f, f.first, randomBytes(32).toString('hex')), T0 + 1000), undefined);
+      assert.equal(await store.inspect({ ...presented(f, f.first), familyId: 'other' }, T0 + 1000), undefined);
+      assert.equal(await store.inspect(presented(f, newToken(T0 + HOUR)), T0 + 1000), undefined);
+      const a = await f.rotate(f.first, T0 + 1000);
+      assert.equal((await store.inspect(presented(f, f.first), T0 + 2000))?.active, false, 'consumed');
+      assert.equal((await store.inspect(presented(f, a.successor), T0 + 2000))?.active, true);
+      await store.revokeFamily(presented(f, a.successor));
+      assert.equal((await store.inspect(presented(f, a.successor), T0 + 3000))?.active, false, 'revoked');
+
+      const r = await family();
+      await resets.reset({ accountId: r.accountId, keyId: r.keyId }, T0 + 500);
+      assert.equal((await store.inspect(presented(r, r.first), T0 + 1000))?.active, false, 'reset');
+    });
+
+    await t.test('inspect changes nothing', async () => {
+      const f = await family();
+      for (let i = 0; i < 3; i++) await store.inspect(presented(f, f.first), T0 + 1000);
+      assert.equal((await f.rotate(f.first, T0 + 1000)).result.outcome, 'rotated');
+    });
   });
 }

@@ -9,7 +9,7 @@
  * Only store failures (502, 503, 504) are left out: docs/api.md and the store suites cover them.
  */
 import assert from 'node:assert/strict';
-import { copyFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -147,6 +147,7 @@ test('every documented status of every route is met by the real gateway, each an
   const sso = await walkSso(t, owner);
 
   for (const pair of [...readOnlyApi.seen, ...limited.seen, ...sso.seen]) api.seen.add(pair);
+  for (const pair of await walkTokenLifecycle(t)) api.seen.add(pair);
   // Store failures are left to the store suites (docs/api.md): a Redis outage, an upstream's bad data.
   // A GET's 403 is the initial-password gate, which needs an owner session: none until sessions are served.
   const sessions = api.operations.some((op) => op.key === `POST ${PREFIX}/session`);
@@ -709,3 +710,54 @@ test('the conformance check refuses an undocumented status, a field the schema d
   assert.deepEqual([...api.seen], ['GET /thing/{id} 200']);
   assert.deepEqual(api.unmet(), []);
 });
+
+/**
+ * POST /api/revoke and POST /api/introspect (RFC 7009, RFC 7662), on gateways of their own: bob's
+ * key may introspect; a second gateway's refresh limits and quotas trip at once.
+ */
+async function walkTokenLifecycle(t: TestContext): Promise<Set<string>> {
+  const file = join(tempDir(t), 'data.json');
+  const data = JSON.parse(readFileSync(join(ROOT, 'config/demo-data.json'), 'utf8'));
+  for (const account of data.accounts) for (const key of account.apiKeys) if (key.id === DEMO.bob.keyId) key.scopes = ['introspect'];
+  writeFileSync(file, JSON.stringify(data));
+  const form = (token: string, caller?: string, extra = '') => ({
+    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${encodeURIComponent(token)}${extra}`,
+    ...(caller === undefined ? {} : { token: caller }),
+  });
+  const signIn = async (api: Conformance, who: { apiKey: string; secret: string }) => (await api.fetch('/api/signin', { method: 'POST', json: { apiKey: who.apiKey, apiSecret: sha256Hex(who.secret) } })).body.message;
+  const expect = async (status: number, res: Promise<{ status: number; body: any }>) => {
+    const answer = await res;
+    assert.equal(answer.status, status, JSON.stringify(answer.body));
+    return answer.body;
+  };
+
+  const gw = await startGateway(t, { overrides: { data: { file } } });
+  const api = await conformance(gw.url);
+  const checker = (await signIn(api, DEMO.bob)).accessToken;
+  const pair = await signIn(api, DEMO.alice);
+  const big = 'x'.repeat(gw.services.config.server.bodyLimitBytes + 10);
+  for (const path of ['/api/revoke', '/api/introspect']) {
+    await expect(400, api.fetch(path, { ...form('', checker) }));
+    await expect(413, api.fetch(path, { ...form(big, checker) }));
+    await expect(415, api.fetch(path, { method: 'POST', token: checker, json: { token: pair.accessToken } }));
+  }
+  assert.equal((await expect(200, api.fetch('/api/introspect', form(pair.accessToken, checker, '&token_type_hint=access_token')))).active, true);
+  assert.equal((await expect(200, api.fetch('/api/introspect', form(pair.refreshToken, checker)))).active, true);
+  await expect(401, api.fetch('/api/introspect', form(pair.accessToken)));
+  await expect(403, api.fetch('/api/introspect', form(pair.accessToken, pair.accessToken)));
+  await expect(200, api.fetch('/api/revoke', form(pair.accessToken)));
+  await expect(200, api.fetch('/api/revoke', form(pair.refreshToken, undefined, '&token_type_hint=refresh_token')));
+  assert.deepEqual(await expect(200, api.fetch('/api/introspect', form(pair.accessToken, checker))), { active: false });
+  await expect(400, api.fetch('/api/revoke', form(`gwst_${'A'.repeat(49)}`)));
+
+  const strict = await startGateway(t, {
+    overrides: { data: { file }, limits: { mode: 'enforce', refresh: { perAddress: [{ limit: 1, seconds: 60 }] }, calls: { perAccount: [{ limit: 1, seconds: 60 }] } } },
+  });
+  const limited = await conformance(strict.url);
+  const limitedChecker = (await signIn(limited, DEMO.bob)).accessToken;
+  await limited.fetch('/api/revoke', form('guess'));
+  await expect(429, limited.fetch('/api/revoke', form('guess')));
+  await limited.fetch('/api/introspect', form('x', limitedChecker));
+  await expect(429, limited.fetch('/api/introspect', form('x', limitedChecker)));
+  return new Set([...api.seen, ...limited.seen]);
+}

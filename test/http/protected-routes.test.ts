@@ -460,6 +460,7 @@ async function protectedRouteSuite(t: TestContext, route: ProtectedRoute, fx: Fi
       ['fractional iat_ms', { iat_ms: Math.floor(gw.clock.now() / 1000) * 1000 + 0.5 }],
       ['iat_ms a second before iat', { iat_ms: Math.floor(gw.clock.now() / 1000) * 1000 - 1 }],
       ['iat_ms a second after iat', { iat_ms: Math.floor(gw.clock.now() / 1000) * 1000 + 1000 }],
+      ['numeric sid', { sid: 7 }],
     ];
     for (const [label, changes] of cases) {
       await expectRefused(fx, route, bearer(await signTrusted(trusted, accessClaims(gw, changes))), INVALID_TOKEN, label);

@@ -29,6 +29,8 @@ import { connectedRedis, redisSettings, redisSuite, silentLog, twoRevocationStor
 import { redisCli, startRedisCluster, startRedisSentinel, type TestRedisCluster } from '../helpers/redis-topologies.js';
 import { runRevocationContract } from '../contracts/revocation.contract.js';
 import { runTokenStoreContract } from '../contracts/tokens.contract.js';
+import { runDenylistContract } from '../contracts/denylist.contract.js';
+import { RedisTokenDenylist } from '../../src/state/denylist/redis.js';
 
 const RETAIN_MS = 30 * 86_400_000;
 
@@ -199,6 +201,20 @@ runTokenStoreContract('redis cluster (3 masters)', async () => {
 runRevocationContract('redis cluster (3 masters)', async () => {
   const c = await sharedCluster();
   return twoRevocationStores(clusterSettings(c.nodes, { keyPrefix: 'revocation' }), RETAIN_MS);
+}, redisSuite());
+
+// Revoked access tokens: one key, one slot; the notices reach a subscriber on any node.
+runDenylistContract('redis cluster (3 masters)', async () => {
+  const c = await sharedCluster();
+  const connections = [await connectedRedis(clusterSettings(c.nodes, { keyPrefix: 'denied' })), await connectedRedis(clusterSettings(c.nodes, { keyPrefix: 'denied' }))];
+  const [a, b] = connections.map((redis) => new RedisTokenDenylist(redis, { maxEntries: 20, log: silentLog }));
+  await new Promise<void>((resolve) => b!.watch({ onDenied() {}, onGap: resolve }));
+  return {
+    a: a!, b: b!, maxEntries: 20,
+    close: async () => {
+      for (const redis of connections) await redis.close();
+    },
+  };
 }, redisSuite());
 
 test('Redis Cluster: each account\'s keys share one slot, and accounts spread over the masters', redisSuite(), async (t) => {

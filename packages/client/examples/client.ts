@@ -101,6 +101,13 @@ void asFetch;
 
 await gateway.forget();
 
+// RFC 7009: revoke one token; sign out (revoke the held pair, then forget it).
+const revoked = await gateway.revoke('eyJ…', { tokenTypeHint: 'access_token', timeoutMs: 2_000 });
+type _revoke = Expect<Equal<typeof revoked, void>>;
+await gateway.revoke('…', { tokenTypeHint: 'refresh_token' });
+const signedOut = await gateway.signOut(call);
+type _signOut = Expect<Equal<typeof signedOut, void>>;
+
 // The rate-limit fields.
 const limits = gateway.rateLimit;
 if (limits) {
@@ -142,6 +149,10 @@ await gateway.roles({ offset: 10 });
 gateway.allRoles({ page: 2 });
 // @ts-expect-error scope is 'key' or 'account'
 await gateway.reset({ scope: 'everything' });
+// @ts-expect-error the hint is refresh_token or access_token
+await gateway.revoke('…', { tokenTypeHint: 'id_token' });
+// @ts-expect-error revoke needs the token
+await gateway.revoke();
 // @ts-expect-error a role's id is a number, not a string
 const idAsText: string = page.items[0]!.id;
 // @ts-expect-error public is 0 or 1, not a boolean

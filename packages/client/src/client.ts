@@ -10,7 +10,7 @@
 import { AuthenticationError, ConfigurationError, UnexpectedResponseError } from './errors.js';
 import { gatewayFetch } from './fetch.js';
 import { runsInBrowser } from './platform.js';
-import { TokenManager } from './tokens.js';
+import { tokenOption, TokenManager } from './tokens.js';
 import { isIdempotent, readEnvelope, Transport, type JsonCall } from './transport.js';
 import type {
   CallOptions, ClientOptions, GatewayRequestInit, RateLimitInfo, ResetResult, Role, RolesPage, RolesQuery, SignRecord,
@@ -121,9 +121,49 @@ export class GatewayClient {
    */
   readonly fetch: (input: string | URL | Request, init?: GatewayRequestInit) => Promise<Response>;
 
-  /** Forgets the token pair, in memory and in the storage hook. */
+  /** Forgets the token pair, in memory and in the storage hook (nothing is revoked: see signOut). */
   async forget(): Promise<void> {
     await this.#tokens.drop();
+  }
+
+  /**
+   * `POST /api/revoke` (RFC 7009): ends `token` on every gateway instance. A refresh token ends
+   * with its whole family (every token rotated from the same sign-in); an access token is refused
+   * until it expires. Answers normally for a token the gateway does not know or already ended
+   * (RFC 7009 §2.2); an API settings token is refused (InvalidRequestError `unsupported_token_type`:
+   * its owner revokes it in the owner API). Needs no credentials: holding the token is the proof.
+   * Retried like a read (revoking twice is revoking once). The pair this client holds is left
+   * alone: signOut() revokes and forgets it.
+   */
+  async revoke(token: string, options: CallOptions & { tokenTypeHint?: 'refresh_token' | 'access_token' } = {}): Promise<void> {
+    const { tokenTypeHint, ...callOptions } = options;
+    const form: Record<string, string> = { token: tokenOption('token', token) };
+    if (tokenTypeHint !== undefined) form.token_type_hint = tokenTypeHint;
+    await this.#transport.json<unknown>({ method: 'POST', path: '/api/revoke', form, retryable: true }, callOptions);
+  }
+
+  /**
+   * Signs out: revokes the held refresh token (its family ends, so no copy of it, in another tab
+   * or stolen, can mint more) and the held access token (refused from now on, not only once it
+   * expires), then forgets the pair, in memory and in the storage hook. The pair is forgotten
+   * even when a revocation fails (no answer, the gateway's store down): that error is thrown
+   * then, so the application knows the tokens may live on until they expire. With an API settings
+   * token there is nothing to revoke here: it is only forgotten.
+   */
+  async signOut(options: CallOptions = {}): Promise<void> {
+    const scope = this.#transport.scope(options);
+    let held: { accessToken: string | undefined; refreshToken: string | undefined };
+    try {
+      held = await this.#tokens.held(scope);
+    } finally {
+      scope.end();
+    }
+    // Forgotten first: a call racing the sign-out must not renew the pair being revoked.
+    await this.#tokens.drop();
+    const failures: unknown[] = [];
+    if (held.refreshToken !== undefined) await this.revoke(held.refreshToken, { ...options, tokenTypeHint: 'refresh_token' }).catch((err: unknown) => failures.push(err));
+    if (held.accessToken !== undefined) await this.revoke(held.accessToken, { ...options, tokenTypeHint: 'access_token' }).catch((err: unknown) => failures.push(err));
+    if (failures.length > 0) throw failures[0];
   }
 
   /** A call with the bearer token; a 401 invalid_token renews and replays it once. */

@@ -223,6 +223,13 @@ export class TokenManager {
     if (this.#held?.accessToken === accessToken) this.#held = { ...this.#held, accessToken: undefined };
   }
 
+  /** The pair held now (loaded from the storage hook first), without renewing it: for sign-out. */
+  async held(scope: CallScope): Promise<{ accessToken: string | undefined; refreshToken: string | undefined }> {
+    if (this.#settingsToken !== undefined) return { accessToken: undefined, refreshToken: undefined };
+    await within(scope, this.#load());
+    return { accessToken: this.#held?.accessToken, refreshToken: this.#held?.refreshToken };
+  }
+
   /** Forgets the pair, here and in the storage hook (the pair is dead or unwanted). */
   async drop(): Promise<void> {
     this.#generation++;

@@ -150,6 +150,8 @@ export interface JsonCall {
   query?: Record<string, string | number | undefined>;
   /** Sent as JSON. */
   body?: unknown;
+  /** Sent as a form (`application/x-www-form-urlencoded`), for the OAuth endpoints (RFC 7009); instead of `body`. */
+  form?: Record<string, string>;
   /** Overrides the method's idempotency, for calls the gateway refuses without effect. */
   retryable?: boolean;
 }
@@ -271,11 +273,12 @@ export class Transport {
       const url = this.url(call.path, call.query);
       const res = await this.withRetries(scope, this.policy(options), call.retryable ?? isIdempotent(call.method), () => {
         const headers: Record<string, string> = { accept: 'application/json' };
-        if (call.body !== undefined) headers['content-type'] = 'application/json';
+        if (call.form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
+        else if (call.body !== undefined) headers['content-type'] = 'application/json';
         return this.attempt(scope, url, {
           method: call.method,
           headers,
-          body: call.body === undefined ? undefined : JSON.stringify(call.body),
+          body: call.form !== undefined ? new URLSearchParams(call.form).toString() : call.body === undefined ? undefined : JSON.stringify(call.body),
         });
       });
       return await readEnvelope<T>(res, scope);

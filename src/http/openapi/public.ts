@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { ZodOpenApiOperationObject, ZodOpenApiPathsObject } from 'zod-openapi';
-import { errorResponse, successEnvelope } from './schemas.js';
+import { ErrorMessage, errorResponse, successEnvelope } from './schemas.js';
 
 const TokenPair = z.object({
   accessToken: z.string().meta({ description: 'A JWT; send it as `Authorization: Bearer <accessToken>`.' }),
@@ -82,6 +82,34 @@ const rolesQuery = z.object({
   name: z.string().max(100).optional().meta({ description: 'Case-insensitive substring of the role\'s name; empty means no filter.' }),
 });
 
+const TokenForm = z.object({
+  token: z.string().min(1).max(16_384).meta({ description: 'The token itself: an access token, a refresh token or an API settings token.' }),
+  token_type_hint: z.string().max(256).optional().meta({ description: '`access_token` or `refresh_token`: a hint only, not needed (the formats tell them apart); any other value is ignored.' }),
+}).meta({ description: 'Other fields (`client_id`, `client_secret`, which OAuth libraries send) are ignored.' });
+
+const IntrospectionAnswer = z.object({
+  active: z.boolean(),
+  scope: z.string().optional().meta({ description: 'Space-separated scopes.' }),
+  client_id: z.string().optional().meta({ description: 'The API key id (a settings token\'s own id; another issuer\'s `client_id`/`azp`).' }),
+  sub: z.string().optional().meta({ description: 'The account id.' }),
+  exp: z.number().int().optional(),
+  iat: z.number().int().optional(),
+  jti: z.string().optional(),
+  iss: z.string().optional(),
+  aud: z.union([z.string(), z.array(z.string())]).optional(),
+  token_type: z.string().optional().meta({ description: '`Bearer` (`DPoP` for a DPoP-bound access token); absent for a refresh token.' }),
+  token_use: z.enum(['access_token', 'refresh_token', 'settings_token']).optional(),
+  cnf: z.record(z.string(), z.unknown()).optional().meta({ description: 'The key or certificate the token is bound to (RFC 8705, RFC 9449).' }),
+}).meta({ id: 'IntrospectionAnswer', description: 'RFC 7662 §2.2, not in the envelope. An inactive or unknown token is `{"active": false}` and nothing more.' });
+
+/** /api/revoke's error answers: the envelope, and RFC 6749 §5.2's members beside it (errors/boundary.ts). */
+const OAuthErrorEnvelope = z.object({
+  success: z.literal(false),
+  message: ErrorMessage,
+  error: z.string().meta({ description: 'RFC 6749 §5.2 / RFC 7009 §2.2.1: `invalid_request`, `unsupported_token_type`, `temporarily_unavailable`.' }),
+  error_description: z.string(),
+}).meta({ id: 'OAuthErrorEnvelope' });
+
 const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
 
 function responses(success: z.ZodType, errors: number[], description = 'OK') {
@@ -141,6 +169,34 @@ export const publicPaths: ZodOpenApiPathsObject = {
       security: [],
       requestBody: { required: true, ...json(ResetBody) },
       responses: responses(PublicReset, credentialErrors),
+    },
+  },
+  '/api/revoke': {
+    post: {
+      operationId: 'revokeToken',
+      tags: ['public'],
+      summary: 'Revoke a refresh token (its whole family) or an access token (RFC 7009)',
+      description: 'No client authentication: the token is the proof. 200 whether or not anything was revoked (unknown, expired and already revoked tokens too). API settings tokens: 400 `unsupported_token_type` (the owner API revokes them). 503 `temporarily_unavailable` when the revoked access tokens are at `tokens.revokedAccessTokensMax`. Counted under the refresh limits.',
+      security: [],
+      requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: TokenForm } } },
+      responses: {
+        200: { description: 'Revoked, or nothing to revoke: the same answer.', ...json(successEnvelope(z.object({}))) },
+        ...Object.fromEntries([400, 413, 415, 429, 503].map((status) => [status, { ...errorResponse(status), ...json(OAuthErrorEnvelope) }])),
+      },
+    },
+  },
+  '/api/introspect': {
+    post: {
+      operationId: 'introspectToken',
+      tags: ['public'],
+      summary: 'Whether a token is active now, and whose it is (RFC 7662)',
+      description: 'For a caller whose key has the scope `introspect`. The answer is RFC 7662\'s JSON object (Cache-Control: no-store); errors are the envelope with RFC 6750\'s challenge.',
+      security: [{ accessToken: [] }],
+      requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: TokenForm } } },
+      responses: {
+        200: { description: 'The token\'s state.', ...json(IntrospectionAnswer) },
+        ...Object.fromEntries([400, 401, 403, 413, 415, 429, 503].map((status) => [status, errorResponse(status)])),
+      },
     },
   },
   '/api/sign': { get: signOperation('get'), post: signOperation('post') },

@@ -37,6 +37,13 @@ export interface RedisKeys {
   readonly epoch: string;
   /** Pub/sub channel on which every reset is announced. */
   readonly resetChannel: string;
+  /**
+   * Sorted set: revoked access tokens (RFC 7009), jti scored by the token's expiry (epoch ms),
+   * expired members dropped by each write. TTL: the latest expiry in it (state/denylist/redis.ts).
+   */
+  readonly deniedTokens: string;
+  /** Pub/sub channel on which every revoked access token is announced (`{"jti","expiresAt"}`). */
+  readonly deniedChannel: string;
   /** Sorted set: the account's role ids, each scored by itself (the listing order). Written by the dashboard. */
   roleIndex(accountId: string): string;
   /** Hash: the account's roles, role id → the role as JSON. Written by the dashboard. */
@@ -147,6 +154,8 @@ export function redisKeys(prefix: string): RedisKeys {
     keysChannel: `${prefix}:keys`,
     epoch: `${prefix}:epoch`,
     resetChannel: `${prefix}:resets`,
+    deniedTokens: `${prefix}:denied`,
+    deniedChannel: `${prefix}:denied-tokens`,
     roleIndex: (accountId) => `${prefix}:roles:{${accountId}}`,
     roles: (accountId) => `${prefix}:role:{${accountId}}`,
     signRecords: (accountId) => `${prefix}:sign:{${accountId}}`,

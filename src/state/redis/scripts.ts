@@ -87,6 +87,76 @@ return 1
 `;
 
 /**
+ * Ends a refresh-token family (RFC 7009 §2.1), on behalf of whoever holds one of its tokens:
+ * the presented token (consumed or not) must match its family, key and secret digest, as in
+ * ROTATE. Nothing else of the family changes, so reuse detection and its fields stay as they are.
+ *
+ * KEYS[1] the presented token     <prefix>:rt:{acct}:<tokenId>
+ * KEYS[2] its family              <prefix>:fam:{acct}:<familyId>
+ * ARGV[1] family id named by the presented handle
+ * ARGV[2] key id named by the presented handle
+ * ARGV[3] hex SHA-256 of the presented secret
+ * Returns 1 when the family was live and is now revoked, 0 otherwise (unknown, wrong secret,
+ * already revoked or gone).
+ */
+export const REVOKE_FAMILY = `
+local t = redis.call('HMGET', KEYS[1], 'fam', 'key', 'hash')
+if not t[3] or t[3] ~= ARGV[3] or t[1] ~= ARGV[1] or t[2] ~= ARGV[2] then return 0 end
+local f = redis.call('HMGET', KEYS[2], 'exp', 'revoked')
+if not f[1] or f[2] then return 0 end
+redis.call('HSET', KEYS[2], 'revoked', '1')
+return 1
+`;
+
+/**
+ * What introspection (RFC 7662) says of a refresh token: its record and its family's, read in
+ * one step, once the presented secret's digest matched. Changes nothing.
+ *
+ * KEYS[1] the presented token     <prefix>:rt:{acct}:<tokenId>
+ * KEYS[2] its family              <prefix>:fam:{acct}:<familyId>
+ * KEYS[3] the account's resets    <prefix>:reset:{acct}
+ * ARGV[1] family id named by the presented handle
+ * ARGV[2] key id named by the presented handle
+ * ARGV[3] hex SHA-256 of the presented secret
+ * Returns {} when the token is unknown or the secret does not match, else
+ * {token exp, consumed (0/1), family exp or false, family created or false, revoked (0/1), latest reset or 0}.
+ */
+export const INSPECT_TOKEN = `
+local t = redis.call('HMGET', KEYS[1], 'fam', 'key', 'hash', 'exp', 'rot')
+if not t[3] or t[3] ~= ARGV[3] or t[1] ~= ARGV[1] or t[2] ~= ARGV[2] then return {} end
+local f = redis.call('HMGET', KEYS[2], 'exp', 'created', 'revoked')
+local r = redis.call('HMGET', KEYS[3], 'account', 'key:' .. ARGV[2])
+local reset = math.max(tonumber(r[1] or '0'), tonumber(r[2] or '0'))
+return {t[4], t[5] and 1 or 0, f[1], f[2], f[3] and 1 or 0, tostring(reset)}
+`;
+
+/**
+ * Adds a revoked access token to the deny list, unless the list is at its bound, and announces
+ * it. Expired entries go first, so the bound counts live ones only.
+ *
+ * KEYS[1] the deny list           <prefix>:denied   (sorted set: jti, score = expiry)
+ * ARGV[1] the token's jti
+ * ARGV[2] its expiry (epoch ms)
+ * ARGV[3] now
+ * ARGV[4] most live entries
+ * ARGV[5] the channel             <prefix>:denied-tokens
+ * ARGV[6] the announcement (JSON)
+ * Returns 1 added, 2 already there (the later expiry kept), 0 full (nothing written).
+ */
+export const DENY_TOKEN = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
+local known = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not known and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+-- The later expiry wins (by hand: ZADD GT needs Redis 6.2).
+if not known or tonumber(known) < tonumber(ARGV[2]) then redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1]) end
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], last[2])
+redis.call('PUBLISH', ARGV[5], ARGV[6])
+if known then return 2 end
+return 1
+`;
+
+/**
  * Records a reset (the later time wins), keeps it as long as a token from before it can live,
  * and announces it on the reset channel.
  *
@@ -787,6 +857,9 @@ export const SCRIPTS = {
   gwRotate: { numberOfKeys: 4, lua: ROTATE },
   gwCreateFamily: { numberOfKeys: 2, lua: CREATE_FAMILY },
   gwReset: { numberOfKeys: 1, lua: RESET },
+  gwRevokeFamily: { numberOfKeys: 2, lua: REVOKE_FAMILY },
+  gwInspectToken: { numberOfKeys: 3, lua: INSPECT_TOKEN },
+  gwDenyToken: { numberOfKeys: 1, lua: DENY_TOKEN },
   gwRolesPage: { numberOfKeys: 2, lua: ROLES_PAGE },
   gwEpoch: { numberOfKeys: 1, lua: EPOCH },
   // The number of keys goes first in each call: one per window.
@@ -820,6 +893,9 @@ export interface ScriptCommands {
   gwRotate(...keysThenArgs: (string | number)[]): Promise<[string, string?]>;
   gwCreateFamily(...keysThenArgs: (string | number)[]): Promise<number>;
   gwReset(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwRevokeFamily(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwInspectToken(...keysThenArgs: (string | number)[]): Promise<(string | number | null)[]>;
+  gwDenyToken(...keysThenArgs: (string | number)[]): Promise<number>;
   gwRolesPage(...keysThenArgs: (string | number)[]): Promise<(number | string | null)[]>;
   gwEpoch(...keysThenArgs: (string | number)[]): Promise<[string, number]>;
   gwRateHit(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;

@@ -8,7 +8,7 @@ import { LRUCache } from 'lru-cache';
 import type { Clock } from '../../util/clock.js';
 import { latestReset } from '../revocation/store.js';
 import type { MemoryRevocationStore } from '../revocation/memory.js';
-import { grantText, type NewFamily, type RefreshTokenStore, type RotateRequest, type RotateResult } from './store.js';
+import { grantText, type NewFamily, type PresentedToken, type RefreshTokenStatus, type RefreshTokenStore, type RotateRequest, type RotateResult } from './store.js';
 import { entryBound } from '../../util/lru.js';
 
 interface TokenEntry {
@@ -96,6 +96,31 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     }
     family.revoked = true;
     return { outcome: 'reused', familyId: token.familyId };
+  }
+
+  async revokeFamily(presented: PresentedToken): Promise<boolean> {
+    const token = this.#presented(presented);
+    const family = token === undefined ? undefined : this.#families.get(token.familyId);
+    if (family === undefined || family.revoked) return false;
+    family.revoked = true;
+    return true;
+  }
+
+  async inspect(presented: PresentedToken, now: number): Promise<RefreshTokenStatus | undefined> {
+    const token = this.#presented(presented);
+    if (token === undefined) return undefined;
+    const family = this.#families.get(token.familyId);
+    const active = family !== undefined && !family.revoked && family.expiresAt > now && token.rotatedAt === undefined && token.expiresAt > now
+      && family.createdAt > latestReset(this.#resets.readNow(token.accountId), token.keyId);
+    return { active, expiresAt: token.expiresAt };
+  }
+
+  /** The stored token when the presented one names it exactly and its secret matches. */
+  #presented(req: PresentedToken): TokenEntry | undefined {
+    const token = this.#tokens.get(req.tokenId);
+    if (token === undefined || token.secretHash !== req.secretHash || token.familyId !== req.familyId
+      || token.accountId !== req.accountId || token.keyId !== req.keyId) return undefined;
+    return token;
   }
 }
 

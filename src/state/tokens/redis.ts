@@ -3,7 +3,7 @@
  * script (state/redis/scripts.ts), so one round trip, and atomic across instances.
  */
 import type { RedisConnection } from '../redis/client.js';
-import { grantText, type NewFamily, type RefreshTokenStore, type RotateRequest, type RotateResult } from './store.js';
+import { grantText, type NewFamily, type PresentedToken, type RefreshTokenStatus, type RefreshTokenStore, type RotateRequest, type RotateResult } from './store.js';
 
 export class RedisRefreshTokenStore implements RefreshTokenStore {
   readonly #redis: RedisConnection;
@@ -34,5 +34,27 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
       case 'reused': return { outcome, familyId: req.familyId };
       default: return { outcome: 'invalid' };
     }
+  }
+
+  async revokeFamily(token: PresentedToken): Promise<boolean> {
+    const k = this.#redis.keys;
+    const revoked = await this.#redis.run((c) => c.gwRevokeFamily(
+      k.token(token.accountId, token.tokenId), k.family(token.accountId, token.familyId),
+      token.familyId, token.keyId, token.secretHash,
+    ));
+    return revoked === 1;
+  }
+
+  async inspect(token: PresentedToken, now: number): Promise<RefreshTokenStatus | undefined> {
+    const k = this.#redis.keys;
+    const found = await this.#redis.run((c) => c.gwInspectToken(
+      k.token(token.accountId, token.tokenId), k.family(token.accountId, token.familyId), k.resets(token.accountId),
+      token.familyId, token.keyId, token.secretHash,
+    ));
+    if (found.length === 0) return undefined;
+    const [expiresAt, consumed, familyExpiresAt, createdAt, revoked, reset] = found.map((v) => (v === null ? Number.NaN : Number(v)));
+    // A family gone (expired, or lost) reads as NaN: every comparison with it is false.
+    const active = consumed === 0 && revoked === 0 && expiresAt! > now && familyExpiresAt! > now && createdAt! > reset!;
+    return { active, expiresAt: expiresAt! };
   }
 }

@@ -76,6 +76,24 @@ export function grantText(scopes: readonly string[] | undefined): string {
   return scopes === undefined ? '' : scopes.join(' ');
 }
 
+/** A presented refresh token, as parsed from its handle, with its secret's digest. */
+export interface PresentedToken {
+  tokenId: string;
+  accountId: string;
+  keyId: string;
+  familyId: string;
+  /** Hex SHA-256 of the token's secret part; the token counts as presented only when it matches. */
+  secretHash: string;
+}
+
+/** What introspection (RFC 7662) learns of a refresh token whose secret matched. */
+export interface RefreshTokenStatus {
+  /** True when a refresh with it would rotate now (reuse detection aside: consumed is inactive). */
+  active: boolean;
+  /** Epoch ms: its idle expiry, capped at its family's. */
+  expiresAt: number;
+}
+
 export interface RefreshTokenStore {
   /** Starts a family with its first token; `now` is the family's start, compared with resets. */
   createFamily(family: NewFamily, now: number): Promise<void>;
@@ -84,4 +102,16 @@ export interface RefreshTokenStore {
    * the pair it would get back is still the family's newest (its refresh token unused).
    */
   rotate(request: RotateRequest): Promise<RotateResult>;
+  /**
+   * Ends the family of a presented token (RFC 7009 revocation), whichever of its tokens it is,
+   * consumed or current; true when the family was live until now. One atomic step: a rotation
+   * racing it either happened before (its successor is in the family, so ends with it) or finds
+   * the family revoked. Unknown tokens and wrong secrets change nothing (false).
+   */
+  revokeFamily(token: PresentedToken): Promise<boolean>;
+  /**
+   * The status of a presented token (RFC 7662 introspection), resets of its account or key
+   * included; undefined when it is unknown (or gone) or its secret does not match. Changes nothing.
+   */
+  inspect(token: PresentedToken, now: number): Promise<RefreshTokenStatus | undefined>;
 }
