@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { createAuthenticator, type Authenticate } from './auth/bearer.js';
+import { createDpopProofs, type DpopProofs } from './auth/dpop.js';
 import { createDemoSecretGuard, type DemoSecretGuard } from './auth/demo-secrets.js';
 import { countAuthOutcomes, createAuthService, type AuthService } from './auth/service.js';
 import { createRevocations, type Revocations } from './auth/revocation.js';
@@ -46,6 +47,8 @@ export interface Services {
   revocations: Revocations;
   /** The bearer-token check every protected path shares. */
   authenticate: Authenticate;
+  /** DPoP proofs (auth/dpop.ts): bound at sign-in and refresh, checked with every bound token. */
+  dpop: DpopProofs;
   /** The bearer check of routes that also accept other issuers' tokens (`trustedIssuers`, route `issuers`). */
   trustedIssuers: TrustedIssuers;
   /** The configured routes to backends. */
@@ -111,8 +114,8 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   const state = createState(config, { dataFile, log, clock, metrics, isProduction });
   const core: Core = { config, log, clock, metrics, signer, state };
   // An account reset also revokes its API settings tokens for good (a reset is remembered for a while only).
-  const auth = buildAuth(core, { isProduction, onAccountReset: (accountId) => owner.settingsTokens.revokeAllOf(accountId) });
   const trust = createReplaceableProxyTrust(config.proxy.trustedProxies);
+  const auth = buildAuth(core, { isProduction, isTrustedProxy: trust.isTrusted, onAccountReset: (accountId) => owner.settingsTokens.revokeAllOf(accountId) });
   const clientAddress = createClientAddress(config.proxy, trust.isTrusted);
   const limits = buildLimits(core, clientAddress);
   const edge = buildProxy(core, { auth, limits: limits.limits, isTrustedProxy: trust.isTrusted });
@@ -122,7 +125,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   });
   return {
     config, log, clock, signer, metrics, owner, clientAddress,
-    auth: auth.service, revocations: auth.revocations, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers,
+    auth: auth.service, revocations: auth.revocations, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers, dpop: auth.dpop,
     keys: state.keys, directory: state.directory, tokens: state.tokens, ownerStore: state.owners, state: state.where,
     limits: limits.limits, usage: limits.usage, isTrustedProxy: trust.isTrusted,
     cors: edge.cors, tracing: edge.tracing, proxy: edge.proxy,
@@ -152,10 +155,11 @@ interface AuthParts {
   authenticate: Authenticate;
   trustedIssuers: TrustedIssuers;
   demoSecrets: DemoSecretGuard;
+  dpop: DpopProofs;
 }
 
 /** Sign-in, refresh and resets; the bearer check every protected path shares. */
-function buildAuth({ config, log, clock, metrics, signer, state }: Core, { isProduction, onAccountReset }: { isProduction: boolean; onAccountReset: (accountId: string) => Promise<void> }): AuthParts {
+function buildAuth({ config, log, clock, metrics, signer, state }: Core, { isProduction, isTrustedProxy, onAccountReset }: { isProduction: boolean; isTrustedProxy: ProxyTrust; onAccountReset: (accountId: string) => Promise<void> }): AuthParts {
   const { tokens: t } = config;
   // A heard reset notice matters as long as an access token from before it can live.
   const rememberMs = (t.accessTokenTtlSeconds + t.clockSkewSeconds) * 1000;
@@ -178,9 +182,10 @@ function buildAuth({ config, log, clock, metrics, signer, state }: Core, { isPro
     store: state.owners, revocations, clock, log,
     cacheTtlMs: config.owner.settingsTokenCacheTtlMs, accessTokenTtlSeconds: t.accessTokenTtlSeconds, resetsRememberedMs: rememberMs,
   });
-  const authenticate = createAuthenticator(signer, revocations, settingsTokens, metrics);
+  const dpop = createDpopProofs({ config: config.dpop, clockSkewSeconds: t.clockSkewSeconds, clock, proofs: state.dpopProofs, isTrustedProxy });
+  const authenticate = createAuthenticator(signer, revocations, settingsTokens, metrics, dpop);
   const trustedIssuers = createTrustedIssuers({ authenticate, config, clock, log, metrics });
-  return { service, revocations, authenticate, trustedIssuers, demoSecrets };
+  return { service, revocations, authenticate, trustedIssuers, demoSecrets, dpop };
 }
 
 interface LimitParts {

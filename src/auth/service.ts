@@ -19,7 +19,7 @@ import type { Signer } from './signer.js';
 export type IssueResult =
   /** `replayed`: a duplicate refresh inside the grace window, given the pair already minted. */
   | { outcome: 'issued'; pair: TokenPair; replayed?: true }
-  | { outcome: 'rejected'; reason: 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'certificate_mismatch' };
+  | { outcome: 'rejected'; reason: 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'certificate_mismatch' | 'dpop_required' | 'dpop_mismatch' };
 
 export type ResetResult =
   | { outcome: 'reset'; accountId: string; keyId?: string; at: number }
@@ -31,10 +31,17 @@ export interface AuthService {
    * `certificate`: the request's verified client certificate; a key bound to one
    * (`certificateSha256`) is refused (`certificate_mismatch`, after its secret matched) without
    * it, and its tokens carry it (`cnf.x5t#S256`).
+   * `dpopThumbprint`: the key of the request's checked DPoP proof (auth/dpop.ts); the pair is then
+   * bound to it (`cnf.jkt`, the family remembers it). A key with `requireDpop` is refused
+   * (`dpop_required`, after its secret matched) without one.
    */
-  signIn(apiKey: string, apiSecret: string, certificate?: ClientCertificate): Promise<IssueResult>;
-  /** Rotates a refresh token (see state/tokens/store.ts for the outcomes); a bound key's needs its certificate too, as signIn. */
-  refresh(refreshToken: string, certificate?: ClientCertificate): Promise<IssueResult>;
+  signIn(apiKey: string, apiSecret: string, certificate?: ClientCertificate, dpopThumbprint?: string): Promise<IssueResult>;
+  /**
+   * Rotates a refresh token (see state/tokens/store.ts for the outcomes); a bound key's needs its
+   * certificate too, as signIn. A DPoP-bound family needs a proof by its key (`dpop_mismatch`);
+   * with a proof the new access token is bound to its key.
+   */
+  refresh(refreshToken: string, certificate?: ClientCertificate, dpopThumbprint?: string): Promise<IssueResult>;
   /**
    * The owner's token reset (interface §5.6): with the key's own credentials, kills every token
    * issued so far to that key, or to every key of its account.
@@ -69,27 +76,29 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
   const graceMs = settings.refreshGraceSeconds * 1000;
 
   return {
-    async signIn(apiKey, apiSecret, certificate) {
+    async signIn(apiKey, apiSecret, certificate, dpopThumbprint) {
       const key = await verify(apiKey, apiSecret);
       if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
       if (!presentsBoundCertificate(key, certificate)) return { outcome: 'rejected', reason: 'certificate_mismatch' };
+      if (key.requireDpop === true && dpopThumbprint === undefined) return { outcome: 'rejected', reason: 'dpop_required' };
 
       const now = clock.now();
       const familyId = newId();
       const refresh = mintRefreshToken(key.accountId, key.keyId, familyId);
-      const accessToken = await signer.issueAccessToken({ ...key, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key) });
+      const accessToken = await signer.issueAccessToken({ ...key, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key), dpopThumbprint });
       await tokens.createFamily({
         familyId,
         accountId: key.accountId,
         keyId: key.keyId,
         familyExpiresAt: now + familyMaxMs,
         token: { tokenId: refresh.tokenId, secretHash: refresh.secretHash, expiresAt: now + refreshTtlMs },
+        ...(dpopThumbprint === undefined ? {} : { dpopThumbprint }),
       }, now);
       onSignIn?.(key);
-      return { outcome: 'issued', pair: { accessToken, refreshToken: refresh.token } };
+      return { outcome: 'issued', pair: { accessToken, refreshToken: refresh.token, token_type: tokenType(dpopThumbprint) } };
     },
 
-    async refresh(refreshToken, certificate) {
+    async refresh(refreshToken, certificate, dpopThumbprint) {
       const presented = parseRefreshToken(refreshToken);
       if (presented === undefined) return { outcome: 'rejected', reason: 'invalid' };
 
@@ -102,10 +111,12 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       if (demoSecrets?.refusesKey(key) === true) return { outcome: 'rejected', reason: 'invalid' };
       // Before the rotation: the refresh token stays as it was, for the client with the certificate.
       if (!presentsBoundCertificate(key, certificate)) return { outcome: 'rejected', reason: 'certificate_mismatch' };
+      if (key.requireDpop === true && dpopThumbprint === undefined) return { outcome: 'rejected', reason: 'dpop_required' };
 
       const now = clock.now();
       const successor = mintRefreshToken(presented.accountId, presented.keyId, presented.familyId);
-      const pair = { accessToken: await signer.issueAccessToken({ ...key, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key) }), refreshToken: successor.token };
+      const accessToken = await signer.issueAccessToken({ ...key, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key), dpopThumbprint });
+      const pair: TokenPair = { accessToken, refreshToken: successor.token, token_type: tokenType(dpopThumbprint) };
       const result = await tokens.rotate({
         tokenId: presented.tokenId,
         accountId: presented.accountId,
@@ -116,6 +127,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
         sealedPair: sealPair(pair, presented.secret),
         now,
         graceMs,
+        ...(dpopThumbprint === undefined ? {} : { dpopThumbprint }),
       });
 
       switch (result.outcome) {
@@ -130,6 +142,8 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
           return { outcome: 'rejected', reason: 'reused' };
         case 'invalid':
           return { outcome: 'rejected', reason: 'invalid' };
+        case 'dpop_mismatch':
+          return { outcome: 'rejected', reason: 'dpop_mismatch' };
       }
     },
 
@@ -146,6 +160,10 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       return { outcome: 'reset', ...target, at };
     },
   };
+}
+
+function tokenType(dpopThumbprint: string | undefined): 'Bearer' | 'DPoP' {
+  return dpopThumbprint === undefined ? 'Bearer' : 'DPoP';
 }
 
 /** True for a key bound to no certificate, or when `certificate` is the one it is bound to. */
@@ -173,8 +191,8 @@ export function countAuthOutcomes(auth: AuthService, metrics: Pick<Metrics, 'sig
     throw err;
   });
   return {
-    signIn: (apiKey, apiSecret, certificate) => counted(metrics.signIn, auth.signIn(apiKey, apiSecret, certificate)),
-    refresh: (refreshToken, certificate) => counted(metrics.refresh, auth.refresh(refreshToken, certificate)),
+    signIn: (apiKey, apiSecret, certificate, dpopThumbprint) => counted(metrics.signIn, auth.signIn(apiKey, apiSecret, certificate, dpopThumbprint)),
+    refresh: (refreshToken, certificate, dpopThumbprint) => counted(metrics.refresh, auth.refresh(refreshToken, certificate, dpopThumbprint)),
     resetTokens: (apiKey, apiSecret, scope, certificate) => counted(metrics.reset, auth.resetTokens(apiKey, apiSecret, scope, certificate)),
   };
 }

@@ -10,7 +10,7 @@
  */
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
-import { REALM, formatBearerChallenge } from './challenge.js';
+import { REALM, formatBearerChallenge, formatDpopChallenge } from './challenge.js';
 import { GatewayError, InternalError, InvalidRequest } from './errors.js';
 import { failure, type Envelope, type ErrorMessage } from './envelope.js';
 
@@ -71,7 +71,10 @@ export function errorAnswer(error: GatewayError, requestId: string | undefined, 
   const headers: Record<string, string> = { ...error.headers, 'Cache-Control': 'no-store' };
   if (!requestComplete) headers.Connection = 'close';
   if (error.challenge !== undefined) {
-    headers['WWW-Authenticate'] = formatBearerChallenge({ realm: REALM, ...error.challenge, description: error.message });
+    const { scheme, algs, ...challenge } = error.challenge;
+    headers['WWW-Authenticate'] = scheme === 'DPoP'
+      ? formatDpopChallenge({ ...challenge, description: error.message, algs })
+      : formatBearerChallenge({ realm: REALM, ...challenge, description: error.message });
   }
   const body = failure({
     code: error.code,

@@ -6,6 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { requireBearer, type Authenticate, type Identity } from '../auth/bearer.js';
+import type { DpopProofs } from '../auth/dpop.js';
 import type { AuthService } from '../auth/service.js';
 import type { Signer } from '../auth/signer.js';
 import type { Config } from '../config/schema.js';
@@ -36,6 +37,7 @@ export interface RouterDeps {
   directory: Directory;
   signer: Pick<Signer, 'jwks'>;
   authenticate: Authenticate;
+  dpop: DpopProofs;
   limits: RateLimits;
   clientAddress: (req: IncomingMessage) => string;
   formatTimestamp: TimestampFormatter;
@@ -52,7 +54,7 @@ export interface RouterDeps {
 export function createRouter(deps: RouterDeps, isOwnPath: (path: string) => boolean): Router {
   const { auth, directory, signer, authenticate, config, formatTimestamp, readiness, isDraining, limits, clientAddress, metrics, owner } = deps;
   const bodyLimitBytes = config.server.bodyLimitBytes;
-  const credentials = { auth, limits, clientAddress, bodyLimitBytes };
+  const credentials = { auth, limits, clientAddress, bodyLimitBytes, dpop: deps.dpop };
   const bearer = requireBearer(authenticate);
   const router = new Router({ sensitive: true });
 

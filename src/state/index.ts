@@ -16,6 +16,9 @@ import { watchDataFile } from './data-file/data-file.js';
 import type { OpenedDataFile } from './data-file/open.js';
 import type { CachedDirectory } from './directory/cache.js';
 import { createDirectory } from './directory/create.js';
+import { MemoryDpopProofStore } from './dpop-proofs/memory.js';
+import { RedisDpopProofStore } from './dpop-proofs/redis.js';
+import type { DpopProofStore } from './dpop-proofs/store.js';
 import { MemoryDirectory } from './directory/memory.js';
 import { MemoryKeyUseStore } from './key-use/memory.js';
 import { RedisKeyUseStore } from './key-use/redis.js';
@@ -78,6 +81,8 @@ export interface State {
   sessions: SessionStore;
   /** When each API key last signed in. */
   keyUse: KeyUseStore;
+  /** DPoP proofs already used (their `jti`s), so a replay is refused on every instance. */
+  dpopProofs: DpopProofStore;
   /** Per-key usage counts; undefined while `usage.enabled` is off. */
   usage: UsageCounters | undefined;
   /** ACME's account key, certificate and order lock: a file (acme.stateFile) alone, Redis's when configured. */
@@ -105,7 +110,7 @@ export interface StateDeps {
 }
 
 /** What lives where the shared state lives: made by one of the two functions below. */
-interface SharedStores extends Pick<State, 'where' | 'keys' | 'tokens' | 'resets' | 'epochSkewMs' | 'rateCounters' | 'sessions' | 'keyUse' | 'usage' | 'acme' | 'challenges' | 'readiness' | 'forgetCachedKeys' | 'warmUp'> {
+interface SharedStores extends Pick<State, 'where' | 'keys' | 'tokens' | 'resets' | 'epochSkewMs' | 'rateCounters' | 'sessions' | 'keyUse' | 'dpopProofs' | 'usage' | 'acme' | 'challenges' | 'readiness' | 'forgetCachedKeys' | 'warmUp'> {
   redis: RedisConnection | undefined;
 }
 
@@ -133,6 +138,7 @@ export function createState(config: Config, { dataFile, log, clock, metrics, isP
     owners,
     sessions: shared.sessions,
     keyUse: shared.keyUse,
+    dpopProofs: shared.dpopProofs,
     usage: shared.usage,
     acme: shared.acme,
     challenges: shared.challenges,
@@ -160,6 +166,7 @@ function keptInMemory(config: Config, { clock, fileKeys, memoryRateCounters }: {
     rateCounters: memoryRateCounters,
     sessions: new MemorySessionStore({ clock }),
     keyUse: new MemoryKeyUseStore(),
+    dpopProofs: new MemoryDpopProofStore({ clock, maxEntries: config.dpop.replayCacheMaxEntries }),
     usage: config.usage.enabled ? new MemoryUsageCounters({ clock }) : undefined,
     acme: createFileAcmeStore(config.acme.stateFile, clock),
     challenges: createMemoryChallengeStore(clock),
@@ -189,6 +196,7 @@ function keptInRedis(config: Config, redis: RedisConnection, { log, clock, fileK
     }),
     sessions: new RedisSessionStore(redis, { clock }),
     keyUse: new RedisKeyUseStore(redis),
+    dpopProofs: new RedisDpopProofStore(redis),
     usage: config.usage.enabled ? new RedisUsageCounters(redis) : undefined,
     acme: new RedisAcmeStore(redis),
     challenges: new RedisChallengeStore(redis),

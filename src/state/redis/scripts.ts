@@ -23,7 +23,9 @@
  * ARGV[7] hex SHA-256 of the successor's secret
  * ARGV[8] successor idle expiry (capped here at the family's expiry)
  * ARGV[9] the successor pair, sealed under the presented secret
- * Returns {'rotated'} | {'replayed', sealedPair} | {'reused'} | {'invalid'}
+ * ARGV[10] the thumbprint of the refresh's DPoP proof ('' without one): a family bound to a
+ *          DPoP key (its `jkt`) is refreshed only with a proof by it (RFC 9449 §5)
+ * Returns {'rotated'} | {'replayed', sealedPair} | {'reused'} | {'invalid'} | {'dpop_mismatch'}
  *
  * The sealed pair is kept on the family, not on the consumed token: only the latest rotation's
  * pair can ever be handed back (a duplicate needs its successor to be the family's current
@@ -41,6 +43,8 @@ if not famExp or f[3] or famExp <= now then return {'invalid'} end
 local r = redis.call('HMGET', KEYS[4], 'account', 'key:' .. ARGV[2])
 local created = tonumber(f[2])
 if (r[1] and tonumber(r[1]) >= created) or (r[2] and tonumber(r[2]) >= created) then return {'invalid'} end
+local jkt = redis.call('HGET', KEYS[2], 'jkt')
+if jkt and jkt ~= ARGV[10] then return {'dpop_mismatch'} end
 if not t[5] then
   if tonumber(t[4]) <= now then return {'invalid'} end
   local exp = math.min(tonumber(ARGV[8]), famExp)
@@ -69,10 +73,12 @@ return {'reused'}
  * ARGV[5] token id
  * ARGV[6] hex SHA-256 of the token's secret
  * ARGV[7] the token's idle expiry (capped at the family's)
+ * ARGV[8] the DPoP key thumbprint the family is bound to ('' for none)
  */
 export const CREATE_FAMILY = `
 local famExp = tonumber(ARGV[4])
 redis.call('HSET', KEYS[1], 'exp', famExp, 'created', ARGV[3], 'key', ARGV[2], 'current', ARGV[5])
+if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'jkt', ARGV[8]) end
 redis.call('PEXPIREAT', KEYS[1], famExp)
 local exp = math.min(tonumber(ARGV[7]), famExp)
 redis.call('HSET', KEYS[2], 'fam', ARGV[1], 'key', ARGV[2], 'hash', ARGV[6], 'exp', exp)

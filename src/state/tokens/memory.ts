@@ -24,6 +24,8 @@ interface TokenEntry {
 
 interface FamilyEntry {
   createdAt: number;
+  /** The DPoP key thumbprint the family is bound to (NewFamily.dpopThumbprint). */
+  dpopThumbprint?: string;
   expiresAt: number;
   revoked: boolean;
   /** The token id that may be rotated next. */
@@ -56,8 +58,10 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     this.#resets = resets;
   }
 
-  async createFamily({ familyId, accountId, keyId, familyExpiresAt, token }: NewFamily, now: number): Promise<void> {
-    this.#families.set(familyId, { createdAt: now, expiresAt: familyExpiresAt, revoked: false, currentTokenId: token.tokenId }, { ttl: ttlUntil(familyExpiresAt, now) });
+  async createFamily({ familyId, accountId, keyId, familyExpiresAt, token, dpopThumbprint }: NewFamily, now: number): Promise<void> {
+    const entry: FamilyEntry = { createdAt: now, expiresAt: familyExpiresAt, revoked: false, currentTokenId: token.tokenId };
+    if (dpopThumbprint !== undefined) entry.dpopThumbprint = dpopThumbprint;
+    this.#families.set(familyId, entry, { ttl: ttlUntil(familyExpiresAt, now) });
     const expiresAt = Math.min(token.expiresAt, familyExpiresAt);
     this.#tokens.set(token.tokenId, { familyId, accountId, keyId, secretHash: token.secretHash, expiresAt }, { ttl: ttlUntil(expiresAt, now) });
   }
@@ -71,6 +75,7 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     const family = this.#families.get(token.familyId);
     if (family === undefined || family.revoked || family.expiresAt <= req.now) return { outcome: 'invalid' };
     if (family.createdAt <= latestReset(this.#resets.readNow(token.accountId), token.keyId)) return { outcome: 'invalid' };
+    if (family.dpopThumbprint !== undefined && family.dpopThumbprint !== req.dpopThumbprint) return { outcome: 'dpop_mismatch' };
 
     if (token.rotatedAt === undefined) {
       if (token.expiresAt <= req.now) return { outcome: 'invalid' };

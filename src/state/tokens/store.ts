@@ -17,6 +17,11 @@ export interface NewFamily {
   familyExpiresAt: number;
   /** The family's first token. */
   token: NewToken;
+  /**
+   * RFC 9449 §5: the DPoP key (RFC 7638 thumbprint) the family is bound to; each refresh must then
+   * come with a proof by that key. Absent: unbound.
+   */
+  dpopThumbprint?: string;
 }
 
 export interface NewToken {
@@ -46,6 +51,8 @@ export interface RotateRequest {
   sealedPair: string;
   now: number;
   graceMs: number;
+  /** The thumbprint of the DPoP proof the refresh came with; absent without one. */
+  dpopThumbprint?: string;
 }
 
 export type RotateResult =
@@ -56,7 +63,12 @@ export type RotateResult =
   /** A consumed token presented again outside the window: the whole family is now revoked. */
   | { outcome: 'reused'; familyId: string }
   /** Unknown, wrong secret, expired, its family revoked, expired or reset. Nothing changed. */
-  | { outcome: 'invalid' };
+  | { outcome: 'invalid' }
+  /**
+   * A live token of a DPoP-bound family presented without a proof by the family's key (checked
+   * after the secret, before anything else). Nothing changed: the holder of the key may still refresh.
+   */
+  | { outcome: 'dpop_mismatch' };
 
 export interface RefreshTokenStore {
   /** Starts a family with its first token; `now` is the family's start, compared with resets. */
