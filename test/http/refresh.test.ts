@@ -42,7 +42,7 @@ test('POST /api/refresh', async (t) => {
     assert.equal(res.status, 200);
     assert.equal(res.body.success, true);
     const next = res.body.message;
-    assert.deepEqual(Object.keys(next).sort(), ['accessToken', 'refreshToken']);
+    assert.deepEqual(Object.keys(next).sort(), ['accessToken', 'refreshToken', 'token_type']);
     assert.notEqual(next.refreshToken, first.refreshToken);
     assert.notEqual(next.accessToken, first.accessToken);
     assert.equal(decodeJwt(next.accessToken).sub, DEMO.alice.accountId);

@@ -13,7 +13,7 @@ test('POST /api/signin', async (t) => {
     assert.match(res.headers.get('content-type')!, /^application\/json/);
     assert.equal(res.headers.get('cache-control'), 'no-store');
     assert.equal(res.body.success, true);
-    assert.deepEqual(Object.keys(res.body.message).sort(), ['accessToken', 'refreshToken']);
+    assert.deepEqual(Object.keys(res.body.message).sort(), ['accessToken', 'refreshToken', 'token_type']);
     const header = decodeProtectedHeader(res.body.message.accessToken);
     assert.equal(header.alg, 'EdDSA');
     assert.equal(header.typ, 'at+jwt');

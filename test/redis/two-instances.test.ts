@@ -51,7 +51,7 @@ function expectPair(res: JsonResponse, what: string): TokenPair {
   assert.equal(res.status, 200, `${what}: ${JSON.stringify(res.body)}`);
   assert.equal(res.body.success, true);
   const pair = res.body.message as TokenPair;
-  assert.deepEqual(Object.keys(pair).sort(), ['accessToken', 'refreshToken']);
+  assert.deepEqual(Object.keys(pair).sort(), ['accessToken', 'refreshToken', 'token_type']);
   return pair;
 }
 
