@@ -371,6 +371,8 @@ export interface OwnerOperations {
         lastUsedAt?: string;
         /** The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound. */
         certificateSha256?: string;
+        /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
+        requireDpop?: true;
       }[];
       nextCursor?: string;
     };
@@ -386,6 +388,8 @@ export interface OwnerOperations {
       scopes?: string[];
       /** Binds the key to one client certificate (docs/tls.md, "Client certificates"): the SHA-256 of its DER, as `openssl x509 -noout -fingerprint -sha256` prints it or as 64 hex digits. */
       certificateSha256?: string;
+      /** true: the key signs in and refreshes only with a DPoP proof (docs/dpop.md); turning it on stops the key's tokens issued so far. */
+      requireDpop?: boolean;
     };
     answer: {
       key: {
@@ -401,6 +405,8 @@ export interface OwnerOperations {
         lastUsedAt?: string;
         /** The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound. */
         certificateSha256?: string;
+        /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
+        requireDpop?: true;
       };
       apiSecret: string;
     };
@@ -424,6 +430,8 @@ export interface OwnerOperations {
       lastUsedAt?: string;
       /** The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound. */
       certificateSha256?: string;
+      /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
+      requireDpop?: true;
     };
   };
   updateKey: {
@@ -437,6 +445,8 @@ export interface OwnerOperations {
       enabled?: boolean;
       scopes?: string[];
       certificateSha256?: string | null;
+      /** true: the key signs in and refreshes only with a DPoP proof (docs/dpop.md); turning it on stops the key's tokens issued so far. */
+      requireDpop?: boolean;
     };
     answer: {
       id: string;
@@ -451,6 +461,8 @@ export interface OwnerOperations {
       lastUsedAt?: string;
       /** The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound. */
       certificateSha256?: string;
+      /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
+      requireDpop?: true;
     };
   };
   deleteKey: {
@@ -486,6 +498,8 @@ export interface OwnerOperations {
         lastUsedAt?: string;
         /** The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound. */
         certificateSha256?: string;
+        /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
+        requireDpop?: true;
       };
       apiSecret: string;
     };
