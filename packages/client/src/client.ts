@@ -7,6 +7,7 @@
  * Renewal, single flight and the 401 replay live in tokens.ts; HTTP, deadlines and retries in
  * transport.ts.
  */
+import { DpopProver, sendAuthorized } from './dpop.js';
 import { AuthenticationError, ConfigurationError, UnexpectedResponseError } from './errors.js';
 import { gatewayFetch } from './fetch.js';
 import { runsInBrowser } from './platform.js';
@@ -34,6 +35,8 @@ export class GatewayClient {
     }
     this.#transport = new Transport({
       baseUrl: options.baseUrl, fetch: options.fetch, timeoutMs: options.timeoutMs, retry: options.retry, onRateLimit: options.onRateLimit,
+      // An API settings token is never DPoP-bound: no key for it.
+      dpop: options.dpop === undefined || options.dpop === null || 'settingsToken' in credentials ? undefined : new DpopProver(options.dpop),
     });
     this.#tokens = new TokenManager({
       transport: this.#transport,
@@ -133,7 +136,8 @@ export class GatewayClient {
       const url = this.#transport.url(call.path, call.query);
       for (let replay = 0; ; replay++) {
         const { res, token: used } = await this.#tokens.send(scope, this.#transport.policy(options), call.retryable ?? isIdempotent(call.method), (token) =>
-          this.#transport.attempt(scope, url, { method: call.method, headers: { accept: 'application/json', authorization: `Bearer ${token}` } }));
+          sendAuthorized(this.#transport.dpop, call.method, url, token, true, (headers) =>
+            this.#transport.attempt(scope, url, { method: call.method, headers: { accept: 'application/json', ...headers } })));
         try {
           return await readEnvelope<T>(res, scope);
         } catch (err) {

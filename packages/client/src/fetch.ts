@@ -10,6 +10,7 @@
  * until the answer's headers arrive; the body is then the caller's, and the caller's signal
  * still cancels it.
  */
+import { sendAuthorized } from './dpop.js';
 import { ConfigurationError } from './errors.js';
 import type { TokenManager } from './tokens.js';
 import { isIdempotent, type Transport } from './transport.js';
@@ -39,17 +40,19 @@ export function gatewayFetch(transport: Transport, tokens: TokenManager): Gatewa
     const scope = transport.scope({ signal: signal ?? source?.signal, timeoutMs, retry });
     let ok = false;
     try {
-      const build = (token: string): Request => {
+      const build = (authorization: Record<string, string>): Request => {
         const headers = new Headers(source?.headers);
         new Headers(rest.headers).forEach((value, name) => headers.set(name, value));
-        // Whatever the caller put there, the bearer is this client's: never a mix of two.
-        headers.set('authorization', `Bearer ${token}`);
+        // Whatever the caller put there, the credentials are this client's: never a mix of two.
+        headers.delete('dpop');
+        for (const [name, value] of Object.entries(authorization)) headers.set(name, value);
         const base = pristine === undefined ? url : pristine.clone();
         const withBody = rest.body !== undefined || (pristine?.body ?? null) !== null;
         return new Request(base, { ...rest, method, headers, ...(withBody ? { duplex: 'half' } : {}) } as RequestInit);
       };
       for (let replay = 0; ; replay++) {
-        const { res, token: used } = await tokens.send(scope, transport.policy({ retry }), replayable && isIdempotent(method), (token) => transport.attempt(scope, build(token)));
+        const { res, token: used } = await tokens.send(scope, transport.policy({ retry }), replayable && isIdempotent(method), (token) =>
+          sendAuthorized(transport.dpop, method, url, token, replayable, (authorization) => transport.attempt(scope, build(authorization))));
         if (replay === 0 && replayable && !tokens.isSettingsToken && await isInvalidToken(res)) {
           tokens.refused(used);
           await res.body?.cancel().catch(() => {});
