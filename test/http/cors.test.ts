@@ -250,7 +250,7 @@ test("the gateway owns CORS on proxied routes: a backend's Access-Control-* head
   assert.equal(res.status, 200);
   assert.deepEqual(res.all('access-control-allow-origin'), [APP], 'one Allow-Origin, the gateway\'s');
   assert.deepEqual(res.all('access-control-allow-credentials'), []);
-  assert.deepEqual(res.all('access-control-expose-headers'), ['X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, WWW-Authenticate, X-Backend']);
+  assert.deepEqual(res.all('access-control-expose-headers'), ['X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, WWW-Authenticate, DPoP-Nonce, X-Backend']);
   assert.deepEqual(res.all('vary'), ['Accept-Encoding, Origin']);
   assert.equal(res.get('x-backend'), 'yes');
 
