@@ -5,7 +5,9 @@
  *   the challenge tells the client to use Bearer (§3.1);
  * - the Bearer scheme (any case, RFC 9110 §11.1) with a missing or non-b64token credential,
  *   or the header repeated: 400 invalid_request;
- * - a well-formed token that does not verify: 401 invalid_token (signer.ts).
+ * - a well-formed token that does not verify: 401 invalid_token (signer.ts);
+ * - the DPoP scheme (RFC 9449 §7.1) carries the token the same way; a DPoP-bound token needs it
+ *   and a proof (auth/dpop.ts), an unbound one is refused with it (test/http/dpop.test.ts).
  * test/unit/bearer.test.ts holds the grammar; test/http/protected-routes.test.ts the guard.
  */
 import type { IncomingMessage } from 'node:http';
@@ -116,7 +118,7 @@ export function createAuthenticator(signer: Signer, revocations: Revocations, se
     try {
       claims = await signer.verifyAccessToken(token);
     } catch (err) {
-      return failed(err);
+      return failed(asDpop ? inDpopTerms(err, dpop) : err);
     }
     const identity: Identity = {
       accountId: claims.sub, keyId: claims.client_id, tokenId: claims.jti,
@@ -134,8 +136,9 @@ export function createAuthenticator(signer: Signer, revocations: Revocations, se
         throw new InvalidToken('The access token is bound to a client certificate that this request did not present.');
       }
     }
-    // RFC 9449 §7.1: after the certificate (no proof is spent on a request refused anyway) and before the reset look-up; on every request, since
-    // the verified-token cache holds the token, never its proof.
+    // RFC 9449 §7.1: after the certificate (no proof is spent on a request refused anyway) and
+    // before the reset look-up; on every request, since the verified-token cache holds the
+    // token, never its proof.
     if (claims.cnf?.jkt !== undefined || asDpop) {
       try {
         identity.dpopThumbprint = await checkDpopBinding(dpop, token, req, claims.cnf?.jkt, asDpop);
@@ -148,11 +151,18 @@ export function createAuthenticator(signer: Signer, revocations: Revocations, se
     if (revoked !== true && revoked !== false) revoked = await revoked.catch(failed);
     if (revoked) {
       counted('revoked');
-      throw new InvalidToken('The access token was revoked by a token reset; sign in again.');
+      const refusal = new InvalidToken('The access token was revoked by a token reset; sign in again.');
+      throw asDpop ? inDpopTerms(refusal, dpop) : refusal;
     }
     counted('valid');
     return identity;
   };
+}
+
+/** RFC 9449 §7.1: a token sent as DPoP is refused with a DPoP challenge, whatever is wrong with it. */
+function inDpopTerms(err: unknown, dpop: DpopProofs | undefined): unknown {
+  if (!(err instanceof InvalidToken) || err.challenge?.scheme === 'DPoP') return err;
+  return new InvalidToken(err.message, { cause: err.cause, challenge: { scheme: 'DPoP', algs: dpop?.algs } });
 }
 
 /** An unbound token (or an API settings token) sent with the DPoP scheme. */

@@ -94,6 +94,11 @@ test('DPoP: binding, use and refusals', async (t) => {
     assertDpopRefusal(await callWith(`${gw.url}/things/1`, { token: accessToken, scheme: 'Bearer' }), 'invalid_token', 'Bearer, proxied');
   });
 
+  await t.test('a tampered or revoked token sent as DPoP is refused with a DPoP invalid_token challenge', async () => {
+    const tampered = `${accessToken.slice(0, -2)}${accessToken.endsWith('A') ? 'B' : 'A'}A`;
+    assertDpopRefusal(await callWith(roles, { token: tampered, proof: await proofFor(roles, { accessToken: tampered }) }), 'invalid_token', 'tampered');
+  });
+
   await t.test('DPoP with an unbound token is refused with invalid_token', async () => {
     const plain = await signInWith(gw, undefined);
     const token = plain.body.message.accessToken as string;
@@ -168,6 +173,13 @@ test('DPoP: binding, use and refusals', async (t) => {
     for (const [what, proof] of cases) assertDpopRefusal(await signInWith(gw, key, proof), 'invalid_dpop_proof', what);
     // Larger than the whole head may be: Node's parser refuses it before any route (431).
     assert.equal((await signInWith(gw, key, 'b'.repeat(20_000))).status, 431);
+  });
+
+  // Last: the reset ends every token of the key.
+  await t.test('a token revoked by a reset, sent as DPoP with a good proof, is refused with a DPoP invalid_token challenge', async () => {
+    const reset = await postJson(`${gw.url}/api/reset`, { apiKey: DEMO.alice.apiKey, apiSecret: sha256Hex(DEMO.alice.secret) });
+    assert.equal(reset.status, 200, show(reset));
+    assertDpopRefusal(await callWith(roles, { token: accessToken, proof: await proofFor(roles) }), 'invalid_token', 'revoked');
   });
 });
 
