@@ -202,3 +202,13 @@ test('DPoP nonces: required, given on refusal, accepted on retry, stale after tw
   assertDpopRefusal(stale, 'use_dpop_nonce', 'two steps later');
   assert.notEqual(stale.headers.get('dpop-nonce'), nonce);
 });
+
+test('with dpop.enabled off a proof at sign-in is refused, not ignored', async (t) => {
+  const gw = await startGateway(t, { overrides: { dpop: { enabled: false, algorithms: ['ES256'] } } });
+  const key = await makeProofKey('ES256');
+  const res = await signInWith(gw, key);
+  assert.equal(res.status, 401, show(res));
+  assert.equal(res.body.message.code, 'invalid_dpop_proof');
+  assert.match(res.headers.get('www-authenticate') ?? '', /^DPoP error="invalid_dpop_proof", error_description="[^"]+", algs="ES256"$/);
+  assert.equal((await signInWith(gw, undefined)).status, 200, 'without a proof, as before');
+});
