@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decodeJwt } from 'jose';
 import { startBackend } from '../helpers/backend.js';
+import { openClient, roundTrip, startWsBackend } from '../helpers/ws-backend.js';
 import { makeProof, makeProofKey, unsignedProof, type ProofKey } from '../helpers/dpop.js';
 import { call, DEMO, postJson, sha256Hex, show, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 
@@ -41,7 +42,11 @@ function assertDpopRefusal(res: JsonResponse, error: 'invalid_dpop_proof' | 'inv
 
 test('DPoP: binding, use and refusals', async (t) => {
   const backend = await startBackend(t);
-  const gw = await startGateway(t, { overrides: { routes: [{ prefix: '/things', targets: [backend.url] }], proxy: { trustedProxies: ['127.0.0.1'] } } });
+  const wsBackend = await startWsBackend(t);
+  const gw = await startGateway(t, { overrides: {
+    routes: [{ prefix: '/things', targets: [backend.url] }, { prefix: '/live', targets: [wsBackend.url], websocket: true }],
+    proxy: { trustedProxies: ['127.0.0.1'] },
+  } });
   const key = await makeProofKey('ES256');
   const other = await makeProofKey('ES256');
   const bound = await signInWith(gw, key);
@@ -75,6 +80,15 @@ test('DPoP: binding, use and refusals', async (t) => {
     assert.deepEqual(received.headers['x-dpop-jkt'], [key.thumbprint], 'the client\'s own X-DPoP-Jkt is replaced');
     assert.equal(received.headers.authorization, undefined);
     assert.equal(received.headers.dpop, undefined);
+  });
+
+  await t.test('a WebSocket handshake is checked as any call: DPoP and a proof for GET on its URL', async () => {
+    const ws = await openClient(gw.url, '/live', { headers: { authorization: `DPoP ${accessToken}`, dpop: await proofFor(`${gw.url}/live`) } });
+    t.after(() => ws.terminate());
+    assert.equal((await roundTrip(ws, 'ping')).data.toString(), 'ping');
+    assert.deepEqual(wsBackend.handshakes.at(-1)!.headers['x-dpop-jkt'], [key.thumbprint]);
+    await assert.rejects(openClient(gw.url, '/live', { token: accessToken }), /answered 401/, 'Bearer');
+    await assert.rejects(openClient(gw.url, '/live', { headers: { authorization: `DPoP ${accessToken}`, dpop: await proofFor(`${gw.url}/things`) } }), /answered 401/, 'a proof for another URL');
   });
 
   await t.test('forward auth checks htm and htu against the original request the trusted proxy names', async () => {
