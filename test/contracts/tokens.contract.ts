@@ -79,11 +79,15 @@ export function runTokenStoreContract(name: string, makeStore: () => Promise<Sto
       assert.deepEqual((await f.rotate(a.successor, T0 + 6, { dpopThumbprint: jkt })).result, { outcome: 'rotated' });
     });
 
-    await t.test('an unbound family rotates with or without a thumbprint', async () => {
+    await t.test('an unbound family rotates without a thumbprint, and is bound by its first rotation with one', async () => {
       const f = await family();
-      const a = await f.rotate(f.first, T0 + 1, { dpopThumbprint: randomBytes(32).toString('base64url') });
+      const a = await f.rotate(f.first, T0 + 1);
       assert.deepEqual(a.result, { outcome: 'rotated' });
-      assert.deepEqual((await f.rotate(a.successor, T0 + 2)).result, { outcome: 'rotated' });
+      const jkt = randomBytes(32).toString('base64url');
+      const b = await f.rotate(a.successor, T0 + 2, { dpopThumbprint: jkt });
+      assert.deepEqual(b.result, { outcome: 'rotated' });
+      assert.deepEqual((await f.rotate(b.successor, T0 + 3)).result, { outcome: 'dpop_mismatch' }, 'bound from then on');
+      assert.deepEqual((await f.rotate(b.successor, T0 + 4, { dpopThumbprint: jkt })).result, { outcome: 'rotated' });
     });
 
     await t.test('refuses an unknown token', async () => {

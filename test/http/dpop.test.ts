@@ -176,6 +176,16 @@ test('DPoP: binding, use and refusals', async (t) => {
     assert.deepEqual(decodeJwt(res.body.message.accessToken).cnf, { jkt: key.thumbprint });
   });
 
+  await t.test('an unbound family\'s first refresh with a proof binds the token and the family', async () => {
+    const refresh = `${gw.url}/api/refresh`;
+    const plain = await signInWith(gw, undefined);
+    const first = await postJson(refresh, { refreshToken: plain.body.message.refreshToken }, { headers: { dpop: await makeProof(other, { htm: 'POST', htu: refresh, iat: now(gw) }) } });
+    assert.equal(first.status, 200, show(first));
+    assert.equal(first.body.message.token_type, 'DPoP');
+    assert.deepEqual(decodeJwt(first.body.message.accessToken).cnf, { jkt: other.thumbprint });
+    assertDpopRefusal(await postJson(refresh, { refreshToken: first.body.message.refreshToken }), 'invalid_dpop_proof', 'the family is bound now');
+  });
+
   await t.test('bad proofs at sign-in are 401 invalid_dpop_proof, never a 500', async () => {
     const signin = `${gw.url}/api/signin`;
     const cases: [string, string][] = [

@@ -24,7 +24,8 @@
  * ARGV[8] successor idle expiry (capped here at the family's expiry)
  * ARGV[9] the successor pair, sealed under the presented secret
  * ARGV[10] the thumbprint of the refresh's DPoP proof ('' without one): a family bound to a
- *          DPoP key (its `jkt`) is refreshed only with a proof by it (RFC 9449 §5)
+ *          DPoP key (its `jkt`) is refreshed only with a proof by it (RFC 9449 §5); an unbound
+ *          family rotated with one is bound to it from then on
  * Returns {'rotated'} | {'replayed', sealedPair} | {'reused'} | {'invalid'} | {'dpop_mismatch'}
  *
  * The sealed pair is kept on the family, not on the consumed token: only the latest rotation's
@@ -54,6 +55,7 @@ if not t[5] then
   redis.call('HSET', KEYS[1], 'rot', ARGV[4], 'next', ARGV[6])
   redis.call('PEXPIREAT', KEYS[1], famExp)
   redis.call('HSET', KEYS[2], 'current', ARGV[6], 'sealed', ARGV[9])
+  if not jkt and ARGV[10] ~= '' then redis.call('HSET', KEYS[2], 'jkt', ARGV[10]) end
   return {'rotated'}
 end
 if now - tonumber(t[5]) < tonumber(ARGV[5]) and f[4] == t[6] then return {'replayed', t[7] or f[5]} end

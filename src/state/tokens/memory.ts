@@ -88,6 +88,7 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
       token.successorId = req.successor.tokenId;
       family.currentTokenId = req.successor.tokenId;
       family.sealedPair = req.sealedPair;
+      if (family.dpopThumbprint === undefined && req.dpopThumbprint !== undefined) family.dpopThumbprint = req.dpopThumbprint;
       // The consumed entry stays until its family ends, so a late replay is still recognised.
       this.#tokens.set(req.tokenId, token, { ttl: ttlUntil(family.expiresAt, req.now) });
       return { outcome: 'rotated' };

@@ -51,7 +51,11 @@ export interface RotateRequest {
   sealedPair: string;
   now: number;
   graceMs: number;
-  /** The thumbprint of the DPoP proof the refresh came with; absent without one. */
+  /**
+   * The thumbprint of the DPoP proof the refresh came with; absent without one. An unbound
+   * family rotated with one is bound to it from then on (RFC 9449 §5: the holder of a refresh
+   * token a page got unbound proves its key from its first refresh).
+   */
   dpopThumbprint?: string;
 }
 
