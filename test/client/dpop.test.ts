@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { test } from 'node:test';
 import { calculateJwkThumbprint, decodeJwt, type JWK } from 'jose';
-import { GatewayClient } from '../../packages/client/src/index.js';
+import { GatewayClient, type TokenPair } from '../../packages/client/src/index.js';
 import { startBackend } from '../helpers/backend.js';
 import { call, DEMO } from '../helpers/gateway.js';
 import { startGatewayProcess } from '../helpers/process.js';
@@ -64,6 +64,18 @@ test('the client does DPoP against a gateway that requires nonces', async (t) =>
     const copied = await call(`${gw.url}/api/roles`, { token });
     assert.equal(copied.status, 401, 'the token copied out is no bearer token');
     assert.match(copied.headers.get('www-authenticate') ?? '', /^DPoP error="invalid_token"/);
+  });
+
+  await t.test('a stored pair bound to an earlier key: the client renews, signs in again and binds its own', async () => {
+    let stored: TokenPair | undefined;
+    const storage = { load: () => stored, save: (pair: TokenPair | undefined) => { stored = pair; } };
+    await new GatewayClient({ baseUrl: gw.url, credentials: alice, dpop: true, storage }).roles();
+    const earlier = (decodeJwt(stored!.accessToken).cnf as { jkt: string }).jkt;
+    const client = new GatewayClient({ baseUrl: gw.url, credentials: alice, dpop: true, storage });
+    const page = await client.roles();
+    assert.ok(Array.isArray(page.items));
+    const now = (decodeJwt(await client.accessToken()).cnf as { jkt: string }).jkt;
+    assert.notEqual(now, earlier, 'bound to the new client\'s key');
   });
 
   await t.test('a Node KeyObject: the binding is its key\'s thumbprint, and refreshes carry proofs too', async () => {

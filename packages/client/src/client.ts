@@ -129,7 +129,10 @@ export class GatewayClient {
     await this.#tokens.drop();
   }
 
-  /** A call with the bearer token; a 401 invalid_token renews and replays it once. */
+  /**
+   * A call with the bearer token; a 401 invalid_token renews and replays it once, and so does
+   * invalid_dpop_proof with a DPoP key (a stored token bound to an earlier key is renewed).
+   */
   async #authorized<T>(call: JsonCall, options: CallOptions = {}): Promise<T> {
     const scope = this.#transport.scope(options);
     try {
@@ -141,7 +144,8 @@ export class GatewayClient {
         try {
           return await readEnvelope<T>(res, scope);
         } catch (err) {
-          if (replay > 0 || this.#tokens.isSettingsToken || !(err instanceof AuthenticationError && err.code === 'invalid_token')) throw err;
+          const renewable = err instanceof AuthenticationError && (err.code === 'invalid_token' || (err.code === 'invalid_dpop_proof' && this.#transport.dpop !== undefined));
+          if (replay > 0 || this.#tokens.isSettingsToken || !renewable) throw err;
           this.#tokens.refused(used);
         }
       }

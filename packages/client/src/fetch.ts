@@ -5,7 +5,8 @@
  * refused before anything is sent. Redirects follow the platform's fetch, which drops the
  * Authorization header when a redirect leaves the origin (Node's fetch and current browsers).
  * Bodies stream both ways (a ReadableStream body is sent with `duplex: 'half'`; the answer is
- * the platform's Response, unread). A 401 invalid_token renews and replays once when the body
+ * the platform's Response, unread). A 401 invalid_token (or, with a DPoP key,
+ * invalid_dpop_proof: a stored token bound to an earlier key) renews and replays once when the body
  * can be sent again; a stream cannot, so its 401 is returned as it came. The time limit runs
  * until the answer's headers arrive; the body is then the caller's, and the caller's signal
  * still cancels it.
@@ -53,7 +54,7 @@ export function gatewayFetch(transport: Transport, tokens: TokenManager): Gatewa
       for (let replay = 0; ; replay++) {
         const { res, token: used } = await tokens.send(scope, transport.policy({ retry }), replayable && isIdempotent(method), (token) =>
           sendAuthorized(transport.dpop, method, url, token, replayable, (authorization) => transport.attempt(scope, build(authorization))));
-        if (replay === 0 && replayable && !tokens.isSettingsToken && await isInvalidToken(res)) {
+        if (replay === 0 && replayable && !tokens.isSettingsToken && await isInvalidToken(res, transport.dpop !== undefined)) {
           tokens.refused(used);
           await res.body?.cancel().catch(() => {});
           continue;
@@ -93,14 +94,15 @@ function canStreamBodies(): boolean {
   return duplexRead && !probe.headers.has('content-type');
 }
 
-/** 401 whose WWW-Authenticate or envelope says invalid_token; the answer itself stays unread. */
-async function isInvalidToken(res: Response): Promise<boolean> {
+/** 401 whose WWW-Authenticate or envelope says invalid_token (or invalid_dpop_proof, `dpop`); the answer itself stays unread. */
+async function isInvalidToken(res: Response, dpop: boolean): Promise<boolean> {
   if (res.status !== 401) return false;
-  if (/error="?invalid_token"?/.test(res.headers.get('www-authenticate') ?? '')) return true;
+  const challenge = res.headers.get('www-authenticate') ?? '';
+  if (/error="?invalid_token"?/.test(challenge) || (dpop && /error="?invalid_dpop_proof"?/.test(challenge))) return true;
   if (!(res.headers.get('content-type') ?? '').includes('json')) return false;
   try {
     const body = await res.clone().json() as { message?: { code?: unknown } };
-    return body?.message?.code === 'invalid_token';
+    return body?.message?.code === 'invalid_token' || (dpop && body?.message?.code === 'invalid_dpop_proof');
   } catch {
     return false;
   }

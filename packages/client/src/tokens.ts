@@ -286,6 +286,9 @@ export class TokenManager {
       try {
         return await this.#accept(await this.#transport.json<TokenPair>({ method: 'POST', path: '/api/refresh', body: { refreshToken }, retryable: true, dpop: true }), generation);
       } catch (err) {
+        // A family bound to another DPoP key (a pair stored under an earlier key): with the key at
+        // hand a fresh sign-in binds a new one; without it, the refusal is the caller's to see.
+        if (err instanceof AuthenticationError && err.code === 'invalid_dpop_proof' && this.#apiKey !== undefined) break;
         if (!(err instanceof AuthenticationError && err.code === 'invalid_grant')) throw err;
         if (this.#handedOver !== undefined) {
           // The stored pair was dead; the application's own refresh token is still untried.
