@@ -220,7 +220,7 @@ function buildProxy({ config, log, clock, metrics, signer }: Core, { auth, limit
   const cors = createCors(config.cors);
   // The trusted proxies as currently configured: a reload that changes them changes whose trace context is believed.
   const tracing = createTracing(config.tracing, { log, isTrustedPeer: isTrustedProxy, flushTimeoutMs: config.server.shutdownTimeoutMs });
-  const proxy = createProxy({ config, log, clock, signer, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers, revocations: auth.revocations, limits, cors, isTrustedProxy, metrics, tracing });
+  const proxy = createProxy({ config, log, clock, signer, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers, revocations: auth.revocations, limits, cors, isTrustedProxy, metrics, tracing, dpop: auth.dpop });
   return { cors, tracing, proxy };
 }
 

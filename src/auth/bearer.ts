@@ -187,10 +187,18 @@ async function checkDpopBinding(dpop: DpopProofs | undefined, token: string, req
   return thumbprint;
 }
 
-/** Koa guard: sets ctx.state.identity, or throws the 400/401 the request deserves. */
-export function requireBearer(authenticate: Authenticate) {
+/**
+ * Koa guard: sets ctx.state.identity, or throws the 400/401 the request deserves. `dpop`: a DPoP
+ * call's answer gets the current server nonce, when nonces are required.
+ */
+export function requireBearer(authenticate: Authenticate, dpop?: Pick<DpopProofs, 'nonceHeader'>) {
   return async function requireBearer(ctx: Context, next: Next): Promise<void> {
-    ctx.state.identity = await authenticate(readBearerToken(ctx.req), ctx.req);
+    const identity = await authenticate(readBearerToken(ctx.req), ctx.req);
+    ctx.state.identity = identity;
+    if (identity.dpopThumbprint !== undefined) {
+      const nonce = dpop?.nonceHeader();
+      if (nonce !== undefined) ctx.set(nonce);
+    }
     await next();
   };
 }

@@ -55,6 +55,12 @@ export interface DpopProofs {
   check(proof: string, req: IncomingMessage, options?: { target?: ProofTarget; accessToken?: string }): Promise<string>;
   /** The nonce a client should use now (for a `DPoP-Nonce` header). */
   currentNonce(): string;
+  /**
+   * With nonces required, the `DPoP-Nonce` header for a successful answer to a DPoP call (RFC
+   * 9449 §8.2), so that a client calling at least once per step never meets a stale nonce;
+   * undefined while nonces are off.
+   */
+  nonceHeader(): Record<string, string> | undefined;
 }
 
 export interface DpopDeps {
@@ -106,6 +112,7 @@ export function createDpopProofs({ config, clockSkewSeconds, clock, proofs, isTr
       return jkt;
     },
     currentNonce: () => nonces.current(),
+    nonceHeader: () => (config.nonce === 'required' ? { 'DPoP-Nonce': nonces.current() } : undefined),
   };
 }
 

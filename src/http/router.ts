@@ -55,7 +55,7 @@ export function createRouter(deps: RouterDeps, isOwnPath: (path: string) => bool
   const { auth, directory, signer, authenticate, config, formatTimestamp, readiness, isDraining, limits, clientAddress, metrics, owner } = deps;
   const bodyLimitBytes = config.server.bodyLimitBytes;
   const credentials = { auth, limits, clientAddress, bodyLimitBytes, dpop: deps.dpop };
-  const bearer = requireBearer(authenticate);
+  const bearer = requireBearer(authenticate, deps.dpop);
   const router = new Router({ sensitive: true });
 
   router.use(noStore);

@@ -57,6 +57,7 @@ test('the client does DPoP against a gateway that requires nonces', async (t) =>
     const res = await client.fetch('/things/1?x=2');
     assert.equal(res.status, 200, await res.clone().text());
     assert.deepEqual(backend.received.at(-1)!.headers['x-dpop-jkt'], [jkt]);
+    assert.ok(res.headers.get('dpop-nonce') !== null, 'a proxied answer hands out the current nonce too');
     await client.roles();
     const proofs = calls.map((c) => c.headers.dpop).filter((p): p is string => p !== undefined);
     assert.equal(new Set(proofs).size, proofs.length, 'a new proof each time');

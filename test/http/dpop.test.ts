@@ -219,9 +219,16 @@ test('DPoP nonces: required, given on refusal, accepted on retry, stale after tw
   assert.equal(res.status, 200, show(res));
   const accessToken = res.body.message.accessToken as string;
   const roles = `${gw.url}/api/roles`;
-  assert.equal((await callWith(roles, { token: accessToken, proof: await makeProof(key, { htm: 'GET', htu: roles, iat: now(gw), accessToken, nonce }) })).status, 200);
+  const used = await callWith(roles, { token: accessToken, proof: await makeProof(key, { htm: 'GET', htu: roles, iat: now(gw), accessToken, nonce }) });
+  assert.equal(used.status, 200, show(used));
+  assert.equal(used.headers.get('dpop-nonce'), nonce, 'a successful answer hands out the current nonce');
   assertDpopRefusal(await callWith(roles, { token: accessToken, proof: await makeProof(key, { htm: 'GET', htu: roles, iat: now(gw), accessToken, nonce: `${nonce}x` }) }), 'use_dpop_nonce', 'a forged nonce');
-  gw.clock.advance(125_000);
+  gw.clock.advance(60_000);
+  const next = await callWith(roles, { token: accessToken, proof: await makeProof(key, { htm: 'GET', htu: roles, iat: now(gw), accessToken, nonce }) });
+  assert.equal(next.status, 200, `a nonce is good in the next step too: ${show(next)}`);
+  const fresh = next.headers.get('dpop-nonce');
+  assert.ok(fresh !== null && fresh !== nonce, 'and the answer hands out the new step\'s');
+  gw.clock.advance(65_000);
   const stale = await callWith(roles, { token: accessToken, proof: await makeProof(key, { htm: 'GET', htu: roles, iat: now(gw), accessToken, nonce }) });
   assertDpopRefusal(stale, 'use_dpop_nonce', 'two steps later');
   assert.notEqual(stale.headers.get('dpop-nonce'), nonce);

@@ -26,6 +26,7 @@ export function refresh({ auth, limits, clientAddress, bodyLimitBytes, dpop }: C
     // A duplicate inside the grace window is the same refresh again, not another one.
     if (result.replayed === true) await attempt.replayed();
     if (attempt.headers !== undefined) ctx.set(attempt.headers);
+    if (result.pair.token_type === 'DPoP') ctx.set(dpop.nonceHeader() ?? {});
     ctx.body = ok(pairAnswer(result.pair));
   };
 }

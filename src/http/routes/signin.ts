@@ -14,6 +14,7 @@ export function signIn(deps: CredentialRouteDeps) {
     const { apiKey, apiSecret } = await readFields(ctx, SignInBody, { limit: bodyLimitBytes, accept: ['json'] });
     // The proof is checked inside the counted attempt: the guess is counted before any work.
     const { pair } = await checkKeyCredentials(deps, ctx, apiKey, async () => auth.signIn(apiKey, apiSecret, verifiedClientCertificate(ctx.req), await bindingThumbprint(dpop, ctx.req)));
+    if (pair.token_type === 'DPoP') ctx.set(dpop.nonceHeader() ?? {});
     ctx.body = ok(pairAnswer(pair));
   };
 }
