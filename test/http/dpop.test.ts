@@ -80,6 +80,10 @@ test('DPoP: binding, use and refusals', async (t) => {
     assert.deepEqual(received.headers['x-dpop-jkt'], [key.thumbprint], 'the client\'s own X-DPoP-Jkt is replaced');
     assert.equal(received.headers.authorization, undefined);
     assert.equal(received.headers.dpop, undefined);
+    const plain = (await signInWith(gw, undefined)).body.message.accessToken as string;
+    const unbound = await callWith(url, { token: plain, scheme: 'Bearer', headers: { 'x-dpop-jkt': key.thumbprint, dpop: 'anything' } });
+    assert.equal(unbound.status, 200, show(unbound));
+    assert.equal(backend.received.at(-1)!.headers['x-dpop-jkt'], undefined, 'an unbound caller\'s X-DPoP-Jkt is removed');
   });
 
   await t.test('a WebSocket handshake is checked as any call: DPoP and a proof for GET on its URL', async () => {
