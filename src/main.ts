@@ -184,7 +184,11 @@ function superviseWorkers(count: number, log: Logger, config: Config): void {
   let stopping = false;
   // Without a configured key each process would sign device cookies with its own: one key made
   // here for every worker (and every replacement), so a device one worker marked is known to all.
-  const env = config.owner.deviceCookieSecret === undefined ? { OWNER_DEVICE_COOKIE_SECRET: randomBytes(32).toString('base64url') } : {};
+  const env = {
+    ...(config.owner.deviceCookieSecret === undefined ? { OWNER_DEVICE_COOKIE_SECRET: randomBytes(32).toString('base64url') } : {}),
+    // Likewise the DPoP nonces' key, so a nonce one worker gave is good at every worker.
+    ...(config.dpop.nonceSecret === undefined ? { DPOP_NONCE_SECRET: randomBytes(32).toString('base64url') } : {}),
+  };
   const fork = () => {
     const worker = cluster.fork(env);
     worker.once('listening', () => listening.add(worker.id));

@@ -7,6 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import { createAuthenticator, type Authenticate, type Identity } from './auth/bearer.js';
 import { createDeniedTokens, type DeniedTokens } from './auth/denied-tokens.js';
+import { createDpopProofs, type DpopProofs } from './auth/dpop.js';
 import { createDemoSecretGuard, type DemoSecretGuard } from './auth/demo-secrets.js';
 import { createIntrospection, type Introspection } from './auth/introspection.js';
 import { countAuthOutcomes, createAuthService, type AuthService } from './auth/service.js';
@@ -56,6 +57,8 @@ export interface Services {
   revocation: TokenRevocation;
   /** POST /api/introspect (RFC 7662). */
   introspection: Introspection;
+  /** DPoP proofs (auth/dpop.ts): bound at sign-in and refresh, checked with every bound token. */
+  dpop: DpopProofs;
   /** The bearer check of routes that also accept other issuers' tokens (`trustedIssuers`, route `issuers`). */
   trustedIssuers: TrustedIssuers;
   /** The configured routes to backends. */
@@ -123,8 +126,8 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   const state = createState(config, { dataFile, log, clock, metrics, isProduction });
   const core: Core = { config, log, clock, metrics, signer, state };
   // An account reset also revokes its API settings tokens for good (a reset is remembered for a while only).
-  const auth = buildAuth(core, { isProduction, onAccountReset: (accountId) => owner.settingsTokens.revokeAllOf(accountId) });
   const trust = createReplaceableProxyTrust(config.proxy.trustedProxies);
+  const auth = buildAuth(core, { isProduction, isTrustedProxy: trust.isTrusted, onAccountReset: (accountId) => owner.settingsTokens.revokeAllOf(accountId) });
   const clientAddress = createClientAddress(config.proxy, trust.isTrusted);
   const limits = buildLimits(core, clientAddress);
   const edge = buildProxy(core, { auth, limits: limits.limits, isTrustedProxy: trust.isTrusted });
@@ -135,7 +138,7 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   });
   return {
     config, log, clock, signer, metrics, owner, clientAddress,
-    auth: auth.service, revocations: auth.revocations, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers,
+    auth: auth.service, revocations: auth.revocations, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers, dpop: auth.dpop,
     denied: auth.denied, revocation: auth.revocation, introspection: auth.introspection,
     keys: state.keys, directory: state.directory, tokens: state.tokens, ownerStore: state.owners, state: state.where, mailSender: mail?.sender,
     limits: limits.limits, usage: limits.usage, isTrustedProxy: trust.isTrusted,
@@ -181,10 +184,11 @@ interface AuthParts {
   denied: DeniedTokens;
   revocation: TokenRevocation;
   introspection: Introspection;
+  dpop: DpopProofs;
 }
 
 /** Sign-in, refresh and resets; the bearer check every protected path shares. */
-function buildAuth({ config, log, clock, metrics, signer, state }: Core, { isProduction, onAccountReset }: { isProduction: boolean; onAccountReset: (accountId: string) => Promise<void> }): AuthParts {
+function buildAuth({ config, log, clock, metrics, signer, state }: Core, { isProduction, isTrustedProxy, onAccountReset }: { isProduction: boolean; isTrustedProxy: ProxyTrust; onAccountReset: (accountId: string) => Promise<void> }): AuthParts {
   const { tokens: t } = config;
   // A heard reset notice matters as long as an access token from before it can live.
   const rememberMs = (t.accessTokenTtlSeconds + t.clockSkewSeconds) * 1000;
@@ -208,9 +212,10 @@ function buildAuth({ config, log, clock, metrics, signer, state }: Core, { isPro
     cacheTtlMs: config.owner.settingsTokenCacheTtlMs, accessTokenTtlSeconds: t.accessTokenTtlSeconds, resetsRememberedMs: rememberMs,
   });
   const denied = createDeniedTokens({ store: state.denylist, clock, log });
-  const authenticate = createAuthenticator(signer, revocations, settingsTokens, metrics, denied);
+  const dpop = createDpopProofs({ config: config.dpop, clockSkewSeconds: t.clockSkewSeconds, clock, proofs: state.dpopProofs, isTrustedProxy });
+  const authenticate = createAuthenticator(signer, revocations, settingsTokens, metrics, denied, dpop);
   const trustedIssuers = createTrustedIssuers({ authenticate, config, clock, log, metrics });
-  return { service, revocations, authenticate, trustedIssuers, demoSecrets, denied, ...buildTokenLifecycle({ config, log, clock, metrics, signer, state }, { revocations, denied, settingsTokens, trustedIssuers }) };
+  return { service, revocations, authenticate, trustedIssuers, demoSecrets, denied, dpop, ...buildTokenLifecycle({ config, log, clock, metrics, signer, state }, { revocations, denied, settingsTokens, trustedIssuers }) };
 }
 
 /** Revocation (RFC 7009) and introspection (RFC 7662) over the same checks as the bearer guard. */
@@ -262,7 +267,7 @@ function buildProxy({ config, log, clock, metrics, signer }: Core, { auth, limit
   const cors = createCors(config.cors);
   // The trusted proxies as currently configured: a reload that changes them changes whose trace context is believed.
   const tracing = createTracing(config.tracing, { log, isTrustedPeer: isTrustedProxy, flushTimeoutMs: config.server.shutdownTimeoutMs });
-  const proxy = createProxy({ config, log, clock, signer, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers, revocations: auth.revocations, denied: auth.denied, limits, cors, isTrustedProxy, metrics, tracing });
+  const proxy = createProxy({ config, log, clock, signer, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers, revocations: auth.revocations, denied: auth.denied, limits, cors, isTrustedProxy, metrics, tracing, dpop: auth.dpop });
   return { cors, tracing, proxy };
 }
 

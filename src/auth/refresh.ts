@@ -125,6 +125,11 @@ export function hashRefreshSecret(secret: string): string {
 export interface TokenPair {
   accessToken: string;
   refreshToken: string;
+  /**
+   * How the access token is sent (RFC 6749 §7.1): `DPoP` for one bound to a DPoP key (RFC 9449
+   * §5), else `Bearer`. Absent from pairs sealed by an earlier version (read as Bearer).
+   */
+  token_type?: 'Bearer' | 'DPoP';
 }
 
 /**

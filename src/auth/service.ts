@@ -23,12 +23,16 @@ export type IssueResult =
    * `scopes`: what the access token carries (the token endpoint's `scope` answer).
    */
   | { outcome: 'issued'; pair: TokenPair; scopes: readonly string[]; replayed?: true }
-  /** `invalid_scope`: a requested scope the key (or the family's grant) lacks, after the credentials matched. */
-  | { outcome: 'rejected'; reason: 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'certificate_mismatch' | 'invalid_scope' };
+  /**
+   * `invalid_scope`: a requested scope the key (or the family's grant) lacks, after the
+   * credentials matched; `dpop_required`: a key that requires DPoP without a proof;
+   * `dpop_mismatch`: a DPoP-bound family refreshed without a proof by its key.
+   */
+  | { outcome: 'rejected'; reason: 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'certificate_mismatch' | 'invalid_scope' | 'dpop_required' | 'dpop_mismatch' };
 
 /**
- * What a caller asks of a sign-in or refresh beyond the credentials (the token endpoint's
- * parameters; /api/signin and /api/refresh ask nothing).
+ * What a caller asks of a sign-in or refresh beyond the credentials: the token endpoint's
+ * parameters, and the key of the request's DPoP proof.
  */
 export interface GrantRequest {
   /**
@@ -37,6 +41,11 @@ export interface GrantRequest {
    * the family's grant (§6). A scope outside them: `invalid_scope`.
    */
   scopes?: readonly string[];
+  /**
+   * The RFC 7638 thumbprint of the request's checked DPoP proof (auth/dpop.ts): the pair is
+   * bound to that key (`cnf.jkt`, and the family remembers it, RFC 9449 §5).
+   */
+  dpopThumbprint?: string | undefined;
 }
 
 export type ClientResult =
@@ -53,9 +62,16 @@ export interface AuthService {
    * `certificate`: the request's verified client certificate; a key bound to one
    * (`certificateSha256`) is refused (`certificate_mismatch`, after its secret matched) without
    * it, and its tokens carry it (`cnf.x5t#S256`).
+   * `dpopThumbprint`: the key of the request's checked DPoP proof (auth/dpop.ts); the pair is then
+   * bound to it (`cnf.jkt`, the family remembers it). A key with `requireDpop` is refused
+   * (`dpop_required`, after its secret matched) without one.
    */
   signIn(apiKey: string, apiSecret: string, certificate?: ClientCertificate, request?: GrantRequest): Promise<IssueResult>;
-  /** Rotates a refresh token (see state/tokens/store.ts for the outcomes); a bound key's needs its certificate too, as signIn. */
+  /**
+   * Rotates a refresh token (see state/tokens/store.ts for the outcomes); a bound key's needs its
+   * certificate too, as signIn. A DPoP-bound family needs a proof by its key (`dpop_mismatch`);
+   * with a proof the new access token is bound to its key.
+   */
   refresh(refreshToken: string, certificate?: ClientCertificate, request?: GrantRequest): Promise<IssueResult>;
   /**
    * Checks an API key's credentials as signIn does (the secret's SHA-256; the bound
@@ -100,6 +116,8 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       const key = await verify(apiKey, apiSecret);
       if (key === undefined) return { outcome: 'rejected', reason: 'bad_credentials' };
       if (!presentsBoundCertificate(key, certificate)) return { outcome: 'rejected', reason: 'certificate_mismatch' };
+      const { dpopThumbprint } = request;
+      if (key.requireDpop === true && dpopThumbprint === undefined) return { outcome: 'rejected', reason: 'dpop_required' };
       const grant = request.scopes === undefined ? undefined : canonicalScopes(request.scopes);
       if (grant !== undefined && !isWithin(grant, key.scopes)) return { outcome: 'rejected', reason: 'invalid_scope' };
       const scopes = grant ?? key.scopes;
@@ -107,7 +125,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       const now = clock.now();
       const familyId = newId();
       const refresh = mintRefreshToken(key.accountId, key.keyId, familyId, grant);
-      const accessToken = await signer.issueAccessToken({ ...key, scopes, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key), session: sessionOf(familyId) });
+      const accessToken = await signer.issueAccessToken({ ...key, scopes, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key), session: sessionOf(familyId), dpopThumbprint });
       await tokens.createFamily({
         familyId,
         accountId: key.accountId,
@@ -115,12 +133,14 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
         familyExpiresAt: now + familyMaxMs,
         token: { tokenId: refresh.tokenId, secretHash: refresh.secretHash, expiresAt: now + refreshTtlMs },
         ...(grant === undefined ? {} : { scopes: grant }),
+        ...(dpopThumbprint === undefined ? {} : { dpopThumbprint }),
       }, now);
       onSignIn?.(key);
-      return { outcome: 'issued', pair: { accessToken, refreshToken: refresh.token }, scopes };
+      return { outcome: 'issued', pair: { accessToken, refreshToken: refresh.token, ...tokenType(dpopThumbprint) }, scopes };
     },
 
     async refresh(refreshToken, certificate, request = {}) {
+      const { dpopThumbprint } = request;
       const presented = parseRefreshToken(refreshToken);
       if (presented === undefined) return { outcome: 'rejected', reason: 'invalid' };
 
@@ -135,10 +155,12 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       if (!presentsBoundCertificate(key, certificate)) return { outcome: 'rejected', reason: 'certificate_mismatch' };
       const scopes = refreshedScopes(key.scopes, presented.scopes, request.scopes);
       if (scopes === undefined) return { outcome: 'rejected', reason: 'invalid_scope' };
+      if (key.requireDpop === true && dpopThumbprint === undefined) return { outcome: 'rejected', reason: 'dpop_required' };
 
       const now = clock.now();
       const successor = mintRefreshToken(presented.accountId, presented.keyId, presented.familyId, presented.scopes);
-      const pair = { accessToken: await signer.issueAccessToken({ ...key, scopes, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key), session: sessionOf(presented.familyId) }), refreshToken: successor.token };
+      const accessToken = await signer.issueAccessToken({ ...key, scopes, epoch: await revocations.currentEpoch(), certificateThumbprint: thumbprintOf(key), session: sessionOf(presented.familyId), dpopThumbprint });
+      const pair: TokenPair = { accessToken, refreshToken: successor.token, ...tokenType(dpopThumbprint) };
       const result = await tokens.rotate({
         tokenId: presented.tokenId,
         accountId: presented.accountId,
@@ -150,6 +172,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
         now,
         graceMs,
         ...(presented.scopes === undefined ? {} : { scopes: presented.scopes }),
+        ...(dpopThumbprint === undefined ? {} : { dpopThumbprint }),
       });
 
       switch (result.outcome) {
@@ -165,6 +188,8 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
           return { outcome: 'rejected', reason: 'reused' };
         case 'invalid':
           return { outcome: 'rejected', reason: 'invalid' };
+        case 'dpop_mismatch':
+          return { outcome: 'rejected', reason: 'dpop_mismatch' };
       }
     },
 
@@ -217,6 +242,14 @@ function isWithin(asked: readonly string[], allowed: readonly string[]): boolean
 function scopesOf(accessToken: string): readonly string[] {
   const { scope } = decodeJwt(accessToken);
   return typeof scope === 'string' && scope !== '' ? scope.split(' ') : [];
+}
+
+/**
+ * A DPoP-bound pair says so (`token_type: "DPoP"`, RFC 9449 §5); a bearer pair answers as the
+ * interface document's `{accessToken, refreshToken}`, unchanged.
+ */
+function tokenType(dpopThumbprint: string | undefined): { token_type?: 'DPoP' } {
+  return dpopThumbprint === undefined ? {} : { token_type: 'DPoP' };
 }
 
 /** True for a key bound to no certificate, or when `certificate` is the one it is bound to. */

@@ -62,7 +62,14 @@ export interface AccessTokenClaims {
    * RFC 8705 §3.1: the token is bound to the client certificate whose SHA-256 (base64url) this
    * is; a request presenting another certificate, or none, may not use it. Absent: unbound.
    */
-  cnf?: { 'x5t#S256': string };
+  cnf?: {
+    'x5t#S256'?: string;
+    /**
+     * RFC 9449 §6.1: the token is DPoP-bound to the key with this RFC 7638 thumbprint (SHA-256,
+     * base64url); every call must come with a proof by that key (auth/dpop.ts).
+     */
+    jkt?: string;
+  };
   /**
    * The sign-in session the token was minted in: a digest of its refresh-token family's id
    * (auth/refresh.ts `sessionOf`), so that revoking the family (POST /api/revoke) refuses its
@@ -92,7 +99,7 @@ export const ASSERTION_TYPE = 'gateway-assertion+jwt';
 
 export interface Signer {
   /** Signs a new access token for the key's account; `jti`, `iat`, `exp` are set here. */
-  issueAccessToken(subject: { accountId: string; keyId: string; scopes?: readonly string[]; epoch?: number; certificateThumbprint?: string | undefined; session?: string | undefined }): Promise<string>;
+  issueAccessToken(subject: { accountId: string; keyId: string; scopes?: readonly string[]; epoch?: number; certificateThumbprint?: string | undefined; session?: string | undefined; dpopThumbprint?: string | undefined }): Promise<string>;
   /**
    * A short-lived JWT for a backend (typ `gateway-assertion+jwt`, signed by the same keys, so
    * the JWKS verifies it): who called, through which route, for which request.
@@ -178,9 +185,11 @@ export function createSigner(config: Pick<Config, 'signing' | 'tokens' | 'proxy'
       return keySet.isEphemeral;
     },
 
-    async issueAccessToken({ accountId, keyId, scopes = [], epoch, certificateThumbprint, session }) {
+    async issueAccessToken({ accountId, keyId, scopes = [], epoch, certificateThumbprint, session, dpopThumbprint }) {
       const now = clock.now();
-      const cnf = certificateThumbprint === undefined ? {} : { cnf: { 'x5t#S256': certificateThumbprint } };
+      const cnf = certificateThumbprint === undefined && dpopThumbprint === undefined ? {} : {
+        cnf: { ...(certificateThumbprint === undefined ? {} : { 'x5t#S256': certificateThumbprint }), ...(dpopThumbprint === undefined ? {} : { jkt: dpopThumbprint }) },
+      };
       const sid = session === undefined ? {} : { sid: session };
       return sign({ client_id: keyId, iat_ms: now, ...(epoch === undefined ? {} : { reset_epoch: epoch }), ...scopeClaim(scopes), ...cnf, ...sid }, { typ: ACCESS_TOKEN_TYPE, audience, subject: accountId, now, ttlSeconds: accessTokenTtlSeconds });
     },
@@ -276,12 +285,15 @@ function verifyInFull(token: string, keys: KeySet, clock: Clock, rules: TimeRule
   return { claims: Object.freeze(payload) as unknown as AccessTokenClaims, kid: kid as string, verify };
 }
 
-/** No `cnf`, or one holding exactly a well-formed `x5t#S256` (a confirmation the gateway cannot check is no token of its own). */
+/**
+ * No `cnf`, or one holding a well-formed `x5t#S256`, a well-formed `jkt` or both, and nothing
+ * else (a confirmation the gateway cannot check is no token of its own).
+ */
 function isConfirmation(cnf: unknown): boolean {
   if (cnf === undefined) return true;
   if (typeof cnf !== 'object' || cnf === null || Array.isArray(cnf)) return false;
   const entries = Object.entries(cnf);
-  return entries.length === 1 && entries[0]![0] === 'x5t#S256' && typeof entries[0]![1] === 'string' && THUMBPRINT.test(entries[0]![1]);
+  return entries.length > 0 && entries.every(([name, value]) => (name === 'x5t#S256' || name === 'jkt') && typeof value === 'string' && THUMBPRINT.test(value));
 }
 
 /**

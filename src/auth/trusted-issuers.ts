@@ -31,7 +31,7 @@ import { InvalidToken } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
 import type { IssuerTokenOutcome, Metrics } from '../telemetry/metrics.js';
 import type { Clock } from '../util/clock.js';
-import type { Authenticate, Identity } from './bearer.js';
+import { presentsDpopScheme, type Authenticate, type Identity } from './bearer.js';
 import { createIssuerKeys, IssuerKeysUnavailable, type KeySetGeneration } from './issuer-keys.js';
 import { createVerifiedTokenCache, type VerifiedTokenCache } from './verified-tokens.js';
 import { EXPIRED } from './signer.js';
@@ -107,6 +107,8 @@ export function createTrustedIssuers(deps: TrustedIssuerDeps): TrustedIssuers {
         return refuse(SELF_ISSUER, 'This route does not accept the gateway\'s own tokens.');
       }
       const verify = external.get(iss);
+      // Another issuer's token is checked as a bearer token only: its binding is that issuer's.
+      if (verify !== undefined && presentsDpopScheme(req)) return refuse(iss, 'Send this issuer\'s tokens as "Authorization: Bearer <token>".');
       if (verify !== undefined) return verify(token!);
       return refuse(verifiers.has(iss) ? iss : UNKNOWN_ISSUER, 'This route does not accept tokens of this issuer.');
     };

@@ -49,6 +49,9 @@ const signingKeySchema = z.strictObject({
  */
 export const ISSUER_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const;
 /** A route's name for the gateway's own tokens in its `issuers`. */
+/** What a DPoP proof may be signed with (RFC 9449 §4.2: asymmetric only; `none` and MACs never). */
+export const DPOP_ALGORITHMS = ['ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
+
 export const SELF_ISSUER = 'self';
 const claimName = z.string().min(1).max(256);
 
@@ -318,6 +321,46 @@ export const configSchema = z.strictObject({
     publicOrigin: setting(z.string().regex(/^https?:\/\/[^/?#\s]+$/, { message: 'expected an origin: scheme, host and port only (no path)', abort: true }).refine(isOrigin, 'expected an origin as browsers send it: lowercase, without a default port').optional(), {
       env: 'OAUTH_PUBLIC_ORIGIN',
       description: 'The origin OAuth clients reach the gateway at (`https://api.example.com`): the authorization server metadata\'s endpoint URLs start with it, and so does its `issuer` unless `tokens.issuer` is itself an http(s) URL. Unset: `owner.publicOrigin` where that is set (one origin serves both), else the request\'s own origin (from a trusted proxy, its X-Forwarded-Proto/-Host or Forwarded).',
+    }),
+  }).prefault({}),
+
+  // DPoP (RFC 9449): sender-constrained tokens (docs/dpop.md, auth/dpop.ts).
+  dpop: z.strictObject({
+    enabled: setting(z.boolean().default(true), {
+      env: 'DPOP_ENABLED',
+      description: 'Accept DPoP proofs at sign-in and refresh (the pair is then bound to the proof\'s key, `cnf.jkt`); off: a `DPoP` header there is refused and keys with `requireDpop` cannot sign in. Tokens already bound are checked either way.',
+    }),
+    algorithms: setting(z.array(z.enum(DPOP_ALGORITHMS)).min(1).default(['ES256', 'EdDSA', 'RS256', 'PS256']), {
+      env: 'DPOP_ALGORITHMS',
+      list: 'comma',
+      description: 'Signature algorithms a DPoP proof may use (asymmetric only; the challenge\'s `algs`).',
+    }),
+    iatWindowSeconds: setting(z.number().int().min(5).max(600).default(60), {
+      env: 'DPOP_IAT_WINDOW_SECONDS',
+      description: 'A proof\'s `iat` may be at most this far in the past, and `tokens.clockSkewSeconds` in the future; its `jti` is remembered (on every instance, with Redis) for as long.',
+    }),
+    nonce: setting(z.enum(['off', 'required']).default('off'), {
+      env: 'DPOP_NONCE',
+      description: 'Server nonces (RFC 9449 §8, §9): "required" refuses every proof without a current `nonce` (401 `use_dpop_nonce` with a `DPoP-Nonce` to use); "off" asks for none.',
+    }),
+    nonceSecret: setting(z.string().min(32).optional(), {
+      env: 'DPOP_NONCE_SECRET',
+      secret: true,
+      description: 'Key (32 characters or more) of the stateless nonces (an HMAC of the time step): set the same on every instance so each accepts the others\' nonces. Unset: a random key per gateway (its workers share one).',
+    }),
+    nonceStepSeconds: setting(z.number().int().min(10).max(3600).default(300), {
+      description: 'A nonce is good in the step it was made in and the next one (so for one to two steps).',
+    }),
+    publicOrigins: setting(z.array(z.string().regex(/^https?:\/\/[^/?#\s]+$/, 'expected an origin: scheme, host and port only (no path)').refine(isOrigin, 'expected an origin as browsers send it: lowercase, without a default port')).max(16).default([]), {
+      env: 'DPOP_PUBLIC_ORIGINS',
+      list: 'comma',
+      description: 'Origins a proof\'s `htu` may name (`https://gw.example.com`); empty: the request\'s own origin, from its Host (a trusted proxy\'s X-Forwarded-Host and -Proto win) and whether it came over TLS.',
+    }),
+    replayCacheMaxEntries: setting(z.number().int().min(1000).max(10_000_000).default(1_000_000), {
+      description: 'Without Redis: most proof `jti`s remembered; past it the oldest are forgotten early (docs/dpop.md).',
+    }),
+    maxProofBytes: setting(z.number().int().min(512).max(16_384).default(4096), {
+      description: 'Longest `DPoP` header read; a longer one is an invalid proof.',
     }),
   }).prefault({}),
 
@@ -680,6 +723,7 @@ export const configSchema = z.strictObject({
       scopes: setting(HEADER_NAME.default('X-Scopes'), { description: 'Header that tells a backend the caller\'s scopes, space-separated, on routes whose `identity` lists `scopes`.' }),
       roles: setting(HEADER_NAME.default('X-Roles'), { description: 'Header that tells a backend the roles a trusted issuer\'s token names (`rolesClaim`), space-separated, on routes whose `identity` lists `roles`.' }),
       clientCertFingerprint: setting(HEADER_NAME.default('X-Client-Cert-Sha256'), { description: 'Header carrying the SHA-256 fingerprint (64 lowercase hex digits) of the client\'s verified TLS certificate, on routes with `clientCertificate`.' }),
+      dpopThumbprint: setting(HEADER_NAME.default('X-DPoP-Jkt'), { description: 'Header that tells a backend the JWK thumbprint (RFC 7638, the token\'s `cnf.jkt`) of the key whose DPoP proof came with the call, for DPoP-bound tokens (docs/dpop.md).' }),
     }).prefault({}),
     assertionTtlSeconds: setting(z.number().int().min(5).max(3600).default(60), {
       description: 'Lifetime of the signed identity assertion sent to routes with `assertion: true`.',

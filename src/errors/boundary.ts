@@ -10,7 +10,7 @@
  */
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
-import { REALM, formatBasicChallenge, formatBearerChallenge, oauthDescription } from './challenge.js';
+import { REALM, formatBasicChallenge, formatBearerChallenge, formatDpopChallenge, oauthDescription } from './challenge.js';
 import { GatewayError, InternalError, InvalidRequest } from './errors.js';
 import { failure, type Envelope, type ErrorMessage } from './envelope.js';
 import { OAuthError, type OAuthErrorBody } from './oauth.js';
@@ -90,7 +90,10 @@ export function errorAnswer(error: GatewayError, requestId: string | undefined, 
   if (!requestComplete) headers.Connection = 'close';
   if (error instanceof OAuthError) return oauthAnswer(error, headers, requestId);
   if (error.challenge !== undefined) {
-    headers['WWW-Authenticate'] = formatBearerChallenge({ realm: REALM, ...error.challenge, description: error.message });
+    const { scheme, algs, ...challenge } = error.challenge;
+    headers['WWW-Authenticate'] = scheme === 'DPoP'
+      ? formatDpopChallenge({ ...challenge, description: error.message, algs })
+      : formatBearerChallenge({ realm: REALM, ...challenge, description: error.message });
   }
   const body = failure({
     code: error.code,

@@ -43,6 +43,21 @@ export function oauthDescription(description: string): string {
   return description.replace(OUTSIDE_NQSCHAR, '');
 }
 
+/**
+ * RFC 9449 §7.1: the DPoP scheme's challenge, `error` and its description as for Bearer, and
+ * `algs`, the proof algorithms accepted (space-separated tokens). No realm: the same realm as
+ * Bearer's would add nothing a client of DPoP reads.
+ */
+export function formatDpopChallenge({ error, description, algs }: Omit<Challenge, 'realm' | 'scope'> & { algs?: string | undefined }): string {
+  const params: string[] = [];
+  if (error !== undefined) {
+    params.push(`error="${error}"`);
+    if (description !== undefined) params.push(`error_description="${description.replace(OUTSIDE_NQSCHAR, '')}"`);
+  }
+  if (algs !== undefined) params.push(`algs="${algs.replace(OUTSIDE_NQSCHAR, '')}"`);
+  return params.length === 0 ? 'DPoP' : `DPoP ${params.join(', ')}`;
+}
+
 /** RFC 9110 §5.6.4 quoted-string: escape `"` and `\`, drop control characters. */
 function quote(value: string): string {
   return `"${value.replace(/[\x00-\x08\x0a-\x1f\x7f]/g, '').replace(/["\\]/g, '\\$&')}"`;

@@ -6,14 +6,24 @@
  * challenge or extra headers.
  */
 
-/** The `error` attribute of a Bearer challenge (RFC 6750 §3.1); absent for a missing token. */
-export type ChallengeError = 'invalid_request' | 'invalid_token' | 'insufficient_scope';
+/**
+ * The `error` attribute of a challenge: RFC 6750 §3.1's for Bearer (absent for a missing token),
+ * and RFC 9449 §7.1's two more for DPoP.
+ */
+export type ChallengeError = 'invalid_request' | 'invalid_token' | 'insufficient_scope' | 'invalid_dpop_proof' | 'use_dpop_nonce';
 
 export interface GatewayErrorOptions {
   cause?: unknown;
   headers?: Record<string, string>;
   /** Set on errors that answer a bearer-protected request: the boundary writes WWW-Authenticate. */
-  challenge?: { error?: ChallengeError; scope?: string };
+  challenge?: {
+    error?: ChallengeError;
+    scope?: string;
+    /** A `DPoP` challenge (RFC 9449 §7.1) instead of `Bearer`: for DPoP proofs and DPoP-bound tokens. */
+    scheme?: 'DPoP';
+    /** With `scheme: 'DPoP'`: the proof algorithms accepted, space-separated (the challenge's `algs`). */
+    algs?: string;
+  };
   /** Show the message to the caller even from 500 up (it names no internals). */
   expose?: boolean;
   /** The request field at fault ("name", "scopes.2"), rendered as `message.field`. */
@@ -59,8 +69,33 @@ export class MissingToken extends GatewayError {
 }
 
 export class InvalidToken extends GatewayError {
-  constructor(message = 'The access token is invalid, expired or revoked.', options: Omit<GatewayErrorOptions, 'challenge'> = {}) {
-    super(401, 'invalid_token', message, { ...options, challenge: { error: 'invalid_token' } });
+  /** `options.challenge`: only its scheme and algs (a DPoP-bound token's refusal, RFC 9449 §7.1); the error is always invalid_token. */
+  constructor(message = 'The access token is invalid, expired or revoked.', options: GatewayErrorOptions = {}) {
+    super(401, 'invalid_token', message, { ...options, challenge: { ...options.challenge, error: 'invalid_token' } });
+  }
+}
+
+/**
+ * A DPoP proof (RFC 9449 §4.3) that is missing where one is required, malformed, stale, replayed,
+ * for another method or URL, or of another key: 401 with `WWW-Authenticate: DPoP
+ * error="invalid_dpop_proof"` and the algorithms accepted (§7.1).
+ */
+export class InvalidDpopProof extends GatewayError {
+  constructor(message: string, algs: string) {
+    super(401, 'invalid_dpop_proof', message, { challenge: { scheme: 'DPoP', error: 'invalid_dpop_proof', algs } });
+  }
+}
+
+/**
+ * A proof without the current server nonce (RFC 9449 §8, §9): 401 with `error="use_dpop_nonce"`
+ * and the nonce to use in `DPoP-Nonce`; the client retries once with it.
+ */
+export class UseDpopNonce extends GatewayError {
+  constructor(nonce: string, algs: string) {
+    super(401, 'use_dpop_nonce', 'This call needs a DPoP proof with the server nonce of the DPoP-Nonce header.', {
+      challenge: { scheme: 'DPoP', error: 'use_dpop_nonce', algs },
+      headers: { 'DPoP-Nonce': nonce },
+    });
   }
 }
 

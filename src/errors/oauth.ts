@@ -13,7 +13,9 @@ import { GatewayError, type GatewayErrorOptions } from './errors.js';
 /** RFC 6749 §5.2's codes, and the registered ones the token endpoint uses besides. */
 export type OAuthErrorCode =
   | 'invalid_request' | 'invalid_client' | 'invalid_grant' | 'unauthorized_client' | 'unsupported_grant_type' | 'invalid_scope'
-  | 'slow_down' | 'temporarily_unavailable' | 'server_error';
+  | 'slow_down' | 'temporarily_unavailable' | 'server_error'
+  // RFC 9449 §5, §8: a DPoP proof at the token endpoint.
+  | 'invalid_dpop_proof' | 'use_dpop_nonce';
 
 /** The body of an OAuth error answer. */
 export interface OAuthErrorBody {
@@ -75,6 +77,10 @@ export function toOAuthError(thrown: unknown, triedHeader: boolean): OAuthError 
       return new OAuthError(400, 'invalid_grant', 'The refresh token is invalid, expired, revoked or not this client\'s.', keep);
     case 'rate_limited':
       return new OAuthError(429, 'slow_down', thrown.message, keep);
+    // RFC 9449 §5.2 and §8: 400 at the token endpoint (a DPoP-Nonce header kept for the retry).
+    case 'invalid_dpop_proof':
+    case 'use_dpop_nonce':
+      return new OAuthError(400, thrown.code, thrown.message, keep);
     default:
       break;
   }

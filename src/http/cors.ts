@@ -19,9 +19,9 @@ import type { Config } from '../config/schema.js';
 import { GatewayError } from '../errors/errors.js';
 
 /** Request headers every CORS path takes: the token, a JSON body's type, and the caller's request id. */
-const BASE_ALLOW_HEADERS = ['authorization', 'content-type', 'x-request-id'];
+const BASE_ALLOW_HEADERS = ['authorization', 'content-type', 'x-request-id', 'dpop'];
 /** Answer headers a script needs to read: the id to report, and what a refusal asks of it. */
-const BASE_EXPOSE_HEADERS = ['X-Request-Id', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'WWW-Authenticate'];
+const BASE_EXPOSE_HEADERS = ['X-Request-Id', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'WWW-Authenticate', 'DPoP-Nonce'];
 /** What a proxied route takes: the methods the gateway serves but TRACE (refused) and OPTIONS (the preflight's own). */
 export const PROXIED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE';
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;

@@ -7,6 +7,7 @@ import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { requireBearer, type Authenticate, type Identity } from '../auth/bearer.js';
 import type { Introspection } from '../auth/introspection.js';
+import type { DpopProofs } from '../auth/dpop.js';
 import type { AuthService } from '../auth/service.js';
 import type { TokenRevocation } from '../auth/token-revocation.js';
 import type { Signer } from '../auth/signer.js';
@@ -39,7 +40,7 @@ import { signIn } from './routes/signin.js';
 
 /** What the own routes use: services.ts's Services has all of it, and nothing else reaches a route. */
 export interface RouterDeps {
-  config: Pick<Config, 'server' | 'roles' | 'metrics' | 'owner' | 'dashboard' | 'management' | 'tokens' | 'oauth' | 'proxy'>;
+  config: Pick<Config, 'server' | 'roles' | 'metrics' | 'owner' | 'dashboard' | 'management' | 'tokens' | 'oauth' | 'dpop' | 'proxy'>;
   auth: AuthService;
   /** POST /api/revoke (RFC 7009) and POST /api/introspect (RFC 7662). */
   revocation: TokenRevocation;
@@ -47,6 +48,7 @@ export interface RouterDeps {
   directory: Directory;
   signer: Pick<Signer, 'jwks'>;
   authenticate: Authenticate;
+  dpop: DpopProofs;
   limits: RateLimits;
   clientAddress: (req: IncomingMessage) => string;
   formatTimestamp: TimestampFormatter;
@@ -65,8 +67,8 @@ const JWKS_PATH = '/.well-known/jwks.json';
 export function createRouter(deps: RouterDeps, isOwnPath: (path: string) => boolean): Router {
   const { auth, directory, signer, authenticate, config, formatTimestamp, readiness, isDraining, limits, clientAddress, metrics, owner } = deps;
   const bodyLimitBytes = config.server.bodyLimitBytes;
-  const credentials = { auth, limits, clientAddress, bodyLimitBytes };
-  const bearer = requireBearer(authenticate);
+  const credentials = { auth, limits, clientAddress, bodyLimitBytes, dpop: deps.dpop };
+  const bearer = requireBearer(authenticate, deps.dpop);
   const router = new Router({ sensitive: true });
 
   router.use(noStore);
@@ -111,7 +113,7 @@ function registerOAuth(router: Router, { config, isTrustedProxy }: RouterDeps, c
   router.post(TOKEN_PATH, issueTokens({ ...credentials, accessTokenTtlSeconds: config.tokens.accessTokenTtlSeconds }));
   const publicOrigin = createPublicOrigin(config.oauth.publicOrigin ?? config.owner.publicOrigin, config.proxy, isTrustedProxy);
   const endpoints = { token: TOKEN_PATH, jwks: JWKS_PATH, introspection: '/api/introspect', revocation: '/api/revoke' };
-  router.get(METADATA_PATHS, publishMetadata({ issuer: config.tokens.issuer, publicOrigin, endpoints }));
+  router.get(METADATA_PATHS, publishMetadata({ issuer: config.tokens.issuer, publicOrigin, endpoints, dpopAlgorithms: config.dpop.enabled ? config.dpop.algorithms : undefined }));
 }
 
 /**

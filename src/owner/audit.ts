@@ -13,7 +13,7 @@ export const AUDITED_FIELDS = new Set([
   'name', 'description', 'enabled', 'disabled', 'scopes', 'email', 'id', 'slug', 'public',
   'signedNonce', 'signedAt', 'signedExpiredAt', 'expiresAt', 'previousValidUntil', 'mustChangePassword',
   // A certificate's fingerprint is public (any peer it was shown to can compute it): no secret.
-  'certificateSha256',
+  'certificateSha256', 'requireDpop',
   // Second factors (owner/totp.ts, owner/passkeys.ts): the requirement and a passkey's name, never a secret.
   'requireSecondFactor',
 ]);

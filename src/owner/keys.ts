@@ -36,6 +36,8 @@ export interface KeyView {
   lastUsedAt?: string;
   /** The client certificate the key is bound to (SHA-256, 64 lowercase hex digits); absent: unbound. */
   certificateSha256?: string;
+  /** The key signs in and refreshes only with a DPoP proof (docs/dpop.md); absent: it need not. */
+  requireDpop?: true;
 }
 
 export interface CreatedKey {
@@ -57,6 +59,8 @@ export interface NewKey {
   scopes?: string[];
   /** Binds the key to one client certificate: its SHA-256 as 64 hex digits, either case, bytes may be separated by ":". */
   certificateSha256?: string;
+  /** Sign-in and refresh only with a DPoP proof. */
+  requireDpop?: boolean;
 }
 
 export interface KeyPatch {
@@ -66,6 +70,8 @@ export interface KeyPatch {
   scopes?: string[];
   /** As NewKey's; null unbinds the key. */
   certificateSha256?: string | null;
+  /** true: sign-in and refresh only with a DPoP proof (the key's tokens issued so far stop); false: no longer required. */
+  requireDpop?: boolean;
 }
 
 /** A fingerprint as the owner gives it (checked by the operation's schema) as keys keep it: lowercase, no ":". */
@@ -115,6 +121,7 @@ export function toKeyView(key: ApiKeyData, lastUsedAt?: number): KeyView {
     ...(key.previousValidUntil !== undefined && key.previousSecretDigest !== undefined ? { previousValidUntil: key.previousValidUntil } : {}),
     ...(lastUsedAt !== undefined ? { lastUsedAt: new Date(lastUsedAt).toISOString() } : {}),
     ...(key.certificateSha256 !== undefined ? { certificateSha256: key.certificateSha256 } : {}),
+    ...(key.requireDpop === true ? { requireDpop: true } : {}),
   };
 }
 
@@ -128,7 +135,7 @@ function findKey(doc: AccountDoc, keyId: string): ApiKeyData {
 function audited(key: ApiKeyData | undefined): Record<string, unknown> {
   return {
     name: key?.name, description: key?.description, enabled: key === undefined ? undefined : !key.disabled,
-    scopes: key?.scopes, previousValidUntil: key?.previousValidUntil, certificateSha256: key?.certificateSha256,
+    scopes: key?.scopes, previousValidUntil: key?.previousValidUntil, certificateSha256: key?.certificateSha256, requireDpop: key?.requireDpop,
   };
 }
 
@@ -178,7 +185,7 @@ function keyChange<T>(store: OwnerStore, actor: Actor, accountId: string, keyId:
 
 function createKeyChanges({ store, revocations }: OwnerDeps, change: Change): Pick<KeyService, 'create' | 'update' | 'remove' | 'roll'> {
   return {
-    create: (actor, accountId, { name, description, scopes = [], certificateSha256 }) => change(actor, {
+    create: (actor, accountId, { name, description, scopes = [], certificateSha256, requireDpop }) => change(actor, {
       load: () => loadAccount(store, actor.caller, accountId),
       async persist({ now, event }) {
         const { apiSecret, digest } = newSecret();
@@ -192,6 +199,7 @@ function createKeyChanges({ store, revocations }: OwnerDeps, change: Change): Pi
           ...(description !== undefined && description !== '' ? { description } : {}),
           createdAt: new Date(now).toISOString(),
           ...(certificateSha256 !== undefined ? { certificateSha256: normaliseSha256(certificateSha256) } : {}),
+          ...(requireDpop === true ? { requireDpop: true } : {}),
         };
         const events = [event({ action: 'key.create', target: { type: 'key', id: key.id }, changes: changesOf(undefined, key) })];
         const saved = await editAccount(store, actor.caller, accountId, (doc) => {
@@ -211,13 +219,17 @@ function createKeyChanges({ store, revocations }: OwnerDeps, change: Change): Pi
         if (patch.scopes !== undefined) next.scopes = [...new Set(patch.scopes)];
         if (patch.certificateSha256 === null) delete next.certificateSha256;
         else if (patch.certificateSha256 !== undefined) next.certificateSha256 = normaliseSha256(patch.certificateSha256);
+        if (patch.requireDpop === true) next.requireDpop = true;
+        else if (patch.requireDpop === false) delete next.requireDpop;
         // A disabled key's tokens stop; so do those carrying a scope the key no longer grants,
         // and those bound to no certificate or another one once the key is bound to a new one.
         // Also when it was disabled already: a retry after a failed reset must still make it.
         const disabled = next.disabled && patch.enabled === false;
         const narrowed = key.scopes.some((scope) => !next.scopes.includes(scope));
         const rebound = next.certificateSha256 !== undefined && patch.certificateSha256 !== undefined;
-        return { key: next, result: { view: toKeyView(next), stopTokens: disabled || narrowed || rebound } };
+        // Likewise the tokens it got without a proof once it requires DPoP (bound ones too: one reset).
+        const dpopRequired = patch.requireDpop === true;
+        return { key: next, result: { view: toKeyView(next), stopTokens: disabled || narrowed || rebound || dpopRequired } };
       }),
       async notify({ view, stopTokens }) {
         if (stopTokens) await revocations.reset({ accountId, keyId });

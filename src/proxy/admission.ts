@@ -23,7 +23,7 @@ export type Admit = (route: Route, req: IncomingMessage, token: string | undefin
  * (policy.ts), after `requiredScope`: both must pass. Then the route's quota for that caller
  * (or, on a public route, its address): only callers who passed are counted.
  */
-export function createAdmission(deps: Pick<ProxyDeps, 'authenticate' | 'trustedIssuers' | 'signer' | 'limits' | 'config' | 'isTrustedProxy' | 'metrics' | 'log'>): Admit {
+export function createAdmission(deps: Pick<ProxyDeps, 'authenticate' | 'trustedIssuers' | 'signer' | 'limits' | 'config' | 'isTrustedProxy' | 'metrics' | 'log' | 'dpop'>): Admit {
   const { authenticate, trustedIssuers, signer, limits } = deps;
   const checkRules = createRuleCheck(deps);
   return async function admit(route, req, token, requestId) {
@@ -39,7 +39,12 @@ export function createAdmission(deps: Pick<ProxyDeps, 'authenticate' | 'trustedI
     const identity = await check(token, req);
     if (route.requiredScope !== undefined && !identity.scopes.includes(route.requiredScope)) throw new InsufficientScope(route.requiredScope);
     if (route.policy !== undefined) checkRules(route, req, identity);
-    const limitHeaders = await limits.route(route, identity, req);
+    let limitHeaders = await limits.route(route, identity, req);
+    // RFC 9449 §8.2: the next nonce with the answer, set on it as the quota's headers are.
+    if (identity.dpopThumbprint !== undefined) {
+      const nonce = deps.dpop?.nonceHeader();
+      if (nonce !== undefined) limitHeaders = { ...limitHeaders, ...nonce };
+    }
     const assertion = route.assertion ? await signer.issueAssertion({ ...identity, audience: route.name, requestId }) : undefined;
     return { identity, assertion, limitHeaders, certificate };
   };

@@ -47,6 +47,8 @@ export interface Caller {
   scopes: readonly string[];
   /** Only a trusted issuer's token names roles (its `rolesClaim`). */
   roles?: readonly string[] | undefined;
+  /** A DPoP-bound token's key thumbprint (`cnf.jkt`), its proof checked for this call. */
+  dpopThumbprint?: string | undefined;
 }
 
 export interface UpstreamHeaderInput {
@@ -104,7 +106,8 @@ export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust
           if (trustPeer && (FORWARDING.has(name) || TRACE_CONTEXT_SET.has(name))) (kept[name] ??= []).push(value);
           continue;
         }
-        if (named?.has(name) === true || claimNames?.has(name) === true || (name === 'authorization' && !input.forwardAuthorization)
+        // The DPoP proof goes with the token it is made for (RFC 9449 §4.2 `ath`): useless without it.
+        if (named?.has(name) === true || claimNames?.has(name) === true || ((name === 'authorization' || name === 'dpop') && !input.forwardAuthorization)
           || (name === 'sec-websocket-protocol' && input.websocket)) continue;
         // HTTP/2 may split Cookie into one field per cookie; HTTP/1.1 has one line (RFC 9113 §8.2.3).
         if (name === 'cookie' && out.cookie !== undefined) out.cookie = `${String(out.cookie)}; ${value}`;
@@ -176,6 +179,8 @@ export function addIdentityHeaders(out: OutgoingHttpHeaders, names: Config['prox
     if (identity.token) out[names.token.toLowerCase()] = caller.tokenId;
     if (identity.scopes && caller.scopes.length > 0) out[names.scopes.toLowerCase()] = caller.scopes.join(' ');
     if (identity.roles && caller.roles !== undefined && caller.roles.length > 0) out[names.roles.toLowerCase()] = caller.roles.join(' ');
+    // Like the certificate's, whatever the route's `identity`: the backend may check the binding itself.
+    if (caller.dpopThumbprint !== undefined) out[names.dpopThumbprint.toLowerCase()] = caller.dpopThumbprint;
     if (input.claimHeaders !== undefined) {
       for (const [name, value] of input.claimHeaders.valuesFor(input.claims)) out[name] = value;
     }

@@ -8,6 +8,7 @@ import type { ServerOptions } from 'http-proxy-3';
 import type { Authenticate, Identity } from '../auth/bearer.js';
 import type { ClientCertificate } from '../auth/client-certificate.js';
 import type { DeniedTokens } from '../auth/denied-tokens.js';
+import type { DpopProofs } from '../auth/dpop.js';
 import type { Revocations } from '../auth/revocation.js';
 import type { Signer } from '../auth/signer.js';
 import type { TrustedIssuers } from '../auth/trusted-issuers.js';
@@ -43,6 +44,8 @@ export interface ProxyDeps {
   metrics: Metrics;
   /** Tracing, undefined while it is off (telemetry/tracing.ts): backends get the gateway's span as their parent. */
   tracing?: Tracing | undefined;
+  /** DPoP (auth/dpop.ts): a DPoP call's answer gets the current server nonce, when nonces are required. */
+  dpop?: Pick<DpopProofs, 'nonceHeader'> | undefined;
 }
 
 /**

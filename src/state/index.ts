@@ -16,6 +16,9 @@ import { watchDataFile } from './data-file/data-file.js';
 import type { OpenedDataFile } from './data-file/open.js';
 import type { CachedDirectory } from './directory/cache.js';
 import { createDirectory } from './directory/create.js';
+import { MemoryDpopProofStore } from './dpop-proofs/memory.js';
+import { RedisDpopProofStore } from './dpop-proofs/redis.js';
+import type { DpopProofStore } from './dpop-proofs/store.js';
 import { MemoryDirectory } from './directory/memory.js';
 import { MemoryTokenDenylist } from './denylist/memory.js';
 import { RedisTokenDenylist } from './denylist/redis.js';
@@ -91,6 +94,8 @@ export interface State {
   ceremonies: CeremonyStore;
   /** When each API key last signed in. */
   keyUse: KeyUseStore;
+  /** DPoP proofs already used (their `jti`s), so a replay is refused on every instance. */
+  dpopProofs: DpopProofStore;
   /** Per-key usage counts; undefined while `usage.enabled` is off. */
   usage: UsageCounters | undefined;
   /** ACME's account key, certificate and order lock: a file (acme.stateFile) alone, Redis's when configured. */
@@ -120,7 +125,7 @@ export interface StateDeps {
 }
 
 /** What lives where the shared state lives: made by one of the two functions below. */
-interface SharedStores extends Pick<State, 'where' | 'keys' | 'tokens' | 'denylist' | 'resets' | 'epochSkewMs' | 'rateCounters' | 'sessions' | 'ceremonies' | 'keyUse' | 'usage' | 'acme' | 'challenges' | 'outbox' | 'readiness' | 'forgetCachedKeys' | 'warmUp'> {
+interface SharedStores extends Pick<State, 'where' | 'keys' | 'tokens' | 'denylist' | 'resets' | 'epochSkewMs' | 'rateCounters' | 'sessions' | 'ceremonies' | 'keyUse' | 'dpopProofs' | 'usage' | 'acme' | 'challenges' | 'outbox' | 'readiness' | 'forgetCachedKeys' | 'warmUp'> {
   redis: RedisConnection | undefined;
 }
 
@@ -150,6 +155,7 @@ export function createState(config: Config, { dataFile, log, clock, metrics, isP
     sessions: shared.sessions,
     ceremonies: shared.ceremonies,
     keyUse: shared.keyUse,
+    dpopProofs: shared.dpopProofs,
     usage: shared.usage,
     acme: shared.acme,
     challenges: shared.challenges,
@@ -180,6 +186,7 @@ function keptInMemory(config: Config, { clock, fileKeys, memoryRateCounters }: {
     sessions: new MemorySessionStore({ clock }),
     ceremonies: new MemoryCeremonyStore({ clock }),
     keyUse: new MemoryKeyUseStore(),
+    dpopProofs: new MemoryDpopProofStore({ clock, maxEntries: config.dpop.replayCacheMaxEntries }),
     usage: config.usage.enabled ? new MemoryUsageCounters({ clock }) : undefined,
     acme: createFileAcmeStore(config.acme.stateFile, clock),
     challenges: createMemoryChallengeStore(clock),
@@ -212,6 +219,7 @@ function keptInRedis(config: Config, redis: RedisConnection, { log, clock, fileK
     sessions: new RedisSessionStore(redis, { clock }),
     ceremonies: new RedisCeremonyStore(redis, { clock }),
     keyUse: new RedisKeyUseStore(redis),
+    dpopProofs: new RedisDpopProofStore(redis),
     usage: config.usage.enabled ? new RedisUsageCounters(redis) : undefined,
     acme: new RedisAcmeStore(redis),
     challenges: new RedisChallengeStore(redis),

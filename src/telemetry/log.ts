@@ -11,6 +11,8 @@ const REDACT = [
   '*.authorization',
   '*.headers.authorization',
   '*.headers.cookie',
+  // A DPoP proof is single use and names its token only by hash, but it is a credential's part.
+  '*.headers.dpop',
   'accessToken',
   'refreshToken',
   'apiSecret',

@@ -36,7 +36,7 @@ export type IssuerKeyFetch = 'ok' | 'timeout' | 'too_large' | 'http_error' | 'un
 /** What became of a token that named a trusted issuer, or an unknown one (auth/trusted-issuers.ts). */
 export type IssuerTokenOutcome = 'valid' | 'invalid' | 'expired' | 'keys_unavailable' | 'not_accepted';
 /** Outcomes of a sign-in, refresh or token reset (http/routes/). */
-export type CredentialOutcome = 'issued' | 'reset' | 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'certificate_mismatch' | 'invalid_scope' | 'replayed' | 'rate_limited' | 'unavailable' | 'error';
+export type CredentialOutcome = 'issued' | 'reset' | 'bad_credentials' | 'invalid' | 'reused' | 'key_disabled' | 'certificate_mismatch' | 'invalid_scope' | 'dpop_required' | 'dpop_mismatch' | 'replayed' | 'rate_limited' | 'unavailable' | 'error';
 /** What a directory-cache read was answered from (state/directory/cache.ts). */
 export type CacheResult = 'hit' | 'miss' | 'stale';
 /** How an upstream attempt failed (proxy/flight.ts). */

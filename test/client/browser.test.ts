@@ -164,6 +164,27 @@ test('in Chromium, signOut revokes the pair across origins (a simple CORS reques
   assert.equal(requests(gw, '/api/revoke').length, 2);
 });
 
+test('in Chromium, with dpop: true the refresh binds the tokens to a non-extractable key, and calls carry proofs', browserSuite(), async (t) => {
+  const { gw, backend, originA, browser } = await setUp(t);
+  const { refreshToken } = await signIn(gw);
+  const page = await openPage(browser, originA);
+  // The proofs' iat is the browser's clock; the gateway's stands still, set a little ahead of it.
+  gw.clock.advance(Date.now() + 20_000 - gw.clock.now());
+  const result = await inPage<Record<string, any>>(page, `
+    const gateway = new client.GatewayClient({ baseUrl: ${JSON.stringify(gw.url)}, credentials: { refreshToken: ${JSON.stringify(refreshToken)} }, dpop: true });
+    const roles = await gateway.roles({ page: 1, limit: 2 });
+    const res = await gateway.fetch('/orders/7');
+    const token = await gateway.accessToken();
+    const bare = await fetch(${JSON.stringify(`${gw.url}/api/roles`)}, { headers: { authorization: 'Bearer ' + token } });
+    return { items: roles.items.length, status: res.status, payload: JSON.parse(atob(token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))), bare: bare.status };
+  `);
+  assert.equal(result.items, 2);
+  assert.equal(result.status, 200);
+  assert.equal(typeof result.payload.cnf?.jkt, 'string', 'the refreshed token is bound to the page\'s key');
+  assert.deepEqual(backend.received.at(-1)!.headers['x-dpop-jkt'], [result.payload.cnf.jkt]);
+  assert.equal(result.bare, 401, 'the token alone, as a bearer token, is refused');
+});
+
 test('in Chromium, an access token the gateway refuses as expired is renewed with the refresh token and the call replayed', browserSuite(), async (t) => {
   const { gw, originA, browser } = await setUp(t);
   const pair = await signIn(gw);

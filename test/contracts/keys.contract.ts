@@ -15,6 +15,7 @@ export const KEY_FIXTURE: DataFile = dataFileSchema.parse({
         { id: 'key_1', apiKey: 'ak_first_key', secretDigest: DIGEST, disabled: false, scopes: ['orders:read', 'orders:write'] },
         { id: 'key_2', apiKey: 'ak_second_key', secretDigest: DIGEST, disabled: true, scopes: [] },
         { id: 'key_3', apiKey: 'ak_bound_key', secretDigest: DIGEST, disabled: false, scopes: [], certificateSha256: CERTIFICATE },
+        { id: 'key_4', apiKey: 'ak_dpop_key', secretDigest: DIGEST, disabled: false, scopes: [], requireDpop: true },
       ],
       roles: [],
       signRecords: [],
@@ -38,6 +39,13 @@ export function runKeyDirectoryContract(name: string, makeKeys: (data: DataFile)
       assert.deepEqual(await keys.findByApiKey('ak_bound_key'), expected);
       assert.deepEqual(await keys.findByKeyId('key_3'), expected);
       assert.equal((await keys.findByKeyId('key_1'))?.certificateSha256, undefined);
+    });
+
+    await t.test('keeps a key\'s DPoP requirement (a key that lost it would sign in without a proof)', async () => {
+      const expected = { keyId: 'key_4', accountId: 'acct_a', secretDigest: DIGEST, disabled: false, scopes: [], requireDpop: true };
+      assert.deepEqual(await keys.findByApiKey('ak_dpop_key'), expected);
+      assert.deepEqual(await keys.findByKeyId('key_4'), expected);
+      assert.equal((await keys.findByKeyId('key_1'))?.requireDpop, undefined);
     });
 
     await t.test('reports a disabled key as disabled', async () => {

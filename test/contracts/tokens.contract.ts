@@ -29,7 +29,7 @@ export function runTokenStoreContract(name: string, makeStore: () => Promise<Sto
     t.after(close);
 
     /** A new family with its first token; returns helpers to rotate from it. */
-    async function family(opts: { familyMs?: number; tokenMs?: number; accountId?: string; keyId?: string; startedAt?: number; scopes?: readonly string[] } = {}) {
+    async function family(opts: { familyMs?: number; tokenMs?: number; accountId?: string; keyId?: string; startedAt?: number; scopes?: readonly string[]; dpopThumbprint?: string } = {}) {
       const start = opts.startedAt ?? T0;
       const first = newToken(start + (opts.tokenMs ?? 24 * HOUR));
       const fam = {
@@ -37,7 +37,7 @@ export function runTokenStoreContract(name: string, makeStore: () => Promise<Sto
         accountId: opts.accountId ?? `acct_${randomBytes(4).toString('hex')}`,
         keyId: opts.keyId ?? 'key_1',
       };
-      await store.createFamily({ ...fam, familyExpiresAt: start + (opts.familyMs ?? 48 * HOUR), token: first, ...(opts.scopes === undefined ? {} : { scopes: opts.scopes }) }, start);
+      await store.createFamily({ ...fam, familyExpiresAt: start + (opts.familyMs ?? 48 * HOUR), token: first, ...(opts.scopes === undefined ? {} : { scopes: opts.scopes }), ...(opts.dpopThumbprint === undefined ? {} : { dpopThumbprint: opts.dpopThumbprint }) }, start);
       const rotate = (token: NewToken, now: number, extra: Partial<RotateRequest> = {}) => {
         const successor = newToken(now + 24 * HOUR);
         const request: RotateRequest = {
@@ -77,6 +77,29 @@ export function runTokenStoreContract(name: string, makeStore: () => Promise<Sto
       const plain = await family();
       assert.deepEqual((await plain.rotate(plain.first, T0 + 1, { scopes: ['orders:read'] })).result, { outcome: 'invalid' }, 'a family not narrowed cannot be named narrowed');
       assert.deepEqual((await plain.rotate(plain.first, T0 + 2)).result, { outcome: 'rotated' });
+    });
+
+    await t.test('a DPoP-bound family rotates only with its key\'s thumbprint; refusals consume nothing', async () => {
+      const jkt = randomBytes(32).toString('base64url');
+      const f = await family({ dpopThumbprint: jkt });
+      assert.deepEqual((await f.rotate(f.first, T0 + 1)).result, { outcome: 'dpop_mismatch' }, 'no proof');
+      assert.deepEqual((await f.rotate(f.first, T0 + 2, { dpopThumbprint: randomBytes(32).toString('base64url') })).result, { outcome: 'dpop_mismatch' }, 'another key');
+      assert.deepEqual((await f.rotate(f.first, T0 + 3, { secretHash: 'ff'.repeat(32), dpopThumbprint: jkt })).result, { outcome: 'invalid' }, 'a wrong secret is invalid first');
+      const a = await f.rotate(f.first, T0 + 4, { dpopThumbprint: jkt });
+      assert.deepEqual(a.result, { outcome: 'rotated' });
+      assert.deepEqual((await f.rotate(a.successor, T0 + 5)).result, { outcome: 'dpop_mismatch' }, 'the successor is bound too');
+      assert.deepEqual((await f.rotate(a.successor, T0 + 6, { dpopThumbprint: jkt })).result, { outcome: 'rotated' });
+    });
+
+    await t.test('an unbound family rotates without a thumbprint, and is bound by its first rotation with one', async () => {
+      const f = await family();
+      const a = await f.rotate(f.first, T0 + 1);
+      assert.deepEqual(a.result, { outcome: 'rotated' });
+      const jkt = randomBytes(32).toString('base64url');
+      const b = await f.rotate(a.successor, T0 + 2, { dpopThumbprint: jkt });
+      assert.deepEqual(b.result, { outcome: 'rotated' });
+      assert.deepEqual((await f.rotate(b.successor, T0 + 3)).result, { outcome: 'dpop_mismatch' }, 'bound from then on');
+      assert.deepEqual((await f.rotate(b.successor, T0 + 4, { dpopThumbprint: jkt })).result, { outcome: 'rotated' });
     });
 
     await t.test('refuses an unknown token', async () => {

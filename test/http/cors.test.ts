@@ -63,7 +63,7 @@ function corsHeaders(res: { headers: Headers }): string[] {
 function assertExposed(res: JsonResponse, origin = APP): void {
   assert.equal(res.headers.get('access-control-allow-origin'), origin);
   const exposed = (res.headers.get('access-control-expose-headers') ?? '').split(', ');
-  for (const name of ['X-Request-Id', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'WWW-Authenticate']) assert.ok(exposed.includes(name), `${name} exposed: ${exposed.join(', ')}`);
+  for (const name of ['X-Request-Id', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'WWW-Authenticate', 'DPoP-Nonce']) assert.ok(exposed.includes(name), `${name} exposed: ${exposed.join(', ')}`);
   assert.match(res.headers.get('vary') ?? '', /\bOrigin\b/);
   assert.equal(res.headers.get('access-control-allow-credentials'), null, 'credentials mode is never allowed');
 }
@@ -116,7 +116,7 @@ test('preflights from an allowed origin: 204 with the allow headers, on every CO
     assert.equal(res.status, 204, `${path}: ${JSON.stringify(res.body)}`);
     assert.equal(res.headers.get('access-control-allow-origin'), APP, path);
     assert.deepEqual(res.headers.get('access-control-allow-methods')!.split(', ').sort(), methods.split(', ').sort(), path);
-    assert.equal(res.headers.get('access-control-allow-headers'), 'authorization, content-type, x-request-id, idempotency-key', path);
+    assert.equal(res.headers.get('access-control-allow-headers'), 'authorization, content-type, x-request-id, dpop, idempotency-key', path);
     assert.equal(res.headers.get('access-control-max-age'), '120', path);
     assert.equal(res.headers.get('access-control-allow-credentials'), null, path);
     assert.match(res.headers.get('vary') ?? '', /Origin, Access-Control-Request-Method, Access-Control-Request-Headers/, path);
@@ -250,7 +250,7 @@ test("the gateway owns CORS on proxied routes: a backend's Access-Control-* head
   assert.equal(res.status, 200);
   assert.deepEqual(res.all('access-control-allow-origin'), [APP], 'one Allow-Origin, the gateway\'s');
   assert.deepEqual(res.all('access-control-allow-credentials'), []);
-  assert.deepEqual(res.all('access-control-expose-headers'), ['X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, WWW-Authenticate, X-Backend']);
+  assert.deepEqual(res.all('access-control-expose-headers'), ['X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, WWW-Authenticate, DPoP-Nonce, X-Backend']);
   assert.deepEqual(res.all('vary'), ['Accept-Encoding, Origin']);
   assert.equal(res.get('x-backend'), 'yes');
 

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { test, type TestContext } from 'node:test';
-import { decodeJwt } from 'jose';
+import { calculateJwkThumbprint, decodeJwt, exportJWK } from 'jose';
 import * as oauth from 'openid-client';
 import { startBackend, type Backend } from '../helpers/backend.js';
 import { call, sha256Hex, startGateway, type TestGateway } from '../helpers/gateway.js';
@@ -267,6 +267,25 @@ test('the token endpoint and its metadata, with openid-client as the client', as
     assert.equal(viaBasic.status, 200, 'Basic with the same client_id in the body');
     assert.ok(!gw.logs.some((line) => line.includes(shop.secret)), 'the secret is never logged');
   });
+});
+
+test('DPoP at the token endpoint: openid-client\'s pair is bound to its key (token_type DPoP, cnf.jkt), and a refresh without a proof by it is invalid_dpop_proof', async (t) => {
+  const { gw } = await startFixture(t);
+  const config = await configFor(gw, shop, 'basic');
+  assert.ok(config.serverMetadata().dpop_signing_alg_values_supported?.includes('ES256'), 'the metadata names the proof algorithms');
+  const keyPair = await oauth.randomDPoPKeyPair('ES256');
+  const DPoP = oauth.getDPoPHandle(config, keyPair);
+  const tokens = await oauth.clientCredentialsGrant(config, undefined, { DPoP });
+  assert.equal(tokens.token_type, 'dpop');
+  const jkt = await calculateJwkThumbprint(await exportJWK(keyPair.publicKey));
+  assert.equal((decodeJwt(tokens.access_token).cnf as { jkt?: string } | undefined)?.jkt, jkt);
+  const refreshed = await oauth.refreshTokenGrant(config, tokens.refresh_token!, undefined, { DPoP });
+  assert.equal(refreshed.token_type, 'dpop');
+  assert.equal((decodeJwt(refreshed.access_token).cnf as { jkt?: string } | undefined)?.jkt, jkt, 'the refreshed token is bound to the same key');
+  const refused = await oauthError(oauth.refreshTokenGrant(config, refreshed.refresh_token!));
+  assert.deepEqual([refused.status, refused.error], [400, 'invalid_dpop_proof'], 'RFC 9449 §5: the family is bound to the key');
+  // The pair was not spent by the refusal: a proof by the key still refreshes it.
+  assert.equal((await oauth.refreshTokenGrant(config, refreshed.refresh_token!, undefined, { DPoP })).token_type, 'dpop');
 });
 
 test('the limits hold at the token endpoint: a wrong secret locks the key out as on /api/signin, refreshes are counted per family, 429 in RFC 6749\'s shape', async (t) => {

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { readBearerToken } from '../../src/auth/bearer.js';
+import { presentsDpopScheme, readBearerToken } from '../../src/auth/bearer.js';
 import { GatewayError } from '../../src/errors/errors.js';
 
 const B64TOKEN_CHARS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/';
@@ -118,9 +118,18 @@ test('readBearerToken', async (t) => {
   });
 
   await t.test('leaves other schemes to the caller', () => {
-    for (const header of ['Basic dXNlcjpwYXNz', 'Basic', 'Digest username="a", realm="b"', 'DPoP abc', 'Bearerx abc', 'Bearer_ abc', 'Token a b c']) {
+    for (const header of ['Basic dXNlcjpwYXNz', 'Basic', 'Digest username="a", realm="b"', 'DPoPx abc', 'Bearerx abc', 'Bearer_ abc', 'Token a b c']) {
       assert.equal(readBearerToken(request(header)), undefined, header);
     }
+  });
+
+  await t.test('reads a DPoP token (RFC 9449 §7.1) as a Bearer one, in any case; which scheme it came as is for the authenticator', () => {
+    for (const header of ['DPoP abc', 'dpop abc', 'DPOP abc']) {
+      assert.equal(readBearerToken(request(header)), 'abc', header);
+      assert.equal(presentsDpopScheme(request(header)), true, header);
+    }
+    assert.equal(presentsDpopScheme(request('Bearer abc')), false);
+    assertMalformed(() => readBearerToken(request('DPoP a b')));
   });
 
   await t.test('refuses a repeated Authorization header, whatever its spelling and values', () => {

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { formatBearerChallenge } from '../../src/errors/challenge.js';
+import { formatBearerChallenge, formatDpopChallenge } from '../../src/errors/challenge.js';
 
 test('formatBearerChallenge follows the RFC 6750 examples', async (t) => {
   await t.test('a missing token gets the realm alone (§3.1)', () => {
@@ -181,5 +181,27 @@ test('formatBearerChallenge output always parses back (property)', () => {
       }
     }),
     { numRuns: 500 },
+  );
+});
+
+test('formatDpopChallenge follows RFC 9449 §7.1, and always parses back (property)', () => {
+  assert.equal(formatDpopChallenge({}), 'DPoP');
+  assert.equal(formatDpopChallenge({ algs: 'ES256 EdDSA' }), 'DPoP algs="ES256 EdDSA"');
+  assert.equal(
+    formatDpopChallenge({ error: 'invalid_dpop_proof', description: 'Invalid "DPoP" key', algs: 'ES256' }),
+    'DPoP error="invalid_dpop_proof", error_description="Invalid DPoP key", algs="ES256"',
+  );
+  const dpopErrorArb = fc.constantFrom('invalid_token' as const, 'invalid_dpop_proof' as const, 'use_dpop_nonce' as const);
+  fc.assert(
+    fc.property(fc.option(dpopErrorArb, { nil: undefined }), fc.option(textArb, { nil: undefined }), fc.option(textArb, { nil: undefined }), (error, description, algs) => {
+      const header = formatDpopChallenge({ error, description, algs });
+      assert.ok(!/[\r\n]/.test(header), 'no CR or LF');
+      const parsed = parseChallenge(header);
+      assert.equal(parsed.scheme, 'DPoP');
+      assert.equal(parsed.params.get('error'), error);
+      if (error !== undefined && description !== undefined) assert.match(parsed.params.get('error_description') ?? '', DESCRIPTION_CHARS);
+      if (algs !== undefined) assert.match(parsed.params.get('algs') ?? '', DESCRIPTION_CHARS);
+    }),
+    { numRuns: 300 },
   );
 });

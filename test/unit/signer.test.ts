@@ -51,7 +51,7 @@ test('the reset epoch a token is issued under is its reset_epoch claim; one that
   await assert.rejects(signer.verifyAccessToken(forged), InvalidToken);
 });
 
-test('a certificate binding is the cnf claim, exactly {"x5t#S256": <43 base64url characters>}; any other cnf is refused', async () => {
+test('a binding is the cnf claim: {"x5t#S256"} (a certificate), {"jkt"} (a DPoP key), or both, of 43 base64url characters; any other cnf is refused', async () => {
   const { privateKey } = generateKeyPairSync('ed25519');
   const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   const config = loadConfig({ env: { SIGNING_KEYS: JSON.stringify([{ kid: 'cnf-1', alg: 'EdDSA', pem }]) }, cwd: process.cwd() });
@@ -67,7 +67,12 @@ test('a certificate binding is the cnf claim, exactly {"x5t#S256": <43 base64url
     .setJti(randomBytes(16).toString('base64url')).setIssuedAt(now).setExpirationTime(now + 60)
     .sign(privateKey);
   assert.deepEqual((await signer.verifyAccessToken(await mint({ 'x5t#S256': thumbprint }))).cnf, { 'x5t#S256': thumbprint });
-  const refused: unknown[] = [null, 'x', [], {}, { 'x5t#S256': thumbprint.slice(1) }, { 'x5t#S256': `${thumbprint}=` }, { 'x5t#S256': thumbprint, jkt: thumbprint }, { jkt: thumbprint }, { 'x5t#S256': 42 }];
+  assert.deepEqual((await signer.verifyAccessToken(await mint({ jkt: thumbprint }))).cnf, { jkt: thumbprint });
+  assert.deepEqual((await signer.verifyAccessToken(await mint({ 'x5t#S256': thumbprint, jkt: thumbprint }))).cnf, { 'x5t#S256': thumbprint, jkt: thumbprint });
+  const dpopBound = await signer.verifyAccessToken(await signer.issueAccessToken({ accountId: 'acct_1', keyId: 'key_1', dpopThumbprint: thumbprint }));
+  assert.deepEqual(dpopBound.cnf, { jkt: thumbprint });
+  const refused: unknown[] = [null, 'x', [], {}, { 'x5t#S256': thumbprint.slice(1) }, { 'x5t#S256': `${thumbprint}=` }, { 'x5t#S256': thumbprint, other: thumbprint },
+    { jkt: thumbprint.slice(1) }, { jkt: 42 }, { 'x5t#S256': 42 }];
   for (const cnf of refused) await assert.rejects(signer.verifyAccessToken(await mint(cnf)), InvalidToken, JSON.stringify(cnf));
 });
 

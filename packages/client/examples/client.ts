@@ -39,6 +39,10 @@ const gateway = new GatewayClient(options);
 new GatewayClient({ baseUrl: 'https://gateway.example.com', credentials: { settingsToken: 'gwst_…' }, retry: false, storage: asyncStorage });
 new GatewayClient({ baseUrl: 'https://gateway.example.com', credentials: { refreshToken: '…' } });
 new GatewayClient({ baseUrl: 'https://gateway.example.com', credentials: { refreshToken: '…', accessToken: 'eyJ…' } });
+// DPoP: a new non-extractable key, or the application's CryptoKeyPair.
+new GatewayClient({ baseUrl: 'https://gateway.example.com', credentials: { refreshToken: '…' }, dpop: true });
+declare const keyPair: CryptoKeyPair;
+new GatewayClient({ baseUrl: 'https://gateway.example.com', credentials: { refreshToken: '…' }, dpop: keyPair });
 
 const controller = new AbortController();
 const call: CallOptions = { signal: controller.signal, timeoutMs: 2_000, retry: { retries: 0 } };
@@ -131,6 +135,8 @@ new GatewayClient({ baseUrl: 'https://gateway.example.com', credentials: { apiKe
 new GatewayClient({ baseUrl: 'https://gateway.example.com', credentials: { apiKey: 'ak_…', secret: 'sk_…' } });
 // @ts-expect-error credentials are required
 new GatewayClient({ baseUrl: 'https://gateway.example.com' });
+// @ts-expect-error dpop is true or a key, not a string
+new GatewayClient({ baseUrl: 'https://gateway.example.com', credentials: { refreshToken: '…' }, dpop: 'ES256' });
 // @ts-expect-error baseUrl is required
 new GatewayClient({ credentials: { settingsToken: 'gwst_…' } });
 // @ts-expect-error a storage needs save as well as load

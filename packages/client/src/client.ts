@@ -7,6 +7,7 @@
  * Renewal, single flight and the 401 replay live in tokens.ts; HTTP, deadlines and retries in
  * transport.ts.
  */
+import { DpopProver, sendAuthorized } from './dpop.js';
 import { AuthenticationError, ConfigurationError, UnexpectedResponseError } from './errors.js';
 import { gatewayFetch } from './fetch.js';
 import { runsInBrowser } from './platform.js';
@@ -34,6 +35,8 @@ export class GatewayClient {
     }
     this.#transport = new Transport({
       baseUrl: options.baseUrl, fetch: options.fetch, timeoutMs: options.timeoutMs, retry: options.retry, onRateLimit: options.onRateLimit,
+      // An API settings token is never DPoP-bound: no key for it.
+      dpop: options.dpop === undefined || options.dpop === null || 'settingsToken' in credentials ? undefined : new DpopProver(options.dpop),
     });
     this.#tokens = new TokenManager({
       transport: this.#transport,
@@ -166,18 +169,23 @@ export class GatewayClient {
     if (failures.length > 0) throw failures[0];
   }
 
-  /** A call with the bearer token; a 401 invalid_token renews and replays it once. */
+  /**
+   * A call with the bearer token; a 401 invalid_token renews and replays it once, and so does
+   * invalid_dpop_proof with a DPoP key (a stored token bound to an earlier key is renewed).
+   */
   async #authorized<T>(call: JsonCall, options: CallOptions = {}): Promise<T> {
     const scope = this.#transport.scope(options);
     try {
       const url = this.#transport.url(call.path, call.query);
       for (let replay = 0; ; replay++) {
         const { res, token: used } = await this.#tokens.send(scope, this.#transport.policy(options), call.retryable ?? isIdempotent(call.method), (token) =>
-          this.#transport.attempt(scope, url, { method: call.method, headers: { accept: 'application/json', authorization: `Bearer ${token}` } }));
+          sendAuthorized(this.#transport.dpop, call.method, url, token, true, (headers) =>
+            this.#transport.attempt(scope, url, { method: call.method, headers: { accept: 'application/json', ...headers } })));
         try {
           return await readEnvelope<T>(res, scope);
         } catch (err) {
-          if (replay > 0 || this.#tokens.isSettingsToken || !(err instanceof AuthenticationError && err.code === 'invalid_token')) throw err;
+          const renewable = err instanceof AuthenticationError && (err.code === 'invalid_token' || (err.code === 'invalid_dpop_proof' && this.#transport.dpop !== undefined));
+          if (replay > 0 || this.#tokens.isSettingsToken || !renewable) throw err;
           this.#tokens.refused(used);
         }
       }

@@ -5,11 +5,13 @@
  * refused before anything is sent. Redirects follow the platform's fetch, which drops the
  * Authorization header when a redirect leaves the origin (Node's fetch and current browsers).
  * Bodies stream both ways (a ReadableStream body is sent with `duplex: 'half'`; the answer is
- * the platform's Response, unread). A 401 invalid_token renews and replays once when the body
+ * the platform's Response, unread). A 401 invalid_token (or, with a DPoP key,
+ * invalid_dpop_proof: a stored token bound to an earlier key) renews and replays once when the body
  * can be sent again; a stream cannot, so its 401 is returned as it came. The time limit runs
  * until the answer's headers arrive; the body is then the caller's, and the caller's signal
  * still cancels it.
  */
+import { sendAuthorized } from './dpop.js';
 import { ConfigurationError } from './errors.js';
 import type { TokenManager } from './tokens.js';
 import { isIdempotent, type Transport } from './transport.js';
@@ -39,18 +41,20 @@ export function gatewayFetch(transport: Transport, tokens: TokenManager): Gatewa
     const scope = transport.scope({ signal: signal ?? source?.signal, timeoutMs, retry });
     let ok = false;
     try {
-      const build = (token: string): Request => {
+      const build = (authorization: Record<string, string>): Request => {
         const headers = new Headers(source?.headers);
         new Headers(rest.headers).forEach((value, name) => headers.set(name, value));
-        // Whatever the caller put there, the bearer is this client's: never a mix of two.
-        headers.set('authorization', `Bearer ${token}`);
+        // Whatever the caller put there, the credentials are this client's: never a mix of two.
+        headers.delete('dpop');
+        for (const [name, value] of Object.entries(authorization)) headers.set(name, value);
         const base = pristine === undefined ? url : pristine.clone();
         const withBody = rest.body !== undefined || (pristine?.body ?? null) !== null;
         return new Request(base, { ...rest, method, headers, ...(withBody ? { duplex: 'half' } : {}) } as RequestInit);
       };
       for (let replay = 0; ; replay++) {
-        const { res, token: used } = await tokens.send(scope, transport.policy({ retry }), replayable && isIdempotent(method), (token) => transport.attempt(scope, build(token)));
-        if (replay === 0 && replayable && !tokens.isSettingsToken && await isInvalidToken(res)) {
+        const { res, token: used } = await tokens.send(scope, transport.policy({ retry }), replayable && isIdempotent(method), (token) =>
+          sendAuthorized(transport.dpop, method, url, token, replayable, (authorization) => transport.attempt(scope, build(authorization))));
+        if (replay === 0 && replayable && !tokens.isSettingsToken && await isInvalidToken(res, transport.dpop !== undefined)) {
           tokens.refused(used);
           await res.body?.cancel().catch(() => {});
           continue;
@@ -90,14 +94,15 @@ function canStreamBodies(): boolean {
   return duplexRead && !probe.headers.has('content-type');
 }
 
-/** 401 whose WWW-Authenticate or envelope says invalid_token; the answer itself stays unread. */
-async function isInvalidToken(res: Response): Promise<boolean> {
+/** 401 whose WWW-Authenticate or envelope says invalid_token (or invalid_dpop_proof, `dpop`); the answer itself stays unread. */
+async function isInvalidToken(res: Response, dpop: boolean): Promise<boolean> {
   if (res.status !== 401) return false;
-  if (/error="?invalid_token"?/.test(res.headers.get('www-authenticate') ?? '')) return true;
+  const challenge = res.headers.get('www-authenticate') ?? '';
+  if (/error="?invalid_token"?/.test(challenge) || (dpop && /error="?invalid_dpop_proof"?/.test(challenge))) return true;
   if (!(res.headers.get('content-type') ?? '').includes('json')) return false;
   try {
     const body = await res.clone().json() as { message?: { code?: unknown } };
-    return body?.message?.code === 'invalid_token';
+    return body?.message?.code === 'invalid_token' || (dpop && body?.message?.code === 'invalid_dpop_proof');
   } catch {
     return false;
   }

@@ -291,8 +291,11 @@ export class TokenManager {
     for (let refreshToken = this.#held?.refreshToken; refreshToken !== undefined;) {
       if (refreshToken === this.#handedOver?.refreshToken) this.#handedOver = undefined;
       try {
-        return await this.#accept(await this.#transport.json<TokenPair>({ method: 'POST', path: '/api/refresh', body: { refreshToken }, retryable: true }), generation);
+        return await this.#accept(await this.#transport.json<TokenPair>({ method: 'POST', path: '/api/refresh', body: { refreshToken }, retryable: true, dpop: true }), generation);
       } catch (err) {
+        // A family bound to another DPoP key (a pair stored under an earlier key): with the key at
+        // hand a fresh sign-in binds a new one; without it, the refusal is the caller's to see.
+        if (err instanceof AuthenticationError && err.code === 'invalid_dpop_proof' && this.#apiKey !== undefined) break;
         if (!(err instanceof AuthenticationError && err.code === 'invalid_grant')) throw err;
         if (this.#handedOver !== undefined) {
           // The stored pair was dead; the application's own refresh token is still untried.
@@ -319,7 +322,7 @@ export class TokenManager {
       throw this.#expired ?? new AuthenticationError({ status: 401, code: 'invalid_grant', description: 'the session has ended and there is no API key to sign in with' });
     }
     const body = await this.keyCredentials();
-    return this.#accept(await this.#transport.json<TokenPair>({ method: 'POST', path: '/api/signin', body, retryable: true }), generation);
+    return this.#accept(await this.#transport.json<TokenPair>({ method: 'POST', path: '/api/signin', body, retryable: true, dpop: true }), generation);
   }
 
   /**

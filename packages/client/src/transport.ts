@@ -13,6 +13,7 @@
 import {
   AbortError, apiErrorFor, ConfigurationError, GatewayError, NetworkError, TimeoutError, UnexpectedResponseError,
 } from './errors.js';
+import type { DpopProver } from './dpop.js';
 import { parseRateLimit, parseRetryAfter } from './rate-limit.js';
 import type { CallOptions, RateLimitInfo, RetryOptions } from './types.js';
 
@@ -141,6 +142,8 @@ export interface TransportOptions {
   timeoutMs?: number | undefined;
   retry?: RetryOptions | false | undefined;
   onRateLimit?: ((info: RateLimitInfo) => void) | undefined;
+  /** DPoP proofs (dpop.ts), for the calls that bind a pair (JsonCall.dpop) and those with a bound token. */
+  dpop?: DpopProver | undefined;
 }
 
 export interface JsonCall {
@@ -154,6 +157,8 @@ export interface JsonCall {
   form?: Record<string, string>;
   /** Overrides the method's idempotency, for calls the gateway refuses without effect. */
   retryable?: boolean;
+  /** Sign-in and refresh: with the client's DPoP key, each attempt carries a proof (the pair is bound to it). */
+  dpop?: boolean;
 }
 
 export class Transport {
@@ -162,9 +167,11 @@ export class Transport {
   readonly #timeoutMs: number;
   readonly #retry: RetryPolicy | false;
   readonly #onRateLimit: ((info: RateLimitInfo) => void) | undefined;
+  /** The client's DPoP key, if it has one. */
+  readonly dpop: DpopProver | undefined;
   #rateLimit: RateLimitInfo | undefined;
 
-  constructor({ baseUrl: baseUrlOption, fetch: given, timeoutMs = DEFAULT_TIMEOUT_MS, retry, onRateLimit }: TransportOptions) {
+  constructor({ baseUrl: baseUrlOption, fetch: given, timeoutMs = DEFAULT_TIMEOUT_MS, retry, onRateLimit, dpop }: TransportOptions) {
     let baseUrl: URL;
     try {
       baseUrl = new URL(baseUrlOption);
@@ -185,6 +192,7 @@ export class Transport {
     this.#timeoutMs = timeoutMs;
     this.#retry = retryPolicy(retry);
     this.#onRateLimit = onRateLimit;
+    this.dpop = dpop;
   }
 
   /** The RateLimit fields of the latest answer that carried them. */
@@ -275,11 +283,13 @@ export class Transport {
         const headers: Record<string, string> = { accept: 'application/json' };
         if (call.form !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
         else if (call.body !== undefined) headers['content-type'] = 'application/json';
-        return this.attempt(scope, url, {
+        const send = (proof?: string) => this.attempt(scope, url, {
           method: call.method,
-          headers,
+          headers: proof === undefined ? headers : { ...headers, dpop: proof },
           body: call.form !== undefined ? new URLSearchParams(call.form).toString() : call.body === undefined ? undefined : JSON.stringify(call.body),
         });
+        // A new proof per attempt: a retry with the same one would be refused as a replay.
+        return call.dpop === true && this.dpop !== undefined ? this.dpop.send(call.method, url, undefined, true, send) : send();
       });
       return await readEnvelope<T>(res, scope);
     } finally {

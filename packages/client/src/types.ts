@@ -1,3 +1,5 @@
+import type { DpopOption } from './dpop.js';
+
 /**
  * The client's public types: the gateway's answers in the interface's exact shapes, the
  * options, and the hooks an application can plug in.
@@ -52,6 +54,8 @@ export interface ResetResult {
 export interface TokenPair {
   accessToken: string;
   refreshToken: string;
+  /** `DPoP` when the pair is bound to this client's DPoP key, else `Bearer` (absent from gateways before DPoP, and in stored pairs). */
+  token_type?: 'Bearer' | 'DPoP';
 }
 
 /** One item of the gateway's IETF `RateLimit` field, joined with its `RateLimit-Policy` item. */
@@ -135,6 +139,14 @@ export interface ClientOptions {
   onRateLimit?: (info: RateLimitInfo) => void;
   /** Called when the client can no longer renew (refresh refused and no key to sign in with); what it throws is dropped. */
   onSessionExpired?: (error: Error) => void;
+  /**
+   * DPoP (RFC 9449; see the README, "DPoP"): sign-in, refresh and every call carry a proof of
+   * this key, and the gateway binds the tokens to it, so a copied token is of no use elsewhere.
+   * `true` makes a non-extractable ES256 key with Web Crypto (kept in memory: a new client, a
+   * new key, a new binding); or pass a CryptoKeyPair (ECDSA P-256 or Ed25519, its private half
+   * best made non-extractable), or in Node `{ privateKey }` with a private KeyObject.
+   */
+  dpop?: DpopOption;
   /**
    * In a browser, an API secret or an API settings token in the page is readable by every
    * script on it. The constructor refuses them there unless this is true.

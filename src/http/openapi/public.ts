@@ -8,9 +8,15 @@ import type { ZodOpenApiOperationObject, ZodOpenApiPathsObject } from 'zod-opena
 import { ErrorMessage, errorResponse, successEnvelope } from './schemas.js';
 
 const TokenPair = z.object({
-  accessToken: z.string().meta({ description: 'A JWT; send it as `Authorization: Bearer <accessToken>`.' }),
+  accessToken: z.string().meta({ description: 'A JWT; send it as `Authorization: Bearer <accessToken>`, or, DPoP-bound, as `Authorization: DPoP <accessToken>` with a proof (docs/dpop.md).' }),
   refreshToken: z.string().meta({ description: 'Single use: POST /api/refresh trades it for a new pair.' }),
+  token_type: z.literal('DPoP').optional().meta({ description: 'RFC 9449 §5: `DPoP` when the request came with a DPoP proof and the pair is bound to its key (`cnf.jkt`); absent for a bearer pair, whose answer is the interface document\'s two fields.' }),
 }).meta({ id: 'TokenPair' });
+
+/** RFC 9449 §4.1: the proof that binds a new pair to its key (docs/dpop.md). */
+const dpopHeader = z.object({
+  DPoP: z.string().optional().meta({ description: 'A DPoP proof (RFC 9449) for this request: the pair is then bound to its key. Required for a key with `requireDpop` and for a DPoP-bound refresh token.' }),
+});
 
 const ApiKeyCredentials = {
   apiKey: z.string().min(1).max(256).meta({ description: 'The API key (`gwk_…` for keys made by the owner API).' }),
@@ -141,6 +147,7 @@ export const publicPaths: ZodOpenApiPathsObject = {
       tags: ['public'],
       summary: 'Sign in with an API key and the SHA-256 of its secret',
       security: [],
+      requestParams: { header: dpopHeader },
       requestBody: { required: true, ...json(SignInBody) },
       responses: responses(TokenPair, credentialErrors),
     },
@@ -151,6 +158,7 @@ export const publicPaths: ZodOpenApiPathsObject = {
       tags: ['public'],
       summary: 'Trade a refresh token for a new token pair',
       security: [],
+      requestParams: { header: dpopHeader },
       requestBody: {
         required: true,
         content: {

@@ -28,9 +28,11 @@ export interface MetadataDeps {
   issuer: string;
   publicOrigin: PublicOrigin;
   endpoints: OAuthEndpoints;
+  /** The DPoP proof algorithms accepted while binding is on (`dpop.algorithms`); absent: DPoP off. */
+  dpopAlgorithms?: readonly string[] | undefined;
 }
 
-export function publishMetadata({ issuer, publicOrigin, endpoints }: MetadataDeps) {
+export function publishMetadata({ issuer, publicOrigin, endpoints, dpopAlgorithms }: MetadataDeps) {
   const issuerUrl = isIssuerUrl(issuer) ? issuer : undefined;
   return async function publishMetadata(ctx: Context): Promise<void> {
     const origin = publicOrigin(ctx.req);
@@ -52,6 +54,8 @@ export function publishMetadata({ issuer, publicOrigin, endpoints }: MetadataDep
       revocation_endpoint_auth_methods_supported: ['none'],
       // RFC 8414 §2 requires the member; there is no authorization endpoint, so no response type.
       response_types_supported: [],
+      // RFC 9449 §5.1: the token endpoint binds a pair to the key of a DPoP proof it comes with.
+      ...(dpopAlgorithms === undefined ? {} : { dpop_signing_alg_values_supported: dpopAlgorithms }),
     };
   };
 }

@@ -33,7 +33,7 @@ const RevokeBody = z.object({
   token_type_hint: z.string().max(256).optional(),
 });
 
-export function revokeToken({ revocation, limits, clientAddress, bodyLimitBytes }: Omit<CredentialRouteDeps, 'auth'> & { revocation: TokenRevocation }) {
+export function revokeToken({ revocation, limits, clientAddress, bodyLimitBytes }: Pick<CredentialRouteDeps, 'limits' | 'clientAddress' | 'bodyLimitBytes'> & { revocation: TokenRevocation }) {
   return async function revokeToken(ctx: Context): Promise<void> {
     // Error answers carry RFC 6749 §5.2's members too (RFC 7009 §2.2.1; errors/boundary.ts).
     ctx.state[OAUTH_ERRORS] = true;

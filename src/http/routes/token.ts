@@ -24,7 +24,7 @@ import { hashSecret } from '../../domain/secrets.js';
 import { InvalidGrant } from '../../errors/errors.js';
 import { InvalidClient, InvalidScope, OAuthError, toOAuthError, UnsupportedGrantType } from '../../errors/oauth.js';
 import { readFields } from '../body.js';
-import { checkKeyCredentials, type CredentialRouteDeps } from './credentials.js';
+import { bindingThumbprint, checkKeyCredentials, dpopRefusal, type CredentialRouteDeps } from './credentials.js';
 
 export const TOKEN_PATH = '/api/token';
 
@@ -64,9 +64,10 @@ export function issueTokens(deps: TokenRouteDeps) {
         ? await clientCredentialsGrant(deps, ctx, client, request)
         : await refreshTokenGrant(deps, ctx, client, requiredParam(params.refresh_token, 'refresh_token'), request);
       ctx.set('Pragma', 'no-cache');
+      if (issued.pair.token_type === 'DPoP') ctx.set(deps.dpop.nonceHeader() ?? {});
       ctx.body = {
         access_token: issued.pair.accessToken,
-        token_type: 'Bearer',
+        token_type: issued.pair.token_type ?? 'Bearer',
         expires_in: deps.accessTokenTtlSeconds,
         refresh_token: issued.pair.refreshToken,
         ...(issued.scopes.length > 0 ? { scope: issued.scopes.join(' ') } : {}),
@@ -79,9 +80,13 @@ export function issueTokens(deps: TokenRouteDeps) {
 
 type Issued = Extract<IssueResult, { outcome: 'issued' }>;
 
-/** §4.4: the key's own credentials give a new pair, as /api/signin. */
+/**
+ * §4.4: the key's own credentials give a new pair, as /api/signin; with a DPoP proof (RFC 9449
+ * §5, its `htu` this endpoint's URL) the pair is bound to its key, the proof checked inside the
+ * counted attempt.
+ */
 async function clientCredentialsGrant(deps: TokenRouteDeps, ctx: Context, client: Client, request: GrantRequest): Promise<Issued> {
-  return checkKeyCredentials(deps, ctx, client.apiKey, () => deps.auth.signIn(client.apiKey, client.apiSecret, verifiedClientCertificate(ctx.req), request));
+  return checkKeyCredentials(deps, ctx, client.apiKey, async () => deps.auth.signIn(client.apiKey, client.apiSecret, verifiedClientCertificate(ctx.req), { ...request, dpopThumbprint: await bindingThumbprint(deps.dpop, ctx.req) }));
 }
 
 /** §6: the client authenticated, then its refresh token counted and rotated, as /api/refresh. */
@@ -94,8 +99,8 @@ async function refreshTokenGrant(deps: TokenRouteDeps, ctx: Context, client: Cli
   const attempt = await limits.refresh(presented?.familyId, clientAddress(ctx.req));
   // §6: the refresh token must have been issued to the authenticated client; another's is untouched.
   if (presented === undefined || presented.accountId !== owner.accountId || presented.keyId !== owner.keyId) throw new InvalidGrant();
-  const result = await auth.refresh(refreshToken, certificate, request);
-  if (result.outcome === 'rejected') throw result.reason === 'invalid_scope' ? new InvalidScope() : new InvalidGrant();
+  const result = await auth.refresh(refreshToken, certificate, { ...request, dpopThumbprint: await bindingThumbprint(deps.dpop, ctx.req) });
+  if (result.outcome === 'rejected') throw result.reason === 'invalid_scope' ? new InvalidScope() : dpopRefusal(result.reason, deps.dpop) ?? new InvalidGrant();
   if (result.replayed === true) await attempt.replayed();
   if (attempt.headers !== undefined) ctx.set(attempt.headers);
   return result;

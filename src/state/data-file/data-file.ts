@@ -150,6 +150,7 @@ export function toApiKeyRecord(account: Pick<AccountData, 'id' | 'enabled' | 'de
       ? { previousSecretDigest: key.previousSecretDigest, previousValidUntil: Date.parse(key.previousValidUntil) }
       : {}),
     ...(key.certificateSha256 === undefined ? {} : { certificateSha256: key.certificateSha256 }),
+    ...(key.requireDpop === true ? { requireDpop: true } : {}),
   });
 }
 

@@ -5,7 +5,8 @@
  *   keyId, accountId, secretDigest ("sha256:<64 hex>"), disabled ("0" or "1"), and optionally
  *   scopes (scope tokens separated by single spaces; absent or empty: none), and during a
  *   roll's overlap previousSecretDigest and previousValidUntil (epoch ms), both or neither; for a
- *   key bound to a client certificate, certificateSha256 (64 lowercase hex digits).
+ *   key bound to a client certificate, certificateSha256 (64 lowercase hex digits); for a key
+ *   that requires DPoP, requireDpop ("1").
  * A record with a missing or malformed field counts as absent, so a half-written key never
  * signs anyone in.
  *
@@ -135,11 +136,12 @@ export function keyRecordFields(record: ApiKeyRecord): Record<string, string> {
       ? { previousSecretDigest: record.previousSecretDigest, previousValidUntil: String(record.previousValidUntil) }
       : {}),
     ...(record.certificateSha256 === undefined ? {} : { certificateSha256: record.certificateSha256 }),
+    ...(record.requireDpop === true ? { requireDpop: '1' } : {}),
   };
 }
 
 function toRecord(fields: Record<string, string>): ApiKeyRecord | undefined {
-  const { keyId, accountId, secretDigest, disabled, scopes: scopeText = '', previousSecretDigest, previousValidUntil, certificateSha256 } = fields;
+  const { keyId, accountId, secretDigest, disabled, scopes: scopeText = '', previousSecretDigest, previousValidUntil, certificateSha256, requireDpop } = fields;
   if (keyId === undefined || accountId === undefined || secretDigest === undefined || (disabled !== '0' && disabled !== '1')) return undefined;
   const record: ApiKeyRecord = { keyId, accountId, secretDigest, disabled: disabled === '1', scopes: scopeText === '' ? [] : scopeText.split(' ') };
   // A half-present overlap is no overlap: the key signs in with its current secret only.
@@ -148,6 +150,8 @@ function toRecord(fields: Record<string, string>): ApiKeyRecord | undefined {
     record.previousValidUntil = Number(previousValidUntil);
   }
   if (certificateSha256 !== undefined) record.certificateSha256 = certificateSha256;
+  // Anything but absent requires DPoP: a malformed flag must not let a key sign in without a proof.
+  if (requireDpop !== undefined) record.requireDpop = true;
   return isWellFormed(record) ? record : undefined;
 }
 

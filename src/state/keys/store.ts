@@ -17,6 +17,11 @@ export interface ApiKeyRecord {
    * access tokens carry it (`cnf.x5t#S256`).
    */
   certificateSha256?: string;
+  /**
+   * RFC 9449: the key signs in and refreshes only with a DPoP proof (docs/dpop.md), so every
+   * token it gets is DPoP-bound. Absent: a proof is the client's choice.
+   */
+  requireDpop?: boolean;
 }
 
 export interface KeyDirectory {

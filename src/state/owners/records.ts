@@ -119,6 +119,8 @@ export const apiKeySchema = z.strictObject({
   previousValidUntil: isoTime.optional(),
   /** Bound to one client certificate (RFC 8705): its SHA-256, 64 lowercase hex digits (docs/tls.md). */
   certificateSha256: z.string().regex(CERTIFICATE_SHA256_PATTERN, 'expected the certificate\'s SHA-256 as 64 lowercase hex digits').optional(),
+  /** Signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md); absent: a proof is the client's choice. */
+  requireDpop: z.boolean().optional(),
 });
 export type ApiKeyData = z.infer<typeof apiKeySchema>;
 

@@ -78,6 +78,11 @@ export interface RedisKeys {
    * ms. TTL: KEY_USE_RETENTION_MS (400 days) from its last write.
    */
   keyUse(accountId: string): string;
+  /**
+   * String: a DPoP proof already used (state/dpop-proofs/store.ts), named by a digest of its key
+   * thumbprint and `jti` (43 characters). TTL: until the proof's `iat` window ends.
+   */
+  dpopProof(id: string): string;
 
   // The owner store (owner-store.redis.ts). What lives in an account's slot is changed by
   // scripts; everything found by another name (an owner, an email, a digest) is a projection
@@ -164,6 +169,7 @@ export function redisKeys(prefix: string): RedisKeys {
     usage: (accountId, bucketStart) => `${prefix}:usage:{${accountId}}:${bucketStart / 1000}`,
     usageDay: (accountId, dayStart) => `${prefix}:usage-day:{${accountId}}:${dayStart / 1000}`,
     keyUse: (accountId) => `${prefix}:key-use:{${accountId}}`,
+    dpopProof: (id) => `${prefix}:dpop-jti:${id}`,
     account: (accountId) => `${prefix}:acct:{${accountId}}`,
     audit: (accountId) => `${prefix}:audit:{${accountId}}`,
     accountKeys: (accountId) => `${prefix}:acct-keys:{${accountId}}`,

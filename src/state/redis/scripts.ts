@@ -26,7 +26,10 @@
  * ARGV[10] the family's granted scopes as the presented handle names them ('' for none): a
  *          family whose stored grant differs is invalid, so a handle edited to drop its
  *          narrowing gets nothing (an older gateway sends no ARGV[10]: read as '')
- * Returns {'rotated'} | {'replayed', sealedPair} | {'reused'} | {'invalid'}
+ * ARGV[11] the thumbprint of the refresh's DPoP proof ('' without one): a family bound to a
+ *          DPoP key (its `jkt`) is refreshed only with a proof by it (RFC 9449 §5); an unbound
+ *          family rotated with one is bound to it from then on
+ * Returns {'rotated'} | {'replayed', sealedPair} | {'reused'} | {'invalid'} | {'dpop_mismatch'}
  *
  * The sealed pair is kept on the family, not on the consumed token: only the latest rotation's
  * pair can ever be handed back (a duplicate needs its successor to be the family's current
@@ -45,6 +48,9 @@ if (f[6] or '') ~= (ARGV[10] or '') then return {'invalid'} end
 local r = redis.call('HMGET', KEYS[4], 'account', 'key:' .. ARGV[2])
 local created = tonumber(f[2])
 if (r[1] and tonumber(r[1]) >= created) or (r[2] and tonumber(r[2]) >= created) then return {'invalid'} end
+local jkt = redis.call('HGET', KEYS[2], 'jkt')
+local proof = ARGV[11] or ''
+if jkt and jkt ~= proof then return {'dpop_mismatch'} end
 if not t[5] then
   if tonumber(t[4]) <= now then return {'invalid'} end
   local exp = math.min(tonumber(ARGV[8]), famExp)
@@ -54,6 +60,7 @@ if not t[5] then
   redis.call('HSET', KEYS[1], 'rot', ARGV[4], 'next', ARGV[6])
   redis.call('PEXPIREAT', KEYS[1], famExp)
   redis.call('HSET', KEYS[2], 'current', ARGV[6], 'sealed', ARGV[9])
+  if not jkt and proof ~= '' then redis.call('HSET', KEYS[2], 'jkt', proof) end
   return {'rotated'}
 end
 if now - tonumber(t[5]) < tonumber(ARGV[5]) and f[4] == t[6] then return {'replayed', t[7] or f[5]} end
@@ -74,11 +81,13 @@ return {'reused'}
  * ARGV[6] hex SHA-256 of the token's secret
  * ARGV[7] the token's idle expiry (capped at the family's)
  * ARGV[8] the family's granted scopes, space-separated ('' for none: the key's own at each refresh)
+ * ARGV[9] the DPoP key thumbprint the family is bound to ('' for none)
  */
 export const CREATE_FAMILY = `
 local famExp = tonumber(ARGV[4])
 redis.call('HSET', KEYS[1], 'exp', famExp, 'created', ARGV[3], 'key', ARGV[2], 'current', ARGV[5])
 if ARGV[8] and ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'scope', ARGV[8]) end
+if ARGV[9] and ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'jkt', ARGV[9]) end
 redis.call('PEXPIREAT', KEYS[1], famExp)
 local exp = math.min(tonumber(ARGV[7]), famExp)
 redis.call('HSET', KEYS[2], 'fam', ARGV[1], 'key', ARGV[2], 'hash', ARGV[6], 'exp', exp)

@@ -24,6 +24,8 @@ interface TokenEntry {
 
 interface FamilyEntry {
   createdAt: number;
+  /** The DPoP key thumbprint the family is bound to (NewFamily.dpopThumbprint). */
+  dpopThumbprint?: string;
   expiresAt: number;
   revoked: boolean;
   /** The token id that may be rotated next. */
@@ -58,8 +60,10 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     this.#resets = resets;
   }
 
-  async createFamily({ familyId, accountId, keyId, familyExpiresAt, token, scopes }: NewFamily, now: number): Promise<void> {
-    this.#families.set(familyId, { createdAt: now, expiresAt: familyExpiresAt, revoked: false, currentTokenId: token.tokenId, grant: grantText(scopes) }, { ttl: ttlUntil(familyExpiresAt, now) });
+  async createFamily({ familyId, accountId, keyId, familyExpiresAt, token, scopes, dpopThumbprint }: NewFamily, now: number): Promise<void> {
+    const entry: FamilyEntry = { createdAt: now, expiresAt: familyExpiresAt, revoked: false, currentTokenId: token.tokenId, grant: grantText(scopes) };
+    if (dpopThumbprint !== undefined) entry.dpopThumbprint = dpopThumbprint;
+    this.#families.set(familyId, entry, { ttl: ttlUntil(familyExpiresAt, now) });
     const expiresAt = Math.min(token.expiresAt, familyExpiresAt);
     this.#tokens.set(token.tokenId, { familyId, accountId, keyId, secretHash: token.secretHash, expiresAt }, { ttl: ttlUntil(expiresAt, now) });
   }
@@ -74,6 +78,7 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     if (family === undefined || family.revoked || family.expiresAt <= req.now) return { outcome: 'invalid' };
     if (family.grant !== grantText(req.scopes)) return { outcome: 'invalid' };
     if (family.createdAt <= latestReset(this.#resets.readNow(token.accountId), token.keyId)) return { outcome: 'invalid' };
+    if (family.dpopThumbprint !== undefined && family.dpopThumbprint !== req.dpopThumbprint) return { outcome: 'dpop_mismatch' };
 
     if (token.rotatedAt === undefined) {
       if (token.expiresAt <= req.now) return { outcome: 'invalid' };
@@ -86,6 +91,7 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
       token.successorId = req.successor.tokenId;
       family.currentTokenId = req.successor.tokenId;
       family.sealedPair = req.sealedPair;
+      if (family.dpopThumbprint === undefined && req.dpopThumbprint !== undefined) family.dpopThumbprint = req.dpopThumbprint;
       // The consumed entry stays until its family ends, so a late replay is still recognised.
       this.#tokens.set(req.tokenId, token, { ttl: ttlUntil(family.expiresAt, req.now) });
       return { outcome: 'rotated' };

@@ -12,11 +12,11 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
     this.#redis = redis;
   }
 
-  async createFamily({ familyId, accountId, keyId, familyExpiresAt, token, scopes }: NewFamily, now: number): Promise<void> {
+  async createFamily({ familyId, accountId, keyId, familyExpiresAt, token, scopes, dpopThumbprint }: NewFamily, now: number): Promise<void> {
     const k = this.#redis.keys;
     await this.#redis.run((c) => c.gwCreateFamily(
       k.family(accountId, familyId), k.token(accountId, token.tokenId),
-      familyId, keyId, now, familyExpiresAt, token.tokenId, token.secretHash, token.expiresAt, grantText(scopes),
+      familyId, keyId, now, familyExpiresAt, token.tokenId, token.secretHash, token.expiresAt, grantText(scopes), dpopThumbprint ?? '',
     ));
   }
 
@@ -26,12 +26,13 @@ export class RedisRefreshTokenStore implements RefreshTokenStore {
       k.token(req.accountId, req.tokenId), k.family(req.accountId, req.familyId),
       k.token(req.accountId, req.successor.tokenId), k.resets(req.accountId),
       req.familyId, req.keyId, req.secretHash, req.now, req.graceMs,
-      req.successor.tokenId, req.successor.secretHash, req.successor.expiresAt, req.sealedPair, grantText(req.scopes),
+      req.successor.tokenId, req.successor.secretHash, req.successor.expiresAt, req.sealedPair, grantText(req.scopes), req.dpopThumbprint ?? '',
     ));
     switch (outcome) {
       case 'rotated': return { outcome };
       case 'replayed': return { outcome, sealedPair: sealedPair! };
       case 'reused': return { outcome, familyId: req.familyId };
+      case 'dpop_mismatch': return { outcome };
       default: return { outcome: 'invalid' };
     }
   }

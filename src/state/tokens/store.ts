@@ -23,6 +23,11 @@ export interface NewFamily {
    * the family's life: a refresh never widens it (RFC 6749 §6).
    */
   scopes?: readonly string[];
+  /**
+   * RFC 9449 §5: the DPoP key (RFC 7638 thumbprint) the family is bound to; each refresh must then
+   * come with a proof by that key. Absent: unbound.
+   */
+  dpopThumbprint?: string;
 }
 
 export interface NewToken {
@@ -59,6 +64,12 @@ export interface RotateRequest {
    * handle cannot widen a grant.
    */
   scopes?: readonly string[];
+  /**
+   * The thumbprint of the DPoP proof the refresh came with; absent without one. An unbound
+   * family rotated with one is bound to it from then on (RFC 9449 §5: the holder of a refresh
+   * token a page got unbound proves its key from its first refresh).
+   */
+  dpopThumbprint?: string;
 }
 
 export type RotateResult =
@@ -69,7 +80,12 @@ export type RotateResult =
   /** A consumed token presented again outside the window: the whole family is now revoked. */
   | { outcome: 'reused'; familyId: string }
   /** Unknown, wrong secret, expired, its family revoked, expired or reset. Nothing changed. */
-  | { outcome: 'invalid' };
+  | { outcome: 'invalid' }
+  /**
+   * A live token of a DPoP-bound family presented without a proof by the family's key (checked
+   * after the secret, before anything else). Nothing changed: the holder of the key may still refresh.
+   */
+  | { outcome: 'dpop_mismatch' };
 
 /** A grant as the stores compare it: the scopes space-separated, '' for a family not narrowed. */
 export function grantText(scopes: readonly string[] | undefined): string {

@@ -511,6 +511,8 @@ export interface OwnerOperations {
         lastUsedAt?: string;
         /** The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound. */
         certificateSha256?: string;
+        /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
+        requireDpop?: true;
       }[];
       nextCursor?: string;
     };
@@ -526,6 +528,8 @@ export interface OwnerOperations {
       scopes?: string[];
       /** Binds the key to one client certificate (docs/tls.md, "Client certificates"): the SHA-256 of its DER, as `openssl x509 -noout -fingerprint -sha256` prints it or as 64 hex digits. */
       certificateSha256?: string;
+      /** true: the key signs in and refreshes only with a DPoP proof (docs/dpop.md); turning it on stops the key's tokens issued so far. */
+      requireDpop?: boolean;
     };
     answer: {
       key: {
@@ -541,6 +545,8 @@ export interface OwnerOperations {
         lastUsedAt?: string;
         /** The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound. */
         certificateSha256?: string;
+        /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
+        requireDpop?: true;
       };
       apiSecret: string;
     };
@@ -564,6 +570,8 @@ export interface OwnerOperations {
       lastUsedAt?: string;
       /** The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound. */
       certificateSha256?: string;
+      /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
+      requireDpop?: true;
     };
   };
   updateKey: {
@@ -577,6 +585,8 @@ export interface OwnerOperations {
       enabled?: boolean;
       scopes?: string[];
       certificateSha256?: string | null;
+      /** true: the key signs in and refreshes only with a DPoP proof (docs/dpop.md); turning it on stops the key's tokens issued so far. */
+      requireDpop?: boolean;
     };
     answer: {
       id: string;
@@ -591,6 +601,8 @@ export interface OwnerOperations {
       lastUsedAt?: string;
       /** The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound. */
       certificateSha256?: string;
+      /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
+      requireDpop?: true;
     };
   };
   deleteKey: {
@@ -626,6 +638,8 @@ export interface OwnerOperations {
         lastUsedAt?: string;
         /** The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound. */
         certificateSha256?: string;
+        /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
+        requireDpop?: true;
       };
       apiSecret: string;
     };

@@ -237,6 +237,8 @@ export interface Key {
   lastUsedAt?: string;
   /** The client certificate the key is bound to (mTLS): SHA-256, 64 lowercase hex digits; absent while unbound. */
   certificateSha256?: string;
+  /** The key signs in and refreshes only with a DPoP proof (see the README, "DPoP"); absent: it need not. */
+  requireDpop?: true;
 }
 
 export interface CreateKeyInput {
@@ -245,6 +247,8 @@ export interface CreateKeyInput {
   scopes?: string[];
   /** Binds the key to one client certificate: its SHA-256 as 64 hex digits (pairs may be separated by ":"). */
   certificateSha256?: string;
+  /** Sign-in and refresh only with a DPoP proof. */
+  requireDpop?: boolean;
 }
 
 export interface UpdateKeyInput {
@@ -254,6 +258,8 @@ export interface UpdateKeyInput {
   scopes?: string[];
   /** As CreateKeyInput's; null unbinds the key. */
   certificateSha256?: string | null;
+  /** true: sign-in and refresh only with a DPoP proof (the key's tokens so far stop); false: no longer. */
+  requireDpop?: boolean;
 }
 
 /** `apiSecret` (`gwsk_…`) is shown this once. */

@@ -28,7 +28,10 @@ export const keyView = z.strictObject({
   /** The last sign-in with the key, to within a few minutes; absent while it has none. */
   lastUsedAt: isoTime.optional().meta({ description: 'The last sign-in with the key (POST /api/signin), recorded at most every 5 minutes per gateway instance; absent while it has none.' }),
   certificateSha256: z.string().optional().meta({ description: 'The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound.' }),
+  requireDpop: z.literal(true).optional().meta({ description: 'The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client\'s choice.' }),
 });
+
+const requireDpopField = z.boolean().meta({ description: 'true: the key signs in and refreshes only with a DPoP proof (docs/dpop.md); turning it on stops the key\'s tokens issued so far.' });
 
 /** A certificate's SHA-256 as openssl or a browser prints it: 64 hex digits, either case, the bytes optionally separated by ":". */
 const certificateSha256Field = z.string().regex(/^(?:[0-9A-Fa-f]{64}|(?:[0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2})$/, 'expected a SHA-256 fingerprint: 64 hex digits, optionally as 32 ":"-separated pairs')
@@ -58,7 +61,7 @@ export function keyOperations(owner: OwnerServices, _deps: OwnerRouteDeps): Oper
       operationId: 'createKey', method: 'post', path: '/owner/v1/accounts/{accountId}/keys', tag, auth: 'caller',
       summary: 'Create an API key; its secret is in this answer only.',
       params: accountParams,
-      body: z.strictObject({ name: nameField, description: safeText(DESCRIPTION_MAX).optional(), scopes: scopeList.optional(), certificateSha256: certificateSha256Field.optional() }),
+      body: z.strictObject({ name: nameField, description: safeText(DESCRIPTION_MAX).optional(), scopes: scopeList.optional(), certificateSha256: certificateSha256Field.optional(), requireDpop: requireDpopField.optional() }),
       status: 201, response: createdKey, errors: [404, 409],
       handle: ({ params, body, caller, meta }) => keys.create(actorOf({ caller, meta }), params.accountId, body),
     }),
@@ -72,7 +75,7 @@ export function keyOperations(owner: OwnerServices, _deps: OwnerRouteDeps): Oper
       operationId: 'updateKey', method: 'patch', path: '/owner/v1/accounts/{accountId}/keys/{keyId}', tag, auth: 'caller',
       summary: 'Rename, describe, disable or enable an API key, change its scopes, or bind it to a client certificate (null unbinds it). Disabling it, taking a scope away or binding it stops its access tokens at once.',
       params: keyParams,
-      body: z.strictObject({ name: nameField.optional(), description: safeText(DESCRIPTION_MAX).optional(), enabled: z.boolean().optional(), scopes: scopeList.optional(), certificateSha256: certificateSha256Field.nullable().optional() }),
+      body: z.strictObject({ name: nameField.optional(), description: safeText(DESCRIPTION_MAX).optional(), enabled: z.boolean().optional(), scopes: scopeList.optional(), certificateSha256: certificateSha256Field.nullable().optional(), requireDpop: requireDpopField.optional() }),
       response: keyView, errors: [404, 409],
       handle: ({ params, body, caller, meta }) => keys.update(actorOf({ caller, meta }), params.accountId, params.keyId, body),
     }),
