@@ -5,7 +5,7 @@
 import { decodeJwt } from 'jose';
 import type { Config } from '../config/schema.js';
 import type { ApiKeyRecord, KeyDirectory } from '../state/keys/store.js';
-import type { RefreshTokenStore } from '../state/tokens/store.js';
+import type { RefreshTokenStore, RotateResult } from '../state/tokens/store.js';
 import { StoreUnavailable } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
 import type { CredentialOutcome, Metrics } from '../telemetry/metrics.js';
@@ -175,22 +175,7 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
         ...(dpopThumbprint === undefined ? {} : { dpopThumbprint }),
       });
 
-      switch (result.outcome) {
-        case 'rotated':
-          return { outcome: 'issued', pair, scopes };
-        case 'replayed': {
-          // The earlier pair's own scopes: its duplicate may have asked for another narrowing.
-          const earlier = unsealPair(result.sealedPair, presented.secret);
-          return earlier === undefined ? { outcome: 'rejected', reason: 'invalid' } : { outcome: 'issued', pair: earlier, scopes: scopesOf(earlier.accessToken), replayed: true };
-        }
-        case 'reused':
-          log.warn({ accountId: presented.accountId, keyId: presented.keyId, familyId: result.familyId }, 'refresh token reused: family revoked');
-          return { outcome: 'rejected', reason: 'reused' };
-        case 'invalid':
-          return { outcome: 'rejected', reason: 'invalid' };
-        case 'dpop_mismatch':
-          return { outcome: 'rejected', reason: 'dpop_mismatch' };
-      }
+      return refreshAnswer(result, { pair, scopes, presented, log });
     },
 
     authenticateClient: async (apiKey, apiSecret, certificate) => authenticated(await verify(apiKey, apiSecret), certificate),
@@ -208,6 +193,26 @@ export function createAuthService({ keys, tokens, signer, revocations, clock, lo
       return { outcome: 'reset', ...target, at };
     },
   };
+}
+
+/** What a refresh answers for the store's outcome: the pair minted, the earlier one for a duplicate, or the refusal. */
+function refreshAnswer(result: RotateResult, { pair, scopes, presented, log }: { pair: TokenPair; scopes: readonly string[]; presented: { accountId: string; keyId: string; secret: string }; log: Logger }): IssueResult {
+  switch (result.outcome) {
+    case 'rotated':
+      return { outcome: 'issued', pair, scopes };
+    case 'replayed': {
+      // The earlier pair's own scopes: its duplicate may have asked for another narrowing.
+      const earlier = unsealPair(result.sealedPair, presented.secret);
+      return earlier === undefined ? { outcome: 'rejected', reason: 'invalid' } : { outcome: 'issued', pair: earlier, scopes: scopesOf(earlier.accessToken), replayed: true };
+    }
+    case 'reused':
+      log.warn({ accountId: presented.accountId, keyId: presented.keyId, familyId: result.familyId }, 'refresh token reused: family revoked');
+      return { outcome: 'rejected', reason: 'reused' };
+    case 'invalid':
+      return { outcome: 'rejected', reason: 'invalid' };
+    case 'dpop_mismatch':
+      return { outcome: 'rejected', reason: 'dpop_mismatch' };
+  }
 }
 
 /**

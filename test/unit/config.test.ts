@@ -403,9 +403,9 @@ test('describeSettings', async (t) => {
     for (const expected of ['PORT', 'HOST', 'GATEWAY_DATA_FILE', 'SIGNING_KEYS', 'LOG_LEVEL']) assert.ok(names.includes(expected), expected);
   });
 
-  await t.test('signing keys, the directory upstream\'s credential, Redis credentials (the sentinels\' too), the device-cookie key, the second-factor key, the single sign-on client secret, the SMTP URL (its login) and the ACME EAB key are marked secret', () => {
+  await t.test('signing keys, the directory upstream\'s credential, Redis credentials (the sentinels\' too), the DPoP nonce key, the device-cookie key, the second-factor key, the single sign-on client secret, the SMTP URL (its login) and the ACME EAB key are marked secret', () => {
     assert.equal(rows.find((r) => r.path === 'signing.keys')?.secret, true);
-    assert.deepEqual(rows.filter((r) => r.secret).map((r) => r.path), ['signing.keys', 'directory.http.token', 'redis.url', 'redis.password', 'redis.sentinelPassword', 'owner.deviceCookieSecret', 'owner.secondFactorKey', 'owner.sso.clientSecret', 'mail.smtpUrl', 'acme.eabHmacKey']);
+    assert.deepEqual(rows.filter((r) => r.secret).map((r) => r.path), ['dpop.nonceSecret', 'signing.keys', 'directory.http.token', 'redis.url', 'redis.password', 'redis.sentinelPassword', 'owner.deviceCookieSecret', 'owner.secondFactorKey', 'owner.sso.clientSecret', 'mail.smtpUrl', 'acme.eabHmacKey']);
   });
 });
 

@@ -39,6 +39,7 @@ const Metadata = z.object({
   introspection_endpoint_auth_methods_supported: z.array(z.string()),
   revocation_endpoint_auth_methods_supported: z.array(z.string()),
   response_types_supported: z.array(z.string()).max(0).meta({ description: 'Empty: there is no authorization endpoint.' }),
+  dpop_signing_alg_values_supported: z.array(z.string()).optional().meta({ description: 'RFC 9449 §5.1: the DPoP proof algorithms the token endpoint accepts; absent while `dpop.enabled` is off.' }),
 }).meta({ id: 'AuthorizationServerMetadata', description: 'RFC 8414 §2. The endpoint URLs start with `oauth.publicOrigin`, or the request\'s own origin.' });
 
 const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
