@@ -295,7 +295,9 @@ test('a WebSocket opened with a provider token: its identity at the backend, clo
       trustedIssuers: [{ issuer: provider.issuer, audience: AUDIENCE, accountClaim: 'account' }],
       issuerKeys: { cacheSeconds: 3600 },
       routes: [
-        { prefix: '/ws', targets: [backend.url], websocket: true, issuers: ['self', provider.issuer] },
+        // No idle timeout within the token's life: the provider mints by the real clock, so its
+        // expiry may fall after an idle deadline of the same length counted from the gateway's start.
+        { prefix: '/ws', targets: [backend.url], websocket: true, issuers: ['self', provider.issuer], webSocketIdleTimeoutMs: 3_600_000 },
         { prefix: '/ws-own', targets: [backend.url], websocket: true },
       ],
     },
