@@ -15,7 +15,6 @@
  * and two instances.
  */
 import { randomBytes } from 'node:crypto';
-import { createTransport } from 'nodemailer';
 import type { Config } from '../config/schema.js';
 import type { AuditEvent } from '../state/owners/records.js';
 import type { OwnerStore } from '../state/owners/store.js';
@@ -66,9 +65,12 @@ export function retryDelayMs(failures: number): number {
 
 /** nodemailer over `mail.smtpUrl`: smtp:// upgrades with STARTTLS when offered, smtps:// is TLS from the start. */
 export function smtpSender(smtpUrl: string): SendMail {
-  const transport = createTransport({ url: smtpUrl, connectionTimeout: SMTP_TIMEOUT_MS, greetingTimeout: SMTP_TIMEOUT_MS, socketTimeout: SMTP_TIMEOUT_MS });
+  // nodemailer is loaded with the first mail (about 50 ms of CPU a start would pay for nothing
+  // until then), and its transport made once.
+  let transport: Promise<{ sendMail(mail: Parameters<SendMail>[0]): Promise<unknown> }> | undefined;
   return async (mail) => {
-    await transport.sendMail(mail);
+    transport ??= import('nodemailer').then(({ createTransport }) => createTransport({ url: smtpUrl, connectionTimeout: SMTP_TIMEOUT_MS, greetingTimeout: SMTP_TIMEOUT_MS, socketTimeout: SMTP_TIMEOUT_MS }));
+    await (await transport).sendMail(mail);
   };
 }
 

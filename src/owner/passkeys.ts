@@ -12,15 +12,11 @@
  * each use (a clone of an authenticator that counts shows as a counter that went back).
  * test/dashboard/passkeys.test.ts holds it, in Chromium with a virtual authenticator.
  */
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import { Conflict, InvalidRequest, NotFound } from '../errors/errors.js';
 import { ID_PATTERN } from '../domain/formats.js';
@@ -29,6 +25,18 @@ import type { CeremonyStore } from '../state/ceremonies/store.js';
 import { PASSKEYS_MAX, type OwnerRecord, type PasskeyRecord } from '../state/owners/records.js';
 import type { OwnerStore } from '../state/owners/store.js';
 import type { Clock } from '../util/clock.js';
+
+type WebAuthn = typeof import('@simplewebauthn/server');
+let loading: Promise<WebAuthn> | undefined;
+/**
+ * @simplewebauthn/server, loaded at the first ceremony: with its CBOR, ASN.1 and COSE parts it
+ * costs about 100 ms of CPU at every start, which a gateway whose owners use no passkey (and
+ * every test's gateway) should not pay.
+ */
+function webAuthn(): Promise<WebAuthn> {
+  loading ??= import('@simplewebauthn/server');
+  return loading;
+}
 
 /** How long a ceremony's challenge may be answered (the browser's own timeout is the same). */
 export const CEREMONY_MS = 5 * 60_000;
@@ -89,7 +97,7 @@ export function createPasskeyCeremonies({ store, ceremonies, clock, rpName }: { 
   return {
     async startRegistration(owner, rp) {
       if ((owner.passkeys ?? []).length >= PASSKEYS_MAX) throw new Conflict(`An owner may register at most ${PASSKEYS_MAX} passkeys: remove one first.`);
-      const options = await generateRegistrationOptions({
+      const options = await (await webAuthn()).generateRegistrationOptions({
         rpName,
         rpID: rpIdOf(rp),
         userName: owner.email,
@@ -107,7 +115,7 @@ export function createPasskeyCeremonies({ store, ceremonies, clock, rpName }: { 
     async finishRegistration(owner, rp, { ceremonyId, response, name }) {
       const ceremony = await ceremonies.take(ceremonyId);
       if (ceremony === undefined || ceremony.kind !== 'registration' || ceremony.ownerId !== owner.id) throw new InvalidRequest('This passkey ceremony is unknown, used or expired: start again.', { field: 'ceremonyId' });
-      const verified = await verifyRegistrationResponse({ response, expectedChallenge: ceremony.challenge, expectedOrigin: rp.origin, expectedRPID: rpIdOf(rp), requireUserVerification: false, supportedAlgorithmIDs: ALGORITHMS })
+      const verified = await (await webAuthn()).verifyRegistrationResponse({ response, expectedChallenge: ceremony.challenge, expectedOrigin: rp.origin, expectedRPID: rpIdOf(rp), requireUserVerification: false, supportedAlgorithmIDs: ALGORITHMS })
         .catch(() => ({ verified: false as const }));
       if (!verified.verified) throw new InvalidRequest('The passkey\'s answer does not verify.', { field: 'response' });
       const { credential } = verified.registrationInfo;
@@ -123,7 +131,7 @@ export function createPasskeyCeremonies({ store, ceremonies, clock, rpName }: { 
 
     async startSignIn(rp) {
       // No allowCredentials: the authenticator offers whichever discoverable passkey it holds for this RP.
-      const options = await generateAuthenticationOptions({ rpID: rpIdOf(rp), userVerification: 'preferred', timeout: CEREMONY_MS });
+      const options = await (await webAuthn()).generateAuthenticationOptions({ rpID: rpIdOf(rp), userVerification: 'preferred', timeout: CEREMONY_MS });
       return { ceremonyId: await begin('authentication', options.challenge), options };
     },
 
@@ -141,7 +149,7 @@ export function createPasskeyCeremonies({ store, ceremonies, clock, rpName }: { 
       const passkey = (owner.passkeys ?? []).find((p) => p.id === response.id);
       if (passkey === undefined) return false;
       const credential = { id: passkey.id, publicKey: new Uint8Array(Buffer.from(passkey.publicKey, 'base64url')), counter: passkey.counter, ...(passkey.transports !== undefined ? { transports: passkey.transports } : {}) };
-      const verified = await verifyAuthenticationResponse({ response, expectedChallenge: ceremony.challenge, expectedOrigin: rp.origin, expectedRPID: rpIdOf(rp), credential, requireUserVerification: false })
+      const verified = await (await webAuthn()).verifyAuthenticationResponse({ response, expectedChallenge: ceremony.challenge, expectedOrigin: rp.origin, expectedRPID: rpIdOf(rp), credential, requireUserVerification: false })
         .catch(() => undefined);
       if (verified?.verified !== true) return false;
       const { newCounter } = verified.authenticationInfo;

@@ -17,7 +17,6 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
-import QRCode from 'qrcode';
 import { Conflict, SecondFactorRequired } from '../errors/errors.js';
 import type { OwnerRecord } from '../state/owners/records.js';
 import type { OwnerStore } from '../state/owners/store.js';
@@ -45,6 +44,8 @@ function totpOf(secret: string, label: string, issuer: string): TOTP {
 export async function newEnrollment(email: string, issuer: string): Promise<TotpEnrollment> {
   const secret = new Secret({ size: 20 }).base32;
   const uri = totpOf(secret, email, issuer).toString();
+  // qrcode is loaded at the first enrollment, not at every start.
+  const { default: QRCode } = await import('qrcode');
   const svg = await QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
   return { secret, uri, qrCode: `data:image/svg+xml;base64,${Buffer.from(svg, 'utf8').toString('base64')}` };
 }
