@@ -7,8 +7,8 @@
  * answer for; the lock still lapses after its TTL on the gateway's clock, as Redis's does.
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { writePrivateFile } from '../../util/private-file.js';
 import type { Clock } from '../../util/clock.js';
 import type { AcmeCertificate, AcmeStore, ChallengeStore } from './store.js';
 
@@ -42,7 +42,7 @@ export function createFileAcmeStore(file: string, clock: Clock): AcmeStore {
       throw new Error(`acme.stateFile ${file} is not JSON: move it aside to start afresh`);
     }
   };
-  const write = async (change: Kept) => writeAtomically(file, `${JSON.stringify({ ...(await readAll()), ...change }, null, 2)}\n`);
+  const write = async (change: Kept) => writePrivateFile(file, `${JSON.stringify({ ...(await readAll()), ...change }, null, 2)}\n`);
   return {
     accountKey: (make) => inTurn(async () => {
       const kept = (await readAll()).accountKey;
@@ -63,26 +63,6 @@ export function createFileAcmeStore(file: string, clock: Clock): AcmeStore {
     },
     onCertificateSaved() {},
   };
-}
-
-async function writeAtomically(file: string, text: string): Promise<void> {
-  await mkdir(dirname(file), { recursive: true });
-  const temp = join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  const handle = await open(temp, 'wx', 0o600);
-  try {
-    await handle.writeFile(text);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    // The umask may have taken bits off the mode given to open; never any added.
-    await chmod(temp, 0o600);
-    await rename(temp, file);
-  } catch (err) {
-    await unlink(temp).catch(() => undefined);
-    throw err;
-  }
 }
 
 /** The HTTP-01 answers in this process: each is deleted by its order, or lapses after its TTL. */

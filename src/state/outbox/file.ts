@@ -5,10 +5,8 @@
  * in this process (without Redis there is one process: several workers need Redis); a restart
  * forgets them, so a mail whose send was cut short is due again at its lease's end, as written.
  */
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { chmod, mkdir, open, rename, unlink } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { writePrivateFile } from '../../util/private-file.js';
 import { MemoryOutbox, type HeldMail } from './memory.js';
 
 /** Reads the outbox kept in `file` (none yet: empty); throws, naming the file, when it is not an outbox. */
@@ -45,27 +43,9 @@ export class FileOutbox extends MemoryOutbox {
     // The state at the time of this change, written after every write begun before it.
     const mails = [...this.held.values()].map(({ mail, dueAt }) => ({ mail, dueAt }));
     const text = `${JSON.stringify({ mails }, null, 2)}\n`;
-    const write = this.#last.then(() => writeAtomically(this.#file, text));
+    const write = this.#last.then(() => writePrivateFile(this.#file, text));
     this.#last = write.catch(() => undefined);
     return write;
   }
 }
 
-async function writeAtomically(file: string, text: string): Promise<void> {
-  await mkdir(dirname(file), { recursive: true });
-  const temp = join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  const handle = await open(temp, 'wx', 0o600);
-  try {
-    await handle.writeFile(text);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    await chmod(temp, 0o600);
-    await rename(temp, file);
-  } catch (err) {
-    await unlink(temp).catch(() => {});
-    throw err;
-  }
-}
