@@ -36,14 +36,15 @@ const HANDSHAKE_SECONDS = boundedInt(NAME, 'handshake-seconds', opt.extra['hands
 /** h2load's connections: the same requests in flight as wrk's, `STREAMS` on each. */
 const H2_CONNECTIONS = Math.max(1, Math.round(opt.connections / STREAMS));
 
-type Target = 'gw-h1' | 'gw-tls-h1' | 'gw-tls-h2' | 'bare-h1' | 'bare-tls-h1' | 'nginx-tls-h1' | 'nginx-tls-h2';
-const TARGETS: readonly Target[] = ['gw-h1', 'gw-tls-h1', 'gw-tls-h2', 'bare-h1', 'bare-tls-h1', 'nginx-tls-h1', 'nginx-tls-h2'];
+type Target = 'gw-h1' | 'gw-tls-h1' | 'gw-tls-h2' | 'gw-tls-h2-one' | 'bare-h1' | 'bare-tls-h1' | 'nginx-tls-h1' | 'nginx-tls-h2';
+const TARGETS: readonly Target[] = ['gw-h1', 'gw-tls-h1', 'gw-tls-h2', 'gw-tls-h2-one', 'bare-h1', 'bare-tls-h1', 'nginx-tls-h1', 'nginx-tls-h2'];
 const LABEL: Record<Target, string> = {
   'bare-h1': 'bare Node proxy, HTTP/1.1 cleartext',
   'bare-tls-h1': 'bare Node proxy, HTTP/1.1 over TLS',
   'gw-h1': 'gateway, HTTP/1.1 cleartext',
   'gw-tls-h1': 'gateway, HTTP/1.1 over TLS',
   'gw-tls-h2': 'gateway, HTTP/2 over TLS',
+  'gw-tls-h2-one': 'gateway, HTTP/2 over TLS, 1 connection',
   'nginx-tls-h1': 'nginx, HTTP/1.1 over TLS',
   'nginx-tls-h2': 'nginx, HTTP/2 over TLS',
 };
@@ -159,11 +160,11 @@ http {
 }
 
 /** One h2load run (one thread, on the client core): the same figures as a wrk run. */
-async function measureH2(url: string, seconds: number, serverPid: number): Promise<LoadFigures> {
+async function measureH2(url: string, seconds: number, serverPid: number, { connections, streams }: { connections: number; streams: number }): Promise<LoadFigures> {
   const cpuBefore = processCpuSeconds(serverPid);
   const loadBefore = sampleLoad();
   const clientBefore = process.cpuUsage();
-  const [cmd, args] = pinned(CLIENT_CORE, 'h2load', ['-t1', `-c${H2_CONNECTIONS}`, `-m${STREAMS}`, `-D${seconds}`, url]);
+  const [cmd, args] = pinned(CLIENT_CORE, 'h2load', ['-t1', `-c${connections}`, `-m${streams}`, `-D${seconds}`, url]);
   const proc = track(spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
   const out = new Output(proc.stdout);
   const code = await new Promise<number | null>((done) => proc.once('close', (c) => done(c)));
@@ -193,10 +194,13 @@ async function measureH2(url: string, seconds: number, serverPid: number): Promi
 }
 
 async function measure(s: Servers, target: Target, seconds: number, round: number): Promise<Run> {
-  const server = { 'gw-h1': s.gwPlain, 'gw-tls-h1': s.gwTls, 'gw-tls-h2': s.gwTls, 'bare-h1': s.barePlain, 'bare-tls-h1': s.bareTls, 'nginx-tls-h1': s.nginx, 'nginx-tls-h2': s.nginx }[target];
+  const server = { 'gw-h1': s.gwPlain, 'gw-tls-h1': s.gwTls, 'gw-tls-h2': s.gwTls, 'gw-tls-h2-one': s.gwTls, 'bare-h1': s.barePlain, 'bare-tls-h1': s.bareTls, 'nginx-tls-h1': s.nginx, 'nginx-tls-h2': s.nginx }[target];
   const url = `${server.url}${PATH}`;
-  const figures = target.endsWith('h2')
-    ? await measureH2(url, seconds, server.pid)
+  // The same requests in flight as wrk's: spread over connections, or all on one (as a browser,
+  // or a load balancer speaking HTTP/2 to the gateway, multiplexes them).
+  const shape = target === 'gw-tls-h2-one' ? { connections: 1, streams: opt.connections } : { connections: H2_CONNECTIONS, streams: STREAMS };
+  const figures = target.includes('h2')
+    ? await measureH2(url, seconds, server.pid, shape)
     : await measureLoad({ script: PLAIN_LUA, url, connections: opt.connections, seconds }, { server: server.pid });
   return { ...figures, target, round };
 }
@@ -264,6 +268,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     return { target, rps: median(mine.map((r) => r.rps)), cpu: median(mine.map((r) => r.serverCpuUsPerReq)), p50: median(mine.map((r) => r.p50Ms)), errors: mine.reduce((a, r) => a + r.non2xx + r.socketErrors, 0) };
   });
   const h2OverH1 = ratio(runs, 'gw-tls-h2', 'gw-tls-h1', (r) => r.rps);
+  const h2OneOverH1 = ratio(runs, 'gw-tls-h2-one', 'gw-tls-h1', (r) => r.rps);
   const tlsCpu = ratio(runs, 'gw-tls-h1', 'gw-h1', (r) => r.serverCpuUsPerReq);
   const bareTlsCpu = ratio(runs, 'bare-tls-h1', 'bare-h1', (r) => r.serverCpuUsPerReq);
   const vsNginx = { h1: ratio(runs, 'gw-tls-h1', 'nginx-tls-h1', (r) => r.rps), h2: ratio(runs, 'gw-tls-h2', 'nginx-tls-h2', (r) => r.rps) };
@@ -282,7 +287,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     }),
   ].join('\n');
   const targets = [
-    `- HTTP/2 over TLS ÷ HTTP/1.1 over TLS, gateway req/s: ${fmt(h2OverH1, 2)} (target ≥ 1.0: ${h2OverH1 >= 1 ? 'met' : 'not met'})`,
+    `- HTTP/2 over TLS ÷ HTTP/1.1 over TLS, gateway req/s: ${fmt(h2OverH1, 2)} with ${H2_CONNECTIONS} connections × ${STREAMS} streams (target ≥ 1.0: ${h2OverH1 >= 1 ? 'met' : 'not met'}); ${fmt(h2OneOverH1, 2)} with the ${opt.connections} requests on one connection (${h2OneOverH1 >= 1 ? 'met' : 'not met'})`,
     `- TLS ÷ cleartext, gateway server CPU per kept-alive proxied request: ${fmt(tlsCpu, 2)} (target ≤ 1.20: ${tlsCpu <= 1.2 ? 'met' : 'not met'}); the bare Node proxy in the same run: ${fmt(bareTlsCpu, 2)}`,
     `- gateway ÷ nginx, req/s: ${fmt(vsNginx.h1, 2)} over HTTP/1.1 with TLS, ${fmt(vsNginx.h2, 2)} over HTTP/2 with TLS`,
   ];
@@ -295,7 +300,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     `- bare Node proxy: bench/servers/bare.ts (node:http or node:https server, \`http.request\` over a keep-alive agent, \`pipe\`), the same certificate, on the same core as the gateway`,
     `- nginx: one process (\`master_process off\`), \`listen ssl http2\`, the same certificate, keep-alive upstream (64), no access log, session cache on`,
     `- pinning: ${env.pinning}`,
-    `- load: \`GET ${PATH}\`, ${opt.rounds} rounds × ${opt.seconds} s per target after a ${opt.warmup} s warm-up, order rotated each round; HTTP/1.1: wrk, 1 thread, ${opt.connections} keep-alive connections; HTTP/2: h2load, 1 thread, ${H2_CONNECTIONS} connections × ${STREAMS} streams (the same ${H2_CONNECTIONS * STREAMS} requests in flight); handshakes: \`openssl s_time -new\` / \`-reuse\`, ${HANDSHAKE_SECONDS} s each (one connection at a time)`,
+    `- load: \`GET ${PATH}\`, ${opt.rounds} rounds × ${opt.seconds} s per target after a ${opt.warmup} s warm-up, order rotated each round; HTTP/1.1: wrk, 1 thread, ${opt.connections} keep-alive connections; HTTP/2: h2load, 1 thread, ${H2_CONNECTIONS} connections × ${STREAMS} streams (the same ${H2_CONNECTIONS * STREAMS} requests in flight), and for the gateway also 1 connection × ${opt.connections} streams; handshakes: \`openssl s_time -new\` / \`-reuse\`, ${HANDSHAKE_SECONDS} s each (one connection at a time)`,
     '',
     table,
     '',
@@ -309,7 +314,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     ...(stderr.length > 0 ? ['', `Lines on stderr: ${stderr.join('; ')}`] : []),
   ].join('\n');
   process.stdout.write(`\n${table}\n\n${targets.join('\n')}\n\n${shakeTable}\n`);
-  writeRawFigures(RESULTS, 'tls', started, { env, options: { ...opt, streams: STREAMS, h2Connections: H2_CONNECTIONS }, rows, runs, shakes, ratios: { h2OverH1, tlsCpu, bareTlsCpu, vsNginx } });
+  writeRawFigures(RESULTS, 'tls', started, { env, options: { ...opt, streams: STREAMS, h2Connections: H2_CONNECTIONS }, rows, runs, shakes, ratios: { h2OverH1, h2OneOverH1, tlsCpu, bareTlsCpu, vsNginx } });
   updateReport(NAME, REPORT, generated, { noReport: opt.noReport, failure: errors > 0 ? `${errors} request(s) were not answered 2xx` : undefined });
 }
 
