@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decodeJwt } from 'jose';
 import { startBackend } from '../helpers/backend.js';
+import { makeProof, makeProofKey } from '../helpers/dpop.js';
 import { call, DEMO, metricsText, postJson, sha256Hex, signIn, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { operator, startOwnerGateway } from '../helpers/owner-keys.js';
 import { openClient, roundTrip, startWsBackend, whenClosed } from '../helpers/ws-backend.js';
@@ -70,6 +71,23 @@ test('revocation and introspection (memory)', async (t) => {
     assert.deepEqual((await introspect(gw, checker, second.refreshToken)).body, { active: false });
     assertRevokedAnswer(await revoke(gw, second.refreshToken), 'already revoked: 200 all the same');
     assert.equal((await refresh(gw, other.refreshToken)).status, 200, 'another family of the key lives on');
+  });
+
+  await t.test('a DPoP-bound access token introspects as DPoP with its key\'s thumbprint, and is revoked like any other', async () => {
+    const key = await makeProofKey();
+    const iat = Math.floor(gw.clock.now() / 1000);
+    const signedIn = await postJson(`${gw.url}/api/signin`, { apiKey: DEMO.alice.apiKey, apiSecret: sha256Hex(DEMO.alice.secret) }, { headers: { dpop: await makeProof(key, { htm: 'POST', htu: `${gw.url}/api/signin`, iat }) } });
+    assert.equal(signedIn.body.message.token_type, 'DPoP');
+    const { accessToken } = signedIn.body.message;
+    const answer = (await introspect(gw, checker, accessToken)).body;
+    assert.deepEqual([answer.active, answer.token_type, answer.cnf?.jkt], [true, 'DPoP', key.thumbprint], 'RFC 9449 §6.2');
+    const proofFor = async () => makeProof(key, { htm: 'GET', htu: `${gw.url}/api/roles`, iat, accessToken });
+    assert.equal((await call(`${gw.url}/api/roles`, { headers: { authorization: `DPoP ${accessToken}`, dpop: await proofFor() } })).status, 200);
+    assertRevokedAnswer(await revoke(gw, accessToken), 'revoke');
+    assert.deepEqual((await introspect(gw, checker, accessToken)).body, { active: false });
+    const refused = await call(`${gw.url}/api/roles`, { headers: { authorization: `DPoP ${accessToken}`, dpop: await proofFor() } });
+    assert.equal(refused.status, 401);
+    assert.match(refused.headers.get('www-authenticate') ?? '', /^DPoP error="invalid_token"/, 'refused in DPoP\'s terms');
   });
 
   await t.test('a wrong secret revokes nothing', async () => {
