@@ -404,6 +404,35 @@ export const configSchema = z.strictObject({
     }),
   }).prefault({}),
 
+  // Secret-scanning reports (docs/leaks.md, http/routes/leaks.ts): GitHub's partner program.
+  leaks: z.strictObject({
+    keysUrl: setting(z.url({ protocol: /^https?$/ }).default('https://api.github.com/meta/public_keys/secret_scanning'), {
+      env: 'LEAK_REPORT_KEYS_URL',
+      description: 'Where the public keys that sign secret-scanning reports are published (GitHub\'s format: `{public_keys: [{key_identifier, key}]}`); a report signed by any other key is refused.',
+    }),
+    keysCacheSeconds: setting(z.number().int().min(1).max(604_800).default(3600), {
+      env: 'LEAK_REPORT_KEYS_CACHE_SECONDS',
+      description: 'How long the fetched keys are used before they are fetched again (an unknown key id fetches them sooner, at most once per `keysMinRefetchSeconds`).',
+    }),
+    keysMinRefetchSeconds: setting(z.number().int().min(1).max(3600).default(60), {
+      env: 'LEAK_REPORT_KEYS_MIN_REFETCH_SECONDS',
+      description: 'Fewest seconds between two fetches of the keys prompted by an unknown key id or a failure, so made-up key ids cannot make the gateway hammer the key server.',
+    }),
+    keysFetchTimeoutMs: setting(z.number().int().min(100).max(60_000).default(3000), {
+      description: 'Longest wait for the keys, body included; a report that needs them meanwhile gets 503.',
+    }),
+    keysMaxBytes: setting(z.number().int().min(1024).max(1_048_576).default(65_536), {
+      description: 'Largest key document read; a larger answer is a failed fetch.',
+    }),
+    maxBodyBytes: setting(z.number().int().min(1024).max(4_194_304).default(262_144), {
+      env: 'LEAK_REPORT_MAX_BODY_BYTES',
+      description: 'Largest report read (413 above it).',
+    }),
+    maxTokens: setting(z.number().int().min(1).max(1000).default(100), {
+      description: 'Most tokens one report may list (400 above it).',
+    }),
+  }).prefault({}),
+
   data: z.strictObject({
     file: setting(z.string().min(1).default('config/demo-data.json'), {
       env: 'GATEWAY_DATA_FILE',
@@ -1147,7 +1176,7 @@ export const configSchema = z.strictObject({
       if (builtInHeaders.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: ['routes', i, 'identityHeaders', name], message: `"${name}" is one of proxy.identityHeaders, the gateway's own` });
     }
   });
-  const routeNames = new Set(['sign', 'roles', 'introspect', ...c.routes.map((r) => r.name ?? r.prefix)]);
+  const routeNames = new Set(['sign', 'roles', 'introspect', 'leaks', ...c.routes.map((r) => r.name ?? r.prefix)]);
   c.limits.rules.forEach((rule, i) => {
     if (rule.route !== undefined && !routeNames.has(rule.route)) {
       ctx.addIssue({ code: 'custom', path: ['limits', 'rules', i, 'route'], message: `no route is named "${rule.route}" (known: ${[...routeNames].join(', ')})` });

@@ -38,6 +38,8 @@ export interface KeyView {
   certificateSha256?: string;
   /** The key signs in and refreshes only with a DPoP proof (docs/dpop.md); absent: it need not. */
   requireDpop?: true;
+  /** A secret-scanning report named the key's secret (docs/leaks.md): it signs in no more until its secret is rolled. */
+  compromisedAt?: string;
 }
 
 export interface CreatedKey {
@@ -122,6 +124,7 @@ export function toKeyView(key: ApiKeyData, lastUsedAt?: number): KeyView {
     ...(lastUsedAt !== undefined ? { lastUsedAt: new Date(lastUsedAt).toISOString() } : {}),
     ...(key.certificateSha256 !== undefined ? { certificateSha256: key.certificateSha256 } : {}),
     ...(key.requireDpop === true ? { requireDpop: true } : {}),
+    ...(key.compromisedAt !== undefined ? { compromisedAt: key.compromisedAt } : {}),
   };
 }
 
@@ -136,6 +139,7 @@ function audited(key: ApiKeyData | undefined): Record<string, unknown> {
   return {
     name: key?.name, description: key?.description, enabled: key === undefined ? undefined : !key.disabled,
     scopes: key?.scopes, previousValidUntil: key?.previousValidUntil, certificateSha256: key?.certificateSha256, requireDpop: key?.requireDpop,
+    compromisedAt: key?.compromisedAt,
   };
 }
 
@@ -249,8 +253,10 @@ function createKeyChanges({ store, revocations }: OwnerDeps, change: Change): Pi
       const { apiSecret, digest } = newSecret();
       return change(actor, {
         ...keyChange(store, actor, accountId, keyId, 'key.roll', (key, now) => {
-          const { previousSecretDigest: _digest, previousValidUntil: _until, ...rest } = key;
-          const next: ApiKeyData = overlapSeconds === 0
+          // A compromised key's secret is no secret (owner/leaks.ts): the roll clears the mark, and
+          // what it replaces overlaps with nothing.
+          const { previousSecretDigest: _digest, previousValidUntil: _until, compromisedAt, ...rest } = key;
+          const next: ApiKeyData = overlapSeconds === 0 || compromisedAt !== undefined
             ? { ...rest, secretDigest: digest }
             : { ...rest, secretDigest: digest, previousSecretDigest: key.secretDigest, previousValidUntil: new Date(now + overlapSeconds * 1000).toISOString() };
           return { key: next, result: toKeyView(next) };

@@ -27,6 +27,8 @@ export const NOTICE_ACTIONS: Readonly<Record<string, { what: string; to: 'accoun
   'key.create': { what: 'An API key was created', to: 'account' },
   'key.reset': { what: 'An API key\'s tokens were reset', to: 'account' },
   'settings_token.create': { what: 'An API settings token was created', to: 'account' },
+  'key.leak_reported': { what: 'A secret of an API key was reported found in public (by secret scanning): it was revoked, and the key signs in no more until its secret is rolled', to: 'account' },
+  'settings_token.leak_reported': { what: 'An API settings token was reported found in public (by secret scanning) and was revoked', to: 'account' },
   'owner.password_change': { what: 'Your password was changed', to: 'owner' },
   'owner.password_reset': { what: 'Your password was reset by mail', to: 'owner' },
   'owner.totp_enable': { what: 'An authenticator app was set up as your second factor', to: 'owner' },

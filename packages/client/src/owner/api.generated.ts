@@ -513,6 +513,8 @@ export interface OwnerOperations {
         certificateSha256?: string;
         /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
         requireDpop?: true;
+        /** When a secret-scanning report named the key's secret (docs/leaks.md): the key signs in no more until its secret is rolled (POST …/roll clears it). Absent: none did. */
+        compromisedAt?: string;
       }[];
       nextCursor?: string;
     };
@@ -547,6 +549,8 @@ export interface OwnerOperations {
         certificateSha256?: string;
         /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
         requireDpop?: true;
+        /** When a secret-scanning report named the key's secret (docs/leaks.md): the key signs in no more until its secret is rolled (POST …/roll clears it). Absent: none did. */
+        compromisedAt?: string;
       };
       apiSecret: string;
     };
@@ -572,6 +576,8 @@ export interface OwnerOperations {
       certificateSha256?: string;
       /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
       requireDpop?: true;
+      /** When a secret-scanning report named the key's secret (docs/leaks.md): the key signs in no more until its secret is rolled (POST …/roll clears it). Absent: none did. */
+      compromisedAt?: string;
     };
   };
   updateKey: {
@@ -603,6 +609,8 @@ export interface OwnerOperations {
       certificateSha256?: string;
       /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
       requireDpop?: true;
+      /** When a secret-scanning report named the key's secret (docs/leaks.md): the key signs in no more until its secret is rolled (POST …/roll clears it). Absent: none did. */
+      compromisedAt?: string;
     };
   };
   deleteKey: {
@@ -640,6 +648,8 @@ export interface OwnerOperations {
         certificateSha256?: string;
         /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
         requireDpop?: true;
+        /** When a secret-scanning report named the key's secret (docs/leaks.md): the key signs in no more until its secret is rolled (POST …/roll clears it). Absent: none did. */
+        compromisedAt?: string;
       };
       apiSecret: string;
     };

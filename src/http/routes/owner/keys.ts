@@ -29,6 +29,7 @@ export const keyView = z.strictObject({
   lastUsedAt: isoTime.optional().meta({ description: 'The last sign-in with the key (POST /api/signin), recorded at most every 5 minutes per gateway instance; absent while it has none.' }),
   certificateSha256: z.string().optional().meta({ description: 'The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound.' }),
   requireDpop: z.literal(true).optional().meta({ description: 'The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client\'s choice.' }),
+  compromisedAt: isoTime.optional().meta({ description: 'When a secret-scanning report named the key\'s secret (docs/leaks.md): the key signs in no more until its secret is rolled (POST …/roll clears it). Absent: none did.' }),
 });
 
 const requireDpopField = z.boolean().meta({ description: 'true: the key signs in and refreshes only with a DPoP proof (docs/dpop.md); turning it on stops the key\'s tokens issued so far.' });
