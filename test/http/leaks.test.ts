@@ -1,0 +1,263 @@
+/**
+ * POST /api/leaks/github end to end, as GitHub's secret scanning would call it: a key server the
+ * test starts publishes the public keys in GitHub's format (LEAK_REPORT_KEYS_URL), and the test
+ * signs each report with the private key (ECDSA P-256, SHA-256, DER, base64), as GitHub does.
+ *
+ * - file state, one gateway process with a real SMTP server: a report naming a live API secret,
+ *   a settings token and a refresh token ends each (the key compromised and refusing sign-in
+ *   until an owner rolls it, its access tokens refused; the token revoked; the family ended),
+ *   answers true_positive for them and false_positive for unknown tokens, audits the URL and
+ *   mails the owners; badly signed, unknown-key, malformed and oversized reports are refused
+ *   and end nothing;
+ * - Redis, two gateway processes: what a report to A ends is refused by B within a second.
+ */
+import assert from 'node:assert/strict';
+import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import type { ParsedMail } from 'mailparser';
+import { formatDataFile } from '../../src/state/data-file/writer.js';
+import { call, postJson, show, type JsonResponse } from '../helpers/gateway.js';
+import { makeAdminToken, secretHash } from '../helpers/owner-api.js';
+import { REACH_MS, within } from '../helpers/owner-flow.js';
+import { startGatewayProcess, tempDir } from '../helpers/process.js';
+import { redisSuite, startRedis } from '../helpers/redis.js';
+import { startSmtp } from '../helpers/smtp.js';
+
+const KEY_ID = 'leak-test-key-1';
+const URL_FOUND = 'https://github.com/someone/repo/blob/abc/config.env';
+
+interface KeyServer {
+  url: string;
+  privateKey: KeyObject;
+  /** How many times the keys were fetched. */
+  fetches(): number;
+}
+
+/** An HTTP server answering GitHub's public-keys document with one P-256 key made here. */
+async function startKeyServer(t: TestContext): Promise<KeyServer> {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const pem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  let fetched = 0;
+  const server = createServer((_req, res) => {
+    fetched++;
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ public_keys: [{ key_identifier: KEY_ID, key: pem, is_current: true }] }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const address = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${address.port}/meta/public_keys/secret_scanning`, privateKey, fetches: () => fetched };
+}
+
+function report(gw: { url: string }, body: string, { key, keyId = KEY_ID, signature }: { key: KeyObject; keyId?: string; signature?: string }): Promise<JsonResponse> {
+  const sig = signature ?? sign('sha256', Buffer.from(body), key).toString('base64');
+  return call(`${gw.url}/api/leaks/github`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'github-public-key-identifier': keyId, 'github-public-key-signature': sig },
+    body,
+  });
+}
+
+function api(gw: { url: string }, admin: string, path: string, { method = 'GET', json }: { method?: string; json?: unknown } = {}) {
+  return call(`${gw.url}/owner/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${admin}`, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(json === undefined ? {} : { body: JSON.stringify(json) }),
+  });
+}
+
+function signInWith(gw: { url: string }, apiKey: string, apiSecret: string) {
+  return postJson(`${gw.url}/api/signin`, { apiKey, apiSecret: secretHash(apiSecret) });
+}
+
+interface Secrets {
+  keyId: string;
+  apiKey: string;
+  apiSecret: string;
+  accessToken: string;
+  refreshToken: string;
+  settingsToken: string;
+  settingsTokenId: string;
+}
+
+/** A key (signed in once) and a settings token in `accountId`. */
+async function makeSecrets(gw: { url: string }, admin: string, accountId: string): Promise<Secrets> {
+  const made = await api(gw, admin, `/accounts/${accountId}/keys`, { method: 'POST', json: { name: 'leaky' } });
+  assert.equal(made.status, 201, show(made));
+  const { key, apiSecret } = made.body.message;
+  const signedIn = await signInWith(gw, key.apiKey, apiSecret);
+  assert.equal(signedIn.status, 200, show(signedIn));
+  const st = await api(gw, admin, `/accounts/${accountId}/settings-tokens`, { method: 'POST', json: { name: 'leaky token' } });
+  assert.equal(st.status, 201, show(st));
+  return {
+    keyId: key.id, apiKey: key.apiKey, apiSecret,
+    accessToken: signedIn.body.message.accessToken, refreshToken: signedIn.body.message.refreshToken,
+    settingsToken: st.body.message.token, settingsTokenId: st.body.message.settingsToken.id,
+  };
+}
+
+const roles = (gw: { url: string }, token: string) => call(`${gw.url}/api/roles`, { token });
+const refresh = (gw: { url: string }, refreshToken: string) => postJson(`${gw.url}/api/refresh`, { refreshToken });
+
+/** Every secret still works: nothing was revoked. */
+async function assertAlive(gw: { url: string }, s: Secrets, what: string): Promise<void> {
+  assert.equal((await signInWith(gw, s.apiKey, s.apiSecret)).status, 200, `${what}: the API secret signs in`);
+  assert.equal((await roles(gw, s.accessToken)).status, 200, `${what}: the access token works`);
+  assert.equal((await roles(gw, s.settingsToken)).status, 200, `${what}: the settings token works`);
+}
+
+function reportOf(tokens: { token: string; type: string }[]): string {
+  return JSON.stringify(tokens.map((t) => ({ ...t, url: URL_FOUND, source: 'content' })));
+}
+
+async function newAccount(gw: { url: string }, admin: string, id: string): Promise<void> {
+  const res = await api(gw, admin, '/accounts', { method: 'POST', json: { id, name: id } });
+  assert.equal(res.status, 201, show(res));
+}
+
+test('secret-scanning reports (file state, mail)', async (t) => {
+  const keys = await startKeyServer(t);
+  const smtp = await startSmtp(t);
+  const admin = makeAdminToken();
+  const dir = tempDir(t, 'gw-leaks-');
+  const file = join(dir, 'data.json');
+  writeFileSync(file, formatDataFile({ accounts: [], owners: [] }));
+  const gw = await startGatewayProcess(t, {
+    GATEWAY_DATA_FILE: file,
+    OWNER_ADMIN_TOKEN_DIGESTS: JSON.stringify([admin.digest]),
+    OWNER_PUBLIC_ORIGIN: 'http://gateway.test',
+    SMTP_URL: smtp.url,
+    MAIL_FROM: 'noreply@gateway.test',
+    MAIL_OUTBOX_FILE: join(dir, 'outbox.json'),
+    LEAK_REPORT_KEYS_URL: keys.url,
+  });
+  const accountId = 'acct_leaks';
+  await newAccount(gw, admin.token, accountId);
+  const owner = await api(gw, admin.token, `/accounts/${accountId}/owners`, { method: 'POST', json: { email: 'owner@example.com', initialPassword: 'an-initial-password-1' } });
+  assert.equal(owner.status, 201, show(owner));
+  const s = await makeSecrets(gw, admin.token, accountId);
+  const secrets = [s.apiSecret, s.refreshToken, s.settingsToken, s.accessToken];
+
+  await t.test('refused reports end nothing', async () => {
+    const body = reportOf([{ token: s.apiSecret, type: 'gateway_api_secret' }, { token: s.settingsToken, type: 'gateway_settings_token' }]);
+    const other = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    const badSignature = await report(gw, body, { key: other });
+    assert.equal(badSignature.status, 401, show(badSignature));
+    assert.equal(badSignature.body.message.code, 'invalid_signature');
+    const unknownKey = await report(gw, body, { key: keys.privateKey, keyId: 'not-a-key-of-github' });
+    assert.equal(unknownKey.status, 401, show(unknownKey));
+    assert.equal(unknownKey.body.message.code, 'invalid_signature');
+    const fetchesAfterUnknown = keys.fetches();
+    await report(gw, body, { key: keys.privateKey, keyId: 'another-made-up-key' });
+    assert.equal(keys.fetches(), fetchesAfterUnknown, 'a second unknown key id within the refetch interval fetches nothing');
+    const garbled = await report(gw, body, { key: keys.privateKey, signature: 'bm90IGEgc2lnbmF0dXJl' });
+    assert.equal(garbled.status, 401, show(garbled));
+    const unsigned = await call(`${gw.url}/api/leaks/github`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    assert.equal(unsigned.status, 401, show(unsigned));
+    for (const malformed of ['{"token":', JSON.stringify({ token: s.apiSecret, type: 'x' }), '[]', JSON.stringify([{ token: 'x'.repeat(5000), type: 't' }]), JSON.stringify([{ type: 't' }])]) {
+      const res = await report(gw, malformed, { key: keys.privateKey });
+      assert.equal(res.status, 400, `${malformed.slice(0, 40)}: ${show(res)}`);
+      assert.equal(res.body.message.code, 'invalid_request');
+    }
+    const huge = JSON.stringify([{ token: s.apiSecret, type: 'gateway_api_secret', url: URL_FOUND, source: 'x'.repeat(300_000) }]);
+    const oversized = await report(gw, huge, { key: keys.privateKey });
+    assert.equal(oversized.status, 413, show(oversized));
+    await assertAlive(gw, s, 'after the refused reports');
+  });
+
+  await t.test('a signed report ends each live secret it names and answers GitHub\'s labels', async () => {
+    const body = reportOf([
+      { token: s.apiSecret, type: 'gateway_api_secret' },
+      { token: s.settingsToken, type: 'gateway_settings_token' },
+      { token: s.refreshToken, type: 'gateway_refresh_token' },
+      { token: 'gwsk_NotASecretOfThisGatewayAtAll000000000000000', type: 'gateway_api_secret' },
+      { token: 'gwst_0000000000000000000000000000000000000000000000000', type: 'gateway_settings_token' },
+      { token: 'something else', type: 'gateway_refresh_token' },
+    ]);
+    const res = await report(gw, body, { key: keys.privateKey });
+    assert.equal(res.status, 200, show(res));
+    assert.deepEqual(res.body.map((v: { label: string }) => v.label), ['true_positive', 'true_positive', 'true_positive', 'false_positive', 'false_positive', 'false_positive']);
+    assert.deepEqual(res.body[0], { token_raw: s.apiSecret, token_type: 'gateway_api_secret', label: 'true_positive' });
+
+    const signIn = await signInWith(gw, s.apiKey, s.apiSecret);
+    assert.equal(signIn.status, 401, `the leaked secret signs in no more: ${show(signIn)}`);
+    assert.equal((await roles(gw, s.accessToken)).status, 401, 'the key\'s access tokens are reset');
+    assert.equal((await roles(gw, s.settingsToken)).status, 401, 'the settings token is revoked');
+    assert.equal((await refresh(gw, s.refreshToken)).status, 401, 'the refresh token\'s family is over');
+    const key = await api(gw, admin.token, `/accounts/${accountId}/keys/${s.keyId}`);
+    assert.match(key.body.message.compromisedAt, /^\d{4}-/, show(key));
+    const token = await api(gw, admin.token, `/accounts/${accountId}/settings-tokens/${s.settingsTokenId}`);
+    assert.equal(token.body.message.status, 'revoked');
+
+    const audit = await api(gw, admin.token, `/accounts/${accountId}/audit`);
+    const events = audit.body.message.items as { action: string; target: { id: string }; actor: { type: string }; changes?: Record<string, [unknown, unknown]> }[];
+    const keyLeaks = events.filter((e) => e.action === 'key.leak_reported');
+    assert.equal(keyLeaks.length, 2, 'the API secret and the refresh token, each on the key');
+    for (const e of keyLeaks) {
+      assert.equal(e.target.id, s.keyId);
+      assert.equal(e.actor.type, 'system');
+      assert.deepEqual(e.changes?.leakUrl, [null, URL_FOUND]);
+    }
+    const tokenLeak = events.find((e) => e.action === 'settings_token.leak_reported');
+    assert.equal(tokenLeak?.target.id, s.settingsTokenId);
+    assert.equal(tokenLeak?.changes?.leakUrl?.[1], URL_FOUND);
+
+    const about = (words: string) => (mail: ParsedMail) => mail.to !== undefined && !Array.isArray(mail.to) && mail.to.value[0]?.address === 'owner@example.com' && (mail.text ?? '').includes(words);
+    await smtp.nextMail(about('API keys (an API secret or a refresh token) found in public'));
+    await smtp.nextMail(about('API settings tokens found in public'));
+
+    const again = await report(gw, reportOf([{ token: s.apiSecret, type: 'gateway_api_secret' }]), { key: keys.privateKey });
+    assert.deepEqual(again.body.map((v: { label: string }) => v.label), ['false_positive'], 'reported again: no longer a live secret, nothing more happens');
+  });
+
+  await t.test('an owner\'s roll gives the compromised key a secret again and clears the mark', async () => {
+    const rolled = await api(gw, admin.token, `/accounts/${accountId}/keys/${s.keyId}/roll`, { method: 'POST', json: { overlapSeconds: 3600 } });
+    assert.equal(rolled.status, 200, show(rolled));
+    assert.equal(rolled.body.message.key.compromisedAt, undefined);
+    assert.equal(rolled.body.message.key.previousValidUntil, undefined, 'no overlap with a compromised secret');
+    secrets.push(rolled.body.message.apiSecret);
+    assert.equal((await signInWith(gw, s.apiKey, rolled.body.message.apiSecret)).status, 200);
+    assert.equal((await signInWith(gw, s.apiKey, s.apiSecret)).status, 401, 'the leaked one still not');
+  });
+
+  await t.test('the metrics count each token by label, and no secret reaches the log', async () => {
+    const text = await (await fetch(`${gw.url}/metrics`)).text();
+    assert.match(text, /gateway_leak_reports_total\{result="true_positive"\} 3/);
+    assert.match(text, /gateway_leak_reports_total\{result="bad_signature"\} [1-9]/);
+    const log = JSON.stringify(gw.logs());
+    for (const secret of secrets) assert.ok(!log.includes(secret), 'a secret in the log');
+  });
+});
+
+test('secret-scanning reports on Redis: what a report to A ends, B refuses within a second', redisSuite(), async (t) => {
+  const redis = await startRedis(t);
+  const keys = await startKeyServer(t);
+  const admin = makeAdminToken();
+  const pem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const env = {
+    REDIS_URL: redis.url,
+    KEY_SOURCE: 'redis',
+    SIGNING_KEYS: JSON.stringify([{ kid: 'leaks-1', alg: 'EdDSA', pem }]),
+    OWNER_ADMIN_TOKEN_DIGESTS: JSON.stringify([admin.digest]),
+    LEAK_REPORT_KEYS_URL: keys.url,
+  };
+  const [a, b] = await Promise.all([startGatewayProcess(t, env), startGatewayProcess(t, env)]);
+  await newAccount(a, admin.token, 'acct_leaks_redis');
+  const s = await makeSecrets(a, admin.token, 'acct_leaks_redis');
+  // B has seen each token alive (and cached what it caches) before the report.
+  await assertAlive(b, s, 'on B before the report');
+  const res = await report(a, reportOf([
+    { token: s.apiSecret, type: 'gateway_api_secret' },
+    { token: s.settingsToken, type: 'gateway_settings_token' },
+    { token: s.refreshToken, type: 'gateway_refresh_token' },
+  ]), { key: keys.privateKey });
+  assert.equal(res.status, 200, show(res));
+  assert.deepEqual(res.body.map((v: { label: string }) => v.label), ['true_positive', 'true_positive', 'true_positive']);
+  await within(REACH_MS, 'the access token on B', () => roles(b, s.accessToken), 401);
+  await within(REACH_MS, 'the settings token on B', () => roles(b, s.settingsToken), 401);
+  await within(REACH_MS, 'the refresh token on B', () => refresh(b, s.refreshToken), 401);
+  await within(REACH_MS, 'the API secret on B', () => signInWith(b, s.apiKey, s.apiSecret), 401);
+});
