@@ -12,54 +12,21 @@
  * - Redis, two gateway processes: what a report to A ends is refused by B within a second.
  */
 import assert from 'node:assert/strict';
-import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { generateKeyPairSync } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { join } from 'node:path';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import type { ParsedMail } from 'mailparser';
 import { formatDataFile } from '../../src/state/data-file/writer.js';
 import { call, postJson, show, type JsonResponse } from '../helpers/gateway.js';
+import { report, startKeyServer } from '../helpers/leak-reporter.js';
 import { makeAdminToken, secretHash } from '../helpers/owner-api.js';
 import { REACH_MS, within } from '../helpers/owner-flow.js';
 import { startGatewayProcess, tempDir } from '../helpers/process.js';
 import { redisSuite, startRedis } from '../helpers/redis.js';
 import { startSmtp } from '../helpers/smtp.js';
 
-const KEY_ID = 'leak-test-key-1';
 const URL_FOUND = 'https://github.com/someone/repo/blob/abc/config.env';
-
-interface KeyServer {
-  url: string;
-  privateKey: KeyObject;
-  /** How many times the keys were fetched. */
-  fetches(): number;
-}
-
-/** An HTTP server answering GitHub's public-keys document with one P-256 key made here. */
-async function startKeyServer(t: TestContext): Promise<KeyServer> {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const pem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
-  let fetched = 0;
-  const server = createServer((_req, res) => {
-    fetched++;
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ public_keys: [{ key_identifier: KEY_ID, key: pem, is_current: true }] }));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const address = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${address.port}/meta/public_keys/secret_scanning`, privateKey, fetches: () => fetched };
-}
-
-function report(gw: { url: string }, body: string, { key, keyId = KEY_ID, signature }: { key: KeyObject; keyId?: string; signature?: string }): Promise<JsonResponse> {
-  const sig = signature ?? sign('sha256', Buffer.from(body), key).toString('base64');
-  return call(`${gw.url}/api/leaks/github`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'github-public-key-identifier': keyId, 'github-public-key-signature': sig },
-    body,
-  });
-}
 
 function api(gw: { url: string }, admin: string, path: string, { method = 'GET', json }: { method?: string; json?: unknown } = {}) {
   return call(`${gw.url}/owner/v1${path}`, {
