@@ -10,6 +10,7 @@
 import { pathToRegexp } from 'path-to-regexp';
 import { z } from 'zod';
 import { SCOPE_PATTERN } from '../domain/formats.js';
+import { DEFAULT_TOKEN_FAMILY, TOKEN_FAMILY_PATTERN } from '../domain/token-prefix.js';
 
 /** Metadata attached to a leaf setting: its doc line and, where operators need one, an env name. */
 export interface SettingMeta {
@@ -306,6 +307,15 @@ export const configSchema = z.strictObject({
       description: 'Tolerance for `exp`, `nbf` and `iat` when validating access tokens.',
     }),
     // lru-cache allocates its slots for every entry up front (about 44 bytes each): hence the cap.
+    prefix: setting(z.string().regex(TOKEN_FAMILY_PATTERN, 'a lowercase letter, then up to 15 lowercase letters or digits').default(DEFAULT_TOKEN_FAMILY), {
+      env: 'TOKEN_PREFIX',
+      description: 'The family prefix of the secrets the gateway makes, so secret scanners tell this deployment\'s apart: API keys `<prefix>k_…`, API secrets `<prefix>sk_…`, API settings tokens `<prefix>st_…` (docs/tokens.md). Changing it changes what is made from then on; what was made before keeps working.',
+    }),
+    previousPrefixes: setting(z.array(z.string().regex(TOKEN_FAMILY_PATTERN, 'a lowercase letter, then up to 15 lowercase letters or digits')).max(16).default([]), {
+      env: 'TOKEN_PREVIOUS_PREFIXES',
+      list: 'comma',
+      description: 'Families this deployment used before `tokens.prefix` (`gw` is always one): a leak report of a secret of another family is a false positive at once (docs/leaks.md).',
+    }),
     verifiedCacheMaxEntries: setting(z.number().int().min(0).max(1_000_000).default(50_000), {
       env: 'VERIFIED_TOKEN_CACHE_MAX_ENTRIES',
       description: 'Most access tokens remembered as verified, so a token presented again skips the signature check (docs/tokens.md); 0 turns the cache off.',

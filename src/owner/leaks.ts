@@ -3,14 +3,14 @@
  * signature is checked before anything here is called (http/routes/leaks.ts): only GitHub (or
  * the configured reporter) reaches this, and each token is judged on its own:
  *
- * - an API secret (`gwsk_…`): the key is marked compromised (`compromisedAt`) and its stored
+ * - an API secret (`gwsk_…`, or `<tokens.prefix>sk_…`): the key is marked compromised (`compromisedAt`) and its stored
  *   digest replaced by one of 256 random bits no secret hashes to, so the leaked secret (and a
  *   roll's overlapping previous one) signs in no more; every token of the key is reset on every
  *   instance. Only an owner's roll gives the key a secret again (owner/keys.ts clears the mark).
  *   The key is found by scanning the accounts for the digest: stores index keys by API key, not by
  *   secret. TODO: an index by digest once deployments hold enough keys for a scan per report to
  *   show (a report is rare and signed, so it is never a stranger's lever).
- * - an API settings token (`gwst_…`): revoked for good, then reset on every instance, as an
+ * - an API settings token (`gwst_…`, `<tokens.prefix>st_…`): revoked for good, then reset on every instance, as an
  *   owner's revoke does.
  * - a refresh token: its family ends (auth/token-revocation.ts, the RFC 7009 path) with its
  *   access tokens, on every instance.
@@ -24,11 +24,11 @@
 import { randomBytes } from 'node:crypto';
 import { parseRefreshToken } from '../auth/refresh.js';
 import { hashSecret, secretDigest } from '../domain/secrets.js';
-import { isWellFormedSettingsToken, settingsTokenDigest, SETTINGS_TOKEN_PREFIX } from '../domain/settings-token.js';
+import { isWellFormedSettingsToken, settingsTokenDigest } from '../domain/settings-token.js';
+import { DEFAULT_TOKEN_FAMILY, familyOf } from '../domain/token-prefix.js';
 import type { ApiKeyData } from '../state/owners/records.js';
 import type { AccountDoc } from '../state/owners/store.js';
 import type { OwnerDeps } from './deps.js';
-import { API_SECRET_PREFIX } from './keys.js';
 import { createChangePipeline, editAccount, trail, type Change, type PersistStep } from './pipeline.js';
 import type { Actor, RequestMeta } from './types.js';
 
@@ -74,8 +74,12 @@ export function createLeakService(deps: OwnerDeps): LeakService {
 }
 
 async function judge(deps: OwnerDeps, change: Change, actor: Actor, { token, url }: ReportedToken): Promise<Handled> {
-  if (token.startsWith(SETTINGS_TOKEN_PREFIX)) return isWellFormedSettingsToken(token) ? settingsTokenLeaked(deps, change, actor, token, url) : 'false_positive';
-  if (token.startsWith(API_SECRET_PREFIX)) return apiSecretLeaked(deps, change, actor, token, url);
+  // Only the families this deployment made secrets in (domain/token-prefix.ts): another's is no
+  // secret of ours, and costs no store read.
+  const { prefix, previousPrefixes } = deps.config.tokens;
+  const ours = (family: string | undefined) => family !== undefined && (family === prefix || family === DEFAULT_TOKEN_FAMILY || previousPrefixes.includes(family));
+  if (ours(familyOf(token, 'settingsToken'))) return isWellFormedSettingsToken(token) ? settingsTokenLeaked(deps, change, actor, token, url) : 'false_positive';
+  if (ours(familyOf(token, 'apiSecret'))) return apiSecretLeaked(deps, change, actor, token, url);
   const parsed = parseRefreshToken(token);
   if (parsed !== undefined && deps.tokenRevocation !== undefined) {
     const result = await deps.tokenRevocation.revoke(token);

@@ -22,7 +22,7 @@ import { call, postJson, show, type JsonResponse } from '../helpers/gateway.js';
 import { report, startKeyServer } from '../helpers/leak-reporter.js';
 import { makeAdminToken, secretHash } from '../helpers/owner-api.js';
 import { REACH_MS, within } from '../helpers/owner-flow.js';
-import { startGatewayProcess, tempDir } from '../helpers/process.js';
+import { exitWithin, startGatewayProcess, tempDir } from '../helpers/process.js';
 import { redisSuite, startRedis } from '../helpers/redis.js';
 import { startSmtp } from '../helpers/smtp.js';
 
@@ -227,4 +227,42 @@ test('secret-scanning reports on Redis: what a report to A ends, B refuses withi
   await within(REACH_MS, 'the settings token on B', () => roles(b, s.settingsToken), 401);
   await within(REACH_MS, 'the refresh token on B', () => refresh(b, s.refreshToken), 401);
   await within(REACH_MS, 'the API secret on B', () => signInWith(b, s.apiKey, s.apiSecret), 401);
+});
+
+test('TOKEN_PREFIX: new secrets carry the deployment\'s family, old ones keep working, and reports of either are ours', async (t) => {
+  const keys = await startKeyServer(t);
+  const admin = makeAdminToken();
+  const dir = tempDir(t, 'gw-prefix-');
+  const file = join(dir, 'data.json');
+  writeFileSync(file, formatDataFile({ accounts: [], owners: [] }));
+  const env = { GATEWAY_DATA_FILE: file, OWNER_ADMIN_TOKEN_DIGESTS: JSON.stringify([admin.digest]), LEAK_REPORT_KEYS_URL: keys.url };
+  const before = await startGatewayProcess(t, env);
+  await newAccount(before, admin.token, 'acct_prefix');
+  const old = await makeSecrets(before, admin.token, 'acct_prefix');
+  assert.match(old.apiSecret, /^gwsk_[0-9A-Za-z]{43}$/);
+  assert.match(old.settingsToken, /^gwst_[0-9A-Za-z]{49}$/);
+  assert.ok(before.child.process.kill('SIGTERM'));
+  await exitWithin(before.child);
+
+  const gw = await startGatewayProcess(t, { ...env, TOKEN_PREFIX: 'acme' });
+  const made = await makeSecrets(gw, admin.token, 'acct_prefix');
+  assert.match(made.apiKey, /^acmek_/);
+  assert.match(made.apiSecret, /^acmesk_[0-9A-Za-z]{43}$/);
+  assert.match(made.settingsToken, /^acmest_[0-9A-Za-z]{49}$/);
+  const listed = await api(gw, admin.token, `/accounts/acct_prefix/settings-tokens/${made.settingsTokenId}`);
+  assert.equal(listed.body.message.start, made.settingsToken.slice(0, 'acmest_'.length + 4));
+  await assertAlive(gw, made, 'the acme family');
+  // (Its access token is not: without Redis, a restart refuses the tokens of the run before.)
+  assert.equal((await signInWith(gw, old.apiKey, old.apiSecret)).status, 200, 'the gw family\'s secret after the change');
+  assert.equal((await roles(gw, old.settingsToken)).status, 200, 'the gw family\'s settings token after the change');
+  // A report of each family is judged; another deployment's family is not ours.
+  const res = await report(gw, reportOf([
+    { token: made.apiSecret, type: 'gateway_api_secret' },
+    { token: old.settingsToken, type: 'gateway_settings_token' },
+    { token: `othersk_${'A'.repeat(43)}`, type: 'gateway_api_secret' },
+  ]), { key: keys.privateKey });
+  assert.deepEqual(res.body.map((v: { label: string }) => v.label), ['true_positive', 'true_positive', 'false_positive'], show(res));
+  assert.equal((await signInWith(gw, made.apiKey, made.apiSecret)).status, 401);
+  assert.equal((await roles(gw, old.settingsToken)).status, 401);
+  assert.equal((await signInWith(gw, old.apiKey, old.apiSecret)).status, 200, 'the other key is untouched');
 });

@@ -552,6 +552,7 @@ export interface OwnerOperations {
         /** When a secret-scanning report named the key's secret (docs/leaks.md): the key signs in no more until its secret is rolled (POST …/roll clears it). Absent: none did. */
         compromisedAt?: string;
       };
+      /** `<tokens.prefix>sk_…` (`gwsk_…` by default). */
       apiSecret: string;
     };
   };
@@ -651,6 +652,7 @@ export interface OwnerOperations {
         /** When a secret-scanning report named the key's secret (docs/leaks.md): the key signs in no more until its secret is rolled (POST …/roll clears it). Absent: none did. */
         compromisedAt?: string;
       };
+      /** `<tokens.prefix>sk_…` (`gwsk_…` by default). */
       apiSecret: string;
     };
   };
@@ -723,6 +725,7 @@ export interface OwnerOperations {
         revokedAt?: string;
         status: "active" | "revoked" | "expired";
       };
+      /** `<tokens.prefix>st_…` (`gwst_…` by default). */
       token: string;
     };
   };

@@ -37,7 +37,7 @@ const requireDpopField = z.boolean().meta({ description: 'true: the key signs in
 /** A certificate's SHA-256 as openssl or a browser prints it: 64 hex digits, either case, the bytes optionally separated by ":". */
 const certificateSha256Field = z.string().regex(/^(?:[0-9A-Fa-f]{64}|(?:[0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2})$/, 'expected a SHA-256 fingerprint: 64 hex digits, optionally as 32 ":"-separated pairs')
   .meta({ description: 'Binds the key to one client certificate (docs/tls.md, "Client certificates"): the SHA-256 of its DER, as `openssl x509 -noout -fingerprint -sha256` prints it or as 64 hex digits.' });
-const createdKey = z.strictObject({ key: keyView, apiSecret: z.string().startsWith('gwsk_') });
+const createdKey = z.strictObject({ key: keyView, apiSecret: z.string().regex(/^[a-z][a-z0-9]{0,15}sk_/).meta({ description: '`<tokens.prefix>sk_…` (`gwsk_…` by default).' }) });
 export const resetView = z.strictObject({
   scope: z.enum(['key', 'account']),
   accountId: z.string(),
