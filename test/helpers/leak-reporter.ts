@@ -6,9 +6,12 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { TestContext } from 'node:test';
-import { call, type JsonResponse } from './gateway.js';
+import assert from 'node:assert/strict';
+import { call, postJson, show, type JsonResponse } from './gateway.js';
+import { secretHash } from './owner-api.js';
 
 export const KEY_ID = 'leak-test-key-1';
+export const URL_FOUND = 'https://github.com/someone/repo/blob/abc/config.env';
 
 export interface KeyServer {
   url: string;
@@ -46,4 +49,61 @@ export function signedReport(body: string, key: KeyObject, { keyId = KEY_ID, sig
     headers: { 'content-type': 'application/json', 'github-public-key-identifier': keyId, 'github-public-key-signature': sig },
     body,
   };
+}
+
+export function api(gw: { url: string }, admin: string, path: string, { method = 'GET', json }: { method?: string; json?: unknown } = {}) {
+  return call(`${gw.url}/owner/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${admin}`, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(json === undefined ? {} : { body: JSON.stringify(json) }),
+  });
+}
+
+export function signInWith(gw: { url: string }, apiKey: string, apiSecret: string) {
+  return postJson(`${gw.url}/api/signin`, { apiKey, apiSecret: secretHash(apiSecret) });
+}
+
+export interface Secrets {
+  keyId: string;
+  apiKey: string;
+  apiSecret: string;
+  accessToken: string;
+  refreshToken: string;
+  settingsToken: string;
+  settingsTokenId: string;
+}
+
+/** A key (signed in once) and a settings token in `accountId`. */
+export async function makeSecrets(gw: { url: string }, admin: string, accountId: string): Promise<Secrets> {
+  const made = await api(gw, admin, `/accounts/${accountId}/keys`, { method: 'POST', json: { name: 'leaky' } });
+  assert.equal(made.status, 201, show(made));
+  const { key, apiSecret } = made.body.message;
+  const signedIn = await signInWith(gw, key.apiKey, apiSecret);
+  assert.equal(signedIn.status, 200, show(signedIn));
+  const st = await api(gw, admin, `/accounts/${accountId}/settings-tokens`, { method: 'POST', json: { name: 'leaky token' } });
+  assert.equal(st.status, 201, show(st));
+  return {
+    keyId: key.id, apiKey: key.apiKey, apiSecret,
+    accessToken: signedIn.body.message.accessToken, refreshToken: signedIn.body.message.refreshToken,
+    settingsToken: st.body.message.token, settingsTokenId: st.body.message.settingsToken.id,
+  };
+}
+
+export const roles = (gw: { url: string }, token: string) => call(`${gw.url}/api/roles`, { token });
+export const refresh = (gw: { url: string }, refreshToken: string) => postJson(`${gw.url}/api/refresh`, { refreshToken });
+
+/** Every secret still works: nothing was revoked. */
+export async function assertAlive(gw: { url: string }, s: Secrets, what: string): Promise<void> {
+  assert.equal((await signInWith(gw, s.apiKey, s.apiSecret)).status, 200, `${what}: the API secret signs in`);
+  assert.equal((await roles(gw, s.accessToken)).status, 200, `${what}: the access token works`);
+  assert.equal((await roles(gw, s.settingsToken)).status, 200, `${what}: the settings token works`);
+}
+
+export function reportOf(tokens: { token: string; type: string }[]): string {
+  return JSON.stringify(tokens.map((t) => ({ ...t, url: URL_FOUND, source: 'content' })));
+}
+
+export async function newAccount(gw: { url: string }, admin: string, id: string): Promise<void> {
+  const res = await api(gw, admin, '/accounts', { method: 'POST', json: { id, name: id } });
+  assert.equal(res.status, 201, show(res));
 }

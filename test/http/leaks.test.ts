@@ -18,72 +18,11 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import type { ParsedMail } from 'mailparser';
 import { formatDataFile } from '../../src/state/data-file/writer.js';
-import { call, postJson, show, type JsonResponse } from '../helpers/gateway.js';
-import { report, startKeyServer } from '../helpers/leak-reporter.js';
-import { makeAdminToken, secretHash } from '../helpers/owner-api.js';
-import { REACH_MS, within } from '../helpers/owner-flow.js';
+import { call, show } from '../helpers/gateway.js';
+import { api, assertAlive, makeSecrets, newAccount, refresh, report, reportOf, roles, signInWith, startKeyServer, URL_FOUND } from '../helpers/leak-reporter.js';
+import { makeAdminToken } from '../helpers/owner-api.js';
 import { exitWithin, startGatewayProcess, tempDir } from '../helpers/process.js';
-import { redisSuite, startRedis } from '../helpers/redis.js';
 import { startSmtp } from '../helpers/smtp.js';
-
-const URL_FOUND = 'https://github.com/someone/repo/blob/abc/config.env';
-
-function api(gw: { url: string }, admin: string, path: string, { method = 'GET', json }: { method?: string; json?: unknown } = {}) {
-  return call(`${gw.url}/owner/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${admin}`, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(json === undefined ? {} : { body: JSON.stringify(json) }),
-  });
-}
-
-function signInWith(gw: { url: string }, apiKey: string, apiSecret: string) {
-  return postJson(`${gw.url}/api/signin`, { apiKey, apiSecret: secretHash(apiSecret) });
-}
-
-interface Secrets {
-  keyId: string;
-  apiKey: string;
-  apiSecret: string;
-  accessToken: string;
-  refreshToken: string;
-  settingsToken: string;
-  settingsTokenId: string;
-}
-
-/** A key (signed in once) and a settings token in `accountId`. */
-async function makeSecrets(gw: { url: string }, admin: string, accountId: string): Promise<Secrets> {
-  const made = await api(gw, admin, `/accounts/${accountId}/keys`, { method: 'POST', json: { name: 'leaky' } });
-  assert.equal(made.status, 201, show(made));
-  const { key, apiSecret } = made.body.message;
-  const signedIn = await signInWith(gw, key.apiKey, apiSecret);
-  assert.equal(signedIn.status, 200, show(signedIn));
-  const st = await api(gw, admin, `/accounts/${accountId}/settings-tokens`, { method: 'POST', json: { name: 'leaky token' } });
-  assert.equal(st.status, 201, show(st));
-  return {
-    keyId: key.id, apiKey: key.apiKey, apiSecret,
-    accessToken: signedIn.body.message.accessToken, refreshToken: signedIn.body.message.refreshToken,
-    settingsToken: st.body.message.token, settingsTokenId: st.body.message.settingsToken.id,
-  };
-}
-
-const roles = (gw: { url: string }, token: string) => call(`${gw.url}/api/roles`, { token });
-const refresh = (gw: { url: string }, refreshToken: string) => postJson(`${gw.url}/api/refresh`, { refreshToken });
-
-/** Every secret still works: nothing was revoked. */
-async function assertAlive(gw: { url: string }, s: Secrets, what: string): Promise<void> {
-  assert.equal((await signInWith(gw, s.apiKey, s.apiSecret)).status, 200, `${what}: the API secret signs in`);
-  assert.equal((await roles(gw, s.accessToken)).status, 200, `${what}: the access token works`);
-  assert.equal((await roles(gw, s.settingsToken)).status, 200, `${what}: the settings token works`);
-}
-
-function reportOf(tokens: { token: string; type: string }[]): string {
-  return JSON.stringify(tokens.map((t) => ({ ...t, url: URL_FOUND, source: 'content' })));
-}
-
-async function newAccount(gw: { url: string }, admin: string, id: string): Promise<void> {
-  const res = await api(gw, admin, '/accounts', { method: 'POST', json: { id, name: id } });
-  assert.equal(res.status, 201, show(res));
-}
 
 test('secret-scanning reports (file state, mail)', async (t) => {
   const keys = await startKeyServer(t);
@@ -197,36 +136,6 @@ test('secret-scanning reports (file state, mail)', async (t) => {
     const log = JSON.stringify(gw.logs());
     for (const secret of secrets) assert.ok(!log.includes(secret), 'a secret in the log');
   });
-});
-
-test('secret-scanning reports on Redis: what a report to A ends, B refuses within a second', redisSuite(), async (t) => {
-  const redis = await startRedis(t);
-  const keys = await startKeyServer(t);
-  const admin = makeAdminToken();
-  const pem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-  const env = {
-    REDIS_URL: redis.url,
-    KEY_SOURCE: 'redis',
-    SIGNING_KEYS: JSON.stringify([{ kid: 'leaks-1', alg: 'EdDSA', pem }]),
-    OWNER_ADMIN_TOKEN_DIGESTS: JSON.stringify([admin.digest]),
-    LEAK_REPORT_KEYS_URL: keys.url,
-  };
-  const [a, b] = await Promise.all([startGatewayProcess(t, env), startGatewayProcess(t, env)]);
-  await newAccount(a, admin.token, 'acct_leaks_redis');
-  const s = await makeSecrets(a, admin.token, 'acct_leaks_redis');
-  // B has seen each token alive (and cached what it caches) before the report.
-  await assertAlive(b, s, 'on B before the report');
-  const res = await report(a, reportOf([
-    { token: s.apiSecret, type: 'gateway_api_secret' },
-    { token: s.settingsToken, type: 'gateway_settings_token' },
-    { token: s.refreshToken, type: 'gateway_refresh_token' },
-  ]), { key: keys.privateKey });
-  assert.equal(res.status, 200, show(res));
-  assert.deepEqual(res.body.map((v: { label: string }) => v.label), ['true_positive', 'true_positive', 'true_positive']);
-  await within(REACH_MS, 'the access token on B', () => roles(b, s.accessToken), 401);
-  await within(REACH_MS, 'the settings token on B', () => roles(b, s.settingsToken), 401);
-  await within(REACH_MS, 'the refresh token on B', () => refresh(b, s.refreshToken), 401);
-  await within(REACH_MS, 'the API secret on B', () => signInWith(b, s.apiKey, s.apiSecret), 401);
 });
 
 test('TOKEN_PREFIX: new secrets carry the deployment\'s family, old ones keep working, and reports of either are ours', async (t) => {
