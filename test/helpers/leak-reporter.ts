@@ -18,22 +18,35 @@ export interface KeyServer {
   privateKey: KeyObject;
   /** How many times the keys were fetched. */
   fetches(): number;
+  /** GitHub rotates its keys: the document lists a new key (and the old one no more); its private key. */
+  rotate(keyId: string): KeyObject;
 }
 
 /** An HTTP server answering GitHub's public-keys document with one P-256 key made here. */
 export async function startKeyServer(t: TestContext): Promise<KeyServer> {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const pem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  const make = () => {
+    const pair = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    return { privateKey: pair.privateKey, pem: pair.publicKey.export({ type: 'spki', format: 'pem' }).toString() };
+  };
+  const { privateKey, pem } = make();
+  let published = { id: KEY_ID, pem };
   let fetched = 0;
   const server = createServer((_req, res) => {
     fetched++;
     res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ public_keys: [{ key_identifier: KEY_ID, key: pem, is_current: true }] }));
+    res.end(JSON.stringify({ public_keys: [{ key_identifier: published.id, key: published.pem, is_current: true }] }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
   const address = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${address.port}/meta/public_keys/secret_scanning`, privateKey, fetches: () => fetched };
+  return {
+    url: `http://127.0.0.1:${address.port}/meta/public_keys/secret_scanning`, privateKey, fetches: () => fetched,
+    rotate(keyId) {
+      const next = make();
+      published = { id: keyId, pem: next.pem };
+      return next.privateKey;
+    },
+  };
 }
 
 export function report(gw: { url: string }, body: string, { key, keyId = KEY_ID, signature }: { key: KeyObject; keyId?: string; signature?: string }): Promise<JsonResponse> {

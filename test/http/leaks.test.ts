@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import type { ParsedMail } from 'mailparser';
 import { formatDataFile } from '../../src/state/data-file/writer.js';
-import { call, show } from '../helpers/gateway.js';
+import { call, show, startGateway } from '../helpers/gateway.js';
 import { api, assertAlive, makeSecrets, newAccount, refresh, report, reportOf, roles, signInWith, startKeyServer, URL_FOUND } from '../helpers/leak-reporter.js';
 import { makeAdminToken } from '../helpers/owner-api.js';
 import { exitWithin, startGatewayProcess, tempDir } from '../helpers/process.js';
@@ -174,4 +174,22 @@ test('TOKEN_PREFIX: new secrets carry the deployment\'s family, old ones keep wo
   assert.equal((await signInWith(gw, made.apiKey, made.apiSecret)).status, 401);
   assert.equal((await roles(gw, old.settingsToken)).status, 401);
   assert.equal((await signInWith(gw, old.apiKey, old.apiSecret)).status, 200, 'the other key is untouched');
+});
+
+test('a key rotated at the reporter is fetched on its first report, at most once per keysMinRefetchSeconds', async (t) => {
+  const keys = await startKeyServer(t);
+  const gw = await startGateway(t, { overrides: { leaks: { keysUrl: keys.url, keysMinRefetchSeconds: 60 } } });
+  const body = reportOf([{ token: 'nothing of ours', type: 'gateway_api_secret' }]);
+  assert.equal((await report(gw, body, { key: keys.privateKey })).status, 200);
+  assert.equal(keys.fetches(), 1);
+  const rotated = keys.rotate('leak-test-key-2');
+  const early = await report(gw, body, { key: rotated, keyId: 'leak-test-key-2' });
+  assert.equal(early.status, 401, `a fetch was made just now: the new id is unknown until the interval passes: ${show(early)}`);
+  assert.equal(keys.fetches(), 1);
+  gw.clock.advance(60_000);
+  const later = await report(gw, body, { key: rotated, keyId: 'leak-test-key-2' });
+  assert.equal(later.status, 200, show(later));
+  assert.equal(keys.fetches(), 2, 'one fetch for the new id');
+  assert.equal((await report(gw, body, { key: keys.privateKey })).status, 401, 'the key no longer published signs nothing');
+  assert.equal(keys.fetches(), 2, 'and makes no fetch within the interval');
 });
