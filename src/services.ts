@@ -16,6 +16,7 @@ import { createKeyUseRecorder } from './auth/key-use.js';
 import { createSettingsTokenAuth } from './auth/settings-tokens.js';
 import { createSigner, type Signer } from './auth/signer.js';
 import { createTokenRevocation, type TokenRevocation } from './auth/token-revocation.js';
+import { createLeakReportKeys, type LeakReportKeys } from './auth/leak-report-keys.js';
 import { createTrustedIssuers, type TrustedIssuers } from './auth/trusted-issuers.js';
 import type { Config } from './config/schema.js';
 import { createClientAddress, createReplaceableProxyTrust, type ProxyTrust } from './http/client-address.js';
@@ -55,6 +56,8 @@ export interface Services {
   denied: DeniedTokens;
   /** POST /api/revoke (RFC 7009). */
   revocation: TokenRevocation;
+  /** The keys that sign secret-scanning reports (auth/leak-report-keys.ts). */
+  leakKeys: LeakReportKeys;
   /** POST /api/introspect (RFC 7662). */
   introspection: Introspection;
   /** DPoP proofs (auth/dpop.ts): bound at sign-in and refresh, checked with every bound token. */
@@ -135,11 +138,13 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   const owner = createOwnerServices({
     store: state.owners, sessions: state.sessions, ceremonies: state.ceremonies, revocations: auth.revocations, clock, limits: limits.limits, log, config,
     usage: state.usage, keyUse: state.keyUse, demoSecrets: auth.demoSecrets, ...(mail !== undefined ? { mail: mail.mail } : {}),
+    tokenRevocation: auth.revocation,
   });
   return {
     config, log, clock, signer, metrics, owner, clientAddress,
     auth: auth.service, revocations: auth.revocations, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers, dpop: auth.dpop,
     denied: auth.denied, revocation: auth.revocation, introspection: auth.introspection,
+    leakKeys: createLeakReportKeys({ settings: config.leaks, clock, log }),
     keys: state.keys, directory: state.directory, tokens: state.tokens, ownerStore: state.owners, state: state.where, mailSender: mail?.sender,
     limits: limits.limits, usage: limits.usage, isTrustedProxy: trust.isTrusted,
     cors: edge.cors, tracing: edge.tracing, proxy: edge.proxy,

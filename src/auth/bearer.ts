@@ -12,7 +12,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
-import { SETTINGS_TOKEN_PREFIX } from '../domain/settings-token.js';
+import { isSettingsTokenShaped } from '../domain/settings-token.js';
 import { InvalidDpopProof, InvalidToken, MalformedAuthorization, MissingToken, StoreUnavailable } from '../errors/errors.js';
 import type { Metrics, TokenValidation } from '../telemetry/metrics.js';
 import { countHeader } from '../util/raw-headers.js';
@@ -110,8 +110,8 @@ export function createAuthenticator(signer: Signer, revocations: Revocations, se
       throw new MissingToken();
     }
     const asDpop = presentsDpopScheme(req);
-    if (asDpop && token.startsWith(SETTINGS_TOKEN_PREFIX)) return failed(notDpopBound(dpop));
-    if (settingsTokens !== undefined && token.startsWith(SETTINGS_TOKEN_PREFIX)) {
+    if (asDpop && isSettingsTokenShaped(token)) return failed(notDpopBound(dpop));
+    if (settingsTokens !== undefined && isSettingsTokenShaped(token)) {
       return settingsTokens(token).then((identity) => {
         counted('valid');
         return identity;

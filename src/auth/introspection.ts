@@ -20,7 +20,7 @@
  * `token_type_hint` is only a hint (§2.1): the formats tell the kinds apart.
  */
 import { decodeJwt } from 'jose';
-import { SETTINGS_TOKEN_PREFIX } from '../domain/settings-token.js';
+import { isSettingsTokenShaped } from '../domain/settings-token.js';
 import { InvalidToken } from '../errors/errors.js';
 import type { KeyDirectory } from '../state/keys/store.js';
 import type { RefreshTokenStore } from '../state/tokens/store.js';
@@ -79,7 +79,7 @@ type Judged = { type: IntrospectedType; answer: IntrospectionAnswer };
 
 export function createIntrospection(deps: IntrospectionDeps): Introspection {
   const judge = async (token: string): Promise<Judged> => {
-    if (token.startsWith(SETTINGS_TOKEN_PREFIX)) return { type: 'settings_token', answer: await settingsToken(deps, token) };
+    if (isSettingsTokenShaped(token)) return { type: 'settings_token', answer: await settingsToken(deps, token) };
     const presented = parseRefreshToken(token);
     if (presented !== undefined) return { type: 'refresh_token', answer: await refreshToken(deps, presented) };
     const iss = unverifiedIssuer(token);

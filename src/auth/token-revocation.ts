@@ -25,7 +25,7 @@
  *   do, and the answer is the same success (RFC 7009 §2.2), so the endpoint is no oracle.
  * `token_type_hint` is only a hint (§2.1): the formats tell the kinds apart, so it is not needed.
  */
-import { SETTINGS_TOKEN_PREFIX } from '../domain/settings-token.js';
+import { isSettingsTokenShaped } from '../domain/settings-token.js';
 import type { RefreshTokenStore } from '../state/tokens/store.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
@@ -69,7 +69,7 @@ export function createTokenRevocation({ tokens, signer, denied, log, clock, acce
     if (outcome === 'full') log.warn(ids, 'refresh-token family revoked, but not its access tokens: the deny list is full (tokens.revokedAccessTokensMax)');
   };
   const revoke = async (token: string): Promise<RevokeResult> => {
-    if (token.startsWith(SETTINGS_TOKEN_PREFIX)) return { outcome: 'unsupported' };
+    if (isSettingsTokenShaped(token)) return { outcome: 'unsupported' };
     const presented = parseRefreshToken(token);
     if (presented !== undefined) {
       const { secret, ...named } = presented;

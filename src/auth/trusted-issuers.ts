@@ -26,7 +26,7 @@
 import { createHash } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import { SELF_ISSUER, type Config } from '../config/schema.js';
-import { SETTINGS_TOKEN_PREFIX } from '../domain/settings-token.js';
+import { isSettingsTokenShaped } from '../domain/settings-token.js';
 import { InvalidToken } from '../errors/errors.js';
 import type { Logger } from '../telemetry/log.js';
 import type { IssuerTokenOutcome, Metrics } from '../telemetry/metrics.js';
@@ -101,7 +101,7 @@ export function createTrustedIssuers(deps: TrustedIssuerDeps): TrustedIssuers {
     const external = new Map(accepted.filter((i) => i !== SELF_ISSUER).map((i) => [i, verifiers.get(i)!]));
     return async function authenticateAny(token, req) {
       // No token, an API settings token, anything that is no JWT, or a JWT of ours: the gateway's own check.
-      const iss = token === undefined || token.startsWith(SETTINGS_TOKEN_PREFIX) ? undefined : issuerOf(token);
+      const iss = token === undefined || isSettingsTokenShaped(token) ? undefined : issuerOf(token);
       if (iss === undefined || iss === selfIssuer) {
         if (acceptsSelf || token === undefined) return authenticate(token, req);
         return refuse(SELF_ISSUER, 'This route does not accept the gateway\'s own tokens.');

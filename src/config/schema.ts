@@ -10,6 +10,7 @@
 import { pathToRegexp } from 'path-to-regexp';
 import { z } from 'zod';
 import { SCOPE_PATTERN } from '../domain/formats.js';
+import { DEFAULT_TOKEN_FAMILY, TOKEN_FAMILY_PATTERN } from '../domain/token-prefix.js';
 
 /** Metadata attached to a leaf setting: its doc line and, where operators need one, an env name. */
 export interface SettingMeta {
@@ -306,6 +307,15 @@ export const configSchema = z.strictObject({
       description: 'Tolerance for `exp`, `nbf` and `iat` when validating access tokens.',
     }),
     // lru-cache allocates its slots for every entry up front (about 44 bytes each): hence the cap.
+    prefix: setting(z.string().regex(TOKEN_FAMILY_PATTERN, 'a lowercase letter, then up to 15 lowercase letters or digits').default(DEFAULT_TOKEN_FAMILY), {
+      env: 'TOKEN_PREFIX',
+      description: 'The family prefix of the secrets the gateway makes, so secret scanners tell this deployment\'s apart: API keys `<prefix>k_…`, API secrets `<prefix>sk_…`, API settings tokens `<prefix>st_…` (docs/tokens.md). Changing it changes what is made from then on; what was made before keeps working.',
+    }),
+    previousPrefixes: setting(z.array(z.string().regex(TOKEN_FAMILY_PATTERN, 'a lowercase letter, then up to 15 lowercase letters or digits')).max(16).default([]), {
+      env: 'TOKEN_PREVIOUS_PREFIXES',
+      list: 'comma',
+      description: 'Families this deployment used before `tokens.prefix` (`gw` is always one): a leak report of a secret of another family is a false positive at once (docs/leaks.md).',
+    }),
     verifiedCacheMaxEntries: setting(z.number().int().min(0).max(1_000_000).default(50_000), {
       env: 'VERIFIED_TOKEN_CACHE_MAX_ENTRIES',
       description: 'Most access tokens remembered as verified, so a token presented again skips the signature check (docs/tokens.md); 0 turns the cache off.',
@@ -401,6 +411,35 @@ export const configSchema = z.strictObject({
     minRefetchSeconds: setting(z.number().int().min(1).max(3600).default(30), {
       env: 'ISSUER_KEYS_MIN_REFETCH_SECONDS',
       description: 'Fewest seconds between two fetches of one issuer\'s keys prompted by an unknown `kid` or a failure, so that tokens with made-up kids cannot make the gateway hammer the issuer.',
+    }),
+  }).prefault({}),
+
+  // Secret-scanning reports (docs/leaks.md, http/routes/leaks.ts): GitHub's partner program.
+  leaks: z.strictObject({
+    keysUrl: setting(z.url({ protocol: /^https?$/ }).default('https://api.github.com/meta/public_keys/secret_scanning'), {
+      env: 'LEAK_REPORT_KEYS_URL',
+      description: 'Where the public keys that sign secret-scanning reports are published (GitHub\'s format: `{public_keys: [{key_identifier, key}]}`); a report signed by any other key is refused.',
+    }),
+    keysCacheSeconds: setting(z.number().int().min(1).max(604_800).default(3600), {
+      env: 'LEAK_REPORT_KEYS_CACHE_SECONDS',
+      description: 'How long the fetched keys are used before they are fetched again (an unknown key id fetches them sooner, at most once per `keysMinRefetchSeconds`).',
+    }),
+    keysMinRefetchSeconds: setting(z.number().int().min(1).max(3600).default(60), {
+      env: 'LEAK_REPORT_KEYS_MIN_REFETCH_SECONDS',
+      description: 'Fewest seconds between two fetches of the keys prompted by an unknown key id or a failure, so made-up key ids cannot make the gateway hammer the key server.',
+    }),
+    keysFetchTimeoutMs: setting(z.number().int().min(100).max(60_000).default(3000), {
+      description: 'Longest wait for the keys, body included; a report that needs them meanwhile gets 503.',
+    }),
+    keysMaxBytes: setting(z.number().int().min(1024).max(1_048_576).default(65_536), {
+      description: 'Largest key document read; a larger answer is a failed fetch.',
+    }),
+    maxBodyBytes: setting(z.number().int().min(1024).max(4_194_304).default(262_144), {
+      env: 'LEAK_REPORT_MAX_BODY_BYTES',
+      description: 'Largest report read (413 above it).',
+    }),
+    maxTokens: setting(z.number().int().min(1).max(1000).default(100), {
+      description: 'Most tokens one report may list (400 above it).',
     }),
   }).prefault({}),
 
@@ -1147,7 +1186,7 @@ export const configSchema = z.strictObject({
       if (builtInHeaders.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: ['routes', i, 'identityHeaders', name], message: `"${name}" is one of proxy.identityHeaders, the gateway's own` });
     }
   });
-  const routeNames = new Set(['sign', 'roles', 'introspect', ...c.routes.map((r) => r.name ?? r.prefix)]);
+  const routeNames = new Set(['sign', 'roles', 'introspect', 'leaks', ...c.routes.map((r) => r.name ?? r.prefix)]);
   c.limits.rules.forEach((rule, i) => {
     if (rule.route !== undefined && !routeNames.has(rule.route)) {
       ctx.addIssue({ code: 'custom', path: ['limits', 'rules', i, 'route'], message: `no route is named "${rule.route}" (known: ${[...routeNames].join(', ')})` });

@@ -114,6 +114,17 @@ export class InvalidCredentials extends GatewayError {
 }
 
 /**
+ * A secret-scanning report (POST /api/leaks/github) without a valid signature by one of the
+ * reporter's published keys (a missing header, a key id the reporter does not publish, a
+ * signature that does not verify): nothing in it is looked at. 401 with a challenge, as every 401.
+ */
+export class InvalidSignature extends GatewayError {
+  constructor(message: string) {
+    super(401, 'invalid_signature', message, { challenge: {} });
+  }
+}
+
+/**
  * mTLS (docs/tls.md): the route, or the API key signing in, needs a client certificate that
  * the request's connection did not present verified (none, another CA's, expired, or another
  * certificate than the key's). 401 with a challenge (RFC 9110 §15.5.2 wants one on every 401).

@@ -75,16 +75,30 @@ async function readRawBody(ctx: Context, limit: number): Promise<string> {
   try {
     return await getRawBody(ctx.req, { limit, length: ctx.get('content-length') || undefined, encoding: 'utf8' });
   } catch (err) {
-    switch ((err as { type?: string }).type) {
-      case 'entity.too.large':
-        throw new PayloadTooLarge(limit);
-      case 'request.size.invalid':
-        throw new InvalidRequest('The body length does not match Content-Length.');
-      case 'request.aborted':
-        throw new InvalidRequest('The request body was cut short.');
-      default:
-        throw err;
-    }
+    throw bodyReadError(err, limit);
+  }
+}
+
+/** The body's bytes as sent, bounded by `limit`: for a signature over the raw body (http/routes/leaks.ts). */
+export async function readRawBytes(ctx: Context, limit: number): Promise<Buffer> {
+  try {
+    return await getRawBody(ctx.req, { limit, length: ctx.get('content-length') || undefined });
+  } catch (err) {
+    throw bodyReadError(err, limit);
+  }
+}
+
+/** raw-body's errors as ours (anything else as it came). */
+function bodyReadError(err: unknown, limit: number): unknown {
+  switch ((err as { type?: string }).type) {
+    case 'entity.too.large':
+      return new PayloadTooLarge(limit);
+    case 'request.size.invalid':
+      return new InvalidRequest('The body length does not match Content-Length.');
+    case 'request.aborted':
+      return new InvalidRequest('The request body was cut short.');
+    default:
+      return err;
   }
 }
 

@@ -7,6 +7,7 @@ import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { requireBearer, type Authenticate, type Identity } from '../auth/bearer.js';
 import type { Introspection } from '../auth/introspection.js';
+import type { LeakReportKeys } from '../auth/leak-report-keys.js';
 import type { DpopProofs } from '../auth/dpop.js';
 import type { AuthService } from '../auth/service.js';
 import type { TokenRevocation } from '../auth/token-revocation.js';
@@ -33,6 +34,7 @@ import { issueTokens, TOKEN_PATH } from './routes/token.js';
 import { createPublicOrigin } from './public-origin.js';
 import { refresh } from './routes/refresh.js';
 import { resetTokens } from './routes/reset.js';
+import { LEAKS_PATH, receiveLeakReport } from './routes/leaks.js';
 import { REVOKE_PATH, revokeToken } from './routes/revoke.js';
 import { listRoles } from './routes/roles.js';
 import { createSignAnswers, lookUpSignRecord } from './routes/sign.js';
@@ -40,7 +42,7 @@ import { signIn } from './routes/signin.js';
 
 /** What the own routes use: services.ts's Services has all of it, and nothing else reaches a route. */
 export interface RouterDeps {
-  config: Pick<Config, 'server' | 'roles' | 'metrics' | 'owner' | 'dashboard' | 'management' | 'tokens' | 'oauth' | 'dpop' | 'proxy'>;
+  config: Pick<Config, 'server' | 'roles' | 'metrics' | 'owner' | 'dashboard' | 'management' | 'tokens' | 'oauth' | 'dpop' | 'proxy' | 'leaks'>;
   auth: AuthService;
   /** POST /api/revoke (RFC 7009) and POST /api/introspect (RFC 7662). */
   revocation: TokenRevocation;
@@ -54,7 +56,9 @@ export interface RouterDeps {
   formatTimestamp: TimestampFormatter;
   readiness: readonly ReadinessCheck[];
   isDraining: () => boolean;
-  metrics: Pick<Metrics, 'registry' | 'scrape'>;
+  metrics: Pick<Metrics, 'registry' | 'scrape' | 'leakReports'>;
+  /** The keys that sign secret-scanning reports (POST /api/leaks/github). */
+  leakKeys: LeakReportKeys;
   owner: OwnerServices;
   /** The configured routes' decision, for /api/forward-auth (proxy/decision.ts). */
   proxy: { decide: ForwardAuthDecide };
@@ -77,6 +81,7 @@ export function createRouter(deps: RouterDeps, isOwnPath: (path: string) => bool
   router.post('/api/reset', resetTokens({ ...credentials, formatTimestamp }));
   registerOAuth(router, deps, credentials);
   router.post(REVOKE_PATH, revokeToken({ revocation: deps.revocation, limits, clientAddress, bodyLimitBytes }));
+  router.post(LEAKS_PATH, receiveLeakReport({ keys: deps.leakKeys, leaks: owner.leaks, limits, clientAddress, settings: config.leaks, metrics }));
   router.post(INTROSPECT_PATH, bearer, requireIntrospectScope(), quota(limits, { name: 'introspect', auth: 'required' }), introspectToken({ introspection: deps.introspection, bodyLimitBytes }));
   // One reader for /api/sign and the owner API's `served` sign record: the same answer by construction.
   const signAnswers = createSignAnswers({ directory, formatTimestamp });

@@ -16,6 +16,8 @@ export const AUDITED_FIELDS = new Set([
   'certificateSha256', 'requireDpop',
   // Second factors (owner/totp.ts, owner/passkeys.ts): the requirement and a passkey's name, never a secret.
   'requireSecondFactor',
+  // Secret-scanning reports (owner/leaks.ts): where the secret was found, never the secret.
+  'leakUrl', 'compromisedAt', 'tokenType',
 ]);
 
 /** The longest `ip` an event holds (state/owners/records.ts). */

@@ -1,6 +1,7 @@
 /** What every part of the owner service is built from (services.ts picks the implementations). */
 import type { DemoSecretGuard } from '../auth/demo-secrets.js';
 import type { Revocations } from '../auth/revocation.js';
+import type { TokenRevocation } from '../auth/token-revocation.js';
 import type { Config } from '../config/schema.js';
 import type { RateLimits } from '../limits/rate-limits.js';
 import type { CeremonyStore } from '../state/ceremonies/store.js';
@@ -41,4 +42,6 @@ export interface OwnerDeps {
    * knows the cookies sign-in sets (without `owner.deviceCookieSecret` their key is random).
    */
   devices?: DeviceCookies;
+  /** Ends a refresh token's family (auth/token-revocation.ts): a leak report of one (owner/leaks.ts); absent: such reports are false positives. */
+  tokenRevocation?: Pick<TokenRevocation, 'revoke'>;
 }

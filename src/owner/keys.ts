@@ -13,6 +13,7 @@
 import { Conflict, NotFound } from '../errors/errors.js';
 import { hashSecret, secretDigest } from '../domain/secrets.js';
 import { randomBase62 } from '../domain/random.js';
+import { DEFAULT_TOKEN_FAMILY, tokenPrefix } from '../domain/token-prefix.js';
 import type { ApiKeyData } from '../state/owners/records.js';
 import type { AccountDoc, OwnerStore } from '../state/owners/store.js';
 import { loadAccount } from './access.js';
@@ -38,6 +39,8 @@ export interface KeyView {
   certificateSha256?: string;
   /** The key signs in and refreshes only with a DPoP proof (docs/dpop.md); absent: it need not. */
   requireDpop?: true;
+  /** A secret-scanning report named the key's secret (docs/leaks.md): it signs in no more until its secret is rolled. */
+  compromisedAt?: string;
 }
 
 export interface CreatedKey {
@@ -97,14 +100,15 @@ export interface KeyService {
   resetAccount(actor: Actor, accountId: string): Promise<ResetView>;
 }
 
-export const API_KEY_PREFIX = 'gwk_';
-export const API_SECRET_PREFIX = 'gwsk_';
+/** The default family's prefixes (`tokens.prefix` makes others: domain/token-prefix.ts). */
+export const API_KEY_PREFIX = tokenPrefix(DEFAULT_TOKEN_FAMILY, 'apiKey');
+export const API_SECRET_PREFIX = tokenPrefix(DEFAULT_TOKEN_FAMILY, 'apiSecret');
 export const KEY_ID_PREFIX = 'key_';
 /** Keys an account holds at most: each change rewrites the account (the whole data file, or its Redis document). */
 const MAX_KEYS = 1000;
 
-function newSecret(): { apiSecret: string; digest: string } {
-  const apiSecret = `${API_SECRET_PREFIX}${randomBase62(43)}`;
+function newSecret(family: string): { apiSecret: string; digest: string } {
+  const apiSecret = `${tokenPrefix(family, 'apiSecret')}${randomBase62(43)}`;
   return { apiSecret, digest: secretDigest(hashSecret(apiSecret)) };
 }
 
@@ -122,6 +126,7 @@ export function toKeyView(key: ApiKeyData, lastUsedAt?: number): KeyView {
     ...(lastUsedAt !== undefined ? { lastUsedAt: new Date(lastUsedAt).toISOString() } : {}),
     ...(key.certificateSha256 !== undefined ? { certificateSha256: key.certificateSha256 } : {}),
     ...(key.requireDpop === true ? { requireDpop: true } : {}),
+    ...(key.compromisedAt !== undefined ? { compromisedAt: key.compromisedAt } : {}),
   };
 }
 
@@ -136,6 +141,7 @@ function audited(key: ApiKeyData | undefined): Record<string, unknown> {
   return {
     name: key?.name, description: key?.description, enabled: key === undefined ? undefined : !key.disabled,
     scopes: key?.scopes, previousValidUntil: key?.previousValidUntil, certificateSha256: key?.certificateSha256, requireDpop: key?.requireDpop,
+    compromisedAt: key?.compromisedAt,
   };
 }
 
@@ -183,15 +189,15 @@ function keyChange<T>(store: OwnerStore, actor: Actor, accountId: string, keyId:
   };
 }
 
-function createKeyChanges({ store, revocations }: OwnerDeps, change: Change): Pick<KeyService, 'create' | 'update' | 'remove' | 'roll'> {
+function createKeyChanges({ store, revocations, config }: OwnerDeps, change: Change): Pick<KeyService, 'create' | 'update' | 'remove' | 'roll'> {
   return {
     create: (actor, accountId, { name, description, scopes = [], certificateSha256, requireDpop }) => change(actor, {
       load: () => loadAccount(store, actor.caller, accountId),
       async persist({ now, event }) {
-        const { apiSecret, digest } = newSecret();
+        const { apiSecret, digest } = newSecret(config.tokens.prefix);
         const key: ApiKeyData = {
           id: `${KEY_ID_PREFIX}${randomBase62(16)}`,
-          apiKey: `${API_KEY_PREFIX}${randomBase62(24)}`,
+          apiKey: `${tokenPrefix(config.tokens.prefix, 'apiKey')}${randomBase62(24)}`,
           secretDigest: digest,
           disabled: false,
           scopes: [...new Set(scopes)],
@@ -246,11 +252,13 @@ function createKeyChanges({ store, revocations }: OwnerDeps, change: Change): Pi
     }),
 
     roll(actor, accountId, keyId, { overlapSeconds }) {
-      const { apiSecret, digest } = newSecret();
+      const { apiSecret, digest } = newSecret(config.tokens.prefix);
       return change(actor, {
         ...keyChange(store, actor, accountId, keyId, 'key.roll', (key, now) => {
-          const { previousSecretDigest: _digest, previousValidUntil: _until, ...rest } = key;
-          const next: ApiKeyData = overlapSeconds === 0
+          // A compromised key's secret is no secret (owner/leaks.ts): the roll clears the mark, and
+          // what it replaces overlaps with nothing.
+          const { previousSecretDigest: _digest, previousValidUntil: _until, compromisedAt, ...rest } = key;
+          const next: ApiKeyData = overlapSeconds === 0 || compromisedAt !== undefined
             ? { ...rest, secretDigest: digest }
             : { ...rest, secretDigest: digest, previousSecretDigest: key.secretDigest, previousValidUntil: new Date(now + overlapSeconds * 1000).toISOString() };
           return { key: next, result: toKeyView(next) };

@@ -23,10 +23,18 @@ import type { ChangeListener } from './pipeline.js';
 import type { RequestMeta } from './types.js';
 
 /** Audit actions that mail a notice, and what the mail says happened. */
-export const NOTICE_ACTIONS: Readonly<Record<string, { what: string; to: 'account' | 'owner' }>> = {
+export const NOTICE_ACTIONS: Readonly<Record<string, { what: string; to: 'account' | 'owner'; advice?: string }>> = {
   'key.create': { what: 'An API key was created', to: 'account' },
   'key.reset': { what: 'An API key\'s tokens were reset', to: 'account' },
   'settings_token.create': { what: 'An API settings token was created', to: 'account' },
+  'key.leak_reported': {
+    what: 'A secret scanner reported a secret of one of your API keys (an API secret or a refresh token) found in public; it was revoked', to: 'account',
+    advice: 'The audit log names the key and where the secret was found. A leaked API secret signs in no more: roll the key\'s secret, give the new one to its clients, and remove the old one from where it was published.',
+  },
+  'settings_token.leak_reported': {
+    what: 'A secret scanner reported one of your API settings tokens found in public; it was revoked', to: 'account',
+    advice: 'The audit log names the token and where it was found. Make a new token if it is still needed, and remove the old one from where it was published.',
+  },
   'owner.password_change': { what: 'Your password was changed', to: 'owner' },
   'owner.password_reset': { what: 'Your password was reset by mail', to: 'owner' },
   'owner.totp_enable': { what: 'An authenticator app was set up as your second factor', to: 'owner' },
@@ -78,7 +86,7 @@ export function createMailNotices({ store, mail, verification }: MailNoticeDeps)
           const accountName = notice.to === 'account' ? doc?.name || accountId : undefined;
           drafts.push({
             to: owner.email, kind: 'notice', accountId,
-            ...securityNoticeMail(mail, { what: notice.what, at: event.at, ...(event.ip !== undefined ? { ip: event.ip } : {}), ...(accountName !== undefined ? { accountName } : {}) }),
+            ...securityNoticeMail(mail, { what: notice.what, ...(notice.advice !== undefined ? { advice: notice.advice } : {}), at: event.at, ...(event.ip !== undefined ? { ip: event.ip } : {}), ...(accountName !== undefined ? { accountName } : {}) }),
           });
         }
       }

@@ -67,9 +67,9 @@ export function passwordResetMail(context: MailContext, { token, minutes }: { to
 }
 
 /** What a security notice says happened: the audit action's words (owner/mail-notices.ts). */
-export function securityNoticeMail(context: MailContext, { what, at, ip, accountName }: { what: string; at: string; ip?: string; accountName?: string }): RenderedMail {
+export function securityNoticeMail(context: MailContext, { what, at, ip, accountName, advice }: { what: string; at: string; ip?: string; accountName?: string; advice?: string }): RenderedMail {
   return compose(context, 'security notice', [
     `${what}${accountName === undefined ? '' : ` (account "${accountName}")`}, at ${at}${ip === undefined ? '' : ` from ${ip}`}.`,
-    'If this was you, nothing needs doing. If not, change your password now and tell the account\'s other owners.',
+    advice ?? 'If this was you, nothing needs doing. If not, change your password now and tell the account\'s other owners.',
   ]);
 }

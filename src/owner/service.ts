@@ -14,6 +14,7 @@ import { createMailNotices } from './mail-notices.js';
 import { createPasswordResets, type PasswordResets } from './password-reset.js';
 import { createFactorService, type FactorService } from './factors.js';
 import { createKeyService, type KeyService } from './keys.js';
+import { createLeakService, type LeakService } from './leaks.js';
 import { createSessionListService, type SessionListService } from './session-list.js';
 import { createSessionService, type SessionService } from './sessions.js';
 import { createSettingsTokenService, type SettingsTokenService } from './settings-tokens.js';
@@ -43,6 +44,8 @@ export interface OwnerServices {
   verification: EmailVerification;
   /** The owner's second factors: TOTP, recovery codes, passkeys, an account's requirement. */
   factors: FactorService;
+  /** Secret-scanning reports (owner/leaks.ts): the secrets they name ended, their owners told. */
+  leaks: LeakService;
 }
 
 export function createOwnerServices(given: OwnerDeps): OwnerServices {
@@ -65,5 +68,6 @@ export function createOwnerServices(given: OwnerDeps): OwnerServices {
     resets: createPasswordResets(deps, mail),
     verification,
     factors: createFactorService(deps, sessions.secondFactors),
+    leaks: createLeakService(deps),
   };
 }

@@ -113,7 +113,7 @@ export function createSettingsTokenService(deps: OwnerDeps): SettingsTokenServic
       async persist({ now, event }) {
         // The configured cap shortens a longer lifetime, and gives one to a token asked for without.
         const lifetime = maxSeconds === undefined ? expiresInSeconds : Math.min(expiresInSeconds ?? maxSeconds, maxSeconds);
-        const token = mintSettingsToken();
+        const token = mintSettingsToken(config.tokens.prefix);
         const record: SettingsTokenRecord = {
           id: `${SETTINGS_TOKEN_ID_PREFIX}${randomBase62(16)}`,
           name,

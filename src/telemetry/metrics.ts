@@ -111,6 +111,11 @@ export interface Metrics {
   readonly revocations: Counter<'type' | 'outcome'>;
   /** POST /api/introspect (RFC 7662) by token kind (`access_token`, `external`, `settings_token`, `refresh_token`, `unknown`) and answer. */
   readonly introspections: Counter<'type' | 'active'>;
+  /**
+   * POST /api/leaks/github: each reported token by `result` (`true_positive`, `false_positive`),
+   * and each refused report (`bad_signature`, `unknown_key`, `malformed`, `keys_unavailable`).
+   */
+  readonly leakReports: Counter<'result'>;
 }
 
 /** How a mail's attempt ended (owner/mail.ts). */
@@ -332,8 +337,14 @@ function createWebSocketMetrics(registers: Registers): Pick<Metrics, 'webSocketC
 }
 
 /** Revocation and introspection (auth/token-revocation.ts, auth/introspection.ts): fixed label values. */
-function createTokenLifecycleMetrics(registers: Registers): Pick<Metrics, 'revocations' | 'introspections'> {
+function createTokenLifecycleMetrics(registers: Registers): Pick<Metrics, 'revocations' | 'introspections' | 'leakReports'> {
   return {
+    leakReports: new Counter({
+      name: 'gateway_leak_reports_total',
+      help: 'Secret-scanning reports (POST /api/leaks/github): tokens by result (true_positive, false_positive), refused reports by why (bad_signature, unknown_key, malformed, keys_unavailable).',
+      labelNames: ['result'],
+      registers,
+    }),
     revocations: new Counter({
       name: 'gateway_revocations_total',
       help: 'Token revocations (POST /api/revoke) by token type (refresh_token, access_token, unknown) and outcome (revoked, ignored, full).',

@@ -147,6 +147,26 @@ export function runOwnerStoreContract(name: string, makeStore: MakeOwnerStore): 
       assert.equal((await store.getSignRecord('acct_a', ADDRESS))?.signedNonce, 42);
     });
 
+    await t.test('a key marked compromised by a leak report keeps the mark and its replaced digest; a roll\'s write without it clears it', async (st) => {
+      const store = await fresh(st);
+      const at = '2026-11-03T00:00:00.000Z';
+      await store.updateAccount('acct_a', (doc) => ({
+        doc: { ...doc, apiKeys: doc.apiKeys.map((k) => ({ ...k, secretDigest: DIGEST('f'), compromisedAt: at })) },
+        events: [{ ...auditEvent(T0, 'key.leak_reported', 'key_a1'), actor: { type: 'system' as const } }],
+        result: undefined,
+      }));
+      const marked = (await store.readAccount('acct_a'))!.apiKeys[0]!;
+      assert.equal(marked.compromisedAt, at);
+      assert.equal(marked.secretDigest, DIGEST('f'));
+      await store.updateAccount('acct_a', (doc) => ({
+        doc: { ...doc, apiKeys: doc.apiKeys.map(({ compromisedAt: _at, ...k }) => ({ ...k, secretDigest: DIGEST('9') })) },
+        events: [auditEvent(T0, 'key.roll', 'key_a1')],
+        result: undefined,
+      }));
+      assert.equal((await store.readAccount('acct_a'))!.apiKeys[0]!.compromisedAt, undefined);
+      assert.deepEqual((await actions(store, 'acct_a')).slice(0, 2), ['key.roll', 'key.leak_reported']);
+    });
+
     await t.test('updateAccount without a doc writes nothing and drops the events', async (st) => {
       const store = await fresh(st);
       const result = await store.updateAccount('acct_a', () => ({ events: [auditEvent(T0, 'dropped')], result: 7 }));

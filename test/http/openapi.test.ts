@@ -24,6 +24,7 @@ import { VERIFY_TOKEN_PREFIX } from '../../src/owner/email-verification.js';
 import { makeOneTimeToken } from '../../src/owner/one-time-tokens.js';
 import { RESET_TOKEN_PREFIX } from '../../src/owner/password-reset.js';
 import { DEMO, sha256Hex, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { signedReport, startKeyServer } from '../helpers/leak-reporter.js';
 import { ROOT, tempDir } from '../helpers/process.js';
 import { redisSuite, startRedis } from '../helpers/redis.js';
 import { conformance, type Conformance, type DocumentedOperation } from '../helpers/openapi.js';
@@ -148,6 +149,7 @@ test('every documented status of every route is met by the real gateway, each an
 
   for (const pair of [...readOnlyApi.seen, ...limited.seen, ...sso.seen]) api.seen.add(pair);
   for (const pair of await walkTokenLifecycle(t)) api.seen.add(pair);
+  for (const pair of await walkLeakReports(t)) api.seen.add(pair);
   // Store failures are left to the store suites (docs/api.md): a Redis outage, an upstream's bad data.
   // A GET's 403 is the initial-password gate, which needs an owner session: none until sessions are served.
   const sessions = api.operations.some((op) => op.key === `POST ${PREFIX}/session`);
@@ -759,5 +761,36 @@ async function walkTokenLifecycle(t: TestContext): Promise<Set<string>> {
   await expect(429, limited.fetch('/api/revoke', form('guess')));
   await limited.fetch('/api/introspect', form('x', limitedChecker));
   await expect(429, limited.fetch('/api/introspect', form('x', limitedChecker)));
+  return new Set([...api.seen, ...limited.seen]);
+}
+
+/**
+ * POST /api/leaks/github on gateways of their own, with a key server and reports signed by the
+ * test: a live secret and an unknown token, each refusal, and the per-address quota tripped.
+ */
+async function walkLeakReports(t: TestContext): Promise<Set<string>> {
+  const keys = await startKeyServer(t);
+  const file = join(tempDir(t), 'data.json');
+  copyFileSync(join(ROOT, 'config/demo-data.json'), file);
+  const expect = async (status: number, res: Promise<{ status: number; body: any }>) => {
+    const answer = await res;
+    assert.equal(answer.status, status, JSON.stringify(answer.body));
+    return answer.body;
+  };
+  const gw = await startGateway(t, { overrides: { data: { file }, leaks: { keysUrl: keys.url } } });
+  const api = await conformance(gw.url);
+  const pair = (await api.fetch('/api/signin', { method: 'POST', json: { apiKey: DEMO.alice.apiKey, apiSecret: sha256Hex(DEMO.alice.secret) } })).body.message;
+  const body = JSON.stringify([{ token: pair.refreshToken, type: 'gateway_refresh_token', url: 'https://github.com/x/y', source: 'content' }, { token: 'nothing', type: 'gateway_api_secret' }]);
+  const labels = await expect(200, api.fetch('/api/leaks/github', signedReport(body, keys.privateKey)));
+  assert.deepEqual(labels.map((v: { label: string }) => v.label), ['true_positive', 'false_positive']);
+  await expect(401, api.fetch('/api/leaks/github', signedReport(body, keys.privateKey, { keyId: 'unknown' })));
+  await expect(400, api.fetch('/api/leaks/github', signedReport('{}', keys.privateKey)));
+  await expect(413, api.fetch('/api/leaks/github', signedReport(JSON.stringify([{ token: 'x', type: 'y', source: 'z'.repeat(300_000) }]), keys.privateKey)));
+  await expect(415, api.fetch('/api/leaks/github', { ...signedReport(body, keys.privateKey), headers: { ...signedReport(body, keys.privateKey).headers, 'content-type': 'text/plain' } }));
+
+  const strict = await startGateway(t, { overrides: { data: { file }, leaks: { keysUrl: keys.url }, limits: { mode: 'enforce', rules: [{ route: 'leaks', perAddress: [{ limit: 1, seconds: 60 }] }] } } });
+  const limited = await conformance(strict.url);
+  await limited.fetch('/api/leaks/github', signedReport('[]', keys.privateKey));
+  await expect(429, limited.fetch('/api/leaks/github', signedReport('[]', keys.privateKey)));
   return new Set([...api.seen, ...limited.seen]);
 }

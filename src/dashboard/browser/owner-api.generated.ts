@@ -513,6 +513,8 @@ export interface OwnerOperations {
         certificateSha256?: string;
         /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
         requireDpop?: true;
+        /** When a secret-scanning report named the key's secret (docs/leaks.md): the key signs in no more until its secret is rolled (POST …/roll clears it). Absent: none did. */
+        compromisedAt?: string;
       }[];
       nextCursor?: string;
     };
@@ -547,7 +549,10 @@ export interface OwnerOperations {
         certificateSha256?: string;
         /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
         requireDpop?: true;
+        /** When a secret-scanning report named the key's secret (docs/leaks.md): the key signs in no more until its secret is rolled (POST …/roll clears it). Absent: none did. */
+        compromisedAt?: string;
       };
+      /** `<tokens.prefix>sk_…` (`gwsk_…` by default). */
       apiSecret: string;
     };
   };
@@ -572,6 +577,8 @@ export interface OwnerOperations {
       certificateSha256?: string;
       /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
       requireDpop?: true;
+      /** When a secret-scanning report named the key's secret (docs/leaks.md): the key signs in no more until its secret is rolled (POST …/roll clears it). Absent: none did. */
+      compromisedAt?: string;
     };
   };
   updateKey: {
@@ -603,6 +610,8 @@ export interface OwnerOperations {
       certificateSha256?: string;
       /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
       requireDpop?: true;
+      /** When a secret-scanning report named the key's secret (docs/leaks.md): the key signs in no more until its secret is rolled (POST …/roll clears it). Absent: none did. */
+      compromisedAt?: string;
     };
   };
   deleteKey: {
@@ -640,7 +649,10 @@ export interface OwnerOperations {
         certificateSha256?: string;
         /** The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client's choice. */
         requireDpop?: true;
+        /** When a secret-scanning report named the key's secret (docs/leaks.md): the key signs in no more until its secret is rolled (POST …/roll clears it). Absent: none did. */
+        compromisedAt?: string;
       };
+      /** `<tokens.prefix>sk_…` (`gwsk_…` by default). */
       apiSecret: string;
     };
   };
@@ -713,6 +725,7 @@ export interface OwnerOperations {
         revokedAt?: string;
         status: "active" | "revoked" | "expired";
       };
+      /** `<tokens.prefix>st_…` (`gwst_…` by default). */
       token: string;
     };
   };

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { ZodOpenApiOperationObject, ZodOpenApiPathsObject } from 'zod-openapi';
+import { leakVerdict, reportedToken } from '../routes/leaks.js';
 import { ErrorMessage, errorResponse, successEnvelope } from './schemas.js';
 
 const TokenPair = z.object({
@@ -204,6 +205,26 @@ export const publicPaths: ZodOpenApiPathsObject = {
       responses: {
         200: { description: 'The token\'s state.', ...json(IntrospectionAnswer) },
         ...Object.fromEntries([400, 401, 403, 413, 415, 429, 503].map((status) => [status, errorResponse(status)])),
+      },
+    },
+  },
+  '/api/leaks/github': {
+    post: {
+      operationId: 'reportLeakedTokens',
+      tags: ['public'],
+      summary: 'A secret-scanning report in GitHub\'s partner format: each live secret named is ended (docs/leaks.md)',
+      description: 'Signed by the reporter (ECDSA P-256 with SHA-256 over the raw body) with a key published at `leaks.keysUrl`; nothing is looked at before the signature checks. An API secret: its key is marked compromised (sign-in refused until a roll) and its tokens reset; an API settings token: revoked; a refresh token: its family ended. The answer is GitHub\'s array, not the envelope. Counted per address under the public-route quota (route name `leaks`).',
+      security: [],
+      requestParams: {
+        header: z.object({
+          'Github-Public-Key-Identifier': z.string().max(256).meta({ description: 'The `key_identifier` of the published key that signed the body.' }),
+          'Github-Public-Key-Signature': z.string().max(256).meta({ description: 'The DER ECDSA signature of the raw body, base64.' }),
+        }),
+      },
+      requestBody: { required: true, ...json(z.array(reportedToken).min(1).meta({ description: 'At most `leaks.maxTokens` tokens; `leaks.maxBodyBytes` in all.' })) },
+      responses: {
+        200: { description: 'A label per reported token, in the report\'s order: `true_positive` for a live secret of this deployment (now ended), `false_positive` for anything else (nothing changed).', ...json(z.array(leakVerdict)) },
+        ...Object.fromEntries([400, 401, 413, 415, 429, 503].map((status) => [status, errorResponse(status)])),
       },
     },
   },

@@ -121,6 +121,8 @@ export const apiKeySchema = z.strictObject({
   certificateSha256: z.string().regex(CERTIFICATE_SHA256_PATTERN, 'expected the certificate\'s SHA-256 as 64 lowercase hex digits').optional(),
   /** Signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md); absent: a proof is the client's choice. */
   requireDpop: z.boolean().optional(),
+  /** When a secret-scanning report named its secret (owner/leaks.ts): it signs in no more until an owner rolls it. */
+  compromisedAt: isoTime.optional(),
 });
 export type ApiKeyData = z.infer<typeof apiKeySchema>;
 

@@ -239,6 +239,8 @@ export interface Key {
   certificateSha256?: string;
   /** The key signs in and refreshes only with a DPoP proof (see the README, "DPoP"); absent: it need not. */
   requireDpop?: true;
+  /** When a secret-scanning report named the key's secret: it signs in no more until its secret is rolled (`roll` clears it). */
+  compromisedAt?: string;
 }
 
 export interface CreateKeyInput {

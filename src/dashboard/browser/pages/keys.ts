@@ -33,6 +33,8 @@ function keyPath(ctx: PageContext, keyId?: string): string {
 }
 
 function status(key: Key): HTMLElement {
+  // A leak report (docs/leaks.md) outranks enabled: the key signs in no more until rolled.
+  if (key.compromisedAt !== undefined) return h('span', { class: 'badge off', title: 'A secret scanner found its secret in public: roll the secret' }, 'Compromised');
   return h('span', { class: key.enabled ? 'badge' : 'badge off' }, key.enabled ? 'Enabled' : 'Disabled');
 }
 
@@ -167,6 +169,7 @@ function keyFacts(key: Key): HTMLElement {
   return h('dl', { class: 'facts' },
     h('dt', null, 'API key'), h('dd', null, h('code', null, key.apiKey)),
     h('dt', null, 'Status'), h('dd', null, status(key)),
+    key.compromisedAt === undefined ? null : [h('dt', null, 'Secret found in public'), h('dd', null, time(key.compromisedAt), ' (a secret-scanning report; the audit log says where): it signs in no more until you roll the secret')],
     h('dt', null, 'Scopes'), h('dd', null, scopes(key.scopes)),
     h('dt', null, 'Created'), h('dd', null, time(key.createdAt)),
     h('dt', null, 'Last used'), h('dd', null, lastUsed(key)),

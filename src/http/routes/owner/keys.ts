@@ -29,6 +29,7 @@ export const keyView = z.strictObject({
   lastUsedAt: isoTime.optional().meta({ description: 'The last sign-in with the key (POST /api/signin), recorded at most every 5 minutes per gateway instance; absent while it has none.' }),
   certificateSha256: z.string().optional().meta({ description: 'The client certificate the key is bound to (RFC 8705): SHA-256 of its DER as 64 lowercase hex digits. Such a key signs in only over mTLS with that certificate, and its access tokens work only with it. Absent: unbound.' }),
   requireDpop: z.literal(true).optional().meta({ description: 'The key signs in and refreshes only with a DPoP proof (RFC 9449, docs/dpop.md), so all its tokens are DPoP-bound. Absent: a proof is the client\'s choice.' }),
+  compromisedAt: isoTime.optional().meta({ description: 'When a secret-scanning report named the key\'s secret (docs/leaks.md): the key signs in no more until its secret is rolled (POST …/roll clears it). Absent: none did.' }),
 });
 
 const requireDpopField = z.boolean().meta({ description: 'true: the key signs in and refreshes only with a DPoP proof (docs/dpop.md); turning it on stops the key\'s tokens issued so far.' });
@@ -36,7 +37,7 @@ const requireDpopField = z.boolean().meta({ description: 'true: the key signs in
 /** A certificate's SHA-256 as openssl or a browser prints it: 64 hex digits, either case, the bytes optionally separated by ":". */
 const certificateSha256Field = z.string().regex(/^(?:[0-9A-Fa-f]{64}|(?:[0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2})$/, 'expected a SHA-256 fingerprint: 64 hex digits, optionally as 32 ":"-separated pairs')
   .meta({ description: 'Binds the key to one client certificate (docs/tls.md, "Client certificates"): the SHA-256 of its DER, as `openssl x509 -noout -fingerprint -sha256` prints it or as 64 hex digits.' });
-const createdKey = z.strictObject({ key: keyView, apiSecret: z.string().startsWith('gwsk_') });
+const createdKey = z.strictObject({ key: keyView, apiSecret: z.string().regex(/^[a-z][a-z0-9]{0,15}sk_/).meta({ description: '`<tokens.prefix>sk_…` (`gwsk_…` by default).' }) });
 export const resetView = z.strictObject({
   scope: z.enum(['key', 'account']),
   accountId: z.string(),

@@ -44,7 +44,7 @@ export function settingsTokenOperations(owner: OwnerServices, _deps: OwnerRouteD
       params: accountParams,
       body: z.strictObject({ name, scopes: scopeList.optional(), expiresInSeconds: z.number().int().min(60).max(SETTINGS_TOKEN_MAX_SECONDS).optional() }),
       status: 201,
-      response: z.strictObject({ settingsToken: settingsTokenView, token: z.string().startsWith('gwst_') }),
+      response: z.strictObject({ settingsToken: settingsTokenView, token: z.string().regex(/^[a-z][a-z0-9]{0,15}st_/).meta({ description: '`<tokens.prefix>st_…` (`gwst_…` by default).' }) }),
       errors: [404, 409],
       handle: ({ params, body, caller, meta }) => settingsTokens.create(actorOf({ caller, meta }), params.accountId, body),
     }),
