@@ -56,15 +56,31 @@ export function createDeniedTokens({ store, clock, log }: { store: TokenDenylist
     sweepAt = now + 60_000;
     for (const [jti, expiresAt] of denied) if (expiresAt <= now) denied.delete(jti);
   };
-  /** False from a failed read until one succeeds: the next notice heard tries again. */
+  /**
+   * False from a failed read until one succeeds. A failed read is tried again, after 0.5 s and
+   * then twice as long each time up to 30 s, and by the next notice heard: the subscription can
+   * be confirmed before the command connection is (at start-up), and without another notice a
+   * list read then would never be read again. The first failure is only a debug line (that
+   * start-up race); a second in a row is the warning.
+   */
   let complete = true;
+  let failures = 0;
+  let retry: NodeJS.Timeout | undefined;
   const load = async () => {
     try {
       for (const token of await store.list(clock.now())) add(token);
       complete = true;
+      failures = 0;
     } catch (err) {
       complete = false;
-      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not read the revoked access tokens: tokens revoked before are accepted until it can');
+      failures += 1;
+      const message = err instanceof Error ? err.message : String(err);
+      if (failures === 1) log.debug({ err: message }, 'could not read the revoked access tokens yet: trying again');
+      else log.warn({ err: message }, 'could not read the revoked access tokens: tokens revoked before are accepted until it can');
+      if (retry === undefined) {
+        retry = setTimeout(() => { retry = undefined; if (!complete) void load(); }, Math.min(30_000, 500 * 2 ** (failures - 1)));
+        retry.unref();
+      }
     }
   };
   store.watch({

@@ -707,7 +707,7 @@ test('a rule naming an unknown route fails config loading, naming the path', () 
   };
   const problems = problemsOf({ limits: { rules: [{ perAccount: [{ limit: 1, seconds: 1 }] }, { route: 'nope', cost: 2 }] } });
   assert.equal(problems.length, 1, JSON.stringify(problems));
-  assert.match(problems[0]!, /^limits\.rules\.1\.route: no route is named "nope" \(known: sign, roles, introspect\)$/);
+  assert.match(problems[0]!, /^limits\.rules\.1\.route: no route is named "nope" \(known: sign, roles, introspect, leaks\)$/);
   // A proxied route is known by its name, else its prefix.
   const routes = [{ prefix: '/svc', targets: ['http://127.0.0.1:1'] }, { name: 'shop', prefix: '/shop', targets: ['http://127.0.0.1:1'] }];
   assert.doesNotThrow(() => loadConfig({ env: {}, overrides: { routes, limits: { rules: [{ route: '/svc' }, { route: 'shop' }] } } }));
