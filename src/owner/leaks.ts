@@ -8,8 +8,9 @@
  *   roll's overlapping previous one) signs in no more; every token of the key is reset on every
  *   instance. Only an owner's roll gives the key a secret again (owner/keys.ts clears the mark).
  *   The key is found by scanning the accounts for the digest: stores index keys by API key, not by
- *   secret. TODO: an index by digest once deployments hold enough keys for a scan per report to
- *   show (a report is rare and signed, so it is never a stranger's lever).
+ *   secret. A scan per report is cheap while reports are rare and signed (never a stranger's
+ *   lever); an index by digest is the step for deployments with very many keys (the closing
+ *   note of this change names it).
  * - an API settings token (`gwst_…`, `<tokens.prefix>st_…`): revoked for good, then reset on every instance, as an
  *   owner's revoke does.
  * - a refresh token: its family ends (auth/token-revocation.ts, the RFC 7009 path) with its
@@ -17,7 +18,7 @@
  *
  * Each is audited in its account (`key.leak_reported` on the key, also for a refresh token;
  * `settings_token.leak_reported` on the token) with the report's URL, by the actor `system`;
- * the mail notices and webhooks follow from the audit action (owner/mail-notices.ts). A token
+ * the mail notices follow from the audit action (owner/mail-notices.ts). A token
  * that is not a live secret of this deployment (unknown, already revoked, expired, a typo) is a
  * false positive and changes nothing. Nothing here logs a token.
  */
