@@ -9,7 +9,7 @@ export {
   NetworkError, NotFoundError, PermissionError, RateLimitError, ServerError, TimeoutError, UnexpectedResponseError,
 } from './errors.js';
 export type { ApiErrorDetails, GatewayErrorDetails } from './errors.js';
-export type { DpopCryptoKey, DpopKeyObject, DpopKeyPair, DpopOption, Jwk } from './dpop.js';
+export type { DpopCryptoKey, DpopKeyObject, DpopKeyPair, DpopOption, Jwk } from './dpop-types.js';
 export type {
   CallOptions, ClientOptions, Credentials, GatewayRequestInit, RateLimitInfo, RateLimitItem, ResetResult, RetryOptions, Role,
   RolesPage, RolesQuery, SignRecord, TokenPair, TokenStorage,

@@ -1,4 +1,4 @@
-import type { DpopOption } from './dpop.js';
+import type { DpopOption } from './dpop-types.js';
 
 /**
  * The client's public types: the gateway's answers in the interface's exact shapes, the
