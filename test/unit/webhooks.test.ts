@@ -9,10 +9,10 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { addressAllowed, checkWebhookUrl, resolveForDelivery, type WebhookNetworkPolicy } from '../../src/owner/webhook-address.ts';
-import { deliverWebhook } from '../../src/owner/webhook-delivery.ts';
-import { endpointWants, TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES, webhookEventOf } from '../../src/owner/webhook-events.ts';
-import { newWebhookSecret, signWebhook } from '../../src/owner/webhook-signing.ts';
+import { addressAllowed, checkWebhookUrl, resolveForDelivery, type WebhookNetworkPolicy } from '../../src/owner/webhook-address.js';
+import { deliverWebhook } from '../../src/owner/webhook-delivery.js';
+import { endpointWants, TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES, webhookEventOf } from '../../src/owner/webhook-events.js';
+import { newWebhookSecret, signWebhook } from '../../src/owner/webhook-signing.js';
 
 const STRICT: WebhookNetworkPolicy = { allowPrivateNetworks: false, allowCidrs: [], allowHttp: false };
 const OPEN: WebhookNetworkPolicy = { allowPrivateNetworks: true, allowCidrs: [], allowHttp: true };
