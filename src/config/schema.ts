@@ -883,6 +883,27 @@ export const configSchema = z.strictObject({
     }),
   }).prefault({}),
 
+  // Where webhooks may be sent (docs/webhooks.md, "Where a webhook may go"): global https only
+  // unless the operator opens more.
+  webhooks: z.strictObject({
+    allowPrivateNetworks: setting(z.boolean().default(false), {
+      env: 'WEBHOOKS_ALLOW_PRIVATE_NETWORKS',
+      description: 'Let webhook endpoints reach any address: loopback, private, link-local, unique-local, CGNAT, cloud metadata. Off: only global unicast addresses, checked at creation and against the resolved addresses at each delivery.',
+    }),
+    allowCidrs: setting(z.array(z.union([z.cidrv4(), z.cidrv6()])).max(64).default([]), {
+      env: 'WEBHOOKS_ALLOW_CIDRS',
+      list: 'comma',
+      description: 'Ranges webhook endpoints may reach though not global (`10.20.0.0/16`, `fd00:1::/64`; comma-separated or a JSON array); everything else private stays refused.',
+    }),
+    allowHttp: setting(z.boolean().default(false), {
+      env: 'WEBHOOKS_ALLOW_HTTP',
+      description: 'Accept `http://` endpoint URLs as well as `https://` (signatures still protect the body, nothing protects its secrecy).',
+    }),
+    timeoutMs: setting(z.number().int().min(100).max(60_000).default(10_000), {
+      description: 'A delivery attempt (connect, send, answer) not done by then fails and is retried.',
+    }),
+  }).prefault({}),
+
   // Browsers on other origins (docs/api.md, "CORS"). Off while allowedOrigins is empty.
   cors: z.strictObject({
     allowedOrigins: setting(z.array(corsOrigin).max(64).default([]), {
