@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import type { WebhookNetworkPolicy } from '../../src/owner/webhook-address.js';
+import { createWebhookNotices } from '../../src/owner/webhook-notices.js';
 import { type AttemptRecord, createWebhookSender, type DeliveryResult, type EndpointTarget } from '../../src/owner/webhook-sender.js';
 import { newWebhookSecret } from '../../src/owner/webhook-signing.js';
 import { memoryWebhookQueue, redisWebhookQueue, type WebhookDelivery, type WebhookQueue } from '../../src/state/webhooks/queue.js';
@@ -160,4 +161,28 @@ test('two senders on one Redis deliver each delivery exactly once', redisSuite()
     await b.close();
     await server.stop();
   }
+});
+
+test('the pipeline listener queues each webhook event once per enabled endpoint asking for it, and wakes the sender', async () => {
+  const clock = new ManualClock();
+  const queue = memoryWebhookQueue();
+  let woken = 0;
+  const listener = createWebhookNotices({
+    endpointsOf: async (accountId) => (accountId === 'acc_1'
+      ? [{ id: 'whe_all', enabled: true, events: [] }, { id: 'whe_resets', enabled: true, events: ['key.reset'] }, { id: 'whe_off', enabled: false, events: [] }]
+      : []),
+    queue, maxQueued: 3, clock, log: silentLog, wake: () => void (woken += 1),
+  });
+  const event = (id: string, action: string) => ({ id, at: new Date(clock.now()).toISOString(), action, actor: { type: 'owner' as const, id: 'own_1' }, target: { type: 'key', id: 'key_1' } });
+  await listener({ audited: [{ accountId: 'acc_1', events: [event('evt_1', 'key.create'), event('evt_2', 'role.create'), event('evt_3', 'key.reset')] }, { accountId: 'acc_2', events: [event('evt_4', 'key.create')] }] });
+  const claimed = await queue.claim(clock.now(), 1000, 10);
+  assert.deepEqual(claimed.map((d) => [d.endpointId, d.type]).sort(), [['whe_all', 'key.created'], ['whe_all', 'key.reset'], ['whe_resets', 'key.reset']]);
+  assert.equal(woken, 1);
+  const payload = JSON.parse(claimed[0]!.body) as { type: string; timestamp: string; data: { accountId: string; auditEventId: string } };
+  assert.deepEqual(Object.keys(payload), ['type', 'timestamp', 'data']);
+  assert.equal(payload.data.accountId, 'acc_1');
+  // Bounded: a change whose deliveries would not fit is dropped whole, the sender not woken.
+  await listener({ audited: [{ accountId: 'acc_1', events: [event('evt_5', 'key.create')] }] });
+  assert.equal(await queue.size(), 3);
+  assert.equal(woken, 1);
 });
