@@ -159,3 +159,19 @@ test('refused, failed, redirected and silent receivers: failed attempts with the
   assert.deepEqual([silent.ok, silent.error], [false, 'no answer within 200 ms']);
   answer = (_req, res) => res.end('ok');
 });
+
+test('the node:crypto verifier in docs/webhooks.md accepts a delivery and refuses a changed one', async () => {
+  const { readFileSync } = await import('node:fs');
+  const doc = readFileSync(new URL('../../docs/webhooks.md', import.meta.url), 'utf8');
+  const snippet = /```js\nimport \{ createHmac, timingSafeEqual \} from 'node:crypto';\n\n([\s\S]*?)```/.exec(doc)?.[1];
+  assert.ok(snippet !== undefined, 'the doc holds the verifier');
+  const { createHmac, timingSafeEqual } = await import('node:crypto');
+  const verify = new Function('createHmac', 'timingSafeEqual', `${snippet}\nreturn verify;`)(createHmac, timingSafeEqual) as (s: string, h: Record<string, string>, b: string) => boolean;
+  const secret = newWebhookSecret();
+  const body = '{"type":"webhook.test"}';
+  const headers = { ...signWebhook(secret, 'msg_doc', new Date(), body) };
+  assert.equal(verify(secret, headers, body), true);
+  assert.equal(verify(secret, headers, body.replace('test', 'tost')), false);
+  assert.equal(verify(newWebhookSecret(), headers, body), false);
+  assert.equal(verify(secret, { ...signWebhook(secret, 'msg_doc', new Date(Date.now() - 3_600_000), body) }, body), false, 'stale');
+});
