@@ -10,6 +10,7 @@
 import type { ClaimedDelivery, WebhookQueue } from '../state/webhooks/queue.js';
 import type { Scheduler, Timer } from '../util/clock.js';
 import type { Logger } from '../telemetry/log.js';
+import type { WebhookResult } from '../telemetry/metrics.js';
 import { retryDelayMs } from './mail.js';
 import type { Attempt, DeliveryDeps } from './webhook-delivery.js';
 import { deliverWebhook } from './webhook-delivery.js';
@@ -39,7 +40,8 @@ export interface AttemptRecord {
   error?: string;
 }
 
-export type DeliveryResult = 'delivered' | 'retry' | 'failed' | 'dropped';
+/** What became of an attempt (the metric's label). */
+export type DeliveryResult = WebhookResult;
 
 export interface WebhookSenderDeps {
   queue: WebhookQueue;

@@ -15,6 +15,7 @@ import { createWebhookNotices } from '../../src/owner/webhook-notices.js';
 import { type AttemptRecord, createWebhookSender, type DeliveryResult, type EndpointTarget } from '../../src/owner/webhook-sender.js';
 import { newWebhookSecret } from '../../src/owner/webhook-signing.js';
 import { memoryWebhookQueue, redisWebhookQueue, type WebhookDelivery, type WebhookQueue } from '../../src/state/webhooks/queue.js';
+import { createMetrics } from '../../src/telemetry/metrics.js';
 import { ManualClock } from '../helpers/clock.js';
 import { connectedRedis, redisSettings, redisSuite, silentLog, startRedis } from '../helpers/redis.js';
 
@@ -95,6 +96,19 @@ test('a 500 is retried after 30 s, then after 60 s, with the same webhook-id, ea
     new Webhook(secret).verify(g.body, g.headers as Record<string, string>);
   }
   assert.ok(!JSON.stringify(log).includes(secret.slice(6)), 'the log never holds the secret');
+});
+
+test('the metrics count each result and report the queue', async () => {
+  const metrics = createMetrics({ processMetrics: false });
+  const queue = memoryWebhookQueue();
+  metrics.watchWebhookQueue(() => queue.size());
+  await queue.enqueue([delivery(new ManualClock())], 10);
+  metrics.webhookDelivered('retry');
+  metrics.webhookDelivered('delivered');
+  const text = await metrics.registry.metrics();
+  assert.match(text, /gateway_webhook_deliveries_total\{result="retry"\} 1/);
+  assert.match(text, /gateway_webhook_deliveries_total\{result="delivered"\} 1/);
+  assert.match(text, /gateway_webhook_queue_size 1/);
 });
 
 test('a receiver that never answers: the attempt times out and is retried; given up after maxAttempts', async () => {
