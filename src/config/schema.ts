@@ -902,6 +902,16 @@ export const configSchema = z.strictObject({
     timeoutMs: setting(z.number().int().min(100).max(60_000).default(10_000), {
       description: 'A delivery attempt (connect, send, answer) not done by then fails and is retried.',
     }),
+    maxAttempts: setting(z.number().int().min(1).max(100).default(10), {
+      description: 'Delivery attempts per event and endpoint: each failure waits twice as long as the one before (30 s, 1 min, … up to an hour); after the last, the delivery is given up (counted as `failed`).',
+    }),
+    queueFile: setting(z.string().min(1).default('data/webhook-queue.json'), {
+      env: 'WEBHOOKS_QUEUE_FILE',
+      description: 'Without Redis: where webhook deliveries wait (mode 0600; relative paths: from the working directory). With Redis they wait there, shared by every instance.',
+    }),
+    maxQueued: setting(z.number().int().min(10).max(1_000_000).default(10_000), {
+      description: 'Deliveries the queue holds at most; a change whose deliveries would not fit is made without them (logged, counted as `dropped`).',
+    }),
   }).prefault({}),
 
   // Browsers on other origins (docs/api.md, "CORS"). Off while allowedOrigins is empty.
