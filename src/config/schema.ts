@@ -922,6 +922,37 @@ export const configSchema = z.strictObject({
     }),
   }).prefault({}),
 
+  // Where webhooks may be sent (docs/webhooks.md, "Where a webhook may go"): global https only
+  // unless the operator opens more.
+  webhooks: z.strictObject({
+    allowPrivateNetworks: setting(z.boolean().default(false), {
+      env: 'WEBHOOKS_ALLOW_PRIVATE_NETWORKS',
+      description: 'Let webhook endpoints reach any address: loopback, private, link-local, unique-local, CGNAT, cloud metadata. Off: only global unicast addresses, checked at creation and against the resolved addresses at each delivery.',
+    }),
+    allowCidrs: setting(z.array(z.union([z.cidrv4(), z.cidrv6()])).max(64).default([]), {
+      env: 'WEBHOOKS_ALLOW_CIDRS',
+      list: 'comma',
+      description: 'Ranges webhook endpoints may reach though not global (`10.20.0.0/16`, `fd00:1::/64`; comma-separated or a JSON array); everything else private stays refused.',
+    }),
+    allowHttp: setting(z.boolean().default(false), {
+      env: 'WEBHOOKS_ALLOW_HTTP',
+      description: 'Accept `http://` endpoint URLs as well as `https://` (signatures still protect the body, nothing protects its secrecy).',
+    }),
+    timeoutMs: setting(z.number().int().min(100).max(60_000).default(10_000), {
+      description: 'A delivery attempt (connect, send, answer) not done by then fails and is retried.',
+    }),
+    maxAttempts: setting(z.number().int().min(1).max(100).default(10), {
+      description: 'Delivery attempts per event and endpoint: each failure waits twice as long as the one before (30 s, 1 min, … up to an hour); after the last, the delivery is given up (counted as `failed`).',
+    }),
+    queueFile: setting(z.string().min(1).default('data/webhook-queue.json'), {
+      env: 'WEBHOOKS_QUEUE_FILE',
+      description: 'Without Redis: where webhook deliveries wait (mode 0600; relative paths: from the working directory). With Redis they wait there, shared by every instance.',
+    }),
+    maxQueued: setting(z.number().int().min(10).max(1_000_000).default(10_000), {
+      description: 'Deliveries the queue holds at most; a change whose deliveries would not fit is made without them (logged, counted as `dropped`).',
+    }),
+  }).prefault({}),
+
   // Browsers on other origins (docs/api.md, "CORS"). Off while allowedOrigins is empty.
   cors: z.strictObject({
     allowedOrigins: setting(z.array(corsOrigin).max(64).default([]), {

@@ -103,6 +103,10 @@ export interface Metrics {
   mailSent(result: MailResult): void;
   /** Reports the outbox's size at each scrape, from `read` (registered only while mail is on). */
   watchOutbox(read: () => Promise<number>): void;
+  /** A webhook delivery's attempt ended so (owner/webhook-sender.ts): `delivered`, `retry`, `failed` (given up), `dropped` (queue full, endpoint gone or disabled). */
+  webhookDelivered(result: WebhookResult): void;
+  /** Reports the webhook queue's size at each scrape, from `read`. */
+  watchWebhookQueue(read: () => Promise<number>): void;
   /**
    * POST /api/revoke (RFC 7009) by what the token was (`refresh_token`, `access_token`,
    * `unknown`: nothing of ours, answered 200 all the same) and outcome (`revoked`, `ignored`:
@@ -120,6 +124,7 @@ export interface Metrics {
 
 /** How a mail's attempt ended (owner/mail.ts). */
 export type MailResult = 'sent' | 'retry' | 'failed' | 'dropped';
+export type WebhookResult = 'delivered' | 'retry' | 'failed' | 'dropped';
 
 /**
  * `accountLabelMaxAccounts`: above 0, requests are also counted per account, for the first that
@@ -146,6 +151,7 @@ export function createMetrics({ processMetrics = true, accountLabelMaxAccounts =
     ...createIssuerMetrics(registers),
     ...createPolicyMetrics(registers),
     ...createMailMetrics(registers),
+    ...createWebhookMetrics(registers),
     ...createTokenLifecycleMetrics(registers),
     ...requests,
     ...outcomes,
@@ -428,6 +434,30 @@ function createAccountCounter(max: number, registry: Registry): (accountId: stri
       }
     }
     (children[statusClass] ??= counter.labels(account, STATUS_CLASSES[statusClass]!)).inc();
+  };
+}
+
+/** Webhooks (owner/webhook-sender.ts): results a fixed list, the queue one gauge. */
+function createWebhookMetrics(registers: Registers): Pick<Metrics, 'webhookDelivered' | 'watchWebhookQueue'> {
+  const delivered = new Counter({
+    name: 'gateway_webhook_deliveries_total',
+    help: 'Webhook delivery attempts by result: delivered, retry (failed, tried again later), failed (given up), dropped (the queue was full, or the endpoint gone or disabled).',
+    labelNames: ['result'],
+    registers,
+  });
+  return {
+    webhookDelivered: (result) => delivered.labels(result).inc(),
+    watchWebhookQueue(read) {
+      new Gauge({
+        name: 'gateway_webhook_queue_size',
+        help: 'Webhook deliveries waiting in the queue. Across workers: the highest (they share one queue).',
+        registers,
+        aggregator: 'max',
+        async collect() {
+          this.set(await read().catch(() => -1));
+        },
+      });
+    },
   };
 }
 

@@ -8,33 +8,37 @@
 import { readFileSync } from 'node:fs';
 import { writePrivateFile } from '../../util/private-file.js';
 import { MemoryOutbox, type HeldMail } from './memory.js';
+import type { NewMail, QueueItem } from './store.js';
 
-/** Reads the outbox kept in `file` (none yet: empty); throws, naming the file, when it is not an outbox. */
-export function openFileOutbox(file: string): FileOutbox {
+/**
+ * Reads the outbox kept in `file` (none yet: empty); throws, naming the file (and the setting
+ * that names it), when it is not an outbox.
+ */
+export function openFileOutbox<N extends QueueItem = NewMail>(file: string, setting = 'mail.outboxFile'): FileOutbox<N> {
   let text: string | undefined;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  let held: HeldMail[] = [];
+  let held: HeldMail<N>[] = [];
   if (text !== undefined) {
     try {
       const parsed = JSON.parse(text) as { mails?: unknown };
       if (!Array.isArray(parsed.mails)) throw new Error('no "mails" list');
-      held = parsed.mails as HeldMail[];
+      held = parsed.mails as HeldMail<N>[];
     } catch (err) {
-      throw new Error(`mail.outboxFile ${file} is not an outbox (${(err as Error).message}): move it aside to start afresh`);
+      throw new Error(`${setting} ${file} is not an outbox (${(err as Error).message}): move it aside to start afresh`);
     }
   }
-  return new FileOutbox(file, held);
+  return new FileOutbox<N>(file, held);
 }
 
-export class FileOutbox extends MemoryOutbox {
+export class FileOutbox<N extends QueueItem = NewMail> extends MemoryOutbox<N> {
   readonly #file: string;
   #last: Promise<void> = Promise.resolve();
 
-  constructor(file: string, initial: readonly HeldMail[]) {
+  constructor(file: string, initial: readonly HeldMail<N>[]) {
     super(initial);
     this.#file = file;
   }

@@ -44,6 +44,28 @@ export interface ClaimedMail extends QueuedMail {
   claim: string;
 }
 
+/**
+ * What any durable queue of this shape holds (the outbox's mails, the webhooks' deliveries,
+ * state/webhooks/): an id and when it was queued; the rest is the item's own, kept as JSON.
+ */
+export interface QueueItem {
+  id: string;
+  /** Epoch ms: due at once. */
+  createdAt: number;
+}
+
+export type Queued<N extends QueueItem> = N & { attempts: number };
+export type Claimed<N extends QueueItem> = Queued<N> & { claim: string };
+
+/** The outbox's contract for any item: the same claims, leases and settling. */
+export interface QueueStore<N extends QueueItem> {
+  enqueue(items: readonly N[], max: number): Promise<boolean>;
+  claim(now: number, leaseMs: number, limit: number): Promise<Claimed<N>[]>;
+  sent(item: Claimed<N>): Promise<void>;
+  retry(item: Claimed<N>, dueAt: number): Promise<void>;
+  size(): Promise<number>;
+}
+
 export interface OutboxStore {
   /**
    * Queues the mails, all or none: false (nothing queued) when they would take the outbox past

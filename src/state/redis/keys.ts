@@ -146,6 +146,15 @@ export interface RedisKeys {
   readonly outboxDue: string;
   /** Hash: mail id → its current claim's token. No TTL: a field goes with its mail. */
   readonly outboxClaims: string;
+
+  // The webhook deliveries (state/webhooks/queue.ts): the outbox's scripts on keys of their own.
+
+  /** Hash: queued deliveries, id → the delivery as JSON (attempts included). No TTL: it leaves when delivered or given up. */
+  readonly webhookDeliveries: string;
+  /** Sorted set: queued delivery ids scored by when each is due (while claimed: its lease's end). No TTL. */
+  readonly webhookDue: string;
+  /** Hash: delivery id → its current claim's token. No TTL. */
+  readonly webhookClaims: string;
 }
 
 export function redisKeys(prefix: string): RedisKeys {
@@ -192,5 +201,8 @@ export function redisKeys(prefix: string): RedisKeys {
     outboxMails: `${prefix}:outbox:{mail}:mails`,
     outboxDue: `${prefix}:outbox:{mail}:due`,
     outboxClaims: `${prefix}:outbox:{mail}:claims`,
+    webhookDeliveries: `${prefix}:webhooks:{webhook}:deliveries`,
+    webhookDue: `${prefix}:webhooks:{webhook}:due`,
+    webhookClaims: `${prefix}:webhooks:{webhook}:claims`,
   };
 }

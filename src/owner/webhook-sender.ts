@@ -1,0 +1,144 @@
+/**
+ * Webhook deliveries: events queued in the durable queue (state/webhooks/queue.ts) by the
+ * listener, delivered by whichever instance claims them (claims and leases as the mail outbox's,
+ * so two instances on one Redis deliver each once), each attempt signed afresh and recorded in
+ * its endpoint's delivery log. A failure (refused address, timeout, non-2xx, redirect) is tried
+ * again after the mail's backoff (30 s doubling to an hour, owner/mail.ts retryDelayMs) until
+ * `maxAttempts`; then it is given up and counted. A delivery whose endpoint is gone or disabled
+ * is dropped.
+ */
+import type { ClaimedDelivery, WebhookQueue } from '../state/webhooks/queue.js';
+import type { Scheduler, Timer } from '../util/clock.js';
+import type { Logger } from '../telemetry/log.js';
+import type { WebhookResult } from '../telemetry/metrics.js';
+import { retryDelayMs } from './mail.js';
+import type { Attempt, DeliveryDeps } from './webhook-delivery.js';
+import { deliverWebhook } from './webhook-delivery.js';
+
+/** A claim holds its deliveries this long: well past an attempt's timeout. */
+const LEASE_MS = 5 * 60_000;
+const CLAIM_LIMIT = 20;
+const POLL_MS = 5_000;
+
+/** What a delivery needs of its endpoint, read at each attempt. */
+export interface EndpointTarget {
+  url: string;
+  secret: string;
+  enabled: boolean;
+}
+
+/** One attempt as the delivery log keeps it: never the secret, never the body. */
+export interface AttemptRecord {
+  deliveryId: string;
+  type: string;
+  /** ISO 8601. */
+  at: string;
+  attempt: number;
+  ok: boolean;
+  status?: number;
+  durationMs: number;
+  error?: string;
+}
+
+/** What became of an attempt (the metric's label). */
+export type DeliveryResult = WebhookResult;
+
+export interface WebhookSenderDeps {
+  queue: WebhookQueue;
+  clock: Scheduler;
+  log: Logger;
+  delivery: DeliveryDeps;
+  maxAttempts: number;
+  endpoint(accountId: string, endpointId: string): Promise<EndpointTarget | undefined>;
+  record(accountId: string, endpointId: string, attempt: AttemptRecord): Promise<void>;
+  count?(result: DeliveryResult): void;
+}
+
+export interface WebhookSender {
+  /** Claims and delivers what is due now; answers how many were claimed. */
+  runOnce(): Promise<number>;
+  /** Delivers one delivery at once, outside the queue (a test send); answers the attempt. */
+  sendNow(delivery: Omit<ClaimedDelivery, 'claim' | 'attempts'>, target: EndpointTarget): Promise<Attempt>;
+  start(): void;
+  stop(): Promise<void>;
+  wake(): void;
+}
+
+export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
+  const { queue, clock, log } = deps;
+  const count = deps.count ?? (() => {});
+
+  async function attemptOnce(d: Omit<ClaimedDelivery, 'claim'>, target: EndpointTarget): Promise<Attempt> {
+    const attempt = await deliverWebhook({ url: target.url, secret: target.secret, id: d.id, body: d.body, at: new Date(clock.now()) }, deps.delivery);
+    const { ok, status, durationMs, error } = attempt;
+    const record: AttemptRecord = { deliveryId: d.id, type: d.type, at: new Date(clock.now()).toISOString(), attempt: d.attempts + 1, ok, durationMs };
+    if (status !== undefined) record.status = status;
+    if (error !== undefined) record.error = error;
+    await deps.record(d.accountId, d.endpointId, record).catch((err: unknown) => log.warn({ err, deliveryId: d.id }, 'webhook attempt could not be logged'));
+    return attempt;
+  }
+
+  async function one(d: ClaimedDelivery): Promise<void> {
+    const target = await deps.endpoint(d.accountId, d.endpointId);
+    if (target === undefined || !target.enabled) {
+      count('dropped');
+      await queue.sent(d);
+      return;
+    }
+    const attempt = await attemptOnce(d, target);
+    if (attempt.ok) {
+      count('delivered');
+      await queue.sent(d);
+      return;
+    }
+    const failures = d.attempts + 1;
+    const given = failures >= deps.maxAttempts;
+    log.warn({ deliveryId: d.id, endpointId: d.endpointId, failures, status: attempt.status, error: attempt.error }, given ? 'webhook given up' : 'webhook failed: tried again later');
+    count(given ? 'failed' : 'retry');
+    if (given) await queue.sent(d);
+    else await queue.retry(d, clock.now() + retryDelayMs(failures));
+  }
+
+  async function runOnce(): Promise<number> {
+    const claimed = await queue.claim(clock.now(), LEASE_MS, CLAIM_LIMIT);
+    for (const d of claimed) if (!stopping) await one(d);
+    return claimed.length;
+  }
+
+  let timer: Timer | undefined;
+  let running: Promise<number> | undefined;
+  let stopped = true;
+  let stopping = false;
+  function tick(): void {
+    timer?.cancel();
+    if (stopped) return;
+    running ??= runOnce()
+      .catch((err: unknown) => {
+        log.warn({ err }, 'webhook queue could not be read: tried again later');
+        return 0;
+      })
+      .finally(() => {
+        running = undefined;
+        if (!stopped) timer = clock.setTimer(POLL_MS, tick);
+      });
+  }
+
+  return {
+    runOnce,
+    sendNow: (delivery, target) => attemptOnce({ ...delivery, attempts: 0 }, target),
+    start() {
+      stopped = false;
+      stopping = false;
+      tick();
+    },
+    async stop() {
+      stopped = true;
+      stopping = true;
+      timer?.cancel();
+      await running;
+    },
+    wake() {
+      if (!stopped && running === undefined) tick();
+    },
+  };
+}
