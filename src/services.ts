@@ -26,6 +26,9 @@ import { createLimiter } from './limits/limiter.js';
 import { createRateLimits, createReplaceableRateLimits, type RateLimits, type ReplaceableRateLimits } from './limits/rate-limits.js';
 import { countUsage, createUsageRecorder, type UsageRecorder } from './limits/usage.js';
 import { createMail, smtpSender, type Mail, type MailSender } from './owner/mail.js';
+import type { WebhookParts } from './owner/webhook-notices.js';
+import { createWebhookSender, type WebhookSender } from './owner/webhook-sender.js';
+import { webhookSecretBox, webhookTargets } from './owner/webhooks.js';
 import { createOwnerServices, type OwnerServices } from './owner/service.js';
 import { createProxy, type Proxy } from './proxy/proxy.js';
 import type { CachedDirectory } from './state/directory/cache.js';
@@ -85,6 +88,8 @@ export interface Services {
   ownerStore: OwnerStore;
   /** The outbox's sender (owner/mail.ts); undefined while mail is off. Tests on a manual clock run its rounds. */
   mailSender: MailSender | undefined;
+  /** The webhook queue's sender (owner/webhook-sender.ts). Tests on a manual clock run its rounds. */
+  webhookSender: WebhookSender;
   formatTimestamp: TimestampFormatter;
   /** ACME's state (tls/acme.ts): account key, certificate and order lock, and the HTTP-01 answers. */
   acme: { store: AcmeStore; challenges: ChallengeStore };
@@ -135,17 +140,18 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
   const limits = buildLimits(core, clientAddress);
   const edge = buildProxy(core, { auth, limits: limits.limits, isTrustedProxy: trust.isTrusted });
   const mail = buildMail(core);
+  const webhooks = buildWebhooks(core);
   const owner = createOwnerServices({
     store: state.owners, sessions: state.sessions, ceremonies: state.ceremonies, revocations: auth.revocations, clock, limits: limits.limits, log, config,
     usage: state.usage, keyUse: state.keyUse, demoSecrets: auth.demoSecrets, ...(mail !== undefined ? { mail: mail.mail } : {}),
-    tokenRevocation: auth.revocation,
+    tokenRevocation: auth.revocation, webhooks: webhooks.parts,
   });
   return {
     config, log, clock, signer, metrics, owner, clientAddress,
     auth: auth.service, revocations: auth.revocations, authenticate: auth.authenticate, trustedIssuers: auth.trustedIssuers, dpop: auth.dpop,
     denied: auth.denied, revocation: auth.revocation, introspection: auth.introspection,
     leakKeys: createLeakReportKeys({ settings: config.leaks, clock, log }),
-    keys: state.keys, directory: state.directory, tokens: state.tokens, ownerStore: state.owners, state: state.where, mailSender: mail?.sender,
+    keys: state.keys, directory: state.directory, tokens: state.tokens, ownerStore: state.owners, state: state.where, mailSender: mail?.sender, webhookSender: webhooks.sender,
     limits: limits.limits, usage: limits.usage, isTrustedProxy: trust.isTrusted,
     cors: edge.cors, tracing: edge.tracing, proxy: edge.proxy,
     formatTimestamp: createTimestampFormatter(config.data.timeZone),
@@ -154,8 +160,25 @@ export function createServices(given: Config, { log, clock = systemClock, isProd
     // so, and so that a key set replaced at run time is checked as well.
     readiness: [...state.readiness, { name: 'signingKeys', timeoutMs: config.redis.commandTimeoutMs, isReady: async () => signer.jwks.keys.length > 0 }],
     ...drainSwitch(),
-    ...lifecycle(core, { trust, limits, edge, mail: mail?.sender }),
+    ...lifecycle(core, { trust, limits, edge, mail: mail?.sender, webhooks: webhooks.sender }),
   };
+}
+
+/**
+ * Webhooks: deliveries from the queue by the sender (started with the gateway), each attempt in
+ * its endpoint's log, the endpoint and its secret read from the owner store at every attempt.
+ */
+function buildWebhooks({ config, log, clock, metrics, state }: Core): { parts: WebhookParts; sender: WebhookSender } {
+  const { allowPrivateNetworks, allowCidrs, allowHttp, timeoutMs, maxAttempts, maxQueued } = config.webhooks;
+  const policy = { allowPrivateNetworks, allowCidrs, allowHttp };
+  const count = (result: Parameters<typeof metrics.webhookDelivered>[0]) => metrics.webhookDelivered(result);
+  const sender = createWebhookSender({
+    queue: state.webhookQueue, clock, log, delivery: { policy, timeoutMs }, maxAttempts, count,
+    endpoint: webhookTargets(state.owners, webhookSecretBox(config)),
+    record: (endpointId, attempt) => state.webhookLogs.record(endpointId, attempt),
+  });
+  metrics.watchWebhookQueue(() => state.webhookQueue.size());
+  return { parts: { policy, logs: state.webhookLogs, sender, queue: state.webhookQueue, maxQueued, count }, sender };
 }
 
 /** Mail to owners through the outbox, or none (said once, here) while `mail.smtpUrl` is unset. */
@@ -287,14 +310,15 @@ function drainSwitch(): Pick<Services, 'startDraining' | 'isDraining'> {
 }
 
 /** Start, reload and stop. */
-function lifecycle({ signer, state }: Core, { trust, limits, edge, mail }: { trust: ReturnType<typeof createReplaceableProxyTrust>; limits: LimitParts; edge: EdgeParts; mail: MailSender | undefined }): Pick<Services, 'warmUp' | 'reload' | 'close'> {
+function lifecycle({ signer, state }: Core, { trust, limits, edge, mail, webhooks }: { trust: ReturnType<typeof createReplaceableProxyTrust>; limits: LimitParts; edge: EdgeParts; mail: MailSender | undefined; webhooks: WebhookSender }): Pick<Services, 'warmUp' | 'reload' | 'close'> {
   return {
     async warmUp() {
       // The one wait that may fail: a gateway told to trace must not run without it.
       await edge.tracing?.ready;
       await state.warmUp();
-      // Once the stores answer: the outbox may hold mail from before a restart.
+      // Once the stores answer: the outbox may hold mail, and the queue deliveries, from before a restart.
       mail?.start();
+      webhooks.start();
     },
     reload(next) {
       // The one step that can refuse goes first, so a refusal leaves everything as it was.
@@ -307,6 +331,7 @@ function lifecycle({ signer, state }: Core, { trust, limits, edge, mail }: { tru
       edge.proxy.close();
       // A send under way finishes (and settles) before the outbox's store closes.
       await mail?.stop();
+      await webhooks.stop();
       // Before Redis closes: the counts since the last flush go with it.
       await limits.usage?.stop();
       await state.close();

@@ -71,7 +71,7 @@ function createAccountOperations({ store, sessions, revocations }: OwnerDeps, ch
       load: async () => undefined,
       authorize: () => requireOperator(actor.caller),
       async persist({ now, event }) {
-        const doc: AccountDoc = { id, name, enabled: true, createdAt: iso(now), apiKeys: [], members: [], invites: [], settingsTokens: [] };
+        const doc: AccountDoc = { id, name, enabled: true, createdAt: iso(now), apiKeys: [], members: [], invites: [], settingsTokens: [], webhooks: [] };
         const made = [event({ action: 'account.create', target: { type: 'account', id }, changes: { name: [null, name] } })];
         if (!(await store.createAccount(doc, made))) throw new Conflict(`An account with id "${id}" exists or existed.`, 'id');
         return trail(id, made, accountView(doc));
@@ -108,7 +108,7 @@ function createAccountOperations({ store, sessions, revocations }: OwnerDeps, ch
       authorize: () => requireOperator(actor.caller),
       persist: ({ now, event }) => editAccount(store, actor.caller, accountId, (current) => {
         const made = [event({ action: 'account.delete', target: { type: 'account', id: accountId } })];
-        const tombstone: AccountDoc = { ...current, enabled: false, deletedAt: iso(now), apiKeys: [], members: [], invites: [], settingsTokens: [] };
+        const tombstone: AccountDoc = { ...current, enabled: false, deletedAt: iso(now), apiKeys: [], members: [], invites: [], settingsTokens: [], webhooks: [] };
         return { doc: tombstone, events: made, result: current.members.map((m) => m.ownerId) };
       }),
       async notify(formerMembers) {

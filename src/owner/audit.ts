@@ -18,6 +18,8 @@ export const AUDITED_FIELDS = new Set([
   'requireSecondFactor',
   // Secret-scanning reports (owner/leaks.ts): where the secret was found, never the secret.
   'leakUrl', 'compromisedAt', 'tokenType',
+  // Webhook endpoints (owner/webhooks.ts): where events go and which, never the signing secret.
+  'url', 'events',
 ]);
 
 /** The longest `ip` an event holds (state/owners/records.ts). */

@@ -14,6 +14,7 @@ import type { Clock } from '../util/clock.js';
 import type { DeviceCookies } from './devices.js';
 import type { Mail } from './mail.js';
 import type { ChangeListener } from './pipeline.js';
+import type { WebhookParts } from './webhook-notices.js';
 
 export interface OwnerDeps {
   store: OwnerStore;
@@ -44,4 +45,6 @@ export interface OwnerDeps {
   devices?: DeviceCookies;
   /** Ends a refresh token's family (auth/token-revocation.ts): a leak report of one (owner/leaks.ts); absent: such reports are false positives. */
   tokenRevocation?: Pick<TokenRevocation, 'revoke'>;
+  /** Webhooks (owner/webhooks.ts): the address rules, the queue, the sender and the delivery logs; absent: no webhook operation works (tests of other parts). */
+  webhooks?: WebhookParts;
 }

@@ -20,6 +20,8 @@ import { createSessionService, type SessionService } from './sessions.js';
 import { createSettingsTokenService, type SettingsTokenService } from './settings-tokens.js';
 import { createSsoService, type SsoService } from './sso.js';
 import { createUsageService, type UsageService } from './usage.js';
+import { createWebhookNotices } from './webhook-notices.js';
+import { createWebhookService, type WebhookService } from './webhooks.js';
 
 export interface OwnerServices {
   /** Owner sign-in, sessions, password changes (and the session check of http/owner/caller.ts). */
@@ -46,15 +48,22 @@ export interface OwnerServices {
   factors: FactorService;
   /** Secret-scanning reports (owner/leaks.ts): the secrets they name ended, their owners told. */
   leaks: LeakService;
+  /** Webhook endpoints, their delivery logs and test sends (owner/webhooks.ts); absent without OwnerDeps.webhooks. */
+  webhooks: WebhookService | undefined;
 }
 
 export function createOwnerServices(given: OwnerDeps): OwnerServices {
   const { mail, config, clock } = given;
   const devices = given.devices ?? createDeviceCookies({ secret: config.owner.deviceCookieSecret, days: config.owner.deviceCookieDays, clock });
   const verification = createEmailVerification(given, mail);
-  // With mail on, every change's audit events also decide its security notices (owner/mail-notices.ts).
-  const listeners = mail === undefined ? given.listeners : [...(given.listeners ?? []), createMailNotices({ store: given.store, mail, log: given.log, verification })];
-  const deps: OwnerDeps = { ...given, devices, ...(listeners !== undefined ? { listeners } : {}) };
+  // Every change's audit events also decide its security notices (owner/mail-notices.ts, with
+  // mail on) and its webhook events (owner/webhook-notices.ts).
+  const listeners = [
+    ...(given.listeners ?? []),
+    ...(mail === undefined ? [] : [createMailNotices({ store: given.store, mail, log: given.log, verification })]),
+    ...(given.webhooks === undefined ? [] : [webhookListener(given, given.webhooks)]),
+  ];
+  const deps: OwnerDeps = { ...given, devices, listeners };
   const sessions = createSessionService(deps);
   return {
     sessions,
@@ -69,5 +78,13 @@ export function createOwnerServices(given: OwnerDeps): OwnerServices {
     verification,
     factors: createFactorService(deps, sessions.secondFactors),
     leaks: createLeakService(deps),
+    webhooks: given.webhooks === undefined ? undefined : createWebhookService(deps, given.webhooks),
   };
+}
+
+function webhookListener({ store, clock, log }: OwnerDeps, { queue, maxQueued, sender, count }: NonNullable<OwnerDeps['webhooks']>) {
+  return createWebhookNotices({
+    endpointsOf: async (accountId) => (await store.readAccount(accountId))?.webhooks ?? [],
+    queue, maxQueued, clock, log, wake: () => sender.wake(), ...(count !== undefined ? { count } : {}),
+  });
 }

@@ -8,9 +8,11 @@ import { randomBytes } from 'node:crypto';
 import type { WebhookDelivery, WebhookQueue } from '../state/webhooks/queue.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Clock } from '../util/clock.js';
+import type { WebhookLogStore } from '../state/webhooks/store.js';
 import type { ChangeListener } from './pipeline.js';
+import type { WebhookNetworkPolicy } from './webhook-address.js';
 import { endpointWants, webhookEventOf } from './webhook-events.js';
-import type { DeliveryResult } from './webhook-sender.js';
+import type { DeliveryResult, WebhookSender } from './webhook-sender.js';
 
 /** What the listener needs of an account's endpoints. */
 export interface EndpointChoice {
@@ -28,6 +30,17 @@ export interface WebhookNoticeDeps {
   clock: Clock;
   log: Logger;
   wake(): void;
+  count?(result: DeliveryResult): void;
+}
+
+/** What the owner service is given for webhooks (services.ts builds it): see owner/webhooks.ts. */
+export interface WebhookParts {
+  policy: WebhookNetworkPolicy;
+  logs: WebhookLogStore;
+  sender: Pick<WebhookSender, 'sendNow' | 'wake'>;
+  queue: WebhookQueue;
+  /** Deliveries the queue holds at most (`webhooks.maxQueued`). */
+  maxQueued: number;
   count?(result: DeliveryResult): void;
 }
 

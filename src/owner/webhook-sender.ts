@@ -8,6 +8,7 @@
  * is dropped.
  */
 import type { ClaimedDelivery, WebhookQueue } from '../state/webhooks/queue.js';
+import type { AttemptRecord } from '../state/webhooks/store.js';
 import type { Scheduler, Timer } from '../util/clock.js';
 import type { Logger } from '../telemetry/log.js';
 import type { WebhookResult } from '../telemetry/metrics.js';
@@ -27,19 +28,6 @@ export interface EndpointTarget {
   enabled: boolean;
 }
 
-/** One attempt as the delivery log keeps it: never the secret, never the body. */
-export interface AttemptRecord {
-  deliveryId: string;
-  type: string;
-  /** ISO 8601. */
-  at: string;
-  attempt: number;
-  ok: boolean;
-  status?: number;
-  durationMs: number;
-  error?: string;
-}
-
 /** What became of an attempt (the metric's label). */
 export type DeliveryResult = WebhookResult;
 
@@ -50,7 +38,8 @@ export interface WebhookSenderDeps {
   delivery: DeliveryDeps;
   maxAttempts: number;
   endpoint(accountId: string, endpointId: string): Promise<EndpointTarget | undefined>;
-  record(accountId: string, endpointId: string, attempt: AttemptRecord): Promise<void>;
+  /** Logs an attempt in its endpoint's delivery log (state/webhooks/store.ts). */
+  record(endpointId: string, attempt: AttemptRecord): Promise<void>;
   count?(result: DeliveryResult): void;
 }
 
@@ -74,7 +63,7 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
     const record: AttemptRecord = { deliveryId: d.id, type: d.type, at: new Date(clock.now()).toISOString(), attempt: d.attempts + 1, ok, durationMs };
     if (status !== undefined) record.status = status;
     if (error !== undefined) record.error = error;
-    await deps.record(d.accountId, d.endpointId, record).catch((err: unknown) => log.warn({ err, deliveryId: d.id }, 'webhook attempt could not be logged'));
+    await deps.record(d.endpointId, record).catch((err: unknown) => log.warn({ err, deliveryId: d.id }, 'webhook attempt could not be logged'));
     return attempt;
   }
 

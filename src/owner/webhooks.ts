@@ -1,23 +1,40 @@
 /**
- * The webhook endpoints' service, as the owner operations (createWebhook, listWebhooks,
- * getWebhook, updateWebhook, deleteWebhook, listWebhookDeliveries, sendTestWebhook,
- * rollWebhookSecret) are to call it: input checked (the URL by the address rules,
- * owner/webhook-address.ts; event types from WEBHOOK_EVENT_TYPES), the secret made here and
- * answered only by create and roll. Access checks and auditing belong to the owner pipeline
- * the operations run in (not wired yet).
+ * The owner API's webhook endpoints: createWebhook, listWebhooks, getWebhook, updateWebhook,
+ * deleteWebhook, listWebhookDeliveries, sendTestWebhook, rollWebhookSecret. An endpoint lives in
+ * its account (state/owners/records.ts), so it is written with its audit event in one store
+ * change, on the data file as on Redis, and reached only by the account's members. Its URL is
+ * checked by the address rules (owner/webhook-address.ts) at every write and again at every
+ * delivery; its signing secret is made here, answered only by create and roll, and sealed at
+ * rest under `owner.secondFactorKey` when that is set (owner/secret-box.ts).
+ *
+ * What a change raises is delivered by the queue and the sender (owner/webhook-notices.ts,
+ * owner/webhook-sender.ts); a test send goes out at once, outside the queue, and is logged like
+ * any attempt.
  */
 import { randomBytes } from 'node:crypto';
-import { Conflict, InvalidRequest, NotFound } from '../errors/errors.js';
-import type { AttemptRecordDoc, EndpointView, WebhookEndpoint, WebhookEndpointStore } from '../state/webhooks/endpoints.js';
+import { Conflict, InvalidRequest, NotFound, TooManyRequests } from '../errors/errors.js';
+import { WEBHOOK_ENDPOINTS_MAX, type WebhookEndpointRecord } from '../state/owners/records.js';
+import type { AccountDoc, OwnerStore } from '../state/owners/store.js';
+import type { AttemptRecord, WebhookLogStore } from '../state/webhooks/store.js';
 import type { Clock } from '../util/clock.js';
+import { loadAccount } from './access.js';
+import type { OwnerDeps } from './deps.js';
+import { createChangePipeline, editAccount } from './pipeline.js';
+import { createSecretBox, type SecretBox } from './secret-box.js';
+import type { Actor, Caller } from './types.js';
 import { checkWebhookUrl, type WebhookNetworkPolicy } from './webhook-address.js';
 import type { Attempt } from './webhook-delivery.js';
 import { TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES } from './webhook-events.js';
 import { newDeliveryId } from './webhook-notices.js';
-import type { WebhookSender } from './webhook-sender.js';
+import type { EndpointTarget, WebhookSender } from './webhook-sender.js';
 import { newWebhookSecret } from './webhook-signing.js';
 
-export interface EndpointInput {
+/** A test send per endpoint at most this often, per instance: each one is a request to the owner's URL. */
+const TEST_SEND_INTERVAL_MS = 5_000;
+
+export type WebhookView = Omit<WebhookEndpointRecord, 'secret'>;
+
+export interface WebhookInput {
   url?: string;
   description?: string;
   events?: readonly string[];
@@ -25,81 +42,168 @@ export interface EndpointInput {
 }
 
 export interface WebhookService {
-  create(accountId: string, input: EndpointInput): Promise<EndpointView & { secret: string }>;
-  list(accountId: string): Promise<EndpointView[]>;
-  get(accountId: string, id: string): Promise<EndpointView>;
-  update(accountId: string, id: string, input: EndpointInput): Promise<EndpointView>;
-  remove(accountId: string, id: string): Promise<void>;
-  deliveries(accountId: string, id: string): Promise<AttemptRecordDoc[]>;
-  sendTest(accountId: string, id: string): Promise<Attempt>;
-  rollSecret(accountId: string, id: string): Promise<EndpointView & { secret: string }>;
+  list(caller: Caller, accountId: string): Promise<{ items: WebhookView[] }>;
+  get(caller: Caller, accountId: string, webhookId: string): Promise<WebhookView>;
+  create(actor: Actor, accountId: string, input: WebhookInput): Promise<{ webhook: WebhookView; secret: string }>;
+  update(actor: Actor, accountId: string, webhookId: string, input: WebhookInput): Promise<WebhookView>;
+  remove(actor: Actor, accountId: string, webhookId: string): Promise<{ id: string; deleted: true }>;
+  deliveries(caller: Caller, accountId: string, webhookId: string): Promise<{ items: AttemptRecord[] }>;
+  sendTest(actor: Actor, accountId: string, webhookId: string): Promise<Omit<Attempt, 'body'> & { deliveryId: string }>;
+  rollSecret(actor: Actor, accountId: string, webhookId: string): Promise<{ webhook: WebhookView; secret: string }>;
 }
 
-export interface WebhookServiceDeps {
-  store: WebhookEndpointStore;
+/** What the webhook parts need besides the owner service's own (services.ts builds them). */
+export interface WebhookDeps {
   policy: WebhookNetworkPolicy;
-  clock: Clock;
+  logs: WebhookLogStore;
   sender: Pick<WebhookSender, 'sendNow'>;
 }
 
-function checked(input: EndpointInput, policy: WebhookNetworkPolicy): EndpointInput {
+export const WEBHOOK_ID_PREFIX = 'whe_';
+
+/** The sealed secret's associated data: a secret copied to another endpoint does not open. */
+const sealedFor = (webhookId: string) => `webhook:${webhookId}`;
+
+export function webhookSecretBox(config: OwnerDeps['config']): SecretBox {
+  return createSecretBox(config.owner.secondFactorKey);
+}
+
+/**
+ * Where the sender finds an endpoint at each attempt: its account as stored now (a disabled,
+ * deleted or rolled endpoint takes effect on the next attempt), its secret opened. Undefined
+ * when the account or the endpoint is gone, or the secret does not open (another key).
+ */
+export function webhookTargets(store: OwnerStore, box: SecretBox): (accountId: string, webhookId: string) => Promise<EndpointTarget | undefined> {
+  return async (accountId, webhookId) => {
+    const account = await store.readAccount(accountId);
+    if (account === undefined || account.deletedAt !== undefined || !account.enabled) return undefined;
+    const endpoint = account.webhooks.find((w) => w.id === webhookId);
+    const secret = endpoint === undefined ? undefined : box.open(endpoint.secret, sealedFor(endpoint.id));
+    return endpoint === undefined || secret === undefined ? undefined : { url: endpoint.url, secret, enabled: endpoint.enabled };
+  };
+}
+
+function view({ secret: _secret, ...rest }: WebhookEndpointRecord): WebhookView {
+  return rest;
+}
+
+function findWebhook(doc: AccountDoc, webhookId: string): WebhookEndpointRecord {
+  const endpoint = doc.webhooks.find((w) => w.id === webhookId);
+  if (endpoint === undefined) throw new NotFound('No webhook endpoint with this id in this account.');
+  return endpoint;
+}
+
+/** The input as it may be stored: the URL by the address rules, event types from the known list. */
+function checked(input: WebhookInput, policy: WebhookNetworkPolicy): WebhookInput {
   if (input.url !== undefined) {
-    if (typeof input.url !== 'string' || input.url.length > 2048) throw new InvalidRequest('url must be a URL of at most 2048 characters', { field: 'url' });
     const refused = checkWebhookUrl(input.url, policy);
     if (refused !== undefined) throw new InvalidRequest(refused, { field: 'url' });
   }
   const unknown = (input.events ?? []).filter((e) => !WEBHOOK_EVENT_TYPES.includes(e));
-  if (unknown.length > 0) throw new InvalidRequest(`unknown event types: ${unknown.slice(0, 5).join(', ')}`, { field: 'events' });
-  return input;
+  if (unknown.length > 0) throw new InvalidRequest(`unknown event types: ${unknown.slice(0, 5).join(', ')} (known: ${WEBHOOK_EVENT_TYPES.join(', ')})`, { field: 'events' });
+  return input.events === undefined ? input : { ...input, events: [...new Set(input.events)] };
 }
 
-function view({ secret: _secret, ...rest }: WebhookEndpoint): EndpointView {
-  return rest;
+/** Test sends per endpoint in this process: bounded, since endpoints are bounded per account and old entries are swept. */
+function createTestThrottle(clock: Clock) {
+  const last = new Map<string, number>();
+  return (webhookId: string) => {
+    const now = clock.now();
+    for (const [id, at] of last) if (at <= now - TEST_SEND_INTERVAL_MS) last.delete(id);
+    const previous = last.get(webhookId);
+    if (previous !== undefined) throw new TooManyRequests(Math.max(1, Math.ceil((previous + TEST_SEND_INTERVAL_MS - now) / 1000)), {});
+    last.set(webhookId, now);
+  };
 }
 
-export function createWebhookService({ store, policy, clock, sender }: WebhookServiceDeps): WebhookService {
-  async function found(accountId: string, id: string): Promise<WebhookEndpoint> {
-    const endpoint = await store.find(accountId, id);
-    if (endpoint === undefined) throw new NotFound('No webhook endpoint with this id in this account.');
-    return endpoint;
+export function createWebhookService(deps: OwnerDeps, { policy, logs, sender }: WebhookDeps): WebhookService {
+  const { store, clock, config } = deps;
+  const change = createChangePipeline(deps);
+  const box = webhookSecretBox(config);
+  const targetOf = webhookTargets(store, box);
+  const throttle = createTestThrottle(clock);
+  const iso = (now: number) => new Date(now).toISOString();
+  const load = (caller: Caller, accountId: string) => loadAccount(store, caller, accountId);
+
+  /** A new secret for the endpoint: answered once, stored sealed. */
+  function secretFor(webhookId: string): { secret: string; stored: string } {
+    const secret = newWebhookSecret();
+    return { secret, stored: box.seal(secret, sealedFor(webhookId)) };
   }
-  const at = () => new Date(clock.now()).toISOString();
 
   return {
-    async create(accountId, input) {
-      const { url, description = '', events = [], enabled = true } = checked(input, policy);
-      if (url === undefined) throw new InvalidRequest('url is required', { field: 'url' });
-      const now = at();
-      const endpoint: WebhookEndpoint = { id: `whe_${randomBytes(9).toString('base64url')}`, url, description, events: [...new Set(events)], enabled, secret: newWebhookSecret(), createdAt: now, updatedAt: now };
-      if (!(await store.add(accountId, endpoint))) throw new Conflict('This account has as many webhook endpoints as it may have.');
-      return { ...view(endpoint), secret: endpoint.secret };
+    list: async (caller, accountId) => ({ items: (await load(caller, accountId)).webhooks.map(view) }),
+    get: async (caller, accountId, webhookId) => view(findWebhook(await load(caller, accountId), webhookId)),
+    deliveries: async (caller, accountId, webhookId) => {
+      findWebhook(await load(caller, accountId), webhookId);
+      return { items: await logs.list(webhookId) };
     },
-    list: (accountId) => store.list(accountId),
-    get: async (accountId, id) => view(await found(accountId, id)),
-    async update(accountId, id, input) {
-      const { url, description, events, enabled } = checked(input, policy);
-      const endpoint = await found(accountId, id);
-      const next: WebhookEndpoint = { ...endpoint, url: url ?? endpoint.url, description: description ?? endpoint.description, events: events === undefined ? endpoint.events : [...new Set(events)], enabled: enabled ?? endpoint.enabled, updatedAt: at() };
-      if (!(await store.update(accountId, next))) throw new NotFound('No webhook endpoint with this id in this account.');
-      return view(next);
-    },
-    async remove(accountId, id) {
-      if (!(await store.remove(accountId, id))) throw new NotFound('No webhook endpoint with this id in this account.');
-    },
-    async deliveries(accountId, id) {
-      await found(accountId, id);
-      return store.log(accountId, id);
-    },
-    async sendTest(accountId, id) {
-      const endpoint = await found(accountId, id);
-      const body = JSON.stringify({ type: TEST_EVENT_TYPE, timestamp: at(), data: { accountId, endpointId: id } });
-      return sender.sendNow({ id: newDeliveryId(), accountId, endpointId: id, type: TEST_EVENT_TYPE, body, createdAt: clock.now() }, endpoint);
-    },
-    async rollSecret(accountId, id) {
-      const endpoint = await found(accountId, id);
-      const next = { ...endpoint, secret: newWebhookSecret(), updatedAt: at() };
-      if (!(await store.update(accountId, next))) throw new NotFound('No webhook endpoint with this id in this account.');
-      return { ...view(next), secret: next.secret };
+
+    create: (actor, accountId, input) => change(actor, {
+      load: () => load(actor.caller, accountId),
+      async persist({ now, event }) {
+        const { url, description = '', events = [], enabled = true } = checked(input, policy);
+        if (url === undefined) throw new InvalidRequest('url is required', { field: 'url' });
+        const id = `${WEBHOOK_ID_PREFIX}${randomBytes(12).toString('base64url')}`;
+        const { secret, stored } = secretFor(id);
+        const record: WebhookEndpointRecord = { id, url, description, events: [...events], enabled, secret: stored, createdAt: iso(now), updatedAt: iso(now) };
+        const events_ = [event({ action: 'webhook.create', target: { type: 'webhook', id }, changes: { url: [undefined, url], events: [undefined, record.events], enabled: [undefined, enabled] } })];
+        const saved = await editAccount(store, actor.caller, accountId, (doc) => {
+          if (doc.webhooks.length >= WEBHOOK_ENDPOINTS_MAX) throw new Conflict(`An account has at most ${WEBHOOK_ENDPOINTS_MAX} webhook endpoints.`);
+          return { doc: { ...doc, webhooks: [...doc.webhooks, record] }, events: events_, result: undefined };
+        });
+        return { ...saved, result: { webhook: view(record), secret } };
+      },
+    }),
+
+    update: (actor, accountId, webhookId, input) => change(actor, {
+      load: () => load(actor.caller, accountId),
+      persist: ({ now, event }) => {
+        const { url, description, events, enabled } = checked(input, policy);
+        return editAccount(store, actor.caller, accountId, (doc) => {
+          const current = findWebhook(doc, webhookId);
+          const next: WebhookEndpointRecord = { ...current, url: url ?? current.url, description: description ?? current.description, events: events === undefined ? current.events : [...events], enabled: enabled ?? current.enabled, updatedAt: iso(now) };
+          const changes = { url: [current.url, next.url], description: [current.description, next.description], events: [current.events, next.events], enabled: [current.enabled, next.enabled] } as Record<string, [unknown, unknown]>;
+          return { doc: { ...doc, webhooks: doc.webhooks.map((w) => (w.id === webhookId ? next : w)) }, events: [event({ action: 'webhook.update', target: { type: 'webhook', id: webhookId }, changes })], result: view(next) };
+        });
+      },
+    }),
+
+    remove: (actor, accountId, webhookId) => change(actor, {
+      load: () => load(actor.caller, accountId),
+      persist: ({ event }) => editAccount(store, actor.caller, accountId, (doc) => {
+        const gone = findWebhook(doc, webhookId);
+        return { doc: { ...doc, webhooks: doc.webhooks.filter((w) => w.id !== webhookId) }, events: [event({ action: 'webhook.delete', target: { type: 'webhook', id: webhookId }, changes: { url: [gone.url, undefined] } })], result: { id: webhookId, deleted: true as const } };
+      }),
+      async notify(result) {
+        // Its queued deliveries are dropped by the sender (the endpoint is gone); its log goes now.
+        await logs.forget(webhookId);
+        return result;
+      },
+    }),
+
+    rollSecret: (actor, accountId, webhookId) => change(actor, {
+      load: () => load(actor.caller, accountId),
+      persist: ({ now, event }) => {
+        const { secret, stored } = secretFor(webhookId);
+        return editAccount(store, actor.caller, accountId, (doc) => {
+          const next = { ...findWebhook(doc, webhookId), secret: stored, updatedAt: iso(now) };
+          return { doc: { ...doc, webhooks: doc.webhooks.map((w) => (w.id === webhookId ? next : w)) }, events: [event({ action: 'webhook.roll_secret', target: { type: 'webhook', id: webhookId } })], result: { webhook: view(next), secret } };
+        });
+      },
+    }),
+
+    async sendTest(actor, accountId, webhookId) {
+      findWebhook(await load(actor.caller, accountId), webhookId);
+      throttle(webhookId);
+      const target = await targetOf(accountId, webhookId);
+      if (target === undefined) throw new Conflict('This endpoint\'s secret does not open with the configured owner.secondFactorKey: roll it.');
+      const timestamp = iso(clock.now());
+      const body = JSON.stringify({ type: TEST_EVENT_TYPE, timestamp, data: { accountId, webhookId } });
+      const deliveryId = newDeliveryId();
+      // A test send goes even to a disabled endpoint: checking one before enabling it is its point.
+      const { body: _answer, ...attempt } = await sender.sendNow({ id: deliveryId, accountId, endpointId: webhookId, type: TEST_EVENT_TYPE, body, createdAt: clock.now() }, { ...target, enabled: true });
+      return { deliveryId, ...attempt };
     },
   };
 }

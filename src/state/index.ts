@@ -32,6 +32,10 @@ import type { KeyDirectory } from './keys/store.js';
 import { openFileOutbox } from './outbox/file.js';
 import { RedisOutbox } from './outbox/redis.js';
 import type { OutboxStore } from './outbox/store.js';
+import { MemoryWebhookLog } from './webhooks/memory.js';
+import { fileWebhookQueue, redisWebhookQueue, type WebhookQueue } from './webhooks/queue.js';
+import { RedisWebhookLog } from './webhooks/redis.js';
+import type { WebhookLogStore } from './webhooks/store.js';
 import { createOwnerStore } from './owners/create.js';
 import { FileOwnerStore } from './owners/file.js';
 import type { OwnerStore } from './owners/store.js';
@@ -104,6 +108,10 @@ export interface State {
   challenges: ChallengeStore;
   /** Mails waiting for the SMTP server: a file of its own alone, Redis's when configured; undefined while mail is off (`mail.smtpUrl`). */
   outbox: OutboxStore | undefined;
+  /** Webhook deliveries owed: a file of their own alone (webhooks.queueFile), Redis's when configured. */
+  webhookQueue: WebhookQueue;
+  /** Each webhook endpoint's delivery log: this process's memory alone, Redis's when configured. */
+  webhookLogs: WebhookLogStore;
   /** The stores' parts of /readyz (the HTTP layer adds its own). */
   readiness: StoreCheck[];
   /** Drops every key record cached from Redis (Redis lost its data); nothing is cached otherwise. */
@@ -125,7 +133,7 @@ export interface StateDeps {
 }
 
 /** What lives where the shared state lives: made by one of the two functions below. */
-interface SharedStores extends Pick<State, 'where' | 'keys' | 'tokens' | 'denylist' | 'resets' | 'epochSkewMs' | 'rateCounters' | 'sessions' | 'ceremonies' | 'keyUse' | 'dpopProofs' | 'usage' | 'acme' | 'challenges' | 'outbox' | 'readiness' | 'forgetCachedKeys' | 'warmUp'> {
+interface SharedStores extends Pick<State, 'where' | 'keys' | 'tokens' | 'denylist' | 'resets' | 'epochSkewMs' | 'rateCounters' | 'sessions' | 'ceremonies' | 'keyUse' | 'dpopProofs' | 'usage' | 'acme' | 'challenges' | 'outbox' | 'webhookQueue' | 'webhookLogs' | 'readiness' | 'forgetCachedKeys' | 'warmUp'> {
   redis: RedisConnection | undefined;
 }
 
@@ -160,6 +168,8 @@ export function createState(config: Config, { dataFile, log, clock, metrics, isP
     acme: shared.acme,
     challenges: shared.challenges,
     outbox: shared.outbox,
+    webhookQueue: shared.webhookQueue,
+    webhookLogs: shared.webhookLogs,
     readiness: [...shared.readiness, check],
     forgetCachedKeys: shared.forgetCachedKeys,
     warmUp: shared.warmUp,
@@ -191,6 +201,8 @@ function keptInMemory(config: Config, { clock, fileKeys, memoryRateCounters }: {
     acme: createFileAcmeStore(config.acme.stateFile, clock),
     challenges: createMemoryChallengeStore(clock),
     outbox: config.mail.smtpUrl === undefined ? undefined : openFileOutbox(config.mail.outboxFile),
+    webhookQueue: fileWebhookQueue(config.webhooks.queueFile),
+    webhookLogs: new MemoryWebhookLog(),
     readiness: [],
     forgetCachedKeys: () => {},
     warmUp: async () => {},
@@ -224,6 +236,8 @@ function keptInRedis(config: Config, redis: RedisConnection, { log, clock, fileK
     acme: new RedisAcmeStore(redis),
     challenges: new RedisChallengeStore(redis),
     outbox: config.mail.smtpUrl === undefined ? undefined : new RedisOutbox(redis),
+    webhookQueue: redisWebhookQueue(redis),
+    webhookLogs: new RedisWebhookLog(redis),
     // A write, not a PING: see RedisConnection.answersWrite.
     // Degradable unless required: every instance shares this Redis, and calls with valid tokens
     // go on without it (health.ts).

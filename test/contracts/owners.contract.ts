@@ -73,7 +73,7 @@ const ADDRESS = '0x52908400098527886e0f7030069857d2e4169ee7';
 const OTHER_ADDRESS = `0x${'ab'.repeat(20)}`;
 
 function newAccount(id: string): AccountDoc {
-  return { id, name: `Account ${id}`, enabled: true, createdAt: '2026-11-01T00:00:00.000Z', apiKeys: [], members: [], invites: [], settingsTokens: [] };
+  return { id, name: `Account ${id}`, enabled: true, createdAt: '2026-11-01T00:00:00.000Z', apiKeys: [], members: [], invites: [], settingsTokens: [], webhooks: [] };
 }
 
 export function runOwnerStoreContract(name: string, makeStore: MakeOwnerStore): void {

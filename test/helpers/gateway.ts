@@ -14,7 +14,7 @@ import { createServices, type Services } from '../../src/services.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { createLogger } from '../../src/telemetry/log.js';
 import { ManualClock } from './clock.js';
-import { demoSaveFile } from './process.js';
+import { demoSaveFile, webhookQueueFile } from './process.js';
 
 export const DEMO = {
   alice: { apiKey: 'ak_demo_alice', secret: 'sk_demo_alice_secret', accountId: 'acct_alice', keyId: 'key_alice_1' },
@@ -63,7 +63,7 @@ export async function startGateway(t: TestContext | undefined, { overrides = {},
     // The pool-thread nice value is left alone in process: this is the test runner's own pool,
     // whose file and DNS work must not yield to every other test on a busy machine (gateway
     // processes of their own keep the default; test/unit/owner-hash-nice.test.ts tests it).
-    overrides: mergeDeep({ server: { host: '127.0.0.1', port: 0 }, log: { level: 'info' }, limits: { mode: 'off' }, owner: { passwordHashNice: 0 }, data: { demoSaveFile: demoSaveFile() }, redis: { commandTimeoutMs: 5000 } }, overrides),
+    overrides: mergeDeep({ server: { host: '127.0.0.1', port: 0 }, log: { level: 'info' }, limits: { mode: 'off' }, owner: { passwordHashNice: 0 }, data: { demoSaveFile: demoSaveFile() }, webhooks: { queueFile: webhookQueueFile() }, redis: { commandTimeoutMs: 5000 } }, overrides),
   });
   const logs: string[] = [];
   const log = createLogger(config.log.level, { write: (line: string) => void logs.push(line) });

@@ -46,6 +46,11 @@ export function demoSaveFile(): string {
   return join(DEMO_SAVES, randomUUID(), 'data.json');
 }
 
+/** Where a gateway of this test queues webhook deliveries (webhooks.queueFile): a file of its own, as demoSaveFile. */
+export function webhookQueueFile(): string {
+  return join(DEMO_SAVES, randomUUID(), 'webhook-queue.json');
+}
+
 /** The environment of the test run without any gateway setting, plus `extra`. */
 export function gatewayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
@@ -55,7 +60,7 @@ export function gatewayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEn
   // Limits are off unless a test sets them (see helpers/gateway.ts).
   // As test/helpers/gateway.ts: a save file of the demo data's own (restart tests pass one to keep).
   // No drain delay unless a test sets one (test/ops/drain.test.ts): SIGTERM stops at once.
-  return { ...env, RATE_LIMITS: 'off', DRAIN_DELAY_MS: '0', DEMO_SAVE_FILE: demoSaveFile(), ...extra };
+  return { ...env, RATE_LIMITS: 'off', DRAIN_DELAY_MS: '0', DEMO_SAVE_FILE: demoSaveFile(), WEBHOOKS_QUEUE_FILE: webhookQueueFile(), ...extra };
 }
 
 export interface StartNodeOptions {

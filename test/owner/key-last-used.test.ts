@@ -71,7 +71,7 @@ test('Redis: the last use is kept in Redis, so another instance shows it', redis
   const store = new RedisOwnerStore(redis, { records: createRecordReader('UTC'), log: silentLog, maxAuditEvents: 100 });
   const secret = 'sk_last_used_redis_secret';
   const key = { id: 'key_used_1', apiKey: 'ak_used_1', secretDigest: storedDigest(secret), disabled: false, scopes: [] as string[] };
-  const account: AccountDoc = { id: 'acct_used', name: 'Used', enabled: true, createdAt: '2026-11-01T00:00:00.000Z', apiKeys: [key], members: [], invites: [], settingsTokens: [] };
+  const account: AccountDoc = { id: 'acct_used', name: 'Used', enabled: true, createdAt: '2026-11-01T00:00:00.000Z', apiKeys: [key], members: [], invites: [], settingsTokens: [], webhooks: [] };
   assert.equal(await store.createAccount(account, [auditEvent(Date.now(), 'account.create', account.id)]), true);
   const overrides = { redis: { url: server.url }, data: { keySource: 'redis' }, owner: { adminTokenDigests: [adminTokenDigest(ADMIN_TOKEN)] } };
   const [one, two] = [await startGateway(t, { overrides }), await startGateway(t, { overrides })];

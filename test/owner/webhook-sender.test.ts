@@ -12,8 +12,9 @@ import { after, before, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import type { WebhookNetworkPolicy } from '../../src/owner/webhook-address.js';
 import { createWebhookNotices } from '../../src/owner/webhook-notices.js';
-import { type AttemptRecord, createWebhookSender, type DeliveryResult, type EndpointTarget } from '../../src/owner/webhook-sender.js';
+import { createWebhookSender, type DeliveryResult, type EndpointTarget } from '../../src/owner/webhook-sender.js';
 import { newWebhookSecret } from '../../src/owner/webhook-signing.js';
+import type { AttemptRecord } from '../../src/state/webhooks/store.js';
 import { memoryWebhookQueue, redisWebhookQueue, type WebhookDelivery, type WebhookQueue } from '../../src/state/webhooks/queue.js';
 import { createMetrics } from '../../src/telemetry/metrics.js';
 import { ManualClock } from '../helpers/clock.js';
@@ -58,7 +59,7 @@ function sender(queue: WebhookQueue, clock: ManualClock, endpoints: Map<string, 
     queue, clock, log: silentLog, maxAttempts: opts.maxAttempts ?? 5,
     delivery: { policy: OPEN, timeoutMs: opts.timeoutMs ?? 5000 },
     endpoint: async (_account, id) => endpoints.get(id),
-    record: async (_account, _endpoint, attempt) => void log.push(attempt),
+    record: async (_endpoint, attempt) => void log.push(attempt),
     count: (r) => void results.push(r),
   });
   return { s, log, results };

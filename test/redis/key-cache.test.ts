@@ -20,7 +20,7 @@ import { connectedRedis, rawRedisClient, redisSettings, redisSuite, silentLog, s
 
 const SECRET = 'sk_key_cache_secret';
 const KEY = { id: 'key_cache_1', apiKey: 'ak_cache_1', secretDigest: storedDigest(SECRET), disabled: false, scopes: ['orders:read'] };
-const ACCOUNT: AccountDoc = { id: 'acct_cache', name: 'Cache', enabled: true, createdAt: '2026-11-01T00:00:00.000Z', apiKeys: [KEY], members: [], invites: [], settingsTokens: [] };
+const ACCOUNT: AccountDoc = { id: 'acct_cache', name: 'Cache', enabled: true, createdAt: '2026-11-01T00:00:00.000Z', apiKeys: [KEY], members: [], invites: [], settingsTokens: [], webhooks: [] };
 const TTL_MS = 5000;
 
 function redisGateway(t: TestContext, url: string): Promise<TestGateway> {

@@ -28,7 +28,7 @@ import { startRedisCluster } from '../helpers/redis-topologies.js';
 const SECRET = 'sk_atomic_owner_change_secret';
 const key = (n: number | string) => ({ id: `key_atomic_${n}`, apiKey: `ak_atomic_${n}`, secretDigest: storedDigest(SECRET), disabled: false, scopes: [] as string[] });
 const KEY = key(1);
-const ACCOUNT: AccountDoc = { id: 'acct_atomic', name: 'Atomic', enabled: true, createdAt: '2026-11-01T00:00:00.000Z', apiKeys: [KEY], members: [], invites: [], settingsTokens: [] };
+const ACCOUNT: AccountDoc = { id: 'acct_atomic', name: 'Atomic', enabled: true, createdAt: '2026-11-01T00:00:00.000Z', apiKeys: [KEY], members: [], invites: [], settingsTokens: [], webhooks: [] };
 
 /**
  * The gateway process of `redis` as it dies right after the script that stores an account

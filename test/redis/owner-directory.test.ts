@@ -27,7 +27,7 @@ const ACCOUNT: AccountDoc = {
   apiKeys: [{ id: 'key_dir_1', apiKey: 'ak_dir_1', secretDigest: storedDigest(SECRET), disabled: false, scopes: [] }],
   members: [],
   invites: [],
-  settingsTokens: [],
+  settingsTokens: [], webhooks: [],
 };
 const NOTICE_DEADLINE_MS = 5000;
 const ROLES = `/accounts/${ACCOUNT.id}/roles`;

@@ -26,7 +26,7 @@ import { startRedisCluster } from '../helpers/redis-topologies.js';
 
 const SECRET = 'sk_owner_store_instances_secret';
 const KEY = { id: 'key_inst_1', apiKey: 'ak_inst_1', secretDigest: storedDigest(SECRET), disabled: false, scopes: [] as string[] };
-const ACCOUNT: AccountDoc = { id: 'acct_inst', name: 'Instances', enabled: true, createdAt: '2026-11-01T00:00:00.000Z', apiKeys: [KEY], members: [], invites: [], settingsTokens: [] };
+const ACCOUNT: AccountDoc = { id: 'acct_inst', name: 'Instances', enabled: true, createdAt: '2026-11-01T00:00:00.000Z', apiKeys: [KEY], members: [], invites: [], settingsTokens: [], webhooks: [] };
 const NOTICE_DEADLINE_MS = 5000;
 
 async function ownerStore(t: TestContext, url: string | Config['redis']): Promise<{ store: RedisOwnerStore; redis: RedisConnection }> {

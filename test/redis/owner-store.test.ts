@@ -69,7 +69,7 @@ test('the audit cursor is found by position: events of one millisecond are paged
   const redis = await connectedRedis(await standalone());
   t.after(() => redis.close());
   const store = new RedisOwnerStore(redis, { records: createRecordReader('UTC'), log: silentLog, maxAuditEvents: 100 });
-  await store.createAccount({ id: 'acct_ms', enabled: true, apiKeys: [], members: [], invites: [], settingsTokens: [] }, []);
+  await store.createAccount({ id: 'acct_ms', enabled: true, apiKeys: [], members: [], invites: [], settingsTokens: [], webhooks: [] }, []);
   const at = Date.UTC(2026, 10, 23, 12);
   const recorded = ['ffff', '0000', '8888', '1111'].map((suffix, i) => auditEvent(at, `same.${i}`, 'x', suffix.repeat(3)));
   await store.appendAudit('acct_ms', recorded);

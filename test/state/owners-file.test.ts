@@ -143,7 +143,7 @@ test('group commit: the checks across accounts hold within a batch (one apiKey i
 test('restart: a new store read from the written file holds every change', async (t) => {
   const file = writeDataFile(t);
   const store = openStore(file);
-  assert.equal(await store.createAccount({ id: 'acct_new', name: 'New', enabled: true, createdAt: '2026-11-01T00:00:00.000Z', apiKeys: [], members: [], invites: [], settingsTokens: [] }, [auditEvent(T0, 'account.create', 'acct_new')]), true);
+  assert.equal(await store.createAccount({ id: 'acct_new', name: 'New', enabled: true, createdAt: '2026-11-01T00:00:00.000Z', apiKeys: [], members: [], invites: [], settingsTokens: [], webhooks: [] }, [auditEvent(T0, 'account.create', 'acct_new')]), true);
   assert.equal(await store.createOwner({ id: 'own_carol', email: 'carol@example.com', passwordHash: 'h', mustChangePassword: true, disabled: false, createdAt: '2026-11-01T00:00:00.000Z' }), true);
   await store.updateOwner('own_carol', (owner) => ({ owner: { ...owner, mustChangePassword: false }, result: undefined }));
   await store.updateAccount('acct_new', (doc) => ({

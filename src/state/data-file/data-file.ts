@@ -11,7 +11,7 @@ import type { Logger } from '../../telemetry/log.js';
 import type { Timers } from '../../util/clock.js';
 import type { SignRecord } from '../directory/store.js';
 import type { ApiKeyRecord } from '../keys/store.js';
-import { apiKeySchema, auditEventSchema, ID, inviteSchema, isoTime, memberSchema, ownerSchema, settingsTokenSchema } from '../owners/records.js';
+import { apiKeySchema, auditEventSchema, ID, inviteSchema, isoTime, memberSchema, ownerSchema, settingsTokenSchema, WEBHOOK_ENDPOINTS_MAX, webhookEndpointSchema } from '../owners/records.js';
 
 const roleSchema = z.strictObject({
   id: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
@@ -46,6 +46,8 @@ const accountSchema = z.strictObject({
   members: z.array(memberSchema).default([]),
   invites: z.array(inviteSchema).default([]),
   settingsTokens: z.array(settingsTokenSchema).default([]),
+  /** Where the account's owner events are sent (owner/webhooks.ts). */
+  webhooks: z.array(webhookEndpointSchema).max(WEBHOOK_ENDPOINTS_MAX).default([]),
   /** Every owner of the account must use a second factor (owner/second-factor.ts): those without one enroll first. */
   requireSecondFactor: z.boolean().optional(),
   /** Newest last; the owner store keeps the newest `owner.auditMaxEventsPerAccount`. */

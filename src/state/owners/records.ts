@@ -141,6 +141,30 @@ export const settingsTokenSchema = z.strictObject({
 });
 export type SettingsTokenRecord = z.infer<typeof settingsTokenSchema>;
 
+/** Webhook endpoints one account may have (owner/webhooks.ts). */
+export const WEBHOOK_ENDPOINTS_MAX = 16;
+/** A webhook signing secret as stored: `whsec_` and base64 (owner/webhook-signing.ts), or sealed (owner/secret-box.ts). */
+export const WEBHOOK_SECRET_PATTERN = /^(?:whsec_[A-Za-z0-9+/]{32,88}={0,2}|v1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{1,128}\.[A-Za-z0-9_-]{22})$/;
+
+/**
+ * An account's webhook endpoint (owner/webhooks.ts). Its signing secret must sign, so it is kept
+ * whole (sealed under `owner.secondFactorKey` when that is set), answered only at creation and
+ * at a roll, and read by the sender at each attempt.
+ */
+export const webhookEndpointSchema = z.strictObject({
+  /** "whe_" and random characters. */
+  id: ID,
+  url: z.string().min(1).max(2048),
+  description: z.string().max(200).default(''),
+  /** Event types asked for (owner/webhook-events.ts); empty: all. */
+  events: z.array(z.string().min(1).max(64)).max(32).default([]),
+  enabled: z.boolean().default(true),
+  secret: z.string().regex(WEBHOOK_SECRET_PATTERN, 'expected whsec_ and base64, or a sealed secret'),
+  createdAt: isoTime,
+  updatedAt: isoTime,
+});
+export type WebhookEndpointRecord = z.infer<typeof webhookEndpointSchema>;
+
 export const ACTOR_TYPES = ['owner', 'operator', 'system'] as const;
 
 /**

@@ -155,6 +155,8 @@ export interface RedisKeys {
   readonly webhookDue: string;
   /** Hash: delivery id → its current claim's token. No TTL. */
   readonly webhookClaims: string;
+  /** List: an endpoint's delivery log (state/webhooks/redis.ts), newest first, at most 50 entries. TTL: 30 days from the last attempt. */
+  webhookLog(endpointId: string): string;
 }
 
 export function redisKeys(prefix: string): RedisKeys {
@@ -204,5 +206,6 @@ export function redisKeys(prefix: string): RedisKeys {
     webhookDeliveries: `${prefix}:webhooks:{webhook}:deliveries`,
     webhookDue: `${prefix}:webhooks:{webhook}:due`,
     webhookClaims: `${prefix}:webhooks:{webhook}:claims`,
+    webhookLog: (endpointId) => `${prefix}:webhooks:log:{${endpointId}}`,
   };
 }

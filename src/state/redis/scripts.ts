@@ -861,6 +861,24 @@ end
 return 1
 `;
 
+/**
+ * Appends one attempt to a webhook endpoint's delivery log (state/webhooks/redis.ts), newest
+ * first, keeps the newest ARGV[2], and keeps the list for the retention from now: one step, so
+ * two instances logging at once never leave it longer than its bound.
+ *
+ * KEYS[1]   the endpoint's log       <prefix>:webhooks:log:{endpoint}
+ * ARGV[1]   the attempt, as JSON
+ * ARGV[2]   the entries kept
+ * ARGV[3]   the retention, ms (PEXPIRE)
+ * Returns the list's length.
+ */
+export const WEBHOOK_LOG_RECORD = `
+redis.call('LPUSH', KEYS[1], ARGV[1])
+redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return redis.call('LLEN', KEYS[1])
+`;
+
 /** The scripts as ioredis commands, and how they are called. */
 export const SCRIPTS = {
   gwRotate: { numberOfKeys: 4, lua: ROTATE },
@@ -896,6 +914,7 @@ export const SCRIPTS = {
   gwOutboxEnqueue: { numberOfKeys: 2, lua: OUTBOX_ENQUEUE },
   gwOutboxClaim: { numberOfKeys: 3, lua: OUTBOX_CLAIM },
   gwOutboxSettle: { numberOfKeys: 3, lua: OUTBOX_SETTLE },
+  gwWebhookLogRecord: { numberOfKeys: 1, lua: WEBHOOK_LOG_RECORD },
 } as const;
 
 export interface ScriptCommands {
@@ -929,4 +948,5 @@ export interface ScriptCommands {
   gwOutboxEnqueue(...keysThenArgs: (string | number)[]): Promise<number>;
   gwOutboxClaim(...keysThenArgs: (string | number)[]): Promise<string[]>;
   gwOutboxSettle(...keysThenArgs: (string | number)[]): Promise<number>;
+  gwWebhookLogRecord(...keysThenArgs: (string | number)[]): Promise<number>;
 }

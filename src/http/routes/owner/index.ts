@@ -12,6 +12,7 @@ import { sessionOperations } from './sessions.js';
 import { ssoOperations } from './sso.js';
 import { settingsTokenOperations } from './settings-tokens.js';
 import { usageOperations } from './usage.js';
+import { webhookOperations } from './webhooks.js';
 
 export function ownerOperations(owner: OwnerServices, deps: OwnerRouteDeps): Operation[] {
   return [
@@ -24,6 +25,7 @@ export function ownerOperations(owner: OwnerServices, deps: OwnerRouteDeps): Ope
     ...settingsTokenOperations(owner, deps),
     ...directoryOperations(owner, deps),
     ...usageOperations(owner, deps),
+    ...webhookOperations(owner),
     ...secondFactorOperations(owner, deps),
   ];
 }

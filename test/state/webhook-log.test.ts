@@ -1,17 +1,25 @@
 /**
- * Webhook endpoints: the contract (test/contracts/webhook-endpoints.contract.ts) on memory; and
- * the deliveries' queue on file (the outbox's contract covers its claims: test/state/outbox.test.ts).
+ * Webhook delivery logs: the contract (test/contracts/webhook-log.contract.ts) on memory and on
+ * a real redis-server; and the deliveries' queue on file (the outbox's contract covers its
+ * claims: test/state/outbox.test.ts).
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { MemoryWebhookEndpoints } from '../../src/state/webhooks/memory.js';
+import { MemoryWebhookLog } from '../../src/state/webhooks/memory.js';
 import { fileWebhookQueue } from '../../src/state/webhooks/queue.js';
-import { runWebhookEndpointContract } from '../contracts/webhook-endpoints.contract.js';
+import { RedisWebhookLog } from '../../src/state/webhooks/redis.js';
+import { runWebhookLogContract } from '../contracts/webhook-log.contract.js';
+import { redisSuite, serverWithConnection } from '../helpers/redis.js';
 
-runWebhookEndpointContract('memory', async () => ({ store: new MemoryWebhookEndpoints(), close: async () => {} }));
+runWebhookLogContract('memory', async () => ({ store: new MemoryWebhookLog(), close: async () => {} }));
+
+runWebhookLogContract('redis', async () => {
+  const { redis, close } = await serverWithConnection();
+  return { store: new RedisWebhookLog(redis), close };
+}, redisSuite());
 
 test('the webhook queue on file outlives a restart, and a file that is not a queue names its setting', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gw-webhook-queue-'));
