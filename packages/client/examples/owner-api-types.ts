@@ -11,7 +11,7 @@ import type { OwnerAnswer, OwnerBody, OwnerOperationId } from '../src/owner/api.
 import type {
   AcceptInviteInput, AddOwnerInput, ChangePasswordInput, CodeInput, CompletePasswordResetInput, CreateAccountInput, CreateInviteInput, CreateKeyInput,
   CreateSettingsTokenInput, Key, OwnerClient, RequestPasswordResetInput, Role, RoleInput, RollKeyInput, SecondFactorRequirement, SignRecordInput, SignRecordUpdate,
-  UpdateAccountInput, UpdateKeyInput, VerifyEmailInput,
+  UpdateAccountInput, UpdateKeyInput, VerifyEmailInput, CreateWebhookInput, UpdateWebhookInput,
 } from '../src/owner/index.js';
 import type { Equal, Expect } from './assert-types.js';
 
@@ -53,6 +53,8 @@ interface Inputs {
   updateKey: UpdateKeyInput;
   rollKey: RollKeyInput;
   createSettingsToken: CreateSettingsTokenInput;
+  createWebhook: CreateWebhookInput;
+  updateWebhook: UpdateWebhookInput;
   createAccountRole: RoleInput;
   replaceAccountRole: RoleInput;
   createAccountSignRecord: SignRecordInput;

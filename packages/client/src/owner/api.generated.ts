@@ -885,6 +885,157 @@ export interface OwnerOperations {
     body: never;
     answer: Usage;
   };
+  listWebhooks: {
+    method: 'GET';
+    path: '/owner/v1/accounts/{accountId}/webhooks';
+    params: { accountId: string };
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      items: {
+        id: string;
+        url: string;
+        description: string;
+        /** Event types sent to this endpoint; empty: all. */
+        events: string[];
+        enabled: boolean;
+        createdAt: string;
+        updatedAt: string;
+      }[];
+    };
+  };
+  createWebhook: {
+    method: 'POST';
+    path: '/owner/v1/accounts/{accountId}/webhooks';
+    params: { accountId: string };
+    query: Record<string, never>;
+    body: {
+      /** https:// (http:// only with webhooks.allowHttp); a global address unless the operator allows more (docs/webhooks.md). */
+      url: string;
+      description?: string;
+      events?: ("invite.accepted" | "key.created" | "key.leak_reported" | "key.reset" | "key.rolled" | "member.added" | "member.removed" | "settings_token.created" | "settings_token.leak_reported" | "settings_token.revoked")[];
+      enabled?: boolean;
+    };
+    answer: {
+      webhook: {
+        id: string;
+        url: string;
+        description: string;
+        /** Event types sent to this endpoint; empty: all. */
+        events: string[];
+        enabled: boolean;
+        createdAt: string;
+        updatedAt: string;
+      };
+      /** The signing secret (`whsec_…`, Standard Webhooks): in this answer only. */
+      secret: string;
+    };
+  };
+  getWebhook: {
+    method: 'GET';
+    path: '/owner/v1/accounts/{accountId}/webhooks/{webhookId}';
+    params: { accountId: string; webhookId: string };
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      id: string;
+      url: string;
+      description: string;
+      /** Event types sent to this endpoint; empty: all. */
+      events: string[];
+      enabled: boolean;
+      createdAt: string;
+      updatedAt: string;
+    };
+  };
+  updateWebhook: {
+    method: 'PATCH';
+    path: '/owner/v1/accounts/{accountId}/webhooks/{webhookId}';
+    params: { accountId: string; webhookId: string };
+    query: Record<string, never>;
+    body: {
+      /** https:// (http:// only with webhooks.allowHttp); a global address unless the operator allows more (docs/webhooks.md). */
+      url?: string;
+      description?: string;
+      events?: ("invite.accepted" | "key.created" | "key.leak_reported" | "key.reset" | "key.rolled" | "member.added" | "member.removed" | "settings_token.created" | "settings_token.leak_reported" | "settings_token.revoked")[];
+      enabled?: boolean;
+    };
+    answer: {
+      id: string;
+      url: string;
+      description: string;
+      /** Event types sent to this endpoint; empty: all. */
+      events: string[];
+      enabled: boolean;
+      createdAt: string;
+      updatedAt: string;
+    };
+  };
+  deleteWebhook: {
+    method: 'DELETE';
+    path: '/owner/v1/accounts/{accountId}/webhooks/{webhookId}';
+    params: { accountId: string; webhookId: string };
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      id: string;
+      deleted: true;
+    };
+  };
+  listWebhookDeliveries: {
+    method: 'GET';
+    path: '/owner/v1/accounts/{accountId}/webhooks/{webhookId}/deliveries';
+    params: { accountId: string; webhookId: string };
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      items: {
+        deliveryId: string;
+        type: string;
+        at: string;
+        attempt: number;
+        ok: boolean;
+        status?: number;
+        durationMs: number;
+        error?: string;
+      }[];
+    };
+  };
+  sendTestWebhook: {
+    method: 'POST';
+    path: '/owner/v1/accounts/{accountId}/webhooks/{webhookId}/test';
+    params: { accountId: string; webhookId: string };
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      deliveryId: string;
+      ok: boolean;
+      status?: number;
+      durationMs: number;
+      error?: string;
+    };
+  };
+  rollWebhookSecret: {
+    method: 'POST';
+    path: '/owner/v1/accounts/{accountId}/webhooks/{webhookId}/roll-secret';
+    params: { accountId: string; webhookId: string };
+    query: Record<string, never>;
+    body: never;
+    answer: {
+      webhook: {
+        id: string;
+        url: string;
+        description: string;
+        /** Event types sent to this endpoint; empty: all. */
+        events: string[];
+        enabled: boolean;
+        createdAt: string;
+        updatedAt: string;
+      };
+      /** The signing secret (`whsec_…`, Standard Webhooks): in this answer only. */
+      secret: string;
+    };
+  };
   getSecondFactors: {
     method: 'GET';
     path: '/owner/v1/session/second-factors';

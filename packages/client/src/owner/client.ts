@@ -26,7 +26,7 @@ import { isIdempotent, readEnvelope, Transport, within } from '../transport.js';
 import type { CallOptions, RateLimitInfo } from '../types.js';
 import type {
   AccountsApi, AuditApi, ChangePasswordInput, InvitesApi, KeysApi, MailFlowsApi, MembersApi, OwnerClientOptions, OwnSession, OwnSessions, Page, RolesApi,
-  SecondFactorsApi, Session, SettingsTokensApi, SignedOut, SignRecordsApi, SsoOptions, UsageApi,
+  SecondFactorsApi, Session, SettingsTokensApi, SignedOut, WebhooksApi, SignRecordsApi, SsoOptions, UsageApi,
 } from './types.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -90,6 +90,14 @@ export const OPERATIONS = {
   'settingsTokens.create': { method: 'POST', path: `${A}/settings-tokens`, operationId: 'createSettingsToken', audience: 'caller' },
   'settingsTokens.get': { method: 'GET', path: `${A}/settings-tokens/{tokenId}`, operationId: 'getSettingsToken', audience: 'caller' },
   'settingsTokens.revoke': { method: 'DELETE', path: `${A}/settings-tokens/{tokenId}`, operationId: 'revokeSettingsToken', audience: 'caller' },
+  'webhooks.list': { method: 'GET', path: `${A}/webhooks`, operationId: 'listWebhooks', audience: 'caller' },
+  'webhooks.create': { method: 'POST', path: `${A}/webhooks`, operationId: 'createWebhook', audience: 'caller' },
+  'webhooks.get': { method: 'GET', path: `${A}/webhooks/{webhookId}`, operationId: 'getWebhook', audience: 'caller' },
+  'webhooks.update': { method: 'PATCH', path: `${A}/webhooks/{webhookId}`, operationId: 'updateWebhook', audience: 'caller' },
+  'webhooks.delete': { method: 'DELETE', path: `${A}/webhooks/{webhookId}`, operationId: 'deleteWebhook', audience: 'caller' },
+  'webhooks.deliveries': { method: 'GET', path: `${A}/webhooks/{webhookId}/deliveries`, operationId: 'listWebhookDeliveries', audience: 'caller' },
+  'webhooks.sendTest': { method: 'POST', path: `${A}/webhooks/{webhookId}/test`, operationId: 'sendTestWebhook', audience: 'caller' },
+  'webhooks.rollSecret': { method: 'POST', path: `${A}/webhooks/{webhookId}/roll-secret`, operationId: 'rollWebhookSecret', audience: 'caller' },
   'roles.list': { method: 'GET', path: `${A}/roles`, operationId: 'listAccountRoles', audience: 'caller' },
   'roles.all': { method: 'GET', path: `${A}/roles`, operationId: 'listAccountRoles', audience: 'caller' },
   'roles.get': { method: 'GET', path: `${A}/roles/{roleId}`, operationId: 'getAccountRole', audience: 'caller' },
@@ -142,6 +150,8 @@ export class OwnerClient {
   readonly mail: MailFlowsApi;
   readonly keys: KeysApi;
   readonly settingsTokens: SettingsTokensApi;
+  /** Where the account's owner events are sent (docs/webhooks.md). */
+  readonly webhooks: WebhooksApi;
   readonly roles: RolesApi;
   readonly signRecords: SignRecordsApi;
   readonly usage: UsageApi;
@@ -238,6 +248,16 @@ export class OwnerClient {
       replace: (accountId, address, input, o) => call('signRecords.replace', { params: { accountId, address }, body: input }, o),
       delete: (accountId, address, o) => call('signRecords.delete', { params: { accountId, address } }, o),
       served: (accountId, address, o) => call('signRecords.served', { params: { accountId, address } }, o),
+    };
+    this.webhooks = {
+      list: (accountId, o) => call('webhooks.list', { params: { accountId } }, o),
+      create: (accountId, input, o) => call('webhooks.create', { params: { accountId }, body: input }, o),
+      get: (accountId, webhookId, o) => call('webhooks.get', { params: { accountId, webhookId } }, o),
+      update: (accountId, webhookId, input, o) => call('webhooks.update', { params: { accountId, webhookId }, body: input }, o),
+      delete: (accountId, webhookId, o) => call('webhooks.delete', { params: { accountId, webhookId } }, o),
+      deliveries: (accountId, webhookId, o) => call('webhooks.deliveries', { params: { accountId, webhookId } }, o),
+      sendTest: (accountId, webhookId, o) => call('webhooks.sendTest', { params: { accountId, webhookId } }, o),
+      rollSecret: (accountId, webhookId, o) => call('webhooks.rollSecret', { params: { accountId, webhookId } }, o),
     };
     this.usage = {
       get: (accountId, query = {}, o) => call('usage.get', { params: { accountId }, query: { ...query } }, o),

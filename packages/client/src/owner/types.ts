@@ -319,6 +319,70 @@ export interface SettingsTokenWithToken {
   token: string;
 }
 
+/** A webhook endpoint: never its signing secret. */
+export interface Webhook {
+  /** `whe_…` */
+  id: string;
+  url: string;
+  description: string;
+  /** Event types sent to it (`key.created`, `key.reset`, …); empty: all. */
+  events: string[];
+  enabled: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** The owner events a webhook endpoint may ask for (docs/webhooks.md). */
+export type WebhookEventType = 'invite.accepted' | 'key.created' | 'key.leak_reported' | 'key.reset' | 'key.rolled' | 'member.added' | 'member.removed' | 'settings_token.created' | 'settings_token.leak_reported' | 'settings_token.revoked';
+
+export interface CreateWebhookInput {
+  /** https:// (http:// only where the gateway allows it); a global address unless the operator allows more. */
+  url: string;
+  description?: string;
+  /** Absent or empty: all. */
+  events?: WebhookEventType[];
+  enabled?: boolean;
+}
+
+export interface UpdateWebhookInput {
+  url?: string;
+  description?: string;
+  events?: WebhookEventType[];
+  enabled?: boolean;
+}
+
+/** `secret` (`whsec_…`, Standard Webhooks) is shown this once. */
+export interface WebhookWithSecret {
+  webhook: Webhook;
+  secret: string;
+}
+
+export interface WebhookDeleted {
+  id: string;
+  deleted: true;
+}
+
+/** One delivery attempt, as the endpoint's log keeps it. */
+export interface WebhookAttempt {
+  deliveryId: string;
+  type: string;
+  at: string;
+  attempt: number;
+  ok: boolean;
+  status?: number;
+  durationMs: number;
+  error?: string;
+}
+
+/** How a test send went. */
+export interface WebhookTestResult {
+  deliveryId: string;
+  ok: boolean;
+  status?: number;
+  durationMs: number;
+  error?: string;
+}
+
 /** A role as the owner API has it (`/api/roles` shows `public` as 0 or 1). */
 export interface Role {
   /** 0 … 2^53−1; roles are listed in id order. */
@@ -522,6 +586,21 @@ export interface SettingsTokensApi {
   create(accountId: string, input: CreateSettingsTokenInput, options?: CallOptions): Promise<SettingsTokenWithToken>;
   get(accountId: string, tokenId: string, options?: CallOptions): Promise<SettingsToken>;
   revoke(accountId: string, tokenId: string, options?: CallOptions): Promise<SettingsToken>;
+}
+
+export interface WebhooksApi {
+  list(accountId: string, options?: CallOptions): Promise<{ items: Webhook[] }>;
+  /** The answer's `secret` is shown this once. */
+  create(accountId: string, input: CreateWebhookInput, options?: CallOptions): Promise<WebhookWithSecret>;
+  get(accountId: string, webhookId: string, options?: CallOptions): Promise<Webhook>;
+  update(accountId: string, webhookId: string, input: UpdateWebhookInput, options?: CallOptions): Promise<Webhook>;
+  delete(accountId: string, webhookId: string, options?: CallOptions): Promise<WebhookDeleted>;
+  /** The newest 50 attempts, newest first. */
+  deliveries(accountId: string, webhookId: string, options?: CallOptions): Promise<{ items: WebhookAttempt[] }>;
+  /** Sends a signed `webhook.test` event now; at most one per endpoint every 5 s (else 429). */
+  sendTest(accountId: string, webhookId: string, options?: CallOptions): Promise<WebhookTestResult>;
+  /** A new signing secret, shown this once. */
+  rollSecret(accountId: string, webhookId: string, options?: CallOptions): Promise<WebhookWithSecret>;
 }
 
 export interface RolesApi {
