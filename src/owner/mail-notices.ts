@@ -27,6 +27,8 @@ export const NOTICE_ACTIONS: Readonly<Record<string, { what: string; to: 'accoun
   'key.create': { what: 'An API key was created', to: 'account' },
   'key.reset': { what: 'An API key\'s tokens were reset', to: 'account' },
   'settings_token.create': { what: 'An API settings token was created', to: 'account' },
+  // An endpoint receives the account's events from now on: an owner should know where they go.
+  'webhook.create': { what: 'A webhook endpoint was added: the account\'s owner events are sent to it', to: 'account' },
   'key.leak_reported': {
     what: 'A secret scanner reported a secret of one of your API keys (an API secret or a refresh token) found in public; it was revoked', to: 'account',
     advice: 'The audit log names the key and where the secret was found. A leaked API secret signs in no more: roll the key\'s secret, give the new one to its clients, and remove the old one from where it was published.',

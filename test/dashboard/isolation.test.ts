@@ -33,7 +33,7 @@ test('bob sees nothing of alice\'s account, and alice nothing of bob\'s', browse
   await bob.getByRole('navigation', { name: 'Account Bob Works (demo)' }).waitFor();
   assert.deepEqual(await bob.getByLabel('Account', { exact: true }).locator('option').allTextContents(), ['Bob Works (demo) (acct_bob)']);
 
-  const pages = ['', '/roles', '/roles/2', '/keys', '/keys/key_alice_1', '/settings-tokens', '/sign-records', '/activity'];
+  const pages = ['', '/roles', '/roles/2', '/keys', '/keys/key_alice_1', '/settings-tokens', '/webhooks', '/sign-records', '/activity'];
   for (const rest of pages) await assertNotFound(bob, `${dash.url}/accounts/acct_alice${rest}`, ALICE);
   await checkAccessibility(bob, 'account not found');
   // The way back leads to bob's own account.

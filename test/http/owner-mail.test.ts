@@ -146,6 +146,17 @@ test('mail to owners, each flow finished from its mail', async (t) => {
     assert.equal(smtp.mails.filter(about('bob@example.com', 'security notice')).length, 2, 'one device notice, one key notice');
   });
 
+  await t.test('a webhook endpoint added is noticed by mail to every owner of the account', async () => {
+    // Disabled: nothing is sent to it, the notice is about where events would go.
+    const made = await api(gw, `/accounts/${ACCOUNT}/webhooks`, { method: 'POST', json: { url: 'https://hooks.example.com/in', enabled: false }, headers: bob.write });
+    assert.equal(made.status, 201, show(made));
+    secrets.push(made.body.message.secret);
+    for (const owner of ['alice@example.com', 'bob@example.com']) {
+      const notice = await smtp.nextMail(about(owner, 'security notice'));
+      assert.match(notice.text ?? '', /A webhook endpoint was added: the account's owner events are sent to it \(account "Mail & <Co>"\)/);
+    }
+  });
+
   await t.test('a reset for an unknown email is answered exactly as one for a known email; the known one\'s link resets', async () => {
     const unknown = await api(gw, '/password-reset', { method: 'POST', json: { email: 'nobody@example.com' } });
     const known = await api(gw, '/password-reset', { method: 'POST', json: { email: 'BOB@example.com' } });

@@ -51,6 +51,7 @@ const SECTIONS: readonly { name: PageName; label: string }[] = [
   { name: 'roles', label: 'Roles' },
   { name: 'keys', label: 'API keys' },
   { name: 'settingsTokens', label: 'API settings tokens' },
+  { name: 'webhooks', label: 'Webhooks' },
   { name: 'signRecords', label: 'Sign records' },
   { name: 'activity', label: 'Activity' },
 ];

@@ -26,6 +26,7 @@ export const PAGES = {
   keys: 'accounts/:account/keys',
   key: 'accounts/:account/keys/:key',
   settingsTokens: 'accounts/:account/settings-tokens',
+  webhooks: 'accounts/:account/webhooks',
   signRecords: 'accounts/:account/sign-records',
   activity: 'accounts/:account/activity',
 } as const;

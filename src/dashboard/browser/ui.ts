@@ -119,7 +119,7 @@ export async function confirmThen(problem: HTMLElement, question: ConfirmOptions
  * A secret the gateway hands out once (an API secret, a settings token): shown in a read-only
  * box with a copy button, and said plainly that it will not be shown again.
  */
-export function shownOnce({ title, label, value, note }: { title: string; label: string; value: string; note?: Child }): HTMLElement {
+export function shownOnce({ title, label, value, note, kept = 'the gateway keeps only a digest of it' }: { title: string; label: string; value: string; note?: Child; kept?: string }): HTMLElement {
   const id = uniqueId('secret');
   const box = h('input', { id, type: 'text', readonly: true, class: 'secret', spellcheck: 'false', autocomplete: 'off' });
   box.value = value;
@@ -142,7 +142,7 @@ export function shownOnce({ title, label, value, note }: { title: string; label:
   const headingId = uniqueId('secret-title');
   return h('section', { class: 'shown-once', 'aria-labelledby': headingId },
     h('h2', { id: headingId }, title),
-    h('p', null, h('strong', null, 'This is the only time it is shown. '), 'Copy it now and keep it somewhere safe; the gateway keeps only a digest of it.'),
+    h('p', null, h('strong', null, 'This is the only time it is shown. '), `Copy it now and keep it somewhere safe; ${kept}.`),
     h('div', { class: 'field' }, h('label', { for: id }, label), h('div', { class: 'copy-row' }, box, copy, status)),
     note,
   );

@@ -11,6 +11,7 @@ import { securityPages } from './security.js';
 import { settingsTokenPages } from './settings-tokens.js';
 import { signInPages } from './sign-in.js';
 import { signRecordPages } from './sign-records.js';
+import { webhookPages } from './webhooks.js';
 
 export const PAGE_DEFS: Record<PageName, PageDef> = {
   ...signInPages,
@@ -20,6 +21,7 @@ export const PAGE_DEFS: Record<PageName, PageDef> = {
   ...rolePages,
   ...keyPages,
   ...settingsTokenPages,
+  ...webhookPages,
   ...signRecordPages,
   ...activityPages,
   ...securityPages,
