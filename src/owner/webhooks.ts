@@ -196,11 +196,11 @@ export function createWebhookService(deps: OwnerDeps, { policy, logs, sender }: 
     async sendTest(actor, accountId, webhookId) {
       findWebhook(await load(actor.caller, accountId), webhookId);
       throttle(webhookId);
-      const target = await targetOf(accountId, webhookId);
-      if (target === undefined) throw new Conflict('This endpoint\'s secret does not open with the configured owner.secondFactorKey: roll it.');
-      const timestamp = iso(clock.now());
-      const body = JSON.stringify({ type: TEST_EVENT_TYPE, timestamp, data: { accountId, webhookId } });
       const deliveryId = newDeliveryId();
+      const target = await targetOf(accountId, webhookId);
+      // Sealed under another owner.secondFactorKey: nothing can be signed, as the sender finds too.
+      if (target === undefined) return { deliveryId, ok: false, durationMs: 0, error: 'the signing secret does not open with this gateway\'s owner.secondFactorKey: roll it' };
+      const body = JSON.stringify({ type: TEST_EVENT_TYPE, timestamp: iso(clock.now()), data: { accountId, webhookId } });
       // A test send goes even to a disabled endpoint: checking one before enabling it is its point.
       const { body: _answer, ...attempt } = await sender.sendNow({ id: deliveryId, accountId, endpointId: webhookId, type: TEST_EVENT_TYPE, body, createdAt: clock.now() }, { ...target, enabled: true });
       return { deliveryId, ...attempt };

@@ -71,7 +71,8 @@ test('every method of OwnerClient is an operation of /openapi.json, and every ow
 });
 
 test('each method sends its own operation, and every answer validates against its schema', async (t) => {
-  const gw = await startOwnerGateway(t);
+  // Webhooks may reach 127.0.0.1 here: the test event goes to a closed port, refused at once.
+  const gw = await startOwnerGateway(t, { overrides: { webhooks: { allowPrivateNetworks: true, allowHttp: true } } });
   const clients = await checkedClients(gw);
   const op = clients.operator();
   const called = new Set<string>();
@@ -144,6 +145,14 @@ test('each method sends its own operation, and every answer validates against it
   await expect('signRecords.get', () => owner.signRecords.get('acct_c', address));
   await expect('signRecords.served', () => owner.signRecords.served('acct_c', address));
   await expect('usage.get', () => owner.usage.get('acct_c', { hours: 2 }));
+  const hook = await expect('webhooks.create', () => owner.webhooks.create('acct_c', { url: 'http://127.0.0.1:9/closed', events: ['key.created'] }));
+  await expect('webhooks.list', () => owner.webhooks.list('acct_c'));
+  await expect('webhooks.get', () => owner.webhooks.get('acct_c', hook.webhook.id));
+  await expect('webhooks.update', () => owner.webhooks.update('acct_c', hook.webhook.id, { enabled: false }));
+  assert.equal((await expect('webhooks.sendTest', () => owner.webhooks.sendTest('acct_c', hook.webhook.id))).ok, false);
+  assert.equal((await expect('webhooks.deliveries', () => owner.webhooks.deliveries('acct_c', hook.webhook.id))).items.length, 1);
+  await expect('webhooks.rollSecret', () => owner.webhooks.rollSecret('acct_c', hook.webhook.id));
+  await expect('webhooks.delete', () => owner.webhooks.delete('acct_c', hook.webhook.id));
   await expect('signRecords.replace', () => owner.signRecords.replace('acct_c', address, { signedNonce: 1, signedAt: '2026-01-01T00:00:00Z', signedExpiredAt: '2026-03-01T00:00:00Z' }));
   await expect('signRecords.delete', () => owner.signRecords.delete('acct_c', address));
   await expect('accounts.reset', () => owner.accounts.reset('acct_c'));

@@ -112,7 +112,8 @@ test('every documented status of every route is met by the real gateway, each an
   const file = join(tempDir(t), 'data.json');
   copyFileSync(join(ROOT, 'config/demo-data.json'), file);
   const owner = { adminTokenDigests: [admin.digest] };
-  const gw = await startGateway(t, { overrides: { owner, data: { file } } });
+  // Webhooks may reach 127.0.0.1 here: the test sends go to a closed port, refused at once.
+  const gw = await startGateway(t, { overrides: { owner, data: { file }, webhooks: { allowPrivateNetworks: true, allowHttp: true } } });
   const api = await conformance(gw.url);
   await walkPublicRoutes(api, gw);
   const state = await walkOwnerScenario(api, admin.token, gw);
@@ -225,6 +226,7 @@ interface ScenarioState {
   inviteToken?: string;
   roleId?: number;
   address?: string;
+  webhookId?: string;
 }
 
 /** Accounts, the first owner, sessions, members and invites: undefined until those operations are served. */
@@ -333,6 +335,22 @@ async function walkOwnerScenario(api: Conformance, adminToken: string, gw: TestG
     await owner.expect(200, owner.get(s));
     await owner.expect(200, owner.delete(s));
     state.tokenId = (await owner.expect(201, owner.post(`${a}/settings-tokens`, { name: 'kept' }))).settingsToken.id;
+  }
+
+  // Webhooks: one deleted, one kept; a test send, and a second at once refused.
+  if (has(`POST ${PREFIX}/accounts/{accountId}/webhooks`)) {
+    const made = await owner.expect(201, owner.post(`${a}/webhooks`, { url: 'http://127.0.0.1:9/closed', events: ['key.created'] }));
+    const w = `${a}/webhooks/${made.webhook.id}`;
+    await owner.expect(200, owner.get(`${a}/webhooks`));
+    await owner.expect(200, owner.get(w));
+    await owner.expect(200, owner.patch(w, { description: 'conformance' }));
+    const sent = await owner.expect(200, owner.post(`${w}/test`));
+    assert.equal(sent.ok, false, 'nothing listens there');
+    await owner.expect(429, owner.post(`${w}/test`));
+    await owner.expect(200, owner.get(`${w}/deliveries`));
+    await owner.expect(200, owner.post(`${w}/roll-secret`));
+    await owner.expect(200, owner.delete(w));
+    state.webhookId = (await owner.expect(201, owner.post(`${a}/webhooks`, { url: 'https://hooks.example.com/kept', enabled: false }))).webhook.id;
   }
 
   // Roles and sign records: one of each deleted, one kept.
@@ -478,6 +496,7 @@ async function walkReadOnly(api: Conformance, adminToken: string, state: Scenari
     ...(state.ownerId === undefined ? {} : { ownerId: state.ownerId }),
     ...(state.roleId === undefined ? {} : { roleId: String(state.roleId) }),
     ...(state.address === undefined ? {} : { address: state.address }),
+    ...(state.webhookId === undefined ? {} : { webhookId: state.webhookId }),
   };
   // A session of the owner's own, so that ending it gets past load to the store's refusal.
   if (session !== undefined && api.operations.some((op) => op.key === `GET ${PREFIX}/sessions`)) {
@@ -540,6 +559,8 @@ function sampleBody(op: DocumentedOperation): unknown {
     [`PATCH ${PREFIX}/accounts/{accountId}/keys/{keyId}`]: { name: 'probe' },
     [`POST ${PREFIX}/accounts/{accountId}/keys/{keyId}/roll`]: { overlapSeconds: 0 },
     [`POST ${PREFIX}/accounts/{accountId}/settings-tokens`]: { name: 'probe' },
+    [`POST ${PREFIX}/accounts/{accountId}/webhooks`]: { url: 'https://hooks.example.com/probe' },
+    [`PATCH ${PREFIX}/accounts/{accountId}/webhooks/{webhookId}`]: { description: 'probe' },
     [`POST ${PREFIX}/accounts/{accountId}/roles`]: role,
     [`PUT ${PREFIX}/accounts/{accountId}/roles/{roleId}`]: role,
     [`POST ${PREFIX}/accounts/{accountId}/sign-records`]: { address: NO_ADDRESS, ...times },

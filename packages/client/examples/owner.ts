@@ -15,7 +15,7 @@ import {
 import type {
   Account, AccountDeleted, AuditEvent, CallOptions, EmailVerified, Invite, InviteAccepted, InviteWithToken, Key, KeyDeleted, KeyWithSecret,
   Member, MemberRemoved, OwnSession, OwnSessions, Page, PasswordResetCompleted, PasswordResetRequested, RateLimitInfo, Reset, Role, RoleDeleted, Session, SettingsToken, SettingsTokenWithToken,
-  ServedSignRecord, SignedOut, SignRecord, SignRecordDeleted, SsoOptions, Usage,
+  ServedSignRecord, SignedOut, SignRecord, SignRecordDeleted, SsoOptions, Usage, Webhook, WebhookAttempt, WebhookDeleted, WebhookTestResult, WebhookWithSecret,
   MemberFactorsReset, PasskeyDeleted, RecoveryCodes, SecondFactorRequirement, SecondFactors, TotpEnrollment,
 } from '../src/owner/index.js';
 import { expectType, type Equal, type Expect } from './assert-types.js';
@@ -26,7 +26,8 @@ export interface ExampleResult {
   auditActions: string[];
 }
 
-export async function ownerExample({ baseUrl, adminToken, fetch }: { baseUrl: string; adminToken: string; fetch?: typeof globalThis.fetch }): Promise<ExampleResult> {
+/** `webhookUrl`: where the example's webhook endpoint points (a receiver of yours; the gateway must be allowed to reach it). */
+export async function ownerExample({ baseUrl, adminToken, fetch, webhookUrl = 'https://hooks.example.com/gateway' }: { baseUrl: string; adminToken: string; fetch?: typeof globalThis.fetch; webhookUrl?: string }): Promise<ExampleResult> {
   const common = fetch === undefined ? { baseUrl } : { baseUrl, fetch };
   // Per-call options: an AbortSignal, a time limit, a retry policy; every method takes them last.
   const options: CallOptions = { timeoutMs: 10_000, retry: { retries: 1 } };
@@ -103,6 +104,18 @@ export async function ownerExample({ baseUrl, adminToken, fetch }: { baseUrl: st
   const spareToken = await owner.settingsTokens.create(accountId, { name: 'spare' });
   const revoked = await owner.settingsTokens.revoke(accountId, spareToken.settingsToken.id);
   expectType<'active' | 'revoked' | 'expired'>()(revoked.status);
+
+  // Webhooks: the signing secret is in the creation's (and a roll's) answer only.
+  const hook = await owner.webhooks.create(accountId, { url: webhookUrl, events: ['key.created', 'key.leak_reported'] });
+  expectType<WebhookWithSecret>()(hook);
+  expectType<{ items: Webhook[] }>()(await owner.webhooks.list(accountId));
+  expectType<Webhook>()(await owner.webhooks.get(accountId, hook.webhook.id));
+  expectType<Webhook>()(await owner.webhooks.update(accountId, hook.webhook.id, { description: 'audit sink' }));
+  // A test event now: `ok` says whether the receiver answered 2xx (it is logged either way).
+  expectType<WebhookTestResult>()(await owner.webhooks.sendTest(accountId, hook.webhook.id));
+  expectType<{ items: WebhookAttempt[] }>()(await owner.webhooks.deliveries(accountId, hook.webhook.id));
+  expectType<WebhookWithSecret>()(await owner.webhooks.rollSecret(accountId, hook.webhook.id));
+  expectType<WebhookDeleted>()(await owner.webhooks.delete(accountId, hook.webhook.id));
 
   // Roles: ids are the owner's to choose (listed in id order); `public` is a boolean here.
   const role = await owner.roles.create(accountId, { id: 10, slug: 'auditor', name: 'Auditor', public: false });

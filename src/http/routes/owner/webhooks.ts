@@ -103,7 +103,7 @@ export function webhookOperations(owner: OwnerServices): Operation[] {
       summary: 'Send a signed `webhook.test` event to the endpoint now (also when disabled) and answer how it went; logged like any attempt. One per endpoint every 5 s.',
       params: webhookParams,
       response: z.strictObject({ deliveryId: z.string(), ok: z.boolean(), status: z.number().int().optional(), durationMs: z.number().int(), error: z.string().optional() }),
-      errors: [404, 409, 429],
+      errors: [404, 429],
       handle: ({ params, caller, meta }) => webhooksOf(owner).sendTest(actorOf({ caller, meta }), params.accountId, params.webhookId),
     }),
     operation({
