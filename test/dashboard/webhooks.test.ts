@@ -6,36 +6,18 @@
  * the page, and the endpoint deleted after a confirmation. Every state passes the axe check.
  */
 import assert from 'node:assert/strict';
-import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { browserSuite, checkAccessibility, OWNERS, screenshot, startDashboard } from '../helpers/dashboard.js';
 import { operator } from '../helpers/owner.js';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 
 const ACCOUNT = OWNERS.alice.accountId;
 
 test('webhooks: add an endpoint in the page, send a test, read the delivery log, delete it', browserSuite(), async (t) => {
-  const received: { headers: IncomingMessage['headers']; body: string }[] = [];
-  const arrivals: (() => void)[] = [];
-  const receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      res.end();
-      arrivals.splice(0).forEach((resolve) => resolve());
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  t.after(() => {
-    receiver.closeAllConnections();
-    receiver.close();
-  });
-  const arrived = async (count: number): Promise<void> => {
-    while (received.length < count) await new Promise<void>((resolve) => arrivals.push(resolve));
-  };
-  const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/in`;
+  const receiver = await startWebhookReceiver(t);
+  const { received, arrived } = receiver;
+  const hookUrl = `${receiver.origin}/in`;
 
   const dash = await startDashboard(t, { overrides: { webhooks: { allowPrivateNetworks: true, allowHttp: true } } });
   const page = await dash.newPage();

@@ -8,55 +8,28 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { NotFound } from '../../src/errors/errors.js';
 import { adminTokenDigest } from '../../src/http/owner/caller.js';
 import { call, startGateway, type JsonResponse, type TestGateway } from '../helpers/gateway.js';
 import { ADMIN_TOKEN, operator, ownerActor, ownerDataFile, OWNER_B } from '../helpers/owner-keys.js';
+import { startWebhookReceiver, type Received, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 const SECOND_FACTOR_KEY = 'k'.repeat(40);
 
-interface Received { headers: IncomingMessage['headers']; body: string; path: string }
-const received: Received[] = [];
-const waiting: { count: number; resolve(): void }[] = [];
-/** What the receiver answers next; 200 by default. */
-const answers: ((res: ServerResponse) => void)[] = [];
-let receiver: ReturnType<typeof createServer>;
+let receiver: WebhookReceiver;
 let hookUrl: string;
-
-/** Resolves once the receiver has had `count` requests in all. */
-function receivedCount(count: number): Promise<void> {
-  if (received.length >= count) return Promise.resolve();
-  return new Promise((resolve) => waiting.push({ count, resolve }));
-}
 
 /** What an answer carries inside the envelope. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const m = (res: JsonResponse): any => (res.body as { message: unknown }).message;
 
 before(async () => {
-  receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), path: req.url ?? '' });
-      (answers.shift() ?? ((r: ServerResponse) => r.end('ok')))(res);
-      for (const w of waiting.filter((w) => received.length >= w.count)) {
-        waiting.splice(waiting.indexOf(w), 1);
-        w.resolve();
-      }
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  receiver = await startWebhookReceiver();
+  hookUrl = `${receiver.origin}/hook`;
 });
-after(() => {
-  receiver.closeAllConnections();
-  receiver.close();
-});
+after(() => receiver.close());
 
 function verify(secret: string, r: Received): { type: string; data: Record<string, any> } {
   return new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as { type: string; data: Record<string, any> };
@@ -98,13 +71,13 @@ test('webhooks on a gateway with its data file', async (t) => {
   await t.test('owner changes reach the endpoints asking for them, signed; the delivery log tells each attempt', async () => {
     const all = m(await api().post('/accounts/acct_alice/webhooks', { url: `${hookUrl}?all` })) as { webhook: { id: string }; secret: string };
     const resets = m(await api().post('/accounts/acct_alice/webhooks', { url: `${hookUrl}?resets`, events: ['key.reset'] })) as { webhook: { id: string }; secret: string };
-    const start = received.length;
+    const start = receiver.received.length;
     const key = await api().post('/accounts/acct_alice/keys', { name: 'ci' });
     assert.equal(key.status, 201, JSON.stringify(key.body));
     const keyId = m(key).key.id as string;
     assert.equal((await api().post(`/accounts/acct_alice/keys/${keyId}/reset`)).status, 200);
-    await receivedCount(start + 3);
-    const seen = received.slice(start).map((r) => {
+    await receiver.arrived(start + 3);
+    const seen = receiver.received.slice(start).map((r) => {
       const event = verify(r.path.endsWith('?all') ? all.secret : resets.secret, r);
       assert.equal(event.data.accountId, 'acct_alice');
       assert.equal(event.data.target.id, keyId);
@@ -125,18 +98,18 @@ test('webhooks on a gateway with its data file', async (t) => {
     assert.equal(rolled.status, 200);
     const secret = m(rolled).secret as string;
     assert.notEqual(secret, made.secret);
-    const start = received.length;
+    const start = receiver.received.length;
     const sent = await api().post(`${path}/test`);
     assert.equal(sent.status, 200, JSON.stringify(sent.body));
     assert.deepEqual([m(sent).ok, m(sent).status], [true, 200]);
-    const got = received[start]!;
+    const got = receiver.received[start]!;
     assert.equal(verify(secret, got).type, 'webhook.test');
     assert.throws(() => verify(made.secret, got), 'the old secret no longer signs');
     const again = await api().post(`${path}/test`);
     assert.equal(again.status, 429);
     assert.equal(m(again).code, 'rate_limited');
     gw.clock.advance(5_000);
-    answers.push((r) => { r.statusCode = 500; r.end('no'); });
+    receiver.answers.push((r) => { r.statusCode = 500; r.end('no'); });
     const failed = await api().post(`${path}/test`);
     assert.deepEqual([failed.status, m(failed).ok, m(failed).status], [200, false, 500]);
     const log = m(await api().get(`${path}/deliveries`)).items as { type: string; ok: boolean; status: number }[];
@@ -186,9 +159,9 @@ test('webhooks on a gateway with its data file', async (t) => {
     const rolled = m(await api().post(`/accounts/acct_alice/webhooks/${target.id}/roll-secret`)).secret as string;
     await gw.close();
     gw = await startGateway(t, { overrides: settings(dataFile) });
-    const start = received.length;
+    const start = receiver.received.length;
     assert.equal(m(await api().post(`/accounts/acct_alice/webhooks/${target.id}/test`)).ok, true);
-    assert.equal(verify(rolled, received[start]!).type, 'webhook.test');
+    assert.equal(verify(rolled, receiver.received[start]!).type, 'webhook.test');
   });
 });
 

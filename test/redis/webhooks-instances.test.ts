@@ -6,8 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
-import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { show } from '../helpers/gateway.js';
@@ -15,25 +13,11 @@ import { api, makeSecrets, newAccount, report, reportOf, startKeyServer } from '
 import { makeAdminToken } from '../helpers/owner-api.js';
 import { startGatewayProcess } from '../helpers/process.js';
 import { redisSuite, startRedis } from '../helpers/redis.js';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 
 test('Redis, two instances: an endpoint made on A gets B\'s events once each, and A reads B\'s delivery log', redisSuite(), async (t) => {
-  const received: { headers: IncomingMessage['headers']; body: string }[] = [];
-  let wanted: { count: number; resolve(): void } | undefined;
-  const receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      res.end();
-      if (wanted !== undefined && received.length >= wanted.count) wanted.resolve();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  t.after(() => {
-    receiver.closeAllConnections();
-    receiver.close();
-  });
-  const receivedCount = (count: number) => (received.length >= count ? Promise.resolve() : new Promise<void>((resolve) => { wanted = { count, resolve }; }));
+  const receiver = await startWebhookReceiver(t);
+  const { received } = receiver;
 
   const redis = await startRedis(t);
   const keys = await startKeyServer(t);
@@ -51,7 +35,7 @@ test('Redis, two instances: an endpoint made on A gets B\'s events once each, an
   const [a, b] = await Promise.all([startGatewayProcess(t, env), startGatewayProcess(t, env)]);
   const account = 'acct_webhooks_redis';
   await newAccount(a, admin.token, account);
-  const made = await api(a, admin.token, `/accounts/${account}/webhooks`, { method: 'POST', json: { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/in`, events: ['key.created', 'key.leak_reported'] } });
+  const made = await api(a, admin.token, `/accounts/${account}/webhooks`, { method: 'POST', json: { url: `${receiver.origin}/in`, events: ['key.created', 'key.leak_reported'] } });
   assert.equal(made.status, 201, show(made));
   const { webhook, secret } = made.body.message as { webhook: { id: string }; secret: string };
   assert.equal((await api(b, admin.token, `/accounts/${account}/webhooks/${webhook.id}`)).status, 200, 'B has the endpoint');
@@ -61,7 +45,7 @@ test('Redis, two instances: an endpoint made on A gets B\'s events once each, an
   for (const name of ['two', 'three']) assert.equal((await api(b, admin.token, `/accounts/${account}/keys`, { method: 'POST', json: { name } })).status, 201);
   const leak = await report(b, reportOf([{ token: s.apiSecret, type: 'gateway_api_secret' }]), { key: keys.privateKey });
   assert.equal(leak.status, 200, show(leak));
-  await receivedCount(4);
+  await receiver.arrived(4);
   const events = received.map((r) => new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as { type: string; data: { target: { id: string } } });
   assert.deepEqual(events.map((e) => e.type).sort(), ['key.created', 'key.created', 'key.created', 'key.leak_reported']);
   assert.equal(events.find((e) => e.type === 'key.leak_reported')?.data.target.id, s.keyId);
