@@ -193,6 +193,8 @@ function createSender(deps: MailDeps): MailSender & { wake(): void } {
       return total;
     })().finally(() => {
       running = undefined;
+      // A wake between the last round's end and this line found the run still set: honoured here.
+      if (again && !stopping) void run();
     });
     return running;
   }

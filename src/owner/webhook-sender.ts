@@ -95,21 +95,33 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
   }
 
   let timer: Timer | undefined;
-  let running: Promise<number> | undefined;
+  let running: Promise<void> | undefined;
+  /** A wake during a round: another round follows at once (the event may have come after its claim). */
+  let again = false;
   let stopped = true;
   let stopping = false;
   function tick(): void {
     timer?.cancel();
     if (stopped) return;
-    running ??= runOnce()
-      .catch((err: unknown) => {
-        log.warn({ err }, 'webhook queue could not be read: tried again later');
-        return 0;
-      })
-      .finally(() => {
-        running = undefined;
-        if (!stopped) timer = clock.setTimer(POLL_MS, tick);
-      });
+    if (running !== undefined) {
+      again = true;
+      return;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          await runOnce();
+        } catch (err) {
+          log.warn({ err }, 'webhook queue could not be read: tried again later');
+        }
+      } while (again && !stopped);
+    })().finally(() => {
+      running = undefined;
+      // A wake between the last round's end and this line found the run still set: honoured here.
+      if (again) tick();
+      else if (!stopped) timer = clock.setTimer(POLL_MS, tick);
+    });
   }
 
   return {
@@ -127,7 +139,7 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
       await running;
     },
     wake() {
-      if (!stopped && running === undefined) tick();
+      tick();
     },
   };
 }

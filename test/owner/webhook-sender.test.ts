@@ -152,6 +152,28 @@ test('a test send goes at once, outside the queue, and is logged', async () => {
   new Webhook(secret).verify(received.at(-1)!.body, received.at(-1)!.headers as Record<string, string>);
 });
 
+test('an event queued while a round is under way is delivered by the next round at once, not at the next poll', { timeout: 20_000 }, async (t) => {
+  // The manual clock never reaches the 5 s poll: only the wake can send the second delivery.
+  const clock = new ManualClock(Date.now());
+  const queue = memoryWebhookQueue();
+  const { s, results } = sender(queue, clock, new Map([['whe_1', { url, secret: newWebhookSecret(), enabled: true }]]));
+  t.after(() => s.stop());
+  s.start();
+  let held: ServerResponse | undefined;
+  const first = new Promise<void>((resolve) => answers.push((r) => { held = r; resolve(); }));
+  const second = new Promise<void>((resolve) => answers.push((r) => { r.end(); resolve(); }));
+  await queue.enqueue([delivery(clock)], 100);
+  s.wake();
+  await first;
+  // The first round is waiting on the receiver: this event comes after its claim.
+  await queue.enqueue([delivery(clock)], 100);
+  s.wake();
+  held!.end();
+  await second;
+  while (results.length < 2) await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(results, ['delivered', 'delivered']);
+});
+
 test('two senders on one Redis deliver each delivery exactly once', redisSuite(), async () => {
   const server = await startRedis();
   const settings = redisSettings(server.url, { keyPrefix: 'webhooks' });
