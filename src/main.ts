@@ -27,7 +27,7 @@ import { resolve } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { ConfigError, describeConfig, loadConfig } from './config/load.js';
 import { createConfigReloader } from './config/reload.js';
-import type { Config } from './config/schema.js';
+import { workerCount, type Config } from './config/schema.js';
 import { SigningKeyError } from './auth/signer.js';
 import { createServices, type Services } from './services.js';
 import { dataFileWrittenBy } from './state/index.js';
@@ -59,7 +59,7 @@ async function main(): Promise<void> {
   } catch (err) {
     return fail(err);
   }
-  const workers = config.workers === 0 ? availableParallelism() : config.workers;
+  const workers = workerCount(config, availableParallelism());
   const root = createLogger(config.log.level);
   if (workers > 1 && cluster.isPrimary) return superviseWorkers(workers, root, config);
   const log = cluster.isWorker ? root.child({ worker: cluster.worker!.id }) : root;

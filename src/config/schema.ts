@@ -777,9 +777,9 @@ export const configSchema = z.strictObject({
     description: 'Proxied routes as a JSON array of {prefix, targets, …}; see docs/proxying.md for every field.',
   }),
 
-  workers: setting(z.number().int().min(0).max(256).default(1), {
+  workers: setting(z.number().int().min(0).max(256).optional(), {
     env: 'WORKERS',
-    description: 'Processes serving the one port (0: one per CPU). More than 1 needs Redis and configured signing keys.',
+    description: 'Processes serving the one port (0: one per CPU). More than 1 needs Redis and configured signing keys. Unset: one per CPU this process may use when Redis and signing keys are configured (the state every worker must share), else 1.',
   }),
 
   // What a reload (SIGHUP, or a watched file) replaces: see docs/reload.md and config/reload.ts.
@@ -1207,7 +1207,7 @@ export const configSchema = z.strictObject({
   prefixes.forEach((prefix, i) => {
     if (prefixes.indexOf(prefix) !== i) ctx.addIssue({ code: 'custom', path: ['routes', i, 'prefix'], message: `duplicate prefix "${c.routes[i]!.prefix}" (prefixes compare without case)` });
   });
-  if (c.workers !== 1 && (redisModes === 0 || c.signing.keys.length === 0)) {
+  if (c.workers !== undefined && c.workers !== 1 && (redisModes === 0 || c.signing.keys.length === 0)) {
     ctx.addIssue({ code: 'custom', path: ['workers'], message: 'several workers need Redis (shared state) and signing.keys (one key for all of them)' });
   }
   refineIssuers(c, ctx);
@@ -1410,4 +1410,15 @@ export function leafType(schema: z.ZodType): string {
   let def = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })._zod.def;
   while (def.innerType !== undefined) def = (def.innerType as { _zod: { def: typeof def } })._zod.def;
   return def.type;
+}
+
+/**
+ * How many processes serve the port: `workers` as set (0: one per CPU), or unset, one per CPU
+ * (`cores`: os.availableParallelism(), which counts the affinity mask and the cgroup quota) when
+ * the state they must share is configured (Redis and signing keys), else one.
+ */
+export function workerCount(c: Pick<Config, 'workers' | 'redis' | 'signing'>, cores: number): number {
+  if (c.workers !== undefined) return c.workers === 0 ? cores : c.workers;
+  const shared = (c.redis.url !== undefined || c.redis.sentinels.length > 0 || c.redis.clusterNodes.length > 0) && c.signing.keys.length > 0;
+  return shared ? cores : 1;
 }

@@ -51,8 +51,8 @@ export function webhookQueueFile(): string {
   return join(DEMO_SAVES, randomUUID(), 'webhook-queue.json');
 }
 
-/** The environment of the test run without any gateway setting, plus `extra`. */
-export function gatewayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+/** The environment of the test run without any gateway setting, plus `extra` (a value undefined: the setting left unset). */
+export function gatewayEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.GATEWAY_CONFIG;
   delete env.NODE_TEST_CONTEXT;
@@ -60,7 +60,12 @@ export function gatewayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEn
   // Limits are off unless a test sets them (see helpers/gateway.ts).
   // As test/helpers/gateway.ts: a save file of the demo data's own (restart tests pass one to keep).
   // No drain delay unless a test sets one (test/ops/drain.test.ts): SIGTERM stops at once.
-  return { ...env, RATE_LIMITS: 'off', DRAIN_DELAY_MS: '0', DEMO_SAVE_FILE: demoSaveFile(), WEBHOOKS_QUEUE_FILE: webhookQueueFile(), ...extra };
+  // One process unless a test sets WORKERS (test/redis/workers.test.ts tests the default): with
+  // Redis and signing keys the default forks a worker per core, which the tests of one process's
+  // behaviour (its logs, its signals) do not expect.
+  const merged: NodeJS.ProcessEnv = { ...env, RATE_LIMITS: 'off', DRAIN_DELAY_MS: '0', DEMO_SAVE_FILE: demoSaveFile(), WEBHOOKS_QUEUE_FILE: webhookQueueFile(), WORKERS: '1', ...extra };
+  for (const [name, value] of Object.entries(extra)) if (value === undefined) delete merged[name];
+  return merged;
 }
 
 export interface StartNodeOptions {
@@ -195,7 +200,7 @@ export interface GatewayProcessOptions {
  * gateway setting of the test run leaks in), and resolves once it logs that it is listening.
  * Killed when `t` ends.
  */
-export async function startGatewayProcess(t: TestContext, env: Record<string, string> = {}, { limitMs = PROCESS_LIMIT_MS }: GatewayProcessOptions = {}): Promise<GatewayProcess> {
+export async function startGatewayProcess(t: TestContext, env: Record<string, string | undefined> = {}, { limitMs = PROCESS_LIMIT_MS }: GatewayProcessOptions = {}): Promise<GatewayProcess> {
   const child = startNode(t, ['src/main.ts'], { env: gatewayEnv({ PORT: '0', HOST: '127.0.0.1', ...env }), limitMs });
   const listening = await waitForLog(child, LISTENING, Math.min(limitMs, PROCESS_LIMIT_MS));
   const url = listening.url as string;

@@ -114,6 +114,26 @@ test('WORKERS=0 starts one worker per core this process may use', redisSuite(), 
   assert.equal(await getFresh(`${gw.url}/healthz`), 200);
 });
 
+test('WORKERS unset: one worker per core with Redis and signing keys; one process without Redis', redisSuite(), async (t) => {
+  const cores = availableParallelism();
+  const redis = await startRedis(t);
+  const pem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const gw = await startGatewayProcess(t, {
+    WORKERS: undefined, REDIS_URL: redis.url, SIGNING_KEYS: JSON.stringify([{ kid: 'workers-default', alg: 'EdDSA', pem }]), LOG_LEVEL: 'info',
+  });
+  if (cores > 1) {
+    for (let worker = 1; worker <= cores; worker++) await waitForLog(gw.child, (line) => LISTENING(line) && line.worker === worker, 20_000);
+    assert.ok(gw.logs().some((line) => line.workers === cores && /started \d+ workers/.test(String(line.msg))), 'the primary names the count');
+  } else {
+    assert.ok(gw.logs().every((line) => line.worker === undefined), 'one core: one process, no cluster');
+  }
+  assert.equal(await getFresh(`${gw.url}/healthz`), 200);
+  // The embedded default (no Redis): one process whatever the cores, as state lives in it.
+  const alone = await startGatewayProcess(t, { WORKERS: undefined, LOG_LEVEL: 'info' });
+  assert.equal(await getFresh(`${alone.url}/healthz`), 200);
+  assert.ok(alone.logs().every((line) => line.worker === undefined && !/started \d+ workers/.test(String(line.msg))));
+});
+
 test('several workers without Redis are refused at start-up', async (t) => {
   const result = await runCommand(t, ['src/main.ts'], { env: gatewayEnv({ WORKERS: '2', PORT: '0' }) });
   assert.equal(result.code, 1);
