@@ -24,7 +24,7 @@ function madeUpLike(id: string): string {
 }
 
 /** Ids of one object of each type; `{a}` in a path is the account. */
-interface Ids { a: string; key: string; token: string; invite: string; owner: string; role: string; address: string }
+interface Ids { a: string; key: string; token: string; invite: string; owner: string; role: string; address: string; webhook: string }
 
 /**
  * Every operation under /owner/v1/accounts/{a}, each with a valid body (so the answer is about
@@ -55,6 +55,14 @@ const OPERATIONS: { method: string; path: (ids: Ids) => string; body?: unknown; 
   { method: 'POST', path: (i) => `/accounts/${i.a}/settings-tokens`, body: { name: 'mallory' }, objectId: false },
   { method: 'GET', path: (i) => `/accounts/${i.a}/settings-tokens/${i.token}`, objectId: true },
   { method: 'DELETE', path: (i) => `/accounts/${i.a}/settings-tokens/${i.token}`, objectId: true },
+  { method: 'GET', path: (i) => `/accounts/${i.a}/webhooks`, objectId: false },
+  { method: 'POST', path: (i) => `/accounts/${i.a}/webhooks`, body: { url: 'https://hooks.example.com/mallory' }, objectId: false },
+  { method: 'GET', path: (i) => `/accounts/${i.a}/webhooks/${i.webhook}`, objectId: true },
+  { method: 'PATCH', path: (i) => `/accounts/${i.a}/webhooks/${i.webhook}`, body: { url: 'https://hooks.example.com/mallory' }, objectId: true },
+  { method: 'DELETE', path: (i) => `/accounts/${i.a}/webhooks/${i.webhook}`, objectId: true },
+  { method: 'GET', path: (i) => `/accounts/${i.a}/webhooks/${i.webhook}/deliveries`, objectId: true },
+  { method: 'POST', path: (i) => `/accounts/${i.a}/webhooks/${i.webhook}/test`, objectId: true },
+  { method: 'POST', path: (i) => `/accounts/${i.a}/webhooks/${i.webhook}/roll-secret`, objectId: true },
   { method: 'GET', path: (i) => `/accounts/${i.a}/roles`, objectId: false },
   { method: 'POST', path: (i) => `/accounts/${i.a}/roles`, body: { id: 4242, slug: 'mallory', name: 'Mallory', public: true }, objectId: false },
   { method: 'GET', path: (i) => `/accounts/${i.a}/roles/${i.role}`, objectId: true },
@@ -80,6 +88,7 @@ async function snapshot(operator: Client, ids: Ids): Promise<Record<string, unkn
     `/accounts/${ids.a}/audit?limit=100`,
     `/accounts/${ids.a}/keys`,
     `/accounts/${ids.a}/settings-tokens`,
+    `/accounts/${ids.a}/webhooks`,
     `/accounts/${ids.a}/roles`,
     `/accounts/${ids.a}/sign-records/${ids.address}`,
     `/accounts/${ids.a}/sign-records/${ids.address}/served`,
@@ -119,6 +128,7 @@ test('an owner reaches nothing of another account: every object type, every meth
     owner: aliceId,
     role: String((await made('/roles', { id: 7, slug: 'alice-role', name: 'Alice role', public: false })).id),
     address: (await made('/sign-records', { address, signedNonce: 3, signedAt: '2026-01-01T00:00:00Z', signedExpiredAt: '2027-01-01T00:00:00Z' })).address,
+    webhook: (await made('/webhooks', { url: 'https://hooks.example.com/alice', enabled: false })).webhook.id,
   };
   const madeUp: Ids = {
     a: 'acct_made_up',
@@ -128,11 +138,12 @@ test('an owner reaches nothing of another account: every object type, every meth
     owner: madeUpLike(ids.owner),
     role: '9876',
     address: `0x${randomBytes(20).toString('hex')}`,
+    webhook: `whe_${randomBase62(16)}`,
   };
   const before = await snapshot(operator, ids);
 
   await t.test('the matrix holds every operation on an account or its objects', () => {
-    const placeholders: Ids = { a: '{accountId}', key: '{keyId}', token: '{tokenId}', invite: '{inviteId}', owner: '{ownerId}', role: '{roleId}', address: '{address}' };
+    const placeholders: Ids = { a: '{accountId}', key: '{keyId}', token: '{tokenId}', invite: '{inviteId}', owner: '{ownerId}', role: '{roleId}', address: '{address}', webhook: '{webhookId}' };
     const covered = new Set(OPERATIONS.map((op) => `${op.method} /owner/v1${op.path(placeholders)}`));
     const signAnswers = createSignAnswers({ directory: gw.services.directory, formatTimestamp: gw.services.formatTimestamp });
     const served = ownerOperations(gw.services.owner, { config: gw.services.config, signAnswers })
