@@ -51,11 +51,11 @@ function files(t: TestContext): Files {
 }
 
 /** The command in this process, with the environment a gateway process of the tests gets. */
-function configCheck(args: string[], env: Record<string, string> = {}): CommandRun {
+function configCheck(args: string[], env: Record<string, string | undefined> = {}): CommandRun {
   return runConfigCheck(args, gatewayEnv(env));
 }
 
-function check(args: string[], env: Record<string, string> = {}): CommandRun & { report: Report } {
+function check(args: string[], env: Record<string, string | undefined> = {}): CommandRun & { report: Report } {
   const result = configCheck(['--json', ...args], env);
   let report: Report;
   try {
@@ -99,7 +99,8 @@ test('errors: exit 1, every problem named, and the configuration not printed as 
   const f = files(t);
   await t.test('schema errors', async () => {
     const path = f.config({ routes: [{ prefix: 'no-slash', targets: ['http://127.0.0.1:1'] }], workers: 2 });
-    const { code, report, stderr } = check(['--config', path]);
+    // The file's workers, not the WORKERS=1 the tests' environment sets.
+    const { code, report, stderr } = check(['--config', path], { WORKERS: undefined });
     assert.equal(code, 1);
     assert.equal(report.ok, false);
     assert.ok(report.errors.some((e) => e.startsWith('routes.0.prefix')), report.errors.join('\n'));
@@ -108,7 +109,7 @@ test('errors: exit 1, every problem named, and the configuration not printed as 
     assert.equal(report.settings, undefined);
     assert.equal(stderr, '');
 
-    const text = configCheck(['--config', path]);
+    const text = configCheck(['--config', path], { WORKERS: undefined });
     assert.equal(text.code, 1);
     assert.equal(text.stdout, '', 'no configuration printed');
     assert.match(text.stderr, /^error: routes\.0\.prefix/m);
