@@ -43,6 +43,7 @@ import { isRunning, stopChild } from './lib/processes.js';
 import { profileClockUs, readProfile, summarizeWindow } from './lib/profile.js';
 import { fmt, log, median, runHeading, updateReport, writeRawFigures, type Report } from './lib/report.js';
 import { startRedis, type RedisServer } from './lib/redis.js';
+import { startNodeServer } from './lib/servers.js';
 import { runBench, type BenchRun } from './lib/run.js';
 import { disturbed, medians, pairedRatio as pairedRatioOf, range, roundsTable as roundsTableOf, stolenLine, sums, type Spread } from './lib/summary.js';
 import { makeSigningKey } from './lib/tokens.js';
@@ -55,7 +56,9 @@ const API_KEY = 'ak_demo_alice';
 const API_SECRET_HASH = createHash('sha256').update('sk_demo_alice_secret').digest('hex');
 const SIGNIN_BODY = JSON.stringify({ apiKey: API_KEY, apiSecret: API_SECRET_HASH });
 
-type StateName = 'memory' | 'redis' | 'redis+keys';
+type StateName = 'memory' | 'redis' | 'redis+keys' | 'floor';
+/** The states whose gateway keeps its state in Redis (probed for round trips, Redis figures in the table). */
+const inRedis = (state: StateName) => state === 'redis' || state === 'redis+keys';
 type Op = 'signin' | 'refresh';
 const OPS: Op[] = ['signin', 'refresh'];
 
@@ -64,9 +67,14 @@ const OPS: Op[] = ['signin', 'refresh'];
 
 const opt = parseRunOptions(NAME, { rounds: 10, seconds: 3, connections: 32 }, {
   'no-keys-variant': { type: 'boolean', default: false },
+  'no-floor': { type: 'boolean', default: false },
 });
 const { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, quietWait: QUIET_WAIT } = opt;
-const STATES: StateName[] = opt.extra['no-keys-variant'] === true ? ['memory', 'redis'] : ['memory', 'redis', 'redis+keys'];
+/**
+ * `floor` is no gateway: bench/servers/signin-floor.ts, the least a token service on Node does
+ * per sign-in and refresh (issue 32's target 7), run beside the gateways in the same rounds.
+ */
+const STATES: StateName[] = [...(opt.extra['no-keys-variant'] === true ? ['memory', 'redis'] as const : ['memory', 'redis', 'redis+keys'] as const), ...(opt.extra['no-floor'] === true ? [] : ['floor'] as const)];
 /** Chains per refresh run: more than connections, see bench/wrk/refresh.lua. */
 const CHAINS = 2 * CONNECTIONS + 1;
 const PROBE_OPS = 200;
@@ -124,7 +132,11 @@ function gatewaySettings(state: StateName, signingKeys: string, redisUrl: string
   };
 }
 
-function startStateGateway(state: StateName, runtime: Runtime, signingKeys: string, redisUrl: string, nodeFlags: string[] = []): Promise<Gateway> {
+async function startStateGateway(state: StateName, runtime: Runtime, signingKeys: string, redisUrl: string, nodeFlags: string[] = []): Promise<Gateway> {
+  if (state === 'floor') {
+    const floor = await startNodeServer('floor', 'signin-floor.ts', SERVER_CORE, { API_KEY, SECRET_DIGEST: demoDigest() }, { nodeFlags, readyPath: '/healthz', readyStatus: 200 });
+    return { name: 'floor', proc: floor.proc, pid: floor.pid, url: floor.url, out: floor.out, err: floor.err };
+  }
   return startGateway({ name: state, runtime, settings: gatewaySettings(state, signingKeys, redisUrl), nodeFlags });
 }
 
@@ -394,7 +406,7 @@ function summarize(runs: Run[]): Row[] {
       opsPerSec: median(ops),
       opsRange: range(ops),
       ...medians(rs, ['p50Ms', 'p99Ms', 'gatewayCpuUsPerOp', 'gatewaySwitchesPerOp', 'clientCpuUsPerOp']),
-      ...(state === 'memory' ? {} : medians(rs, ['roundTripsPerOp', 'commandsPerOp', 'redisCpuUsPerOp'])),
+      ...(inRedis(state) ? medians(rs, ['roundTripsPerOp', 'commandsPerOp', 'redisCpuUsPerOp']) : {}),
       ...medians(rs, ['foreignCores', 'gatewayCoreUse', 'clientCoreUse']),
       ...sums(rs, ['errors', 'ok']),
     });
@@ -402,9 +414,9 @@ function summarize(runs: Run[]): Row[] {
   return rows;
 }
 
-/** Median over rounds of (state ops/s ÷ memory ops/s in the same round), and its range. */
-function pairedRatio(runs: Run[], state: StateName, op: Op): Spread {
-  return pairedRatioOf(runs, ROUNDS, { state, op }, { state: 'memory', op }, (r) => r.opsPerSec);
+/** Median over rounds of (state ops/s ÷ `base` ops/s in the same round), and its range. */
+function pairedRatio(runs: Run[], state: StateName, op: Op, base: StateName = 'memory'): Spread {
+  return pairedRatioOf(runs, ROUNDS, { state, op }, { state: base, op }, (r) => r.opsPerSec);
 }
 
 const OP_NAME: Record<Op, string> = { signin: 'sign-in', refresh: 'refresh' };
@@ -474,7 +486,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   log(`bench:auth: idle Redis background: ${describeCalls(idle, 2)} per second`);
 
   const probes: Probe[] = [];
-  for (const state of STATES) if (state !== 'memory') probes.push(await probeRoundTrips(ctx, gateways.get(state)!));
+  for (const state of STATES) if (inRedis(state)) probes.push(await probeRoundTrips(ctx, gateways.get(state)!));
   for (const p of probes) for (const t of [p.signin.tally, p.refresh.tally]) for (const cmd of t.sent.keys()) ctx.topLevel.add(cmd);
   const ambiguous = probes.flatMap((p) => [p.signin.tally, p.refresh.tally]).flatMap((t) => [...t.inScripts.keys()]).filter((c) => ctx.topLevel.has(c));
   if (ambiguous.length > 0) log(`  note: ${[...new Set(ambiguous)].join(', ')} run both from the gateway and inside scripts: the per-run round-trip counts overstate; the probe's are exact`);
@@ -509,9 +521,14 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   }
 
   const rows = summarize(runs);
-  const ratioLines = OPS.flatMap((op) => STATES.filter((st) => st !== 'memory').map((state) => {
+  const ratioLines = OPS.flatMap((op) => STATES.filter((st) => st !== 'memory' && st !== 'floor').map((state) => {
     const r = pairedRatio(runs, state, op);
     return `- ${OP_NAME[op]}, ${state} / memory: **${fmt(r.median, 2)}×** (per-round ratios ${fmt(r.min, 2)}–${fmt(r.max, 2)})`;
+  }));
+  // Issue 32's target 7: each gateway state against the floor, ≥ 0.9×.
+  const floorLines = !STATES.includes('floor') ? [] : OPS.flatMap((op) => STATES.filter((st) => st !== 'floor').map((state) => {
+    const r = pairedRatio(runs, state, op, 'floor');
+    return `- ${OP_NAME[op]}, ${state} / floor: **${fmt(r.median, 2)}×** (per-round ratios ${fmt(r.min, 2)}–${fmt(r.max, 2)}) — target ≥ 0.9×: ${r.median >= 0.9 ? 'met' : '**not met**'}`;
   }));
   const { repeated, noisy } = disturbed(runs);
   const generated = [
@@ -530,6 +547,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     'Throughput ratios (median of the per-round ratios; a round runs the states back to back):',
     '',
     ...ratioLines,
+    ...(floorLines.length === 0 ? [] : ['', 'Against the sign-in floor (bench/servers/signin-floor.ts: node:http, node:crypto Ed25519 signing, refresh tokens in a Map; no limits, no audit, no log), rate limits off in every state:', '', ...floorLines]),
     '',
     `Redis round trips, exact: MONITOR over ${PROBE_OPS} sequential calls of each operation (a command the gateway sends is one round trip; commands a Lua script runs inside Redis are listed apart):`,
     '',
@@ -548,7 +566,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
       : []),
   ].join('\n');
 
-  process.stdout.write(`\n${resultsTable(rows, runs)}\n\n${ratioLines.join('\n')}\n\nRedis round trips (exact, MONITOR, ${PROBE_OPS} sequential calls):\n${probeTable(probes)}\n`);
+  process.stdout.write(`\n${resultsTable(rows, runs)}\n\n${[...ratioLines, ...floorLines].join('\n')}\n\nRedis round trips (exact, MONITOR, ${PROBE_OPS} sequential calls):\n${probeTable(probes)}\n`);
   for (const p of problems) if (p.count > 0) process.stdout.write(`\n${p.state}: ${p.count} warning/error line(s), last:\n${p.tail}\n`);
   for (const p of profiles) process.stdout.write(`\n${formatProfileSummary(`${p.state}, ${OP_NAME[p.op]}`, p.summary)}\n`);
 
@@ -564,12 +582,16 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   redis.admin.disconnect();
 }
 
+/** The stored digest of the demo key's secret: SHA-256 of the client's SHA-256. */
+function demoDigest(): string {
+  return `sha256:${createHash('sha256').update(Buffer.from(API_SECRET_HASH, 'hex')).digest('hex')}`;
+}
+
 /** The demo key's digest must still be SHA-256 of SHA-256("sk_demo_alice_secret"). */
 function checkDemoCredentials(): void {
   const data = JSON.parse(readFileSync(join(ROOT, 'config', 'demo-data.json'), 'utf8')) as { accounts: { apiKeys: { apiKey: string; secretDigest: string }[] }[] };
   const key = data.accounts.flatMap((a) => a.apiKeys).find((k) => k.apiKey === API_KEY);
-  const digest = `sha256:${createHash('sha256').update(Buffer.from(API_SECRET_HASH, 'hex')).digest('hex')}`;
-  if (key?.secretDigest !== digest) throw new Error(`config/demo-data.json no longer holds ${API_KEY} with the demo secret`);
+  if (key?.secretDigest !== demoDigest()) throw new Error(`config/demo-data.json no longer holds ${API_KEY} with the demo secret`);
 }
 
 runBench({ name: NAME, slug: 'auth', budgetMs: BUDGET_MS, tools: ['wrk', 'redis-server'], runtime: opt.runtime }, main);
