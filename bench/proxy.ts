@@ -12,15 +12,19 @@
  *
  * What runs (everything on 127.0.0.1, every process started here is stopped here):
  * - `direct`: bench/servers/backend.ts, node:http answering ~100 bytes of JSON;
+ * - `bare Node proxy`: bench/servers/bare.ts, node:http's server, `http.request` over a
+ *   keep-alive agent and `pipe`, no auth and no log: issue 32's CPU floor (runs in no mode, as
+ *   `direct`);
  * - `floor HS256` and `floor Ed25519`: bench/servers/floor.ts, a bare http-proxy-3 server that
  *   verifies the bearer token with jose (HS256 with a shared secret, or EdDSA as the gateway
  *   signs) and proxies over a keep-alive agent: what this stack costs at the least;
  * - `koa`: bench/servers/koa.ts, Koa + fast-jwt (synchronous, its LRU cache on at the gateway's
  *   bound) + http-proxy-3;
  * - `fastify`: bench/servers/fastify.ts, fastify + @fastify/jwt + @fastify/http-proxy;
+ *   `fastify HS256` the same verifying HS256 tokens (issue 32's throughput peer);
  * - `gateway`: the product, built from src/, with one route `/bench` to the backend (a bearer
  *   token required, the default), its default Ed25519 tokens, RATE_LIMITS=off (the peers count
- *   nothing) and LOG_LEVEL=info, its production default, the log going to /dev/null. With
+ *   nothing) and LOG_LEVEL=info, its production default, the log written to a file. With
  *   --variants also `gateway (log warn)` and `gateway (settings token)` (API settings tokens),
  *   in `many` mode only.
  * The proxies share one backend instance; `direct` gets its own instance of the same server,
