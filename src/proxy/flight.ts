@@ -187,7 +187,9 @@ export function isNotConnected(err: Error): boolean {
  * with undici's own backpressure (paused while the client's socket is full). Its handler
  * methods are undici's callbacks, so no closure is made per request but the drain listener of
  * a paused answer. The backend's silence is timed as on node:http's path: responseTimeoutMs
- * until the head, then idleTimeoutMs between pieces of the body (a native timer, refreshed),
+ * from when the request is written on a connection (undici's onConnect: a request waiting for
+ * one of the pool's connections is not timed, as on node:http's agent) until the head, then
+ * idleTimeoutMs between pieces of the body (a native timer, refreshed),
  * that one set only when the body did not end in the read that brought the head (most answers
  * do: a timer made and cleared per request was 2–4 % of its CPU, bench/README.md).
  */
@@ -202,6 +204,8 @@ class Relay implements Dispatcher.DispatchHandler, Sent {
   #resume: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   #done = false;
+  /** The client left before the request was written: it is aborted as it is. */
+  #left = false;
   readonly #flight: Flight;
   readonly #res: ServerResponse;
   readonly #onError: (err: Error) => void;
@@ -210,11 +214,11 @@ class Relay implements Dispatcher.DispatchHandler, Sent {
     this.#flight = flight;
     this.#res = res;
     this.#onError = onError;
-    this.#timer = setTimeout(expire, flight.route.responseTimeoutMs, this);
   }
 
   destroy(): void {
-    this.#abort?.(Object.assign(new Error('client left'), { code: 'ECONNRESET' }));
+    if (this.#abort === undefined) this.#left = true;
+    else this.#abort(clientLeft());
   }
 
   /** The backend stayed silent past its timeout: as node:http's path, the request is destroyed. */
@@ -226,6 +230,9 @@ class Relay implements Dispatcher.DispatchHandler, Sent {
 
   onConnect(abort: (err?: Error) => void): void {
     this.#abort = abort;
+    if (this.#left) return abort(clientLeft());
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(expire, this.#flight.route.responseTimeoutMs, this);
   }
 
   onHeaders(statusCode: number, headers: Buffer[], resume: () => void): boolean {
@@ -281,6 +288,10 @@ class Relay implements Dispatcher.DispatchHandler, Sent {
     if (socket?.bytesRead !== undefined) this.reusedSocket = socket.bytesRead > 0;
     this.#onError(code === undefined ? err : Object.assign(new Error(err.message, { cause: err }), { code }));
   }
+}
+
+function clientLeft(): Error {
+  return Object.assign(new Error('client left'), { code: 'ECONNRESET' });
 }
 
 function armIdle(relay: Relay): void {
