@@ -12,15 +12,19 @@
  *
  * What runs (everything on 127.0.0.1, every process started here is stopped here):
  * - `direct`: bench/servers/backend.ts, node:http answering ~100 bytes of JSON;
+ * - `bare Node proxy`: bench/servers/bare.ts, node:http's server, `http.request` over a
+ *   keep-alive agent and `pipe`, no auth and no log: issue 32's CPU floor (runs in no mode, as
+ *   `direct`);
  * - `floor HS256` and `floor Ed25519`: bench/servers/floor.ts, a bare http-proxy-3 server that
  *   verifies the bearer token with jose (HS256 with a shared secret, or EdDSA as the gateway
  *   signs) and proxies over a keep-alive agent: what this stack costs at the least;
  * - `koa`: bench/servers/koa.ts, Koa + fast-jwt (synchronous, its LRU cache on at the gateway's
  *   bound) + http-proxy-3;
  * - `fastify`: bench/servers/fastify.ts, fastify + @fastify/jwt + @fastify/http-proxy;
+ *   `fastify HS256` the same verifying HS256 tokens (issue 32's throughput peer);
  * - `gateway`: the product, built from src/, with one route `/bench` to the backend (a bearer
  *   token required, the default), its default Ed25519 tokens, RATE_LIMITS=off (the peers count
- *   nothing) and LOG_LEVEL=info, its production default, the log going to /dev/null. With
+ *   nothing) and LOG_LEVEL=info, its production default, the log written to a file. With
  *   --variants also `gateway (log warn)` and `gateway (settings token)` (API settings tokens),
  *   in `many` mode only.
  * The proxies share one backend instance; `direct` gets its own instance of the same server,
@@ -34,8 +38,8 @@
  * (server, mode) once, the order rotated by one each round; figures are medians over rounds,
  * ratios medians of the per-round ratios.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { formatProfileSummary, type ProfileSummary } from './cpuprofile.js';
 import { boundedInt, parseRunOptions, usage } from './lib/cli.js';
 import { REPORTS, RESULTS, runEnv, startGateway, type Runtime } from './lib/gateway.js';
@@ -61,14 +65,14 @@ const PATH = '/bench/items/42';
 /** Accounts the tokens' subjects are spread over. */
 const ACCOUNTS = 100;
 
-type Target = 'direct' | 'floor-hs' | 'floor-ed' | 'koa' | 'fastify' | 'gateway' | 'gateway-warn' | 'gateway-st';
+type Target = 'direct' | 'bare' | 'floor-hs' | 'floor-ed' | 'koa' | 'fastify' | 'fastify-hs' | 'gateway' | 'gateway-warn' | 'gateway-st';
 const LABEL: Record<Target, string> = {
-  direct: 'direct', 'floor-hs': 'floor HS256', 'floor-ed': 'floor Ed25519', koa: 'koa', fastify: 'fastify',
+  direct: 'direct', bare: 'bare Node proxy', 'floor-hs': 'floor HS256', 'floor-ed': 'floor Ed25519', koa: 'koa', fastify: 'fastify', 'fastify-hs': 'fastify HS256',
   gateway: 'gateway', 'gateway-warn': 'gateway (log warn)', 'gateway-st': 'gateway (settings token)',
 };
 type Mode = 'one' | 'many' | 'new';
 const MODES: readonly Mode[] = ['one', 'many', 'new'];
-/** `direct` takes no token: it runs once a round, in no mode. */
+/** `direct` and `bare` take no token: they run once a round, in no mode. */
 type CaseMode = Mode | '-';
 
 // ---------------------------------------------------------------------------------------------
@@ -103,12 +107,13 @@ if (MODES_RUN.includes('new') && NEW_TOKENS <= Math.max(GATEWAY_CACHE_ENTRIES, K
 }
 const COUNT: Record<Mode, number> = { one: 1, many: MANY_TOKENS, new: NEW_TOKENS };
 
-const SERVERS: Target[] = ['direct', 'floor-hs', 'floor-ed', 'koa', 'fastify', 'gateway', ...(VARIANTS ? ['gateway-warn' as const, 'gateway-st' as const] : [])];
+const SERVERS: Target[] = ['direct', 'bare', 'floor-hs', 'floor-ed', 'koa', 'fastify', 'fastify-hs', 'gateway', ...(VARIANTS ? ['gateway-warn' as const, 'gateway-st' as const] : [])];
 
 interface Case { target: Target; mode: CaseMode }
 const CASES: Case[] = [
   { target: 'direct', mode: '-' },
-  ...MODES_RUN.flatMap((mode) => (['floor-hs', 'floor-ed', 'koa', 'fastify', 'gateway'] as const).map((target) => ({ target, mode }))),
+  { target: 'bare', mode: '-' },
+  ...MODES_RUN.flatMap((mode) => (['floor-hs', 'floor-ed', 'koa', 'fastify', 'fastify-hs', 'gateway'] as const).map((target) => ({ target, mode }))),
   ...(VARIANTS ? [{ target: 'gateway-warn' as const, mode: 'many' as const }, { target: 'gateway-st' as const, mode: 'many' as const }] : []),
 ];
 const caseId = (c: Case) => `${c.target} ${c.mode}`;
@@ -126,7 +131,7 @@ const quiet = new Quiet(QUIET_WAIT);
 /** One of bench/servers/*.ts (label: a target's, or "backend"), ready when it answers PATH. */
 function startNodeServer(label: string, file: string, core: string, env: Record<string, string>): Promise<Server> {
   // The proxies answer 401 to a request without a token as soon as they listen.
-  return startBenchServer(label, file, core, env, { readyPath: PATH, readyStatus: file === 'backend.ts' ? 200 : 401 });
+  return startBenchServer(label, file, core, env, { readyPath: PATH, readyStatus: file === 'backend.ts' || file === 'bare.ts' ? 200 : 401 });
 }
 
 function gatewaySettings(keys: SigningKey, backendUrl: string, level: 'info' | 'warn', dataFile: string): Record<string, string> {
@@ -169,6 +174,8 @@ async function startTarget(target: Target, runtime: Runtime, keys: Keys, backend
   const edEnv = { BACKEND: backendUrl, PUBLIC_KEY: keys.ed.publicPem };
   switch (target) {
     case 'direct': return startNodeServer(LABEL[target], 'backend.ts', SERVER_CORE, {});
+    case 'bare': return startNodeServer(LABEL[target], 'bare.ts', SERVER_CORE, { BACKEND: backendUrl });
+    case 'fastify-hs': return startNodeServer(LABEL[target], 'fastify.ts', SERVER_CORE, { BACKEND: backendUrl, HS256_SECRET: keys.hs.base64url });
     case 'floor-hs': return startNodeServer(LABEL[target], 'floor.ts', SERVER_CORE, { BACKEND: backendUrl, HS256_SECRET: keys.hs.base64url });
     case 'floor-ed': return startNodeServer(LABEL[target], 'floor.ts', SERVER_CORE, edEnv);
     case 'koa': return startNodeServer(LABEL[target], 'koa.ts', SERVER_CORE, { ...edEnv, CACHE: String(KOA_CACHE) });
@@ -177,9 +184,12 @@ async function startTarget(target: Target, runtime: Runtime, keys: Keys, backend
     case 'gateway-st':
     case 'gateway-warn': {
       const level = target === 'gateway-warn' ? 'warn' : 'info';
-      // Under info the log is one JSON line per request: to /dev/null, so that reading it here
+      // Under info the log is one JSON line per request, written to a file as issue 32 measures
+      // it (a file costs the writer more than /dev/null), and not read here, so that reading it
       // does not load the client core. Under warn it should stay empty, so it is kept and checked.
-      const gw = await startGateway({ name: target, runtime, settings: gatewaySettings(keys.ed, backendUrl, level, dataFile), nodeFlags, stdout: level === 'info' ? 'ignore' : 'pipe' });
+      const stdout = level === 'info' ? openSync(join(dirname(dataFile), `${target}${nodeFlags.length > 0 ? '-profiled' : ''}.log`), 'w') : 'pipe';
+      const gw = await startGateway({ name: target, runtime, settings: gatewaySettings(keys.ed, backendUrl, level, dataFile), nodeFlags, stdout });
+      if (typeof stdout === 'number') closeSync(stdout);
       return gatewayServer(LABEL[target], gw);
     }
   }
@@ -204,7 +214,7 @@ async function sanityCheck(target: Target, server: Server, token: string, foreig
   let reached: { from?: unknown; path?: unknown } = {};
   try { reached = JSON.parse(ok.body) as typeof reached; } catch { /* checked below */ }
   if (reached.from !== 'bench-backend' || reached.path !== PATH) throw new Error(`${what}: the answer is not the backend's for ${PATH}: ${ok.body.slice(0, 300)}`);
-  if (target === 'direct') return;
+  if (target === 'direct' || target === 'bare') return;
   if (target.startsWith('gateway') && ok.headers.has('ratelimit-policy')) throw new Error(`${what}: sent RateLimit-Policy: rate limits are not off`);
   const typo = `${token.slice(0, 10)}${token[10] === 'a' ? 'b' : 'a'}${token.slice(11)}`;
   for (const [label, authorization] of [['without a token', undefined], ['with a token of another key', `Bearer ${foreignToken}`], ['with the token mistyped', `Bearer ${typo}`]] as const) {
@@ -239,7 +249,7 @@ interface Context {
 }
 
 function supplyOf(ctx: Context, target: Target, mode: Mode): TokenSupply {
-  return (target === 'floor-hs' ? ctx.hs : ctx.ed)[mode];
+  return (target === 'floor-hs' || target === 'fastify-hs' ? ctx.hs : ctx.ed)[mode];
 }
 
 async function measure(ctx: Context, c: Case, server: Server, seconds: number, round: number): Promise<Run> {
@@ -339,6 +349,14 @@ function ratioCells(runs: Run[]): RatioCell[] {
 function targets(runs: Run[]): Ratio[] {
   const list: Ratio[] = [];
   const gw = (mode: Mode): Case => ({ target: 'gateway', mode });
+  // Issue 32's target 1: CPU per request against the bare Node proxy, throughput against
+  // Fastify with @fastify/jwt verifying HS256 on every request.
+  for (const mode of MODES_RUN.filter((m) => m !== 'new')) {
+    const b = paired(runs, gw(mode), { target: 'bare', mode: '-' }, 'cpu');
+    list.push({ name: `[${mode}] gateway / bare Node proxy, CPU per request (issue 32)`, ...b, target: { text: '≤ 1.3×', met: b.median <= 1.3 } });
+    const f = paired(runs, gw(mode), { target: 'fastify-hs', mode }, 'throughput');
+    list.push({ name: `[${mode}] gateway / fastify HS256, throughput (issue 32)`, ...f, target: { text: '≥ 1.25×', met: f.median >= 1.25 } });
+  }
   for (const mode of MODES_RUN.filter((m) => m !== 'new')) {
     const hs: Case = { target: 'floor-hs', mode };
     const t = paired(runs, gw(mode), hs, 'throughput');
@@ -426,7 +444,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   const firstLine = (file: string) => readFileSync(file, 'utf8').slice(0, 4096).split('\n')[0]!;
   for (const [target, server] of servers) {
     const token = firstLine(target === 'gateway-st' ? settingsTokensFile : supplyOf(ctx, target, 'many').file);
-    await sanityCheck(target, server, token, target === 'floor-hs' ? foreign.hs : foreign.ed);
+    await sanityCheck(target, server, token, target === 'floor-hs' || target === 'fastify-hs' ? foreign.hs : foreign.ed);
   }
 
   const env = {
@@ -476,8 +494,8 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     runHeading(env.date, 'bench'),
     '',
     `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, ${env.wrk}`,
-    `- gateway: src/ at ${env.commit}; ${env.runtime}; NODE_ENV=production, one Ed25519 signing key (its default tokens), \`ROUTES=[{"prefix":"/bench","targets":["http://127.0.0.1:<backend>"]}]\` (bearer token required, every other route setting at its default), \`RATE_LIMITS=off\` (parity: the peers count nothing), LOG_LEVEL=info (the production default; one access-log line per request, stdout to /dev/null), every other setting at its default (its cache of verified tokens too)${VARIANTS ? `; \`gateway (log warn)\`: LOG_LEVEL=warn; \`gateway (settings token)\`: the \`gateway\` settings, called with ${SETTINGS_TOKENS} API settings tokens (one per account) cycled instead of JWTs` : ''}`,
-    `- peers: floor HS256 / floor Ed25519 = http-proxy-3 ${env.packages['http-proxy-3']} + jose ${env.packages.jose} (\`jwtVerify\`, HS256 with a 32-byte secret / EdDSA, the gateway's verification options) on node:http, keep-alive agent, no cache; koa = koa ${env.packages.koa} + fast-jwt ${env.packages['fast-jwt']} (synchronous EdDSA, its LRU cache of verified tokens on, ${KOA_CACHE} entries${KOA_CACHE === 0 ? ': off' : ''}) + http-proxy-3, keep-alive agent, one middleware; fastify = fastify ${env.packages.fastify} + @fastify/http-proxy ${env.packages['@fastify/http-proxy']} (@fastify/reply-from ${env.packages['@fastify/reply-from']}, undici ${env.packages.undici}) + @fastify/jwt ${env.packages['@fastify/jwt']} (fast-jwt ${env.packages['fast-jwt']}, its default: no cache), no logger; all under plain \`node\`, NODE_ENV=production`,
+    `- gateway: src/ at ${env.commit}; ${env.runtime}; NODE_ENV=production, one Ed25519 signing key (its default tokens), \`ROUTES=[{"prefix":"/bench","targets":["http://127.0.0.1:<backend>"]}]\` (bearer token required, every other route setting at its default), \`RATE_LIMITS=off\` (parity: the peers count nothing), LOG_LEVEL=info (the production default; one access-log line per request, stdout to a file, as issue 32 measures), every other setting at its default (its cache of verified tokens too)${VARIANTS ? `; \`gateway (log warn)\`: LOG_LEVEL=warn; \`gateway (settings token)\`: the \`gateway\` settings, called with ${SETTINGS_TOKENS} API settings tokens (one per account) cycled instead of JWTs` : ''}`,
+    `- peers: bare Node proxy = bench/servers/bare.ts (node:http server, \`http.request\` over a keep-alive agent, \`pipe\` both ways; no auth, no log); fastify HS256 = the fastify peer below taking HS256 tokens (a 32-byte secret), issue 32's peer; floor HS256 / floor Ed25519 = http-proxy-3 ${env.packages['http-proxy-3']} + jose ${env.packages.jose} (\`jwtVerify\`, HS256 with a 32-byte secret / EdDSA, the gateway's verification options) on node:http, keep-alive agent, no cache; koa = koa ${env.packages.koa} + fast-jwt ${env.packages['fast-jwt']} (synchronous EdDSA, its LRU cache of verified tokens on, ${KOA_CACHE} entries${KOA_CACHE === 0 ? ': off' : ''}) + http-proxy-3, keep-alive agent, one middleware; fastify = fastify ${env.packages.fastify} + @fastify/http-proxy ${env.packages['@fastify/http-proxy']} (@fastify/reply-from ${env.packages['@fastify/reply-from']}, undici ${env.packages.undici}) + @fastify/jwt ${env.packages['@fastify/jwt']} (fast-jwt ${env.packages['fast-jwt']}, its default: no cache), no logger; all under plain \`node\`, NODE_ENV=production`,
     `- pinning: ${env.pinning}; \`direct\` is a second instance of the backend, on core ${SERVER_CORE} like the other servers under test`,
     `- load: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop, \`GET ${PATH}\`; tokens minted once the servers run, as the gateway signs them (HS256 ones with the same claims for the HS256 floor); ${ROUNDS} rounds × ${SECONDS} s per server and mode after a ${WARMUP} s warm-up, the order rotated by one each round`,
     ...MODES_RUN.map((m) => `- mode ${modeText[m]}`),

@@ -98,9 +98,10 @@ export interface GatewayStart<N extends string> {
   nodeFlags?: string[];
   /**
    * 'ignore' sends stdout (the log) to /dev/null, as cheap a sink as any: under LOG_LEVEL=info
-   * a pipe read by this script would put part of the logging cost on the client core.
+   * a pipe read by this script would put part of the logging cost on the client core. A file
+   * descriptor: the log goes to that file (the caller closes its copy once the gateway runs).
    */
-  stdout?: 'pipe' | 'ignore';
+  stdout?: 'pipe' | 'ignore' | number;
   /** The core(s) it runs on, a taskset list (SERVER_CORE unless given; ALL_CORES: anywhere). */
   core?: string | null;
 }

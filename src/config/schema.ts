@@ -768,7 +768,7 @@ export const configSchema = z.strictObject({
       description: 'Lifetime of the signed identity assertion sent to routes with `assertion: true`.',
     }),
     maxSocketsPerTarget: setting(z.number().int().min(1).max(65_536).default(256), {
-      description: 'Keep-alive pool size per backend target; requests beyond it wait for a free connection.',
+      description: 'Keep-alive pool size per backend target, for each of its two pools (requests with a body, and without); requests beyond it wait for a free connection.',
     }),
   }).prefault({}),
 

@@ -9,12 +9,12 @@
  * kept-alive connection the backend had just closed, once more on a new connection to the same
  * target. Nothing else is retried.
  */
-import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { GatewayError } from '../errors/errors.js';
 import type { Cors } from '../http/cors.js';
 import type { Upstream } from '../telemetry/upstream.js';
 import type { createHeaderPolicy } from './headers.js';
-import { isNotConnected, isStaleConnection, type Flights } from './flight.js';
+import { isNotConnected, isStaleConnection, type Flights, type Sent } from './flight.js';
 import type { Route, RouteMatch } from './routes.js';
 import type { Target } from './targets.js';
 import type { Admitted, Flight } from './types.js';
@@ -61,7 +61,7 @@ export function createHeadersFor(policy: HeaderPolicy): HeadersFor {
  */
 export function createForward(policy: HeaderPolicy, headersFor: HeadersFor, { start, send, failed }: Flights, cors?: Pick<Cors, 'takeOverBackend'>): Forward {
   const downstream: HeaderPolicy['downstream'] = cors === undefined ? policy.downstream
-    : (headers, rawHeaders) => cors.takeOverBackend(policy.downstream(headers, rawHeaders));
+    : (connection, rawHeaders) => cors.takeOverBackend(policy.downstream(connection, rawHeaders));
   return function forward(req, res, match, admitted, requestId, done) {
     const { route } = match;
     const headers = headersFor(req, route, admitted, requestId);
@@ -75,7 +75,7 @@ export function createForward(policy: HeaderPolicy, headersFor: HeadersFor, { st
       done(error, last);
     };
     let attempts = 0;
-    let proxyReq: ClientRequest | undefined;
+    let proxyReq: Sent | undefined;
 
     // `again`: the same target once more, on a new connection (a stale kept-alive one failed).
     const attempt = (exclude?: Target, again?: Target) => {
@@ -83,18 +83,23 @@ export function createForward(policy: HeaderPolicy, headersFor: HeadersFor, { st
       const flight = start(route, headers, exclude, again);
       last = flight;
       const { target } = flight;
-      flight.onResponse = (proxyRes) => {
+      // The answer's head, from either client (flight.ts): its body follows, written by the
+      // undici relay or piped below.
+      flight.onHead = (status, rawHeaders, connection) => {
         route.pool.succeeded(target);
         // The backend answered before the whole body arrived (413 and close, say): the
         // rest of the upload has nowhere to go, so this connection ends with the answer.
         if (!req.complete) res.shouldKeepAlive = false;
-        const head = downstream(proxyRes.headers, proxyRes.rawHeaders);
+        const head = downstream(connection, rawHeaders);
         // The gateway's quota is the one the client meets first: its fields replace a backend's.
         if (admitted.limitHeaders !== undefined) {
           delete head['ratelimit'];
           delete head['ratelimit-policy'];
         }
-        res.writeHead(proxyRes.statusCode ?? 502, head);
+        res.writeHead(status, head);
+      };
+      flight.onResponse = (proxyRes) => {
+        flight.onHead!(proxyRes.statusCode ?? 502, proxyRes.rawHeaders, proxyRes.headers.connection);
         // A backend that breaks off mid-body (an error, or closed short): the client sees a
         // cut, never a short body that looks complete. (The other way round, a client that
         // leaves, the backend request is destroyed below.) Not stream.pipeline: it builds an
@@ -104,7 +109,7 @@ export function createForward(policy: HeaderPolicy, headersFor: HeadersFor, { st
         });
         proxyRes.pipe(res);
       };
-      const sent = send(req, flight, bodiless, (err) => {
+      const sent = send(req, res, flight, bodiless, (err) => {
         // After the answer's head, the response pipeline ends or cuts the connection itself;
         // a failure on the request side (the backend stopped reading an upload it already
         // answered) must not cut an answer that is still arriving whole.

@@ -152,9 +152,10 @@ export function createHeaderPolicy(proxy: Config['proxy'], isTrusted: ProxyTrust
     /**
      * The backend's response headers as the client gets them (raw order and repeats kept),
      * except X-Request-Id: the gateway's own stays, the one in its log and the caller's hands.
+     * `connection`: the answer's Connection values, joined as node:http joins them.
      */
-    downstream(headers: IncomingHttpHeaders, rawHeaders: readonly string[]): OutgoingHttpHeaders {
-      const named = connectionNames(headers.connection);
+    downstream(connection: string | undefined, rawHeaders: readonly string[]): OutgoingHttpHeaders {
+      const named = connectionNames(connection);
       const out: OutgoingHttpHeaders = {};
       for (let i = 0; i < rawHeaders.length; i += 2) {
         const lower = rawHeaders[i]!.toLowerCase();

@@ -9,12 +9,15 @@
  */
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
+import { Pool } from 'undici';
 import type { RouteConfig } from '../config/schema.js';
 import { outgoingPath } from './outgoing.js';
 
 export interface Target {
   readonly url: URL;
   readonly agent: HttpAgent;
+  /** Where the pools of a cleartext target come from (flight.ts); undefined for an https one. */
+  readonly pools: Agents | undefined;
   /** Where requests go (flight.ts): host name (an IPv6 address without brackets) and port (0: the scheme's). */
   readonly hostname: string;
   readonly port: number;
@@ -26,9 +29,15 @@ export interface Target {
   ejectedUntil: number;
 }
 
-/** Keep-alive pools by backend origin. */
+/**
+ * Keep-alive pools by backend origin: node:http's agent, and undici's Pool for the bodiless
+ * requests to a cleartext backend (flight.ts). A Pool's connect timeout is its own, not a
+ * request's, so there is one per origin and connect timeout: routes naming one origin with the
+ * same connectTimeoutMs (the default) share its connections, and maxSocketsPerTarget bounds each.
+ */
 export class Agents {
   readonly #byOrigin = new Map<string, HttpAgent>();
+  readonly #pools = new Map<string, Pool>();
   readonly #maxSockets: number;
 
   constructor(maxSockets: number) {
@@ -52,9 +61,22 @@ export class Agents {
     return agent;
   }
 
+  /** undici's keep-alive pool to a cleartext origin, for requests with the route's connect timeout. */
+  pool(origin: string, connectTimeoutMs: number): Pool {
+    const key = `${connectTimeoutMs} ${origin}`;
+    let pool = this.#pools.get(key);
+    if (pool === undefined) {
+      pool = new Pool(origin, { connections: this.#maxSockets, connectTimeout: connectTimeoutMs });
+      this.#pools.set(key, pool);
+    }
+    return pool;
+  }
+
   destroy(): void {
     for (const agent of this.#byOrigin.values()) agent.destroy();
     this.#byOrigin.clear();
+    for (const pool of this.#pools.values()) void pool.destroy().catch(() => undefined);
+    this.#pools.clear();
   }
 }
 
@@ -68,7 +90,7 @@ export class TargetPool {
     this.targets = config.targets.map((text) => {
       const url = new URL(text);
       return {
-        url, agent: agents.for(url), hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(url.port), path: targetPath(url),
+        url, agent: agents.for(url), pools: url.protocol === 'http:' ? agents : undefined, hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(url.port), path: targetPath(url),
         origin: url.origin, failures: 0, ejectedUntil: 0,
       };
     });

@@ -74,6 +74,11 @@ export interface Flight {
   respondedAt: number;
   /** Called with the backend's response head (for a WebSocket: an answer other than 101). */
   onResponse: ((proxyRes: IncomingMessage) => void) | undefined;
+  /**
+   * A request sent by undici (flight.ts): called with its answer's head, raw (names as sent,
+   * repeats kept) and its Connection values joined; the body follows on the response.
+   */
+  onHead: ((status: number, rawHeaders: string[], connection: string | undefined) => void) | undefined;
   /** Called once the backend switched protocols, before its 101 is relayed (WebSocket only); `proxySocket`: the backend's side. */
   onUpgrade: ((proxyRes: IncomingMessage, proxySocket: Duplex) => void) | undefined;
 }

@@ -162,6 +162,19 @@ test('a backend silent past responseTimeoutMs: 504 gateway_timeout, and its late
   }
 });
 
+test('a request that waited for the pool\'s one connection is timed from when it is sent', async (t) => {
+  const held: string[] = [];
+  const backend = await startBackend(t, (req) => {
+    held.push(req.url ?? '');
+  });
+  const gw = await startProxy(t, [{ prefix: '/q', targets: [backend.url], responseTimeoutMs: 300, auth: 'public' }], { proxy: { maxSocketsPerTarget: 1 } });
+  // Both at once: the second waits until the first times out and its connection is closed.
+  const [first, second] = await within(Promise.all([call(`${gw.url}/q/1`), call(`${gw.url}/q/2`)]), HANG_GUARD_MS, 'both requests');
+  assertGatewayError(first, 504, 'gateway_timeout', 'the first');
+  assertGatewayError(second, 504, 'gateway_timeout', 'the second, silent once sent');
+  assert.deepEqual(held.sort(), ['/q/1', '/q/2']);
+});
+
 test('a backend that fails after its response head: the client sees a cut, never a short complete body', async (t) => {
   const backend = await startBackend(t, (req, res) => {
     if (req.url === '/broken/sized') {
