@@ -229,7 +229,8 @@ function createDecisionPath({ proxy, log, isTrustedProxy }: Services, isOwnPath:
     res.setHeader('X-Request-Id', requestId);
     exchange.path = exchange.template = FORWARD_AUTH_PATH;
     const end = (planned: number) => exchange.end(finalStatus(req, res, planned));
-    decide(req, requestId, (name) => { exchange.route = name; }).then((decision) => {
+    // Counted as the request decided on: under its route and its method, as if proxied.
+    decide(req, requestId, (name, method) => { exchange.route = name; exchange.method = method; }).then((decision) => {
       exchange.accountId = decision.identity?.accountId;
       const body = JSON.stringify(ok({ route: decision.route }));
       res.writeHead(200, { ...decision.headers, 'cache-control': 'no-store', 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });

@@ -36,8 +36,8 @@ export class Exchange implements AccessEntry, Screening {
   readonly requestId: string;
   /** performance.now() at arrival. */
   readonly started: number;
-  /** Undefined for a request refused before its head was read. */
-  readonly method: string | undefined;
+  /** Undefined for a request refused before its head was read; a forward-auth decision's is the method decided on (app.ts). */
+  method: string | undefined;
   /** As the access log writes it: a proxied request's normalised path, an own route's pattern, or UNMATCHED_PATH. */
   path: string = UNMATCHED_PATH;
   /** A configured route's name (undefined for the gateway's own routes). */

@@ -119,6 +119,16 @@ test('forward auth behind nginx auth_request', nginxSuite(), async (t) => {
     assert.equal(got.headers.authorization, undefined);
   });
 
+  await t.test('allowed decisions keep nginx\'s connection to the gateway (asked with HEAD: nginx keeps one only for an answer without a body)', async () => {
+    let opened = 0;
+    const count = () => { opened++; };
+    gw.running!.server.on('connection', count);
+    t.after(() => gw.running!.server.off('connection', count));
+    for (let i = 0; i < 5; i++) assert.equal((await call(`${nginx.url}/orders/${i}`, { token: readerToken })).status, 200, `call ${i}`);
+    // One at most: the connection of earlier decisions may have been let go as idle meanwhile.
+    assert.ok(opened <= 1, `${opened} connections for 5 decisions`);
+  });
+
   await t.test('no token: 401 with the envelope and the challenge a proxied route gives, nothing reaches the backend', async () => {
     const before = reached();
     const res = await call(`${nginx.url}/orders/42`);

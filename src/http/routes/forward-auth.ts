@@ -41,8 +41,12 @@ export interface ForwardAuthDeps {
 /** RFC 9110 §5.6.2 token. */
 const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
 
-/** The decision on the request `req` asks about (refusals thrown), for both ways it is served. */
-export type DecideForwardAuth = (req: IncomingMessage, requestId: string, onRoute: (name: string) => void)
+/**
+ * The decision on the request `req` asks about (refusals thrown), for both ways it is served;
+ * `onRoute` hears the route's name and the method decided on (which nginx, asking with HEAD,
+ * sends in X-Original-Method).
+ */
+export type DecideForwardAuth = (req: IncomingMessage, requestId: string, onRoute: (name: string, method: string) => void)
   => Promise<{ route: string; identity: Identity | undefined; headers: OutgoingHttpHeaders }>;
 
 export function createForwardAuthDecision({ decide, isTrustedProxy, isOwnPath }: ForwardAuthDeps): DecideForwardAuth {
@@ -50,7 +54,7 @@ export function createForwardAuthDecision({ decide, isTrustedProxy, isOwnPath }:
     const original = originalRequest(req, isTrustedProxy);
     const q = original.url.indexOf('?');
     if (isOwnPath(q === -1 ? original.url : original.url.slice(0, q))) throw new NotFound('No route of the gateway covers this request.');
-    return decide(req, original, requestId, onRoute);
+    return decide(req, original, requestId, (name) => onRoute(name, original.method));
   };
 }
 
