@@ -174,7 +174,7 @@ function buildWebhooks({ config, log, clock, metrics, state }: Core): { parts: W
   const count = (result: Parameters<typeof metrics.webhookDelivered>[0]) => metrics.webhookDelivered(result);
   const sender = createWebhookSender({
     queue: state.webhookQueue, clock, log, delivery: { policy, timeoutMs }, maxAttempts, count,
-    endpoint: webhookTargets(state.owners, webhookSecretBox(config)),
+    endpoint: webhookTargets(state.owners, webhookSecretBox(config), clock),
     record: (endpointId, attempt) => state.webhookLogs.record(endpointId, attempt),
   });
   metrics.watchWebhookQueue(() => state.webhookQueue.size());

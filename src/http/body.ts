@@ -16,6 +16,8 @@ export interface ReadBodyOptions {
   accept: readonly BodyKind[];
   /** Read a body sent without Content-Type as JSON (clients of /api/refresh do this). */
   untypedIsJson?: boolean;
+  /** A request without a body (no Content-Length, or 0, and no Transfer-Encoding) has none: undefined, for a schema whose fields are all optional. */
+  optional?: boolean;
 }
 
 /** The fields a route needs from its body: read (bounded), parsed, then validated against `schema`. */
@@ -23,7 +25,9 @@ export async function readFields<T extends z.ZodType>(ctx: Context, schema: T, o
   return validateFields(schema, await readObjectBody(ctx, options));
 }
 
-async function readObjectBody(ctx: Context, { limit, accept, untypedIsJson = false }: ReadBodyOptions): Promise<Record<string, unknown>> {
+async function readObjectBody(ctx: Context, { limit, accept, untypedIsJson = false, optional = false }: ReadBodyOptions): Promise<Record<string, unknown> | undefined> {
+  const { 'content-length': length, 'transfer-encoding': coding } = ctx.req.headers;
+  if (optional && coding === undefined && (length === undefined || length === '0')) return undefined;
   const kind = bodyKind(ctx, accept, untypedIsJson);
   const text = await readRawBody(ctx, limit);
   if (text.trim() === '') throw new InvalidRequest('A request body is required.');

@@ -28,6 +28,8 @@ export interface Attempt {
 export interface DeliveryInput {
   url: string;
   secret: string;
+  /** A rolled secret still in its overlap: it signs too. */
+  previousSecret?: string | undefined;
   /** The message id (`webhook-id`): the same for every attempt of one event. */
   id: string;
   body: string;
@@ -53,7 +55,7 @@ export async function deliverWebhook(input: DeliveryInput, deps: DeliveryDeps): 
     if ((options as { all?: boolean }).all) (callback as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: resolved.address, family: resolved.family }]);
     else callback(null, resolved.address, resolved.family);
   };
-  const headers = { 'content-type': 'application/json', 'user-agent': 'gateway-webhooks', ...signWebhook(input.secret, input.id, input.at, input.body) };
+  const headers = { 'content-type': 'application/json', 'user-agent': 'gateway-webhooks', ...signWebhook(input.previousSecret === undefined ? input.secret : [input.secret, input.previousSecret], input.id, input.at, input.body) };
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise<Attempt>((resolve) => {
     let settled = false;

@@ -25,6 +25,8 @@ const POLL_MS = 5_000;
 export interface EndpointTarget {
   url: string;
   secret: string;
+  /** A rolled secret still in its overlap: it signs too. */
+  previousSecret?: string | undefined;
   enabled: boolean;
 }
 
@@ -58,7 +60,7 @@ export function createWebhookSender(deps: WebhookSenderDeps): WebhookSender {
   const count = deps.count ?? (() => {});
 
   async function attemptOnce(d: Omit<ClaimedDelivery, 'claim'>, target: EndpointTarget): Promise<Attempt> {
-    const attempt = await deliverWebhook({ url: target.url, secret: target.secret, id: d.id, body: d.body, at: new Date(clock.now()) }, deps.delivery);
+    const attempt = await deliverWebhook({ url: target.url, secret: target.secret, previousSecret: target.previousSecret, id: d.id, body: d.body, at: new Date(clock.now()) }, deps.delivery);
     const { ok, status, durationMs, error } = attempt;
     const record: AttemptRecord = { deliveryId: d.id, type: d.type, at: new Date(clock.now()).toISOString(), attempt: d.attempts + 1, ok, durationMs };
     if (status !== undefined) record.status = status;

@@ -23,11 +23,17 @@ export interface SignedHeaders {
   'webhook-signature': string;
 }
 
-/** The three headers for one delivery attempt of `body` (the exact bytes sent). */
-export function signWebhook(secret: string, id: string, at: Date, body: string): SignedHeaders {
-  if (!secret.startsWith(PREFIX)) throw new Error('a webhook secret starts with whsec_');
-  const key = Buffer.from(secret.slice(PREFIX.length), 'base64');
+/**
+ * The three headers for one delivery attempt of `body` (the exact bytes sent), signed with each
+ * of `secrets`: during a roll's overlap the new secret and the one it replaces, their signatures
+ * space-separated as the spec lists several, so a receiver still on the old secret verifies too.
+ */
+export function signWebhook(secrets: string | readonly string[], id: string, at: Date, body: string): SignedHeaders {
   const timestamp = String(Math.floor(at.getTime() / 1000));
-  const signature = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64');
-  return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${signature}` };
+  const signatures = (typeof secrets === 'string' ? [secrets] : secrets).map((secret) => {
+    if (!secret.startsWith(PREFIX)) throw new Error('a webhook secret starts with whsec_');
+    const key = Buffer.from(secret.slice(PREFIX.length), 'base64');
+    return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+  });
+  return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signatures.join(' ') };
 }

@@ -32,7 +32,7 @@ import { newWebhookSecret } from './webhook-signing.js';
 /** A test send per endpoint at most this often, per instance: each one is a request to the owner's URL. */
 const TEST_SEND_INTERVAL_MS = 5_000;
 
-export type WebhookView = Omit<WebhookEndpointRecord, 'secret'>;
+export type WebhookView = Omit<WebhookEndpointRecord, 'secret' | 'previousSecret'>;
 
 export interface WebhookInput {
   url?: string;
@@ -49,7 +49,8 @@ export interface WebhookService {
   remove(actor: Actor, accountId: string, webhookId: string): Promise<{ id: string; deleted: true }>;
   deliveries(caller: Caller, accountId: string, webhookId: string): Promise<{ items: AttemptRecord[] }>;
   sendTest(actor: Actor, accountId: string, webhookId: string): Promise<Omit<Attempt, 'body'> & { deliveryId: string }>;
-  rollSecret(actor: Actor, accountId: string, webhookId: string): Promise<{ webhook: WebhookView; secret: string }>;
+  /** `overlapSeconds`: how long the replaced secret goes on signing beside the new one (0: not at all). */
+  rollSecret(actor: Actor, accountId: string, webhookId: string, input?: { overlapSeconds?: number }): Promise<{ webhook: WebhookView; secret: string }>;
 }
 
 /** What the webhook parts need besides the owner service's own (services.ts builds them). */
@@ -73,17 +74,20 @@ export function webhookSecretBox(config: OwnerDeps['config']): SecretBox {
  * deleted or rolled endpoint takes effect on the next attempt), its secret opened. Undefined
  * when the account or the endpoint is gone, or the secret does not open (another key).
  */
-export function webhookTargets(store: OwnerStore, box: SecretBox): (accountId: string, webhookId: string) => Promise<EndpointTarget | undefined> {
+export function webhookTargets(store: OwnerStore, box: SecretBox, clock: Clock): (accountId: string, webhookId: string) => Promise<EndpointTarget | undefined> {
   return async (accountId, webhookId) => {
     const account = await store.readAccount(accountId);
     if (account === undefined || account.deletedAt !== undefined || !account.enabled) return undefined;
     const endpoint = account.webhooks.find((w) => w.id === webhookId);
     const secret = endpoint === undefined ? undefined : box.open(endpoint.secret, sealedFor(endpoint.id));
-    return endpoint === undefined || secret === undefined ? undefined : { url: endpoint.url, secret, enabled: endpoint.enabled };
+    if (endpoint === undefined || secret === undefined) return undefined;
+    const { previousSecret, previousValidUntil } = endpoint;
+    const overlapping = previousSecret !== undefined && previousValidUntil !== undefined && Date.parse(previousValidUntil) > clock.now();
+    return { url: endpoint.url, secret, enabled: endpoint.enabled, ...(overlapping ? { previousSecret: box.open(previousSecret, sealedFor(endpoint.id)) } : {}) };
   };
 }
 
-function view({ secret: _secret, ...rest }: WebhookEndpointRecord): WebhookView {
+function view({ secret: _secret, previousSecret: _previous, ...rest }: WebhookEndpointRecord): WebhookView {
   return rest;
 }
 
@@ -120,7 +124,7 @@ export function createWebhookService(deps: OwnerDeps, { policy, logs, sender }: 
   const { store, clock, config } = deps;
   const change = createChangePipeline(deps);
   const box = webhookSecretBox(config);
-  const targetOf = webhookTargets(store, box);
+  const targetOf = webhookTargets(store, box, clock);
   const throttle = createTestThrottle(clock);
   const iso = (now: number) => new Date(now).toISOString();
   const load = (caller: Caller, accountId: string) => loadAccount(store, caller, accountId);
@@ -182,13 +186,17 @@ export function createWebhookService(deps: OwnerDeps, { policy, logs, sender }: 
       },
     }),
 
-    rollSecret: (actor, accountId, webhookId) => change(actor, {
+    rollSecret: (actor, accountId, webhookId, { overlapSeconds = 0 } = {}) => change(actor, {
       load: () => load(actor.caller, accountId),
       persist: ({ now, event }) => {
         const { secret, stored } = secretFor(webhookId);
         return editAccount(store, actor.caller, accountId, (doc) => {
-          const next = { ...findWebhook(doc, webhookId), secret: stored, updatedAt: iso(now) };
-          return { doc: { ...doc, webhooks: doc.webhooks.map((w) => (w.id === webhookId ? next : w)) }, events: [event({ action: 'webhook.roll_secret', target: { type: 'webhook', id: webhookId } })], result: { webhook: view(next), secret } };
+          const { previousSecret: _previous, previousValidUntil: _until, ...current } = findWebhook(doc, webhookId);
+          // The secret replaced goes on signing for the overlap, as an API key's goes on signing in.
+          const overlap = overlapSeconds > 0 ? { previousSecret: current.secret, previousValidUntil: iso(now + overlapSeconds * 1000) } : {};
+          const next: WebhookEndpointRecord = { ...current, ...overlap, secret: stored, updatedAt: iso(now) };
+          const events = [event({ action: 'webhook.roll_secret', target: { type: 'webhook', id: webhookId }, changes: { previousValidUntil: [undefined, next.previousValidUntil] } })];
+          return { doc: { ...doc, webhooks: doc.webhooks.map((w) => (w.id === webhookId ? next : w)) }, events, result: { webhook: view(next), secret } };
         });
       },
     }),

@@ -123,6 +123,34 @@ test('webhooks on a gateway with its data file', async (t) => {
     assert.equal((await api().get(`${path}/deliveries`)).status, 404);
   });
 
+  await t.test('a roll with an overlap: both secrets sign until it ends, then the new one alone', async () => {
+    const made = m(await api().post('/accounts/acct_alice/webhooks', { url: hookUrl })) as { webhook: { id: string }; secret: string };
+    const path = `/accounts/acct_alice/webhooks/${made.webhook.id}`;
+    // A minute: the receiver's check (standardwebhooks) refuses timestamps 5 minutes off its clock.
+    const rolled = await api().post(`${path}/roll-secret`, { overlapSeconds: 60 });
+    assert.equal(rolled.status, 200, JSON.stringify(rolled.body));
+    const { secret, webhook } = m(rolled) as { secret: string; webhook: { previousValidUntil: string } };
+    assert.equal(Date.parse(webhook.previousValidUntil), gw.clock.now() + 60_000);
+    const sendAndGet = async () => {
+      const start = receiver.received.length;
+      assert.equal(m(await api().post(`${path}/test`)).ok, true);
+      return receiver.received[start]!;
+    };
+    const during = await sendAndGet();
+    assert.equal(String(during.headers['webhook-signature']).split(' ').length, 2, 'two signatures');
+    assert.equal(verify(secret, during).type, 'webhook.test', 'the new secret verifies');
+    assert.equal(verify(made.secret, during).type, 'webhook.test', 'the replaced one too, during the overlap');
+    gw.clock.advance(60_001);
+    const after = await sendAndGet();
+    assert.equal(verify(secret, after).type, 'webhook.test');
+    assert.throws(() => verify(made.secret, after), 'the replaced secret signs no more');
+    assert.equal((await api().post(`${path}/roll-secret`, { overlapSeconds: -1 })).status, 400);
+    assert.equal((await api().post(`${path}/roll-secret`, { overlapSeconds: 2_592_001 })).status, 400);
+    const stored = (await gw.services.ownerStore.readAccount('acct_alice'))!.webhooks.find((w) => w.id === made.webhook.id)!;
+    assert.match(stored.previousSecret!, /^v1\./, 'the replaced secret is kept sealed too');
+    assert.equal((await api().delete(path)).status, 200);
+  });
+
   await t.test('another account\'s endpoint is a 404, and bad input a 4xx naming the field', async () => {
     const made = m(await api().post('/accounts/acct_alice/webhooks', { url: hookUrl })) as { webhook: { id: string } };
     const owner = gw.services.owner.webhooks!;

@@ -11,7 +11,7 @@ import type { OwnerAnswer, OwnerBody, OwnerOperationId } from '../src/owner/api.
 import type {
   AcceptInviteInput, AddOwnerInput, ChangePasswordInput, CodeInput, CompletePasswordResetInput, CreateAccountInput, CreateInviteInput, CreateKeyInput,
   CreateSettingsTokenInput, Key, OwnerClient, RequestPasswordResetInput, Role, RoleInput, RollKeyInput, SecondFactorRequirement, SignRecordInput, SignRecordUpdate,
-  UpdateAccountInput, UpdateKeyInput, VerifyEmailInput, CreateWebhookInput, UpdateWebhookInput,
+  UpdateAccountInput, UpdateKeyInput, VerifyEmailInput, CreateWebhookInput, UpdateWebhookInput, RollWebhookSecretInput,
 } from '../src/owner/index.js';
 import type { Equal, Expect } from './assert-types.js';
 
@@ -55,6 +55,7 @@ interface Inputs {
   createSettingsToken: CreateSettingsTokenInput;
   createWebhook: CreateWebhookInput;
   updateWebhook: UpdateWebhookInput;
+  rollWebhookSecret: RollWebhookSecretInput;
   createAccountRole: RoleInput;
   replaceAccountRole: RoleInput;
   createAccountSignRecord: SignRecordInput;

@@ -114,7 +114,8 @@ export async function ownerExample({ baseUrl, adminToken, fetch, webhookUrl = 'h
   // A test event now: `ok` says whether the receiver answered 2xx (it is logged either way).
   expectType<WebhookTestResult>()(await owner.webhooks.sendTest(accountId, hook.webhook.id));
   expectType<{ items: WebhookAttempt[] }>()(await owner.webhooks.deliveries(accountId, hook.webhook.id));
-  expectType<WebhookWithSecret>()(await owner.webhooks.rollSecret(accountId, hook.webhook.id));
+  // A new secret; the old one goes on signing for an hour, while the receiver learns the new one.
+  expectType<WebhookWithSecret>()(await owner.webhooks.rollSecret(accountId, hook.webhook.id, { overlapSeconds: 3600 }));
   expectType<WebhookDeleted>()(await owner.webhooks.delete(accountId, hook.webhook.id));
 
   // Roles: ids are the owner's to choose (listed in id order); `public` is a boolean here.

@@ -899,6 +899,8 @@ export interface OwnerOperations {
         /** Event types sent to this endpoint; empty: all. */
         events: string[];
         enabled: boolean;
+        /** After a roll with an overlap: until when the replaced secret signs each delivery too. */
+        previousValidUntil?: string;
         createdAt: string;
         updatedAt: string;
       }[];
@@ -924,6 +926,8 @@ export interface OwnerOperations {
         /** Event types sent to this endpoint; empty: all. */
         events: string[];
         enabled: boolean;
+        /** After a roll with an overlap: until when the replaced secret signs each delivery too. */
+        previousValidUntil?: string;
         createdAt: string;
         updatedAt: string;
       };
@@ -944,6 +948,8 @@ export interface OwnerOperations {
       /** Event types sent to this endpoint; empty: all. */
       events: string[];
       enabled: boolean;
+      /** After a roll with an overlap: until when the replaced secret signs each delivery too. */
+      previousValidUntil?: string;
       createdAt: string;
       updatedAt: string;
     };
@@ -967,6 +973,8 @@ export interface OwnerOperations {
       /** Event types sent to this endpoint; empty: all. */
       events: string[];
       enabled: boolean;
+      /** After a roll with an overlap: until when the replaced secret signs each delivery too. */
+      previousValidUntil?: string;
       createdAt: string;
       updatedAt: string;
     };
@@ -1020,7 +1028,9 @@ export interface OwnerOperations {
     path: '/owner/v1/accounts/{accountId}/webhooks/{webhookId}/roll-secret';
     params: { accountId: string; webhookId: string };
     query: Record<string, never>;
-    body: never;
+    body: {
+      overlapSeconds?: number;
+    };
     answer: {
       webhook: {
         id: string;
@@ -1029,6 +1039,8 @@ export interface OwnerOperations {
         /** Event types sent to this endpoint; empty: all. */
         events: string[];
         enabled: boolean;
+        /** After a roll with an overlap: until when the replaced secret signs each delivery too. */
+        previousValidUntil?: string;
         createdAt: string;
         updatedAt: string;
       };

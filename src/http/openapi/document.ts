@@ -55,7 +55,8 @@ function describeOperation(op: Operation): ZodOpenApiOperationObject {
     tags: [op.tag],
     security: operationSecurity(op),
     ...(Object.keys(requestParams).length === 0 ? {} : { requestParams }),
-    ...(op.body === undefined ? {} : { requestBody: { required: true, content: { 'application/json': { schema: op.body } } } }),
+    // A body whose schema takes none (every field optional) may be left out: not required.
+    ...(op.body === undefined ? {} : { requestBody: { required: !op.body.safeParse(undefined).success, content: { 'application/json': { schema: op.body } } } }),
     responses: Object.fromEntries(operationStatuses(op).map((status) => [
       status,
       status === success ? successResponse(op) : errorResponse(status),

@@ -70,7 +70,7 @@ export function registerOwnerApi(router: Router, { config, operations, sessions,
       if (resolved?.caller.kind === 'owner' && isCountedChange(op)) await limitChange(ctx, resolved.caller, params, { limits, requireReachable });
       const query = op.query === undefined ? {} : validateFields(op.query, { ...ctx.query }, 'query');
       let body: unknown;
-      if (op.body !== undefined) body = await readFields(ctx, op.body as z.ZodType, { limit: owner.bodyLimitBytes, accept: ['json'] });
+      if (op.body !== undefined) body = await readFields(ctx, op.body as z.ZodType, { limit: owner.bodyLimitBytes, accept: ['json'], optional: op.body.safeParse(undefined).success });
       else await discardBody(ctx, owner.bodyLimitBytes);
       const message = await op.handle({
         params,

@@ -160,6 +160,9 @@ export const webhookEndpointSchema = z.strictObject({
   events: z.array(z.string().min(1).max(64)).max(32).default([]),
   enabled: z.boolean().default(true),
   secret: z.string().regex(WEBHOOK_SECRET_PATTERN, 'expected whsec_ and base64, or a sealed secret'),
+  /** During a roll's overlap, the secret replaced still signs each delivery too, until `previousValidUntil`. */
+  previousSecret: z.string().regex(WEBHOOK_SECRET_PATTERN, 'expected whsec_ and base64, or a sealed secret').optional(),
+  previousValidUntil: isoTime.optional(),
   createdAt: isoTime,
   updatedAt: isoTime,
 });

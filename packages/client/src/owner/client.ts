@@ -257,7 +257,7 @@ export class OwnerClient {
       delete: (accountId, webhookId, o) => call('webhooks.delete', { params: { accountId, webhookId } }, o),
       deliveries: (accountId, webhookId, o) => call('webhooks.deliveries', { params: { accountId, webhookId } }, o),
       sendTest: (accountId, webhookId, o) => call('webhooks.sendTest', { params: { accountId, webhookId } }, o),
-      rollSecret: (accountId, webhookId, o) => call('webhooks.rollSecret', { params: { accountId, webhookId } }, o),
+      rollSecret: (accountId, webhookId, input = {}, o) => call('webhooks.rollSecret', { params: { accountId, webhookId }, body: input }, o),
     };
     this.usage = {
       get: (accountId, query = {}, o) => call('usage.get', { params: { accountId }, query: { ...query } }, o),

@@ -328,6 +328,8 @@ export interface Webhook {
   /** Event types sent to it (`key.created`, `key.reset`, …); empty: all. */
   events: string[];
   enabled: boolean;
+  /** After a roll with an overlap: until when the replaced secret signs each delivery too. */
+  previousValidUntil?: string;
   createdAt: string;
   updatedAt: string;
 }
@@ -355,6 +357,11 @@ export interface UpdateWebhookInput {
 export interface WebhookWithSecret {
   webhook: Webhook;
   secret: string;
+}
+
+export interface RollWebhookSecretInput {
+  /** 0 to 2,592,000 (30 days): how long deliveries are signed with the replaced secret too. */
+  overlapSeconds?: number;
 }
 
 export interface WebhookDeleted {
@@ -599,8 +606,8 @@ export interface WebhooksApi {
   deliveries(accountId: string, webhookId: string, options?: CallOptions): Promise<{ items: WebhookAttempt[] }>;
   /** Sends a signed `webhook.test` event now; at most one per endpoint every 5 s (else 429). */
   sendTest(accountId: string, webhookId: string, options?: CallOptions): Promise<WebhookTestResult>;
-  /** A new signing secret, shown this once. */
-  rollSecret(accountId: string, webhookId: string, options?: CallOptions): Promise<WebhookWithSecret>;
+  /** A new signing secret, shown this once; the replaced one goes on signing for `overlapSeconds` (0 by default). */
+  rollSecret(accountId: string, webhookId: string, input?: RollWebhookSecretInput, options?: CallOptions): Promise<WebhookWithSecret>;
 }
 
 export interface RolesApi {

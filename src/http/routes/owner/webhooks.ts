@@ -10,6 +10,7 @@ import { WEBHOOK_EVENT_TYPES } from '../../../owner/webhook-events.js';
 import type { WebhookService } from '../../../owner/webhooks.js';
 import { ID, isoTime } from '../../../state/owners/records.js';
 import { operation, type Operation } from '../../owner/operation.js';
+import { ROLL_OVERLAP_MAX_SECONDS } from './keys.js';
 import { accountParams, actorOf, callerOf, safeText } from './schemas.js';
 
 const webhookParams = z.strictObject({ accountId: ID, webhookId: ID });
@@ -22,6 +23,7 @@ export const webhookView = z.strictObject({
   description: z.string(),
   events: z.array(z.string()).meta({ description: 'Event types sent to this endpoint; empty: all.' }),
   enabled: z.boolean(),
+  previousValidUntil: isoTime.optional().meta({ description: 'After a roll with an overlap: until when the replaced secret signs each delivery too.' }),
   createdAt: isoTime,
   updatedAt: isoTime,
 });
@@ -108,9 +110,11 @@ export function webhookOperations(owner: OwnerServices): Operation[] {
     }),
     operation({
       operationId: 'rollWebhookSecret', method: 'post', path: `${path}/{webhookId}/roll-secret`, tag, auth: 'caller',
-      summary: 'Give a webhook endpoint a new signing secret (in this answer only); the next attempt is signed with it.',
-      params: webhookParams, response: withSecret, errors: [404, 409],
-      handle: ({ params, caller, meta }) => webhooksOf(owner).rollSecret(actorOf({ caller, meta }), params.accountId, params.webhookId),
+      summary: 'Give a webhook endpoint a new signing secret (in this answer only); the next attempt is signed with it, and for overlapSeconds with the replaced one too.',
+      params: webhookParams,
+      body: z.strictObject({ overlapSeconds: z.number().int().min(0).max(ROLL_OVERLAP_MAX_SECONDS).optional() }).optional(),
+      response: withSecret, errors: [404, 409],
+      handle: ({ params, body, caller, meta }) => webhooksOf(owner).rollSecret(actorOf({ caller, meta }), params.accountId, params.webhookId, body ?? {}),
     }),
   ];
 }
