@@ -53,9 +53,24 @@ test('webhooks: add an endpoint in the page, send a test, read the delivery log,
   await row.getByRole('button', { name: `Send test ${hookUrl}` }).click();
   await page.getByRole('alert').filter({ hasText: /Too many attempts\. Try again in [1-5] seconds/ }).waitFor();
 
+  // A new secret with an overlap of an hour: both sign the next delivery.
+  await row.getByRole('button', { name: `New secret ${hookUrl}` }).click();
+  const dialog = page.getByRole('dialog');
+  await dialog.getByLabel('The current secret goes on signing for').selectOption({ label: '1 hour' });
+  await checkAccessibility(page, 'webhooks (roll dialog)');
+  await dialog.getByRole('button', { name: 'Make a new secret' }).click();
+  const rolled = await page.getByLabel('Webhook signing secret', { exact: true }).inputValue();
+  assert.notEqual(rolled, secret);
+  assert.match(await page.getByRole('region', { name: `New signing secret of ${hookUrl}` }).innerText(), /the replaced secret signs each delivery too/);
+  dash.gw.clock.advance(5_000);
+  await row.getByRole('button', { name: `Send test ${hookUrl}` }).click();
+  await arrived(2);
+  const both = received[1]!;
+  for (const key of [rolled, secret]) assert.equal((new Webhook(key).verify(both.body, both.headers as Record<string, string>) as { type: string }).type, 'webhook.test');
+
   // A key made by the operator raises key.created, delivered and logged.
   assert.equal((await operator(dash.gw).send('POST', `/accounts/${ACCOUNT}/keys`, { name: 'from the api' })).status, 201);
-  await arrived(2);
+  await arrived(3);
   await row.getByRole('link', { name: `Deliveries ${hookUrl}` }).click();
   const log = page.getByRole('region', { name: 'Delivery attempts, newest first' });
   // The log is written once the receiver's answer is read, which may come after the page asked.

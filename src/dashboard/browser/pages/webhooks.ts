@@ -7,9 +7,9 @@
 import type { PageContext, PageDef } from '../app.js';
 import { ApiError, describeError } from '../api.js';
 import { h, replace, type Child } from '../dom.js';
-import { checkboxField, form, listOf, textField, valueOf } from '../forms.js';
+import { checkboxField, form, listOf, selectField, textField, valueOf } from '../forms.js';
 import type { Webhook, WebhookAttempt, WebhookTestResult, WebhookWithSecret } from '../types.js';
-import { confirmThen, draw, empty, heading, problemBox, revealOnce, section, table, time } from '../ui.js';
+import { confirmThen, draw, empty, heading, problemBox, revealOnce, section, table, time, when } from '../ui.js';
 
 /** The event types an endpoint may ask for (the owner API refuses others with a 400 naming them). */
 const EVENT_TYPES = ['key.created', 'key.reset', 'key.rolled', 'key.leak_reported', 'settings_token.created', 'settings_token.revoked', 'settings_token.leak_reported', 'member.added', 'member.removed', 'invite.accepted'];
@@ -19,15 +19,23 @@ function hooksPath(ctx: PageContext, id?: string, tail = ''): string {
   return id === undefined ? base : `${base}/${encodeURIComponent(id)}${tail}`;
 }
 
-/** The signing secret, shown once after a create or a roll. */
-function revealSecret(slot: HTMLElement, made: WebhookWithSecret, rolled: boolean): void {
+/** The overlaps offered for a roll (the owner API takes 0 to 30 days, as an API key's roll). */
+const OVERLAPS: readonly { value: string; label: string }[] = [
+  { value: '0', label: 'No time: the new secret alone signs' },
+  { value: '3600', label: '1 hour' },
+  { value: '86400', label: '1 day' },
+  { value: String(7 * 86_400), label: '7 days' },
+];
+
+/** The signing secret, shown once after a create or a roll (`overlapping`: the replaced one still signs for a while). */
+function revealSecret(slot: HTMLElement, made: WebhookWithSecret, overlapping: boolean | undefined): void {
   revealOnce(slot, {
-    title: `${rolled ? 'New signing secret' : 'Signing secret'} of ${made.webhook.url}`,
+    title: `${overlapping === undefined ? 'Signing secret' : 'New signing secret'} of ${made.webhook.url}`,
     label: 'Webhook signing secret',
     value: made.secret,
     kept: 'the gateway keeps it only to sign deliveries',
     note: h('p', null, 'Check each delivery\'s ', h('code', null, 'webhook-signature'), ' with it (Standard Webhooks: docs/webhooks.md shows how).',
-      rolled ? ' Deliveries from now on are signed with this secret only.' : ''),
+      overlapping === undefined ? '' : overlapping && made.webhook.previousValidUntil !== undefined ? ` Until ${when(made.webhook.previousValidUntil)} the replaced secret signs each delivery too.` : ' Deliveries from now on are signed with this secret only.'),
   });
 }
 
@@ -54,11 +62,14 @@ function actions(ctx: PageContext, hook: Webhook, slots: { problem: HTMLElement;
     await ctx.api.send<Webhook>('PATCH', hooksPath(ctx, hook.id), { enabled: !hook.enabled });
     ctx.reload(`Webhook to ${hook.url} turned ${hook.enabled ? 'off' : 'on'}.`);
   });
-  const roll = () => confirmThen(problem, {
-    title: `New signing secret for ${hook.url}?`,
-    message: h('p', null, 'The next delivery is signed with the new secret only: update the receiver right after.'),
-    confirmLabel: 'Make a new secret',
-  }, async () => revealSecret(created, await ctx.api.send<WebhookWithSecret>('POST', hooksPath(ctx, hook.id, '/roll-secret')), true));
+  const roll = () => {
+    const keep = selectField({ name: 'overlapSeconds', label: 'The current secret goes on signing for', value: '0', options: OVERLAPS });
+    return confirmThen(problem, {
+      title: `New signing secret for ${hook.url}?`,
+      message: [h('p', null, 'Deliveries are signed with the new secret from now on; during the overlap the current one signs each delivery too, so the receiver can move to the new one without missing any.'), keep.row],
+      confirmLabel: 'Make a new secret', tone: 'normal',
+    }, async () => revealSecret(created, await ctx.api.send<WebhookWithSecret>('POST', hooksPath(ctx, hook.id, '/roll-secret'), { overlapSeconds: Number(keep.control.value) }), Number(keep.control.value) > 0));
+  };
   const remove = () => confirmThen(problem, {
     title: `Delete the webhook to ${hook.url}?`,
     message: h('p', null, 'Nothing more is sent to it, and its delivery log goes with it.'),
@@ -136,7 +147,7 @@ async function renderWebhooks(ctx: PageContext): Promise<void> {
           url.control.value = '';
           description.control.value = '';
           events.control.value = '';
-          revealSecret(created, made, false);
+          revealSecret(created, made, undefined);
           await draw(list, load);
         },
       }),
