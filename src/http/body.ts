@@ -16,7 +16,7 @@ export interface ReadBodyOptions {
   accept: readonly BodyKind[];
   /** Read a body sent without Content-Type as JSON (clients of /api/refresh do this). */
   untypedIsJson?: boolean;
-  /** A request without a body (no Content-Length, or 0, and no Transfer-Encoding) has none: undefined, for a schema whose fields are all optional. */
+  /** An empty body is no body: undefined, for a schema whose fields are all optional (and then it needs no Content-Type). */
   optional?: boolean;
 }
 
@@ -26,10 +26,12 @@ export async function readFields<T extends z.ZodType>(ctx: Context, schema: T, o
 }
 
 async function readObjectBody(ctx: Context, { limit, accept, untypedIsJson = false, optional = false }: ReadBodyOptions): Promise<Record<string, unknown> | undefined> {
-  const { 'content-length': length, 'transfer-encoding': coding } = ctx.req.headers;
-  if (optional && coding === undefined && (length === undefined || length === '0')) return undefined;
+  // An optional body is read first, so that an empty one needs no Content-Type (HTTP/2 may send
+  // a body without Content-Length, so the headers alone cannot tell there is none).
+  const early = optional ? await readRawBody(ctx, limit) : undefined;
+  if (early !== undefined && early.trim() === '') return undefined;
   const kind = bodyKind(ctx, accept, untypedIsJson);
-  const text = await readRawBody(ctx, limit);
+  const text = early ?? await readRawBody(ctx, limit);
   if (text.trim() === '') throw new InvalidRequest('A request body is required.');
   // `curl -d '{…}'` labels JSON as a form; a form never starts with "{", so read it as JSON.
   if (kind === 'form' && accept.includes('json') && text.trimStart().startsWith('{')) return parseJsonObject(text);

@@ -131,6 +131,8 @@ test('webhooks on a gateway with its data file', async (t) => {
     assert.equal(rolled.status, 200, JSON.stringify(rolled.body));
     const { secret, webhook } = m(rolled) as { secret: string; webhook: { previousValidUntil: string } };
     assert.equal(Date.parse(webhook.previousValidUntil), gw.clock.now() + 60_000);
+    const stored = (await gw.services.ownerStore.readAccount('acct_alice'))!.webhooks.find((w) => w.id === made.webhook.id)!;
+    assert.match(stored.previousSecret!, /^v1\./, 'the replaced secret is kept sealed too');
     const sendAndGet = async () => {
       const start = receiver.received.length;
       assert.equal(m(await api().post(`${path}/test`)).ok, true);
@@ -144,10 +146,15 @@ test('webhooks on a gateway with its data file', async (t) => {
     const after = await sendAndGet();
     assert.equal(verify(secret, after).type, 'webhook.test');
     assert.throws(() => verify(made.secret, after), 'the replaced secret signs no more');
+    // Its body is optional: none, or an empty one, is no overlap; a body of another type is a 415.
+    const rollRaw = (headers: Record<string, string>, body?: string) => call(`${gw.url}/owner/v1${path}/roll-secret`, { method: 'POST', token: ADMIN_TOKEN, headers, ...(body === undefined ? {} : { body }) });
+    assert.equal((await rollRaw({ 'content-type': 'application/json' }, '')).status, 200);
+    assert.equal((await rollRaw({})).status, 200);
+    const after2 = (await gw.services.ownerStore.readAccount('acct_alice'))!.webhooks.find((w) => w.id === made.webhook.id)!;
+    assert.equal(after2.previousSecret, undefined, 'a roll without an overlap keeps no replaced secret');
+    assert.equal((await rollRaw({ 'content-type': 'text/plain' }, 'overlapSeconds=60')).status, 415);
     assert.equal((await api().post(`${path}/roll-secret`, { overlapSeconds: -1 })).status, 400);
     assert.equal((await api().post(`${path}/roll-secret`, { overlapSeconds: 2_592_001 })).status, 400);
-    const stored = (await gw.services.ownerStore.readAccount('acct_alice'))!.webhooks.find((w) => w.id === made.webhook.id)!;
-    assert.match(stored.previousSecret!, /^v1\./, 'the replaced secret is kept sealed too');
     assert.equal((await api().delete(path)).status, 200);
   });
 
