@@ -4,7 +4,9 @@
  * clean environment plus the settings a benchmark gives.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, rmSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { copyFileSync, cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -106,12 +108,30 @@ export interface GatewayStart<N extends string> {
   core?: string | null;
 }
 
+let dataDir: string | undefined;
+
+/**
+ * A copy of the demo data of its own for each gateway a bench starts: the data file has one
+ * writer (state/data-file/lock.ts), so two gateways on the shipped file would wait for each
+ * other's lock. Copies go in one directory, removed when the bench exits.
+ */
+function ownDemoData(name: string): string {
+  if (dataDir === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-data-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    dataDir = dir;
+  }
+  const file = join(dataDir, `${name.replace(/[^A-Za-z0-9._-]/g, '_')}-${randomUUID()}.json`);
+  copyFileSync(join(ROOT, 'config', 'demo-data.json'), file);
+  return file;
+}
+
 /** Starts a gateway on a free port of 127.0.0.1 and waits until /readyz answers 200. */
 export async function startGateway<N extends string>({ name, runtime, settings, nodeFlags = [], stdout = 'pipe', core = SERVER_CORE }: GatewayStart<N>): Promise<Gateway<N>> {
   // PORT=0 would pick a port, but the line that names it is logged at info, which may be off.
   const port = await freePort();
   // Redis part of readiness, so that "ready" means its connection is up too (not only `degraded`).
-  const env = { ...cleanEnv(), NODE_ENV: 'production', ALLOW_DEMO_DATA: 'true', HOST: '127.0.0.1', PORT: String(port), READINESS_REQUIRE_REDIS: 'true', ...settings };
+  const env = { ...cleanEnv(), NODE_ENV: 'production', ALLOW_DEMO_DATA: 'true', HOST: '127.0.0.1', PORT: String(port), READINESS_REQUIRE_REDIS: 'true', GATEWAY_DATA_FILE: settings.GATEWAY_DATA_FILE ?? ownDemoData(name), ...settings };
   const [cmd, args] = pinned(core, process.execPath, [...nodeFlags, ...runtime.entry]);
   const proc = track(spawn(cmd, args, { cwd: ROOT, env, stdio: ['ignore', stdout, 'pipe'] }));
   const gw: Gateway<N> = { name, proc, pid: proc.pid!, url: `http://127.0.0.1:${port}`, out: new Output(proc.stdout), err: new Output(proc.stderr) };
