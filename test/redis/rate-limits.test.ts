@@ -239,6 +239,9 @@ test('Redis stalled (SIGSTOP): answered promptly, limited in memory, recovered a
   // route, which spends nothing of the roles quota): then bearer checks need no Redis.
   for (const gw of [a, b]) assert.equal((await call(`${gw.url}/api/sign?address=0x52908400098527886E0F7030069857D2E4169EE7`, { token: accessToken })).status, 200);
 
+  // Only what is logged from the stall on: a sign call above may have met the 100 ms limit on a
+  // loaded machine before it (its first script load), and said so for sign-account.
+  const mark = new Map([a, b].map((gw) => [gw, gw.logs.length]));
   redis.pause();
   let resumed = false;
   t.after(() => { if (!resumed) redis.resume(); });
@@ -252,7 +255,7 @@ test('Redis stalled (SIGSTOP): answered promptly, limited in memory, recovered a
         assert.ok(ms < PROMPT_MS, `public call #${i} took ${Math.round(ms)} ms`);
         assert.equal(res.status, i <= 3 ? 200 : 429, `public call #${i}: ${show(res)}`);
       }
-      const warned = logged(gw, DEGRADED);
+      const warned = gw.logs.slice(mark.get(gw)).map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === DEGRADED);
       assert.deepEqual(warned.map((l) => l.limit).sort(), ['/open-address', 'roles-account']);
       const metrics = await metricsText(gw);
       assert.equal(gauge(metrics, 'roles-account', 'memory'), 1);
