@@ -5,14 +5,17 @@
  * bench/results/auth-<time>.json.
  *
  *   npm run bench:auth [-- --rounds 10 --seconds 3 --warmup 2 --connections 32 --quiet-wait 120
- *                          --runtime dist|tsx --profile --no-keys-variant --no-report]
+ *                          --runtime dist|tsx --profile --no-keys-variant --no-limits-variant
+ *                          --no-floor --no-report]
  *
  * What runs (everything on 127.0.0.1, every process started here is stopped here, also on
  * error and Ctrl-C):
  * - one redis-server on a free port (`--save '' --appendonly no`);
- * - three gateways, each on a free port with LOG_LEVEL=warn: `memory` (no Redis), `redis`
+ * - four gateways, each on a free port with LOG_LEVEL=warn: `memory` (no Redis), `redis`
  *   (REDIS_URL, API keys from the data file: the default) and `redis+keys` (also
- *   KEY_SOURCE=redis, the keys imported with the product's own keys:import);
+ *   KEY_SOURCE=redis, the keys imported with the product's own keys:import), and `redis+limits`
+ *   (as `redis` with rate limits on: every sign-in and refresh limit counted in Redis, their
+ *   limits out of reach: issue 32's target 7 asks for both); the floor beside them;
  * - wrk as the load generator, closed loop, a fixed number of keep-alive connections.
  * With two or more cores, the gateways are pinned to core 1, and wrk, redis-server and this
  * script to core 0, so the gateway under test has one core to itself and the client side
@@ -56,9 +59,9 @@ const API_KEY = 'ak_demo_alice';
 const API_SECRET_HASH = createHash('sha256').update('sk_demo_alice_secret').digest('hex');
 const SIGNIN_BODY = JSON.stringify({ apiKey: API_KEY, apiSecret: API_SECRET_HASH });
 
-type StateName = 'memory' | 'redis' | 'redis+keys' | 'floor';
+type StateName = 'memory' | 'redis' | 'redis+keys' | 'redis+limits' | 'floor';
 /** The states whose gateway keeps its state in Redis (probed for round trips, Redis figures in the table). */
-const inRedis = (state: StateName) => state === 'redis' || state === 'redis+keys';
+const inRedis = (state: StateName) => state === 'redis' || state === 'redis+keys' || state === 'redis+limits';
 type Op = 'signin' | 'refresh';
 const OPS: Op[] = ['signin', 'refresh'];
 
@@ -68,13 +71,18 @@ const OPS: Op[] = ['signin', 'refresh'];
 const opt = parseRunOptions(NAME, { rounds: 10, seconds: 3, connections: 32 }, {
   'no-keys-variant': { type: 'boolean', default: false },
   'no-floor': { type: 'boolean', default: false },
+  'no-limits-variant': { type: 'boolean', default: false },
 });
 const { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, quietWait: QUIET_WAIT } = opt;
 /**
  * `floor` is no gateway: bench/servers/signin-floor.ts, the least a token service on Node does
  * per sign-in and refresh (issue 32's target 7), run beside the gateways in the same rounds.
  */
-const STATES: StateName[] = [...(opt.extra['no-keys-variant'] === true ? ['memory', 'redis'] as const : ['memory', 'redis', 'redis+keys'] as const), ...(opt.extra['no-floor'] === true ? [] : ['floor'] as const)];
+const STATES: StateName[] = [
+  ...(opt.extra['no-keys-variant'] === true ? ['memory', 'redis'] as const : ['memory', 'redis', 'redis+keys'] as const),
+  ...(opt.extra['no-limits-variant'] === true ? [] : ['redis+limits'] as const),
+  ...(opt.extra['no-floor'] === true ? [] : ['floor'] as const),
+];
 /** Chains per refresh run: more than connections, see bench/wrk/refresh.lua. */
 const CHAINS = 2 * CONNECTIONS + 1;
 const PROBE_OPS = 200;
@@ -120,24 +128,43 @@ function describeCalls(m: Map<string, number>, per: number): string {
 // Gateways
 type Gateway = AnyGateway<StateName>;
 
-function gatewaySettings(state: StateName, signingKeys: string, redisUrl: string): Record<string, string> {
+/**
+ * `redis+limits`: every sign-in and refresh limit keeps its default windows, each limit raised
+ * out of reach of a closed loop from one address (what the limits exist to stop: 30 sign-ins a
+ * minute per address by default), so each call pays the counting and none is refused.
+ */
+const OUT_OF_REACH = 1_000_000_000;
+function limitsConfig(dir: string): string {
+  const windows = (...seconds: number[]) => seconds.map((s) => ({ limit: OUT_OF_REACH, seconds: s }));
+  const file = join(dir, 'limits-config.json');
+  writeFileSync(file, JSON.stringify({
+    limits: {
+      mode: 'enforce',
+      signIn: { perAddress: windows(60, 3600), failuresPerKeyAndAddress: windows(60, 900, 86_400), failuresPerAddress: windows(600, 86_400), failuresPerKey: windows(3600) },
+      refresh: { perFamily: windows(60), perAddress: windows(60) },
+    },
+  }));
+  return file;
+}
+
+function gatewaySettings(state: StateName, signingKeys: string, redisUrl: string, tmp: string): Record<string, string> {
   return {
     LOG_LEVEL: 'warn',
     // As bench:proxy runs its peers: a closed loop of sign-ins from one address is what the
     // sign-in limits exist to stop (30 a minute per address by default).
-    RATE_LIMITS: 'off',
+    ...(state === 'redis+limits' ? { GATEWAY_CONFIG: limitsConfig(tmp) } : { RATE_LIMITS: 'off' }),
     SIGNING_KEYS: signingKeys,
     ...(state === 'memory' ? {} : { REDIS_URL: redisUrl }),
     ...(state === 'redis+keys' ? { KEY_SOURCE: 'redis' } : {}),
   };
 }
 
-async function startStateGateway(state: StateName, runtime: Runtime, signingKeys: string, redisUrl: string, nodeFlags: string[] = []): Promise<Gateway> {
+async function startStateGateway(state: StateName, runtime: Runtime, signingKeys: string, redisUrl: string, tmp: string, nodeFlags: string[] = []): Promise<Gateway> {
   if (state === 'floor') {
     const floor = await startNodeServer('floor', 'signin-floor.ts', SERVER_CORE, { API_KEY, SECRET_DIGEST: demoDigest() }, { nodeFlags, readyPath: '/healthz', readyStatus: 200 });
     return { name: 'floor', proc: floor.proc, pid: floor.pid, url: floor.url, out: floor.out, err: floor.err };
   }
-  return startGateway({ name: state, runtime, settings: gatewaySettings(state, signingKeys, redisUrl), nodeFlags });
+  return startGateway({ name: state, runtime, settings: gatewaySettings(state, signingKeys, redisUrl, tmp), nodeFlags });
 }
 
 interface Pair {
@@ -354,7 +381,7 @@ interface ProfileResult {
 async function profileState(ctx: Context, state: StateName, runtime: Runtime, signingKeys: string): Promise<ProfileResult[]> {
   const dir = join(ctx.tmp, `prof-${state.replace('+', '-')}`);
   mkdirSync(dir, { recursive: true });
-  const gw = await startStateGateway(state, runtime, signingKeys, ctx.redis.url, ['--cpu-prof', '--cpu-prof-dir', dir]);
+  const gw = await startStateGateway(state, runtime, signingKeys, ctx.redis.url, ctx.tmp, ['--cpu-prof', '--cpu-prof-dir', dir]);
   const windows: [Op, number, number][] = [];
   try {
     for (const op of OPS) if (WARMUP > 0) await measure(ctx, gw, op, WARMUP, -1);
@@ -462,7 +489,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     if (r.status !== 0) throw new Error(`keys:import failed: ${r.stderr}`);
   }
   const gateways = new Map<StateName, Gateway>();
-  for (const state of STATES) gateways.set(state, await startStateGateway(state, runtime, signingKeys, redis.url));
+  for (const state of STATES) gateways.set(state, await startStateGateway(state, runtime, signingKeys, redis.url, tmp));
   for (const gw of gateways.values()) await refresh(gw, (await signIn(gw)).refreshToken);
 
   // Background: what reaches Redis while the gateways idle.
@@ -547,7 +574,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     'Throughput ratios (median of the per-round ratios; a round runs the states back to back):',
     '',
     ...ratioLines,
-    ...(floorLines.length === 0 ? [] : ['', 'Against the sign-in floor (bench/servers/signin-floor.ts: node:http, node:crypto Ed25519 signing, refresh tokens in a Map; no limits, no audit, no log), rate limits off in every state:', '', ...floorLines]),
+    ...(floorLines.length === 0 ? [] : ['', `Against the sign-in floor (bench/servers/signin-floor.ts: node:http, node:crypto Ed25519 signing, refresh tokens in a Map; no limits, no audit, no log), rate limits off in every state${STATES.includes('redis+limits') ? ' but `redis+limits` (on, counted in Redis)' : ''}:`, '', ...floorLines]),
     '',
     `Redis round trips, exact: MONITOR over ${PROBE_OPS} sequential calls of each operation (a command the gateway sends is one round trip; commands a Lua script runs inside Redis are listed apart):`,
     '',

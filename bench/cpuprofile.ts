@@ -94,6 +94,54 @@ export function summarizeProfile(profile: CpuProfile, window?: [number, number],
   return { busyMs: busy / 1000, idleMs: idle / 1000, selfByFunction: shares(self), selfByArea: shares(area), inclusiveGateway: shares(inclusive) };
 }
 
+/**
+ * The share (%) of the window's busy samples with a frame that `match` picks anywhere on the
+ * stack: what a part of the code costs with everything it calls, its callbacks included when
+ * they run under its own frames.
+ */
+export function stackShare(profile: CpuProfile, window: [number, number] | undefined, match: (frame: CallFrame) => boolean): number {
+  const byId = new Map<number, ProfileNode>();
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) {
+    byId.set(node.id, node);
+    for (const child of node.children ?? []) parent.set(child, node.id);
+  }
+  const hit = new Map<number, boolean>();
+  const hits = (id: number): boolean => {
+    let known = hit.get(id);
+    if (known === undefined) {
+      const up = parent.get(id);
+      known = match(byId.get(id)!.callFrame) || (up !== undefined && hits(up));
+      hit.set(id, known);
+    }
+    return known;
+  };
+  let busy = 0;
+  let matched = 0;
+  let t = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i] ?? 0;
+    if (window !== undefined && (t < window[0] || t > window[1])) continue;
+    const weight = profile.timeDeltas[i + 1] ?? profile.timeDeltas[i] ?? 0;
+    const node = byId.get(profile.samples[i]!);
+    if (node === undefined || node.callFrame.functionName === '(idle)') continue;
+    busy += weight;
+    if (hits(node.id)) matched += weight;
+  }
+  return busy === 0 ? 0 : (100 * matched) / busy;
+}
+
+/**
+ * Issue 32's target 2, "access log, request metrics and the exchange": the gateway's exchange,
+ * access-log and telemetry files, and the packages that make and write the line and the metric
+ * (pino and its writer, prom-client), wherever on the stack.
+ */
+export function isRecordKeeping(frame: CallFrame): boolean {
+  const { url } = frame;
+  if (url.includes('/node_modules/')) return /\/node_modules\/(pino|pino-std-serializers|sonic-boom|thread-stream|quick-format-unescaped|fast-redact|on-exit-leak-free|prom-client|tdigest|bintrees)\//.test(url);
+  return isGatewayFile(url) && /\/(http\/exchange|http\/middleware\/access-log|telemetry\/[^/]+)\.(ts|js)$/.test(url);
+}
+
 function add(m: Map<string, number>, key: string, value: number): void {
   m.set(key, (m.get(key) ?? 0) + value);
 }
