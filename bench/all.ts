@@ -4,14 +4,16 @@
  * report of the bench that measures it (each bench still writes its own report, with its
  * method, tables, peers and profiles).
  *
- *   npm run bench:all [-- --only proxy,limits --skip memory --quiet-wait 120 --summary-only]
+ *   npm run bench:all [-- --only proxy,limits --skip memory --quiet-wait 120 --rounds 3
+ *                         --summary-only]
  *
  * The benches run as their own npm scripts would (each builds src/ as the image does, starts
  * its peers and stops everything it started), in the order of the targets, with the options
  * that make their reports answer the issue (`--profile` where a target reads a profile). A
  * bench that fails does not stop the others: its target is then shown from its last report,
  * marked as older than this run. `--summary-only` runs nothing and rewrites the page from the
- * reports as they are. About 70 minutes on a 2-core machine; run it on a quiet one.
+ * reports as they are. About 50 minutes on a 2-core machine (`--rounds 3`: about 35); run it on
+ * a quiet one.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -28,12 +30,13 @@ interface Step {
   name: string;
   /** Options beyond each bench's defaults. */
   args: string[];
-  /** Whether the bench takes --quiet-wait (the load benches do; bench:memory paces its own load). */
+  /** Whether the bench takes --quiet-wait and --rounds (the load benches do; bench:memory paces its own load). */
   quietWait: boolean;
 }
 
 const STEPS: Step[] = [
-  { name: 'proxy', args: ['--profile'], quietWait: true },
+  // Mode `many` (5,000 distinct tokens reused) is the issue's; `one` and `new` serve older targets.
+  { name: 'proxy', args: ['--profile', '--modes', 'many'], quietWait: true },
   { name: 'limits', args: [], quietWait: true },
   { name: 'tls', args: [], quietWait: true },
   { name: 'workers', args: [], quietWait: true },
@@ -69,6 +72,7 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     skip: { type: 'string' },
     'quiet-wait': { type: 'string' },
+    rounds: { type: 'string' },
     'summary-only': { type: 'boolean', default: false },
   },
 });
@@ -83,10 +87,17 @@ const only = listed(args.only, 'only');
 const skip = listed(args.skip, 'skip') ?? new Set<string>();
 const quietWait = args['quiet-wait'];
 if (quietWait !== undefined && !/^\d+$/.test(quietWait)) usage(NAME, '--quiet-wait takes seconds');
+/** Fewer rounds for a shorter run (each bench checks the number); its default otherwise. */
+const rounds = args.rounds;
+if (rounds !== undefined && !/^\d+$/.test(rounds)) usage(NAME, '--rounds takes a number');
 
 /** Runs one bench as `npm run bench:<name>` would, its output passed through; resolves to its exit code. */
 function runStep(step: Step): Promise<number> {
-  const extra = [...step.args, ...(step.quietWait && quietWait !== undefined ? ['--quiet-wait', quietWait] : [])];
+  const extra = [
+    ...step.args,
+    ...(step.quietWait && quietWait !== undefined ? ['--quiet-wait', quietWait] : []),
+    ...(step.quietWait && rounds !== undefined ? ['--rounds', rounds] : []),
+  ];
   log(`\n${NAME}: bench:${step.name}${extra.length > 0 ? ` -- ${extra.join(' ')}` : ''}`);
   const child = spawn(process.execPath, ['--import', 'tsx', join('bench', `${step.name}.ts`), ...extra], { cwd: ROOT, stdio: 'inherit' });
   return new Promise((done) => {
