@@ -57,13 +57,14 @@ const DEFAULT_CACHE_BYTES = 64 * MiB;
 /**
  * The resident set docs/operations.md promises ("Memory") for a verified-token cache of
  * `entries`: a fixed part (Node, the modules, the other bounded stores, V8's young generation,
- * the upload's buffers that the allocator keeps) and a part per entry that covers the entry
- * itself (about 0.9 KB for a default token, bench/README.md) with the garbage V8 lets grow
- * beside a live heap of that size before it collects. Fitted on runs of this bench at two
- * sizes, with a margin; the two places must say the same.
+ * the upload's buffers that the allocator keeps, the garbage V8 lets gather before a full
+ * collection) and a part per entry (about 0.9 KB for a default token, bench/README.md, twice
+ * that for a token of about 1 KB). Fitted on runs of this bench at 50,000 and 200,000 entries
+ * (highest samples 559 and 685 MiB: 0.84 KiB more per entry), with a margin; the two places
+ * must say the same.
  */
-const RSS_BOUND_BASE_MIB = 400;
-const RSS_BOUND_PER_ENTRY_KIB = 4;
+const RSS_BOUND_BASE_MIB = 600;
+const RSS_BOUND_PER_ENTRY_KIB = 2;
 function rssBoundMiB(entries: number): number {
   return RSS_BOUND_BASE_MIB + (entries * RSS_BOUND_PER_ENTRY_KIB) / 1024;
 }
