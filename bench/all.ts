@@ -12,7 +12,7 @@
  * that make their reports answer the issue (`--profile` where a target reads a profile). A
  * bench that fails does not stop the others: its target is then shown from its last report,
  * marked as older than this run. `--summary-only` runs nothing and rewrites the page from the
- * reports as they are. About 50 minutes on a 2-core machine (`--rounds 3`: about 35); run it on
+ * reports as they are. About 40 minutes on a 2-core machine (`--rounds 3`: about 30); run it on
  * a quiet one.
  */
 import { spawn } from 'node:child_process';
