@@ -304,6 +304,66 @@ return out
 `;
 
 /**
+ * RATE_HIT for several hits in one call, in the order given, each as RATE_HIT alone would count
+ * it (a later hit on the same subject sees the earlier ones): state/rate-counters/redis.ts
+ * sends the hits of one event-loop turn this way, one round trip and one script run for all.
+ * All keys must share a slot on a Cluster, so there it is sent only for hits in one slot.
+ *
+ * KEYS         the windows of hit 1, then those of hit 2, …
+ * ARGV, per hit in turn: n (its number of windows), cost, the n limits, the n lengths in ms
+ * Returns, per hit in turn: admitted (1|0), count_1, resetsInMs_1, …, count_n, resetsInMs_n
+ */
+export const RATE_HIT_BATCH = `
+local out = {}
+local k, a = 0, 0
+while a < #ARGV do
+  local n = tonumber(ARGV[a + 1])
+  local cost = tonumber(ARGV[a + 2])
+  local counts, ttls = {}, {}
+  local room = 1
+  for i = 1, n do
+    local key = KEYS[k + i]
+    local ttl = redis.call('PTTL', key)
+    local count = 0
+    if ttl > 0 then count = tonumber(redis.call('GET', key)) else ttl = tonumber(ARGV[a + 2 + n + i]) end
+    counts[i] = count
+    ttls[i] = ttl
+    if cost > 0 and count + cost > tonumber(ARGV[a + 2 + i]) then room = 0 end
+  end
+  if cost > 0 and room == 1 then
+    for i = 1, n do
+      if counts[i] == 0 then
+        redis.call('SET', KEYS[k + i], cost, 'PX', ttls[i])
+      else
+        redis.call('INCRBY', KEYS[k + i], cost)
+      end
+      counts[i] = counts[i] + cost
+    end
+  elseif cost < 0 then
+    for i = 1, n do
+      if counts[i] > 0 then
+        counts[i] = math.max(0, counts[i] + cost)
+        if counts[i] == 0 then
+          redis.call('DEL', KEYS[k + i])
+          ttls[i] = tonumber(ARGV[a + 2 + n + i])
+        else
+          redis.call('SET', KEYS[k + i], counts[i], 'KEEPTTL')
+        end
+      end
+    end
+  end
+  out[#out + 1] = room
+  for i = 1, n do
+    out[#out + 1] = counts[i]
+    out[#out + 1] = ttls[i]
+  end
+  k = k + n
+  a = a + 2 + 2 * n
+end
+return out
+`;
+
+/**
  * Adds one account's usage counts to its buckets (state/usage/redis.ts), five-minute ones and
  * days, and keeps each bucket touched for its retention. The number of keys goes first in the call.
  *
@@ -891,6 +951,8 @@ export const SCRIPTS = {
   gwEpoch: { numberOfKeys: 1, lua: EPOCH },
   // The number of keys goes first in each call: one per window.
   gwRateHit: { lua: RATE_HIT },
+  // Its number of keys goes first too: every window of every hit in the batch.
+  gwRateHitBatch: { lua: RATE_HIT_BATCH },
   // Their number of keys goes first too: one per bucket.
   gwUsageAdd: { lua: USAGE_ADD },
   gwUsageSum: { lua: USAGE_SUM },
@@ -927,6 +989,7 @@ export interface ScriptCommands {
   gwRolesPage(...keysThenArgs: (string | number)[]): Promise<(number | string | null)[]>;
   gwEpoch(...keysThenArgs: (string | number)[]): Promise<[string, number]>;
   gwRateHit(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
+  gwRateHitBatch(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
   gwUsageAdd(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
   gwUsageSum(numberOfKeys: number, ...keysThenGroups: (string | number)[]): Promise<(string | number)[]>;
   gwKeyUseRecord(...keysThenArgs: (string | number)[]): Promise<number>;
