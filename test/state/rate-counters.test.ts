@@ -175,6 +175,16 @@ test('redis counters', redisSuite(), async (t) => {
     }
   });
 
+  await t.test('a burst larger than one script call takes admits exactly `limit` between its calls', async () => {
+    const { redis, close } = await serverWithConnection();
+    t.after(close);
+    const counters = new RedisRateCounters(redis, CONTRACT_SETTINGS);
+    const windows = [{ limit: 500, ms: 60_000 }, { limit: 700, ms: 3_600_000 }];
+    const tallies = await Promise.all(Array.from({ length: 900 }, () => counters.hit('burst', windows, 1)));
+    assert.equal(tallies.filter((x) => x.admitted).length, 500);
+    assert.deepEqual((await counters.hit('burst', [windows[1]!], 1)).counts, [501]);
+  });
+
   await t.test('a stalled Redis: every hit of a batch fails with StoreUnavailable by the one timeout, one breaker failure for the batch', async () => {
     const stalled = await startRedis(t);
     const redis = await connectedRedis(redisSettings(stalled.url, { commandTimeoutMs: 10_000, breakerFailures: 1000 }));

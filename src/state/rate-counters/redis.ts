@@ -31,6 +31,13 @@ export interface RedisRateCounterSettings {
   breakerCooldownMs: number;
 }
 
+/**
+ * Hits per script call at most: a burst of thousands in one turn goes as several calls, so that
+ * no one script holds Redis (which runs nothing else meanwhile) for long, and a call's arguments
+ * stay far below what a JavaScript call can spread.
+ */
+const MAX_BATCH = 256;
+
 interface Pending {
   readonly subject: string;
   readonly windows: readonly CounterWindow[];
@@ -107,7 +114,9 @@ export class RedisRateCounters implements RateCounters {
     if (this.#pending.size === 0) return;
     const batches = this.#pending;
     this.#pending = new Map();
-    for (const hits of batches.values()) this.#send(hits);
+    for (const hits of batches.values()) {
+      for (let at = 0; at < hits.length; at += MAX_BATCH) this.#send(hits.slice(at, at + MAX_BATCH));
+    }
   };
 
   #send(hits: Pending[]): void {
