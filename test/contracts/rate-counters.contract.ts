@@ -123,6 +123,36 @@ export function runRateCountersContract(name: string, make: () => Promise<Counte
       assert.deepEqual(after.counts, [51], 'the sustained window holds exactly the 50 admitted');
     });
 
+    // Hits asked for in one turn may go to the store together (Redis: one script call): each
+    // still counts as if alone, in the order asked.
+    await t.test('hits on several subjects in one turn: a subject refused does not affect another', async () => {
+      const full = subject('full');
+      const free = subject('free');
+      const windows = [{ limit: 2, ms: MINUTE }, { limit: 5, ms: HOUR }];
+      await hits(full, windows, 2);
+      const [a, b, c, d] = await Promise.all([
+        counters.hit(full, windows, 1),
+        counters.hit(free, windows, 1),
+        counters.hit(full, windows, 1),
+        counters.hit(free, windows, 1),
+      ]);
+      assert.deepEqual([a!.admitted, a!.counts], [false, [2, 2]]);
+      assert.deepEqual([b!.admitted, b!.counts], [true, [1, 1]]);
+      assert.deepEqual([c!.admitted, c!.counts], [false, [2, 2]]);
+      assert.deepEqual([d!.admitted, d!.counts], [true, [2, 2]]);
+    });
+
+    await t.test('hits, refunds and a clear in one turn act in the order asked', async () => {
+      const s = subject();
+      const windows = [{ limit: 3, ms: MINUTE }];
+      const [first, second] = await Promise.all([counters.hit(s, windows, 2), counters.hit(s, windows, 2), counters.refund(s, windows, 1)]);
+      assert.deepEqual([first.admitted, first.counts, second.admitted, second.counts], [true, [2], false, [2]]);
+      assert.deepEqual((await counters.hit(s, windows, 1)).counts, [2], 'the refund gave one back');
+      const [, cleared] = await Promise.all([counters.hit(s, windows, 1), counters.clear(s, windows)]);
+      assert.equal(cleared, undefined);
+      assert.deepEqual((await counters.hit(s, windows, 1)).counts, [1], 'the hit before the clear was cleared with it');
+    });
+
     await t.test('a cost counts as that many units; a cost larger than what is left is refused and adds nothing', async () => {
       const s = subject();
       const windows = [{ limit: 10, ms: MINUTE }, { limit: 100, ms: HOUR }];

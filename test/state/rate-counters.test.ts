@@ -175,6 +175,41 @@ test('redis counters', redisSuite(), async (t) => {
     }
   });
 
+  await t.test('a burst larger than one script call takes admits exactly `limit` between its calls', async () => {
+    const { redis, close } = await serverWithConnection();
+    t.after(close);
+    const counters = new RedisRateCounters(redis, CONTRACT_SETTINGS);
+    const windows = [{ limit: 500, ms: 60_000 }, { limit: 700, ms: 3_600_000 }];
+    const tallies = await Promise.all(Array.from({ length: 900 }, () => counters.hit('burst', windows, 1)));
+    assert.equal(tallies.filter((x) => x.admitted).length, 500);
+    assert.deepEqual((await counters.hit('burst', [windows[1]!], 1)).counts, [501]);
+  });
+
+  await t.test('a stalled Redis: every hit of a batch fails with StoreUnavailable by the one timeout, one breaker failure for the batch', async () => {
+    const stalled = await startRedis(t);
+    const redis = await connectedRedis(redisSettings(stalled.url, { commandTimeoutMs: 10_000, breakerFailures: 1000 }));
+    connections.push(redis);
+    const counters = new RedisRateCounters(redis, { timeoutMs: 100, breakerFailures: 2, breakerCooldownMs: 60_000 });
+    const windows = [{ limit: 5, ms: 60_000 }, { limit: 50, ms: 3_600_000 }];
+    assert.equal((await counters.hit('batch-a', windows, 1)).admitted, true, 'answers while Redis is up');
+
+    stalled.pause();
+    try {
+      // Five hits in one turn: one script call, so one timeout and one breaker failure.
+      const outcomes = await Promise.allSettled(['batch-a', 'batch-b', 'batch-a', 'batch-c', 'batch-b'].map((s) => counters.hit(s, windows, 1)));
+      for (const outcome of outcomes) {
+        assert.equal(outcome.status, 'rejected');
+        assert.ok(outcome.reason instanceof StoreUnavailable, String(outcome.reason));
+        assert.ok(!(outcome.reason.cause instanceof BrokenCircuitError), 'failed by the timeout, not the breaker');
+      }
+      // One failure so far (of two to open): the next batch still waits for Redis, and opens it.
+      await assert.rejects(counters.hit('batch-a', windows, 1), (err: unknown) => err instanceof StoreUnavailable && !(err.cause instanceof BrokenCircuitError));
+      await assert.rejects(counters.hit('batch-a', windows, 1), (err: unknown) => err instanceof StoreUnavailable && err.cause instanceof BrokenCircuitError);
+    } finally {
+      stalled.resume();
+    }
+  });
+
   await t.test('a killed Redis: hit fails with StoreUnavailable at once, and counts again when the breaker lets a call through', async () => {
     const killed = await startRedis(t);
     const redis = await connectedRedis(redisSettings(killed.url, { commandTimeoutMs: 10_000, breakerFailures: 1000 }));

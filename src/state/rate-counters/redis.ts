@@ -1,7 +1,15 @@
 /**
- * Rate counters in Redis, shared by every instance: one atomic script call per hit (RATE_HIT
+ * Rate counters in Redis, shared by every instance: each hit one atomic step (RATE_HIT_BATCH
  * in redis/scripts.ts), whatever the number of windows, so N instances admit exactly `limit`
  * per window between them.
+ *
+ * The hits and refunds asked for in one event-loop turn go as one script call (RATE_HIT_BATCH,
+ * counting them in the order asked, as one call each would), sent once the turn's I/O is
+ * handled (setImmediate): under load one round trip, one timeout and one breaker decision for
+ * dozens of requests, where one each cost a third of a counted request's CPU (bench/README.md).
+ * A batch fails or times out as a whole: every hit in it is then StoreUnavailable. On a Cluster
+ * a script's keys must share a slot, so a batch there holds one subject's hits (its windows
+ * share a slot by their hash tag); others go as their own batches, to their own primaries.
  *
  * A limit must never hold a request up for long: each call here has its own short timeout
  * (`limits.storeTimeoutMs`, far below the command timeout sign-in and refresh wait for) and
@@ -23,11 +31,28 @@ export interface RedisRateCounterSettings {
   breakerCooldownMs: number;
 }
 
+/**
+ * Hits per script call at most: a burst of thousands in one turn goes as several calls, so that
+ * no one script holds Redis (which runs nothing else meanwhile) for long, and a call's arguments
+ * stay far below what a JavaScript call can spread.
+ */
+const MAX_BATCH = 256;
+
+interface Pending {
+  readonly subject: string;
+  readonly windows: readonly CounterWindow[];
+  readonly cost: number;
+  resolve(reply: number[]): void;
+  reject(err: unknown): void;
+}
+
 export class RedisRateCounters implements RateCounters {
   readonly #redis: RedisConnection;
   readonly #settings: RedisRateCounterSettings;
   /** By primary on a Cluster (`''` for a single server): at most one per primary. */
   readonly #policies = new Map<string, IPolicy>();
+  /** The turn's hits not sent yet, by batch (`''` for all on a single server, the subject on a Cluster). */
+  #pending = new Map<string, Pending[]>();
 
   constructor(redis: RedisConnection, settings: RedisRateCounterSettings) {
     this.#redis = redis;
@@ -66,17 +91,56 @@ export class RedisRateCounters implements RateCounters {
   }
 
   async clear(subject: string, windows: readonly CounterWindow[]): Promise<void> {
+    // Hits asked for before the clear are sent before it, on the same connection: they count
+    // first and are cleared, as they would be with one call each.
+    this.#flush();
     const keys = windows.map((w) => this.#redis.keys.rateWindow(subject, w.ms));
     await this.#guarded(keys[0] ?? subject, () => this.#redis.run((c) => c.del(...keys)));
   }
 
   #call(subject: string, windows: readonly CounterWindow[], cost: number): Promise<number[]> {
-    const args: (string | number)[] = [];
-    for (const w of windows) args.push(this.#redis.keys.rateWindow(subject, w.ms));
-    args.push(cost);
-    for (const w of windows) args.push(w.limit);
-    for (const w of windows) args.push(w.ms);
-    return this.#guarded(String(args[0]), () => this.#redis.run((c) => c.gwRateHit(windows.length, ...args)));
+    return new Promise((resolve, reject) => {
+      const batch = this.#redis.cluster ? subject : '';
+      const queued = this.#pending.get(batch);
+      if (queued !== undefined) queued.push({ subject, windows, cost, resolve, reject });
+      else {
+        if (this.#pending.size === 0) setImmediate(this.#flush);
+        this.#pending.set(batch, [{ subject, windows, cost, resolve, reject }]);
+      }
+    });
+  }
+
+  readonly #flush = (): void => {
+    if (this.#pending.size === 0) return;
+    const batches = this.#pending;
+    this.#pending = new Map();
+    for (const hits of batches.values()) {
+      for (let at = 0; at < hits.length; at += MAX_BATCH) this.#send(hits.slice(at, at + MAX_BATCH));
+    }
+  };
+
+  #send(hits: Pending[]): void {
+    const keys: string[] = [];
+    const args: number[] = [];
+    for (const { subject, windows, cost } of hits) {
+      for (const w of windows) keys.push(this.#redis.keys.rateWindow(subject, w.ms));
+      args.push(windows.length, cost);
+      for (const w of windows) args.push(w.limit);
+      for (const w of windows) args.push(w.ms);
+    }
+    this.#guarded(keys[0] ?? hits[0]!.subject, () => this.#redis.run((c) => c.gwRateHitBatch(keys.length, ...keys, ...args))).then(
+      (reply) => {
+        let at = 0;
+        for (const hit of hits) {
+          const size = 1 + 2 * hit.windows.length;
+          hit.resolve(reply.slice(at, at + size));
+          at += size;
+        }
+      },
+      (err: unknown) => {
+        for (const hit of hits) hit.reject(err);
+      },
+    );
   }
 
   /** Every failure, the breaker's and the timeout's included, leaves as StoreUnavailable. `key`: one the call touches (all share its slot). */

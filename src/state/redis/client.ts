@@ -37,6 +37,8 @@ export interface RedisConnection {
    * primary, as the connection's are (rate-counters.redis.ts).
    */
   nodeOf(key: string): string | undefined;
+  /** A Cluster: a script's keys must then share one slot (rate-counters/redis.ts batches by it). */
+  readonly cluster: boolean;
   /**
    * Subscribes to a channel on a connection of its own, which waits and reconnects by itself.
    * `onGap` runs each time Redis confirms the subscription on a new connection: messages sent
@@ -104,6 +106,8 @@ export function connectRedis(settings: Config['redis'], log: Logger, metrics?: P
         throw new StoreUnavailable(new Error(describe(err)), retryAfterSeconds);
       }
     },
+
+    cluster: client instanceof Cluster,
 
     nodeOf(key) {
       if (!(client instanceof Cluster)) return undefined;

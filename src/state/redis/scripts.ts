@@ -247,58 +247,68 @@ return {ARGV[1], 1}
 `;
 
 /**
- * Counts one hit in every window of one subject, or in none (state/rate-counters/store.ts). Each
- * window is a counter whose TTL is the rest of the window: set with the first unit, kept by
- * INCRBY, so a window ends when its key expires.
+ * Counts hits, each in every window of its subject or in none (state/rate-counters/store.ts),
+ * in the order given: a later hit on the same subject sees the earlier ones.
+ * state/rate-counters/redis.ts sends the hits and refunds of one event-loop turn in one call,
+ * one round trip and one script run for all (a lone hit is a batch of one); on a Cluster all
+ * keys must share a slot, so there a call holds one subject's hits. Each window is a counter
+ * whose TTL is the rest of the window: set with the first unit, kept by INCRBY, so a window
+ * ends when its key expires.
  *
- * KEYS[i]      window i of the subject      <prefix>:rl:{<subject>}:<ms>
- * ARGV[1]      cost (> 0: a hit; < 0: a refund, only into open windows, never below 0, a window
- *              refunded to 0 deleted; 0: a look)
- * ARGV[1 + i]  limit of window i
- * ARGV[1+n+i]  length of window i in ms
- * Returns {admitted (1|0), count_1, resetsInMs_1, …, count_n, resetsInMs_n}
+ * KEYS         the windows of hit 1, then those of hit 2, …   <prefix>:rl:{<subject>}:<ms>
+ * ARGV, per hit in turn: n (its number of windows), cost (> 0: a hit; < 0: a refund, only into
+ *              open windows, never below 0, a window refunded to 0 deleted; 0: a look), the n
+ *              limits, the n lengths in ms
+ * Returns, per hit in turn: admitted (1|0), count_1, resetsInMs_1, …, count_n, resetsInMs_n
  */
-export const RATE_HIT = `
-local n = #KEYS
-local cost = tonumber(ARGV[1])
-local counts, ttls = {}, {}
-local room = 1
-for i = 1, n do
-  local ttl = redis.call('PTTL', KEYS[i])
-  local count = 0
-  if ttl > 0 then count = tonumber(redis.call('GET', KEYS[i])) else ttl = tonumber(ARGV[1 + n + i]) end
-  counts[i] = count
-  ttls[i] = ttl
-  if cost > 0 and count + cost > tonumber(ARGV[1 + i]) then room = 0 end
-end
-if cost > 0 and room == 1 then
+export const RATE_HIT_BATCH = `
+local out = {}
+local k, a = 0, 0
+while a < #ARGV do
+  local n = tonumber(ARGV[a + 1])
+  local cost = tonumber(ARGV[a + 2])
+  local counts, ttls = {}, {}
+  local room = 1
   for i = 1, n do
-    if counts[i] == 0 then
-      redis.call('SET', KEYS[i], cost, 'PX', ttls[i])
-    else
-      redis.call('INCRBY', KEYS[i], cost)
-    end
-    counts[i] = counts[i] + cost
+    local key = KEYS[k + i]
+    local ttl = redis.call('PTTL', key)
+    local count = 0
+    if ttl > 0 then count = tonumber(redis.call('GET', key)) else ttl = tonumber(ARGV[a + 2 + n + i]) end
+    counts[i] = count
+    ttls[i] = ttl
+    if cost > 0 and count + cost > tonumber(ARGV[a + 2 + i]) then room = 0 end
   end
-elseif cost < 0 then
-  for i = 1, n do
-    if counts[i] > 0 then
-      counts[i] = math.max(0, counts[i] + cost)
-      -- A window back at 0 holds nothing worth keeping: deleted, so that a refused or given-back
-      -- attempt leaves no key behind (the next unit opens a new window, as on a fresh subject).
+  if cost > 0 and room == 1 then
+    for i = 1, n do
       if counts[i] == 0 then
-        redis.call('DEL', KEYS[i])
-        ttls[i] = tonumber(ARGV[1 + n + i])
+        redis.call('SET', KEYS[k + i], cost, 'PX', ttls[i])
       else
-        redis.call('SET', KEYS[i], counts[i], 'KEEPTTL')
+        redis.call('INCRBY', KEYS[k + i], cost)
+      end
+      counts[i] = counts[i] + cost
+    end
+  elseif cost < 0 then
+    for i = 1, n do
+      if counts[i] > 0 then
+        counts[i] = math.max(0, counts[i] + cost)
+        -- A window back at 0 holds nothing worth keeping: deleted, so that a refused or given-back
+        -- attempt leaves no key behind (the next unit opens a new window, as on a fresh subject).
+        if counts[i] == 0 then
+          redis.call('DEL', KEYS[k + i])
+          ttls[i] = tonumber(ARGV[a + 2 + n + i])
+        else
+          redis.call('SET', KEYS[k + i], counts[i], 'KEEPTTL')
+        end
       end
     end
   end
-end
-local out = {room}
-for i = 1, n do
-  out[2 * i] = counts[i]
-  out[2 * i + 1] = ttls[i]
+  out[#out + 1] = room
+  for i = 1, n do
+    out[#out + 1] = counts[i]
+    out[#out + 1] = ttls[i]
+  end
+  k = k + n
+  a = a + 2 + 2 * n
 end
 return out
 `;
@@ -889,8 +899,8 @@ export const SCRIPTS = {
   gwDenyToken: { numberOfKeys: 1, lua: DENY_TOKEN },
   gwRolesPage: { numberOfKeys: 2, lua: ROLES_PAGE },
   gwEpoch: { numberOfKeys: 1, lua: EPOCH },
-  // The number of keys goes first in each call: one per window.
-  gwRateHit: { lua: RATE_HIT },
+  // The number of keys goes first in each call: every window of every hit in the batch.
+  gwRateHitBatch: { lua: RATE_HIT_BATCH },
   // Their number of keys goes first too: one per bucket.
   gwUsageAdd: { lua: USAGE_ADD },
   gwUsageSum: { lua: USAGE_SUM },
@@ -926,7 +936,7 @@ export interface ScriptCommands {
   gwDenyToken(...keysThenArgs: (string | number)[]): Promise<number>;
   gwRolesPage(...keysThenArgs: (string | number)[]): Promise<(number | string | null)[]>;
   gwEpoch(...keysThenArgs: (string | number)[]): Promise<[string, number]>;
-  gwRateHit(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
+  gwRateHitBatch(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
   gwUsageAdd(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number>;
   gwUsageSum(numberOfKeys: number, ...keysThenGroups: (string | number)[]): Promise<(string | number)[]>;
   gwKeyUseRecord(...keysThenArgs: (string | number)[]): Promise<number>;
