@@ -15,7 +15,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { answersPing, freePort, redisArgs } from './redis.js';
+import { answersPing, freePort, PortTaken, redisArgs } from './redis.js';
 import { answersTlsPing, tlsCliArgs, tlsConfigLines, tlsServerArgs, type TlsFiles } from './redis-tls.js';
 
 const SERVER = process.env.REDIS_SERVER_BIN ?? 'redis-server';
@@ -70,7 +70,11 @@ export function redisCli(port: number, args: string[], timeoutMs = 10_000, { tls
  * A Cluster of `masters` masters (3 by default: the smallest redis-cli creates) and no replicas,
  * every slot assigned and every node reporting cluster_state:ok.
  */
-export async function startRedisCluster(t?: Cleanup, { masters = 3, tls }: { masters?: number; tls?: TlsFiles } = {}): Promise<TestRedisCluster> {
+export function startRedisCluster(...args: Parameters<typeof startRedisClusterOnce>): Promise<TestRedisCluster> {
+  return onFreshPorts(() => startRedisClusterOnce(...args));
+}
+
+async function startRedisClusterOnce(t?: Cleanup, { masters = 3, tls }: { masters?: number; tls?: TlsFiles } = {}): Promise<TestRedisCluster> {
   const group = await processGroup('gw-redis-cluster-', tls);
   t?.after(group.stop);
   try {
@@ -98,11 +102,15 @@ export async function startRedisCluster(t?: Cleanup, { masters = 3, tls }: { mas
   }
 }
 
+export function startRedisSentinel(...args: Parameters<typeof startRedisSentinelOnce>): Promise<TestRedisSentinel> {
+  return onFreshPorts(() => startRedisSentinelOnce(...args));
+}
+
 /**
  * One master and `sentinelCount` sentinels (1 by default) monitoring it as `name` (quorum 1),
  * each answering with the master's address.
  */
-export async function startRedisSentinel(t?: Cleanup, { name = 'mymaster', sentinelCount = 1, tls, sentinelPassword, sentinelUsername }: {
+async function startRedisSentinelOnce(t?: Cleanup, { name = 'mymaster', sentinelCount = 1, tls, sentinelPassword, sentinelUsername }: {
   name?: string;
   sentinelCount?: number;
   tls?: TlsFiles;
@@ -151,7 +159,11 @@ export async function startRedisSentinel(t?: Cleanup, { name = 'mymaster', senti
 }
 
 /** One TLS-only redis-server (client certificates required): `url` is rediss://127.0.0.1:port. */
-export async function startRedisTls(t: Cleanup, tls: TlsFiles): Promise<{ url: string; port: number; stop(): Promise<void> }> {
+export function startRedisTls(...args: Parameters<typeof startRedisTlsOnce>): ReturnType<typeof startRedisTlsOnce> {
+  return onFreshPorts(() => startRedisTlsOnce(...args));
+}
+
+async function startRedisTlsOnce(t: Cleanup, tls: TlsFiles): Promise<{ url: string; port: number; stop(): Promise<void> }> {
   const group = await processGroup('gw-redis-tls-', tls);
   t.after(group.stop);
   try {
@@ -161,6 +173,21 @@ export async function startRedisTls(t: Cleanup, tls: TlsFiles): Promise<{ url: s
   } catch (err) {
     await group.stop();
     throw err;
+  }
+}
+
+/**
+ * Starts again on new ports when a server could not bind one it was given: a free port is
+ * picked, then bound a moment later, and another process can take it between the two (seen on
+ * a busy machine). The failed attempt's processes are stopped first (each start does it).
+ */
+async function onFreshPorts<T>(start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (!(err instanceof PortTaken) || attempt === 5) throw err;
+    }
   }
 }
 
@@ -185,7 +212,10 @@ async function processGroup(prefix: string, tls?: TlsFiles) {
       child.on('error', (err) => { output += String(err); });
       const deadline = Date.now() + START_TIMEOUT_MS;
       while (Date.now() < deadline) {
-        if (child.exitCode !== null) throw new Error(`${SERVER} ${args.join(' ')} exited (${child.exitCode}): ${output}`);
+        if (child.exitCode !== null) {
+          if (output.includes('Address already in use')) throw new PortTaken(`${SERVER} ${args.join(' ')}: port taken`);
+          throw new Error(`${SERVER} ${args.join(' ')} exited (${child.exitCode}): ${output}`);
+        }
         if (await answers(port)) return;
         await sleep(20);
       }

@@ -103,7 +103,7 @@ export function redisArgs(port: number, extra: string[] = []): string[] {
 }
 
 /** redis-server could not bind its port: another process holds it. */
-class PortTaken extends Error {}
+export class PortTaken extends Error {}
 
 /**
  * Starts redis-server on `port` and resolves once it serves there: its own "Ready to accept
