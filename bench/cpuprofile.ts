@@ -50,29 +50,17 @@ export interface ProfileSummary {
 
 /** `window`: [from, to] in µs on the profile's clock; samples outside it are ignored. */
 export function summarizeProfile(profile: CpuProfile, window?: [number, number], top = 15): ProfileSummary {
-  const byId = new Map<number, ProfileNode>();
-  const parent = new Map<number, number>();
-  for (const node of profile.nodes) {
-    byId.set(node.id, node);
-    for (const child of node.children ?? []) parent.set(child, node.id);
-  }
+  const { byId, parent } = indexNodes(profile);
   const self = new Map<string, number>();
   const area = new Map<string, number>();
   const inclusive = new Map<string, number>();
   let busy = 0;
   let idle = 0;
-  let t = profile.startTime;
-  for (let i = 0; i < profile.samples.length; i++) {
-    t += profile.timeDeltas[i] ?? 0;
-    if (window !== undefined && (t < window[0] || t > window[1])) continue;
-    // A sample stands for the time until the next one.
-    const weight = profile.timeDeltas[i + 1] ?? profile.timeDeltas[i] ?? 0;
-    const node = byId.get(profile.samples[i]!);
-    if (node === undefined) continue;
+  forEachSample(profile, byId, window, (node, weight) => {
     const frame = node.callFrame;
     if (frame.functionName === '(idle)') {
       idle += weight;
-      continue;
+      return;
     }
     busy += weight;
     add(self, functionLabel(frame), weight);
@@ -86,7 +74,7 @@ export function summarizeProfile(profile: CpuProfile, window?: [number, number],
       seen.add(label);
       add(inclusive, label, weight);
     }
-  }
+  });
   const shares = (m: Map<string, number>): Share[] => [...m]
     .sort((a, b) => b[1] - a[1])
     .slice(0, top)
@@ -100,12 +88,7 @@ export function summarizeProfile(profile: CpuProfile, window?: [number, number],
  * they run under its own frames.
  */
 export function stackShare(profile: CpuProfile, window: [number, number] | undefined, match: (frame: CallFrame) => boolean): number {
-  const byId = new Map<number, ProfileNode>();
-  const parent = new Map<number, number>();
-  for (const node of profile.nodes) {
-    byId.set(node.id, node);
-    for (const child of node.children ?? []) parent.set(child, node.id);
-  }
+  const { byId, parent } = indexNodes(profile);
   const hit = new Map<number, boolean>();
   const hits = (id: number): boolean => {
     let known = hit.get(id);
@@ -118,16 +101,11 @@ export function stackShare(profile: CpuProfile, window: [number, number] | undef
   };
   let busy = 0;
   let matched = 0;
-  let t = profile.startTime;
-  for (let i = 0; i < profile.samples.length; i++) {
-    t += profile.timeDeltas[i] ?? 0;
-    if (window !== undefined && (t < window[0] || t > window[1])) continue;
-    const weight = profile.timeDeltas[i + 1] ?? profile.timeDeltas[i] ?? 0;
-    const node = byId.get(profile.samples[i]!);
-    if (node === undefined || node.callFrame.functionName === '(idle)') continue;
+  forEachSample(profile, byId, window, (node, weight) => {
+    if (node.callFrame.functionName === '(idle)') return;
     busy += weight;
     if (hits(node.id)) matched += weight;
-  }
+  });
   return busy === 0 ? 0 : (100 * matched) / busy;
 }
 
@@ -140,6 +118,30 @@ export function isRecordKeeping(frame: CallFrame): boolean {
   const { url } = frame;
   if (url.includes('/node_modules/')) return /\/node_modules\/(pino|pino-std-serializers|sonic-boom|thread-stream|quick-format-unescaped|fast-redact|on-exit-leak-free|prom-client|tdigest|bintrees)\//.test(url);
   return isGatewayFile(url) && /\/(http\/exchange|http\/middleware\/access-log|telemetry\/[^/]+)\.(ts|js)$/.test(url);
+}
+
+/** The profile's nodes by id, and each node's parent. */
+function indexNodes(profile: CpuProfile): { byId: Map<number, ProfileNode>; parent: Map<number, number> } {
+  const byId = new Map<number, ProfileNode>();
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) {
+    byId.set(node.id, node);
+    for (const child of node.children ?? []) parent.set(child, node.id);
+  }
+  return { byId, parent };
+}
+
+/** Each sample within `window` (all without one): its node, and its weight in µs. */
+function forEachSample(profile: CpuProfile, byId: Map<number, ProfileNode>, window: [number, number] | undefined, visit: (node: ProfileNode, weight: number) => void): void {
+  let t = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i] ?? 0;
+    if (window !== undefined && (t < window[0] || t > window[1])) continue;
+    // A sample stands for the time until the next one.
+    const weight = profile.timeDeltas[i + 1] ?? profile.timeDeltas[i] ?? 0;
+    const node = byId.get(profile.samples[i]!);
+    if (node !== undefined) visit(node, weight);
+  }
 }
 
 function add(m: Map<string, number>, key: string, value: number): void {
