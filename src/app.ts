@@ -33,10 +33,11 @@ import { errorBoundary } from './errors/boundary.js';
 import { ok } from './errors/envelope.js';
 import { NotFound } from './errors/errors.js';
 import { corsAnswers, corsPreflights, PROXIED_METHODS, type Cors } from './http/cors.js';
-import { createRouteRequest, isWebSocketHandshake, screenRequests, type Routed } from './http/edge.js';
+import { createRouteRequest, isWebSocketHandshake, screenRequests, type Routed, type Screening } from './http/edge.js';
 import { createExchanges, joinExchange, type Exchange, type Exchanges } from './http/exchange.js';
 import { createAccessLog, finalStatus } from './http/middleware/access-log.js';
 import { assignRequestId } from './http/middleware/request-id.js';
+import type { StreamListener } from './http/http2.js';
 import { OWNER_TREE } from './http/owner/register.js';
 import { failResponse, failSocket } from './http/raw-response.js';
 import { createForwardAuthDecision, FORWARD_AUTH_PATH, isForwardAuthTarget } from './http/routes/forward-auth.js';
@@ -47,6 +48,12 @@ import type { Services } from './services.js';
 export interface Listeners {
   /** The HTTP server's request listener. */
   request: RequestListener;
+  /**
+   * For HTTP/2 servers, ahead of the request listener (http/http2.ts serveStreams): serves a
+   * bodiless stream the edge routes to a configured route on the stream itself; declines (false)
+   * every other, which then reaches `request` through Node's compatibility API.
+   */
+  stream: StreamListener;
   /** For the HTTP server's shouldUpgradeCallback: true for a handshake the edge routes to a WebSocket route. */
   shouldUpgrade(req: IncomingMessage): boolean;
   /** For the HTTP server's 'upgrade' event (only after shouldUpgrade said true). */
@@ -111,6 +118,21 @@ export function createListeners(services: Services): Listeners {
       if (exchange.url !== undefined && isForwardAuthTarget(exchange.url)) return serveDecision(req, res, exchange);
       own.set(req, exchange);
       void koa(req, res);
+    },
+    stream: (stream) => {
+      // Routed on a screening of its own, so that a declined stream reaches `request` as it
+      // came (req.url is the StreamRequest's, not the stream's): screened there again, as any
+      // request for the gateway's own paths.
+      const req = stream.asIncoming;
+      const screening: Screening = { url: undefined, refusal: undefined };
+      const routed = routeRequest(req, screening);
+      if (routed === undefined) return false;
+      const res = stream.answer().asServerResponse;
+      if (hsts !== undefined) res.setHeader('Strict-Transport-Security', hsts);
+      const exchange = exchanges.open(req);
+      exchange.url = screening.url;
+      serveProxied(req, res, routed, exchange);
+      return true;
     },
     shouldUpgrade(req) {
       if (!isWebSocketHandshake(req) || !proxy.hasRoutes) return false;

@@ -21,7 +21,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
-import { createSecureServer as createHttp2SecureServer, type Http2Server } from 'node:http2';
+import { createSecureServer as createHttp2SecureServer, type Http2SecureServer, type Http2Server } from 'node:http2';
 import type { TlsOptions } from 'node:tls';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -32,7 +32,7 @@ import { isAcmeOn, isTlsOn } from './config/schema.js';
 import { errorAnswer } from './errors/boundary.js';
 import { ExpectationFailed, InvalidRequest, MethodNotAllowed, RequestHeadersTooLarge, RequestTimeout, SERVED_METHODS, type GatewayError } from './errors/errors.js';
 import type { Exchange, Exchanges } from './http/exchange.js';
-import { createCleartextHttp2, dispatchPriorKnowledge, http2Options, trackSessions, type Sessions } from './http/http2.js';
+import { createCleartextHttp2, dispatchPriorKnowledge, http2Options, serveStreams, trackSessions, type Sessions } from './http/http2.js';
 import { requestIdOf } from './http/middleware/request-id.js';
 import { answerResponse, answerSocket } from './http/raw-response.js';
 import type { Services } from './services.js';
@@ -246,8 +246,12 @@ function createMainServer(services: Services, listeners: ReturnType<typeof creat
   const useHttp2 = secure === undefined ? http2.cleartext : http2.tls;
   const server = createGatewayServer(services, listeners.request, options, listeners.exchanges, secure, useHttp2 ? http2 : undefined);
   if (!useHttp2) return { server, sessions: undefined };
-  if (secure !== undefined) return { server, sessions: trackSessions(server) };
+  if (secure !== undefined) {
+    serveStreams(server as unknown as Http2SecureServer, listeners.stream);
+    return { server, sessions: trackSessions(server) };
+  }
   const cleartext = createCleartextHttp2(http2, listeners.request as never);
+  serveStreams(cleartext, listeners.stream);
   refuseConnect(cleartext, services.log, listeners.exchanges);
   dispatchPriorKnowledge(server, cleartext, handshakeTimeoutMs(services));
   return { server, sessions: trackSessions(cleartext) };

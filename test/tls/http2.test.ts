@@ -10,7 +10,8 @@
  * socket (test/helpers/h2-frames.ts), since no well-behaved client sends them.
  */
 import assert from 'node:assert/strict';
-import { connect as connectHttp2, constants, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
+import { createHash, randomBytes } from 'node:crypto';
+import { connect as connectHttp2, constants, createServer as createHttp2Server, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import { readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { test, type TestContext } from 'node:test';
@@ -18,6 +19,7 @@ import { connect as connectTls } from 'node:tls';
 import { WebSocket } from 'ws';
 import { startBackend, type Backend } from '../helpers/backend.js';
 import { logged, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { serveStreams } from '../../src/http/http2.js';
 import { attack, frame, FRAME, FLAG, framesOf, headerBlock, PREFACE, settingsFrame, type Attack } from '../helpers/h2-frames.js';
 import { makeTestCa } from '../helpers/tls.js';
 import { startWsBackend } from '../helpers/ws-backend.js';
@@ -374,4 +376,138 @@ test('the HTTP/2 example of docs/tls.md is a configuration a gateway serves h2c 
   const client = await session(t, gw.url);
   assert.equal(client.remoteSettings.maxConcurrentStreams, 100);
   assert.equal((await h2(client, '/echo/doc')).headers[':status'], 200);
+});
+
+/** A request on `client` that resolves once the answer's head or a reset arrives, with the stream. */
+function opened(client: ClientHttp2Session, path: string): ClientHttp2Stream {
+  return client.request({ ':method': 'GET', ':path': path }, { endStream: true });
+}
+
+/** Everything a stream brings until it ends or is reset: the head, the body's bytes, and how it ended. */
+function received(stream: ClientHttp2Stream): Promise<{ headers: IncomingHttpHeaders; bytes: number; digest: string; ended: boolean; rstCode: number }> {
+  return new Promise((resolve) => {
+    let headers: IncomingHttpHeaders = {};
+    let bytes = 0;
+    const hash = createHash('sha256');
+    let ended = false;
+    stream.on('response', (head) => { headers = head; });
+    stream.on('data', (chunk: Buffer) => { bytes += chunk.length; hash.update(chunk); });
+    stream.on('end', () => { ended = true; });
+    stream.on('error', () => {});
+    stream.on('close', () => resolve({ headers, bytes, digest: hash.digest('hex'), ended, rstCode: stream.rstCode ?? 0 }));
+  });
+}
+
+test('bodiless streams for proxied routes are answered on the stream: a large answer whole, a cut one reset, refusals in the envelope', async (t) => {
+  const big = randomBytes(3 * 1024 * 1024);
+  const backend = await startBackend(t, (req, res) => {
+    if (req.url === '/echo/big') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': big.length });
+      res.end(big);
+    } else if (req.url === '/echo/cut') {
+      // Announces 1000 bytes, sends 10, then the connection goes.
+      res.writeHead(200, { 'content-length': 1000 });
+      res.write('0123456789', () => res.socket?.destroy());
+    } else {
+      res.writeHead(204, { 'x-backend': 'yes', connection: 'keep-alive' });
+      res.end();
+    }
+  });
+  const gw = await tlsGateway(t, backend, {
+    routes: [
+      { name: 'echo', prefix: '/echo', targets: [backend.url], auth: 'public' },
+      { name: 'down', prefix: '/down', targets: ['http://127.0.0.1:9'], auth: 'public' },
+      { name: 'private', prefix: '/private', targets: [backend.url] },
+    ],
+  });
+  const client = await session(t, gw.url);
+
+  // 3 MiB through the client's flow-control window (64 KiB at first): the answer waits on the
+  // stream's 'drain' and arrives byte for byte.
+  const whole = await received(opened(client, '/echo/big'));
+  assert.equal(whole.headers[':status'], 200);
+  assert.equal(whole.ended, true);
+  assert.equal(whole.bytes, big.length);
+  assert.equal(whole.digest, createHash('sha256').update(big).digest('hex'));
+  assert.match(String(whole.headers['strict-transport-security']), /^max-age=/, 'HSTS on a proxied answer');
+
+  // A backend that breaks off mid-body: the client sees the stream reset, never a clean end.
+  const cut = await received(opened(client, '/echo/cut'));
+  assert.equal(cut.headers[':status'], 200);
+  assert.equal(cut.ended, false, 'no END_STREAM on a short answer');
+  assert.notEqual(cut.rstCode, constants.NGHTTP2_NO_ERROR, 'the stream is reset');
+  const postedCut = client.request({ ':method': 'POST', ':path': '/echo/cut' });
+  postedCut.end('x');
+  const cutToo = await received(postedCut);
+  assert.deepEqual([cutToo.ended, cutToo.rstCode !== constants.NGHTTP2_NO_ERROR], [false, true], 'the compatibility API\'s answers are cut alike');
+
+  // No body, and nothing HTTP/2 forbids: the backend's Connection header is left out.
+  const empty = await received(opened(client, '/echo/empty'));
+  assert.equal(empty.headers[':status'], 204);
+  assert.equal(empty.headers['x-backend'], 'yes');
+  assert.equal(empty.headers.connection, undefined);
+  assert.equal(empty.ended, true);
+
+  // Refusals before the backend: the envelope, its id and HSTS, the challenge.
+  const down = await h2(client, '/down/x');
+  assert.equal(down.headers[':status'], 502);
+  assert.equal(JSON.parse(down.body).success, false);
+  assert.match(String(down.headers['strict-transport-security']), /^max-age=/);
+  const denied = await h2(client, '/private/x');
+  assert.equal(denied.headers[':status'], 401);
+  assert.match(String(denied.headers['www-authenticate']), /^Bearer realm="gateway"/);
+  assert.equal(JSON.parse(denied.body).message.code, 'missing_token');
+
+  // Through the compatibility API: a HEAD, a body, and the gateway's own paths, as before.
+  assert.equal((await h2(client, '/echo/empty', { method: 'HEAD' })).headers[':status'], 204);
+  assert.equal((await h2(client, '/echo/posted', { method: 'POST', body: 'x' })).headers[':status'], 204);
+  assert.equal((await h2(client, '/healthz')).headers[':status'], 200);
+  assert.equal(client.closed, false, 'one connection served them all');
+  for (const answer of [whole, cut, empty, down, denied]) {
+    const lines = accessLines(gw, String(answer.headers['x-request-id']));
+    assert.equal(lines.length, 1, 'one access line per stream');
+    assert.equal(lines[0]!.status, answer.headers[':status']);
+  }
+});
+
+test('a client that resets a proxied stream while the backend is silent: the backend request goes at once, the line says 499, the connection serves on', async (t) => {
+  let arrived!: () => void;
+  let aborted!: () => void;
+  const backend = await startBackend(t, (req, res) => {
+    if (!req.url!.startsWith('/echo/silent')) return void res.end('ok');
+    res.on('close', () => aborted());
+    arrived();
+  });
+  // The route's timeout far away: only the client's reset can end the backend request in time.
+  const gw = await tlsGateway(t, backend, { routes: [{ name: 'echo', prefix: '/echo', targets: [backend.url], auth: 'public', responseTimeoutMs: 120_000 }] });
+  const client = await session(t, gw.url);
+  // A GET (answered on the stream) and a POST (through the compatibility API) alike.
+  for (const method of ['GET', 'POST']) {
+    const waiting = new Promise<void>((resolve) => { arrived = resolve; });
+    const backendSawClose = new Promise<void>((resolve) => { aborted = resolve; });
+    const path = `/echo/silent-${method}`;
+    const stream = client.request({ ':method': method, ':path': path }, { endStream: method === 'GET' });
+    stream.on('error', () => {});
+    if (method === 'POST') stream.end('body');
+    await waiting;
+    stream.close(constants.NGHTTP2_CANCEL);
+    let bound: NodeJS.Timeout | undefined;
+    await Promise.race([backendSawClose, new Promise((_, reject) => { bound = setTimeout(reject, 10_000, new Error(`${method}: the backend request outlived its client`)); })]);
+    clearTimeout(bound);
+    const lines = logged(gw, 'request').filter((line) => line.path === path);
+    assert.equal(lines.length, 1, method);
+    assert.equal(lines[0]!.status, 499, `${method}: nginx's "client closed request"`);
+  }
+  const next = await h2(client, '/echo/after');
+  assert.equal(next.headers[':status'], 200);
+  assert.equal(next.body, 'ok');
+});
+
+test('serveStreams takes the place of the compatibility API\'s stream listener only where it finds it', () => {
+  const withListener = createHttp2Server({}, () => {});
+  assert.equal(serveStreams(withListener, () => false), true, 'this Node\'s compatibility API is the one expected');
+  assert.equal(withListener.listenerCount('stream'), 1, 'in its place, not beside it');
+  const without = createHttp2Server({});
+  assert.equal(serveStreams(without, () => false), false, 'nothing to take the place of');
+  assert.equal(without.listenerCount('stream'), 0);
 });
