@@ -1,7 +1,7 @@
 /**
  * TLS and HTTP/2 at the edge: the gateway's public proxied route over HTTP/1.1 in cleartext,
  * over HTTP/1.1 with TLS (wrk) and over HTTP/2 with TLS (h2load), beside a bare Node proxy
- * (bench/servers/bare.ts, cleartext and TLS: what TLS costs Node itself) and nginx terminating
+ * (bench/servers/bare.ts, cleartext and TLS, HTTP/2 on the stream API: what TLS and HTTP/2 cost Node itself) and nginx terminating
  * TLS in front of the same backend (HTTP/1.1 and HTTP/2 alike); and TLS handshakes per second, full
  * and resumed (`openssl s_time`), against both. Results: a table on stdout, bench/reports/tls.md
  * (method: "TLS and HTTP/2: gateway vs nginx" in bench/README.md), and bench/results/tls-<time>.json.
@@ -14,6 +14,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect as connectHttp2 } from 'node:http2';
 import { get } from 'node:https';
 import { join } from 'node:path';
 import { parseRunOptions, boundedInt } from './lib/cli.js';
@@ -36,11 +37,12 @@ const HANDSHAKE_SECONDS = boundedInt(NAME, 'handshake-seconds', opt.extra['hands
 /** h2load's connections: the same requests in flight as wrk's, `STREAMS` on each. */
 const H2_CONNECTIONS = Math.max(1, Math.round(opt.connections / STREAMS));
 
-type Target = 'gw-h1' | 'gw-tls-h1' | 'gw-tls-h2' | 'gw-tls-h2-one' | 'bare-h1' | 'bare-tls-h1' | 'nginx-tls-h1' | 'nginx-tls-h2';
-const TARGETS: readonly Target[] = ['gw-h1', 'gw-tls-h1', 'gw-tls-h2', 'gw-tls-h2-one', 'bare-h1', 'bare-tls-h1', 'nginx-tls-h1', 'nginx-tls-h2'];
+type Target = 'gw-h1' | 'gw-tls-h1' | 'gw-tls-h2' | 'gw-tls-h2-one' | 'bare-h1' | 'bare-tls-h1' | 'bare-tls-h2' | 'nginx-tls-h1' | 'nginx-tls-h2';
+const TARGETS: readonly Target[] = ['gw-h1', 'gw-tls-h1', 'gw-tls-h2', 'gw-tls-h2-one', 'bare-h1', 'bare-tls-h1', 'bare-tls-h2', 'nginx-tls-h1', 'nginx-tls-h2'];
 const LABEL: Record<Target, string> = {
   'bare-h1': 'bare Node proxy, HTTP/1.1 cleartext',
   'bare-tls-h1': 'bare Node proxy, HTTP/1.1 over TLS',
+  'bare-tls-h2': 'bare Node proxy, HTTP/2 over TLS (stream API)',
   'gw-h1': 'gateway, HTTP/1.1 cleartext',
   'gw-tls-h1': 'gateway, HTTP/1.1 over TLS',
   'gw-tls-h2': 'gateway, HTTP/2 over TLS',
@@ -60,6 +62,7 @@ interface Servers {
   gwTls: Server;
   barePlain: Server;
   bareTls: Server;
+  bareTlsH2: Server;
   nginx: Server;
 }
 
@@ -77,13 +80,16 @@ function makeCertificates(dir: string): { ca: string; cert: string; key: string 
 }
 
 /** Polls `url` (trusting `ca`) until it answers 200; throws if the process exits or 20 s pass. */
-async function waitHttps(url: string, ca: string, server: Server): Promise<void> {
+async function waitHttps(url: string, ca: string, server: Server, http2 = false): Promise<void> {
   const deadline = Date.now() + 20_000;
   let lastError = '';
   for (;;) {
     if (!isRunning(server.proc)) throw new Error(`${server.label} exited:\n${server.err.tail()}`);
     const status = await new Promise<number>((resolve) => {
-      get(url, { ca: readFileSync(ca, 'utf8'), agent: false }, (res) => { res.resume(); resolve(res.statusCode ?? 0); }).on('error', (e) => { lastError = e.message; resolve(0); });
+      const failed = (e: Error) => { lastError = e.message; resolve(0); };
+      if (!http2) return void get(url, { ca: readFileSync(ca, 'utf8'), agent: false }, (res) => { res.resume(); resolve(res.statusCode ?? 0); }).on('error', failed);
+      const session = connectHttp2(new URL(url).origin, { ca: readFileSync(ca, 'utf8') }).on('error', failed);
+      session.request({ ':path': new URL(url).pathname }).on('response', (head) => { session.close(); resolve(Number(head[':status'])); }).on('error', failed).end();
     });
     if (status === 200) return;
     if (Date.now() > deadline) throw new Error(`${server.label} not ready on ${url} (${lastError}):\n${server.err.tail()}`);
@@ -115,14 +121,17 @@ async function startGatewayOn(runtime: Runtime, dir: string, backendUrl: string,
   return server;
 }
 
-/** The bare Node proxy over TLS (bench/servers/bare.ts with the run's certificate), on the server core. */
-async function startBareTls(backendUrl: string, tls: { cert: string; key: string; ca: string }): Promise<Server> {
+/**
+ * The bare Node proxy over TLS (bench/servers/bare.ts with the run's certificate), on the server
+ * core: node:https's server, or with `http2` node:http2's on the stream API.
+ */
+async function startBareTls(backendUrl: string, tls: { cert: string; key: string; ca: string }, http2 = false): Promise<Server> {
   const port = await freePort();
-  const env = { ...cleanEnv(), NODE_ENV: 'production', PORT: String(port), BACKEND: backendUrl, TLS_CERT_FILE: tls.cert, TLS_KEY_FILE: tls.key };
+  const env = { ...cleanEnv(), NODE_ENV: 'production', PORT: String(port), BACKEND: backendUrl, TLS_CERT_FILE: tls.cert, TLS_KEY_FILE: tls.key, HTTP2: String(http2) };
   const [cmd, args] = pinned(SERVER_CORE, process.execPath, [join(ROOT, 'bench', 'servers', 'bare.ts')]);
   const proc = track(spawn(cmd, args, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] }));
-  const server: Server = { label: 'bare Node proxy (TLS)', proc, pid: proc.pid!, url: `https://127.0.0.1:${port}`, err: new Output(proc.stderr), out: new Output(null) };
-  await waitHttps(`${server.url}${PATH}`, tls.ca, server);
+  const server: Server = { label: http2 ? 'bare Node proxy (TLS, HTTP/2)' : 'bare Node proxy (TLS)', proc, pid: proc.pid!, url: `https://127.0.0.1:${port}`, err: new Output(proc.stderr), out: new Output(null) };
+  await waitHttps(`${server.url}${PATH}`, tls.ca, server, http2);
   return server;
 }
 
@@ -194,7 +203,7 @@ async function measureH2(url: string, seconds: number, serverPid: number, { conn
 }
 
 async function measure(s: Servers, target: Target, seconds: number, round: number): Promise<Run> {
-  const server = { 'gw-h1': s.gwPlain, 'gw-tls-h1': s.gwTls, 'gw-tls-h2': s.gwTls, 'gw-tls-h2-one': s.gwTls, 'bare-h1': s.barePlain, 'bare-tls-h1': s.bareTls, 'nginx-tls-h1': s.nginx, 'nginx-tls-h2': s.nginx }[target];
+  const server = { 'gw-h1': s.gwPlain, 'gw-tls-h1': s.gwTls, 'gw-tls-h2': s.gwTls, 'gw-tls-h2-one': s.gwTls, 'bare-h1': s.barePlain, 'bare-tls-h1': s.bareTls, 'bare-tls-h2': s.bareTlsH2, 'nginx-tls-h1': s.nginx, 'nginx-tls-h2': s.nginx }[target];
   const url = `${server.url}${PATH}`;
   // The same requests in flight as wrk's: spread over connections, or all on one (as a browser,
   // or a load balancer speaking HTTP/2 to the gateway, multiplexes them).
@@ -242,6 +251,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     gwTls: await startGatewayOn(runtime, tmp, backend.url, 'gateway (TLS)', tls),
     barePlain: await startNodeServer('bare Node proxy (cleartext)', 'bare.ts', SERVER_CORE, { BACKEND: backend.url }, { readyPath: PATH, readyStatus: 200 }),
     bareTls: await startBareTls(backend.url, tls),
+    bareTlsH2: await startBareTls(backend.url, tls, true),
     nginx: await startNginx(tmp, backend.url, tls),
   };
   const env = {
@@ -269,6 +279,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   });
   const h2OverH1 = ratio(runs, 'gw-tls-h2', 'gw-tls-h1', (r) => r.rps);
   const h2OneOverH1 = ratio(runs, 'gw-tls-h2-one', 'gw-tls-h1', (r) => r.rps);
+  const bareH2OverH1 = ratio(runs, 'bare-tls-h2', 'bare-tls-h1', (r) => r.rps);
   const tlsCpu = ratio(runs, 'gw-tls-h1', 'gw-h1', (r) => r.serverCpuUsPerReq);
   const bareTlsCpu = ratio(runs, 'bare-tls-h1', 'bare-h1', (r) => r.serverCpuUsPerReq);
   const vsNginx = { h1: ratio(runs, 'gw-tls-h1', 'nginx-tls-h1', (r) => r.rps), h2: ratio(runs, 'gw-tls-h2', 'nginx-tls-h2', (r) => r.rps) };
@@ -287,7 +298,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     }),
   ].join('\n');
   const targets = [
-    `- HTTP/2 over TLS ÷ HTTP/1.1 over TLS, gateway req/s: ${fmt(h2OverH1, 2)} with ${H2_CONNECTIONS} connections × ${STREAMS} streams (target ≥ 1.0: ${h2OverH1 >= 1 ? 'met' : 'not met'}); ${fmt(h2OneOverH1, 2)} with the ${opt.connections} requests on one connection (${h2OneOverH1 >= 1 ? 'met' : 'not met'})`,
+    `- HTTP/2 over TLS ÷ HTTP/1.1 over TLS, gateway req/s: ${fmt(h2OverH1, 2)} with ${H2_CONNECTIONS} connections × ${STREAMS} streams (target ≥ 1.0: ${h2OverH1 >= 1 ? 'met' : 'not met'}); ${fmt(h2OneOverH1, 2)} with the ${opt.connections} requests on one connection (${h2OneOverH1 >= 1 ? 'met' : 'not met'}); the bare Node proxy in the same run, HTTP/2 on the stream API ÷ HTTP/1.1, ${H2_CONNECTIONS} × ${STREAMS}: ${fmt(bareH2OverH1, 2)}`,
     `- TLS ÷ cleartext, gateway server CPU per kept-alive proxied request: ${fmt(tlsCpu, 2)} (target ≤ 1.20: ${tlsCpu <= 1.2 ? 'met' : 'not met'}); the bare Node proxy in the same run: ${fmt(bareTlsCpu, 2)}`,
     `- gateway ÷ nginx, req/s: ${fmt(vsNginx.h1, 2)} over HTTP/1.1 with TLS, ${fmt(vsNginx.h2, 2)} over HTTP/2 with TLS`,
   ];
@@ -297,7 +308,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     '',
     `- machine: ${env.cpu} (nproc ${nproc}), Node ${env.node}, ${env.wrk}, ${env.h2load}, ${env.nginx}, ${env.openssl}`,
     `- gateway: src/ at ${env.commit}; ${env.runtime}; NODE_ENV=production, \`ROUTES=[{"name":"bench","prefix":"/bench","targets":["http://127.0.0.1:<backend>"],"auth":"public"}]\`, RATE_LIMITS=off, LOG_LEVEL=warn (nginx logs nothing either); with TLS: an ECDSA P-256 certificate, every TLS and HTTP/2 setting at its default`,
-    `- bare Node proxy: bench/servers/bare.ts (node:http or node:https server, \`http.request\` over a keep-alive agent, \`pipe\`), the same certificate, on the same core as the gateway`,
+    `- bare Node proxy: bench/servers/bare.ts (node:http or node:https server, or node:http2 on the stream API; \`http.request\` over a keep-alive agent, \`pipe\`), the same certificate, on the same core as the gateway`,
     `- nginx: one process (\`master_process off\`), \`listen ssl http2\`, the same certificate, keep-alive upstream (64), no access log, session cache on`,
     `- pinning: ${env.pinning}`,
     `- load: \`GET ${PATH}\`, ${opt.rounds} rounds × ${opt.seconds} s per target after a ${opt.warmup} s warm-up, order rotated each round; HTTP/1.1: wrk, 1 thread, ${opt.connections} keep-alive connections; HTTP/2: h2load, 1 thread, ${H2_CONNECTIONS} connections × ${STREAMS} streams (the same ${H2_CONNECTIONS * STREAMS} requests in flight), and for the gateway also 1 connection × ${opt.connections} streams; handshakes: \`openssl s_time -new\` / \`-reuse\`, ${HANDSHAKE_SECONDS} s each (one connection at a time)`,
@@ -314,7 +325,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     ...(stderr.length > 0 ? ['', `Lines on stderr: ${stderr.join('; ')}`] : []),
   ].join('\n');
   process.stdout.write(`\n${table}\n\n${targets.join('\n')}\n\n${shakeTable}\n`);
-  writeRawFigures(RESULTS, 'tls', started, { env, options: { ...opt, streams: STREAMS, h2Connections: H2_CONNECTIONS }, rows, runs, shakes, ratios: { h2OverH1, h2OneOverH1, tlsCpu, bareTlsCpu, vsNginx } });
+  writeRawFigures(RESULTS, 'tls', started, { env, options: { ...opt, streams: STREAMS, h2Connections: H2_CONNECTIONS }, rows, runs, shakes, ratios: { h2OverH1, h2OneOverH1, bareH2OverH1, tlsCpu, bareTlsCpu, vsNginx } });
   updateReport(NAME, REPORT, generated, { noReport: opt.noReport, failure: errors > 0 ? `${errors} request(s) were not answered 2xx` : undefined });
 }
 
