@@ -43,6 +43,9 @@ export interface OAuthErrorFields {
  */
 export const OAUTH_ERRORS = 'oauthErrors';
 
+/** The headers set before a failure that its answer keeps (lower case, as Node names them). */
+const KEPT_ON_ERRORS: ReadonlySet<string> = new Set(['x-request-id', 'ratelimit', 'ratelimit-policy', 'strict-transport-security']);
+
 export function errorBoundary({ log }: BoundaryOptions) {
   return async function errorBoundary(ctx: Context, next: Next): Promise<void> {
     try {
@@ -56,10 +59,11 @@ export function errorBoundary({ log }: BoundaryOptions) {
         ctx.req.socket.destroy();
         return;
       }
-      // What was set for a success goes, except the request id and a counted quota's fields
-      // (limits/): the call was counted whatever its answer.
+      // What was set for a success goes, except what holds for any answer: the request id, a
+      // counted quota's fields (limits/: the call was counted whatever its answer), and HSTS
+      // (RFC 6797 §8.1: a browser takes it from any answer over HTTPS, errors included).
       for (const name of ctx.res.getHeaderNames()) {
-        if (name !== 'x-request-id' && name !== 'ratelimit' && name !== 'ratelimit-policy') ctx.res.removeHeader(name);
+        if (!KEPT_ON_ERRORS.has(name)) ctx.res.removeHeader(name);
       }
       const answer = errorAnswer(error, requestId, ctx.req.complete, ctx.state[OAUTH_ERRORS] === true);
       ctx.status = answer.status;

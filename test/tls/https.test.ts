@@ -109,6 +109,12 @@ test('HTTPS: sign-in, an own answer and a proxied route over TLS, each with HSTS
   const proxied = await https(`${base}/orders/7`);
   assert.equal(proxied.status, 200, proxied.body);
   assert.equal(proxied.headers['strict-transport-security'], 'max-age=31536000');
+  // Errors too, own and proxied: a browser takes HSTS from any answer over HTTPS.
+  for (const path of ['/nothing-here', '/api/roles']) {
+    const refused = await https(`${base}${path}`);
+    assert.ok(refused.status >= 400, `${path}: ${refused.status}`);
+    assert.equal(refused.headers['strict-transport-security'], 'max-age=31536000', `HSTS on ${path}'s ${refused.status}`);
+  }
   assert.equal(backend.received.at(-1)?.url, '/orders/7');
 
   // SNI: the named certificate, a wildcard's one label, and the default for any other name.
