@@ -111,6 +111,10 @@ export function createProxy(deps: ProxyDeps): Proxy {
     serve(req, res, match, requestId, done) {
       admitRequest(req, match, requestId).then((admitted) => {
         const { identity, limitHeaders } = admitted;
+        // The client left while it was admitted (a key set or an introspection awaited, say):
+        // its answer's 'close' has come and gone, so nothing would end the exchange, and the
+        // backend would be asked for nobody. Over now (the exchange says 499).
+        if (req.socket.destroyed || res.destroyed) return done(undefined, identity, undefined);
         try {
           if (limitHeaders !== undefined) for (const name in limitHeaders) res.setHeader(name, limitHeaders[name]!);
           forward(req, res, match, admitted, requestId, (error, upstream) => done(error, identity, upstream));

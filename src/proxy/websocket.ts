@@ -96,6 +96,8 @@ export function createWebSockets({ admit, headersFor, flights, revocations, deni
 
     const admitted = await admit(route, req, headerToken ?? offered.token, requestId);
     exchange.accountId = admitted.identity?.accountId;
+    // The client left while it was admitted: no backend is asked to open a socket for nobody.
+    if (socket.destroyed) return { status: 499, upstream: undefined };
     const headers = headersFor(req, route, admitted, requestId, offered.rest.length > 0 ? offered.rest.join(', ') : null);
     req.url = match.upstreamUrl;
     const flight = start(route, headers);

@@ -4,11 +4,14 @@
  * string, a token, or a header value. A backend failure adds one warn line naming the target.
  */
 import assert from 'node:assert/strict';
+import type { Socket } from 'node:net';
 import { test } from 'node:test';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { startBackend } from '../helpers/backend.js';
 import { call, logLines, signIn, type TestGateway } from '../helpers/gateway.js';
 import { closedPort, eventually, startProxy } from '../helpers/proxy.js';
 import { RawConnection } from '../helpers/raw-http.js';
+import { startWsBackend } from '../helpers/ws-backend.js';
 
 function requestLine(gw: TestGateway, requestId: string): Record<string, unknown> {
   const found = logLines(gw).filter((line) => line.msg === 'request' && line.requestId === requestId);
@@ -118,4 +121,48 @@ test('a client that leaves while the gateway reads its body or waits on the dire
   signin.destroy();
   await eventually(() => logLines(gw).some((l) => l.msg === 'request' && l.requestId === 'left-signin'), 'the sign-in line');
   assert.equal(requestLine(gw, 'left-signin').status, 499);
+});
+
+test('a client that leaves while its proxied request or WebSocket handshake is being admitted: nothing reaches a backend, and the lines say 499', async (t) => {
+  // An issuer whose key set is held until the test lets it go: admission waits on it.
+  const { publicKey, privateKey } = await generateKeyPair('ES256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
+  const held: (() => void)[] = [];
+  const keys = await startBackend(t, (_req, res) => {
+    held.push(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })));
+  });
+  t.after(() => { for (const release of held) release(); });
+  const backend = await startBackend(t);
+  const wsBackend = await startWsBackend(t);
+  const issuer = 'https://issuer.example';
+  const gw = await startProxy(t, [
+    { prefix: '/partners', targets: [backend.url], issuers: [issuer] },
+    { prefix: '/live', targets: [wsBackend.url], issuers: [issuer], websocket: true },
+  ], { trustedIssuers: [{ issuer, audience: 'partners', jwksUri: `${keys.url}/jwks` }] });
+  const token = await new SignJWT({ scope: 'read' }).setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+    .setIssuer(issuer).setAudience('partners').setSubject('partner-1').setIssuedAt().setExpirationTime('5m').setJti('t-1').sign(privateKey);
+
+  // The gateway's side of each client connection, to know when it has seen them close.
+  const closedAtGateway: Promise<void>[] = [];
+  gw.running!.server.on('connection', (socket: Socket) => closedAtGateway.push(new Promise((resolve) => socket.once('close', () => resolve()))));
+  const plain = await RawConnection.open(gw.url);
+  plain.write(`GET /partners/orders HTTP/1.1\r\nHost: x\r\nX-Request-Id: left-admission\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+  const upgrade = await RawConnection.open(gw.url);
+  upgrade.write(`GET /live/feed HTTP/1.1\r\nHost: x\r\nX-Request-Id: left-handshake\r\nAuthorization: Bearer ${token}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+  await eventually(() => held.length >= 1, 'the key set asked for');
+  // Reset, not closed: a handshake's socket is not read while it waits, so only a reset (or a
+  // write) can tell the gateway its client is gone.
+  plain.socket.resetAndDestroy();
+  upgrade.socket.resetAndDestroy();
+  await eventually(() => closedAtGateway.length === 2, 'both connections accepted');
+  await Promise.all(closedAtGateway);
+  while (held.length > 0) held.shift()!();
+  for (const id of ['left-admission', 'left-handshake']) {
+    await eventually(() => logLines(gw).some((l) => l.msg === 'request' && l.requestId === id), `the access line of ${id}`);
+    assert.equal(requestLine(gw, id).status, 499, id);
+  }
+  // Then a request that does go through, on the same key set.
+  assert.equal((await call(`${gw.url}/partners/after`, { token })).status, 200);
+  assert.deepEqual(backend.received.map((r) => r.url), ['/partners/after'], 'the left request never reached the backend');
+  assert.equal(wsBackend.handshakes.length, 0, 'the left handshake never reached the WebSocket backend');
 });
