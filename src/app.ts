@@ -37,7 +37,7 @@ import { createRouteRequest, isWebSocketHandshake, screenRequests, type Routed, 
 import { createExchanges, joinExchange, type Exchange, type Exchanges } from './http/exchange.js';
 import { createAccessLog, finalStatus } from './http/middleware/access-log.js';
 import { assignRequestId } from './http/middleware/request-id.js';
-import type { StreamListener } from './http/http2.js';
+import type { StreamListener } from './http/http2-streams.js';
 import { OWNER_TREE } from './http/owner/register.js';
 import { failResponse, failSocket } from './http/raw-response.js';
 import { createForwardAuthDecision, FORWARD_AUTH_PATH, isForwardAuthTarget } from './http/routes/forward-auth.js';
@@ -49,7 +49,7 @@ export interface Listeners {
   /** The HTTP server's request listener. */
   request: RequestListener;
   /**
-   * For HTTP/2 servers, ahead of the request listener (http/http2.ts serveStreams): serves a
+   * For HTTP/2 servers, ahead of the request listener (http/http2-streams.ts serveStreams): serves a
    * bodiless stream the edge routes to a configured route on the stream itself; declines (false)
    * every other, which then reaches `request` through Node's compatibility API.
    */

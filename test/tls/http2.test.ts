@@ -19,7 +19,7 @@ import { connect as connectTls } from 'node:tls';
 import { WebSocket } from 'ws';
 import { startBackend, type Backend } from '../helpers/backend.js';
 import { logged, startGateway, type TestGateway } from '../helpers/gateway.js';
-import { serveStreams } from '../../src/http/http2.js';
+import { serveStreams } from '../../src/http/http2-streams.js';
 import { attack, frame, FRAME, FLAG, framesOf, headerBlock, PREFACE, settingsFrame, type Attack } from '../helpers/h2-frames.js';
 import { makeTestCa } from '../helpers/tls.js';
 import { startWsBackend } from '../helpers/ws-backend.js';
