@@ -511,3 +511,36 @@ test('serveStreams takes the place of the compatibility API\'s stream listener o
   assert.equal(serveStreams(without, () => false), false, 'nothing to take the place of');
   assert.equal(without.listenerCount('stream'), 0);
 });
+
+test('on streams answered directly: CORS preflights and headers, and a route quota\'s RateLimit fields and its 429', async (t) => {
+  const app = 'https://app.example';
+  const backend = await startBackend(t, (_req, res) => {
+    // A backend's own quota fields and CORS headers give way to the gateway's.
+    res.writeHead(200, { 'content-type': 'text/plain', ratelimit: 'backend', 'access-control-allow-origin': '*' });
+    res.end('ok');
+  });
+  const gw = await tlsGateway(t, backend, {
+    cors: { allowedOrigins: [app] },
+    limits: { mode: 'enforce', rules: [{ route: 'echo', perAddress: [{ limit: 2, seconds: 60 }] }] },
+  });
+  const client = await session(t, gw.url);
+
+  const preflight = await h2(client, '/echo/items', { method: 'OPTIONS', headers: { origin: app, 'access-control-request-method': 'GET' } });
+  assert.equal(preflight.headers[':status'], 204);
+  assert.equal(preflight.headers['access-control-allow-origin'], app);
+  assert.match(String(preflight.headers['access-control-allow-methods']), /GET/);
+  assert.equal(backend.received.length, 0, 'a preflight is the gateway\'s to answer');
+
+  const first = await h2(client, '/echo/items', { headers: { origin: app } });
+  assert.equal(first.headers[':status'], 200);
+  assert.equal(first.body, 'ok');
+  assert.equal(first.headers['access-control-allow-origin'], app, 'the gateway\'s CORS, not the backend\'s *');
+  assert.match(String(first.headers.ratelimit), /;r=1;/, 'the gateway\'s quota fields, not the backend\'s');
+  assert.equal((await h2(client, '/echo/items')).headers[':status'], 200);
+  const refused = await h2(client, '/echo/items', { headers: { origin: app } });
+  assert.equal(refused.headers[':status'], 429);
+  assert.ok(Number(refused.headers['retry-after']) > 0, 'Retry-After on the 429');
+  assert.equal(refused.headers['access-control-allow-origin'], app, 'a browser may read the refusal');
+  assert.equal(JSON.parse(refused.body).success, false);
+  assert.equal(backend.received.length, 2, 'the refused call never reached the backend');
+});
