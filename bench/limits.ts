@@ -88,10 +88,18 @@ const opt = parseRunOptions(NAME, { rounds: 5, seconds: 5, connections: 64 }, {
 });
 const { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, quietWait: QUIET_WAIT } = opt;
 const TOKENS = boundedInt(NAME, 'tokens', opt.extra.tokens as string, 100, 200_000);
+/**
+ * The warm-up: --warmup seconds, and at least two passes over the tokens at a cold gateway's
+ * pace here (8,000 a second): every token verified once and cached before a round counts. A
+ * shorter one left round 1 at half the later rounds' throughput, the more so for the slower
+ * gateways (fewer passes over the tokens: more of their requests paid a verification), which
+ * skewed the per-round ratios against limits on.
+ */
+const WARMUP_S = Math.max(WARMUP, Math.ceil((2 * TOKENS) / 8000));
 const TARGETS: Target[] = ['direct', 'floor', 'off', 'memory', ...(opt.extra['no-off-redis'] === true ? [] : ['off-redis' as const]), 'redis'];
 const PROFILED: Target[] = ['off', 'memory', 'redis'];
 /** Hard bound on the whole run, whatever happens. */
-const BUDGET_MS = (120 + QUIET_WAIT + TARGETS.length * (WARMUP + 3 + ROUNDS * (SECONDS + 4)) + (opt.profile ? PROFILED.length * (WARMUP + SECONDS + 25) : 0)) * 2 * 1000;
+const BUDGET_MS = (120 + QUIET_WAIT + TARGETS.length * (WARMUP_S + 3 + ROUNDS * (SECONDS + 4)) + (opt.profile ? PROFILED.length * (WARMUP_S + SECONDS + 25) : 0)) * 2 * 1000;
 
 const quiet = new Quiet(QUIET_WAIT);
 
@@ -316,7 +324,7 @@ async function profileTargets(ctx: Context, tmp: string, runtime: Runtime, keys:
     try {
       // A new gateway: on memory state it refuses the tokens minted before it started.
       await ctx.tokens.renew();
-      if (WARMUP > 0) await measure(ctx, target, gw, WARMUP, -1);
+      if (WARMUP_S > 0) await measure(ctx, target, gw, WARMUP_S, -1);
       const from = profileClockUs();
       const run = await measure(ctx, target, gw, SECONDS, -1);
       window = [from, profileClockUs()];
@@ -486,7 +494,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   log(`${NAME}: sanity checks passed (200 through every server with a valid token, 401 without; RateLimit-Policy of the quota from the limits-on gateways, none from the others)`);
 
   const runs = await rotatedRounds({
-    targets: TARGETS, rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, quiet, label: (t) => LABEL[t], line: runLine,
+    targets: TARGETS, rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP_S, quiet, label: (t) => LABEL[t], line: runLine,
     measure: (target, seconds, round) => measure(ctx, target, servers.get(target)!, seconds, round),
   });
   for (const [target, server] of servers) {
@@ -499,7 +507,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
 
   let profiles: ProfileResult[] = [];
   if (opt.profile) {
-    log(`profile: ${PROFILED.map((t) => LABEL[t]).join(', ')}, each a gateway under --cpu-prof, ${SECONDS} s after a ${WARMUP} s warm-up`);
+    log(`profile: ${PROFILED.map((t) => LABEL[t]).join(', ')}, each a gateway under --cpu-prof, ${SECONDS} s after a ${WARMUP_S} s warm-up`);
     profiles = await profileTargets(ctx, tmp, runtime, keys);
   }
   ctx.redis.admin.disconnect();
@@ -518,7 +526,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
     `- gateways: src/ at ${env.commit}; ${env.runtime}; NODE_ENV=production, LOG_LEVEL=warn, one Ed25519 signing key, \`ROUTES=[{"prefix":"${PREFIX}","targets":["http://127.0.0.1:<backend>"]}]\` (bearer token required, every other route setting at its default); limits off: \`RATE_LIMITS=off\`; limits on: \`RATE_LIMITS=enforce\`, \`RATE_LIMIT_RULES=${RULES}\` (the default's two windows, out of reach: one counter call per request, never a 429); Redis: \`REDIS_URL\` to a redis-server of the run (\`--save '' --appendonly no\`)`,
     `- floor: bench/servers/floor.ts, http-proxy-3 ${env.packages['http-proxy-3']} + jose ${env.packages.jose} on node:http; backend and floor under plain \`node\``,
     `- pinning: ${env.pinning}; \`direct\` is a second instance of the backend, on core ${SERVER_CORE}`,
-    `- load: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop, \`GET ${PATH}\`, each request with the next of ${TOKENS} distinct tokens of ${ACCOUNTS} accounts; ${ROUNDS} rounds × ${SECONDS} s per server after a ${WARMUP} s warm-up, the order rotated by one server each round`,
+    `- load: wrk, 1 thread, ${CONNECTIONS} keep-alive connections, closed loop, \`GET ${PATH}\`, each request with the next of ${TOKENS} distinct tokens of ${ACCOUNTS} accounts; ${ROUNDS} rounds × ${SECONDS} s per server after a ${WARMUP_S} s warm-up (two passes over the tokens at 8,000 a second, or --warmup if longer), the order rotated by one server each round`,
     `- counted: \`counted / req\` is the gateway's \`gateway_rate_limit_decisions_total{limit="${ACCOUNT_LIMIT}",outcome="admitted"}\` over the run per answered request (1 plus the requests in flight when wrk stopped); Redis commands from INFO commandstats, those a script runs inside Redis included (per request: ${redisTargets.map((t) => `${LABEL[t]}: ${redisMix(runs, t)}`).join('; ')})`,
     stolenLine(runs),
     otherLoadLine(runs, QUIET_WAIT, 'run'),
@@ -549,7 +557,7 @@ async function main({ started, tmp, source, runtime }: BenchRun): Promise<void> 
   for (const p of profiles) process.stdout.write(`\n${formatProfileSummary(`${LABEL[p.target]}, proxied GET with a bearer token`, p.summary)}\n`);
 
   writeRawFigures(RESULTS, 'limits', started, {
-    env, options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, tokens: TOKENS, accounts: ACCOUNTS, path: PATH, targets: TARGETS },
+    env, options: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP_S, connections: CONNECTIONS, tokens: TOKENS, accounts: ACCOUNTS, path: PATH, targets: TARGETS },
     rows, ratios: ratioList, addedCpuUsPerReq: Object.fromEntries(addedCpuPairs().map(([a, b]) => [`${a} - ${b}`, addedCpu(runs, a, b)])), counting, runs, profiles,
   });
   const failures = [
