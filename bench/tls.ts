@@ -1,10 +1,11 @@
 /**
  * TLS and HTTP/2 at the edge: the gateway's public proxied route over HTTP/1.1 in cleartext,
  * over HTTP/1.1 with TLS (wrk) and over HTTP/2 with TLS (h2load), beside a bare Node proxy
- * (bench/servers/bare.ts, cleartext and TLS, HTTP/2 on the stream API: what TLS and HTTP/2 cost Node itself) and nginx terminating
- * TLS in front of the same backend (HTTP/1.1 and HTTP/2 alike); and TLS handshakes per second, full
- * and resumed (`openssl s_time`), against both. Results: a table on stdout, bench/reports/tls.md
- * (method: "TLS and HTTP/2: gateway vs nginx" in bench/README.md), and bench/results/tls-<time>.json.
+ * (bench/servers/bare.ts: cleartext, TLS, and HTTP/2 on the stream API, what TLS and HTTP/2
+ * cost Node itself) and nginx terminating TLS in front of the same backend (HTTP/1.1 and
+ * HTTP/2 alike); and TLS handshakes per second, full and resumed (`openssl s_time`), against
+ * both. Results: a table on stdout, bench/reports/tls.md (method: "TLS and HTTP/2: gateway vs
+ * nginx" in bench/README.md), and bench/results/tls-<time>.json.
  *
  *   npm run bench:tls [-- --rounds 3 --seconds 5 --warmup 2 --connections 32 --streams 4
  *                         --quiet-wait 120 --runtime dist|tsx --no-report]
@@ -89,7 +90,8 @@ async function waitHttps(url: string, ca: string, server: Server, http2 = false)
       const failed = (e: Error) => { lastError = e.message; resolve(0); };
       if (!http2) return void get(url, { ca: readFileSync(ca, 'utf8'), agent: false }, (res) => { res.resume(); resolve(res.statusCode ?? 0); }).on('error', failed);
       const session = connectHttp2(new URL(url).origin, { ca: readFileSync(ca, 'utf8') }).on('error', failed);
-      session.request({ ':path': new URL(url).pathname }).on('response', (head) => { session.close(); resolve(Number(head[':status'])); }).on('error', failed).end();
+      const done = (status: number) => { session.destroy(); resolve(status); };
+      session.request({ ':path': new URL(url).pathname }).on('response', (head) => done(Number(head[':status']))).on('error', (e: Error) => { lastError = e.message; done(0); }).end();
     });
     if (status === 200) return;
     if (Date.now() > deadline) throw new Error(`${server.label} not ready on ${url} (${lastError}):\n${server.err.tail()}`);
